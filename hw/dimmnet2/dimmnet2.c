@@ -1,0 +1,885 @@
+/*
+ * DIMMnet-2 memory-slot network interface board (Keio/TUAT/Hitachi, 2007).
+ *
+ * The board sits in a DDR memory slot; the host sees a 0x60000-byte window
+ * of on-board buffers and registers at a fixed physical address:
+ *
+ *   0x00000 Write Window     RAM     host writes, NIC reads
+ *   0x10000 Prefetch Window  ROMD    host reads (writes discarded), NIC writes
+ *   0x20000 LLCM             RAM     both read and write
+ *   0x30000 LH Buffer        ROMD    host reads (writes discarded), NIC writes
+ *   0x40000 User Registers   MMIO    one 4 KiB page per WID
+ *   0x50000 System Register  MMIO    privileged
+ *
+ * The on-board SO-DIMMs come from a memory backend ("memdev") and are only
+ * reached through primitives.  The guest finds the window through an ACPI
+ * device (_HID DNET0002) whose _CRS is the window.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/units.h"
+#include "qemu/bswap.h"
+#include "qapi/error.h"
+#include "hw/qdev-properties.h"
+#include "hw/acpi/acpi_aml_interface.h"
+#include "hw/acpi/aml-build.h"
+#include "migration/vmstate.h"
+#include "system/hostmem.h"
+#include "exec/memory.h"
+#include "dimmnet2.h"
+#include "trace.h"
+
+/* ------------------------------------------------------------------ */
+/* User Registers                                                      */
+/* ------------------------------------------------------------------ */
+
+static uint64_t dn2_status_ring_used(DN2State *s, DN2Wid *w)
+{
+    uint32_t size = dn2_status_area_bytes(w->status_size_reg);
+    return (w->status_tail - w->status_head + size) % size;
+}
+
+static uint64_t dn2_ctl_status(DN2State *s, int wid)
+{
+    DN2Wid *w = &s->wid[wid];
+    uint32_t size = dn2_status_area_bytes(w->status_size_reg);
+    uint64_t used = dn2_status_ring_used(s, w);
+    uint64_t v = 0;
+
+    if (w->pending) {
+        v |= DN2_CS_REQ_PENDING;
+    }
+    if (s->sdimm_ready) {
+        v |= DN2_CS_SDIMM_READY;
+    }
+    if (dn2_fifo_almost_full(s)) {
+        v |= DN2_CS_FIFO_AFULL;
+    }
+    /* One record slot stays unused so that full and empty differ. */
+    if (used + DN2_STATUS_REC_SIZE >= size) {
+        v |= DN2_CS_STATUS_FULL;
+    }
+    if (used == 0) {
+        v |= DN2_CS_STATUS_EMPTY;
+    }
+    v |= (uint64_t)w->ww_status & (DN2_CS_WW_MASK(0) | DN2_CS_WW_MASK(1) |
+                                   DN2_CS_WW_MASK(2) | DN2_CS_WW_MASK(3));
+    if (s->rx_ovf) {
+        v |= DN2_CS_RX_OVF;
+    }
+    v |= (uint64_t)(s->rx_err & 3) << DN2_CS_RX_ERR_SHIFT;
+    if (w->req_error) {
+        v |= DN2_CS_REQ_ERROR;
+    }
+    return v;
+}
+
+static uint64_t dn2_prim_counter(DN2Wid *w)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 0; i < DN2_PC_NUM; i++) {
+        v |= (uint64_t)(w->prim_counter[i] & DN2_PC_MASK) << (i * DN2_PC_BITS);
+    }
+    return v;
+}
+
+static uint64_t dn2_ur_read(DN2State *s, int wid, hwaddr off)
+{
+    DN2Wid *w = &s->wid[wid];
+
+    switch (off) {
+    case DN2_UR_CTL_STATUS:
+        return dn2_ctl_status(s, wid);
+    case DN2_UR_PRIM_COUNTER:
+        return dn2_prim_counter(w);
+    case DN2_UR_PW_FLAG:
+        return w->pw_flag;
+    case DN2_UR_PKT_COUNTER:
+        return w->pkt_counter;
+    case DN2_UR_LHB_ADDR:
+        return w->lhb_tail;
+    case DN2_UR_MODULE_STATE:
+        return dn2_module_state(s);
+    case DN2_UR_STATUS_ADDR:
+        return w->status_tail;
+    default:
+        /* Write-only registers and holes read as zero [EMU]. */
+        return 0;
+    }
+}
+
+static void dn2_status_ring_reset(DN2Wid *w)
+{
+    w->status_head = w->status_init;
+    w->status_tail = w->status_init;
+}
+
+static void dn2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
+{
+    DN2Wid *w = &s->wid[wid];
+
+    switch (off) {
+    case DN2_UR_CMD0_UPPER:
+        w->upper[0] = v;
+        break;
+    case DN2_UR_CMD1_UPPER:
+        w->upper[1] = v;
+        break;
+    case DN2_UR_CMD_EX:
+        w->ex = v;
+        break;
+    case DN2_UR_CMD0_LOWER:
+        dn2_doorbell(s, wid, 0, v);
+        break;
+    case DN2_UR_CMD1_LOWER:
+        dn2_doorbell(s, wid, 1, v);
+        break;
+    case DN2_UR_PRIM_COUNTER:
+        memset(w->prim_counter, 0, sizeof(w->prim_counter));
+        w->req_error = 0;
+        break;
+    case DN2_UR_PKT_COUNTER:
+        w->pkt_counter = 0;
+        break;
+    case DN2_UR_IPUSH_AREA_SIZE:
+        w->ipush_area = v & DN2_IPUSH_AREA_MASK;
+        break;
+    case DN2_UR_LHB_ADDR:
+        w->lhb_head = v & DN2_LHB_ADDR_MASK & ~(DN2_LHB_ENTRY - 1);
+        dn2_kick(s);            /* room may have appeared */
+        break;
+    case DN2_UR_STATUS_INIT:
+        w->status_init = v & DN2_STATUS_INIT_MASK & ~(DN2_STATUS_REC_SIZE - 1);
+        dn2_status_ring_reset(w);
+        break;
+    case DN2_UR_STATUS_SIZE:
+        w->status_size_reg = v & 0x7f;
+        dn2_status_ring_reset(w);
+        break;
+    case DN2_UR_STATUS_ADDR:
+        w->status_head = v & DN2_STATUS_ADDR_MASK & ~(DN2_STATUS_REC_SIZE - 1);
+        dn2_kick(s);
+        break;
+    case DN2_UR_CMD_EX_FLAG:
+        w->ex_flag = v & 1;
+        break;
+    default:
+        /* Read-only registers and holes: writes are ignored. */
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "dimmnet2: write to read-only/unused UR%d offset 0x%"
+                      HWADDR_PRIx "\n", wid, off);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* System Register                                                     */
+/* ------------------------------------------------------------------ */
+
+static void dn2_controller_reset(DN2State *s);
+
+static uint64_t dn2_sr_read(DN2State *s, hwaddr off)
+{
+    switch (off) {
+    case DN2_SR_SMA:
+        return (s->sma_lid & DN2_SMA_LID_MASK) |
+               ((uint64_t)(s->link_state & 3) << DN2_SMA_LINK_SHIFT);
+    case DN2_SR_CTL_RESET:
+        /* "Any read or write resets the NIC controller." */
+        dn2_controller_reset(s);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void dn2_sr_write(DN2State *s, hwaddr off, uint64_t v)
+{
+    switch (off) {
+    case DN2_SR_SDIMM_INIT:
+        if (v & 1) {
+            s->sdimm_ready = 1;
+            trace_dimmnet2_sdimm_init(s->index, dn2_sdimm_area(s));
+            dn2_kick(s);
+        }
+        break;
+    case DN2_SR_SDIMM_CAPACITY:
+        s->sdimm_cap_reg = v & 0x3f;
+        if (dn2_sdimm_module_bytes(v) > s->sodimm_bytes / 2) {
+            qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: SO-DIMM capacity 0x%"
+                          PRIx64 " per module exceeds the 0x%" PRIx64
+                          " installed; using what is installed\n",
+                          dn2_sdimm_module_bytes(v), s->sodimm_bytes / 2);
+        }
+        break;
+    case DN2_SR_MTU:
+        s->mtu_reg = v & 0x1f;
+        break;
+    case DN2_SR_SMA:
+        /* SMA software reset: the port forgets its LID and renegotiates. */
+        s->sma_lid = 0;
+        s->link_state = 0;
+        break;
+    case DN2_SR_LID:
+        s->lid = v & 0xffff;
+        break;
+    case DN2_SR_PGID0:
+        s->pgid[0] = v & 0xff;
+        break;
+    case DN2_SR_PGID1:
+        s->pgid[1] = v & 0xff;
+        break;
+    case DN2_SR_CTL_RESET:
+        dn2_controller_reset(s);
+        break;
+    case DN2_SR_AMT: {
+        uint32_t value = v & DN2_AMT_VALUE_MASK;
+        uint32_t swid = (v >> DN2_AMT_WID_SHIFT) & 1;
+        uint16_t slid = (v >> DN2_AMT_LID_SHIFT) & 0xffff;
+        uint32_t idx = ((uint32_t)dn2_lid_to_clid(slid) << 1) | swid;
+
+        s->amt[idx] = 0x8000 | value;
+        trace_dimmnet2_amt_set(s->index, slid, swid, value);
+        break;
+    }
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "dimmnet2: write to unused System Register offset 0x%"
+                      HWADDR_PRIx "\n", off);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* MMIO dispatch                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Registers are 64 bits wide and the real board is accessed in 64- or
+ * 128-bit units (a 128-bit store arrives as two 64-bit halves).  Reads of
+ * one 32-bit half are served; writes must be aligned 64-bit stores.  Any
+ * other access is ignored and counted [EMU].
+ */
+static bool dn2_access_ok(DN2State *s, hwaddr addr, unsigned size, bool write)
+{
+    if (size == 8 && !(addr & 7)) {
+        return true;
+    }
+    if (!write && size == 4 && !(addr & 3)) {
+        return true;
+    }
+    s->stat_bad_access++;
+    trace_dimmnet2_bad_access(s->index, addr, size, write);
+    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: %u-byte %s at register offset 0x%"
+                  HWADDR_PRIx " ignored (64-bit accesses only)\n",
+                  size, write ? "write" : "read", addr);
+    return false;
+}
+
+static uint64_t dn2_reg_read(DN2State *s, hwaddr addr, unsigned size,
+                             bool system)
+{
+    hwaddr reg = addr & ~(hwaddr)7;
+    uint64_t v;
+    int wid = 0;
+
+    if (!dn2_access_ok(s, addr, size, false)) {
+        return 0;
+    }
+    if (system) {
+        v = reg < DN2_SR_PAGE ? dn2_sr_read(s, reg) : 0;
+    } else if (reg < DN2_NUM_WID * DN2_UR_WID_STRIDE) {
+        wid = reg / DN2_UR_WID_STRIDE;
+        v = dn2_ur_read(s, wid, reg % DN2_UR_WID_STRIDE);
+    } else {
+        v = 0;
+    }
+    if (size == 4) {
+        v = (addr & 4) ? v >> 32 : (uint32_t)v;
+    }
+    trace_dimmnet2_reg_read(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
+    return v;
+}
+
+static void dn2_reg_write(DN2State *s, hwaddr addr, uint64_t v, unsigned size,
+                          bool system)
+{
+    trace_dimmnet2_reg_write(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
+    if (!dn2_access_ok(s, addr, size, true)) {
+        return;
+    }
+    if (system) {
+        if (addr < DN2_SR_PAGE) {
+            dn2_sr_write(s, addr, v);
+        }
+    } else if (addr < DN2_NUM_WID * DN2_UR_WID_STRIDE) {
+        dn2_ur_write(s, addr / DN2_UR_WID_STRIDE, addr % DN2_UR_WID_STRIDE, v);
+    } else {
+        qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: write to unused User "
+                      "Register offset 0x%" HWADDR_PRIx "\n", addr);
+    }
+}
+
+static uint64_t dn2_ur_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return dn2_reg_read(opaque, addr, size, false);
+}
+
+static void dn2_ur_mmio_write(void *opaque, hwaddr addr, uint64_t v,
+                              unsigned size)
+{
+    dn2_reg_write(opaque, addr, v, size, false);
+}
+
+static uint64_t dn2_sr_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return dn2_reg_read(opaque, addr, size, true);
+}
+
+static void dn2_sr_mmio_write(void *opaque, hwaddr addr, uint64_t v,
+                              unsigned size)
+{
+    dn2_reg_write(opaque, addr, v, size, true);
+}
+
+static const MemoryRegionOps dn2_ur_ops = {
+    .read = dn2_ur_mmio_read,
+    .write = dn2_ur_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+static const MemoryRegionOps dn2_sr_ops = {
+    .read = dn2_sr_mmio_read,
+    .write = dn2_sr_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+/*
+ * Prefetch Window and LH Buffer: the host may only read them.  Reads go
+ * straight to RAM (ROMD mode); writes land here and are discarded, as the
+ * board's host interface has no write path into these buffers.
+ */
+static uint64_t dn2_ro_read(void *opaque, hwaddr addr, unsigned size)
+{
+    /* Only reached if ROMD mode were turned off; it never is. */
+    return 0;
+}
+
+static void dn2_pw_write(void *opaque, hwaddr addr, uint64_t v, unsigned size)
+{
+    DN2State *s = opaque;
+
+    trace_dimmnet2_ro_write(s->index, DN2_PW_BASE + addr, size);
+}
+
+static void dn2_lhb_write(void *opaque, hwaddr addr, uint64_t v, unsigned size)
+{
+    DN2State *s = opaque;
+
+    trace_dimmnet2_ro_write(s->index, DN2_LHB_BASE + addr, size);
+}
+
+static const MemoryRegionOps dn2_pw_ops = {
+    .read = dn2_ro_read,
+    .write = dn2_pw_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+static const MemoryRegionOps dn2_lhb_ops = {
+    .read = dn2_ro_read,
+    .write = dn2_lhb_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+/* ------------------------------------------------------------------ */
+/* Reset                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Core Logic state shared by a Controller Reset and a power-on reset. */
+static void dn2_core_reset(DN2State *s)
+{
+    int i;
+
+    s->sdimm_ready = 0;
+    s->sdimm_cap_reg = 0;
+    s->mtu_reg = 0;
+    s->lid = 0;
+    s->pgid[0] = s->pgid[1] = 0;
+    s->rx_err = 0;
+    s->rx_ovf = 0;
+    memset(s->amt, 0, sizeof(s->amt));
+    for (i = 0; i < DN2_NUM_WID; i++) {
+        memset(&s->wid[i], 0, sizeof(s->wid[i]));
+        s->wid[i].pw_flag = DN2_PWF_ALL;   /* nothing being fetched */
+    }
+    dn2_prim_reset(s);
+    /* "Reset clears the LHS flags": the LH Buffer starts all-zero. */
+    memset(s->lhb_ptr, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->lhb, 0, DN2_REGION_SIZE);
+}
+
+/*
+ * Controller Reset (System Register 0xa00): the Core Logic returns to its
+ * power-on state -- Request FIFO, executor, counters, status, ring
+ * pointers, configuration registers, AMT Address Table, LH flags.  The SMA
+ * (the LID the subnet manager gave and the link state) and the contents of
+ * the SO-DIMMs, Write Window, Prefetch Window and LLCM are kept [EMU].
+ */
+static void dn2_controller_reset(DN2State *s)
+{
+    trace_dimmnet2_controller_reset(s->index);
+    dn2_core_reset(s);
+}
+
+static void dn2_reset_hold(Object *obj, ResetType type)
+{
+    DN2State *s = DIMMNET2(obj);
+
+    dn2_core_reset(s);
+    memset(s->ww_ptr, 0, DN2_REGION_SIZE);
+    memset(s->pw_ptr, 0, DN2_REGION_SIZE);
+    memset(s->llcm_ptr, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->ww, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->pw, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->llcm, 0, DN2_REGION_SIZE);
+    s->sma_lid = 0;
+    s->link_state = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* ACPI                                                                */
+/* ------------------------------------------------------------------ */
+
+static void dn2_build_aml(AcpiDevAmlIf *adev, Aml *scope)
+{
+    DN2State *s = DIMMNET2(adev);
+    char name[5];
+    Aml *dev, *crs;
+
+    snprintf(name, sizeof(name), "%s%X", DN2_ACPI_NAME, s->index & 0xf);
+    dev = aml_device("%s", name);
+    aml_append(dev, aml_name_decl("_HID", aml_string(DN2_ACPI_HID)));
+    aml_append(dev, aml_name_decl("_STR", aml_unicode("DIMMnet-2 network interface")));
+    aml_append(dev, aml_name_decl("_UID", aml_int(s->index)));
+    aml_append(dev, aml_name_decl("_STA", aml_int(0xF)));
+    crs = aml_resource_template();
+    aml_append(crs, aml_memory32_fixed(s->base, DN2_WINDOW_SIZE, AML_READ_WRITE));
+    aml_append(dev, aml_name_decl("_CRS", crs));
+    aml_append(scope, dev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Realize                                                             */
+/* ------------------------------------------------------------------ */
+
+#define DN2_BASE_AUTO 0
+
+typedef struct DN2BaseCheck {
+    DN2State *self;
+    uint64_t base;
+    int count;
+    bool clash;
+} DN2BaseCheck;
+
+static int dn2_base_check_one(Object *obj, void *opaque)
+{
+    DN2BaseCheck *c = opaque;
+    DN2State *o;
+
+    if (!object_dynamic_cast(obj, TYPE_DIMMNET2)) {
+        return 0;
+    }
+    o = DIMMNET2(obj);
+    if (o == c->self || !DEVICE(o)->realized) {
+        return 0;
+    }
+    c->count++;
+    if (o->base < c->base + DN2_WINDOW_SIZE && c->base < o->base + DN2_WINDOW_SIZE) {
+        c->clash = true;
+    }
+    return 0;
+}
+
+static bool dn2_base_taken(Object *obj, void *opaque)
+{
+    DN2BaseCheck *c = opaque;
+
+    c->clash = false;
+    c->count = 0;
+    object_child_foreach_recursive(object_get_root(), dn2_base_check_one, c);
+    return c->clash;
+}
+
+static bool dn2_pick_base(DN2State *s, Error **errp)
+{
+    DN2BaseCheck c = { .self = s };
+    static const uint64_t defaults[] = { DN2_DEFAULT_BASE0, DN2_DEFAULT_BASE1 };
+    int i;
+
+    if (s->base == DN2_BASE_AUTO) {
+        for (i = 0; i < ARRAY_SIZE(defaults); i++) {
+            c.base = defaults[i];
+            if (!dn2_base_taken(OBJECT(s), &c)) {
+                s->base = defaults[i];
+                break;
+            }
+        }
+        if (s->base == DN2_BASE_AUTO) {
+            error_setg(errp, "dimmnet2: both default addresses (0x%x, 0x%x) "
+                       "are taken; give this board base=<address>",
+                       DN2_DEFAULT_BASE0, DN2_DEFAULT_BASE1);
+            return false;
+        }
+    }
+    if (s->base & (DN2_BASE_ALIGN - 1)) {
+        error_setg(errp, "dimmnet2: base 0x%" PRIx64 " must be 64 KiB aligned",
+                   s->base);
+        return false;
+    }
+    if (s->base + DN2_WINDOW_SIZE > 4 * GiB) {
+        error_setg(errp, "dimmnet2: base 0x%" PRIx64 " puts the 0x%x-byte "
+                   "window above 4 GiB", s->base, DN2_WINDOW_SIZE);
+        return false;
+    }
+    c.base = s->base;
+    if (dn2_base_taken(OBJECT(s), &c)) {
+        error_setg(errp, "dimmnet2: window at 0x%" PRIx64 " overlaps another "
+                   "dimmnet2 board", s->base);
+        return false;
+    }
+    s->index = c.count;
+    return true;
+}
+
+static bool dn2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
+                         const MemoryRegionOps *romd_ops, uint8_t **ptr,
+                         Error **errp)
+{
+    g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".%s",
+                                            s->base, what);
+    bool ok;
+
+    if (romd_ops) {
+        ok = memory_region_init_rom_device(mr, OBJECT(s), romd_ops, s, name,
+                                           DN2_REGION_SIZE, errp);
+    } else {
+        ok = memory_region_init_ram(mr, OBJECT(s), name, DN2_REGION_SIZE, errp);
+    }
+    if (ok) {
+        *ptr = memory_region_get_ram_ptr(mr);
+    }
+    return ok;
+}
+
+static void dn2_realize(DeviceState *dev, Error **errp)
+{
+    DN2State *s = DIMMNET2(dev);
+    g_autofree char *cname = NULL;
+
+    if (!dn2_pick_base(s, errp)) {
+        return;
+    }
+    if (s->fifo_depth < 2 || s->fifo_depth > DN2_FIFO_MAX) {
+        error_setg(errp, "dimmnet2: fifo-depth %u out of range 2..%d",
+                   s->fifo_depth, DN2_FIFO_MAX);
+        return;
+    }
+
+    /* SO-DIMMs: a memory backend, or our own RAM of sodimm-size. */
+    if (s->hostmem) {
+        if (host_memory_backend_is_mapped(s->hostmem)) {
+            error_setg(errp, "dimmnet2: memdev '%s' is already in use",
+                       object_get_canonical_path_component(OBJECT(s->hostmem)));
+            return;
+        }
+        s->sodimm_mr = host_memory_backend_get_memory(s->hostmem);
+        host_memory_backend_set_mapped(s->hostmem, true);
+        vmstate_register_ram(s->sodimm_mr, dev);
+    } else {
+        g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".sodimm",
+                                                s->base);
+        if (!memory_region_init_ram(&s->sodimm_own, OBJECT(s), name,
+                                    s->sodimm_size, errp)) {
+            return;
+        }
+        s->sodimm_mr = &s->sodimm_own;
+    }
+    s->sodimm_bytes = memory_region_size(s->sodimm_mr);
+    if (s->sodimm_bytes < 2 * MiB || (s->sodimm_bytes & (s->sodimm_bytes - 1))) {
+        error_setg(errp, "dimmnet2: SO-DIMM memory must be a power of two of "
+                   "at least 2 MiB (two interleaved modules), not 0x%" PRIx64,
+                   s->sodimm_bytes);
+        goto fail_sodimm;
+    }
+    s->sodimm_ptr = memory_region_get_ram_ptr(s->sodimm_mr);
+
+    if (!dn2_init_ram(s, &s->ww, "ww", NULL, &s->ww_ptr, errp) ||
+        !dn2_init_ram(s, &s->pw, "pw", &dn2_pw_ops, &s->pw_ptr, errp) ||
+        !dn2_init_ram(s, &s->llcm, "llcm", NULL, &s->llcm_ptr, errp) ||
+        !dn2_init_ram(s, &s->lhb, "lhb", &dn2_lhb_ops, &s->lhb_ptr, errp)) {
+        goto fail_sodimm;
+    }
+
+    cname = g_strdup_printf("dimmnet2.%" PRIx64, s->base);
+    memory_region_init(&s->container, OBJECT(s), cname, DN2_WINDOW_SIZE);
+    memory_region_init_io(&s->ur, OBJECT(s), &dn2_ur_ops, s, "dimmnet2.ur",
+                          DN2_REGION_SIZE);
+    memory_region_init_io(&s->sr, OBJECT(s), &dn2_sr_ops, s, "dimmnet2.sr",
+                          DN2_REGION_SIZE);
+    memory_region_add_subregion(&s->container, DN2_WW_BASE, &s->ww);
+    memory_region_add_subregion(&s->container, DN2_PW_BASE, &s->pw);
+    memory_region_add_subregion(&s->container, DN2_LLCM_BASE, &s->llcm);
+    memory_region_add_subregion(&s->container, DN2_LHB_BASE, &s->lhb);
+    memory_region_add_subregion(&s->container, DN2_UR_BASE, &s->ur);
+    memory_region_add_subregion(&s->container, DN2_SR_BASE, &s->sr);
+    memory_region_add_subregion(isa_address_space(ISA_DEVICE(dev)), s->base,
+                                &s->container);
+
+    dn2_prim_init(s);
+    trace_dimmnet2_realize(s->index, s->base, s->sodimm_bytes);
+    return;
+
+fail_sodimm:
+    if (s->hostmem) {
+        vmstate_unregister_ram(s->sodimm_mr, dev);
+        host_memory_backend_set_mapped(s->hostmem, false);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* VMState                                                             */
+/* ------------------------------------------------------------------ */
+
+static const VMStateDescription vmstate_dn2_fifo_entry = {
+    .name = "dimmnet2/fifo-entry",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(lower, DN2FifoEntry),
+        VMSTATE_UINT64(upper, DN2FifoEntry),
+        VMSTATE_UINT64(ex, DN2FifoEntry),
+        VMSTATE_UINT8(rflag, DN2FifoEntry),
+        VMSTATE_UINT8(wid, DN2FifoEntry),
+        VMSTATE_UINT8(has_ex, DN2FifoEntry),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_dn2_copy = {
+    .name = "dimmnet2/copy",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(valid, DN2CopySrc),
+        VMSTATE_UINT8(form, DN2CopySrc),
+        VMSTATE_UINT8(dtype, DN2CopySrc),
+        VMSTATE_UINT8(iter, DN2CopySrc),
+        VMSTATE_UINT32(src, DN2CopySrc),
+        VMSTATE_UINT32(arg, DN2CopySrc),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_dn2_wid = {
+    .name = "dimmnet2/wid",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64_ARRAY(upper, DN2Wid, 2),
+        VMSTATE_UINT64(ex, DN2Wid),
+        VMSTATE_UINT8(ex_flag, DN2Wid),
+        VMSTATE_UINT8(pending, DN2Wid),
+        VMSTATE_UINT8(req_error, DN2Wid),
+        VMSTATE_STRUCT(pending_req, DN2Wid, 1, vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_UINT32(ww_status, DN2Wid),
+        VMSTATE_UINT16_ARRAY(prim_counter, DN2Wid, DN2_PC_NUM),
+        VMSTATE_UINT16(pw_flag, DN2Wid),
+        VMSTATE_UINT64(pkt_counter, DN2Wid),
+        VMSTATE_UINT16(ipush_area, DN2Wid),
+        VMSTATE_UINT16(lhb_head, DN2Wid),
+        VMSTATE_UINT16(lhb_tail, DN2Wid),
+        VMSTATE_UINT16(status_init, DN2Wid),
+        VMSTATE_UINT16(status_size_reg, DN2Wid),
+        VMSTATE_UINT16(status_head, DN2Wid),
+        VMSTATE_UINT16(status_tail, DN2Wid),
+        VMSTATE_STRUCT(copy, DN2Wid, 1, vmstate_dn2_copy, DN2CopySrc),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_dn2_exec = {
+    .name = "dimmnet2/exec",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(active, DN2Exec),
+        VMSTATE_UINT8(stalled, DN2Exec),
+        VMSTATE_STRUCT(ent, DN2Exec, 1, vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_UINT64(done, DN2Exec),
+        VMSTATE_UINT64(total, DN2Exec),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static int dn2_post_load(void *opaque, int version_id)
+{
+    DN2State *s = opaque;
+    int i;
+
+    /* Never trust the stream more than a guest: re-validate indices. */
+    if (s->fifo_head >= s->fifo_depth || s->fifo_count > s->fifo_depth) {
+        return -EINVAL;
+    }
+    for (i = 0; i < DN2_NUM_WID; i++) {
+        DN2Wid *w = &s->wid[i];
+        w->status_init &= DN2_STATUS_INIT_MASK;
+        w->status_head &= DN2_STATUS_ADDR_MASK;
+        w->status_tail &= DN2_STATUS_ADDR_MASK;
+        w->lhb_head &= DN2_LHB_ADDR_MASK;
+        w->lhb_tail &= DN2_LHB_ADDR_MASK;
+    }
+    dn2_kick(s);
+    return 0;
+}
+
+static const VMStateDescription vmstate_dn2 = {
+    .name = "dimmnet2",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = dn2_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(sdimm_ready, DN2State),
+        VMSTATE_UINT8_ARRAY(pgid, DN2State, DN2_NUM_WID),
+        VMSTATE_UINT32(sdimm_cap_reg, DN2State),
+        VMSTATE_UINT32(mtu_reg, DN2State),
+        VMSTATE_UINT16(lid, DN2State),
+        VMSTATE_UINT16(sma_lid, DN2State),
+        VMSTATE_UINT8(link_state, DN2State),
+        VMSTATE_UINT8(rx_err, DN2State),
+        VMSTATE_UINT8(rx_ovf, DN2State),
+        VMSTATE_UINT16_ARRAY(amt, DN2State, DN2_AMT_ENTRIES),
+        VMSTATE_STRUCT_ARRAY(wid, DN2State, DN2_NUM_WID, 1, vmstate_dn2_wid, DN2Wid),
+        VMSTATE_STRUCT_ARRAY(fifo, DN2State, DN2_FIFO_MAX, 1,
+                             vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_UINT32(fifo_head, DN2State),
+        VMSTATE_UINT32(fifo_count, DN2State),
+        VMSTATE_STRUCT(exec, DN2State, 1, vmstate_dn2_exec, DN2Exec),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/* ------------------------------------------------------------------ */
+/* QOM                                                                 */
+/* ------------------------------------------------------------------ */
+
+static const Property dn2_properties[] = {
+    DEFINE_PROP_UINT64("base", DN2State, base, DN2_BASE_AUTO),
+    DEFINE_PROP_SIZE("sodimm-size", DN2State, sodimm_size, DN2_SODIMM_DEFAULT),
+    DEFINE_PROP_UINT32("fifo-depth", DN2State, fifo_depth, DN2_FIFO_DEFAULT),
+    DEFINE_PROP_LINK("memdev", DN2State, hostmem, TYPE_MEMORY_BACKEND,
+                     HostMemoryBackend *),
+};
+
+static void dn2_instance_init(Object *obj)
+{
+    DN2State *s = DIMMNET2(obj);
+
+    object_property_add_uint64_ptr(obj, "stat-requests", &s->stat_requests,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-refused", &s->stat_refused,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-ignored", &s->stat_ignored,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-overrun", &s->stat_overrun,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-bad-access", &s->stat_bad_access,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-bytes-local", &s->stat_bytes_local,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_set_description(obj, "stat-requests",
+        "requests written to a Command Lower register");
+    object_property_set_description(obj, "stat-refused",
+        "requests refused for invalid parameters (Controller Status bit 20)");
+    object_property_set_description(obj, "stat-ignored",
+        "NOP, undefined-opcode and size-0 BOTF requests ignored");
+    object_property_set_description(obj, "stat-overrun",
+        "requests dropped because the previous one was still pending");
+    object_property_set_description(obj, "stat-bad-access",
+        "register accesses of an unsupported size or alignment");
+    object_property_set_description(obj, "stat-bytes-local",
+        "bytes moved by local primitives");
+}
+
+static void dn2_unrealize(DeviceState *dev)
+{
+    DN2State *s = DIMMNET2(dev);
+
+    if (s->bh) {
+        qemu_bh_delete(s->bh);
+        s->bh = NULL;
+    }
+    g_free(s->copy_buf);
+    s->copy_buf = NULL;
+    if (s->hostmem) {
+        vmstate_unregister_ram(s->sodimm_mr, dev);
+        host_memory_backend_set_mapped(s->hostmem, false);
+    }
+}
+
+static void dn2_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+    AcpiDevAmlIfClass *adevc = ACPI_DEV_AML_IF_CLASS(klass);
+
+    dc->desc = "DIMMnet-2 memory-slot network interface board";
+    dc->realize = dn2_realize;
+    dc->unrealize = dn2_unrealize;
+    dc->vmsd = &vmstate_dn2;
+    rc->phases.hold = dn2_reset_hold;
+    device_class_set_props(dc, dn2_properties);
+    object_class_property_set_description(klass, "base",
+        "guest-physical address of the 0x60000-byte window (64 KiB aligned, "
+        "below 4 GiB); 0 (default) picks 0xfec10000 for the first board and "
+        "0xfec70000 for the second");
+    object_class_property_set_description(klass, "sodimm-size",
+        "size of the on-board SO-DIMM memory (two interleaved modules) when "
+        "no memdev is given; a power of two (the default is 2 x 256 MiB)");
+    object_class_property_set_description(klass, "fifo-depth",
+        "entries in the Window Controller's Request FIFO (2..64)");
+    object_class_property_set_description(klass, "memdev",
+        "memory backend holding the SO-DIMMs (module 0 then module 1), so it "
+        "can be file-backed and inspected from the host");
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    adevc->build_dev_aml = dn2_build_aml;
+}
+
+static const TypeInfo dn2_info = {
+    .name = TYPE_DIMMNET2,
+    .parent = TYPE_ISA_DEVICE,
+    .instance_size = sizeof(DN2State),
+    .instance_init = dn2_instance_init,
+    .class_init = dn2_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { TYPE_ACPI_DEV_AML_IF },
+        { }
+    },
+};
+
+static void dn2_register_types(void)
+{
+    type_register_static(&dn2_info);
+}
+
+type_init(dn2_register_types)

@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# Builds qemu-system-x86_64 with the DIMMnet-2 device, and the project's qtests.
+#
+#   scripts/build-qemu.sh [--link-into DIR] [--show-edits] [--print-env]
+#
+# Idempotent and incremental; a second run with nothing changed only runs a
+# no-op ninja.  Steps:
+#   1. unpack $DN2_CACHE/src/qemu_<ver>+ds.orig.tar.xz into build/qemu/qemu-<ver>
+#      (once; scripts/setup.sh fetches the tarball);
+#   2. overlay the project by symlinks:
+#        <qemu>/hw/dimmnet2         -> hw/dimmnet2
+#        <qemu>/include/dimmnet2    -> include/dimmnet2
+#        <qemu>/tests/qtest/dimmnet2* -> tests/qtest/dimmnet2*   (each file)
+#        <qemu>/configs/devices/x86_64-softmmu/dn2.mak -> scripts/qemu/dn2.mak
+#   3. apply a few-line edit to four QEMU files (see apply_edits; --show-edits
+#      prints them as a diff).  Edits are regenerated from a pristine copy
+#      (<file>.dn2-orig) and written only when they change;
+#   4. configure (only when not configured yet or the configure line changed);
+#   5. ninja qemu-system-x86_64 and the qtests listed in scripts/qemu/qtests.list.
+# Prints the path of the QEMU binary on stdout.
+#
+# Environment:
+#   DN2_CACHE              cache dir (default ~/.cache/dimmnet2): tarball, ccache
+#   DN2_QEMU_TREE          QEMU source tree (default build/qemu/qemu-<ver>)
+#   DN2_CC                 compiler behind ccache (default gcc)
+#   DN2_CCACHE_MAXSIZE     ccache size cap (default 2G)
+#   DN2_QEMU_EXTRA_CONFIGURE  extra configure arguments (word-split)
+#   DN2_JOBS               ninja -j value (default: ninja's own)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+QEMU_TREE=${DN2_QEMU_TREE:-$DN2_TOP/build/qemu/qemu-$QEMU_VERSION}
+QEMU_BUILD=$QEMU_TREE/build
+QEMU_BIN=$QEMU_BUILD/qemu-system-x86_64
+QTEST_LIST=$DN2_TOP/scripts/qemu/qtests.list
+DEVICES_MAK=$DN2_TOP/scripts/qemu/dn2.mak
+FIRMWARE_DIR=$DN2_CACHE/firmware
+export CCACHE_DIR=$DN2_CACHE/ccache
+
+link_into=
+show_edits=
+print_env=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --link-into) link_into=${2:?--link-into needs a directory}; shift 2 ;;
+        --link-into=*) link_into=${1#*=}; shift ;;
+        --show-edits) show_edits=1; shift ;;
+        --print-env) print_env=1; shift ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown argument: $1 (see --help)" ;;
+    esac
+done
+
+# ---------------------------------------------------------------- qtest list
+# QTESTS: names whose main source exists; QTEST_EXTRA[name]: extra sources.
+declare -a QTESTS=()
+declare -A QTEST_EXTRA=()
+read_qtest_list() {
+    local name extra
+    [ -f "$QTEST_LIST" ] || return 0
+    while read -r name extra; do
+        case $name in ''|'#'*) continue ;; esac
+        if [ ! -f "$DN2_TOP/tests/qtest/$name.c" ]; then
+            log "warning: qtest $name listed in scripts/qemu/qtests.list but tests/qtest/$name.c does not exist: skipped"
+            continue
+        fi
+        QTESTS+=("$name")
+        QTEST_EXTRA[$name]=$extra
+    done < "$QTEST_LIST"
+}
+read_qtest_list
+
+if [ -n "$print_env" ]; then
+    # Read by the top-level meson.build (one KEY=VALUE per line).
+    echo "QEMU_TREE=$QEMU_TREE"
+    echo "QEMU_BUILD=$QEMU_BUILD"
+    echo "QEMU_BIN=$QEMU_BIN"
+    echo "DN2_FIRMWARE_DIR=$FIRMWARE_DIR"
+    echo "QTESTS=${QTESTS[*]}"
+    exit 0
+fi
+
+# ------------------------------------------------------------------- unpack
+unpack() {
+    local tarball stamp want
+    tarball=$(ls "$DN2_CACHE/src/qemu_${QEMU_VERSION}"*.orig.tar.xz 2>/dev/null | head -1) || true
+    stamp=$QEMU_TREE/.dn2-unpacked
+    if [ -f "$stamp" ] && [ -z "$tarball" ]; then
+        return 0     # already unpacked; the tarball is no longer needed
+    fi
+    [ -n "$tarball" ] || die "QEMU $QEMU_VERSION tarball not found in $DN2_CACHE/src: run scripts/setup.sh first"
+    want="$(basename "$tarball") $(stat -c %s "$tarball")"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
+    log "unpacking $(basename "$tarball") into $QEMU_TREE"
+    local parent tmp
+    parent=$(dirname "$QEMU_TREE")
+    mkdir -p "$parent"
+    tmp=$(mktemp -d "$parent/.unpack.XXXXXX")
+    tar --no-same-owner -xJf "$tarball" -C "$tmp" || { rm -rf "$tmp"; die "cannot unpack $tarball"; }
+    local top
+    top=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -1)
+    [ -f "$top/configure" ] || { rm -rf "$tmp"; die "$tarball does not look like a QEMU source tarball"; }
+    rm -rf "$QEMU_TREE"
+    mv "$top" "$QEMU_TREE"
+    rmdir "$tmp"
+    echo "$want" > "$stamp"
+}
+
+# ------------------------------------------------------------------ overlay
+# Relative links, so that moving the whole work tree keeps them valid.
+link() { # link TARGET LINKNAME
+    local rel
+    rel=$(realpath -m --relative-to="$(dirname "$2")" "$1")
+    if [ "$(readlink "$2" 2>/dev/null)" != "$rel" ]; then
+        rm -rf "$2"
+        ln -s "$rel" "$2"
+    fi
+}
+
+overlay() {
+    [ -f "$DN2_TOP/hw/dimmnet2/meson.build" ] || die "hw/dimmnet2/meson.build missing in $DN2_TOP"
+    [ -f "$DN2_TOP/hw/dimmnet2/Kconfig" ] || die "hw/dimmnet2/Kconfig missing in $DN2_TOP"
+    [ -f "$DN2_TOP/hw/dimmnet2/trace-events" ] || die "hw/dimmnet2/trace-events missing (QEMU's trace generator needs it, even empty)"
+    [ -d "$DN2_TOP/include/dimmnet2" ] || die "include/dimmnet2 missing in $DN2_TOP"
+    link "$DN2_TOP/hw/dimmnet2" "$QEMU_TREE/hw/dimmnet2"
+    link "$DN2_TOP/include/dimmnet2" "$QEMU_TREE/include/dimmnet2"
+    link "$DEVICES_MAK" "$QEMU_TREE/configs/devices/x86_64-softmmu/dn2.mak"
+    local f
+    shopt -s nullglob
+    for f in "$QEMU_TREE"/tests/qtest/dimmnet2*; do      # drop links to removed files
+        if [ -L "$f" ] && [ ! -e "$f" ]; then rm -f "$f"; fi
+    done
+    for f in "$DN2_TOP"/tests/qtest/dimmnet2*; do
+        link "$f" "$QEMU_TREE/tests/qtest/$(basename "$f")"
+    done
+    shopt -u nullglob
+}
+
+# -------------------------------------------------------------------- edits
+# edit FILE SED-ARGS...: FILE (relative to the QEMU tree) becomes sed applied
+# to its pristine copy; rewritten only if the result differs.
+edit() {
+    local f=$QEMU_TREE/$1; shift
+    [ -f "$f.dn2-orig" ] || cp -p "$f" "$f.dn2-orig"
+    sed "$@" "$f.dn2-orig" > "$f.dn2-new"
+    if cmp -s "$f.dn2-new" "$f"; then rm -f "$f.dn2-new"; else mv "$f.dn2-new" "$f"; fi
+}
+# expect FILE FIXED-STRING: die unless the edit landed.
+expect() {
+    grep -qF -- "$2" "$QEMU_TREE/$1" \
+        || die "editing QEMU's $1 failed (its layout changed?): '$2' not found"
+}
+
+apply_edits() {
+    # Kconfig and meson: build hw/dimmnet2 (symbol DIMMNET2, system_ss).
+    edit hw/Kconfig -e '/^source display\/Kconfig$/a source dimmnet2/Kconfig'
+    expect hw/Kconfig "source dimmnet2/Kconfig"
+    edit hw/meson.build -e "/^subdir('display')\$/a subdir('dimmnet2')"
+    expect hw/meson.build "subdir('dimmnet2')"
+    # Top-level meson.build: trace events of hw/dimmnet2; no edk2 blobs in +ds.
+    edit meson.build \
+        -e "/^    'hw\\/display',\$/a \\    'hw/dimmnet2'," \
+        -e 's/unpack_edk2_blobs = bzip2.found()/unpack_edk2_blobs = false/'
+    expect meson.build "    'hw/dimmnet2',"
+    expect meson.build "    unpack_edk2_blobs = false"
+    # tests/qtest/meson.build: the project's qtests for x86_64 (+ extra sources).
+    local names="" dict="" t e s
+    for t in "${QTESTS[@]}"; do
+        names+="${names:+, }'$t'"
+        if [ -n "${QTEST_EXTRA[$t]}" ]; then
+            s=""
+            for e in ${QTEST_EXTRA[$t]}; do s+="${s:+, }'$e'"; done
+            dict+="  '$t': files($s),\\n"
+        fi
+    done
+    local sed_args=(-e "/^qtests_i386 = \\\\\$/a \\  (config_all_devices.has_key('CONFIG_DIMMNET2') ? [$names] : []) + \\\\")
+    if [ -n "$dict" ]; then
+        sed_args+=(-e "/^qtests = {\$/a \\${dict%\\n}")
+    fi
+    edit tests/qtest/meson.build "${sed_args[@]}"
+    expect tests/qtest/meson.build "has_key('CONFIG_DIMMNET2') ? [$names]"
+}
+
+show_edits() {
+    local f
+    for f in hw/Kconfig hw/meson.build meson.build tests/qtest/meson.build; do
+        [ -f "$QEMU_TREE/$f.dn2-orig" ] || continue
+        (cd "$QEMU_TREE" && diff -u "$f.dn2-orig" "$f" --label "a/$f" --label "b/$f") || true
+    done
+}
+
+# ------------------------------------------------------------------- ccache
+# A compiler wrapper, so that a plain `ninja -C <qemu>/build` run by hand uses
+# the same cache and settings.  CCACHE_BASEDIR + CCACHE_NOHASHDIR let a copy of
+# the work tree at another path hit the cache.
+make_cc_wrapper() {
+    local cc=${DN2_CC:-gcc} w=$QEMU_TREE/../dn2-cc base
+    command -v "$cc" >/dev/null || die "compiler '$cc' not found"
+    base=$DN2_TOP
+    case $QEMU_TREE/ in "$DN2_TOP"/*) ;; *) base=$QEMU_TREE ;; esac
+    local body
+    body="#!/bin/sh
+# Generated by scripts/build-qemu.sh: compiler used by the QEMU build.
+if command -v ccache >/dev/null 2>&1; then
+    export CCACHE_DIR='$CCACHE_DIR'
+    export CCACHE_BASEDIR='$base'
+    export CCACHE_NOHASHDIR=1
+    export CCACHE_MAXSIZE='${DN2_CCACHE_MAXSIZE:-2G}'
+    exec ccache $cc \"\$@\"
+fi
+exec $cc \"\$@\""
+    if [ "$(cat "$w" 2>/dev/null)" != "$body" ]; then
+        printf '%s\n' "$body" > "$w"
+        chmod +x "$w"
+    fi
+    CC_WRAPPER=$(realpath "$w")
+    if command -v ccache >/dev/null; then
+        # Also record the cap in the cache's own ccache.conf (for ccache -s, cleanup).
+        local size=${DN2_CCACHE_MAXSIZE:-2G}
+        mkdir -p "$CCACHE_DIR"
+        grep -qx "max_size = $size" "$CCACHE_DIR/ccache.conf" 2>/dev/null \
+            || ccache --max-size="$size" >/dev/null
+    else
+        log "warning: ccache not installed: building without it"
+    fi
+}
+
+# ---------------------------------------------------------------- configure
+configure() {
+    local args=(
+        --python=/usr/bin/python3
+        --cc="$CC_WRAPPER"
+        --target-list=x86_64-softmmu
+        --without-default-features
+        --with-devices-x86_64=dn2
+        --enable-slirp --enable-tcg --enable-kvm
+        --enable-trace-backends=log
+        --disable-docs --disable-werror --disable-install-blobs
+    )
+    # shellcheck disable=SC2206
+    [ -n "${DN2_QEMU_EXTRA_CONFIGURE:-}" ] && args+=(${DN2_QEMU_EXTRA_CONFIGURE})
+    local sig="qemu-$QEMU_VERSION ${args[*]} cc=${DN2_CC:-gcc}"
+    local sigfile=$QEMU_BUILD/.dn2-configure
+    if [ -f "$QEMU_BUILD/build.ninja" ] && [ "$(cat "$sigfile" 2>/dev/null)" = "$sig" ]; then
+        return 0
+    fi
+    [ -x /usr/bin/python3 ] || die "/usr/bin/python3 missing (run scripts/setup.sh)"
+    log "configuring QEMU in $QEMU_BUILD"
+    local t0=$SECONDS
+    rm -f "$sigfile"
+    mkdir -p "$QEMU_BUILD"
+    if ! (cd "$QEMU_BUILD" && ../configure "${args[@]}") > "$QEMU_BUILD/dn2-configure.log" 2>&1; then
+        tail -40 "$QEMU_BUILD/dn2-configure.log" >&2
+        die "QEMU configure failed (full log: $QEMU_BUILD/dn2-configure.log)"
+    fi
+    echo "$sig" > "$sigfile"
+    log "configured in $((SECONDS - t0)) s"
+}
+
+# -------------------------------------------------------------------- build
+build() {
+    local targets=(qemu-system-x86_64) t
+    for t in "${QTESTS[@]}"; do targets+=("tests/qtest/$t"); done
+    log "ninja ${targets[*]}"
+    ninja -C "$QEMU_BUILD" ${DN2_JOBS:+-j "$DN2_JOBS"} "${targets[@]}" \
+        || die "QEMU build failed (see the compiler messages above; rerun: ninja -C $QEMU_BUILD ${targets[*]})"
+    [ -x "$QEMU_BIN" ] || die "build finished but $QEMU_BIN is missing"
+}
+
+link_outputs() {
+    local dir=$1 t
+    mkdir -p "$dir"
+    ln -sfn "$QEMU_BIN" "$dir/qemu-system-x86_64"
+    for t in "${QTESTS[@]}"; do ln -sfn "$QEMU_BUILD/tests/qtest/$t" "$dir/$t"; done
+}
+
+main() {
+    local start=$SECONDS
+    command -v ninja >/dev/null || die "ninja not found: run scripts/setup.sh"
+    mkdir -p "$(dirname "$QEMU_TREE")"
+    # One build at a time (e.g. meson compile and a manual run).
+    exec 9> "$(dirname "$QEMU_TREE")/.dn2-build.lock"
+    flock 9
+    unpack
+    overlay
+    apply_edits
+    if [ -n "$show_edits" ]; then show_edits; exit 0; fi
+    make_cc_wrapper
+    configure
+    build
+    [ -n "$link_into" ] && link_outputs "$link_into"
+    log "QEMU ready in $((SECONDS - start)) s; qtests: ${QTESTS[*]:-none} (in $QEMU_BUILD/tests/qtest)"
+    echo "$QEMU_BIN"
+}
+main

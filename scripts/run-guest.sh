@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Boots one Linux guest with DIMMnet-2 boards and runs a command in it.
+#
+#   scripts/run-guest.sh [options] [-- extra QEMU arguments]
+#
+#   -n, --boards N     number of -device dimmnet2 (default 1)
+#   -r, --run CMD      command run by the guest's /init (busybox sh syntax);
+#                      default: dn2-probe on every board, failing if any fails.
+#                      "sh" gives an interactive shell on the console (use
+#                      with --interactive).
+#   -t, --timeout S    seconds before the guest is killed (default 120)
+#   -l, --log FILE     serial console log (default build/guest/logs/run-guest.log)
+#   -a, --append ARGS  extra kernel command-line arguments
+#   -i, --interactive  serial console on this terminal, no capture
+#   -q, --quiet        do not print the guest's output (only the exit status)
+#
+# The guest is q35, 512 MiB, no default devices, serial console, TCG (KVM
+# first when /dev/kvm is usable).  Its /init (scripts/build-initramfs.sh,
+# rebuilt here when needed) prints DN2-GUEST-BEGIN, runs the command, prints
+# DN2-GUEST-END rc=N and powers off.  This script prints what the command
+# printed (e.g. the probe's TAP) on stdout and exits with:
+#   0  the command succeeded          1  the command failed (rc != 0)
+#   2  timeout                        3  the guest died without finishing
+#   4  setup error (missing QEMU, kernel, firmware...)
+# On any failure it prints the tail of the console log on stderr.
+#
+# Environment: QEMU (binary; default: the one in build/), DN2_ACCEL
+# (auto|kvm|tcg, default auto: KVM when /dev/kvm is usable), DN2_KERNEL
+# (kernel image; default: the Debian cloud kernel fetched by setup.sh),
+# DN2_CACHE (see scripts/lib.sh).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+boards=1
+run=
+timeout_s=120
+logfile=$DN2_TOP/build/guest/logs/run-guest.log
+append_extra=
+interactive=
+quiet=
+extra=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        -n|--boards) boards=${2:?$1 needs a number}; shift 2 ;;
+        -r|--run) run=${2?$1 needs a command}; shift 2 ;;
+        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
+        -l|--log) logfile=${2:?$1 needs a file}; shift 2 ;;
+        -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
+        -i|--interactive) interactive=1; shift ;;
+        -q|--quiet) quiet=1; shift ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        --) shift; extra=("$@"); break ;;
+        *) echo "run-guest.sh: unknown argument: $1 (see --help)" >&2; exit 4 ;;
+    esac
+done
+setup_die() { printf '[dimmnet2] error: %s\n' "$*" >&2; exit 4; }
+case $boards in ''|*[!0-9]*) setup_die "--boards wants a number, not '$boards'" ;; esac
+case $timeout_s in ''|*[!0-9]*) setup_die "--timeout wants whole seconds, not '$timeout_s'" ;; esac
+case $run in *'"'*) setup_die "--run: the command cannot contain double quotes (it travels on the kernel command line)" ;; esac
+
+if [ -z "$run" ]; then
+    if [ "$boards" -eq 0 ]; then
+        run="dn2-probe 0"
+    else
+        run="r=0; for b in $(seq -s ' ' 0 $((boards - 1))); do dn2-probe \$b || r=1; done; exit \$r"
+    fi
+fi
+
+# ----------------------------------------------------------------- inputs
+find_qemu() {
+    if [ -n "${QEMU:-}" ]; then
+        [ -x "$QEMU" ] || setup_die "QEMU=$QEMU is not an executable"
+        echo "$QEMU"; return
+    fi
+    local q
+    q=$(bash "$here/build-qemu.sh" --print-env 2>/dev/null | sed -n 's/^QEMU_BIN=//p')
+    if [ -n "$q" ] && [ -x "$q" ]; then echo "$q"; return; fi
+    q=$(find "$DN2_TOP/build" -name qemu-system-x86_64 -type f -perm -u+x 2>/dev/null | head -1)
+    [ -n "$q" ] || setup_die "no qemu-system-x86_64 under build/: run scripts/build-qemu.sh (or set QEMU=/path/to/qemu-system-x86_64)"
+    echo "$q"
+}
+find_kernel() {
+    if [ -n "${DN2_KERNEL:-}" ]; then
+        [ -f "$DN2_KERNEL" ] || setup_die "DN2_KERNEL=$DN2_KERNEL does not exist"
+        echo "$DN2_KERNEL"; return
+    fi
+    local k
+    k=$(ls "$DN2_CACHE"/pkgs/linux-image-6.1.0-*-cloud-amd64/boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
+    [ -n "$k" ] || setup_die "no guest kernel in $DN2_CACHE/pkgs/linux-image-*-cloud-amd64: run scripts/setup.sh"
+    echo "$k"
+}
+qemu_bin=$(find_qemu)
+kernel=$(find_kernel)
+firmware=$DN2_CACHE/firmware
+[ -f "$firmware/bios-256k.bin" ] || setup_die "firmware missing in $firmware: run scripts/setup.sh"
+initrd=$(bash "$here/build-initramfs.sh") || exit 4
+
+# Accelerator: KVM (falling back to TCG) when the host can really run it.
+# Some sandboxed hosts expose a /dev/kvm that opens but whose CPUs lack
+# VMX/SVM, and guests die there with "KVM internal error": so "auto" also
+# wants vmx or svm in /proc/cpuinfo.  DN2_ACCEL=kvm|tcg overrides.
+accel=()
+case ${DN2_ACCEL:-auto} in
+    kvm) accel+=(-accel kvm) ;;
+    tcg) ;;
+    auto)
+        if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+            accel+=(-accel kvm)
+        fi ;;
+    *) setup_die "DN2_ACCEL must be auto, kvm or tcg, not '$DN2_ACCEL'" ;;
+esac
+accel+=(-accel tcg)
+
+devices=()
+for ((i = 0; i < boards; i++)); do devices+=(-device dimmnet2); done
+
+append="console=ttyS0 panic=-1 quiet dn2.run=\"$run\""
+[ -n "$append_extra" ] && append+=" $append_extra"
+
+cmd=("$qemu_bin" "${accel[@]}" -M q35 -m 512 -nodefaults -display none
+     -serial stdio -no-reboot -L "$firmware"
+     -kernel "$kernel" -initrd "$initrd" -append "$append"
+     "${devices[@]}" "${extra[@]}")
+
+if [ -n "$interactive" ]; then
+    exec "${cmd[@]}"
+fi
+
+# -------------------------------------------------------------------- run
+mkdir -p "$(dirname "$logfile")"
+errfile=$logfile.stderr
+{
+    printf '# %s\n' "$(date -u +%FT%TZ)"
+    printf '# %q ' "${cmd[@]}"; echo
+} > "$logfile.cmd"
+start=$SECONDS
+rc=0
+# The console goes to the log only; stdin is /dev/null so QEMU never puts a
+# terminal in raw mode.  timeout(1) sends TERM, then KILL 5 s later.
+timeout -k 5 "$timeout_s" "${cmd[@]}" < /dev/null > "$logfile" 2> "$errfile" || rc=$?
+elapsed=$((SECONDS - start))
+
+# Guest output: between the sentinels, without the serial line's CRs.
+output=$(tr -d '\r' < "$logfile" | sed -n '/^DN2-GUEST-BEGIN$/,/^DN2-GUEST-END rc=/p' | sed '1d;$d')
+end_line=$(tr -d '\r' < "$logfile" | grep -a -m1 '^DN2-GUEST-END rc=' || true)
+guest_rc=${end_line#DN2-GUEST-END rc=}
+
+if [ -z "$quiet" ] && [ -n "$output" ]; then
+    printf '%s\n' "$output"
+fi
+
+fail() { # fail STATUS MESSAGE
+    {
+        echo "[dimmnet2] $2"
+        echo "[dimmnet2] console log: $logfile (QEMU stderr: $errfile)"
+        echo "---- last 30 console lines ----"
+        tr -d '\r' < "$logfile" | tail -30
+        if [ -s "$errfile" ]; then
+            echo "---- QEMU stderr ----"
+            tail -15 "$errfile"
+        fi
+        echo "-------------------------------"
+    } >&2
+    exit "$1"
+}
+
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    fail 2 "guest timed out after ${timeout_s} s ($([ -n "$end_line" ] && echo "it finished but did not power off" || echo "command did not finish"))"
+fi
+if [ -z "$end_line" ]; then
+    fail 3 "guest ended after ${elapsed} s without finishing the command (QEMU exit status $rc; kernel panic or QEMU error?)"
+fi
+if [ "$guest_rc" != 0 ]; then
+    fail 1 "guest command failed: rc=$guest_rc (after ${elapsed} s)"
+fi
+if [ "$rc" -ne 0 ]; then
+    fail 3 "QEMU exited with status $rc"
+fi
+log "guest done in ${elapsed} s (log: $logfile)"
+exit 0
