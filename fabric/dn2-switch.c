@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dn2-switch: the DIMMnet-2 fabric switch and subnet manager.
+ *
+ *   dn2-switch --listen ADDR:PORT [options]    run the switch
+ *   dn2-switch --stats ADDR:PORT               print a running switch's ports
+ *
+ * The protocol logic is the library's switch core (fabric/dn2fab-sw.c); this
+ * file is options, the GLib main loop, the UDP socket, the pcap writer and the
+ * statistics client.  docs/fabric.md describes everything.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include <glib.h>
+#include <glib-unix.h>
+
+#include "dn2fab.h"
+#include "dn2fab-sw.h"
+
+#define PCAP_LINKTYPE_USER0 147
+#define CAP_HDR_LEN 16
+#define EXIT_USAGE 2
+
+struct ctx {
+    int fd;
+    struct dn2f_sw *sw;
+    GMainLoop *loop;
+    GSource *timer;
+    FILE *pcap;
+    char *pcap_path;
+    bool quiet;
+    uint64_t pcap_records;
+    uint64_t send_errors;
+    uint8_t *rbuf;
+};
+
+static const char *prog = "dn2-switch";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: %s --listen ADDR:PORT [options]\n"
+"       %s --stats ADDR:PORT\n"
+"\n"
+"DIMMnet-2 fabric switch and subnet manager (docs/fabric.md).\n"
+"\n"
+"  --listen ADDR:PORT   UDP address to serve (IPv4 1.2.3.4:P or IPv6 [::1]:P);\n"
+"                       port 0 picks a free port (printed on stdout)\n"
+"  --route MODE         switch: all traffic through the switch;\n"
+"                       direct: unicast board to board (default, unless\n"
+"                       --pcap or a fault option is given: then switch)\n"
+"  --mcast CLID=LID,... static multicast group (CLID 0xc00..0xffe, member\n"
+"                       LIDs); repeatable.  Boards may also join at run time\n"
+"  --pcap FILE          capture every datagram (LINKTYPE_USER0 = 147)\n"
+"  --drop P             drop a fraction P (0..1) of data datagrams\n"
+"  --dup P              duplicate a fraction P\n"
+"  --reorder P          hold back a fraction P behind the next datagram\n"
+"  --delay-us N         delay datagrams by N microseconds ...\n"
+"  --delay-frac P       ... a fraction P of them (default 1)\n"
+"  --seed S             fault injection seed (default 1): same seed, same\n"
+"                       decisions for the same sequence of datagrams\n"
+"  --timeout-ms N       a silent board is gone after N ms (default 3000)\n"
+"  --ready-file F       write the bound port to F once serving\n"
+"  --quiet              no log on stderr\n"
+"  --stats ADDR:PORT    ask a running switch for its port table and exit\n"
+"  -h, --help           this text\n",
+            prog, prog);
+}
+
+static __attribute__((noreturn)) void bad_arg(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "%s: ", prog);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    exit(EXIT_USAGE);
+}
+
+static double parse_frac(const char *opt, const char *s)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1) {
+        fprintf(stderr, "%s: %s wants a fraction between 0 and 1, not '%s'\n", prog, opt, s);
+        usage(stderr);
+        exit(EXIT_USAGE);
+    }
+    return v;
+}
+
+static uint64_t parse_u64(const char *opt, const char *s, uint64_t max)
+{
+    char *end;
+    unsigned long long v;
+    if (!*s || *s == '-' || *s == '+') {
+        goto bad;
+    }
+    errno = 0;
+    v = strtoull(s, &end, 0);
+    if (errno || *end || v > max) {
+        goto bad;
+    }
+    return v;
+bad:
+    fprintf(stderr, "%s: %s wants a number up to %llu, not '%s'\n", prog, opt,
+            (unsigned long long)max, s);
+    usage(stderr);
+    exit(EXIT_USAGE);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cb_now(void *opaque)
+{
+    (void)opaque;
+    return now_ns();
+}
+
+static int cb_send(void *opaque, const struct dn2f_addr *to, const void *buf, size_t len)
+{
+    struct ctx *c = opaque;
+    ssize_t n = sendto(c->fd, buf, len, 0, &to->u.sa, to->len);
+    if (n < 0) {
+        c->send_errors++;
+        return -errno;
+    }
+    return 0;
+}
+
+static void cb_log(void *opaque, const char *msg)
+{
+    struct ctx *c = opaque;
+    if (!c->quiet) {
+        fprintf(stderr, "%s: %s\n", prog, msg);
+    }
+}
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
+
+static void cb_capture(void *opaque, unsigned event, unsigned flags, unsigned reason,
+                       uint16_t in_lid, uint16_t out_lid, const void *buf, size_t len)
+{
+    struct ctx *c = opaque;
+    struct timespec ts;
+    uint8_t rec[16 + CAP_HDR_LEN];
+
+    if (!c->pcap) {
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    put32(rec, (uint32_t)ts.tv_sec);
+    put32(rec + 4, (uint32_t)(ts.tv_nsec / 1000));
+    put32(rec + 8, (uint32_t)(CAP_HDR_LEN + len));
+    put32(rec + 12, (uint32_t)(CAP_HDR_LEN + len));
+    /* the capture pseudo-header (docs/fabric.md "pcap records") */
+    memset(rec + 16, 0, CAP_HDR_LEN);
+    rec[16] = 1;                        /* version */
+    rec[17] = (uint8_t)event;
+    rec[18] = (uint8_t)flags;
+    put16(rec + 20, in_lid);
+    put16(rec + 22, out_lid);
+    put16(rec + 24, (uint16_t)reason);
+    put32(rec + 28, (uint32_t)len);
+    if (fwrite(rec, sizeof(rec), 1, c->pcap) != 1 || (len && fwrite(buf, len, 1, c->pcap) != 1)) {
+        fprintf(stderr, "%s: writing %s: %s (capture stopped)\n", prog, c->pcap_path,
+                strerror(errno));
+        fclose(c->pcap);
+        c->pcap = NULL;
+        return;
+    }
+    c->pcap_records++;
+}
+
+static FILE *pcap_open(const char *path)
+{
+    uint8_t h[24];
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        return NULL;
+    }
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    put32(h, 0xa1b2c3d4u);              /* microsecond timestamps */
+    put16(h + 4, 2);
+    put16(h + 6, 4);
+    put32(h + 8, 0);
+    put32(h + 12, 0);
+    put32(h + 16, 262144);              /* snaplen */
+    put32(h + 20, PCAP_LINKTYPE_USER0);
+    if (fwrite(h, sizeof(h), 1, f) != 1) {
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* ------------------------------------------------------------ main loop */
+static gboolean timer_dispatch(GSource *src, GSourceFunc cb, gpointer data)
+{
+    (void)src;
+    return cb(data);
+}
+
+static GSourceFuncs timer_funcs = {
+    .dispatch = timer_dispatch,
+};
+
+static void rearm(struct ctx *c)
+{
+    uint64_t d = dn2f_sw_next_deadline(c->sw), t = now_ns();
+    gint64 mono_us = g_get_monotonic_time();
+    /* deadline in our CLOCK_MONOTONIC ns -> GLib's monotonic us, rounded up */
+    gint64 at = d <= t ? mono_us : mono_us + (gint64)((d - t + 999) / 1000);
+    g_source_set_ready_time(c->timer, at);
+}
+
+static gboolean on_timer(gpointer data)
+{
+    struct ctx *c = data;
+    dn2f_sw_tick(c->sw);
+    rearm(c);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_readable(gint fd, GIOCondition cond, gpointer data)
+{
+    struct ctx *c = data;
+    int i;
+    (void)cond;
+    for (i = 0; i < 512; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        struct dn2f_addr from;
+        ssize_t n = recvfrom(fd, c->rbuf, DN2F_DGRAM_MAX + 1, MSG_TRUNC,
+                             (struct sockaddr *)&ss, &sl);
+        if (n < 0) {
+            break;
+        }
+        dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
+        if (n > DN2F_DGRAM_MAX + 1) {
+            n = DN2F_DGRAM_MAX + 1;     /* truncated: fails validation */
+        }
+        dn2f_sw_input(c->sw, &from, c->rbuf, (size_t)n);
+    }
+    if (c->sw) {
+        dn2f_sw_tick(c->sw);
+        rearm(c);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_flush(gpointer data)
+{
+    struct ctx *c = data;
+    if (c->pcap) {
+        fflush(c->pcap);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_signal(gpointer data)
+{
+    struct ctx *c = data;
+    g_main_loop_quit(c->loop);
+    return G_SOURCE_REMOVE;
+}
+
+static int write_ready_file(const char *path, unsigned port)
+{
+    char tmp[4096];
+    FILE *f;
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+        return -1;
+    }
+    f = fopen(tmp, "w");
+    if (!f) {
+        return -1;
+    }
+    fprintf(f, "%u\n", port);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ stats client */
+static int stats_client(const char *target)
+{
+    struct dn2f_addr sw, local;
+    int fd, attempt;
+    uint32_t cookie = (uint32_t)dn2f_random_u64();
+    uint8_t *buf = malloc(DN2F_DGRAM_MAX + 1);
+    uint8_t have[DN2F_ROUTES_MAX_CHUNKS];
+    unsigned nchunks = 0, got = 0;
+    struct dn2f_portstat *ports = calloc(DN2F_NUM_CLID, sizeof(*ports));
+    unsigned nports = 0, i;
+    struct dn2f_swsummary sum;
+    char a[80];
+
+    if (!buf || !ports) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
+    memset(have, 0, sizeof(have));
+    memset(&sum, 0, sizeof(sum));
+    if (dn2f_addr_parse(&sw, target) < 0 || dn2f_addr_port(&sw) == 0) {
+        bad_arg("--stats: bad address '%s' (want HOST:PORT)", target);
+    }
+    memset(&local, 0, sizeof(local));
+    local.u.sa.sa_family = sw.u.sa.sa_family;
+    local.len = sw.len;
+    fd = dn2f_udp_open(&local, 1 << 20);
+    if (fd < 0) {
+        fprintf(stderr, "%s: socket: %s\n", prog, strerror(-fd));
+        return 1;
+    }
+    for (attempt = 0; attempt < 4 && (!nchunks || got < nchunks); attempt++) {
+        uint8_t req[64];
+        struct dn2f_wbuf w;
+        uint64_t until = now_ns() + 500000000ULL;
+        dn2f_wbuf_init(&w, req, sizeof(req));
+        dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
+        dn2f_put_u32pair(&w, cookie, 0);
+        if (sendto(fd, req, dn2f_finish(&w), 0, &sw.u.sa, sw.len) < 0) {
+            fprintf(stderr, "%s: send to %s: %s\n", prog, target, strerror(errno));
+            close(fd);
+            return 1;
+        }
+        while ((!nchunks || got < nchunks) && now_ns() < until) {
+            struct pollfd pfd = { .fd = fd, .events = POLLIN };
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof(ss);
+            struct dn2f_addr from;
+            struct dn2f_msg m;
+            struct dn2f_iter it;
+            struct dn2f_portstat ps;
+            ssize_t n;
+            if (poll(&pfd, 1, (int)((until - now_ns()) / 1000000) + 1) <= 0) {
+                continue;
+            }
+            n = recvfrom(fd, buf, DN2F_DGRAM_MAX + 1, 0, (struct sockaddr *)&ss, &sl);
+            if (n < 0) {
+                continue;
+            }
+            dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
+            if (!dn2f_addr_equal(&from, &sw) || dn2f_decode(buf, (size_t)n, &m) != 0 ||
+                m.h.type != DN2F_T_STATS_RESP || m.u.stats.cookie != cookie) {
+                continue;
+            }
+            if (nchunks && m.u.stats.nchunks != nchunks) {
+                continue;
+            }
+            nchunks = m.u.stats.nchunks;
+            if (have[m.u.stats.chunk]) {
+                continue;
+            }
+            have[m.u.stats.chunk] = 1;
+            got++;
+            sum = m.u.stats.sum;
+            dn2f_stats_iter(&m, &it);
+            while (dn2f_stats_next(&it, &ps) && nports < DN2F_NUM_CLID) {
+                ports[nports++] = ps;
+            }
+        }
+    }
+    close(fd);
+    free(buf);
+    if (!nchunks || got < nchunks) {
+        fprintf(stderr, "%s: no answer from a switch at %s\n", prog, target);
+        free(ports);
+        return 1;
+    }
+    printf("switch %s: route=%s routes_gen=%" PRIu32 " uptime_ms=%" PRIu64
+           " datagrams_in=%" PRIu64 " forwarded=%" PRIu64 " bad=%" PRIu64
+           " injected_drop=%" PRIu64 " injected_dup=%" PRIu64
+           " injected_reorder=%" PRIu64 " injected_delay=%" PRIu64 "\n",
+           target, sum.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
+           sum.routes_gen, sum.uptime_ms, sum.dgrams_in, sum.dgrams_fwd, sum.bad,
+           sum.inj_drop, sum.inj_dup, sum.inj_reorder, sum.inj_delay);
+    printf("%-6s %-6s %-18s %-24s %10s %12s %10s %12s %8s %8s\n", "LID", "STATE", "GUID",
+           "ADDRESS", "RX_PKTS", "RX_BYTES", "TX_PKTS", "TX_BYTES", "DROPS", "RETX");
+    for (i = 0; i < nports; i++) {
+        struct dn2f_portstat *p = &ports[i];
+        printf("0x%04x %-6s 0x%016" PRIx64 " %-24s %10" PRIu64 " %12" PRIu64 " %10" PRIu64
+               " %12" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
+               p->lid, p->state == 1 ? "active" : "gone", p->guid,
+               dn2f_addr_str(&p->addr, a, sizeof(a)), p->rx_pkts, p->rx_bytes, p->tx_pkts,
+               p->tx_bytes, p->drops, p->retx);
+    }
+    free(ports);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ main */
+struct mcast_opt {
+    uint16_t group;
+    uint16_t lids[DN2F_MCAST_MAX_MEMBERS];
+    unsigned n;
+};
+
+static void parse_mcast(const char *s, struct mcast_opt *mo)
+{
+    char *copy = strdup(s), *eq, *tok, *save = NULL;
+    uint64_t v;
+    if (!copy) {
+        exit(1);
+    }
+    eq = strchr(copy, '=');
+    if (!eq || eq == copy || !eq[1]) {
+        bad_arg("--mcast: want CLID=LID,LID,... not '%s'", s);
+    }
+    *eq = 0;
+    v = parse_u64("--mcast CLID", copy, 0xffff);
+    if (!dn2_clid_is_mcast((uint16_t)v)) {
+        bad_arg("--mcast: group CLID must be 0xc00..0xffe in '%s'", s);
+    }
+    mo->group = dn2_clid_to_lid((uint16_t)v);
+    mo->n = 0;
+    for (tok = strtok_r(eq + 1, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        v = parse_u64("--mcast LID", tok, 0xffff);
+        if (!dn2_lid_assignable((uint16_t)v)) {
+            bad_arg("--mcast: member LID not assignable (bits [11:8] must be 0) in '%s'", s);
+        }
+        if (mo->n >= DN2F_MCAST_MAX_MEMBERS) {
+            bad_arg("--mcast: too many members in '%s'", s);
+        }
+        mo->lids[mo->n++] = (uint16_t)v;
+    }
+    if (!mo->n) {
+        bad_arg("--mcast: no members in '%s'", s);
+    }
+    free(copy);
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
+           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS };
+    static const struct option opts[] = {
+        { "listen", required_argument, NULL, O_LISTEN },
+        { "route", required_argument, NULL, O_ROUTE },
+        { "mcast", required_argument, NULL, O_MCAST },
+        { "pcap", required_argument, NULL, O_PCAP },
+        { "drop", required_argument, NULL, O_DROP },
+        { "dup", required_argument, NULL, O_DUP },
+        { "reorder", required_argument, NULL, O_REORDER },
+        { "delay-us", required_argument, NULL, O_DELAY },
+        { "delay-frac", required_argument, NULL, O_DELAYFRAC },
+        { "seed", required_argument, NULL, O_SEED },
+        { "timeout-ms", required_argument, NULL, O_TIMEOUT },
+        { "ready-file", required_argument, NULL, O_READY },
+        { "quiet", no_argument, NULL, O_QUIET },
+        { "stats", required_argument, NULL, O_STATS },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct dn2f_sw_config cfg;
+    struct dn2f_sw_ops ops = {
+        .now_ns = cb_now, .send_datagram = cb_send, .capture = cb_capture, .log = cb_log,
+    };
+    struct ctx c;
+    const char *listen_s = NULL, *stats_s = NULL, *ready = NULL;
+    struct mcast_opt *mcast = NULL;
+    unsigned nmcast = 0, i, j;
+    int route = 0, o;
+    bool faults;
+    struct dn2f_addr la;
+    char a[80];
+
+    memset(&c, 0, sizeof(c));
+    c.fd = -1;
+    dn2f_sw_config_default(&cfg);
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (o) {
+        case O_LISTEN: listen_s = optarg; break;
+        case O_ROUTE:
+            if (!strcmp(optarg, "switch")) {
+                route = DN2F_ROUTE_SWITCH;
+            } else if (!strcmp(optarg, "direct")) {
+                route = DN2F_ROUTE_DIRECT;
+            } else {
+                bad_arg("--route: want 'switch' or 'direct', not '%s'", optarg);
+            }
+            break;
+        case O_MCAST:
+            mcast = realloc(mcast, (nmcast + 1) * sizeof(*mcast));
+            if (!mcast) {
+                return 1;
+            }
+            parse_mcast(optarg, &mcast[nmcast++]);
+            break;
+        case O_PCAP: c.pcap_path = optarg; break;
+        case O_DROP: cfg.drop = parse_frac("--drop", optarg); break;
+        case O_DUP: cfg.dup = parse_frac("--dup", optarg); break;
+        case O_REORDER: cfg.reorder = parse_frac("--reorder", optarg); break;
+        case O_DELAY: cfg.delay_ns = parse_u64("--delay-us", optarg, 10000000) * 1000; break;
+        case O_DELAYFRAC: cfg.delay_frac = parse_frac("--delay-frac", optarg); break;
+        case O_SEED: cfg.seed = parse_u64("--seed", optarg, UINT64_MAX); break;
+        case O_TIMEOUT:
+            cfg.port_timeout_ns = parse_u64("--timeout-ms", optarg, 3600000) * 1000000;
+            if (!cfg.port_timeout_ns) {
+                bad_arg("--timeout-ms: must be > 0, not '%s'", optarg);
+            }
+            break;
+        case O_READY: ready = optarg; break;
+        case O_QUIET: c.quiet = true; break;
+        case O_STATS: stats_s = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case '?':
+        default:
+            if (optopt && optopt < 256) {
+                fprintf(stderr, "%s: bad option -%c (or missing argument)\n", prog, optopt);
+            } else {
+                fprintf(stderr, "%s: bad option '%s' (or missing argument)\n", prog,
+                        argv[optind - 1]);
+            }
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        bad_arg("unexpected argument '%s'", argv[optind]);
+    }
+    if (stats_s) {
+        if (listen_s) {
+            bad_arg("%s", "--stats and --listen do not go together");
+        }
+        return stats_client(stats_s);
+    }
+    if (!listen_s) {
+        bad_arg("%s", "--listen ADDR:PORT is required");
+    }
+    if (dn2f_addr_parse(&la, listen_s) < 0) {
+        bad_arg("--listen: bad address '%s' (want 1.2.3.4:PORT or [::1]:PORT)", listen_s);
+    }
+    faults = cfg.drop > 0 || cfg.dup > 0 || cfg.reorder > 0 || cfg.delay_ns > 0;
+    cfg.route_mode = route ? route : (faults || c.pcap_path) ? DN2F_ROUTE_SWITCH
+                                                             : DN2F_ROUTE_DIRECT;
+    if (route == DN2F_ROUTE_DIRECT && (faults || c.pcap_path)) {
+        fprintf(stderr, "%s: warning: --route direct: unicast bypasses the switch, so "
+                "--pcap and fault injection only see control and multicast traffic\n", prog);
+    }
+
+    c.rbuf = malloc(DN2F_DGRAM_MAX + 1);
+    c.fd = dn2f_udp_open(&la, 8 << 20);
+    if (c.fd < 0) {
+        fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, listen_s, strerror(-c.fd));
+        return 1;
+    }
+    if (c.pcap_path) {
+        c.pcap = pcap_open(c.pcap_path);
+        if (!c.pcap) {
+            fprintf(stderr, "%s: cannot write %s: %s\n", prog, c.pcap_path, strerror(errno));
+            return 1;
+        }
+    }
+    c.sw = dn2f_sw_new(&cfg, &ops, &c);
+    if (!c.sw) {
+        fprintf(stderr, "%s: cannot start: %s\n", prog, strerror(errno));
+        return 1;
+    }
+    for (i = 0; i < nmcast; i++) {
+        for (j = 0; j < mcast[i].n; j++) {
+            if (dn2f_sw_mcast_add(c.sw, mcast[i].group, mcast[i].lids[j]) < 0) {
+                fprintf(stderr, "%s: --mcast: cannot add LID 0x%x to group\n", prog,
+                        mcast[i].lids[j]);
+                return EXIT_USAGE;
+            }
+        }
+    }
+    free(mcast);
+
+    c.loop = g_main_loop_new(NULL, FALSE);
+    g_unix_fd_add(c.fd, G_IO_IN, on_readable, &c);
+    c.timer = g_source_new(&timer_funcs, sizeof(GSource));
+    g_source_set_callback(c.timer, on_timer, &c, NULL);
+    g_source_attach(c.timer, NULL);
+    rearm(&c);
+    g_timeout_add(1000, on_flush, &c);
+    g_unix_signal_add(SIGINT, on_signal, &c);
+    g_unix_signal_add(SIGTERM, on_signal, &c);
+    signal(SIGPIPE, SIG_IGN);
+
+    printf("dn2-switch: listening on %s route=%s%s%s\n", dn2f_addr_str(&la, a, sizeof(a)),
+           cfg.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
+           c.pcap_path ? " pcap=" : "", c.pcap_path ? c.pcap_path : "");
+    fflush(stdout);
+    if (ready && write_ready_file(ready, dn2f_addr_port(&la)) < 0) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", prog, ready, strerror(errno));
+        return 1;
+    }
+
+    g_main_loop_run(c.loop);
+
+    if (!c.quiet) {
+        fprintf(stderr, "%s: shutting down (%" PRIu64 " capture records)\n", prog,
+                c.pcap_records);
+    }
+    dn2f_sw_shutdown(c.sw);
+    if (c.pcap) {
+        fclose(c.pcap);
+    }
+    dn2f_sw_free(c.sw);
+    c.sw = NULL;
+    g_source_destroy(c.timer);
+    g_source_unref(c.timer);
+    g_main_loop_unref(c.loop);
+    close(c.fd);
+    free(c.rbuf);
+    return 0;
+}

@@ -1,0 +1,1828 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dn2fab endpoint: the board side of the fabric.
+ *
+ *   link:      DOWN --HELLO/ASSIGN--> ASSIGNED --ROUTES complete--> UP
+ *              UP --keepalive timeout / BYE / new switch epoch--> DOWN
+ *   per peer:  ACTIVE (in the routing table) <-> ORPHAN (missing from it,
+ *              kept peer_grace_ns so that a switch restart loses nothing)
+ *
+ * Reliability is end to end between boards: per peer and direction a 32-bit
+ * sequence space starting at 0 for each pair of epochs, a send ring of
+ * tx_window slots (the retransmit queue), cumulative ACK + SACK bitmap,
+ * RTO with exponential backoff (never gives up while the peer exists),
+ * SACK-driven fast retransmit, a loss-based congestion window, and credits:
+ * the receiver grants seqs < delivered + rx_window, so a board that refuses
+ * deliveries (-EBUSY) stops its senders without losing anything.
+ * See docs/fabric.md.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dn2fab-int.h"
+
+#define NO_DEADLINE UINT64_MAX
+#define ROUTES_GEN_NONE 0xffffffffu
+#define MAX_JOINS 16
+#define MC_MAX_REFS 4096
+#define MAX_RECS_PER_DGRAM 4096
+
+enum peer_state { PEER_ACTIVE, PEER_ORPHAN };
+
+struct pbuf {
+    uint32_t refs;
+    uint16_t len;
+    uint8_t data[];
+};
+
+struct txslot {
+    struct pbuf *pb;            /* NULL: free */
+    uint64_t last_tx;
+    uint16_t ntx;
+    uint16_t group;             /* multicast group LID, 0 = unicast */
+    uint8_t sent;
+    uint8_t sacked;
+    uint8_t mc_pending;         /* owned by the multicast builder (not sent yet) */
+};
+
+struct rxslot {
+    uint8_t *data;
+    uint16_t len;
+    uint8_t present;
+};
+
+struct peer {
+    struct peer *prev, *next;
+    uint16_t lid;
+    uint64_t epoch;
+    uint64_t gen;               /* unique per (creation, reset) */
+    struct dn2f_addr addr;
+    bool direct;
+    enum peer_state st;
+    uint64_t orphan_since;
+    unsigned mark;
+
+    /* send side */
+    struct txslot *tx;
+    uint32_t una, nxt, end, limit;
+    size_t tx_bytes, inflight;
+    uint64_t srtt, rttvar, rto;
+    unsigned backoff, probe_backoff;
+    uint64_t rto_due, probe_due;
+    bool force_retx;
+    uint64_t cwnd, ssthresh;
+    bool recovery;
+    uint32_t recover;
+    uint64_t rack_ts;           /* newest send time of a packet known received */
+
+    /* receive side */
+    struct rxslot *rx;
+    uint32_t base, cum;
+    unsigned rx_ooo;            /* buffered beyond cum */
+    bool rx_blocked;
+    bool ack_pending;
+    uint64_t ack_due;
+    size_t rx_bytes;
+};
+
+struct group {
+    uint16_t n;
+    uint16_t lids[DN2F_MCAST_MAX_MEMBERS];
+};
+
+struct mcref {
+    uint16_t lid;
+    uint32_t seq;
+    uint64_t gen;
+    struct pbuf *pb;
+};
+
+struct pend_route {
+    uint16_t lid;
+    uint8_t flags;
+    struct dn2f_addr addr;
+    uint64_t epoch;
+};
+
+struct dn2f_ep {
+    struct dn2f_ep_config cfg;
+    struct dn2f_ep_ops ops;
+    void *opaque;
+    struct dn2f_ep_stats st;
+
+    uint64_t epoch;
+    uint16_t lid;
+    uint16_t lid_hint;
+    enum dn2f_link link;
+    int mode;
+    uint64_t sw_epoch;
+    uint64_t last_sw_rx;
+    uint64_t hello_due, ka_due;
+    uint64_t blocked_until;
+
+    struct peer *peers[DN2F_NUM_CLID];
+    struct peer *plist;
+    unsigned npeers;
+    uint64_t gen_counter;
+    unsigned mark_counter;
+    size_t tx_total, rx_total;
+
+    /* routing table */
+    uint32_t routes_gen;
+    bool routes_ok;
+    struct group *groups[DN2F_NUM_GROUPS];
+    /* assembly of a chunked ROUTES */
+    uint32_t asm_gen;
+    uint16_t asm_nchunks;
+    bool asm_active;
+    uint8_t asm_have[DN2F_ROUTES_MAX_CHUNKS / 8];
+    unsigned asm_got;
+    struct pend_route *asm_routes;
+    unsigned asm_nroutes;
+    struct { uint16_t group; uint16_t n; uint16_t lids[DN2F_MCAST_MAX_MEMBERS]; } *asm_groups;
+    unsigned asm_ngroups;
+
+    /* multicast groups this board wants to be in */
+    uint16_t joins[MAX_JOINS];
+    unsigned njoins;
+
+    /* datagram builders */
+    uint8_t *dgbuf;             /* unicast / ack / control */
+    uint32_t *txb_seqs;
+    uint8_t *mcbuf;             /* multicast origin builder */
+    struct dn2f_wbuf mcw;
+    uint16_t mc_group;
+    unsigned mc_nrecs;
+    struct mcref *mcrefs;
+    unsigned mc_nrefs;
+
+    bool in_deliver;
+};
+
+/* ------------------------------------------------------------ utilities */
+static uint64_t now(struct dn2f_ep *ep)
+{
+    return ep->ops.now_ns(ep->opaque);
+}
+
+static bool pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
+{
+    return v >= lo && v <= hi && (v & (v - 1)) == 0;
+}
+
+void dn2f_ep_config_default(struct dn2f_ep_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->tx_window = 512;
+    c->rx_window = 512;
+    c->max_dgram = DN2F_DGRAM_DEFAULT;
+    c->tx_budget = 64u << 20;
+    c->rx_budget = 64u << 20;
+    c->rto_min_ns = 1000000;            /* 1 ms */
+    c->rto_max_ns = 200000000;          /* 200 ms */
+    c->rto_init_ns = 10000000;          /* 10 ms */
+    c->ack_delay_ns = 0;
+    c->hello_interval_ns = 100000000;   /* 100 ms */
+    c->keepalive_ns = 250000000;        /* 250 ms */
+    c->keepalive_timeout_ns = 1000000000; /* 1 s */
+    c->peer_grace_ns = 10000000000ULL;  /* 10 s */
+}
+
+static int send_dgram(struct dn2f_ep *ep, const struct dn2f_addr *to, const void *buf, size_t len)
+{
+    int rc;
+    if (!len || !to->len) {
+        return -EINVAL;
+    }
+    rc = ep->ops.send_datagram(ep->opaque, to, buf, len);
+    if (rc == -EAGAIN || rc == -EWOULDBLOCK || rc == -ENOBUFS) {
+        ep->st.send_eagain++;
+        ep->blocked_until = now(ep) + 200000;
+        return -EAGAIN;
+    }
+    ep->st.tx_dgrams++;         /* other errors: as if lost on the wire */
+    return 0;
+}
+
+static const struct dn2f_addr *next_hop(struct dn2f_ep *ep, struct peer *p)
+{
+    if (ep->mode == DN2F_ROUTE_DIRECT && p->direct) {
+        return &p->addr;
+    }
+    return &ep->cfg.sw;
+}
+
+static uint64_t cur_rto(struct dn2f_ep *ep, struct peer *p)
+{
+    uint64_t r = p->rto;
+    unsigned b = p->backoff;
+    while (b-- && r < ep->cfg.rto_max_ns) {
+        r <<= 1;
+    }
+    return r > ep->cfg.rto_max_ns ? ep->cfg.rto_max_ns : r;
+}
+
+static inline struct txslot *txs(struct dn2f_ep *ep, struct peer *p, uint32_t seq)
+{
+    return &p->tx[seq & (ep->cfg.tx_window - 1)];
+}
+
+static inline struct rxslot *rxs(struct dn2f_ep *ep, struct peer *p, uint32_t seq)
+{
+    return &p->rx[seq & (ep->cfg.rx_window - 1)];
+}
+
+static void pb_unref(struct pbuf *pb)
+{
+    if (pb && --pb->refs == 0) {
+        free(pb);
+    }
+}
+
+/* ------------------------------------------------------------ control tx */
+static void send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
+{
+    uint8_t buf[64];
+    struct dn2f_wbuf w;
+    size_t len;
+
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, type, 0, ep->lid, 0, ep->epoch, ep->sw_epoch);
+    if (type == DN2F_T_HELLO) {
+        struct dn2f_hello h = { .guid = ep->cfg.guid, .lid_hint = ep->lid_hint };
+        dn2f_put_hello(&w, &h);
+    } else if (type == DN2F_T_MCAST_JOIN || type == DN2F_T_MCAST_LEAVE) {
+        dn2f_put_mcast(&w, (uint16_t)a);
+    } else {
+        dn2f_put_u32pair(&w, a, b);
+    }
+    len = dn2f_finish(&w);
+    if (send_dgram(ep, &ep->cfg.sw, buf, len) == 0) {
+        ep->st.tx_ctrl_dgrams++;
+    }
+}
+
+/* --------------------------------------------------------------- peers */
+static void peer_clear_tx(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+{
+    uint32_t s;
+    if (p->tx) {
+        for (s = p->una; s != p->end; s++) {
+            struct txslot *t = txs(ep, p, s);
+            if (t->pb) {
+                ep->st.drop[reason]++;
+                ep->tx_total -= t->pb->len;
+                pb_unref(t->pb);
+            }
+            memset(t, 0, sizeof(*t));
+        }
+    }
+    p->una = p->nxt = p->end = 0;
+    p->limit = DN2F_INITIAL_CREDIT;
+    p->tx_bytes = p->inflight = 0;
+    p->srtt = p->rttvar = 0;
+    p->rto = ep->cfg.rto_init_ns;
+    p->backoff = p->probe_backoff = 0;
+    p->rto_due = p->probe_due = NO_DEADLINE;
+    p->force_retx = false;
+    p->cwnd = 4ULL * ep->cfg.max_dgram;
+    p->ssthresh = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
+    p->recovery = false;
+    p->rack_ts = 0;
+}
+
+static void peer_clear_rx(struct dn2f_ep *ep, struct peer *p)
+{
+    uint32_t i;
+    if (p->rx) {
+        for (i = 0; i < ep->cfg.rx_window; i++) {
+            free(p->rx[i].data);
+            memset(&p->rx[i], 0, sizeof(p->rx[i]));
+        }
+    }
+    ep->rx_total -= p->rx_bytes;
+    p->rx_bytes = 0;
+    p->base = p->cum = 0;
+    p->rx_ooo = 0;
+    p->rx_blocked = false;
+    p->ack_pending = false;
+    p->ack_due = NO_DEADLINE;
+}
+
+static void peer_reset(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+{
+    peer_clear_tx(ep, p, reason);
+    peer_clear_rx(ep, p);
+    p->gen = ++ep->gen_counter;
+}
+
+static struct peer *peer_new(struct dn2f_ep *ep, uint16_t lid, uint64_t epoch)
+{
+    struct peer *p = calloc(1, sizeof(*p));
+    if (!p) {
+        return NULL;
+    }
+    p->lid = lid;
+    p->epoch = epoch;
+    p->st = PEER_ACTIVE;
+    peer_reset(ep, p, DN2F_DROP_PEER_RESET);
+    p->next = ep->plist;
+    if (ep->plist) {
+        ep->plist->prev = p;
+    }
+    ep->plist = p;
+    ep->peers[dn2f_lid_index(lid)] = p;
+    ep->npeers++;
+    return p;
+}
+
+static void peer_free(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+{
+    peer_reset(ep, p, reason);
+    if (p->prev) {
+        p->prev->next = p->next;
+    } else {
+        ep->plist = p->next;
+    }
+    if (p->next) {
+        p->next->prev = p->prev;
+    }
+    ep->peers[dn2f_lid_index(p->lid)] = NULL;
+    ep->npeers--;
+    free(p->tx);
+    free(p->rx);
+    free(p);
+}
+
+static bool peer_tx_alloc(struct dn2f_ep *ep, struct peer *p)
+{
+    if (!p->tx) {
+        p->tx = calloc(ep->cfg.tx_window, sizeof(*p->tx));
+    }
+    return p->tx != NULL;
+}
+
+static bool peer_rx_alloc(struct dn2f_ep *ep, struct peer *p)
+{
+    if (!p->rx) {
+        p->rx = calloc(ep->cfg.rx_window, sizeof(*p->rx));
+    }
+    return p->rx != NULL;
+}
+
+static struct peer *peer_get(struct dn2f_ep *ep, uint16_t lid)
+{
+    if (!dn2_lid_assignable(lid)) {
+        return NULL;
+    }
+    return ep->peers[dn2f_lid_index(lid)];
+}
+
+/* ------------------------------------------------------------- ACK build */
+static void put_ack_for(struct dn2f_ep *ep, struct peer *p, struct dn2f_wbuf *w)
+{
+    uint8_t bits[DN2F_SACK_MAX_BITS / 8];
+    unsigned nbits = 0, i, span;
+    uint32_t limit = p->base + ep->cfg.rx_window;
+
+    if (p->rx_ooo && p->rx) {
+        span = (unsigned)dn2f_seqdiff(limit, p->cum);
+        span = span ? span - 1 : 0;
+        if (span > DN2F_SACK_MAX_BITS) {
+            span = DN2F_SACK_MAX_BITS;
+        }
+        memset(bits, 0, sizeof(bits));
+        for (i = 0; i < span; i++) {
+            if (rxs(ep, p, p->cum + 1 + i)->present) {
+                bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+                nbits = i + 1;
+            }
+        }
+        nbits = (nbits + 31) & ~31u;
+    }
+    dn2f_put_ack(w, p->cum, limit, (uint16_t)nbits, bits);
+}
+
+static void send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq)
+{
+    struct dn2f_wbuf w;
+    size_t len;
+
+    dn2f_wbuf_init(&w, ep->dgbuf, DN2F_DGRAM_MAX);
+    dn2f_put_hdr(&w, DN2F_T_ACK, ackreq ? DN2F_F_ACKREQ : 0, ep->lid, p->lid,
+                 ep->epoch, p->epoch);
+    put_ack_for(ep, p, &w);
+    len = dn2f_finish(&w);
+    if (send_dgram(ep, next_hop(ep, p), ep->dgbuf, len) == 0) {
+        ep->st.tx_ack_dgrams++;
+        p->ack_pending = false;
+        p->ack_due = NO_DEADLINE;
+    }
+}
+
+/* ------------------------------------------------- unicast data builder */
+struct txb {
+    struct dn2f_ep *ep;
+    struct peer *p;
+    struct dn2f_wbuf w;
+    unsigned n;
+    bool open, retx, with_ack, failed;
+    size_t new_bytes;
+};
+
+static void txb_open(struct txb *b)
+{
+    struct dn2f_ep *ep = b->ep;
+    struct peer *p = b->p;
+
+    dn2f_wbuf_init(&b->w, ep->dgbuf, ep->cfg.max_dgram);
+    b->with_ack = p->ack_pending;
+    dn2f_put_hdr(&b->w, DN2F_T_DATA, b->with_ack ? DN2F_F_ACK : 0, ep->lid, p->lid,
+                 ep->epoch, p->epoch);
+    if (b->with_ack) {
+        put_ack_for(ep, p, &b->w);
+    }
+    b->n = 0;
+    b->new_bytes = 0;
+    b->open = true;
+}
+
+static bool txb_emit(struct txb *b)
+{
+    struct dn2f_ep *ep = b->ep;
+    struct peer *p = b->p;
+    size_t len;
+    uint64_t t;
+    unsigned i;
+
+    if (!b->open || b->n == 0) {
+        b->open = false;
+        return !b->failed;
+    }
+    b->open = false;
+    len = dn2f_finish(&b->w);
+    if (send_dgram(ep, next_hop(ep, p), ep->dgbuf, len) != 0) {
+        b->failed = true;
+        return false;
+    }
+    ep->st.tx_data_dgrams++;
+    if (b->with_ack) {
+        p->ack_pending = false;
+        p->ack_due = NO_DEADLINE;
+    }
+    t = now(ep);
+    for (i = 0; i < b->n; i++) {
+        struct txslot *s = txs(ep, p, ep->txb_seqs[i]);
+        if (!s->sent) {
+            s->sent = 1;
+            p->inflight += s->pb->len;
+        } else {
+            ep->st.retransmits++;
+        }
+        s->last_tx = t;
+        if (s->ntx < UINT16_MAX) {
+            s->ntx++;
+        }
+        if (p->rto_due == NO_DEADLINE || p->rto_due > t + cur_rto(ep, p)) {
+            p->rto_due = t + cur_rto(ep, p);
+        }
+    }
+    return true;
+}
+
+/* Add seq to the datagram being built; false if sending failed. */
+static bool txb_add(struct txb *b, uint32_t seq)
+{
+    struct txslot *s = txs(b->ep, b->p, seq);
+    unsigned kind = s->group ? DN2F_REC_MCAST_COPY : DN2F_REC_UNICAST;
+    unsigned rf = (b->retx || s->sent) ? DN2F_RF_RETX : 0;
+
+    if (b->failed) {
+        return false;
+    }
+    if (!b->open) {
+        txb_open(b);
+    }
+    if (b->n >= MAX_RECS_PER_DGRAM ||
+        !dn2f_put_rec(&b->w, kind, rf, seq, s->group, 0, NULL, NULL, NULL,
+                      s->pb->data, s->pb->len)) {
+        if (!txb_emit(b)) {
+            return false;
+        }
+        txb_open(b);
+        if (!dn2f_put_rec(&b->w, kind, rf, seq, s->group, 0, NULL, NULL, NULL,
+                          s->pb->data, s->pb->len)) {
+            return false;       /* cannot happen: max_dgram >= 8 KiB */
+        }
+    }
+    b->ep->txb_seqs[b->n++] = seq;
+    if (!s->sent) {
+        b->new_bytes += s->pb->len;
+    }
+    return true;
+}
+
+/* Earliest retransmission deadline of p (scan of the outstanding slots). */
+static void peer_rearm(struct dn2f_ep *ep, struct peer *p)
+{
+    uint32_t s;
+    uint64_t due = NO_DEADLINE, r = cur_rto(ep, p);
+    bool outstanding = false;
+
+    if (p->tx) {
+        for (s = p->una; s != p->end; s++) {
+            struct txslot *t = txs(ep, p, s);
+            if (t->pb && t->sent && !t->sacked) {
+                outstanding = true;
+                if (t->last_tx + r < due) {
+                    due = t->last_tx + r;
+                }
+            }
+        }
+    }
+    p->rto_due = due;
+    /* Zero-credit probe: the board is held back by credits and nothing is
+     * in flight that would bring an ACK back. */
+    if (!outstanding && dn2f_seqdiff(p->limit, p->end) <= 0) {
+        if (p->probe_due == NO_DEADLINE) {
+            uint64_t iv = cur_rto(ep, p);
+            unsigned b = p->probe_backoff;
+            while (b-- && iv < ep->cfg.rto_max_ns) {
+                iv <<= 1;
+            }
+            if (iv > ep->cfg.rto_max_ns) {
+                iv = ep->cfg.rto_max_ns;
+            }
+            p->probe_due = now(ep) + iv;
+        }
+    } else {
+        p->probe_due = NO_DEADLINE;
+        p->probe_backoff = 0;
+    }
+}
+
+/* First transmission of queued packets, within the congestion window. */
+static bool peer_transmit_new(struct dn2f_ep *ep, struct peer *p)
+{
+    struct txb b = { .ep = ep, .p = p };
+    uint32_t s;
+    bool ok = true;
+
+    if (!p->tx || p->st != PEER_ACTIVE) {
+        return true;
+    }
+    for (s = p->nxt; s != p->end; s++) {
+        struct txslot *t = txs(ep, p, s);
+        if (!t->pb || t->sent || t->mc_pending) {
+            continue;
+        }
+        if (p->inflight + b.new_bytes > 0 &&
+            p->inflight + b.new_bytes + t->pb->len > p->cwnd) {
+            break;
+        }
+        if (!txb_add(&b, s)) {
+            ok = false;
+            break;
+        }
+    }
+    if (ok) {
+        ok = txb_emit(&b);
+    }
+    while (p->nxt != p->end) {
+        struct txslot *t = txs(ep, p, p->nxt);
+        if (t->pb && !t->sent) {
+            break;
+        }
+        p->nxt++;
+    }
+    return ok;
+}
+
+static bool peer_retransmit(struct dn2f_ep *ep, struct peer *p, const uint32_t *seqs,
+                            unsigned n)
+{
+    struct txb b = { .ep = ep, .p = p, .retx = true };
+    unsigned i;
+    for (i = 0; i < n; i++) {
+        if (!txb_add(&b, seqs[i])) {
+            return false;
+        }
+    }
+    return txb_emit(&b);
+}
+
+/* ------------------------------------------------------- multicast build */
+static void mc_discard(struct dn2f_ep *ep)
+{
+    unsigned i;
+    for (i = 0; i < ep->mc_nrefs; i++) {
+        struct mcref *r = &ep->mcrefs[i];
+        struct peer *p = peer_get(ep, r->lid);
+        if (p && p->gen == r->gen && p->tx) {
+            struct txslot *t = txs(ep, p, r->seq);
+            if (t->pb == r->pb) {
+                t->mc_pending = 0;      /* falls back to unicast copies */
+            }
+        }
+    }
+    ep->mc_nrefs = 0;
+    ep->mc_nrecs = 0;
+    ep->mc_group = 0;
+}
+
+static void mc_emit(struct dn2f_ep *ep)
+{
+    size_t len;
+    unsigned i;
+    uint64_t t;
+
+    if (!ep->mc_nrecs) {
+        return;
+    }
+    len = dn2f_finish(&ep->mcw);
+    if (ep->link != DN2F_LINK_UP || send_dgram(ep, &ep->cfg.sw, ep->mcbuf, len) != 0) {
+        mc_discard(ep);
+        return;
+    }
+    ep->st.tx_data_dgrams++;
+    t = now(ep);
+    for (i = 0; i < ep->mc_nrefs; i++) {
+        struct mcref *r = &ep->mcrefs[i];
+        struct peer *p = peer_get(ep, r->lid);
+        if (p && p->gen == r->gen && p->tx) {
+            struct txslot *s = txs(ep, p, r->seq);
+            if (s->pb == r->pb && s->mc_pending && !s->sent) {
+                s->mc_pending = 0;
+                s->sent = 1;
+                s->ntx = 1;
+                s->last_tx = t;
+                p->inflight += s->pb->len;
+                if (p->rto_due == NO_DEADLINE) {
+                    p->rto_due = t + cur_rto(ep, p);
+                }
+            }
+        }
+    }
+    ep->mc_nrefs = 0;
+    ep->mc_nrecs = 0;
+    ep->mc_group = 0;
+}
+
+/* ---------------------------------------------------------------- flush */
+static void flush_internal(struct dn2f_ep *ep)
+{
+    struct peer *p;
+    uint64_t t = now(ep);
+
+    if (ep->blocked_until != 0) {
+        if (t < ep->blocked_until) {
+            return;
+        }
+        ep->blocked_until = 0;
+    }
+    if (ep->link == DN2F_LINK_UP) {
+        mc_emit(ep);
+        for (p = ep->plist; p; p = p->next) {
+            if (!ep->blocked_until && p->tx && p->nxt != p->end) {
+                if (!peer_transmit_new(ep, p)) {
+                    return;
+                }
+                peer_rearm(ep, p);
+            }
+        }
+    }
+    for (p = ep->plist; p; p = p->next) {
+        if (p->ack_pending && (ep->cfg.ack_delay_ns == 0 || t >= p->ack_due)) {
+            send_ack(ep, p, false);
+            if (ep->blocked_until) {
+                return;
+            }
+        }
+    }
+}
+
+void dn2f_ep_flush(struct dn2f_ep *ep)
+{
+    flush_internal(ep);
+}
+
+/* ----------------------------------------------------------------- send */
+static bool peer_room(struct dn2f_ep *ep, struct peer *p, size_t len)
+{
+    if (p->st != PEER_ACTIVE) {
+        return false;
+    }
+    if ((uint32_t)(p->end - p->una) >= ep->cfg.tx_window) {
+        return false;
+    }
+    if (dn2f_seqdiff(p->limit, p->end) <= 0) {
+        return false;           /* no credits */
+    }
+    if (p->tx_bytes + len > (size_t)ep->cfg.tx_window * DN2F_PKT_MAX) {
+        return false;
+    }
+    return true;
+}
+
+static unsigned group_members(struct dn2f_ep *ep, uint16_t glid, struct peer **out)
+{
+    struct group *g = ep->groups[dn2f_lid_index(glid) - DN2_CLID_MCAST_FIRST];
+    unsigned i, n = 0;
+    if (!g) {
+        return 0;
+    }
+    for (i = 0; i < g->n; i++) {
+        struct peer *p = peer_get(ep, g->lids[i]);
+        if (p && p->st == PEER_ACTIVE) {
+            out[n++] = p;
+        }
+    }
+    return n;
+}
+
+bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len)
+{
+    struct peer *p;
+
+    if (ep->link != DN2F_LINK_UP || len < DN2F_PKT_MIN || len > DN2F_PKT_MAX) {
+        return false;
+    }
+    if (ep->tx_total + len > ep->cfg.tx_budget) {
+        return false;
+    }
+    if (dn2f_lid_is_mcast(dlid)) {
+        struct peer *m[DN2F_MCAST_MAX_MEMBERS];
+        unsigned i, n = group_members(ep, dlid, m);
+        for (i = 0; i < n; i++) {
+            if (!peer_room(ep, m[i], len)) {
+                return false;
+            }
+        }
+        return true;
+    }
+    p = peer_get(ep, dlid);
+    if (!p) {
+        return true;            /* not routable: dn2f_ep_send drops it */
+    }
+    return peer_room(ep, p, len);
+}
+
+static struct pbuf *pb_new(const void *pkt, size_t len)
+{
+    struct pbuf *pb = malloc(sizeof(*pb) + len);
+    if (pb) {
+        pb->refs = 0;
+        pb->len = (uint16_t)len;
+        memcpy(pb->data, pkt, len);
+    }
+    return pb;
+}
+
+static void slot_fill(struct dn2f_ep *ep, struct peer *p, struct pbuf *pb, uint16_t group)
+{
+    struct txslot *t = txs(ep, p, p->end);
+    memset(t, 0, sizeof(*t));
+    t->pb = pb;
+    pb->refs++;
+    t->group = group;
+    t->mc_pending = group ? 1 : 0;
+    p->end++;
+    p->tx_bytes += pb->len;
+    ep->tx_total += pb->len;
+}
+
+static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
+{
+    struct peer *m[DN2F_MCAST_MAX_MEMBERS];
+    uint16_t mlid[DN2F_MCAST_MAX_MEMBERS];
+    uint32_t mseq[DN2F_MCAST_MAX_MEMBERS];
+    uint64_t mep[DN2F_MCAST_MAX_MEMBERS];
+    unsigned i, n = group_members(ep, dlid, m);
+    struct pbuf *pb;
+
+    if (n == 0) {
+        ep->st.drop[DN2F_DROP_NO_ROUTE]++;
+        return -EHOSTUNREACH;
+    }
+    for (i = 0; i < n; i++) {
+        if (!peer_tx_alloc(ep, m[i])) {
+            return -ENOMEM;
+        }
+    }
+    pb = pb_new(pkt, len);
+    if (!pb) {
+        return -ENOMEM;
+    }
+    if (ep->mc_nrecs && (ep->mc_group != dlid || ep->mc_nrefs + n > MC_MAX_REFS ||
+                         ep->mcw.cap - ep->mcw.len <
+                         dn2f_rec_len(DN2F_REC_MCAST_ORIGIN, n, len))) {
+        mc_emit(ep);
+    }
+    if (!ep->mc_nrecs) {
+        dn2f_wbuf_init(&ep->mcw, ep->mcbuf, ep->cfg.max_dgram);
+        dn2f_put_hdr(&ep->mcw, DN2F_T_DATA, 0, ep->lid, dlid, ep->epoch, 0);
+        ep->mc_group = dlid;
+    }
+    for (i = 0; i < n; i++) {
+        mlid[i] = m[i]->lid;
+        mseq[i] = m[i]->end;
+        mep[i] = m[i]->epoch;
+        ep->mcrefs[ep->mc_nrefs].lid = m[i]->lid;
+        ep->mcrefs[ep->mc_nrefs].seq = m[i]->end;
+        ep->mcrefs[ep->mc_nrefs].gen = m[i]->gen;
+        ep->mcrefs[ep->mc_nrefs].pb = pb;
+        ep->mc_nrefs++;
+        slot_fill(ep, m[i], pb, dlid);
+    }
+    if (!dn2f_put_rec(&ep->mcw, DN2F_REC_MCAST_ORIGIN, 0, 0, dlid, n, mlid, mseq, mep,
+                      pkt, len)) {
+        /* cannot happen (checked above); the slots go out as unicast copies */
+        mc_discard(ep);
+    } else {
+        ep->mc_nrecs++;
+    }
+    ep->st.mcast_tx++;
+    ep->st.tx_pkts++;
+    ep->st.tx_bytes += len;
+    return 0;
+}
+
+int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
+{
+    struct peer *p;
+    struct pbuf *pb;
+
+    if (!pkt || len < DN2F_PKT_MIN || len > DN2F_PKT_MAX ||
+        dn2f_pkt_dlid(pkt) != dlid) {
+        return -EINVAL;
+    }
+    if (!dn2f_ep_can_send(ep, dlid, len)) {
+        return -EAGAIN;
+    }
+    if (dn2f_lid_is_mcast(dlid)) {
+        return send_mcast(ep, dlid, pkt, len);
+    }
+    p = peer_get(ep, dlid);
+    if (!p) {
+        ep->st.drop[DN2F_DROP_NO_ROUTE]++;
+        return -EHOSTUNREACH;
+    }
+    if (!peer_tx_alloc(ep, p)) {
+        return -ENOMEM;
+    }
+    pb = pb_new(pkt, len);
+    if (!pb) {
+        return -ENOMEM;
+    }
+    slot_fill(ep, p, pb, 0);
+    ep->st.tx_pkts++;
+    ep->st.tx_bytes += len;
+    return 0;
+}
+
+/* -------------------------------------------------------------- receive */
+static bool rx_deliver_one(struct dn2f_ep *ep, struct peer *p, const uint8_t *pkt,
+                           size_t len, bool *consumed)
+{
+    int rc;
+    ep->in_deliver = true;
+    rc = ep->ops.deliver(ep->opaque, p->lid, pkt, len);
+    ep->in_deliver = false;
+    if (rc == -EBUSY) {
+        ep->st.busy++;
+        p->rx_blocked = true;
+        *consumed = false;
+        return false;
+    }
+    if (rc < 0) {
+        ep->st.drop[DN2F_DROP_DELIVER_ERR]++;
+    } else {
+        ep->st.rx_pkts++;
+        ep->st.rx_bytes += len;
+    }
+    *consumed = true;
+    return true;
+}
+
+/* Deliver buffered in-order packets [base, cum). */
+static void rx_drain(struct dn2f_ep *ep, struct peer *p)
+{
+    uint32_t old = p->base;
+    while (!p->rx_blocked && p->base != p->cum && p->rx) {
+        struct rxslot *s = rxs(ep, p, p->base);
+        bool consumed;
+        if (!s->present) {
+            break;              /* cannot happen */
+        }
+        rx_deliver_one(ep, p, s->data, s->len, &consumed);
+        if (!consumed) {
+            break;
+        }
+        ep->rx_total -= s->len;
+        p->rx_bytes -= s->len;
+        free(s->data);
+        memset(s, 0, sizeof(*s));
+        p->base++;
+        /* peer_get may have been reset from the callback: re-check */
+        if (!p->rx) {
+            break;
+        }
+    }
+    if (p->base != old) {
+        p->ack_pending = true;      /* credits opened */
+        if (p->ack_due == NO_DEADLINE) {
+            p->ack_due = now(ep) + ep->cfg.ack_delay_ns;
+        }
+    }
+}
+
+static void rx_advance_cum(struct dn2f_ep *ep, struct peer *p)
+{
+    while (dn2f_seqdiff(p->cum, p->base + ep->cfg.rx_window) < 0) {
+        struct rxslot *s = rxs(ep, p, p->cum);
+        if (!s->present) {
+            break;
+        }
+        p->cum++;
+        p->rx_ooo--;
+    }
+}
+
+static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec *r)
+{
+    int32_t d = dn2f_seqdiff(r->seq, p->base);
+    struct rxslot *s;
+    bool consumed;
+
+    if (r->kind == DN2F_REC_UNICAST ? dn2f_pkt_dlid(r->pkt) != ep->lid
+                                    : dn2f_pkt_dlid(r->pkt) != r->group) {
+        ep->st.drop[DN2F_DROP_BAD_DLID]++;
+        return;
+    }
+    if (d < 0 || dn2f_seqdiff(r->seq, p->cum) < 0) {
+        ep->st.duplicates++;
+        return;
+    }
+    if ((uint32_t)d >= ep->cfg.rx_window) {
+        ep->st.drop[DN2F_DROP_WINDOW]++;
+        return;
+    }
+    if (!peer_rx_alloc(ep, p)) {
+        ep->st.drop[DN2F_DROP_NO_BUFFER]++;
+        return;
+    }
+    s = rxs(ep, p, r->seq);
+    if (s->present) {
+        ep->st.duplicates++;
+        return;
+    }
+    if (r->seq == p->base && p->base == p->cum && !p->rx_blocked) {
+        /* The common case: in order, nothing waiting: no copy. */
+        if (rx_deliver_one(ep, p, r->pkt, r->len, &consumed)) {
+            p->base++;
+            p->cum++;
+            rx_advance_cum(ep, p);
+            rx_drain(ep, p);
+            return;
+        }
+        /* -EBUSY: keep a copy below. */
+    }
+    if (ep->rx_total + r->len > ep->cfg.rx_budget) {
+        ep->st.drop[DN2F_DROP_NO_BUFFER]++;
+        return;                 /* not acknowledged: retransmitted later */
+    }
+    s->data = malloc(r->len);
+    if (!s->data) {
+        ep->st.drop[DN2F_DROP_NO_BUFFER]++;
+        return;
+    }
+    memcpy(s->data, r->pkt, r->len);
+    s->len = r->len;
+    s->present = 1;
+    ep->rx_total += r->len;
+    p->rx_bytes += r->len;
+    if (r->seq != p->cum) {
+        ep->st.out_of_order++;
+    }
+    p->rx_ooo++;
+    rx_advance_cum(ep, p);
+}
+
+/* ACK processing (our send stream toward p).  Returns false if bogus. */
+static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ack *a)
+{
+    int32_t d;
+    uint32_t s;
+    uint64_t t = now(ep), sample = 0;
+    bool have_sample = false, progressed = false;
+    size_t acked_bytes = 0;
+    uint32_t retx[DN2F_SACK_MAX_BITS];
+    unsigned nretx = 0;
+
+    if (!p->tx) {
+        if (a->cum != 0) {
+            ep->st.drop[DN2F_DROP_BAD_ACK]++;
+            return false;
+        }
+        if (dn2f_seqdiff(a->limit, p->limit) > 0) {
+            p->limit = a->limit;
+        }
+        return true;
+    }
+    d = dn2f_seqdiff(a->cum, p->una);
+    if (dn2f_seqdiff(a->cum, p->end) > 0) {
+        ep->st.drop[DN2F_DROP_BAD_ACK]++;
+        return false;
+    }
+    if (d > 0) {
+        /* every acknowledged slot must have been sent */
+        for (s = p->una; s != a->cum; s++) {
+            if (!txs(ep, p, s)->sent) {
+                ep->st.drop[DN2F_DROP_BAD_ACK]++;
+                return false;
+            }
+        }
+        for (s = p->una; s != a->cum; s++) {
+            struct txslot *ts = txs(ep, p, s);
+            if (!ts->sacked) {
+                p->inflight -= ts->pb->len;
+            }
+            if (ts->ntx == 1) {
+                sample = t - ts->last_tx;
+                have_sample = true;
+            }
+            if (ts->last_tx > p->rack_ts) {
+                p->rack_ts = ts->last_tx;
+            }
+            acked_bytes += ts->pb->len;
+            p->tx_bytes -= ts->pb->len;
+            ep->tx_total -= ts->pb->len;
+            pb_unref(ts->pb);
+            memset(ts, 0, sizeof(*ts));
+        }
+        p->una = a->cum;
+        if (dn2f_seqdiff(p->nxt, p->una) < 0) {
+            p->nxt = p->una;
+        }
+        p->backoff = 0;
+        progressed = true;
+    }
+    if (dn2f_seqdiff(a->limit, p->limit) > 0) {
+        p->limit = a->limit;
+        p->probe_backoff = 0;
+    }
+    /* SACK (only meaningful when relative to our current una) */
+    if (d >= 0 && a->nbits) {
+        unsigned i, above = 0;
+        int hi = -1;
+        for (i = 0; i < a->nbits; i++) {
+            uint32_t q = a->cum + 1 + i;
+            struct txslot *ts;
+            if (dn2f_seqdiff(q, p->end) >= 0) {
+                break;
+            }
+            ts = txs(ep, p, q);
+            if (dn2f_ack_sacked(a, i) && ts->pb && ts->sent) {
+                if (!ts->sacked) {
+                    ts->sacked = 1;
+                    p->inflight -= ts->pb->len;
+                    acked_bytes += ts->pb->len;
+                    if (ts->last_tx > p->rack_ts) {
+                        p->rack_ts = ts->last_tx;
+                    }
+                    if (ts->ntx == 1) {
+                        sample = t - ts->last_tx;
+                        have_sample = true;
+                    }
+                }
+                hi = (int)i;
+            }
+        }
+        /* Loss detection, time based (RACK-like): a hole is lost when a
+         * packet sent after it (by more than a reordering window) has
+         * arrived.  Packets batched in one datagram or flush share a send
+         * time, so reordering inside the network is not taken for loss. */
+        if (hi >= 0 && dn2f_seqdiff(p->end, a->cum) > 0) {
+            uint64_t reo = p->srtt / 4;
+            uint32_t q;
+            (void)above;
+            if (reo < 20000) {
+                reo = 20000;
+            }
+            if (reo > 1000000) {
+                reo = 1000000;
+            }
+            for (q = a->cum; dn2f_seqdiff(q, a->cum + 1 + (uint32_t)hi) < 0 &&
+                             nretx < DN2F_SACK_MAX_BITS; q++) {
+                struct txslot *ts = txs(ep, p, q);
+                if (ts->pb && ts->sent && !ts->sacked && ts->last_tx + reo < p->rack_ts) {
+                    retx[nretx++] = q;
+                }
+            }
+        }
+    }
+    if (have_sample) {
+        if (!p->srtt) {
+            p->srtt = sample;
+            p->rttvar = sample / 2;
+        } else {
+            uint64_t dev = sample > p->srtt ? sample - p->srtt : p->srtt - sample;
+            p->rttvar = (3 * p->rttvar + dev) / 4;
+            p->srtt = (7 * p->srtt + sample) / 8;
+        }
+        p->rto = p->srtt + 4 * p->rttvar;
+        if (p->rto < ep->cfg.rto_min_ns) {
+            p->rto = ep->cfg.rto_min_ns;
+        }
+        if (p->rto > ep->cfg.rto_max_ns) {
+            p->rto = ep->cfg.rto_max_ns;
+        }
+    }
+    /* congestion window */
+    if (acked_bytes && !p->recovery) {
+        uint64_t cmax = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
+        if (p->cwnd < p->ssthresh) {
+            p->cwnd += acked_bytes;
+        } else {
+            p->cwnd += (uint64_t)ep->cfg.max_dgram * acked_bytes / p->cwnd + 1;
+        }
+        if (p->cwnd > cmax) {
+            p->cwnd = cmax;
+        }
+    }
+    if (p->recovery && dn2f_seqdiff(p->una, p->recover) >= 0) {
+        p->recovery = false;
+    }
+    if (nretx) {
+        if (!p->recovery) {
+            uint64_t floor = ep->cfg.max_dgram;
+            p->ssthresh = p->cwnd / 2 > floor ? p->cwnd / 2 : floor;
+            p->cwnd = p->ssthresh;
+            p->recovery = true;
+            p->recover = p->end;
+        }
+        ep->st.fast_retransmits += nretx;
+        if (ep->link == DN2F_LINK_UP) {
+            peer_retransmit(ep, p, retx, nretx);
+        }
+    }
+    (void)progressed;
+    peer_rearm(ep, p);
+    return true;
+}
+
+/* ------------------------------------------------------------- routing */
+static void link_set_down(struct dn2f_ep *ep)
+{
+    bool was_up = ep->link == DN2F_LINK_UP;
+    mc_discard(ep);
+    ep->link = DN2F_LINK_DOWN;
+    ep->routes_ok = false;
+    ep->asm_active = false;
+    ep->hello_due = now(ep);
+    if (was_up) {
+        ep->st.link_downs++;
+        if (ep->ops.link_state) {
+            ep->ops.link_state(ep->opaque, false, ep->lid);
+        }
+    }
+}
+
+static void reset_all_peers(struct dn2f_ep *ep, unsigned reason)
+{
+    unsigned i;
+    mc_discard(ep);
+    while (ep->plist) {
+        peer_free(ep, ep->plist, reason);
+    }
+    for (i = 0; i < DN2F_NUM_GROUPS; i++) {
+        free(ep->groups[i]);
+        ep->groups[i] = NULL;
+    }
+}
+
+static bool in_group(struct dn2f_ep *ep, uint16_t glid, uint16_t lid)
+{
+    struct group *g = ep->groups[dn2f_lid_index(glid) - DN2_CLID_MCAST_FIRST];
+    unsigned i;
+    if (!g) {
+        return false;
+    }
+    for (i = 0; i < g->n; i++) {
+        if (g->lids[i] == lid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void joins_sync(struct dn2f_ep *ep)
+{
+    unsigned i;
+    for (i = 0; i < ep->njoins; i++) {
+        if (!in_group(ep, ep->joins[i], ep->lid)) {
+            send_ctrl(ep, DN2F_T_MCAST_JOIN, ep->joins[i], 0);
+        }
+    }
+}
+
+static void routes_apply(struct dn2f_ep *ep)
+{
+    unsigned i, j, mark = ++ep->mark_counter;
+    struct peer *p, *nx;
+    uint64_t t = now(ep);
+
+    for (i = 0; i < ep->asm_nroutes; i++) {
+        struct pend_route *r = &ep->asm_routes[i];
+        struct dn2f_addr a = r->addr;
+        int fam = ep->cfg.sock_family ? ep->cfg.sock_family : ep->cfg.sw.u.sa.sa_family;
+
+        p = peer_get(ep, r->lid);
+        if (!p) {
+            p = peer_new(ep, r->lid, r->epoch);
+            if (!p) {
+                continue;
+            }
+        } else if (p->epoch != r->epoch) {
+            peer_reset(ep, p, DN2F_DROP_PEER_RESET);    /* the peer restarted */
+            p->epoch = r->epoch;
+        }
+        p->direct = (r->flags & DN2F_RT_DIRECT) && dn2f_addr_to_family(&a, fam);
+        p->addr = a;
+        if (p->st == PEER_ORPHAN) {
+            p->force_retx = true;   /* back: resend what is outstanding */
+            p->rto_due = t;
+        }
+        p->st = PEER_ACTIVE;
+        p->mark = mark;
+    }
+    for (p = ep->plist; p; p = p->next) {
+        if (p->mark != mark && p->st == PEER_ACTIVE) {
+            p->st = PEER_ORPHAN;
+            p->orphan_since = t;
+        }
+    }
+    for (i = 0; i < DN2F_NUM_GROUPS; i++) {
+        free(ep->groups[i]);
+        ep->groups[i] = NULL;
+    }
+    for (i = 0; i < ep->asm_ngroups; i++) {
+        unsigned gi = dn2f_lid_index(ep->asm_groups[i].group) - DN2_CLID_MCAST_FIRST;
+        struct group *g;
+        if (ep->groups[gi]) {
+            continue;           /* duplicate group entry: first wins */
+        }
+        g = calloc(1, sizeof(*g));
+        if (!g) {
+            continue;
+        }
+        for (j = 0; j < ep->asm_groups[i].n; j++) {
+            unsigned k;
+            bool dup = false;
+            for (k = 0; k < g->n; k++) {
+                dup |= g->lids[k] == ep->asm_groups[i].lids[j];
+            }
+            if (!dup) {
+                g->lids[g->n++] = ep->asm_groups[i].lids[j];
+            }
+        }
+        ep->groups[gi] = g;
+    }
+    ep->routes_gen = ep->asm_gen;
+    ep->routes_ok = true;
+    ep->asm_active = false;
+    joins_sync(ep);
+    if (ep->link == DN2F_LINK_ASSIGNED) {
+        ep->link = DN2F_LINK_UP;
+        ep->st.link_ups++;
+        ep->ka_due = t + ep->cfg.keepalive_ns;
+        for (p = ep->plist; p; p = nx) {
+            nx = p->next;
+            p->force_retx = true;   /* resend what was in flight, now */
+            p->backoff = 0;
+            p->rto_due = t;
+        }
+        if (ep->ops.link_state) {
+            ep->ops.link_state(ep->opaque, true, ep->lid);
+        }
+    }
+}
+
+static void input_routes(struct dn2f_ep *ep, const struct dn2f_msg *m)
+{
+    struct dn2f_iter it;
+    struct dn2f_route r;
+    uint16_t g, n;
+    const uint8_t *mem;
+    unsigned c = m->u.routes.chunk;
+
+    if (!ep->asm_active || ep->asm_gen != m->u.routes.gen ||
+        ep->asm_nchunks != m->u.routes.nchunks) {
+        ep->asm_active = true;
+        ep->asm_gen = m->u.routes.gen;
+        ep->asm_nchunks = m->u.routes.nchunks;
+        ep->asm_got = 0;
+        ep->asm_nroutes = 0;
+        ep->asm_ngroups = 0;
+        memset(ep->asm_have, 0, sizeof(ep->asm_have));
+    }
+    if (ep->asm_have[c >> 3] & (1u << (c & 7))) {
+        return;
+    }
+    if (ep->asm_nroutes + m->u.routes.nroutes > DN2F_NUM_CLID ||
+        ep->asm_ngroups + m->u.routes.ngroups > DN2F_NUM_GROUPS) {
+        ep->asm_active = false;     /* inconsistent: wait for a resend */
+        return;
+    }
+    ep->asm_have[c >> 3] |= (uint8_t)(1u << (c & 7));
+    ep->asm_got++;
+    dn2f_routes_iter(m, &it);
+    while (dn2f_routes_next_route(&it, &r)) {
+        struct pend_route *pr = &ep->asm_routes[ep->asm_nroutes++];
+        pr->lid = r.lid;
+        pr->flags = r.flags;
+        pr->addr = r.addr;
+        pr->epoch = r.epoch;
+    }
+    while (dn2f_routes_next_group(&it, &g, &n, &mem)) {
+        unsigned j;
+        ep->asm_groups[ep->asm_ngroups].group = g;
+        ep->asm_groups[ep->asm_ngroups].n = n;
+        for (j = 0; j < n; j++) {
+            ep->asm_groups[ep->asm_ngroups].lids[j] = dn2f_ld16(mem + 2 * j);
+        }
+        ep->asm_ngroups++;
+    }
+    if (ep->asm_got == ep->asm_nchunks) {
+        routes_apply(ep);
+    }
+}
+
+static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
+{
+    const struct dn2f_assign *a = &m->u.assign;
+    uint64_t t = now(ep);
+
+    if (a->guid != ep->cfg.guid || m->h.dst_epoch != ep->epoch ||
+        a->link_state != DN2_SMA_LINK_READY) {
+        ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
+        return;
+    }
+    ep->last_sw_rx = t;
+    if (ep->link != DN2F_LINK_DOWN && a->lid == ep->lid && m->h.src_epoch == ep->sw_epoch) {
+        return;                 /* a repeated ASSIGN */
+    }
+    if (ep->link == DN2F_LINK_UP) {
+        link_set_down(ep);      /* a new switch incarnation */
+    }
+    if (ep->lid && a->lid != ep->lid) {
+        reset_all_peers(ep, DN2F_DROP_PEER_RESET);  /* we are someone else now */
+    }
+    ep->lid = a->lid;
+    ep->lid_hint = a->lid;
+    ep->sw_epoch = m->h.src_epoch;
+    ep->mode = a->route_mode;
+    ep->link = DN2F_LINK_ASSIGNED;
+    ep->routes_ok = false;
+    ep->asm_active = false;
+    ep->ka_due = t + ep->cfg.hello_interval_ns;
+}
+
+static void input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m)
+{
+    uint64_t t = now(ep);
+
+    switch (m->h.type) {
+    case DN2F_T_ASSIGN:
+        input_assign(ep, m);
+        return;
+    case DN2F_T_ROUTES:
+        if (ep->link == DN2F_LINK_DOWN || m->h.src_epoch != ep->sw_epoch ||
+            m->h.dst_epoch != ep->epoch || m->h.dst_lid != ep->lid) {
+            ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
+            return;
+        }
+        ep->last_sw_rx = t;
+        input_routes(ep, m);
+        return;
+    case DN2F_T_KEEPALIVE:
+        if (ep->link == DN2F_LINK_DOWN) {
+            return;
+        }
+        if (m->h.src_epoch != ep->sw_epoch) {
+            link_set_down(ep);  /* the switch restarted: HELLO again */
+            return;
+        }
+        ep->last_sw_rx = t;
+        return;
+    case DN2F_T_BYE:
+        if (ep->link != DN2F_LINK_DOWN &&
+            (m->h.src_epoch == ep->sw_epoch || m->u.bye.reason == DN2F_BYE_UNKNOWN)) {
+            link_set_down(ep);
+        } else if (ep->link == DN2F_LINK_DOWN) {
+            ep->hello_due = t;
+        }
+        return;
+    default:
+        ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
+        return;
+    }
+}
+
+void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf, size_t len)
+{
+    struct dn2f_msg m;
+    struct peer *p;
+    bool from_sw;
+    int rc;
+
+    ep->st.rx_dgrams++;
+    rc = dn2f_decode(buf, len, &m);
+    if (rc) {
+        ep->st.drop[DN2F_DROP_BAD_DGRAM]++;
+        return;
+    }
+    from_sw = dn2f_addr_equal(from, &ep->cfg.sw);
+    switch (m.h.type) {
+    case DN2F_T_ASSIGN:
+    case DN2F_T_ROUTES:
+    case DN2F_T_KEEPALIVE:
+    case DN2F_T_BYE:
+        if (!from_sw) {
+            ep->st.drop[DN2F_DROP_FORGED]++;
+            return;
+        }
+        input_from_switch(ep, &m);
+        break;
+    case DN2F_T_DATA:
+    case DN2F_T_ACK:
+        if (!ep->lid) {
+            ep->st.drop[DN2F_DROP_NOT_READY]++;
+            return;
+        }
+        if (m.h.dst_lid != ep->lid) {
+            ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
+            return;
+        }
+        p = peer_get(ep, m.h.src_lid);
+        if (!p) {
+            ep->st.drop[DN2F_DROP_UNKNOWN_PEER]++;
+            return;
+        }
+        if (!from_sw && !(p->direct && dn2f_addr_equal(from, &p->addr))) {
+            ep->st.drop[DN2F_DROP_FORGED]++;
+            return;
+        }
+        if (m.h.src_epoch != p->epoch || m.h.dst_epoch != ep->epoch) {
+            ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
+            return;
+        }
+        if (from_sw) {
+            ep->last_sw_rx = now(ep);
+        }
+        if (m.h.type == DN2F_T_ACK) {
+            process_ack(ep, p, &m.u.ack);
+        } else {
+            struct dn2f_iter it;
+            struct dn2f_rec r;
+            if (m.u.data.has_ack && !process_ack(ep, p, &m.u.data.ack)) {
+                return;
+            }
+            dn2f_data_iter(&m, &it);
+            while (dn2f_data_next(&it, &r)) {
+                rx_record(ep, p, &r);
+                if (ep->peers[dn2f_lid_index(m.h.src_lid)] != p) {
+                    return;     /* cannot happen: callbacks may not reset */
+                }
+            }
+            rx_drain(ep, p);
+        }
+        if (m.h.type == DN2F_T_DATA || (m.h.flags & DN2F_F_ACKREQ)) {
+            if (!p->ack_pending) {
+                p->ack_due = now(ep) + ep->cfg.ack_delay_ns;
+            }
+            p->ack_pending = true;
+        }
+        break;
+    default:
+        ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
+        return;
+    }
+    flush_internal(ep);
+}
+
+void dn2f_ep_resume(struct dn2f_ep *ep)
+{
+    struct peer *p;
+    if (ep->in_deliver) {
+        return;
+    }
+    for (p = ep->plist; p; p = p->next) {
+        if (p->rx_blocked) {
+            p->rx_blocked = false;
+            rx_drain(ep, p);
+        }
+    }
+    flush_internal(ep);
+}
+
+/* --------------------------------------------------------------- timers */
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep)
+{
+    uint64_t d = NO_DEADLINE, t = now(ep);
+    struct peer *p;
+
+    if (ep->blocked_until) {
+        d = ep->blocked_until;
+    }
+    switch (ep->link) {
+    case DN2F_LINK_DOWN:
+        d = min64(d, ep->hello_due);
+        break;
+    case DN2F_LINK_ASSIGNED:
+    case DN2F_LINK_UP:
+        d = min64(d, ep->ka_due);
+        d = min64(d, ep->last_sw_rx + ep->cfg.keepalive_timeout_ns);
+        break;
+    }
+    for (p = ep->plist; p; p = p->next) {
+        if (p->ack_pending) {
+            d = min64(d, p->ack_due);
+        }
+        if (p->st == PEER_ORPHAN) {
+            d = min64(d, p->orphan_since + ep->cfg.peer_grace_ns);
+            continue;
+        }
+        if (ep->link == DN2F_LINK_UP) {
+            d = min64(d, p->rto_due);
+            d = min64(d, p->probe_due);
+            if (!ep->blocked_until && p->tx && p->nxt != p->end) {
+                struct txslot *ts = txs(ep, p, p->nxt);
+                if (ts->pb && !ts->sent && !ts->mc_pending &&
+                    (p->inflight == 0 || p->inflight + ts->pb->len <= p->cwnd)) {
+                    d = min64(d, t);        /* sendable: flush due */
+                }
+            }
+        }
+    }
+    if (ep->blocked_until && d < ep->blocked_until) {
+        d = ep->blocked_until;  /* nothing can go out before that */
+    }
+    return d;
+}
+
+static void peer_tick(struct dn2f_ep *ep, struct peer *p, uint64_t t)
+{
+    if (!p->tx) {
+        p->rto_due = NO_DEADLINE;
+        p->force_retx = false;
+    }
+    if (p->tx && p->rto_due != NO_DEADLINE && t >= p->rto_due) {
+        uint64_t r = cur_rto(ep, p);
+        uint32_t s;
+        unsigned n = 0;
+        bool forced = p->force_retx;
+        /* collect first (txb uses txb_seqs itself): retransmit in chunks */
+        uint32_t list[256];
+        for (s = p->una; s != p->end; s++) {
+            struct txslot *ts = txs(ep, p, s);
+            if (ts->pb && ts->sent && !ts->sacked && (forced || ts->last_tx + r <= t)) {
+                list[n++] = s;
+                if (n == 256) {
+                    if (!peer_retransmit(ep, p, list, n)) {
+                        return;
+                    }
+                    n = 0;
+                }
+            }
+        }
+        if (n && !peer_retransmit(ep, p, list, n)) {
+            return;
+        }
+        p->force_retx = false;
+        if (!forced) {
+            ep->st.timeouts++;
+            if (p->backoff < 16) {
+                p->backoff++;
+            }
+            p->ssthresh = p->cwnd / 2 > ep->cfg.max_dgram ? p->cwnd / 2 : ep->cfg.max_dgram;
+            p->cwnd = ep->cfg.max_dgram;
+            p->recovery = false;
+        }
+        peer_rearm(ep, p);
+    }
+    if (p->probe_due != NO_DEADLINE && t >= p->probe_due) {
+        send_ack(ep, p, true);
+        p->probe_due = NO_DEADLINE;
+        if (p->probe_backoff < 16) {
+            p->probe_backoff++;
+        }
+        peer_rearm(ep, p);
+    }
+}
+
+void dn2f_ep_tick(struct dn2f_ep *ep)
+{
+    uint64_t t = now(ep);
+    struct peer *p, *nx;
+
+    switch (ep->link) {
+    case DN2F_LINK_DOWN:
+        if (t >= ep->hello_due) {
+            send_ctrl(ep, DN2F_T_HELLO, 0, 0);
+            ep->hello_due = t + ep->cfg.hello_interval_ns;
+        }
+        break;
+    case DN2F_LINK_ASSIGNED:
+    case DN2F_LINK_UP:
+        if (t >= ep->last_sw_rx + ep->cfg.keepalive_timeout_ns) {
+            link_set_down(ep);
+            send_ctrl(ep, DN2F_T_HELLO, 0, 0);
+            ep->hello_due = t + ep->cfg.hello_interval_ns;
+            break;
+        }
+        if (t >= ep->ka_due) {
+            /* ASSIGNED: an unknown generation asks for the routing table */
+            send_ctrl(ep, DN2F_T_KEEPALIVE,
+                      ep->link == DN2F_LINK_UP ? ep->routes_gen : ROUTES_GEN_NONE, 0);
+            ep->ka_due = t + (ep->link == DN2F_LINK_UP ? ep->cfg.keepalive_ns
+                                                       : ep->cfg.hello_interval_ns);
+            if (ep->link == DN2F_LINK_UP) {
+                joins_sync(ep);
+            }
+        }
+        break;
+    }
+    for (p = ep->plist; p; p = nx) {
+        nx = p->next;
+        if (p->st == PEER_ORPHAN) {
+            if (t >= p->orphan_since + ep->cfg.peer_grace_ns) {
+                peer_free(ep, p, DN2F_DROP_PEER_GONE);
+            }
+            continue;
+        }
+        if (ep->link == DN2F_LINK_UP && !ep->blocked_until) {
+            peer_tick(ep, p, t);
+        }
+    }
+    flush_internal(ep);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+struct dn2f_ep *dn2f_ep_new(const struct dn2f_ep_config *cfg,
+                            const struct dn2f_ep_ops *ops, void *opaque)
+{
+    struct dn2f_ep *ep;
+
+    if (!cfg || !ops || !ops->now_ns || !ops->send_datagram || !ops->deliver ||
+        cfg->guid == 0 || !cfg->sw.len ||
+        !pow2_in(cfg->tx_window, 64, 4096) || !pow2_in(cfg->rx_window, DN2F_INITIAL_CREDIT, 4096) ||
+        cfg->max_dgram < 8192 || cfg->max_dgram > DN2F_DGRAM_MAX ||
+        cfg->rto_min_ns == 0 || cfg->rto_max_ns < cfg->rto_min_ns ||
+        (cfg->lid_hint && !dn2_lid_assignable(cfg->lid_hint))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    ep = calloc(1, sizeof(*ep));
+    if (!ep) {
+        return NULL;
+    }
+    ep->cfg = *cfg;
+    ep->ops = *ops;
+    ep->opaque = opaque;
+    if (ep->cfg.rto_init_ns < ep->cfg.rto_min_ns) {
+        ep->cfg.rto_init_ns = ep->cfg.rto_min_ns;
+    }
+    ep->dgbuf = malloc(DN2F_DGRAM_MAX);
+    ep->mcbuf = malloc(DN2F_DGRAM_MAX);
+    ep->txb_seqs = malloc(MAX_RECS_PER_DGRAM * sizeof(uint32_t));
+    ep->mcrefs = malloc(MC_MAX_REFS * sizeof(struct mcref));
+    ep->asm_routes = malloc(DN2F_NUM_CLID * sizeof(struct pend_route));
+    ep->asm_groups = malloc(DN2F_NUM_GROUPS * sizeof(*ep->asm_groups));
+    if (!ep->dgbuf || !ep->mcbuf || !ep->txb_seqs || !ep->mcrefs || !ep->asm_routes ||
+        !ep->asm_groups) {
+        dn2f_ep_free(ep);
+        errno = ENOMEM;
+        return NULL;
+    }
+    ep->epoch = cfg->epoch ? cfg->epoch : dn2f_random_u64();
+    ep->lid_hint = cfg->lid_hint;
+    ep->link = DN2F_LINK_DOWN;
+    ep->mode = DN2F_ROUTE_SWITCH;
+    ep->hello_due = now(ep);
+    return ep;
+}
+
+void dn2f_ep_free(struct dn2f_ep *ep)
+{
+    if (!ep) {
+        return;
+    }
+    if (ep->lid && ep->dgbuf) {
+        send_ctrl(ep, DN2F_T_BYE, DN2F_BYE_LEAVING, 0);
+    }
+    if (ep->mcrefs) {
+        reset_all_peers(ep, DN2F_DROP_PEER_GONE);
+    }
+    free(ep->dgbuf);
+    free(ep->mcbuf);
+    free(ep->txb_seqs);
+    free(ep->mcrefs);
+    free(ep->asm_routes);
+    free(ep->asm_groups);
+    free(ep);
+}
+
+void dn2f_ep_reset(struct dn2f_ep *ep, uint64_t new_epoch)
+{
+    link_set_down(ep);
+    reset_all_peers(ep, DN2F_DROP_PEER_RESET);
+    ep->epoch = new_epoch ? new_epoch : dn2f_random_u64();
+    ep->sw_epoch = 0;
+    ep->blocked_until = 0;
+    ep->hello_due = now(ep);
+}
+
+int dn2f_ep_mcast_join(struct dn2f_ep *ep, uint16_t group_lid)
+{
+    unsigned i;
+    if (!dn2f_lid_is_mcast(group_lid)) {
+        return -EINVAL;
+    }
+    for (i = 0; i < ep->njoins; i++) {
+        if (ep->joins[i] == group_lid) {
+            return 0;
+        }
+    }
+    if (ep->njoins >= MAX_JOINS) {
+        return -ENOSPC;
+    }
+    ep->joins[ep->njoins++] = group_lid;
+    if (ep->link == DN2F_LINK_UP) {
+        send_ctrl(ep, DN2F_T_MCAST_JOIN, group_lid, 0);
+    }
+    return 0;
+}
+
+int dn2f_ep_mcast_leave(struct dn2f_ep *ep, uint16_t group_lid)
+{
+    unsigned i;
+    for (i = 0; i < ep->njoins; i++) {
+        if (ep->joins[i] == group_lid) {
+            ep->joins[i] = ep->joins[--ep->njoins];
+            if (ep->link == DN2F_LINK_UP) {
+                send_ctrl(ep, DN2F_T_MCAST_LEAVE, group_lid, 0);
+            }
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+enum dn2f_link dn2f_ep_link(const struct dn2f_ep *ep) { return ep->link; }
+uint16_t dn2f_ep_lid(const struct dn2f_ep *ep) { return ep->lid; }
+uint64_t dn2f_ep_epoch(const struct dn2f_ep *ep) { return ep->epoch; }
+int dn2f_ep_route_mode(const struct dn2f_ep *ep) { return ep->mode; }
+const struct dn2f_ep_stats *dn2f_ep_stats(const struct dn2f_ep *ep) { return &ep->st; }
+
+bool dn2f_ep_idle(const struct dn2f_ep *ep)
+{
+    const struct peer *p;
+    if (ep->mc_nrecs) {
+        return false;
+    }
+    for (p = ep->plist; p; p = p->next) {
+        if (p->una != p->end) {
+            return false;
+        }
+    }
+    return true;
+}
+
+unsigned dn2f_ep_pending(const struct dn2f_ep *ep, uint16_t lid)
+{
+    const struct peer *p;
+    if (!dn2_lid_assignable(lid)) {
+        return 0;
+    }
+    p = ep->peers[dn2f_lid_index(lid)];
+    return p ? (unsigned)(p->end - p->una) : 0;
+}
+
+unsigned dn2f_ep_group_members(struct dn2f_ep *ep, uint16_t group_lid)
+{
+    struct peer *m[DN2F_MCAST_MAX_MEMBERS];
+    if (!dn2f_lid_is_mcast(group_lid)) {
+        return 0;
+    }
+    return group_members(ep, group_lid, m);
+}

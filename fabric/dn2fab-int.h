@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* dn2fab internals shared by the library's .c files (not installed). */
+#ifndef DN2FAB_INT_H
+#define DN2FAB_INT_H
+
+#include <string.h>
+#include "dn2fab.h"
+
+static inline uint16_t dn2f_ld16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t dn2f_ld32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+static inline uint64_t dn2f_ld64(const uint8_t *p)
+{
+    return (uint64_t)dn2f_ld32(p) | ((uint64_t)dn2f_ld32(p + 4) << 32);
+}
+static inline void dn2f_st16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void dn2f_st32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline void dn2f_st64(uint8_t *p, uint64_t v)
+{
+    dn2f_st32(p, (uint32_t)v);
+    dn2f_st32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Serial-number arithmetic on 32-bit sequence numbers. */
+static inline int32_t dn2f_seqdiff(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b);
+}
+
+static inline size_t dn2f_pad4(size_t n)
+{
+    return (n + 3) & ~(size_t)3;
+}
+
+/* Address <-> wire (family byte 0/4/6, port, scope, 16 address bytes). */
+void dn2f_enc_addr(uint8_t *fam, uint8_t *port2, uint8_t *scope4, uint8_t *addr16,
+                   const struct dn2f_addr *a);
+int dn2f_dec_addr(struct dn2f_addr *a, uint8_t fam, const uint8_t *port2,
+                  const uint8_t *scope4, const uint8_t *addr16);
+/* Converts a to the given socket family when possible (v4 <-> v4-mapped v6). */
+bool dn2f_addr_to_family(struct dn2f_addr *a, int family);
+
+#endif

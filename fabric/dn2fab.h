@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dn2fab: the DIMMnet-2 emulated fabric ("InfiniBand" carried over UDP).
+ *
+ * Plain C11 + POSIX socket types; no GLib, no QEMU.  Used by the QEMU device
+ * (hw/dimmnet2/dimmnet2-link.c), the switch / subnet-manager daemon
+ * (fabric/dn2-switch.c), the tests and the fuzzer.
+ *
+ * Three layers:
+ *   1. wire format: encode / decode of fabric datagrams (every field of a
+ *      received datagram is validated; decode never reads out of bounds);
+ *   2. the endpoint ("board side"), struct dn2f_ep: link management with
+ *      the switch, end-to-end reliable, in-order, exactly-once delivery of
+ *      DIMMnet-2 packets per peer, credit back-pressure, multicast;
+ *   3. the switch core, struct dn2f_sw, in dn2fab-sw.h.
+ *
+ * None of it owns a socket or a timer: the caller passes received datagrams
+ * in, gets datagrams to send through a callback, and drives time with
+ * dn2f_ep_next_deadline() / dn2f_ep_tick().  Single-threaded: the caller
+ * serialises all calls on one endpoint.
+ *
+ * docs/fabric.md is the reference (wire tables, reliability design).
+ */
+#ifndef DN2FAB_H
+#define DN2FAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include "dimmnet2/dn2_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================
+ * 1. Wire format (all multi-byte fields little-endian)
+ * ====================================================================== */
+#define DN2F_MAGIC            0x46324e44u   /* bytes 'D' 'N' '2' 'F' */
+#define DN2F_VERSION          1
+#define DN2F_HDR_LEN          32
+#define DN2F_DGRAM_MAX        65507         /* largest UDP payload (IPv4) */
+#define DN2F_DGRAM_DEFAULT    61440         /* default batching limit */
+#define DN2F_PKT_MIN          8             /* a DIMMnet-2 packet: >= the 1st DW */
+#define DN2F_PKT_MAX          4096          /* Packet Size is 12 bits, 0 = 4096 */
+#define DN2F_MCAST_MAX_MEMBERS 64           /* members per group */
+#define DN2F_NUM_GROUPS       (DN2_CLID_MCAST_LAST - DN2_CLID_MCAST_FIRST + 1)
+#define DN2F_SACK_MAX_BITS    1024
+#define DN2F_ROUTES_MAX_CHUNKS 256
+#define DN2F_CHUNK_BYTES      8192          /* ROUTES / STATS_RESP body budget */
+#define DN2F_INITIAL_CREDIT   64            /* packets a sender may send before the first ACK */
+#define DN2F_NUM_CLID         4096
+#define DN2F_REC_HDR_LEN      8
+#define DN2F_MEMBER_LEN       16
+#define DN2F_ROUTE_LEN        36
+#define DN2F_ACK_HDR_LEN      12
+#define DN2F_PORTSTAT_LEN     92
+#define DN2F_STATS_HDR_LEN    80
+
+enum dn2f_type {
+    DN2F_T_HELLO = 1,       /* board -> switch: GUID, LID hint, epoch */
+    DN2F_T_ASSIGN = 2,      /* switch -> board: LID, link state, routing mode */
+    DN2F_T_ROUTES = 3,      /* switch -> board: LID table + multicast groups (chunked) */
+    DN2F_T_DATA = 4,        /* one or more DIMMnet-2 packets (+ optional ACK block) */
+    DN2F_T_ACK = 5,         /* cumulative ACK + SACK bitmap + credit limit */
+    DN2F_T_KEEPALIVE = 6,   /* board <-> switch: routes generation */
+    DN2F_T_BYE = 7,         /* leaving (board) / shutting down or "re-HELLO" (switch) */
+    DN2F_T_STATS_REQ = 8,   /* anyone -> switch */
+    DN2F_T_STATS_RESP = 9,  /* switch -> requester (chunked) */
+    DN2F_T_MCAST_JOIN = 10, /* board -> switch */
+    DN2F_T_MCAST_LEAVE = 11,
+    DN2F_T_MAX
+};
+
+/* Header flags. */
+#define DN2F_F_ACK            0x0001  /* DATA: an ACK block precedes the records */
+#define DN2F_F_ACKREQ         0x0002  /* DATA/ACK: please answer with an ACK (probe) */
+#define DN2F_F_ALL            0x0003
+
+/* DATA record kinds and flags. */
+enum dn2f_rec_kind {
+    DN2F_REC_UNICAST = 0,       /* to the datagram's dst LID, seq in its stream */
+    DN2F_REC_MCAST_ORIGIN = 1,  /* sender -> switch: packet + per-member seqs */
+    DN2F_REC_MCAST_COPY = 2,    /* a multicast packet in a member's stream */
+};
+#define DN2F_RF_RETX          0x01    /* a retransmission (statistics only) */
+
+enum dn2f_route_mode {
+    DN2F_ROUTE_DIRECT = 1,      /* unicast board-to-board; multicast via switch */
+    DN2F_ROUTE_SWITCH = 2,      /* everything via the switch */
+};
+
+/* BYE reasons. */
+enum dn2f_bye_reason {
+    DN2F_BYE_LEAVING = 0,       /* board shuts down */
+    DN2F_BYE_SHUTDOWN = 1,      /* switch shuts down */
+    DN2F_BYE_UNKNOWN = 2,       /* switch: who are you?  (HELLO again) */
+};
+
+/* Decode errors (negative return of dn2f_decode). */
+enum dn2f_err {
+    DN2F_OK = 0,
+    DN2F_E_SHORT = 1,       /* shorter than the header or than its length field */
+    DN2F_E_MAGIC,
+    DN2F_E_VERSION,
+    DN2F_E_TYPE,
+    DN2F_E_LENGTH,          /* length field != datagram length, or too large */
+    DN2F_E_FLAGS,
+    DN2F_E_RESERVED,        /* a reserved / pad field is not zero */
+    DN2F_E_FIELD,           /* a field out of range */
+    DN2F_E_TRUNC,           /* body truncated (records, entries...) */
+    DN2F_E_MAX
+};
+const char *dn2f_strerror(int err);
+const char *dn2f_type_name(unsigned type);
+
+/* A socket address (IPv4 or IPv6). */
+struct dn2f_addr {
+    socklen_t len;              /* 0 = unset */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+        struct sockaddr_storage ss;
+    } u;
+};
+
+/* "1.2.3.4:5", "[::1]:5", "localhost:5" (port 0 allowed).  0 or -errno. */
+int dn2f_addr_parse(struct dn2f_addr *a, const char *s);
+/* Equal host and port; an IPv4-mapped IPv6 address equals its IPv4 form. */
+bool dn2f_addr_equal(const struct dn2f_addr *a, const struct dn2f_addr *b);
+const char *dn2f_addr_str(const struct dn2f_addr *a, char *buf, size_t n);
+uint16_t dn2f_addr_port(const struct dn2f_addr *a);
+void dn2f_addr_from_sa(struct dn2f_addr *a, const struct sockaddr *sa, socklen_t len);
+/* Non-blocking UDP socket bound to *bind (and *bind updated with the real
+ * port), with SO_RCVBUF/SO_SNDBUF of bufsize (0 = 4 MiB).  fd or -errno. */
+int dn2f_udp_open(struct dn2f_addr *bind, int bufsize);
+
+/* Datagram header. */
+struct dn2f_hdr {
+    uint8_t  version;
+    uint8_t  type;
+    uint16_t flags;
+    uint16_t src_lid;
+    uint16_t dst_lid;
+    uint32_t length;            /* whole datagram, header included */
+    uint64_t src_epoch;
+    uint64_t dst_epoch;         /* the receiver's epoch as the sender knows it */
+};
+
+struct dn2f_ack {
+    uint32_t cum;               /* next sequence number expected */
+    uint32_t limit;             /* the sender may send seqs < limit (credits) */
+    uint16_t nbits;             /* SACK bits (multiple of 32): bit i = cum+1+i received */
+    const uint8_t *bits;
+};
+
+struct dn2f_hello {
+    uint64_t guid;
+    uint16_t lid_hint;
+};
+
+struct dn2f_assign {
+    uint64_t guid;
+    uint16_t lid;
+    uint8_t  link_state;        /* DN2_SMA_LINK_READY when usable */
+    uint8_t  route_mode;
+};
+
+struct dn2f_route {
+    uint16_t lid;
+    uint8_t  flags;             /* DN2F_RT_* */
+    struct dn2f_addr addr;      /* unset when family 0 */
+    uint64_t epoch;
+};
+#define DN2F_RT_DIRECT        0x01    /* addr is usable for direct sends */
+
+struct dn2f_portstat {
+    uint16_t lid;
+    uint8_t  state;             /* 1 = active, 2 = gone */
+    struct dn2f_addr addr;
+    uint64_t guid, epoch;
+    uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes, drops, retx;
+};
+
+struct dn2f_swsummary {
+    uint8_t  route_mode;
+    uint32_t routes_gen;
+    uint64_t uptime_ms;
+    uint64_t dgrams_in, dgrams_fwd, bad;
+    uint64_t inj_drop, inj_dup, inj_reorder, inj_delay;
+};
+
+/* A view into a validated datagram's variable part. */
+struct dn2f_iter {
+    const uint8_t *p, *end;
+    unsigned left;              /* ROUTES: routes then groups */
+    unsigned left2;
+};
+
+struct dn2f_rec {
+    uint32_t seq;
+    uint16_t len;               /* packet bytes */
+    uint8_t  kind;              /* enum dn2f_rec_kind */
+    uint8_t  rflags;
+    uint16_t group;             /* MCAST_*: the group LID */
+    uint16_t nmemb;             /* MCAST_ORIGIN: members */
+    const uint8_t *members;     /* nmemb x 16 bytes: see dn2f_rec_member() */
+    const uint8_t *pkt;
+};
+
+struct dn2f_msg {
+    struct dn2f_hdr h;
+    union {
+        struct dn2f_hello hello;
+        struct dn2f_assign assign;
+        struct {
+            uint32_t gen;
+            uint16_t chunk, nchunks, nroutes, ngroups;
+            const uint8_t *body;
+            size_t body_len;
+        } routes;
+        struct {
+            bool has_ack;
+            struct dn2f_ack ack;
+            unsigned nrecs;
+            uint8_t kinds;      /* bit (1 << kind) for each kind present */
+            const uint8_t *recs;
+            size_t recs_len;
+        } data;
+        struct dn2f_ack ack;
+        struct { uint32_t gen; } keepalive;
+        struct { uint32_t reason; } bye;
+        struct { uint32_t cookie; } stats_req;
+        struct {
+            uint32_t cookie;
+            uint16_t chunk, nchunks, nports;
+            struct dn2f_swsummary sum;
+            const uint8_t *ports;
+        } stats;
+        struct { uint16_t group; } mcast;
+    } u;
+};
+
+/* Decode and validate a whole datagram.  0 or -enum dn2f_err.  On success
+ * the iterators below walk the variable parts without further checks. */
+int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m);
+
+void dn2f_data_iter(const struct dn2f_msg *m, struct dn2f_iter *it);
+bool dn2f_data_next(struct dn2f_iter *it, struct dn2f_rec *r);
+void dn2f_rec_member(const struct dn2f_rec *r, unsigned i,
+                     uint16_t *lid, uint32_t *seq, uint64_t *epoch);
+bool dn2f_ack_sacked(const struct dn2f_ack *a, unsigned i);
+
+void dn2f_routes_iter(const struct dn2f_msg *m, struct dn2f_iter *it);
+bool dn2f_routes_next_route(struct dn2f_iter *it, struct dn2f_route *r);
+/* After all routes: groups.  members points at n little-endian u16 LIDs. */
+bool dn2f_routes_next_group(struct dn2f_iter *it, uint16_t *group,
+                            uint16_t *n, const uint8_t **members);
+
+void dn2f_stats_iter(const struct dn2f_msg *m, struct dn2f_iter *it);
+bool dn2f_stats_next(struct dn2f_iter *it, struct dn2f_portstat *ps);
+
+/* --- encoding -------------------------------------------------------- */
+struct dn2f_wbuf {
+    uint8_t *p;
+    size_t cap, len;
+    bool overflow;
+};
+void dn2f_wbuf_init(struct dn2f_wbuf *b, void *mem, size_t cap);
+/* Header (length patched by dn2f_finish). */
+void dn2f_put_hdr(struct dn2f_wbuf *b, unsigned type, unsigned flags,
+                  uint16_t src, uint16_t dst, uint64_t src_epoch, uint64_t dst_epoch);
+/* Patch the length field; returns the datagram length, 0 on overflow. */
+size_t dn2f_finish(struct dn2f_wbuf *b);
+void dn2f_put_hello(struct dn2f_wbuf *b, const struct dn2f_hello *h);
+void dn2f_put_assign(struct dn2f_wbuf *b, const struct dn2f_assign *a);
+void dn2f_put_routes_hdr(struct dn2f_wbuf *b, uint32_t gen, uint16_t chunk, uint16_t nchunks,
+                         uint16_t nroutes, uint16_t ngroups);
+void dn2f_put_route(struct dn2f_wbuf *b, const struct dn2f_route *r);
+void dn2f_put_group(struct dn2f_wbuf *b, uint16_t group, uint16_t n, const uint16_t *lids);
+size_t dn2f_group_len(unsigned n);
+/* ACK block; bits may be NULL when nbits == 0 (nbits: multiple of 32). */
+void dn2f_put_ack(struct dn2f_wbuf *b, uint32_t cum, uint32_t limit,
+                  uint16_t nbits, const uint8_t *bits);
+size_t dn2f_ack_len(unsigned nbits);
+/* One DATA record; false (nothing written) if it does not fit. */
+bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
+                  uint16_t group, unsigned nmemb, const uint16_t *mlid,
+                  const uint32_t *mseq, const uint64_t *mepoch,
+                  const void *pkt, size_t len);
+size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len);
+void dn2f_put_u32pair(struct dn2f_wbuf *b, uint32_t a, uint32_t c);   /* KEEPALIVE, BYE, STATS_REQ */
+void dn2f_put_mcast(struct dn2f_wbuf *b, uint16_t group);
+void dn2f_put_stats_hdr(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, uint16_t nchunks,
+                        uint16_t nports, const struct dn2f_swsummary *s);
+void dn2f_put_portstat(struct dn2f_wbuf *b, const struct dn2f_portstat *ps);
+
+/* Helpers on DIMMnet-2 packets and LIDs (via dn2_abi.h). */
+uint16_t dn2f_pkt_dlid(const uint8_t *pkt);         /* 1st DW [47:32] */
+bool dn2f_lid_is_mcast(uint16_t lid);               /* a multicast group LID */
+static inline unsigned dn2f_lid_index(uint16_t lid) { return dn2_lid_to_clid(lid); }
+
+/* ======================================================================
+ * 2. The endpoint (board side)
+ * ====================================================================== */
+enum dn2f_link {
+    DN2F_LINK_DOWN = 0,         /* no switch: sending HELLO */
+    DN2F_LINK_ASSIGNED,         /* LID assigned, waiting for the routing table */
+    DN2F_LINK_UP,               /* ready to communicate (SMA [17:16] = 11) */
+};
+
+struct dn2f_ep_ops {
+    /* Monotonic time in ns. */
+    uint64_t (*now_ns)(void *opaque);
+    /* Send one datagram; 0, or -errno (-EAGAIN: socket full, retried later). */
+    int (*send_datagram)(void *opaque, const struct dn2f_addr *to, const void *buf, size_t len);
+    /* An in-order packet from slid: 0 = consumed; -EBUSY = board full, keep
+     * it and stop delivering from this peer until dn2f_ep_resume(); any
+     * other negative value = consumed but refused (counted as a drop). */
+    int (*deliver)(void *opaque, uint16_t slid, const uint8_t *pkt, size_t len);
+    /* Link transitions (up = ready to communicate). */
+    void (*link_state)(void *opaque, bool up, uint16_t lid);
+};
+
+struct dn2f_ep_config {
+    uint64_t guid;              /* board GUID: nonzero, stable across restarts */
+    uint64_t epoch;             /* incarnation; 0 = random */
+    uint16_t lid_hint;          /* LID wanted (0 = any) */
+    struct dn2f_addr sw;        /* the switch */
+    int sock_family;            /* AF_INET / AF_INET6 of the caller's socket (0 = sw's) */
+    uint32_t tx_window;         /* packets in the send queue per peer (power of 2, 64..4096) */
+    uint32_t rx_window;         /* credits per peer (power of 2, 64..4096) */
+    uint32_t max_dgram;         /* batching limit (bytes, 1024..DN2F_DGRAM_MAX) */
+    size_t tx_budget;           /* bytes queued for sending, all peers */
+    size_t rx_budget;           /* bytes buffered on receive, all peers */
+    uint64_t rto_min_ns, rto_max_ns, rto_init_ns;
+    uint64_t ack_delay_ns;      /* 0 = ACK at the end of each input call */
+    uint64_t hello_interval_ns;
+    uint64_t keepalive_ns;
+    uint64_t keepalive_timeout_ns;  /* switch silent this long: link down */
+    uint64_t peer_grace_ns;     /* a peer missing from the routes is kept this long */
+};
+void dn2f_ep_config_default(struct dn2f_ep_config *c);
+
+/* Drops, by reason (struct dn2f_ep_stats.drop[]). */
+enum dn2f_drop {
+    DN2F_DROP_BAD_DGRAM = 0,    /* failed dn2f_decode */
+    DN2F_DROP_NOT_FOR_US,       /* dst LID / type not for a board */
+    DN2F_DROP_FORGED,           /* source address does not match the claimed LID */
+    DN2F_DROP_UNKNOWN_PEER,     /* LID not in the routing table */
+    DN2F_DROP_STALE_EPOCH,      /* src or dst epoch does not match */
+    DN2F_DROP_BAD_ACK,          /* ACK outside the send window */
+    DN2F_DROP_BAD_DLID,         /* packet DLID does not match the record */
+    DN2F_DROP_WINDOW,           /* seq beyond the credits granted */
+    DN2F_DROP_NO_BUFFER,        /* rx budget exhausted (will be retransmitted) */
+    DN2F_DROP_NO_ROUTE,         /* send to a LID not in the routing table */
+    DN2F_DROP_DELIVER_ERR,      /* deliver() refused (other than -EBUSY) */
+    DN2F_DROP_PEER_GONE,        /* queued packets of a peer that left */
+    DN2F_DROP_PEER_RESET,       /* queued packets of a peer that restarted / our LID changed */
+    DN2F_DROP_NOT_READY,        /* data while the link is not up */
+    DN2F_DROP_MAX
+};
+const char *dn2f_drop_name(unsigned reason);
+
+struct dn2f_ep_stats {
+    uint64_t tx_pkts, tx_bytes;         /* packets accepted by dn2f_ep_send */
+    uint64_t rx_pkts, rx_bytes;         /* packets delivered */
+    uint64_t tx_dgrams, rx_dgrams;
+    uint64_t tx_data_dgrams, tx_ack_dgrams, tx_ctrl_dgrams;
+    uint64_t retransmits;               /* packets retransmitted */
+    uint64_t fast_retransmits;
+    uint64_t timeouts;                  /* RTO expiries */
+    uint64_t duplicates;                /* packets received twice */
+    uint64_t out_of_order;              /* packets buffered ahead of a hole */
+    uint64_t busy;                      /* deliver() returned -EBUSY */
+    uint64_t send_eagain;
+    uint64_t mcast_tx;                  /* multicast packets sent */
+    uint64_t link_ups, link_downs;
+    uint64_t drop[DN2F_DROP_MAX];
+};
+
+struct dn2f_ep;
+
+struct dn2f_ep *dn2f_ep_new(const struct dn2f_ep_config *cfg,
+                            const struct dn2f_ep_ops *ops, void *opaque);
+/* Sends BYE to the switch and frees everything. */
+void dn2f_ep_free(struct dn2f_ep *ep);
+/* Board reset: drop everything, new epoch (0 = random), HELLO again. */
+void dn2f_ep_reset(struct dn2f_ep *ep, uint64_t new_epoch);
+
+/* Can a packet of len bytes to dlid be queued now?  False while the link is
+ * not up, or when the window / credits / budget toward dlid (any member, for
+ * a multicast LID) are exhausted, or while dlid is a peer that has left the
+ * routing table within peer_grace_ns.  True for a LID that is not routable
+ * (dn2f_ep_send then drops it, as the real switch would). */
+bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len);
+/* Queue one DIMMnet-2 packet (DN2F_PKT_MIN..DN2F_PKT_MAX bytes; its 1st DW
+ * DLID must equal dlid).  Copies pkt.  0, -EAGAIN (cannot send now: not
+ * queued), -EINVAL, -EHOSTUNREACH (no route: dropped and counted). */
+int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len);
+/* Transmit what is queued (batched, up to max_dgram per datagram), and
+ * pending ACKs.  Call after a burst of dn2f_ep_send(). */
+void dn2f_ep_flush(struct dn2f_ep *ep);
+/* A datagram from the socket.  Ends with a flush. */
+void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf, size_t len);
+/* The board has room again: retry deliveries refused with -EBUSY. */
+void dn2f_ep_resume(struct dn2f_ep *ep);
+/* Absolute time (now_ns clock) of the next dn2f_ep_tick(); UINT64_MAX = none. */
+uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep);
+/* Timers: HELLO / keepalive / switch loss / retransmission / probes. */
+void dn2f_ep_tick(struct dn2f_ep *ep);
+
+/* Multicast membership wanted by this board (kept across switch restarts). */
+int dn2f_ep_mcast_join(struct dn2f_ep *ep, uint16_t group_lid);
+int dn2f_ep_mcast_leave(struct dn2f_ep *ep, uint16_t group_lid);
+
+enum dn2f_link dn2f_ep_link(const struct dn2f_ep *ep);
+uint16_t dn2f_ep_lid(const struct dn2f_ep *ep);        /* 0 = none yet */
+uint64_t dn2f_ep_epoch(const struct dn2f_ep *ep);
+int dn2f_ep_route_mode(const struct dn2f_ep *ep);
+const struct dn2f_ep_stats *dn2f_ep_stats(const struct dn2f_ep *ep);
+/* True when nothing is queued or unacknowledged toward any peer. */
+bool dn2f_ep_idle(const struct dn2f_ep *ep);
+/* Packets queued or in flight toward lid (0 if unknown). */
+unsigned dn2f_ep_pending(const struct dn2f_ep *ep, uint16_t lid);
+/* Members of a multicast group in the current routing table (live peers). */
+unsigned dn2f_ep_group_members(struct dn2f_ep *ep, uint16_t group_lid);
+
+/* Small deterministic PRNG (splitmix64 seeded xoshiro256**), shared by the
+ * switch's fault injection and the tests. */
+struct dn2f_rng { uint64_t s[4]; };
+void dn2f_rng_seed(struct dn2f_rng *r, uint64_t seed);
+uint64_t dn2f_rng_next(struct dn2f_rng *r);
+double dn2f_rng_unit(struct dn2f_rng *r);               /* [0, 1) */
+uint64_t dn2f_random_u64(void);                          /* fresh randomness (epochs) */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DN2FAB_H */

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: the fabric datagram decoder, the endpoint input path and
+ * the switch core input path (tests/unit/fuzz-run.sh builds and runs it).
+ *
+ * Input layout: byte 0 selects who "sent" the datagram (bits 0-1: the switch,
+ * the peer board, a stranger, or the switch core as receiver; bit 2: the
+ * board refuses deliveries with -EBUSY; bits 3-7: time step), the rest is one
+ * datagram.  The endpoint is brought up (ASSIGN + ROUTES with one peer, LID
+ * 2, and a multicast group) before the first input and again whenever an
+ * input took its link down, so inputs reach the data path.
+ *
+ * Built with -DFUZZ_GEN_CORPUS and no libFuzzer, main() writes the seed
+ * corpus (tests/unit/fuzz-corpus/) instead.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dn2fab.h"
+#include "dn2fab-sw.h"
+
+#define FZ_GUID     0x00f0220000000001ULL
+#define FZ_EPOCH    0x1111111111111111ULL
+#define FZ_SWEPOCH  0x5555555555555555ULL
+#define FZ_PEER_EP  0x2222222222222222ULL
+#define FZ_LID      1
+#define FZ_PEER     2
+#define FZ_GROUP    0xc005
+
+static uint64_t fz_now = 1000000000ULL;
+static bool fz_busy;
+static struct dn2f_addr fz_sw, fz_peer, fz_stranger;
+static struct dn2f_ep *fz_ep;
+static struct dn2f_sw *fz_swc;
+static unsigned fz_sent;
+
+static uint64_t f_now(void *o) { (void)o; return fz_now; }
+static int f_send(void *o, const struct dn2f_addr *to, const void *b, size_t l)
+{
+    (void)o; (void)to; (void)b; (void)l;
+    fz_sent++;
+    return (fz_sent % 97) == 0 ? -EAGAIN : 0;
+}
+static int f_deliver(void *o, uint16_t s, const uint8_t *p, size_t l)
+{
+    volatile uint8_t x = 0;
+    size_t i;
+    (void)o; (void)s;
+    if (fz_busy) {
+        return -EBUSY;
+    }
+    for (i = 0; i < l; i++) {
+        x ^= p[i];              /* touch every byte (ASan checks bounds) */
+    }
+    (void)x;
+    return 0;
+}
+
+static size_t mk_assign(uint8_t *buf)
+{
+    struct dn2f_wbuf w;
+    struct dn2f_assign a = { .guid = FZ_GUID, .lid = FZ_LID, .link_state = DN2_SMA_LINK_READY,
+                             .route_mode = DN2F_ROUTE_DIRECT };
+    dn2f_wbuf_init(&w, buf, 256);
+    dn2f_put_hdr(&w, DN2F_T_ASSIGN, 0, 0, FZ_LID, FZ_SWEPOCH, FZ_EPOCH);
+    dn2f_put_assign(&w, &a);
+    return dn2f_finish(&w);
+}
+
+static size_t mk_routes(uint8_t *buf)
+{
+    struct dn2f_wbuf w;
+    struct dn2f_route r;
+    uint16_t lids[2] = { FZ_LID, FZ_PEER };
+    dn2f_wbuf_init(&w, buf, 1024);
+    dn2f_put_hdr(&w, DN2F_T_ROUTES, 0, 0, FZ_LID, FZ_SWEPOCH, FZ_EPOCH);
+    dn2f_put_routes_hdr(&w, 1, 0, 1, 2, 1);
+    memset(&r, 0, sizeof(r));
+    r.lid = FZ_LID;
+    r.flags = DN2F_RT_DIRECT;
+    r.epoch = FZ_EPOCH;
+    dn2f_addr_parse(&r.addr, "127.0.0.1:7001");
+    dn2f_put_route(&w, &r);
+    r.lid = FZ_PEER;
+    r.epoch = FZ_PEER_EP;
+    r.addr = fz_peer;
+    dn2f_put_route(&w, &r);
+    dn2f_put_group(&w, FZ_GROUP, 2, lids);
+    return dn2f_finish(&w);
+}
+
+static void fz_bring_up(void)
+{
+    uint8_t buf[1024];
+    size_t n = mk_assign(buf);
+    dn2f_ep_input(fz_ep, &fz_sw, buf, n);
+    n = mk_routes(buf);
+    dn2f_ep_input(fz_ep, &fz_sw, buf, n);
+}
+
+static void fz_init(void)
+{
+    struct dn2f_ep_config c;
+    struct dn2f_sw_config sc;
+    static const struct dn2f_ep_ops eops = {
+        .now_ns = f_now, .send_datagram = f_send, .deliver = f_deliver,
+    };
+    static const struct dn2f_sw_ops sops = { .now_ns = f_now, .send_datagram = f_send };
+
+    dn2f_addr_parse(&fz_sw, "127.0.0.1:7000");
+    dn2f_addr_parse(&fz_peer, "127.0.0.1:7002");
+    dn2f_addr_parse(&fz_stranger, "127.0.0.1:7003");
+    dn2f_ep_config_default(&c);
+    c.guid = FZ_GUID;
+    c.epoch = FZ_EPOCH;
+    c.sw = fz_sw;
+    c.rx_budget = 4u << 20;     /* small, so budget paths are reached */
+    fz_ep = dn2f_ep_new(&c, &eops, NULL);
+    dn2f_sw_config_default(&sc);
+    sc.route_mode = DN2F_ROUTE_SWITCH;
+    sc.drop = 0.1;
+    sc.dup = 0.1;
+    sc.reorder = 0.1;
+    sc.delay_ns = 100000;
+    sc.delay_frac = 0.2;
+    sc.fault_queue_max = 64;
+    fz_swc = dn2f_sw_new(&sc, &sops, NULL);
+    dn2f_sw_mcast_add(fz_swc, FZ_GROUP, FZ_PEER);
+    dn2f_ep_tick(fz_ep);
+    fz_bring_up();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct dn2f_msg m;
+    struct dn2f_iter it;
+    uint8_t ctl;
+
+    if (!fz_ep) {
+        fz_init();
+    }
+    if (size < 1) {
+        return 0;
+    }
+    ctl = data[0];
+    data++;
+    size--;
+    /* 1. the decoder and its iterators on their own */
+    if (dn2f_decode(data, size, &m) == 0) {
+        struct dn2f_rec r;
+        struct dn2f_route rt;
+        struct dn2f_portstat ps;
+        uint16_t g, n;
+        const uint8_t *mem;
+        switch (m.h.type) {
+        case DN2F_T_DATA:
+            dn2f_data_iter(&m, &it);
+            while (dn2f_data_next(&it, &r)) {
+                unsigned i;
+                for (i = 0; i < r.nmemb; i++) {
+                    uint16_t l;
+                    uint32_t s;
+                    uint64_t e;
+                    dn2f_rec_member(&r, i, &l, &s, &e);
+                }
+            }
+            break;
+        case DN2F_T_ROUTES:
+            dn2f_routes_iter(&m, &it);
+            while (dn2f_routes_next_route(&it, &rt)) {
+            }
+            while (dn2f_routes_next_group(&it, &g, &n, &mem)) {
+            }
+            break;
+        case DN2F_T_STATS_RESP:
+            dn2f_stats_iter(&m, &it);
+            while (dn2f_stats_next(&it, &ps)) {
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    /* 2. the endpoint or the switch core */
+    fz_busy = (ctl & 4) != 0;
+    fz_now += (uint64_t)(ctl >> 3) * 250000;     /* 0..7.75 ms */
+    switch (ctl & 3) {
+    case 0:
+        dn2f_ep_input(fz_ep, &fz_sw, data, size);
+        break;
+    case 1:
+        dn2f_ep_input(fz_ep, &fz_peer, data, size);
+        break;
+    case 2:
+        dn2f_ep_input(fz_ep, &fz_stranger, data, size);
+        break;
+    default:
+        dn2f_sw_input(fz_swc, (ctl & 4) ? &fz_peer : &fz_stranger, data, size);
+        if (dn2f_sw_next_deadline(fz_swc) <= fz_now) {
+            dn2f_sw_tick(fz_swc);
+        }
+        break;
+    }
+    if (!fz_busy) {
+        dn2f_ep_resume(fz_ep);
+    }
+    if (dn2f_ep_next_deadline(fz_ep) <= fz_now) {
+        dn2f_ep_tick(fz_ep);
+    }
+    /* keep the board sending a little, so ACK paths have something to ack */
+    if (dn2f_ep_link(fz_ep) == DN2F_LINK_UP) {
+        uint8_t pkt[64];
+        memset(pkt, 0, sizeof(pkt));
+        pkt[4] = FZ_PEER;
+        if (dn2f_ep_can_send(fz_ep, FZ_PEER, sizeof(pkt))) {
+            dn2f_ep_send(fz_ep, FZ_PEER, pkt, sizeof(pkt));
+        }
+        pkt[4] = FZ_GROUP & 0xff;
+        pkt[5] = FZ_GROUP >> 8;
+        if (dn2f_ep_can_send(fz_ep, FZ_GROUP, sizeof(pkt))) {
+            dn2f_ep_send(fz_ep, FZ_GROUP, pkt, sizeof(pkt));
+        }
+        dn2f_ep_flush(fz_ep);
+    } else {
+        fz_bring_up();
+    }
+    return 0;
+}
+
+#ifdef FUZZ_GEN_CORPUS
+/* Seeds: one datagram of each kind that the fuzzed endpoint accepts. */
+static void put_seed(const char *dir, const char *name, uint8_t ctl, const uint8_t *b, size_t n)
+{
+    char path[4096];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputc(ctl, f);
+    fwrite(b, n, 1, f);
+    fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : ".";
+    uint8_t buf[8192], pkt[600];
+    struct dn2f_wbuf w;
+    size_t n;
+
+    dn2f_addr_parse(&fz_peer, "127.0.0.1:7002");
+    n = mk_assign(buf);
+    put_seed(dir, "assign", 0, buf, n);
+    n = mk_routes(buf);
+    put_seed(dir, "routes", 0, buf, n);
+    {   /* DATA from the peer: ACK block + unicast + multicast copy */
+        uint8_t bits[4] = { 0x05, 0, 0, 0 };
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACK, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
+        dn2f_put_ack(&w, 0, 64, 32, bits);
+        memset(pkt, 0x11, sizeof(pkt));
+        pkt[4] = FZ_LID;
+        pkt[5] = 0;
+        dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, 0, 0, 0, NULL, NULL, NULL, pkt, 40);
+        dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_RETX, 2, 0, 0, NULL, NULL, NULL, pkt, 100);
+        pkt[4] = FZ_GROUP & 0xff;
+        pkt[5] = FZ_GROUP >> 8;
+        dn2f_put_rec(&w, DN2F_REC_MCAST_COPY, 0, 1, FZ_GROUP, 0, NULL, NULL, NULL, pkt, 600);
+        n = dn2f_finish(&w);
+        put_seed(dir, "data-peer", 1, buf, n);
+        put_seed(dir, "data-via-switch", 0, buf, n);
+        put_seed(dir, "data-busy", 1 | 4, buf, n);
+    }
+    {   /* multicast origin, as a board sends it to the switch */
+        uint16_t ml[2] = { FZ_LID, FZ_PEER };
+        uint32_t ms[2] = { 0, 0 };
+        uint64_t me[2] = { FZ_EPOCH, FZ_PEER_EP };
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_DATA, 0, FZ_PEER, FZ_GROUP, FZ_PEER_EP, 0);
+        memset(pkt, 0x22, sizeof(pkt));
+        pkt[4] = FZ_GROUP & 0xff;
+        pkt[5] = FZ_GROUP >> 8;
+        dn2f_put_rec(&w, DN2F_REC_MCAST_ORIGIN, 0, 0, FZ_GROUP, 2, ml, ms, me, pkt, 64);
+        n = dn2f_finish(&w);
+        put_seed(dir, "mcast-origin-to-switch", 3 | 4, buf, n);
+    }
+    {
+        uint8_t bits[8] = { 0xff, 0x0f, 0, 0, 0, 0, 0, 0x80 };
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
+        dn2f_put_ack(&w, 1, 65, 64, bits);
+        n = dn2f_finish(&w);
+        put_seed(dir, "ack-sack", 1 | (8 << 3), buf, n);
+    }
+    {
+        struct dn2f_hello h = { .guid = 77, .lid_hint = 5 };
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, 99, 0);
+        dn2f_put_hello(&w, &h);
+        n = dn2f_finish(&w);
+        put_seed(dir, "hello-to-switch", 3 | 4, buf, n);
+    }
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, 0, FZ_LID, FZ_SWEPOCH, FZ_EPOCH);
+    dn2f_put_u32pair(&w, 1, 0);
+    put_seed(dir, "keepalive", 0 | (31 << 3), buf, dn2f_finish(&w));
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_BYE, 0, 0, FZ_LID, FZ_SWEPOCH, FZ_EPOCH);
+    dn2f_put_u32pair(&w, DN2F_BYE_SHUTDOWN, 0);
+    put_seed(dir, "bye", 0, buf, dn2f_finish(&w));
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
+    dn2f_put_u32pair(&w, 1234, 0);
+    put_seed(dir, "stats-req", 3, buf, dn2f_finish(&w));
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_MCAST_JOIN, 0, FZ_PEER, 0, FZ_PEER_EP, 0);
+    dn2f_put_mcast(&w, FZ_GROUP);
+    put_seed(dir, "mcast-join", 3 | 4, buf, dn2f_finish(&w));
+    {
+        struct dn2f_swsummary s = { .route_mode = DN2F_ROUTE_SWITCH, .routes_gen = 1 };
+        struct dn2f_portstat ps;
+        memset(&ps, 0, sizeof(ps));
+        ps.lid = 1;
+        ps.state = 1;
+        ps.addr = fz_peer;
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_STATS_RESP, 0, 0, 0, FZ_SWEPOCH, 0);
+        dn2f_put_stats_hdr(&w, 1234, 0, 1, 1, &s);
+        dn2f_put_portstat(&w, &ps);
+        put_seed(dir, "stats-resp", 2, buf, dn2f_finish(&w));
+    }
+    return 0;
+}
+#endif

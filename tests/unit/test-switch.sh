@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# TAP test of the real dn2-switch daemon on 127.0.0.1 (never another address).
+#   test-switch.sh DN2_SWITCH FAB_CLIENT
+# Starts the switch on port 0 with --ready-file, runs fab-client through it
+# (with 10% drop + dup + reorder injected by the switch), kills -9 and
+# restarts the switch mid-transfer, checks --stats, bad arguments, a hostile
+# burst, SIGTERM with a pcap, and (when tshark is installed) the Wireshark
+# dissector on that capture.
+set -u
+SW=${1:?usage: test-switch.sh DN2_SWITCH FAB_CLIENT}
+FC=${2:?usage: test-switch.sh DN2_SWITCH FAB_CLIENT}
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dn2-switch-test.XXXXXX")
+swpid=
+bgpid=
+cleanup() {
+    [ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null
+    [ -n "$swpid" ] && kill -9 "$swpid" 2>/dev/null
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else notok "$what"; fi; }
+diagf() { sed 's/^/# /' "$@" >&2; }
+
+FAULTS=(--drop 0.1 --dup 0.1 --reorder 0.1 --seed 7)
+
+# start_switch PORT [args...]: starts the switch, waits for its ready file.
+start_switch() {
+    local port=$1; shift
+    rm -f "$tmp/ready"
+    "$SW" --listen "127.0.0.1:$port" --ready-file "$tmp/ready" "$@" \
+        >>"$tmp/switch.out" 2>>"$tmp/switch.err" &
+    swpid=$!
+    for _ in $(seq 1 100); do
+        [ -s "$tmp/ready" ] && { PORT=$(cat "$tmp/ready"); return 0; }
+        kill -0 "$swpid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+echo "1..13"
+
+# 1. start on port 0
+if start_switch 0 "${FAULTS[@]}" --pcap "$tmp/cap.pcap" && [ "${PORT:-0}" -gt 0 ]; then
+    ok "switch starts on 127.0.0.1:0 and reports port $PORT"
+else
+    notok "switch starts on 127.0.0.1:0"; diagf "$tmp/switch.err"
+    for i in $(seq 2 13); do notok "skipped: no switch"; done
+    exit 1
+fi
+grep -q "listening on 127.0.0.1:$PORT" "$tmp/switch.out"
+check "the bound port is printed on stdout" test $? = 0
+
+# 2. 10000 packets each way through 10% drop + dup + reorder
+if "$FC" transfer --switch "127.0.0.1:$PORT" --count 10000 --timeout 120 \
+        >"$tmp/fc1.out" 2>"$tmp/fc1.err"; then
+    ok "10000 packets each way in order, exactly once, through 10% drop+dup+reorder"
+else
+    notok "10000 packets through a faulty switch"; diagf "$tmp/fc1.err"
+fi
+diagf "$tmp/fc1.err"
+
+# 3. --stats while running (a long transfer keeps two ports busy)
+rm -f "$tmp/progress"
+"$FC" transfer --switch "127.0.0.1:$PORT" --count 10000000 --timeout 60 \
+    --progress "$tmp/progress" >"$tmp/fc2.out" 2>"$tmp/fc2.err" &
+bgpid=$!
+for _ in $(seq 1 200); do
+    got=$(cut -d' ' -f1 "$tmp/progress" 2>/dev/null || echo 0)
+    [ "${got:-0}" -ge 1000 ] && break
+    sleep 0.01
+done
+"$SW" --stats "127.0.0.1:$PORT" >"$tmp/stats.out" 2>"$tmp/stats.err"
+st=$?
+kill "$bgpid" 2>/dev/null; wait "$bgpid" 2>/dev/null; bgpid=
+if [ $st = 0 ] && grep -Eq '^switch 127\.0\.0\.1:[0-9]+: route=switch routes_gen=[0-9]+ ' "$tmp/stats.out" &&
+   grep -Eq '^LID +STATE +GUID +ADDRESS +RX_PKTS +RX_BYTES +TX_PKTS +TX_BYTES +DROPS +RETX$' "$tmp/stats.out" &&
+   [ "$(grep -Ec '^0x[0-9a-f]{4} +(active|gone) +0x[0-9a-f]{16} +127\.0\.0\.1:[0-9]+( +[0-9]+){6}$' "$tmp/stats.out")" -ge 2 ] &&
+   awk '$2 == "active" && $5 > 0 { found = 1 } END { exit !found }' "$tmp/stats.out"; then
+    ok "--stats prints a per-port table that parses"
+else
+    notok "--stats output"; diagf "$tmp/stats.out" "$tmp/stats.err"
+fi
+diagf "$tmp/stats.out"
+
+# 4. kill -9 mid-transfer, restart on the same port: the transfer completes
+rm -f "$tmp/progress"
+"$FC" transfer --switch "127.0.0.1:$PORT" --count 20000 --timeout 120 \
+    --progress "$tmp/progress" >"$tmp/fc3.out" 2>"$tmp/fc3.err" &
+bgpid=$!
+for _ in $(seq 1 400); do
+    got=$(cut -d' ' -f1 "$tmp/progress" 2>/dev/null || echo 0)
+    [ "${got:-0}" -ge 4000 ] && break
+    sleep 0.01
+done
+kill -9 "$swpid"; wait "$swpid" 2>/dev/null; swpid=
+at=$(cat "$tmp/progress" 2>/dev/null)
+sleep 1.5
+start_switch "$PORT" "${FAULTS[@]}"
+restarted=$?
+wait "$bgpid"; st=$?; bgpid=
+if [ $restarted = 0 ] && [ $st = 0 ] && grep -q 'transfer ok 20000 20000 downs [1-9]' "$tmp/fc3.out"; then
+    ok "switch killed (-9) at ${at:-?} packets and restarted: transfer completes, links went down and up"
+else
+    notok "switch kill -9 and restart mid-transfer (killed at ${at:-?}, restart $restarted, client $st)"
+    diagf "$tmp/fc3.out" "$tmp/fc3.err"
+fi
+diagf "$tmp/fc3.err"
+
+# 5-9. bad arguments: exit status 2 and a message
+badarg() {
+    local what=$1; shift
+    "$SW" "$@" >"$tmp/bad.out" 2>"$tmp/bad.err"
+    local st=$?
+    if [ $st = 2 ] && grep -q 'usage:' "$tmp/bad.err" && [ "$(wc -l <"$tmp/bad.err")" -ge 2 ]; then
+        ok "bad arguments ($what): exit 2 with a message: $(head -1 "$tmp/bad.err")"
+    else
+        notok "bad arguments ($what): exit $st"; diagf "$tmp/bad.err"
+    fi
+}
+badarg "unknown option" --bogus
+badarg "fraction out of range" --listen 127.0.0.1:0 --drop 2
+badarg "bad address" --listen nonsense
+badarg "bad route / mcast" --listen 127.0.0.1:0 --mcast 0x100=1
+badarg "missing --listen" --seed 3
+
+# 10. hostile burst: the switch survives and still answers
+"$FC" hostile --switch "127.0.0.1:$PORT" --count 20000 >"$tmp/h.out" 2>"$tmp/h.err"
+sleep 0.2
+if kill -0 "$swpid" 2>/dev/null && "$SW" --stats "127.0.0.1:$PORT" >"$tmp/stats2.out" 2>&1 &&
+   "$FC" transfer --switch "127.0.0.1:$PORT" --count 2000 --timeout 60 >"$tmp/fc4.out" 2>"$tmp/fc4.err"; then
+    ok "a hostile burst (random, truncated, forged, oversized, HELLO flood) does not kill it"
+else
+    notok "switch after a hostile burst"; diagf "$tmp/h.err" "$tmp/stats2.out" "$tmp/fc4.err" "$tmp/switch.err"
+fi
+head -1 "$tmp/stats2.out" | diagf
+
+# 11. SIGTERM: clean exit, pcap complete.  (The capture of the first switch
+# instance was cut by kill -9; this one is written by a fresh instance.)
+kill -9 "$swpid" 2>/dev/null; wait "$swpid" 2>/dev/null; swpid=
+start_switch 0 --pcap "$tmp/cap2.pcap" --drop 0.05 --seed 3
+"$FC" transfer --switch "127.0.0.1:$PORT" --count 500 --timeout 60 >/dev/null 2>"$tmp/fc5.err"
+kill -TERM "$swpid"; wait "$swpid"; st=$?; swpid=
+magic=$(od -An -tx1 -N4 "$tmp/cap2.pcap" 2>/dev/null | tr -d ' ')
+linktype=$(od -An -tu4 -j20 -N4 "$tmp/cap2.pcap" 2>/dev/null | tr -d ' ')
+if [ $st = 0 ] && [ "$magic" = d4c3b2a1 ] && [ "$linktype" = 147 ] && [ "$(stat -c %s "$tmp/cap2.pcap")" -gt 10000 ]; then
+    ok "SIGTERM: exit 0, pcap written (LINKTYPE_USER0, $(stat -c %s "$tmp/cap2.pcap") bytes)"
+else
+    notok "SIGTERM / pcap (exit $st, magic $magic, linktype $linktype)"
+fi
+
+# 12. the Wireshark dissector decodes the capture (skipped without tshark)
+if command -v tshark >/dev/null 2>&1; then
+    if tshark -n -r "$tmp/cap2.pcap" -X "lua_script:$top/tools/wireshark/dimmnet2.lua" \
+            -Y 'dn2f.type == 4 && dn2.dlid' -T fields -e dn2f.type -e dn2.type -e dn2.dlid \
+            >"$tmp/tshark.out" 2>"$tmp/tshark.err" &&
+       [ -s "$tmp/tshark.out" ] && ! grep -qi 'error\|malformed' "$tmp/tshark.err"; then
+        ok "tshark + tools/wireshark/dimmnet2.lua decode the capture ($(wc -l <"$tmp/tshark.out") DATA frames)"
+    else
+        notok "tshark + dimmnet2.lua"; diagf "$tmp/tshark.err"; head -5 "$tmp/tshark.out" | diagf
+    fi
+else
+    ok "tshark + dimmnet2.lua # SKIP tshark not installed"
+fi
+
+[ $failed = 0 ]
