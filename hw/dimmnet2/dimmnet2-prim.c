@@ -166,6 +166,7 @@ static void dn2_on_issue(DN2State *s, const DN2FifoEntry *e)
         w->ww_status &= ~DN2_CS_WW_MASK((r.src / DN2_WIN_SIZE) % DN2_NUM_WW);
         break;
     default:
+        dn2_remote_on_issue(s, &r);
         break;
     }
 }
@@ -236,7 +237,7 @@ static void dn2_refuse(DN2State *s, const struct dn2_req *r, const char *why)
                   r->wid, dn2_otype_name(r->otype), why);
 }
 
-static void dn2_count(DN2State *s, int wid, int family)
+void dn2_count(DN2State *s, int wid, int family)
 {
     DN2Wid *w = &s->wid[wid];
 
@@ -256,8 +257,8 @@ static inline bool dn2_in_area(uint64_t area, uint32_t addr, uint32_t len)
 }
 
 /* Read list entry i (a 32-bit little-endian SO-DIMM offset) at list+4i. */
-static bool dn2_list_entry(DN2State *s, int wid, uint32_t list, uint32_t i,
-                           uint32_t *out)
+bool dn2_list_entry(DN2State *s, int wid, uint32_t list, uint32_t i,
+                    uint32_t *out)
 {
     uint8_t b[4];
     uint32_t a = list + 4 * i;
@@ -630,12 +631,6 @@ static int dn2_exec_vs(DN2State *s, const struct dn2_req *r, uint64_t *budget)
 /* The executor                                                        */
 /* ------------------------------------------------------------------ */
 
-bool dn2_link_ready(DN2State *s)
-{
-    /* No fabric attached: the cable is unplugged. */
-    return false;
-}
-
 static int dn2_exec_step(DN2State *s, uint64_t *budget)
 {
     DN2FifoEntry *e = &s->exec.ent;
@@ -671,15 +666,13 @@ static int dn2_exec_step(DN2State *s, uint64_t *budget)
     case DN2_OP_RVSI:
     case DN2_OP_IPUSH:
     case DN2_OP_LHSV1:
-    case DN2_OP_LHSV2:
-        if (!dn2_link_ready(s)) {
-            if (!s->exec.stalled) {
-                trace_dimmnet2_stall(s->index, r.wid, dn2_otype_name(r.otype));
-            }
-            return DN2_STEP_STALL;
+    case DN2_OP_LHSV2: {
+        int ret = dn2_exec_remote(s, &r, budget);
+        if (ret == DN2_STEP_STALL && !s->exec.stalled) {
+            trace_dimmnet2_stall(s->index, r.wid, dn2_otype_name(r.otype));
         }
-        /* A link that is ready always has a remote engine behind it. */
-        g_assert_not_reached();
+        return ret;
+    }
     default:
         /* NOP and undefined codes: ignored, wait for the next (§5.3.2). */
         s->stat_ignored++;
@@ -690,42 +683,70 @@ static int dn2_exec_step(DN2State *s, uint64_t *budget)
 
 #define DN2_EXEC_MAX_REQS 64
 
+/* Take the next request: the host's Request FIFO and the Receive
+ * Controller's (RVL turned into RVS) take turns. */
+static bool dn2_next_request(DN2State *s)
+{
+    bool rc = s->rc_count && (s->rc_turn || !s->fifo_count);
+
+    if (!rc && !s->fifo_count) {
+        return false;
+    }
+    memset(&s->exec, 0, sizeof(s->exec));
+    if (rc) {
+        s->exec.ent = s->rc_fifo[s->rc_head];
+        s->rc_head = (s->rc_head + 1) % DN2_RC_FIFO;
+        s->rc_count--;
+        s->rc_turn = 0;
+    } else {
+        dn2_fifo_pop(s, &s->exec.ent);
+        s->rc_turn = 1;
+    }
+    s->exec.active = 1;
+    return true;
+}
+
 static void dn2_exec_bh(void *opaque)
 {
     DN2State *s = opaque;
     uint64_t budget = DN2_EXEC_BUDGET;
     int reqs = 0;
 
+    if (s->rx_stalled) {
+        /* The host may have freed what the Receive Controller waits for. */
+        s->rx_stalled = 0;
+        dn2_link_resume(s);
+    }
     for (;;) {
         int ret;
 
         if (!s->exec.active) {
             dn2_fifo_refill(s);
-            if (!s->fifo_count) {
-                return;
+            if (!s->fifo_count && !s->rc_count) {
+                break;
             }
             if (reqs >= DN2_EXEC_MAX_REQS || !budget) {
                 qemu_bh_schedule(s->bh);    /* let the vCPUs run */
-                return;
+                break;
             }
-            memset(&s->exec, 0, sizeof(s->exec));
-            dn2_fifo_pop(s, &s->exec.ent);
-            s->exec.active = 1;
+            dn2_next_request(s);
             dn2_fifo_refill(s);
         }
         ret = dn2_exec_step(s, &budget);
         if (ret == DN2_STEP_STALL) {
             s->exec.stalled = 1;
-            return;                         /* dn2_kick() resumes */
+            break;                          /* dn2_kick() resumes */
         }
         s->exec.stalled = 0;
         if (ret == DN2_STEP_MORE) {
             qemu_bh_schedule(s->bh);
-            return;
+            break;
         }
         s->exec.active = 0;
         reqs++;
     }
+    /* Everything this run produced leaves now, batched. */
+    dn2_link_flush(s);
 }
 
 void dn2_prim_init(DN2State *s)
@@ -733,6 +754,7 @@ void dn2_prim_init(DN2State *s)
     s->bh = qemu_bh_new_guarded(dn2_exec_bh, s,
                                 &DEVICE(s)->mem_reentrancy_guard);
     s->copy_buf = g_malloc(DN2_COPY_CHUNK);
+    s->pkt_buf = g_malloc(DN2_PKT_MAX + DN2_LINE);
 }
 
 void dn2_prim_reset(DN2State *s)
@@ -741,4 +763,6 @@ void dn2_prim_reset(DN2State *s)
     s->fifo_head = 0;
     s->fifo_count = 0;
     memset(&s->exec, 0, sizeof(s->exec));
+    dn2_rx_reset(s);
+    dn2_link_reset(s);
 }

@@ -20,6 +20,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/units.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
@@ -36,17 +37,11 @@
 /* User Registers                                                      */
 /* ------------------------------------------------------------------ */
 
-static uint64_t dn2_status_ring_used(DN2State *s, DN2Wid *w)
-{
-    uint32_t size = dn2_status_area_bytes(w->status_size_reg);
-    return (w->status_tail - w->status_head + size) % size;
-}
-
 static uint64_t dn2_ctl_status(DN2State *s, int wid)
 {
     DN2Wid *w = &s->wid[wid];
-    uint32_t size = dn2_status_area_bytes(w->status_size_reg);
-    uint64_t used = dn2_status_ring_used(s, w);
+    uint32_t size = dn2_status_ring_bytes(w);
+    uint64_t used = dn2_status_ring_used(w);
     uint64_t v = 0;
 
     if (w->pending) {
@@ -222,18 +217,20 @@ static void dn2_sr_write(DN2State *s, hwaddr off, uint64_t v)
         break;
     case DN2_SR_SMA:
         /* SMA software reset: the port forgets its LID and renegotiates. */
-        s->sma_lid = 0;
-        s->link_state = 0;
+        dn2_link_sma_reset(s);
         break;
     case DN2_SR_LID:
         s->lid = v & 0xffff;
         break;
     case DN2_SR_PGID0:
-        s->pgid[0] = v & 0xff;
+    case DN2_SR_PGID1: {
+        int w = off == DN2_SR_PGID1;
+        /* Writing a PGID is how a process is given a WID: from then on
+         * packets for that WID are accepted (choice #32). */
+        s->pgid[w] = v & 0xff;
+        s->wid[w].pgid_set = 1;
         break;
-    case DN2_SR_PGID1:
-        s->pgid[1] = v & 0xff;
-        break;
+    }
     case DN2_SR_CTL_RESET:
         dn2_controller_reset(s);
         break;
@@ -455,6 +452,7 @@ static void dn2_reset_hold(Object *obj, ResetType type)
     memory_region_set_dirty(&s->llcm, 0, DN2_REGION_SIZE);
     s->sma_lid = 0;
     s->link_state = 0;
+    dn2_link_reset(s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -647,6 +645,9 @@ static void dn2_realize(DeviceState *dev, Error **errp)
                                 &s->container);
 
     dn2_prim_init(s);
+    if (!dn2_link_init(s, errp)) {
+        goto fail_sodimm;
+    }
     trace_dimmnet2_realize(s->index, s->base, s->sodimm_bytes);
     return;
 
@@ -672,6 +673,7 @@ static const VMStateDescription vmstate_dn2_fifo_entry = {
         VMSTATE_UINT8(rflag, DN2FifoEntry),
         VMSTATE_UINT8(wid, DN2FifoEntry),
         VMSTATE_UINT8(has_ex, DN2FifoEntry),
+        VMSTATE_UINT8(from_rc, DN2FifoEntry),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -687,6 +689,22 @@ static const VMStateDescription vmstate_dn2_copy = {
         VMSTATE_UINT8(iter, DN2CopySrc),
         VMSTATE_UINT32(src, DN2CopySrc),
         VMSTATE_UINT32(arg, DN2CopySrc),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_dn2_lhs = {
+    .name = "dimmnet2/lhs",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(valid, DN2LhsMsg),
+        VMSTATE_UINT8(swid, DN2LhsMsg),
+        VMSTATE_UINT16(slid, DN2LhsMsg),
+        VMSTATE_UINT16(entry, DN2LhsMsg),
+        VMSTATE_UINT32(pointer, DN2LhsMsg),
+        VMSTATE_UINT32(total, DN2LhsMsg),
+        VMSTATE_UINT32(got, DN2LhsMsg),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -714,6 +732,9 @@ static const VMStateDescription vmstate_dn2_wid = {
         VMSTATE_UINT16(status_head, DN2Wid),
         VMSTATE_UINT16(status_tail, DN2Wid),
         VMSTATE_STRUCT(copy, DN2Wid, 1, vmstate_dn2_copy, DN2CopySrc),
+        VMSTATE_UINT8(pgid_set, DN2Wid),
+        VMSTATE_STRUCT_ARRAY(lhs, DN2Wid, DN2_LHS_SLOTS, 1, vmstate_dn2_lhs,
+                             DN2LhsMsg),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -725,6 +746,7 @@ static const VMStateDescription vmstate_dn2_exec = {
     .fields = (const VMStateField[]) {
         VMSTATE_UINT8(active, DN2Exec),
         VMSTATE_UINT8(stalled, DN2Exec),
+        VMSTATE_UINT8(started, DN2Exec),
         VMSTATE_STRUCT(ent, DN2Exec, 1, vmstate_dn2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT64(done, DN2Exec),
         VMSTATE_UINT64(total, DN2Exec),
@@ -738,7 +760,8 @@ static int dn2_post_load(void *opaque, int version_id)
     int i;
 
     /* Never trust the stream more than a guest: re-validate indices. */
-    if (s->fifo_head >= s->fifo_depth || s->fifo_count > s->fifo_depth) {
+    if (s->fifo_head >= s->fifo_depth || s->fifo_count > s->fifo_depth ||
+        s->rc_head >= DN2_RC_FIFO || s->rc_count > DN2_RC_FIFO) {
         return -EINVAL;
     }
     for (i = 0; i < DN2_NUM_WID; i++) {
@@ -775,6 +798,11 @@ static const VMStateDescription vmstate_dn2 = {
         VMSTATE_UINT32(fifo_head, DN2State),
         VMSTATE_UINT32(fifo_count, DN2State),
         VMSTATE_STRUCT(exec, DN2State, 1, vmstate_dn2_exec, DN2Exec),
+        VMSTATE_STRUCT_ARRAY(rc_fifo, DN2State, DN2_RC_FIFO, 1,
+                             vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_UINT32(rc_head, DN2State),
+        VMSTATE_UINT32(rc_count, DN2State),
+        VMSTATE_UINT8(rc_turn, DN2State),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -789,6 +817,10 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_UINT32("fifo-depth", DN2State, fifo_depth, DN2_FIFO_DEFAULT),
     DEFINE_PROP_LINK("memdev", DN2State, hostmem, TYPE_MEMORY_BACKEND,
                      HostMemoryBackend *),
+    DEFINE_PROP_STRING("switch", DN2State, switch_addr),
+    DEFINE_PROP_STRING("local", DN2State, local_addr),
+    DEFINE_PROP_BOOL("loopback", DN2State, loopback, false),
+    DEFINE_PROP_UINT64("guid", DN2State, guid, 0),
 };
 
 static void dn2_instance_init(Object *obj)
@@ -806,6 +838,26 @@ static void dn2_instance_init(Object *obj)
     object_property_add_uint64_ptr(obj, "stat-bad-access", &s->stat_bad_access,
                                    OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "stat-bytes-local", &s->stat_bytes_local,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-tx-packets", &s->stat_tx_packets,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-tx-bytes", &s->stat_tx_bytes,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-tx-drops", &s->stat_tx_drops,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rx-packets", &s->stat_rx_packets,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rx-bytes", &s->stat_rx_bytes,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rx-drop-bad", &s->stat_rx_drop_bad,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rx-drop-pgid", &s->stat_rx_drop_pgid,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rx-drop-noproc",
+                                   &s->stat_rx_drop_noproc, OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rx-drop-route",
+                                   &s->stat_rx_drop_route, OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rx-stalls", &s->stat_rx_stalls,
                                    OBJ_PROP_FLAG_READ);
     object_property_set_description(obj, "stat-requests",
         "requests written to a Command Lower register");
@@ -829,8 +881,11 @@ static void dn2_unrealize(DeviceState *dev)
         qemu_bh_delete(s->bh);
         s->bh = NULL;
     }
+    dn2_link_fini(s);
     g_free(s->copy_buf);
     s->copy_buf = NULL;
+    g_free(s->pkt_buf);
+    s->pkt_buf = NULL;
     if (s->hostmem) {
         vmstate_unregister_ram(s->sodimm_mr, dev);
         host_memory_backend_set_mapped(s->hostmem, false);
@@ -861,6 +916,16 @@ static void dn2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "memdev",
         "memory backend holding the SO-DIMMs (module 0 then module 1), so it "
         "can be file-backed and inspected from the host");
+    object_class_property_set_description(klass, "switch",
+        "HOST:PORT of the dn2-switch (subnet manager) to attach the board's "
+        "port to, over UDP");
+    object_class_property_set_description(klass, "local",
+        "HOST:PORT to bind the board's UDP socket to (default: any)");
+    object_class_property_set_description(klass, "loopback",
+        "cable the port to itself: LID 1, packets to LID 1 come back");
+    object_class_property_set_description(klass, "guid",
+        "board GUID the subnet manager knows it by (keeps its LID across "
+        "restarts); 0 = random");
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     adevc->build_dev_aml = dn2_build_aml;
 }

@@ -38,7 +38,7 @@ typedef struct DN2FifoEntry {
     uint8_t rflag;
     uint8_t wid;
     uint8_t has_ex;
-    uint8_t pad;
+    uint8_t from_rc;            /* an RVL turned into RVS by the receiver */
 } DN2FifoEntry;
 
 /* The source half of a SO-DIMM to SO-DIMM copy (VL-family with
@@ -51,6 +51,18 @@ typedef struct DN2CopySrc {
     uint32_t src;
     uint32_t arg;
 } DN2CopySrc;
+
+/* An LHS message being received in several packets (per sender). */
+#define DN2_LHS_SLOTS 8
+typedef struct DN2LhsMsg {
+    uint8_t valid;
+    uint8_t swid;
+    uint16_t slid;
+    uint16_t entry;             /* LH Buffer byte offset of its entry */
+    uint32_t pointer;           /* SO-DIMM offset of the overflow data */
+    uint32_t total;             /* message bytes, envelope included */
+    uint32_t got;               /* bytes received so far */
+} DN2LhsMsg;
 
 /* Per-process (WID) User Register state. */
 typedef struct DN2Wid {
@@ -73,6 +85,8 @@ typedef struct DN2Wid {
     uint16_t status_head;
     uint16_t status_tail;
     DN2CopySrc copy;
+    uint8_t pgid_set;           /* a process owns this WID (PGID written) */
+    DN2LhsMsg lhs[DN2_LHS_SLOTS];
 } DN2Wid;
 
 /* Progress of the request being executed (resumable, for long copies and
@@ -80,10 +94,22 @@ typedef struct DN2Wid {
 typedef struct DN2Exec {
     uint8_t active;
     uint8_t stalled;            /* waiting for the link */
+    uint8_t started;            /* remote: totals computed, packets going out */
     DN2FifoEntry ent;
-    uint64_t done;              /* bytes completed so far (copy) */
+    uint64_t done;              /* bytes (or elements) completed so far */
     uint64_t total;
 } DN2Exec;
+
+#define DN2_RC_FIFO 16          /* Request FIFO for the Receive Controller */
+#define DN2_LOOP_MAX 256        /* packets in flight on the loopback link */
+
+typedef enum DN2LinkKind {
+    DN2_LINK_NONE,              /* no cable */
+    DN2_LINK_LOOPBACK,          /* the port is cabled to itself */
+    DN2_LINK_FABRIC,            /* UDP fabric through a dn2-switch */
+} DN2LinkKind;
+
+typedef struct DN2Link DN2Link; /* dimmnet2-link.c */
 
 struct DN2State {
     ISADevice parent_obj;
@@ -93,6 +119,11 @@ struct DN2State {
     uint64_t sodimm_size;       /* used when no memdev is given */
     uint32_t fifo_depth;
     HostMemoryBackend *hostmem;
+    char *switch_addr;          /* HOST:PORT of the dn2-switch */
+    char *local_addr;           /* HOST:PORT to bind, optional */
+    bool loopback;              /* the port cabled to itself */
+    uint64_t guid;              /* board GUID for the subnet manager */
+    Error *blocker;             /* migration blocker while linked */
 
     /* the window */
     int index;                  /* board number in this VM: AML DN2<n> */
@@ -124,8 +155,21 @@ struct DN2State {
     uint32_t fifo_head;
     uint32_t fifo_count;
     DN2Exec exec;
+    DN2FifoEntry rc_fifo[DN2_RC_FIFO];
+    uint32_t rc_head;
+    uint32_t rc_count;
+    uint8_t rc_turn;            /* alternate host and RC requests */
     QEMUBH *bh;
     uint8_t *copy_buf;
+    uint8_t *pkt_buf;           /* one outgoing packet */
+
+    /* the port */
+    DN2LinkKind link_kind;
+    DN2Link *link;
+    GQueue loop_q;              /* loopback packets not yet delivered */
+    QEMUBH *loop_bh;
+    QEMUTimer *rx_retry;        /* receive stalled on host-owned memory */
+    uint8_t rx_stalled;
 
     /* statistics (QOM read-only properties) */
     uint64_t stat_requests;
@@ -134,7 +178,37 @@ struct DN2State {
     uint64_t stat_overrun;
     uint64_t stat_bad_access;
     uint64_t stat_bytes_local;
+    uint64_t stat_tx_packets;
+    uint64_t stat_tx_bytes;
+    uint64_t stat_rx_packets;
+    uint64_t stat_rx_bytes;
+    uint64_t stat_rx_drop_bad;      /* malformed packets */
+    uint64_t stat_rx_drop_pgid;     /* PGID mismatch */
+    uint64_t stat_rx_drop_noproc;   /* no process at DWID / not set up */
+    uint64_t stat_rx_drop_route;    /* not for this board */
+    uint64_t stat_rx_stalls;        /* back-pressure events */
+    uint64_t stat_tx_drops;         /* no route to the destination LID */
 };
+
+/* The receive-status ring of a process: [init, init + size) in its LLCM,
+ * cut short if it would run past the LLCM end. */
+static inline uint32_t dn2_status_ring_bytes(const DN2Wid *w)
+{
+    uint32_t size = dn2_status_area_bytes(w->status_size_reg);
+
+    if (w->status_init + size > DN2_LLCM_AREA) {
+        size = (DN2_LLCM_AREA - w->status_init) & ~(DN2_STATUS_REC_SIZE - 1);
+    }
+    return size ? size : DN2_STATUS_REC_SIZE;
+}
+
+static inline uint32_t dn2_status_ring_used(const DN2Wid *w)
+{
+    uint32_t size = dn2_status_ring_bytes(w);
+
+    return ((uint32_t)(w->status_tail - w->status_init) % size -
+            (uint32_t)(w->status_head - w->status_init) % size + size) % size;
+}
 
 /* dimmnet2-prim.c */
 void dn2_prim_init(DN2State *s);
@@ -147,9 +221,33 @@ uint64_t dn2_sdimm_area(DN2State *s);
 bool dn2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf, uint64_t len,
                   bool is_write);
 
-/* Link hooks (the fabric).  Until a link is attached the board has no
- * cable: remote primitives wait, as the real board's Window Controller
- * waits on a SWIF FIFO that never drains, until a Controller Reset. */
+int dn2_exec_remote(DN2State *s, const struct dn2_req *r, uint64_t *budget);
+void dn2_remote_on_issue(DN2State *s, const struct dn2_req *r);
+void dn2_count(DN2State *s, int wid, int family);
+bool dn2_list_entry(DN2State *s, int wid, uint32_t list, uint32_t i,
+                    uint32_t *out);
+
+/* dimmnet2-rx.c: the Receive Controller.  Returns 0 when the packet was
+ * consumed (delivered or dropped and counted), -EBUSY when it must wait
+ * for the host to free room (the link keeps it and retries). */
+int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len);
+void dn2_rx_init(DN2State *s);
+void dn2_rx_reset(DN2State *s);
+
+/* dimmnet2-link.c: the port.  With no cable remote primitives wait, as
+ * the real board's Window Controller waits on a SWIF FIFO that never
+ * drains, until a Controller Reset. */
+bool dn2_link_init(DN2State *s, Error **errp);
+void dn2_link_fini(DN2State *s);
+void dn2_link_reset(DN2State *s);
 bool dn2_link_ready(DN2State *s);
+uint16_t dn2_link_lid(DN2State *s);
+bool dn2_link_can_send(DN2State *s, uint16_t dlid, size_t len);
+void dn2_link_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len);
+void dn2_link_flush(DN2State *s);
+void dn2_link_resume(DN2State *s);
+void dn2_link_sma_reset(DN2State *s);
+void dn2_link_stats(DN2State *s, uint64_t *retransmits, uint64_t *dgrams_tx,
+                    uint64_t *dgrams_rx);
 
 #endif

@@ -443,6 +443,7 @@ static inline int dn2_clid_is_mcast(uint16_t clid)
  *    [R]/[EMU] bit positions of the 1st DW; see docs/thesis-choices.md.
  * ====================================================================== */
 #define DN2_LINE               8u
+#define DN2_PKT_MAX            4096u  /* the largest MTU, header included */
 #define DN2_HDR_LINES_SHORT    2   /* hflag = 0 */
 #define DN2_HDR_LINES_LONG     3   /* hflag = 1: RVSS / RVSI */
 #define DN2_HDR_LINES_RVL      4   /* RVL family: always 4, no data */
@@ -535,6 +536,41 @@ static inline unsigned dn2_hdr_lines(unsigned type)
 /* Packet Size field <-> bytes (12 bits; 0 encodes 4096 [EMU]). */
 static inline uint32_t dn2_pkt_size_bytes(uint16_t field) { return field ? field : 4096u; }
 static inline uint16_t dn2_pkt_size_field(uint32_t bytes) { return (uint16_t)(bytes & 0xfff); }
+
+/*
+ * How the 2nd/3rd DW are used per packet TYPE [EMU where marked]:
+ *  RVS  (2 lines): 2nd = {DSTOff of this packet [63:32], Initial DSTOff [31:0]}
+ *  RVSS/RVSI (3):  2nd = {index of the first element in this packet [63:32] [EMU],
+ *                         Initial DSTOff [31:0]}; 3rd = {Stride/List, Total};
+ *                  Iteration = elements in this packet.
+ *  RVL family (4): 2nd = {DSTOff on the requester, SRCOff on the responder};
+ *                  3rd = {Stride/List, Total}; 4th = Command Ex of the
+ *                  requester (the requester-side pattern), 0 if none.
+ *  IPUSH (2):      2nd = {byte offset of this packet in the message [63:32],
+ *                         message bytes [31:0]} [EMU] (DSTOff is ignored).
+ */
+
+/* ======================================================================
+ * 5b. IPUSH receive rings [EMU] (the thesis leaves the entry open).
+ *  The AMT Address Table maps a sender {LID, WID} to an AMT entry address:
+ *  Value x 16 bytes from the LLCM region base (it must lie in the receiving
+ *  process's LLCM).  An AMT entry, 16 bytes in LLCM, all 32-bit LE:
+ *    +0 Head  byte offset in the ring of the oldest unread data (host writes)
+ *    +4 Tail  byte offset in the ring where the next data goes (NIC writes)
+ *    +8 Base  SO-DIMM offset of the ring in the receiving process's area
+ *    +12 Size ring bytes, a multiple of 8; one 8-byte slot stays free
+ *  Each packet's data lands at Tail (wrapping), rounded up to 8 bytes.
+ *  The ring must lie inside the first IPUSH Area Size x 4 KiB of the
+ *  process's SO-DIMM area; IPUSH Area Size 0 disables IPUSH reception.
+ * ====================================================================== */
+#define DN2_AMT_UNIT           16u
+#define DN2_AMT_ENTRY          16u
+#define DN2_AMT_HEAD           0u
+#define DN2_AMT_TAIL           4u
+#define DN2_AMT_BASE           8u
+#define DN2_AMT_SIZE           12u
+#define DN2_IPUSH_AREA_UNIT    4096u
+#define DN2_RING_ALIGN         8u
 
 /* ======================================================================
  * 6. Receive-status record (§2.3, Table 4.9): 16 bytes in the LLCM ring,

@@ -1,0 +1,381 @@
+/*
+ * DIMMnet-2 Window Controller, network side: BOTF, the RVS and RVL
+ * families, IPUSH, LHSv1 and LHSv2 (thesis §4.6, §5.3, §7).
+ *
+ * A remote primitive becomes one or more DIMMnet-2 packets (header lines +
+ * data, at most MTU bytes each) handed to the port (dimmnet2-link.c).  When
+ * the port cannot take the next packet (link down, no credits from the
+ * receiver), the request stays current and the Window Controller waits;
+ * the port kicks it when room returns.  Progress is kept in s->exec so a
+ * long transfer resumes exactly where it stopped.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/bswap.h"
+#include "exec/memory.h"
+#include "dimmnet2.h"
+#include "trace.h"
+
+enum {
+    DN2_STEP_DONE,
+    DN2_STEP_MORE,
+    DN2_STEP_STALL,
+};
+
+/* The sending process's local data: a contiguous run, a strided or a list
+ * pattern in its SO-DIMM area (Command Ex), optionally preceded by bytes
+ * from its Write Window (LHSv2). */
+typedef struct DN2Pat {
+    int form;
+    unsigned dtype;
+    unsigned iter;
+    uint32_t base;
+    uint32_t arg;
+    uint64_t len;               /* bytes the pattern yields */
+    uint32_t ww_off;            /* LHSv2: Write Window part */
+    uint32_t ww_len;
+} DN2Pat;
+
+static void dn2_pat_init(DN2State *s, const struct dn2_req *r, DN2Pat *p,
+                         uint64_t want)
+{
+    memset(p, 0, sizeof(*p));
+    p->base = r->src;
+    if (r->has_ex && r->ex_otype) {
+        p->form = dn2_otype_form(r->ex_otype);
+        p->dtype = r->ex_dtype;
+        p->iter = r->ex_iter;
+        p->arg = r->ex_arg;
+        p->len = p->form == DN2_FORM_CONTIG ? r->ex_arg :
+                 (uint64_t)r->ex_iter * dn2_dtype_bytes(r->ex_dtype);
+    } else {
+        p->form = DN2_FORM_CONTIG;
+        p->len = want;
+    }
+}
+
+/* Read bytes [off, off + len) of the pattern's stream.  What lies outside
+ * the process's areas reads as zero and flags the request (bit 20). */
+static void dn2_pat_read(DN2State *s, int wid, const DN2Pat *p, uint64_t off,
+                         uint8_t *buf, uint32_t len)
+{
+    uint64_t area = dn2_sdimm_area(s);
+    uint32_t esz = dn2_dtype_bytes(p->dtype);
+    bool bad = false;
+
+    if (off < p->ww_len) {
+        uint32_t n = MIN(len, p->ww_len - off);
+        memcpy(buf, s->ww_ptr + wid * DN2_WW_WID_STRIDE + p->ww_off + off, n);
+        buf += n;
+        off += n;
+        len -= n;
+    }
+    off -= p->ww_len;
+    while (len) {
+        uint64_t a;
+        uint32_t n;
+
+        if (p->form == DN2_FORM_CONTIG) {
+            a = (uint64_t)p->base + off;
+            n = len;
+        } else {
+            uint32_t i = off / esz, e = off % esz, lo;
+            n = MIN(len, esz - e);
+            if (p->form == DN2_FORM_STRIDE) {
+                lo = p->base + i * p->arg;
+            } else if (!dn2_list_entry(s, wid, p->arg, i, &lo)) {
+                memset(buf, 0, n);
+                bad = true;
+                goto next;
+            } else {
+                lo = p->base + lo;
+            }
+            a = (uint64_t)lo + e;
+        }
+        if (a + n <= area) {
+            dn2_sdimm_rw(s, wid, a, buf, n, false);
+        } else {
+            uint64_t ok = a < area ? area - a : 0;
+            dn2_sdimm_rw(s, wid, a, buf, ok, false);
+            memset(buf + ok, 0, n - ok);
+            bad = true;
+        }
+next:
+        buf += n;
+        off += n;
+        len -= n;
+    }
+    if (bad) {
+        s->wid[wid].req_error = 1;
+    }
+}
+
+static uint32_t dn2_mtu(DN2State *s)
+{
+    return dn2_mtu_bytes(s->mtu_reg);
+}
+
+static void dn2_hdr_base(DN2State *s, const struct dn2_req *r, struct dn2_hdr *h,
+                         unsigned type)
+{
+    memset(h, 0, sizeof(*h));
+    h->type = type;
+    h->dtype = r->dtype;
+    h->iter = r->iter;
+    h->pgid = s->pgid[r->wid];
+    h->dwid = r->dwid;
+    h->swid = r->wid;
+    h->dlid = dn2_clid_to_lid(r->dclid);
+    h->rflag = r->rflag;
+    h->hflag = dn2_hdr_lines(type) > DN2_HDR_LINES_SHORT;
+}
+
+/* Emit one packet: header lines then data (already in s->pkt_buf after the
+ * header).  The caller has checked dn2_link_can_send(). */
+static void dn2_emit(DN2State *s, struct dn2_hdr *h, unsigned lines,
+                     uint32_t dlen)
+{
+    uint8_t *p = s->pkt_buf;
+    uint32_t bytes = lines * DN2_LINE + dlen;
+
+    h->size = dn2_pkt_size_field(bytes);
+    stq_le_p(p, dn2_hdr0_encode(h));
+    stq_le_p(p + 8, dn2_hdr1_encode(h->w1_lo, h->w1_hi));
+    if (lines > 2) {
+        stq_le_p(p + 16, dn2_hdr1_encode(h->total, h->stride));
+    }
+    if (lines > 3) {
+        stq_le_p(p + 24, h->ex);
+    }
+    /* Whole lines on the wire; the last one may be partly padding. */
+    bytes = ROUND_UP(bytes, DN2_LINE);
+    memset(p + lines * DN2_LINE + dlen, 0, bytes - lines * DN2_LINE - dlen);
+    dn2_link_send(s, h->dlid, p, bytes);
+    s->stat_tx_packets++;
+    s->stat_tx_bytes += bytes;
+}
+
+/* ------------------------------------------------------------------ */
+/* BOTF: send the packet image in a Write Window (§4.6.2)              */
+/* ------------------------------------------------------------------ */
+
+static int dn2_exec_botf(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+{
+    const DN2FifoEntry *e = &s->exec.ent;
+    unsigned n = dn2_botf_ww(e->lower);
+    uint32_t size = MIN(dn2_botf_size(e->lower), DN2_BOTF_MAX);
+    uint32_t bytes = ROUND_UP(size, DN2_LINE);
+    uint64_t h0;
+    uint16_t dlid;
+
+    memcpy(s->pkt_buf, s->ww_ptr + r->wid * DN2_WW_WID_STRIDE + n * DN2_WIN_SIZE,
+           bytes);
+    memset(s->pkt_buf + size, 0, bytes - size);
+    /* The NIC stamps the privileged PGID and the requested size. */
+    h0 = ldq_le_p(s->pkt_buf);
+    h0 = (h0 & ~DN2_H0_BOTF_PATCH_MASK) |
+         DN2_PUT(dn2_pkt_size_field(size), DN2_H0_SIZE_HI, DN2_H0_SIZE_LO) |
+         DN2_PUT(s->pgid[r->wid], DN2_H0_PGID_HI, DN2_H0_PGID_LO);
+    stq_le_p(s->pkt_buf, h0);
+    dlid = DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
+    if (!dn2_link_can_send(s, dlid, bytes)) {
+        return DN2_STEP_STALL;
+    }
+    dn2_link_send(s, dlid, s->pkt_buf, bytes);
+    s->stat_tx_packets++;
+    s->stat_tx_bytes += bytes;
+    dn2_count(s, r->wid, DN2_PC_BOTF);
+    *budget -= MIN(*budget, (uint64_t)bytes + 64);
+    trace_dimmnet2_done(s->index, r->wid, "BOTF", size);
+    return DN2_STEP_DONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* RVL family: a 4-line request packet (§4.6.5, §5.3.6)                */
+/* ------------------------------------------------------------------ */
+
+static int dn2_exec_rvl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+{
+    struct dn2_hdr h;
+
+    dn2_hdr_base(s, r, &h, r->otype);
+    h.eflag = r->eflag;
+    h.w1_lo = r->src;
+    h.w1_hi = r->dst;
+    if (dn2_otype_form(r->otype) == DN2_FORM_CONTIG) {
+        h.total = r->arg;
+        h.stride = 0;
+    } else {
+        h.total = r->iter * dn2_dtype_bytes(r->dtype);
+        h.stride = r->arg;
+    }
+    h.ex = (r->has_ex && r->ex_otype) ? s->exec.ent.ex : 0;
+    if (!dn2_link_can_send(s, h.dlid, DN2_HDR_LINES_RVL * DN2_LINE)) {
+        return DN2_STEP_STALL;
+    }
+    dn2_emit(s, &h, DN2_HDR_LINES_RVL, 0);
+    dn2_count(s, r->wid, DN2_PC_RVL);
+    *budget -= MIN(*budget, 64);
+    trace_dimmnet2_done(s->index, r->wid, dn2_otype_name(r->otype), 0);
+    return DN2_STEP_DONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* RVS family and IPUSH family: data packets                            */
+/* ------------------------------------------------------------------ */
+
+static int dn2_exec_stream(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+{
+    DN2Exec *x = &s->exec;
+    bool ipush = (r->otype & 0x18) == 0x18;
+    int form = ipush ? DN2_FORM_CONTIG : dn2_otype_form(r->otype);
+    uint32_t esz = dn2_dtype_bytes(r->dtype);
+    uint32_t mtu = dn2_mtu(s);
+    unsigned lines = ipush ? DN2_HDR_LINES_SHORT : dn2_hdr_lines(r->otype);
+    uint64_t area = dn2_sdimm_area(s);
+    uint64_t want;
+    DN2Pat p;
+
+    /* The remote side's length; the local pattern may be shorter. */
+    want = form == DN2_FORM_CONTIG ? r->arg : (uint64_t)r->iter * esz;
+    dn2_pat_init(s, r, &p, want);
+    if (r->otype == DN2_OP_LHSV2) {
+        uint32_t wwlen = DN2_GET(r->dst, 9, 0), wwoff = DN2_GET(r->dst, 21, 10);
+        if (wwoff >= DN2_WIN_AREA) {
+            wwlen = 0;
+            s->wid[r->wid].req_error = 1;
+        }
+        p.ww_off = wwoff;
+        p.ww_len = MIN(MIN(wwlen, DN2_WIN_AREA - wwoff), want);
+        p.len = want - p.ww_len;
+        p.len += p.ww_len;
+    }
+    if (!x->started) {
+        uint64_t total = MIN(want, p.len);
+        if (p.form == DN2_FORM_CONTIG && !p.ww_len) {
+            uint64_t room = r->src < area ? area - r->src : 0;
+            if (total > room) {
+                total = room;
+                s->wid[r->wid].req_error = 1;
+            }
+        }
+        if (form != DN2_FORM_CONTIG) {
+            total = total / esz;        /* whole elements */
+        }
+        x->total = total;
+        x->done = 0;
+        x->started = 1;
+    }
+
+    do {
+        struct dn2_hdr h;
+        uint32_t dlen, k = 0;
+        bool last;
+
+        dn2_hdr_base(s, r, &h, ipush ? DN2_OP_IPUSH : r->otype);
+        if (form == DN2_FORM_CONTIG) {
+            uint32_t payload = (mtu - lines * DN2_LINE) & ~(DN2_LINE - 1);
+            dlen = MIN((uint64_t)payload, x->total - x->done);
+            last = x->done + dlen >= x->total;
+            if (ipush) {
+                h.lflag = r->otype != DN2_OP_IPUSH;
+                h.pflag = r->eflag;
+                h.w1_lo = (uint32_t)x->total;
+                h.w1_hi = (uint32_t)x->done;
+            } else {
+                h.w1_lo = r->dst;
+                h.w1_hi = r->dst + (uint32_t)x->done;
+            }
+            dn2_pat_read(s, r->wid, &p, x->done, s->pkt_buf + lines * DN2_LINE,
+                         dlen);
+        } else {
+            uint32_t per = (mtu - lines * DN2_LINE) / esz;
+            k = MIN((uint64_t)per, x->total - x->done);
+            dlen = k * esz;
+            last = x->done + k >= x->total;
+            h.iter = k;
+            h.w1_lo = r->dst;
+            h.w1_hi = (uint32_t)x->done;
+            h.total = (uint32_t)(x->total * esz);
+            h.stride = r->arg;
+            dn2_pat_read(s, r->wid, &p, x->done * esz,
+                         s->pkt_buf + lines * DN2_LINE, dlen);
+        }
+        h.eflag = r->eflag && last;
+        if (!dn2_link_can_send(s, h.dlid, lines * DN2_LINE + dlen)) {
+            return DN2_STEP_STALL;
+        }
+        dn2_emit(s, &h, lines, dlen);
+        x->done += form == DN2_FORM_CONTIG ? dlen : k;
+        *budget -= MIN(*budget, (uint64_t)dlen + 64);
+        if (last) {
+            break;
+        }
+        if (!*budget) {
+            return DN2_STEP_MORE;
+        }
+    } while (1);
+
+    if (!s->exec.ent.from_rc) {
+        dn2_count(s, r->wid, ipush ? DN2_PC_IPUSH : DN2_PC_RVS);
+    }
+    trace_dimmnet2_done(s->index, r->wid, dn2_otype_name(r->otype),
+                        form == DN2_FORM_CONTIG ? x->total : x->total * esz);
+    return DN2_STEP_DONE;
+}
+
+int dn2_exec_remote(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+{
+    if (!dn2_link_ready(s)) {
+        return DN2_STEP_STALL;
+    }
+    switch (r->otype) {
+    case DN2_OP_BOTF:
+        return dn2_exec_botf(s, r, budget);
+    case DN2_OP_RVL:
+    case DN2_OP_RVLS:
+    case DN2_OP_RVLI:
+        return dn2_exec_rvl(s, r, budget);
+    default:
+        return dn2_exec_stream(s, r, budget);
+    }
+}
+
+/*
+ * At issue: an RVL whose data comes back into the Prefetch Window
+ * (Command1) resets the flags of the lines it will fill and pre-sets the
+ * rest of those windows, like a VL (§4.5.5.2); the incoming RVS packets set
+ * each line as it is written [EMU], so the host polls RVL-to-PW like VL.
+ */
+void dn2_remote_on_issue(DN2State *s, const struct dn2_req *r)
+{
+    DN2Wid *w = &s->wid[r->wid];
+    uint64_t total, end;
+    uint32_t first, last, i;
+
+    if ((r->otype & 0x1c) != DN2_OP_RVL || !r->rflag || r->dst >= DN2_WIN_AREA) {
+        return;
+    }
+    total = dn2_otype_form(r->otype) == DN2_FORM_CONTIG ? r->arg :
+            (uint64_t)r->iter * dn2_dtype_bytes(r->dtype);
+    if (r->has_ex && r->ex_otype && dn2_otype_form(r->ex_otype) != DN2_FORM_CONTIG) {
+        return;     /* a scattered landing: no single range to track */
+    }
+    if (!total) {
+        return;
+    }
+    end = MIN((uint64_t)r->dst + total, DN2_WIN_AREA);
+    first = r->dst / DN2_PW_LINE;
+    last = (end - 1) / DN2_PW_LINE;
+    for (i = first / DN2_PW_LINES_PER_WIN * DN2_PW_LINES_PER_WIN;
+         i <= last / DN2_PW_LINES_PER_WIN * DN2_PW_LINES_PER_WIN + 3; i++) {
+        if (i >= first && i <= last) {
+            w->pw_flag &= ~(1u << i);
+        } else {
+            w->pw_flag |= 1u << i;
+        }
+    }
+}

@@ -1,0 +1,595 @@
+/*
+ * DIMMnet-2 Receive Controller (thesis §5.4, §7.1.5, §7.2): takes packets
+ * from the port, checks them, and writes their data into the destination
+ * process's SO-DIMM area, Prefetch Window or LLCM, its IPUSH ring and LH
+ * Buffer, then the receive-status ring.
+ *
+ * Every field of a packet comes from the network and is untrusted: sizes,
+ * offsets, strides, element counts and list entries are checked against
+ * the receiving process's areas; malformed packets are dropped and counted
+ * (and set the error state the thesis defines, Controller Status [19:17]).
+ *
+ * When the host has not yet freed room (status ring, IPUSH ring, LH Buffer,
+ * RC request FIFO), the packet is refused with -EBUSY and nothing of it is
+ * written; the port keeps it, grants the sender no more credit, and offers
+ * it again after dn2_link_resume().
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/bswap.h"
+#include "qemu/atomic.h"
+#include "qemu/timer.h"
+#include "exec/memory.h"
+#include "dimmnet2.h"
+#include "trace.h"
+
+#define DN2_RX_RETRY_NS (100 * SCALE_US)
+
+static int dn2_rx_drop(DN2State *s, uint64_t *counter, uint16_t slid,
+                       const char *why)
+{
+    (*counter)++;
+    trace_dimmnet2_rx_drop(s->index, slid, why);
+    return 0;
+}
+
+static int dn2_rx_bad(DN2State *s, uint16_t slid, unsigned err, const char *why)
+{
+    if (err) {
+        s->rx_err = err;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: packet from LID 0x%x dropped: %s\n",
+                  slid, why);
+    return dn2_rx_drop(s, &s->stat_rx_drop_bad, slid, why);
+}
+
+/* Host-owned memory (an IPUSH ring's head lives in LLCM) changes without
+ * any register write: look again shortly. */
+static int dn2_rx_busy(DN2State *s, const char *why, uint16_t slid)
+{
+    if (!s->rx_stalled) {
+        s->stat_rx_stalls++;
+        trace_dimmnet2_rx_stall(s->index, slid, why);
+    }
+    s->rx_stalled = 1;
+    timer_mod(s->rx_retry, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + DN2_RX_RETRY_NS);
+    return -EBUSY;
+}
+
+/* ------------------------------------------------------------------ */
+/* The receive-status ring in LLCM                                     */
+/* ------------------------------------------------------------------ */
+
+static bool dn2_status_has_room(DN2State *s, DN2Wid *w)
+{
+    uint32_t size = dn2_status_ring_bytes(w);
+
+    return size >= 2 * DN2_STATUS_REC_SIZE &&
+           dn2_status_ring_used(w) + 2 * DN2_STATUS_REC_SIZE <= size;
+}
+
+static void dn2_status_write(DN2State *s, int wid, uint64_t lower, uint64_t upper)
+{
+    DN2Wid *w = &s->wid[wid];
+    uint32_t size = dn2_status_ring_bytes(w);
+    uint32_t pos = w->status_init +
+                   (uint32_t)((w->status_tail - w->status_init) % size);
+    uint8_t *p = s->llcm_ptr + wid * DN2_LLCM_WID_STRIDE + pos;
+
+    /* Lower at +0, Upper at +8 (choice #26); data first, then the tail. */
+    stq_le_p(p, lower);
+    stq_le_p(p + 8, upper);
+    memory_region_set_dirty(&s->llcm, wid * DN2_LLCM_WID_STRIDE + pos,
+                            DN2_STATUS_REC_SIZE);
+    smp_wmb();
+    w->status_tail = w->status_init +
+                     (pos - w->status_init + DN2_STATUS_REC_SIZE) % size;
+    trace_dimmnet2_rx_status(s->index, wid, pos, lower, upper);
+}
+
+static void dn2_status_post(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+                            uint32_t first, uint32_t size)
+{
+    dn2_status_write(s, h->dwid,
+                     dn2_req_lower(h->type, h->dtype, h->iter,
+                                   dn2_lid_to_clid(slid), h->swid, 1, size),
+                     dn2_req_upper(first, 0));
+}
+
+/* ------------------------------------------------------------------ */
+/* Stores into the receiving process's areas                           */
+/* ------------------------------------------------------------------ */
+
+enum { DN2_TGT_SDIMM, DN2_TGT_PW, DN2_TGT_LLCM };
+
+/* Store len bytes at process-relative address a of the target, clipping
+ * at the area end (Controller Status bit 17). */
+static void dn2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
+                         const uint8_t *data, uint32_t len)
+{
+    uint64_t area, n;
+
+    switch (tgt) {
+    case DN2_TGT_SDIMM:
+        area = dn2_sdimm_area(s);
+        break;
+    case DN2_TGT_PW:
+        area = DN2_WIN_AREA;
+        break;
+    default:
+        area = DN2_LLCM_AREA;
+        break;
+    }
+    n = a < area ? MIN((uint64_t)len, area - a) : 0;
+    if (n < len) {
+        s->rx_ovf = 1;
+        trace_dimmnet2_rx_clip(s->index, wid, a, len);
+    }
+    if (!n) {
+        return;
+    }
+    switch (tgt) {
+    case DN2_TGT_SDIMM:
+        dn2_sdimm_rw(s, wid, a, (void *)data, n, true);
+        break;
+    case DN2_TGT_PW: {
+        uint32_t off = wid * DN2_PW_WID_STRIDE + a, i;
+        memcpy(s->pw_ptr + off, data, n);
+        memory_region_set_dirty(&s->pw, off, n);
+        smp_wmb();
+        for (i = a / DN2_PW_LINE; i <= (a + n - 1) / DN2_PW_LINE; i++) {
+            s->wid[wid].pw_flag |= 1u << i;
+        }
+        break;
+    }
+    default: {
+        uint32_t off = wid * DN2_LLCM_WID_STRIDE + a;
+        memcpy(s->llcm_ptr + off, data, n);
+        memory_region_set_dirty(&s->llcm, off, n);
+        break;
+    }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* RVS family: remote VS / VSS / VSI (§4.6.6)                           */
+/* ------------------------------------------------------------------ */
+
+static int dn2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+                      const uint8_t *data, uint32_t dlen)
+{
+    int form = dn2_otype_form(h->type);
+    int tgt = h->lflag ? DN2_TGT_LLCM : h->rflag ? DN2_TGT_PW : DN2_TGT_SDIMM;
+    DN2Wid *w = &s->wid[h->dwid];
+    bool status = h->eflag || h->pflag;
+    uint32_t esz = dn2_dtype_bytes(h->dtype), size, i;
+
+    if (tgt == DN2_TGT_SDIMM && !s->sdimm_ready) {
+        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid, "SO-DIMM not ready");
+    }
+    if (form != DN2_FORM_CONTIG && (uint64_t)h->iter * esz > dlen) {
+        return dn2_rx_bad(s, slid, DN2_RX_ERR_EARLY_SOP,
+                          "fewer data bytes than Iteration elements");
+    }
+    if (status && !dn2_status_has_room(s, w)) {
+        return dn2_rx_busy(s, "status ring full", slid);
+    }
+
+    if (form == DN2_FORM_CONTIG) {
+        dn2_rx_store(s, h->dwid, tgt, h->w1_hi, data, dlen);
+        size = h->w1_hi + dlen - h->w1_lo;
+    } else {
+        for (i = 0; i < h->iter; i++) {
+            uint32_t idx = h->w1_hi + i, a;
+            if (form == DN2_FORM_STRIDE) {
+                a = h->w1_lo + idx * h->stride;
+            } else {
+                uint32_t off;
+                if (!s->sdimm_ready ||
+                    !dn2_list_entry(s, h->dwid, h->stride, idx, &off)) {
+                    s->rx_ovf = 1;
+                    continue;
+                }
+                a = h->w1_lo + off;
+            }
+            dn2_rx_store(s, h->dwid, tgt, a, data + i * esz, esz);
+        }
+        size = h->total;
+    }
+    if (status) {
+        dn2_status_post(s, h, slid, h->w1_lo, size);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* RVL family: the responder turns the request into RVS (§5.3.6)        */
+/* ------------------------------------------------------------------ */
+
+static int dn2_rx_rvl(DN2State *s, const struct dn2_hdr *h, uint16_t slid)
+{
+    int form = dn2_otype_form(h->type);
+    unsigned ex_otype = DN2_GET(h->ex, 4, 0);
+    DN2FifoEntry e;
+
+    if (!s->sdimm_ready) {
+        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid, "SO-DIMM not ready");
+    }
+    if (s->rc_count >= DN2_RC_FIFO) {
+        return dn2_rx_busy(s, "RC request FIFO full", slid);
+    }
+    memset(&e, 0, sizeof(e));
+    /* The requester's pattern (its Command Ex) becomes the remote side of
+     * the RVS; the RVL's own pattern becomes the local side (as Ex). */
+    if (ex_otype) {
+        e.lower = dn2_req_lower(DN2_OP_RVS | dn2_otype_form(ex_otype),
+                                DN2_GET(h->ex, 7, 5), DN2_GET(h->ex, 15, 8),
+                                dn2_lid_to_clid(slid), h->swid, h->eflag,
+                                dn2_otype_form(ex_otype) == DN2_FORM_CONTIG ?
+                                h->total : (uint32_t)DN2_GET(h->ex, 63, 32));
+    } else {
+        e.lower = dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(slid),
+                                h->swid, h->eflag, h->total);
+    }
+    e.upper = dn2_req_upper(h->w1_lo, h->w1_hi);
+    e.ex = dn2_req_ex(DN2_OP_VL | form, h->dtype, h->iter,
+                      form == DN2_FORM_CONTIG ? h->total : h->stride);
+    e.has_ex = 1;
+    e.rflag = h->rflag;
+    e.wid = h->dwid;
+    e.from_rc = 1;
+    s->rc_fifo[(s->rc_head + s->rc_count) % DN2_RC_FIFO] = e;
+    s->rc_count++;
+    dn2_kick(s);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* IPUSH: the receiver picks the destination through its AMT (§7.1)     */
+/* ------------------------------------------------------------------ */
+
+typedef struct DN2Ring {
+    uint8_t *entry;             /* the AMT entry in LLCM */
+    uint32_t entry_off;
+    uint32_t head, tail, base, size;
+} DN2Ring;
+
+static bool dn2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+                            DN2Ring *r)
+{
+    DN2Wid *w = &s->wid[h->dwid];
+    uint16_t v = s->amt[(dn2_lid_to_clid(slid) << 1) | h->swid];
+    uint64_t limit = MIN((uint64_t)w->ipush_area * DN2_IPUSH_AREA_UNIT,
+                         dn2_sdimm_area(s));
+    uint32_t lo = h->dwid * DN2_LLCM_WID_STRIDE;
+
+    if (!(v & 0x8000) || !w->ipush_area || !s->sdimm_ready) {
+        return false;
+    }
+    r->entry_off = (v & DN2_AMT_VALUE_MASK) * DN2_AMT_UNIT;
+    if (r->entry_off < lo || r->entry_off + DN2_AMT_ENTRY > lo + DN2_LLCM_AREA) {
+        return false;           /* the entry must be in the receiver's LLCM */
+    }
+    r->entry = s->llcm_ptr + r->entry_off;
+    r->head = ldl_le_p(r->entry + DN2_AMT_HEAD);
+    r->tail = ldl_le_p(r->entry + DN2_AMT_TAIL);
+    r->base = ldl_le_p(r->entry + DN2_AMT_BASE);
+    r->size = ldl_le_p(r->entry + DN2_AMT_SIZE);
+    return r->size >= 2 * DN2_RING_ALIGN && !(r->size % DN2_RING_ALIGN) &&
+           !(r->base % DN2_RING_ALIGN) && (uint64_t)r->base + r->size <= limit &&
+           r->head < r->size && r->tail < r->size &&
+           !(r->head % DN2_RING_ALIGN) && !(r->tail % DN2_RING_ALIGN);
+}
+
+static uint32_t dn2_ring_free(const DN2Ring *r)
+{
+    return r->size - DN2_RING_ALIGN - (r->tail - r->head + r->size) % r->size;
+}
+
+/* Write data at ring offset pos (wrapping). */
+static void dn2_ring_write(DN2State *s, int wid, const DN2Ring *r, uint32_t pos,
+                           const uint8_t *data, uint32_t len)
+{
+    uint32_t n = MIN(len, r->size - pos);
+
+    dn2_sdimm_rw(s, wid, r->base + pos, (void *)data, n, true);
+    if (n < len) {
+        dn2_sdimm_rw(s, wid, r->base, (void *)(data + n), len - n, true);
+    }
+}
+
+static void dn2_ring_set_tail(DN2State *s, DN2Ring *r, uint32_t tail)
+{
+    smp_wmb();
+    r->tail = tail;
+    stl_le_p(r->entry + DN2_AMT_TAIL, tail);
+    memory_region_set_dirty(&s->llcm, r->entry_off + DN2_AMT_TAIL, 4);
+}
+
+static int dn2_rx_ipush(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+                        const uint8_t *data, uint32_t dlen)
+{
+    DN2Wid *w = &s->wid[h->dwid];
+    bool status = h->eflag || h->pflag;
+    uint32_t need = ROUND_UP(dlen, DN2_RING_ALIGN), pos;
+    DN2Ring r;
+
+    if (!dn2_ring_lookup(s, h, slid, &r)) {
+        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
+                           "no valid IPUSH ring for this sender");
+    }
+    if (need > r.size - DN2_RING_ALIGN) {
+        s->rx_ovf = 1;
+        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
+                           "packet larger than the IPUSH ring");
+    }
+    if (need > dn2_ring_free(&r)) {
+        return dn2_rx_busy(s, "IPUSH ring full", slid);
+    }
+    if (status && !dn2_status_has_room(s, w)) {
+        return dn2_rx_busy(s, "status ring full", slid);
+    }
+    pos = r.tail;
+    dn2_ring_write(s, h->dwid, &r, pos, data, dlen);
+    dn2_ring_set_tail(s, &r, (pos + need) % r.size);
+    if (status) {
+        dn2_status_post(s, h, slid, r.base + pos, dlen);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* LHS: envelope + 48 bytes into the LH Buffer, the rest into the ring  */
+/* ------------------------------------------------------------------ */
+
+static DN2LhsMsg *dn2_lhs_find(DN2Wid *w, uint16_t slid, uint8_t swid)
+{
+    int i;
+
+    for (i = 0; i < DN2_LHS_SLOTS; i++) {
+        if (w->lhs[i].valid && w->lhs[i].slid == slid && w->lhs[i].swid == swid) {
+            return &w->lhs[i];
+        }
+    }
+    return NULL;
+}
+
+static uint8_t *dn2_lhb_entry(DN2State *s, int wid, uint32_t off)
+{
+    return s->lhb_ptr + wid * DN2_LHB_WID_STRIDE + off;
+}
+
+/* Put message bytes [off, off + len) of an LHS message where they belong:
+ * [0, 8) is the envelope (already decoded), [8, 56) the entry's data lines,
+ * the rest the overflow area in the ring. */
+static void dn2_lhs_place(DN2State *s, int wid, DN2LhsMsg *m, DN2Ring *r,
+                          uint32_t off, const uint8_t *data, uint32_t len)
+{
+    const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
+
+    while (len) {
+        uint32_t n;
+        if (off < DN2_LINE) {
+            n = MIN(len, DN2_LINE - off);
+        } else if (off < inline_end) {
+            n = MIN(len, inline_end - off);
+            memcpy(dn2_lhb_entry(s, wid, m->entry) + 2 * DN2_LINE + (off - DN2_LINE),
+                   data, n);
+        } else {
+            n = len;
+            dn2_ring_write(s, wid, r, (m->pointer - r->base + (off - inline_end)) %
+                           r->size, data, n);
+        }
+        off += n;
+        data += n;
+        len -= n;
+    }
+}
+
+static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+                      const uint8_t *data, uint32_t dlen)
+{
+    DN2Wid *w = &s->wid[h->dwid];
+    bool status = h->eflag || h->pflag;
+    uint32_t total = h->w1_lo, off = h->w1_hi;
+    const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
+    DN2LhsMsg *m = dn2_lhs_find(w, slid, h->swid);
+    uint8_t *ent;
+    uint64_t l0;
+    DN2Ring r;
+
+    if (!dn2_ring_lookup(s, h, slid, &r)) {
+        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
+                           "no valid IPUSH ring for this LHS sender");
+    }
+    if (off + (uint64_t)dlen > total || (off == 0 && total < DN2_LINE)) {
+        return dn2_rx_bad(s, slid, 0, "LHS packet outside its message");
+    }
+    if (status && !dn2_status_has_room(s, w)) {
+        return dn2_rx_busy(s, "status ring full", slid);
+    }
+
+    if (off == 0) {
+        uint32_t over = total > inline_end ? ROUND_UP(total - inline_end,
+                                                       DN2_RING_ALIGN) : 0;
+        uint32_t used = (w->lhb_tail - w->lhb_head + DN2_LHB_AREA) % DN2_LHB_AREA;
+        uint64_t env = ldq_le_p(data);
+        int i;
+
+        if (dlen < DN2_LINE) {
+            return dn2_rx_bad(s, slid, 0, "LHS first packet without envelope");
+        }
+        if (used + DN2_LHB_ENTRY >= DN2_LHB_AREA) {
+            return dn2_rx_busy(s, "LH Buffer full", slid);
+        }
+        if (over > r.size - DN2_RING_ALIGN) {
+            s->rx_ovf = 1;
+            return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
+                               "LHS overflow larger than the IPUSH ring");
+        }
+        if (over > dn2_ring_free(&r)) {
+            return dn2_rx_busy(s, "IPUSH ring full", slid);
+        }
+        if (!m) {
+            for (i = 0; i < DN2_LHS_SLOTS && w->lhs[i].valid; i++) {
+            }
+            if (i == DN2_LHS_SLOTS) {
+                return dn2_rx_busy(s, "too many LHS messages in progress", slid);
+            }
+            m = &w->lhs[i];
+        }
+        /* A sender's new message abandons an unfinished one: the NIC has
+         * no way to recover it (it cannot happen with in-order delivery). */
+        m->valid = 1;
+        m->slid = slid;
+        m->swid = h->swid;
+        m->entry = w->lhb_tail;
+        m->pointer = r.base + r.tail;
+        m->total = total;
+        m->got = 0;
+        w->lhb_tail = (w->lhb_tail + DN2_LHB_ENTRY) % DN2_LHB_AREA;
+        if (over) {
+            dn2_ring_set_tail(s, &r, (r.tail + over) % r.size);
+        }
+
+        ent = dn2_lhb_entry(s, h->dwid, m->entry);
+        memset(ent + 2 * DN2_LINE, 0, DN2_LHB_DATA);
+        dn2_lhs_place(s, h->dwid, m, &r, 0, data, dlen);
+        stq_le_p(ent + DN2_LINE, DN2_PUT(DN2_GET(env, 31, 0), 63, 32) |
+                 DN2_PUT(total - DN2_LINE, 31, 0));
+        /* Envelope valid: toggle Valid (the host may VL the overflow now). */
+        l0 = ldq_le_p(ent);
+        l0 = DN2_PUT(m->pointer, 63, 32) | DN2_PUT(DN2_GET(env, 63, 48), 31, 16) |
+             DN2_PUT(DN2_GET(env, 45, 32), 15, 2) |
+             ((l0 ^ DN2_LH_VALID) & (DN2_LH_VALID | DN2_LH_COMPLETE));
+        smp_wmb();
+        stq_le_p(ent, l0);
+    } else {
+        if (!m || off != m->got) {
+            return dn2_rx_bad(s, slid, 0, "LHS continuation without its start");
+        }
+        dn2_lhs_place(s, h->dwid, m, &r, off, data, dlen);
+    }
+    m->got += dlen;
+    ent = dn2_lhb_entry(s, h->dwid, m->entry);
+    if (m->got >= m->total) {
+        smp_wmb();
+        stq_le_p(ent, ldq_le_p(ent) ^ DN2_LH_COMPLETE);
+        m->valid = 0;
+    }
+    memory_region_set_dirty(&s->lhb, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
+                            DN2_LHB_ENTRY);
+    if (status) {
+        dn2_status_post(s, h, slid, m->entry, total);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry point                                                         */
+/* ------------------------------------------------------------------ */
+
+int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
+{
+    struct dn2_hdr h;
+    unsigned lines;
+    uint32_t psize, dlen;
+    uint16_t own;
+    int ret;
+
+    if (len < DN2_HDR_LINES_SHORT * DN2_LINE || len > DN2_PKT_MAX) {
+        return dn2_rx_bad(s, slid, 0, "packet length out of range");
+    }
+    dn2_hdr0_decode(&h, ldq_le_p(pkt));
+    switch (h.type) {
+    case DN2_OP_RVL: case DN2_OP_RVLS: case DN2_OP_RVLI:
+    case DN2_OP_RVS: case DN2_OP_RVSS: case DN2_OP_RVSI:
+    case DN2_OP_IPUSH:
+        break;
+    default:
+        return dn2_rx_bad(s, slid, 0, "TYPE is not a network primitive");
+    }
+    lines = dn2_hdr_lines(h.type);
+    if (h.hflag != (lines > DN2_HDR_LINES_SHORT)) {
+        return dn2_rx_bad(s, slid, DN2_RX_ERR_HFLAG, "hflag does not match TYPE");
+    }
+    psize = dn2_pkt_size_bytes(h.size);
+    if (len < lines * DN2_LINE || psize < lines * DN2_LINE || psize > len) {
+        return dn2_rx_bad(s, slid, DN2_RX_ERR_EARLY_SOP,
+                          "packet shorter than its header or Packet Size");
+    }
+    dlen = psize - lines * DN2_LINE;
+    if (lines == DN2_HDR_LINES_RVL && dlen) {
+        return dn2_rx_bad(s, slid, DN2_RX_ERR_RVL_DATA, "RVL packet with data");
+    }
+    h.w1_lo = ldl_le_p(pkt + 8);
+    h.w1_hi = ldl_le_p(pkt + 12);
+    if (lines > 2) {
+        h.total = ldl_le_p(pkt + 16);
+        h.stride = ldl_le_p(pkt + 20);
+    }
+    if (lines > 3) {
+        h.ex = ldq_le_p(pkt + 24);
+    }
+
+    own = dn2_link_lid(s);
+    if (h.dlid != own && !dn2_clid_is_mcast(dn2_lid_to_clid(h.dlid))) {
+        return dn2_rx_drop(s, &s->stat_rx_drop_route, slid, "not for this LID");
+    }
+    if (!s->wid[h.dwid].pgid_set) {
+        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
+                           "no process at DWID (PGID not set)");
+    }
+    if (h.pgid != s->pgid[h.dwid]) {
+        /* Protection (§4.4): only equal PGIDs communicate; choice #31. */
+        return dn2_rx_drop(s, &s->stat_rx_drop_pgid, slid, "PGID mismatch");
+    }
+
+    switch (h.type) {
+    case DN2_OP_RVL: case DN2_OP_RVLS: case DN2_OP_RVLI:
+        ret = dn2_rx_rvl(s, &h, slid);
+        break;
+    case DN2_OP_IPUSH:
+        ret = h.lflag ? dn2_rx_lhs(s, &h, slid, pkt + lines * DN2_LINE, dlen)
+                      : dn2_rx_ipush(s, &h, slid, pkt + lines * DN2_LINE, dlen);
+        break;
+    default:
+        ret = dn2_rx_rvs(s, &h, slid, pkt + lines * DN2_LINE, dlen);
+        break;
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    if (ret > 0) {
+        s->wid[h.dwid].pkt_counter++;
+        s->stat_rx_packets++;
+        s->stat_rx_bytes += psize;
+        trace_dimmnet2_rx(s->index, slid, h.dwid, dn2_otype_name(h.type), dlen);
+    }
+    return 0;
+}
+
+static void dn2_rx_retry_cb(void *opaque)
+{
+    dn2_kick(opaque);
+}
+
+void dn2_rx_init(DN2State *s)
+{
+    s->rx_retry = timer_new_ns(QEMU_CLOCK_REALTIME, dn2_rx_retry_cb, s);
+}
+
+void dn2_rx_reset(DN2State *s)
+{
+    s->rx_stalled = 0;
+    if (s->rx_retry) {
+        timer_del(s->rx_retry);
+    }
+    memset(s->rc_fifo, 0, sizeof(s->rc_fifo));
+    s->rc_head = 0;
+    s->rc_count = 0;
+    s->rc_turn = 0;
+}
