@@ -70,7 +70,30 @@ bool dn2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf, uint64_t len,
     g = (uint64_t)wid * area + off;
     end = g + len;
     while (g < end) {
-        uint64_t chunk = MIN(DN2_SDIMM_INTERLEAVE - (g & 7), end - g);
+        uint64_t chunk;
+
+        if (!(g & 15) && end - g >= 16) {
+            /* Fast path: whole 16-byte blocks are 8 bytes in each module
+             * at the same module offset. */
+            uint64_t i, blocks = (end - g) >> 4;
+            uint8_t *m0 = s->sodimm_ptr + ((g >> 4) << 3);
+            uint8_t *m1 = m0 + half;
+
+            if (is_write) {
+                for (i = 0; i < blocks; i++, p += 16) {
+                    memcpy(m0 + 8 * i, p, 8);
+                    memcpy(m1 + 8 * i, p + 8, 8);
+                }
+            } else {
+                for (i = 0; i < blocks; i++, p += 16) {
+                    memcpy(p, m0 + 8 * i, 8);
+                    memcpy(p + 8, m1 + 8 * i, 8);
+                }
+            }
+            g += blocks << 4;
+            continue;
+        }
+        chunk = MIN(DN2_SDIMM_INTERLEAVE - (g & 7), end - g);
         uint8_t *m = s->sodimm_ptr + dn2_sdimm_module(g) * half +
                      dn2_sdimm_module_offset(g);
         if (is_write) {
