@@ -500,8 +500,13 @@ int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
     uint16_t own;
     int ret;
 
-    if (len < DN2_HDR_LINES_SHORT * DN2_LINE || len > DN2_PKT_MAX) {
-        return dn2_rx_bad(s, slid, 0, "packet length out of range");
+    if (len > DN2_PKT_MAX) {
+        return dn2_rx_bad(s, slid, 0, "packet longer than the largest MTU");
+    }
+    if (len < DN2_HDR_LINES_SHORT * DN2_LINE) {
+        /* Fewer lines than any header: the packet ended early. */
+        return dn2_rx_bad(s, slid, DN2_RX_ERR_EARLY_SOP,
+                          "packet shorter than a 2-line header");
     }
     dn2_hdr0_decode(&h, ldq_le_p(pkt));
     switch (h.type) {
