@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Guest driver test (TAP): builds the dimmnet2 kernel module against the
+# guest kernel's headers and tests/guest/dn2-drvtest.c (static), boots a
+# Linux guest with two DIMMnet-2 boards (board 0 cabled to itself at the
+# default 0xFEC10000, which the firmware's MTRRs make uncachable; board 1
+# without cable at 0x80000000, which they leave write-back) with both added
+# to its initramfs, and runs
+# "dn2-drvtest /dimmnet2.ko" in it as root.  The guest's TAP is forwarded,
+# renumbered, after checks of our own (module built, test built, guest
+# finished, the test ran its plan).
+#
+#   tests/guest/driver-test.sh            (meson: test 'guest-driver')
+#
+# Builds are cached: the module by linux-guest/driver/build.sh (in
+# build/guest/driver), the test in build/guest/drvtest-root (what goes into
+# the guest); each is rebuilt only when a source, a header, the kernel
+# headers or the compiler change.
+#
+# Environment: QEMU (binary), DN2_DRIVER_TIMEOUT (guest seconds, default
+# 240), DN2_KDIR (kernel build tree; default
+# /usr/src/linux-headers-<version of the guest kernel>), plus what
+# scripts/run-guest.sh reads.  The console log is kept in
+# build/guest/logs/driver-test.log.
+set -uo pipefail
+top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+. "$top/scripts/lib.sh"
+timeout_s=${DN2_DRIVER_TIMEOUT:-240}
+log=$top/build/guest/logs/driver-test.log
+drv_src=$top/linux-guest/driver
+root=$top/build/guest/drvtest-root
+test_src=$top/tests/guest/dn2-drvtest.c
+mkdir -p "$(dirname "$log")" "$root/bin"
+
+n=0
+results=()
+diags=()
+emit() { # emit ok|not-ok DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" = ok ]; then results+=("ok $n - $2"); else results+=("not ok $n - $2"); fi
+}
+finish() {
+    echo "1..$n"
+    printf '%s\n' "${diags[@]}" "${results[@]}" | grep -v '^$'
+    echo "# console log: $log"
+    printf '%s\n' "${results[@]}" | grep -q '^not ok ' && exit 1
+    exit 0
+}
+add_diags() { # add_diags FILE: its lines as TAP diagnostics
+    local l
+    while IFS= read -r l; do diags+=("# $l"); done < "$1"
+}
+
+# --------------------------------------------------------------- the module
+# linux-guest/driver/build.sh: cached build against the guest kernel's
+# headers (also exports build/guest/export/dimmnet2.ko).
+ko=$(bash "$drv_src/build.sh" 2> "$log.kbuild")
+brc=$?
+case $brc in
+    0) emit ok "dimmnet2.ko built against the guest kernel's headers without warnings ($(grep -c 'building dimmnet2.ko' "$log.kbuild" | sed 's/^0$/cached/; s/^1$/rebuilt/'))" ;;
+    2) add_diags "$log.kbuild"; emit not-ok "dimmnet2.ko built with warnings" ;;
+    4) add_diags "$log.kbuild"; emit not-ok "kernel headers for the guest kernel (scripts/setup.sh installs them)"; finish ;;
+    *) add_diags "$log.kbuild"; emit not-ok "dimmnet2.ko built (see build/guest/driver/build.log)"; finish ;;
+esac
+cp "$ko" "$root/dimmnet2.ko"
+
+# ----------------------------------------------------------------- the test
+cflags=(-static -O2 -Wall -Wextra -Werror -I "$top/include")
+thash=$( { cat "$test_src" "$top/include/dimmnet2/dn2_abi.h" "$top/include/dimmnet2/dn2_uapi.h"
+           gcc --version | head -1; echo "${cflags[*]}"; } | sha256sum | cut -c1-32)
+if [ -x "$root/bin/dn2-drvtest" ] && [ "$(cat "$root/../.drvtest.stamp" 2>/dev/null)" = "$thash" ]; then
+    :
+elif gcc "${cflags[@]}" -o "$root/bin/dn2-drvtest" "$test_src" > "$log.cc" 2>&1; then
+    strip "$root/bin/dn2-drvtest" 2>/dev/null || true
+    echo "$thash" > "$root/../.drvtest.stamp"
+else
+    add_diags "$log.cc"
+    emit not-ok "dn2-drvtest built (gcc -static)"
+    finish
+fi
+emit ok "dn2-drvtest built (static)"
+
+# ---------------------------------------------------------------- the guest
+start=$SECONDS
+out=$(DN2_GUEST_EXTRA=$root "$top/scripts/run-guest.sh" -n 0 -t "$timeout_s" -l "$log" \
+          -r 'echo DN2-DRVTEST-BEGIN; dn2-drvtest /dimmnet2.ko; echo DN2-DRVTEST-END rc=$?' \
+          -- -device dimmnet2,loopback=on -device dimmnet2,base=0x80000000 2> "$log.run-guest")
+rc=$?
+elapsed=$((SECONDS - start))
+case $rc in
+    0|1) emit ok "guest with two boards (board 0 loopback, board 1 at 0x80000000) booted and finished in ${elapsed} s" ;;
+    2) emit not-ok "guest timed out after ${timeout_s} s" ;;
+    3) emit not-ok "guest died before finishing (kernel panic or QEMU error)" ;;
+    *) emit not-ok "guest could not be started (run-guest.sh status $rc)" ;;
+esac
+if [ "$rc" -ge 2 ]; then
+    add_diags "$log.run-guest"
+fi
+
+section=$(printf '%s\n' "$out" | sed -n '/^DN2-DRVTEST-BEGIN$/,/^DN2-DRVTEST-END rc=/p')
+plan=$(printf '%s\n' "$section" | sed -n -E 's/^1\.\.([0-9]+).*/\1/p' | tail -1)
+count=0
+while IFS= read -r line; do
+    case $line in
+        'ok '*|'not ok '*)
+            count=$((count + 1))
+            desc=$(printf '%s\n' "$line" | sed -E 's/^(not )?ok [0-9]+ ?-? ?//')
+            if [ "${line#not }" = "$line" ]; then emit ok "$desc"; else emit not-ok "$desc"; fi
+            ;;
+        '#'*) results+=("$line") ;;
+    esac
+done <<< "$section"
+test_rc=$(printf '%s\n' "$section" | sed -n -E 's/^DN2-DRVTEST-END rc=([0-9]+)$/\1/p')
+if [ -n "$plan" ] && [ "$count" -eq "$plan" ]; then
+    emit ok "dn2-drvtest ran its plan of $plan checks (exit status $test_rc)"
+elif [ -z "$plan" ]; then
+    emit not-ok "dn2-drvtest did not finish (no TAP plan in the guest output; exit status ${test_rc:-none})"
+else
+    emit not-ok "dn2-drvtest planned $plan checks but reported $count (exit status ${test_rc:-none})"
+fi
+finish
