@@ -55,6 +55,10 @@ int dn2_open(dn2_t **out, const char *path);
  * primitives use. */
 int dn2_open_mem(dn2_t **out, uint64_t phys_base, int wid);
 
+/* Open the driver's control handle (no WID, no mappings): only for
+ * dn2_lid(), dn2_sdimm_bytes() and the dn2_admin_* calls. */
+int dn2_open_control(dn2_t **out, const char *path);
+
 void dn2_close(dn2_t *d);
 
 int dn2_wid(const dn2_t *d);

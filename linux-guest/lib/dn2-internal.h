@@ -11,6 +11,7 @@
 struct dn2 {
     int fd;
     int wid;
+    int control;                    /* driver control handle: no mappings */
     volatile uint8_t *ww, *pw, *llcm, *lhb;
     volatile uint64_t *ur;
     volatile uint64_t *sr;          /* /dev/mem mode only */

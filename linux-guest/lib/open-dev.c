@@ -100,6 +100,29 @@ fail:
     return r;
 }
 
+int dn2_open_control(dn2_t **out, const char *path)
+{
+    struct dn2 *d = calloc(1, sizeof(*d));
+    int r;
+
+    if (!d) {
+        return -ENOMEM;
+    }
+    /* Read-only: the driver's control handle takes no WID and maps
+     * nothing; it is for GET_INFO and the administration ioctls. */
+    d->fd = open(path ? path : DN2_DEV_PREFIX "0", O_RDONLY | O_CLOEXEC);
+    if (d->fd < 0) {
+        r = -errno;
+        free(d);
+        return r;
+    }
+    d->wid = -1;
+    d->control = 1;
+    dn2i_refresh_info(d);
+    *out = d;
+    return 0;
+}
+
 /* Driver-mode administration (the System Register is never mapped). */
 int dn2i_ioctl(struct dn2 *d, unsigned long req, void *arg)
 {
