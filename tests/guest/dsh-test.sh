@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# TAP: dsh (the DIMMnet Shell, tools/dsh) in a Linux guest whose board is
+# cabled to itself (loopback=on: LID 1).  One guest runs
+#   1. a dsh script through /dev/mem: bring-up, the thesis's worked example
+#      (App. C: prim VS ... prints cmd:60000000400_20000000008, then
+#      Controller Status reads 0x832), ww_write + VS + VL + pw_read,
+#      llcm_write/llcm_read, rllcm_write to its own LID, the receive-status
+#      ring, the register decoders;
+#   2. a script of bad commands (each must give an error, none a crash);
+#   3. when build/guest/driver/dimmnet2.ko exists (tests/guest/driver-test.sh
+#      builds it): dsh through the driver (-d /dev/dimmnet2-0).
+# The outputs are checked here with grep.
+#
+#   tests/guest/dsh-test.sh      (meson: test 'guest-dsh'; $DN2_DSH = dsh)
+#
+# Environment: DN2_DSH (the static dsh; default build/tools/dsh/dsh),
+# DN2_DSH_KO (the driver module; default build/guest/driver/dimmnet2.ko,
+# empty: no driver checks), DN2_BOOT_TIMEOUT (guest seconds, default 150), plus what
+# scripts/run-guest.sh reads.  Console log: build/guest/logs/dsh-test.log.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+
+prog=${DN2_DSH:-$DN2_TOP/build/tools/dsh/dsh}
+log=$DN2_TOP/build/guest/logs/dsh-test.log
+ko=${DN2_DSH_KO-$DN2_TOP/build/guest/driver/dimmnet2.ko}
+if [ ! -x "$prog" ]; then
+    echo "1..1"
+    echo "not ok 1 - $prog not built (run: meson compile -C build)"
+    exit 1
+fi
+extra=$(mktemp -d)
+trap 'rm -rf "$extra"' EXIT
+mkdir -p "$extra/bin" "$(dirname "$log")"
+cp "$prog" "$extra/bin/dsh"
+have_drv=
+if [ -n "$ko" ] && [ -f "$ko" ]; then
+    cp "$ko" "$extra/dimmnet2.ko"
+    have_drv=1
+fi
+
+# ------------------------------------------------ what the guest runs
+cat > "$extra/dsh-mem.dsh" <<'EOF'
+# Bring-up through the System Register (thesis order)
+v
+sreg_write ctl_reset 1
+sreg_write sdimm_capacity 1
+sreg_write sdimm_init 1
+wait sdimm
+sreg_write mtu 8
+wait link
+sreg_read sma_lid
+sreg_write lid 1
+sreg_write pgid0 42
+sreg_write pgid1 42
+# The thesis's worked example: a VS from WW#0, then its VS from WW#2
+ww_write ww=0 from=0 it=128 val=0x11110000 inc=1
+prim VS dt=0 it=0 dw=0 dl=0 ef=0 size=0x200 src=0 dst=0
+wait vs 0
+ww_write ww=2 from=0 it=128 val=0x22220000 inc=1
+prim VS dt=0 it=0 dw=0 dl=0 ef=0 size=0x200 src=0x400 dst=0x600
+wait vs 2
+ureg_read ctl_status
+ureg_read prim_counter
+# DTYPE lands in Lower [7:5] (NOP: the board ignores it)
+prim NOP dt=2 it=0 dw=0 dl=0 ef=0 size=0x200 src=0x400 dst=0x600
+# Read it back: VL into Prefetch Window #1
+prim VL size=0x200 src=0x600 dst=0x200 dt=0 it=0 dw=0 dl=0 ef=0
+wait pw 1
+pw_read 1 64
+ureg_read pw_flag
+ureg_write prim_counter_reset 1
+ureg_read prim_counter
+# LLCM (thesis Fig. C.6)
+llcm_write from=0 it=10 val=0xaaaa0000 inc=1
+llcm_read 0 64
+# rllcm_write to our own LID (loopback), then read our LLCM
+ureg_write pkt_counter_reset 1
+rllcm_write 1 0x100 0x1122334455667788
+wait pkt 1
+llcm_read 0x100 16
+ureg_read pkt_counter
+ureg_read prim_counter
+# Receive status: an RVS to ourselves with eflag
+ureg_write status_initial_addr 0x7000
+ureg_write status_area_size 0x10
+prim RVS dt=0 it=0 dw=0 dl=1 ef=1 size=0x40 src=0x600 dst=0x3000
+wait status
+ureg_read status_nwa
+status
+status
+dump sodimm 0x3000 64
+ureg_read module_state
+ureg_read evpbuf_nwa
+evpbuf_read 0 32
+ww_read 2 16
+sreg_write clt_reset 1
+ureg_read ctl_status
+info
+q
+llcm_read 0 8
+EOF
+
+cat > "$extra/dsh-bad.dsh" <<'EOF'
+foo
+prim VS dt=0 it=0
+prim XYZ dt=0 it=0 dw=0 dl=0 ef=0 size=0 src=0 dst=0
+prim VS dt=9 it=0 dw=0 dl=0 ef=0 size=0 src=0 dst=0
+prim VS dt=0 it=0 dw=0 dl=0 ef=0 size=0 src=0 dst=0 bogus=1
+prim VS dt=0 dt=1 it=0 dw=0 dl=0 ef=0 size=0 src=0 dst=0
+prim VS dt=0 it=0 dw=0 dl=0 ef=0 size=0 src=0 dst
+llcm_read 0x8000 16
+llcm_read abc 16
+llcm_read 55ff 8
+pw_read 7 64
+pw_read 0
+ureg_read nothing
+ureg_write status_nra
+sreg_read ctl_reset
+sreg_write lid
+sreg_write frobnicate 1
+ww_write ww=0 from=0 it=1 val=1 inc=1 it=2
+ww_write ww=0 from=0x800 it=1 val=1 inc=1
+llcm_write from=0 it=1 val=-1 inc=0
+rllcm_write 1
+wait forever
+wait count XYZ 1
+dump sodimm
+;;; ;
+v
+EOF
+
+cat > "$extra/dsh-drv.dsh" <<'EOF'
+info
+ureg_read ctl_status
+llcm_write from=0x100 it=4 val=0x5a5a0000 inc=1
+llcm_read 0x100 16
+ww_write ww=1 from=0 it=16 val=0x33330000 inc=1
+prim VS dt=0 it=0 dw=0 dl=0 ef=0 size=0x40 src=0x200 dst=0x5000
+wait vs 1
+prim VL dt=0 it=0 dw=0 dl=0 ef=0 size=0x40 src=0x5000 dst=0x400
+wait pw 2
+pw_read 2 32
+EOF
+
+cat > "$extra/dsh-guest.sh" <<'EOF'
+echo DSH-MEM-BEGIN
+dsh 2 1 0 < /dsh-mem.dsh 2>&1
+echo "DSH-MEM-END rc=$?"
+echo DSH-BAD-BEGIN
+dsh -q < /dsh-bad.dsh 2>&1
+echo "DSH-BAD-END rc=$?"
+echo DSH-C-BEGIN
+dsh -c 'ureg_read ctl_status; sreg_read sma_lid ; h prim' 2>&1
+echo "DSH-C-END rc=$?"
+if [ -f /dimmnet2.ko ]; then
+    echo DSH-DRV-BEGIN
+    # The script above ended with a Controller Reset: SO-DIMM on again.
+    dsh -q -c 'sreg_write sdimm_capacity 1; sreg_write sdimm_init 1' >/dev/null 2>&1
+    if ! insmod /dimmnet2.ko 2>&1; then
+        echo DSH-DRV-INSMOD-FAILED
+    else
+        dsh -d /dev/dimmnet2-0 < /dsh-drv.dsh 2>&1
+        echo "DSH-DRV-RC rc=$?"
+        dsh -d /dev/dimmnet2-0 -c 'sreg_read sma_lid' 2>&1
+        echo "DSH-DRV-SREG rc=$?"
+    fi
+    echo DSH-DRV-END
+fi
+exit 0
+EOF
+
+# ------------------------------------------------------------ the guest
+out=$(DN2_GUEST_EXTRA=$extra bash "$DN2_TOP/scripts/run-guest.sh" -r 'sh /dsh-guest.sh' \
+      -t "${DN2_BOOT_TIMEOUT:-150}" -l "$log" \
+      -- -global dimmnet2.loopback=on 2>"$log.run-guest")
+rc=$?
+printf '%s\n' "$out" > "$log.out"
+
+# ------------------------------------------------------------ checks
+n=0
+failed=0
+ok() { # ok COND-STATUS DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
+}
+section() { # section NAME: the lines between DSH-NAME-BEGIN and DSH-NAME-END
+    printf '%s\n' "$out" | sed -n "/^DSH-$1-BEGIN\$/,/^DSH-$1-END/p"
+}
+mem=$(section MEM)
+bad=$(section BAD)
+cmdc=$(section C)
+drv=$(section DRV)
+has() { # has TEXT-VAR EXTENDED-REGEX
+    grep -Eq -- "$2" <<< "$1"
+}
+count() { # count TEXT-VAR EXTENDED-REGEX
+    grep -Ec -- "$2" <<< "$1"
+}
+
+plan=36
+[ -n "$have_drv" ] && plan=$((plan + 5))
+echo "1..$plan"
+ok $([ $rc -eq 0 ] && [ -n "$mem" ]; echo $?) "guest booted, ran the dsh scripts and powered off (run-guest.sh status $rc)"
+if [ -z "$mem" ]; then
+    echo "# no dsh output; tail of the console log ($log):"
+    tail -20 "$log" 2>/dev/null | sed 's/^/# /'
+    sed 's/^/# /' "$log.run-guest" 2>/dev/null | tail -10
+fi
+
+# 1. /dev/mem session
+ok $(has "$mem" '^DIMMnet-2 Shell version 2\.1a'; echo $?) "v prints 'DIMMnet-2 Shell version 2.1a'"
+ok $(has "$mem" '^dsh > sreg_write ctl_reset 1$' && has "$mem" '^####### Controller Reset #######$'; echo $?) \
+   "commands from a file are echoed after 'dsh > '; sreg_write ctl_reset"
+ok $(has "$mem" '^SO-DIMM ready$' && has "$mem" '^256 MiB per module$' && has "$mem" '^2048 bytes$'; echo $?) \
+   "bring-up: sdimm_capacity (256 MiB), sdimm_init, wait sdimm, mtu (2048)"
+ok $(has "$mem" '^####### Get LID from sma #######$' && has "$mem" '^#[0-9a-f]{8,}: 0000000000030001$' \
+     && has "$mem" '^LID  : 1 ' && has "$mem" '^link : 11 \(ready\)$'; echo $?) \
+   "sreg_read sma_lid: 0x30001 decoded as LID 1, link ready"
+ok $(has "$mem" '^LID 1 \(0x0001, CLID 0x001\)$' && has "$mem" '^PGID 42 for WID 0$' && has "$mem" '^PGID 42 for WID 1$'; echo $?) \
+   "sreg_write lid / pgid0 / pgid1"
+ok $(grep -xq 'cmd:60000000400_20000000008' <<< "$mem"; echo $?) \
+   "the thesis's 'prim VS dt=0 it=0 dw=0 dl=0 ef=0 size=0x200 src=0x400 dst=0x600' prints cmd:60000000400_20000000008"
+ok $(grep -xq 'cmd:0_20000000008' <<< "$mem"; echo $?) "prim VS src=0 dst=0 prints cmd:0_20000000008"
+ok $(has "$mem" '^WW#0: write to SO-DIMM complete$' && has "$mem" '^WW#2: write to SO-DIMM complete$'; echo $?) \
+   "wait vs 0 / wait vs 2"
+ok $(has "$mem" '^#[0-9a-f]{8,}: 0000000000000832$'; echo $?) \
+   "ureg_read ctl_status reads 0x832 after the VSs from WW#0 and WW#2 (the thesis's dump)"
+ok $(has "$mem" '^  bit 1 +SO-DIMM initialised$' && has "$mem" '^  bit 4 +status area empty$' \
+     && has "$mem" '^  bit 5 +WW#0: write to SO-DIMM complete$' && has "$mem" '^  bit 11 +WW#2: write to SO-DIMM complete$'; echo $?) \
+   "ctl_status decoded: bits 1, 4, 5, 11"
+ok $(has "$mem" '^VS    : 2$' && has "$mem" '^BOTF  : 0$'; echo $?) "ureg_read prim_counter decodes VS : 2"
+ok $(grep -xq 'cmd:60000000400_20000000040' <<< "$mem"; echo $?) "prim NOP dt=2 puts DTYPE in Lower [7:5] (cmd:60000000400_20000000040)"
+ok $(grep -xq 'cmd:20000000600_20000000004' <<< "$mem"; echo $?) "prim VL with its fields in another order (cmd:20000000600_20000000004)"
+ok $(has "$mem" '^PW#1: all lines in$' && has "$mem" '^#[0-9a-f]{8,}: 2222000122220000 2222000322220002$' \
+     && has "$mem" '^#[0-9a-f]{8,}: 2222000922220008 2222000b2222000a$'; echo $?) \
+   "wait pw 1 + pw_read 1 64 shows the data the VS wrote (0x22220000...)"
+ok $(has "$mem" '^PW#1  : 1111  all lines in$'; echo $?) "ureg_read pw_flag decodes per window"
+ok $(has "$mem" '^####### Primitive Counter Reset #######$' && has "$mem" '^#[0-9a-f]{8,}: 0000000000000000$'; echo $?) \
+   "ureg_write prim_counter_reset 1 clears the counter"
+ok $(has "$mem" '^#[0-9a-f]{8,}: aaaa0001aaaa0000 aaaa0003aaaa0002$' && has "$mem" '^#[0-9a-f]{8,}: aaaa0009aaaa0008 [0-9a-f]{16}$'; echo $?) \
+   "llcm_write from=0 it=10 val=0xaaaa0000 inc=1 then llcm_read 0 64 (thesis Fig. C.6)"
+ok $(has "$mem" '^# ADDR +7 6 5 4 3 2 1 0 F E D C B A 9 8$'; echo $?) "dumps have the thesis's header line"
+ok $(has "$mem" '^packets received: 1$'; echo $?) "rllcm_write 1 0x100 ...: the BOTF came back through the loopback cable (wait pkt 1)"
+ok $(has "$mem" '^#[0-9a-f]{8,}: 1122334455667788 '; echo $?) "llcm_read 0x100 shows the 8 bytes rllcm_write sent"
+ok $(has "$mem" '^BOTF  : 1$'; echo $?) "the BOTF counter counted the rllcm_write"
+ok $(has "$mem" '^status ring at LLCM 0x7000' && has "$mem" '^1024 bytes \(64 records\)$'; echo $?) \
+   "ureg_write status_initial_addr / status_area_size"
+ok $(has "$mem" '^  RVS from CLID 0x001 \(LID 1\) WID 0: 64 bytes, first address 0x3000'; echo $?) \
+   "status: the RVS's receive-status record, decoded"
+ok $(has "$mem" '^status: none '; echo $?) "status: an empty ring says so"
+ok $(has "$mem" '^#00003000: 2222000122220000 2222000322220002$'; echo $?) \
+   "dump sodimm 0x3000 64 (VL through PW#3) shows the data the RVS wrote"
+ok $(has "$mem" '^  Executer : P_IDLE$' && has "$mem" '^####### Module Status #######$'; echo $?) "ureg_read module_state decodes"
+ok $(has "$mem" '^tail : 0x000 \(entry 0\)$' && has "$mem" '^tail : 0x7010'; echo $?) "ureg_read evpbuf_nwa / status_nwa"
+ok $(has "$mem" '^#[0-9a-f]{8,}: 2222000122220000 2222000322220002$' && has "$mem" '^dsh > ww_read 2 16$'; echo $?) \
+   "ww_read 2 16 (extension)"
+ok $(has "$mem" '^dsh > sreg_write clt_reset 1$' && [ "$(count "$mem" '^####### Controller Reset #######$')" = 2 ] \
+     && has "$mem" '^#[0-9a-f]{8,}: 0000000000000010$'; echo $?) \
+   "sreg_write clt_reset (the thesis's spelling) resets: Controller Status 0x10"
+ok $(has "$mem" '^dsh: /dev/mem at 0xfec10000 .*WID 0; total procs 2, own PID 1$'; echo $?) "info"
+ok $(has "$mem" '^DSH-MEM-END rc=0$' && ! has "$mem" 'error:' && ! has "$mem" '^dsh > llcm_read 0 8$'; echo $?) \
+   "no command of the script failed; q ends it (exit status 0)"
+
+# 2. bad input
+errs=$(count "$bad" '^dsh: .*: error: ')
+ok $([ "$errs" -ge 23 ]; echo $?) "23 bad commands give $errs errors"
+ok $(has "$bad" '^dsh: foo: error: unknown command \(h for help\)$' \
+     && has "$bad" 'prim: error: missing field\(s\): dw= dl= ef= size= src= dst=' \
+     && has "$bad" "prim: error: unknown primitive 'XYZ'" \
+     && has "$bad" 'prim: error: dt: 9 is out of range' \
+     && has "$bad" "prim: error: unknown field 'bogus'" \
+     && has "$bad" 'prim: error: field dt= given twice' \
+     && has "$bad" 'llcm_read: error: 0x8000 \+ 0x10 runs past the end of the LLCM' \
+     && has "$bad" "llcm_read: error: Offset: 'abc' is not a number" \
+     && has "$bad" "llcm_read: note: Offset: '55ff' read as 55" \
+     && has "$bad" 'sreg_read: error: unknown option .ctl_reset.' \
+     && has "$bad" 'wait: error: unknown condition .forever.'; echo $?) \
+   "the errors name the problem (unknown command, missing/unknown/duplicate field, range, not a number)"
+ok $(has "$bad" '^DIMMnet-2 Shell version 2\.1a' && has "$bad" '^DSH-BAD-END rc=1$'; echo $?) \
+   "dsh survives them all (the last command runs) and exits with status 1"
+ok $(has "$cmdc" '^####### Controller Status #######$' && has "$cmdc" '^####### Get LID from sma #######$' \
+     && has "$cmdc" '^prim +: Issue a Primitive' && has "$cmdc" '^DSH-C-END rc=0$'; echo $?) \
+   "dsh -c 'cmd; cmd; cmd' (and 'h prim')"
+
+# 3. the driver
+skip() { # skip DESCRIPTION (the reason is in $skip_why)
+    n=$((n + 1))
+    echo "ok $n - $1 # SKIP $skip_why"
+}
+if [ -n "$have_drv" ] && has "$drv" '^DSH-DRV-INSMOD-FAILED$'; then
+    skip_why="insmod $ko failed in the guest (stale module? tests/guest/driver-test.sh rebuilds it)"
+    for d in "driver: info" "driver: llcm" "driver: VS/VL" "driver: no failure" "driver: sreg_read refused"; do
+        skip "$d"
+    done
+elif [ -n "$have_drv" ]; then
+    ok $(has "$drv" '^dsh: /dev/dimmnet2-0 \(driver\), WID [01]'; echo $?) "dsh -d /dev/dimmnet2-0 opens through the driver (info)"
+    ok $(has "$drv" '^#[0-9a-f]{5,}: 5a5a00015a5a0000 5a5a00035a5a0002$'; echo $?) "driver mode: llcm_write / llcm_read"
+    ok $(has "$drv" '^#[0-9a-f]{5,}: 3333000133330000 3333000333330002$'; echo $?) "driver mode: ww_write, prim VS, prim VL, wait pw, pw_read"
+    ok $(has "$drv" '^DSH-DRV-RC rc=0$'; echo $?) "driver mode: no command failed"
+    ok $(has "$drv" 'sreg_read: error: the System Register is not available to users' && has "$drv" '^DSH-DRV-SREG rc=1$'; echo $?) \
+       "driver mode: sreg_read reports that the System Register is not available to users"
+fi
+
+echo "# dsh's output in the guest: $log.out"
+if [ "$failed" != 0 ] || [ "$n" != "$plan" ]; then
+    echo "# guest output:"
+    printf '%s\n' "$out" | sed 's/^/#   /'
+    exit 1
+fi
+exit 0
