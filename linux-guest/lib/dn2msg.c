@@ -311,38 +311,54 @@ static uint8_t dn2_job_token(void)
  * Job start: a rank's ring and AMT entries must exist before anyone sends
  * it an IPUSH (the board drops IPUSH packets it has no ring for).  Each
  * rank, once set up, writes the job token into every peer's LLCM ready
- * byte for it with BOTF (which needs no ring), then waits until every
- * peer has done the same for it.
+ * byte for it with BOTF (which needs no ring).  A peer that is not up yet
+ * (its WID has no PGID) drops that write, so when a peer's own token shows
+ * up here -- it is up now -- we write ours to it once more.  A rank is
+ * ready to go when every peer's token has arrived.
  */
 static int announce(dn2_comm_t *c, uint8_t token)
 {
     volatile uint8_t *ready = dn2_llcm(c->d) + LLCM_READY_OFF;
+    long tmo = c->o.timeout_us >= 0 ? c->o.timeout_us : 60000000L;
     struct dn2_botf_rr rr;
+    uint8_t *seen;
+    int i, r = 0, left = c->size - 1;
     uint64_t t0;
-    int i, r;
 
-    dn2_botf_rr_init(c->d, &rr, DN2_NUM_WW);
-    for (i = 0; i < c->size; i++) {
-        if (i != c->rank &&
-            (r = dn2_botf_rr_send(c->d, &rr, c->tab[i].lid, c->tab[i].wid, DN2_TO_LLCM,
-                                  LLCM_READY_OFF + c->rank, &token, 1, 0))) {
-            return r;
-        }
+    seen = calloc((size_t)c->size, 1);
+    if (!seen) {
+        return -ENOMEM;
     }
-    if ((r = dn2_botf_rr_drain(c->d, &rr, 5000000))) {
-        return r;
+    for (i = 0; i < c->size; i++) {
+        ready[i] = 0;
+    }
+    dn2_botf_rr_init(c->d, &rr, DN2_NUM_WW);
+    for (i = 0; i < c->size && !r; i++) {
+        if (i != c->rank) {
+            r = dn2_botf_rr_send(c->d, &rr, c->tab[i].lid, c->tab[i].wid, DN2_TO_LLCM,
+                                 LLCM_READY_OFF + c->rank, &token, 1, 0);
+        }
     }
     t0 = dn2i_now_us();
-    for (i = 0; i < c->size; i++) {
-        while (i != c->rank && ready[i] != token) {
-            long tmo = c->o.timeout_us >= 0 ? c->o.timeout_us : 60000000L;
-            if (dn2i_now_us() - t0 > (uint64_t)tmo) {
-                return -ETIMEDOUT;
+    while (!r && left > 0) {
+        for (i = 0; i < c->size && !r; i++) {
+            if (i != c->rank && !seen[i] && ready[i] == token) {
+                seen[i] = 1;
+                left--;
+                r = dn2_botf_rr_send(c->d, &rr, c->tab[i].lid, c->tab[i].wid, DN2_TO_LLCM,
+                                     LLCM_READY_OFF + c->rank, &token, 1, 0);
             }
-            dn2i_relax();
         }
+        if (left > 0 && dn2i_now_us() - t0 > (uint64_t)tmo) {
+            r = -ETIMEDOUT;
+        }
+        dn2i_relax();
     }
-    return 0;
+    if (!r) {
+        r = dn2_botf_rr_drain(c->d, &rr, 5000000);
+    }
+    free(seen);
+    return r;
 }
 
 int dn2_comm_init(dn2_comm_t **out, dn2_t *d, int rank_self, int nranks,

@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dn2-e2e: the cluster end-to-end suite, run on every node of a cluster
+ * (scripts/cluster.sh) after `insmod dimmnet2.ko` and `dn2-up`.  Every rank
+ * opens its board through the driver (WID 0) and takes part; rank 0 prints
+ * TAP.  Ranks pair up (0,1), (2,3)...; the pair checks every network
+ * primitive across the two boards with data verified byte for byte, then
+ * all ranks run message passing over many sizes and tags and barriers.
+ * Rank 1 also checks protection (a wrong-PGID packet is dropped) and that a
+ * process killed in the middle of a transfer leaves the board usable.
+ *
+ * The data primitives use resources dn2msg does not: SO-DIMM from 64 MiB,
+ * LLCM 0x5000-0x6fff, Prefetch Windows 0-2.  Completion is announced with
+ * a dn2msg message after the data: the fabric delivers a sender's packets in
+ * order, so when the note arrives the data is there.
+ */
+#include "dimmnet2.h"
+#include "dn2msg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SD_BASE   (64u << 20)        /* our data area in SO-DIMM */
+#define LL_BASE   0x5000u            /* our LLCM area */
+#define TMO       5000000L
+#define TAG_NOTE  9000
+#define TAG_SYNC  9001
+
+static int t_num, t_fail, me, nranks;
+static dn2_t *d;
+static dn2_comm_t *c;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        int _ok = !!(cond);                                               \
+        t_num++;                                                          \
+        if (!_ok) t_fail++;                                               \
+        if (me == 0) {                                                    \
+            printf("%s %d - ", _ok ? "ok" : "not ok", t_num);             \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+            fflush(stdout);                                               \
+        } else if (!_ok) {                                                \
+            fprintf(stderr, "# rank %d: check %d failed: ", me, t_num);   \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+        }                                                                 \
+    } while (0)
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        p[i] = (uint8_t)(seed * 29 + i * 13 + (i >> 10));
+    }
+}
+
+static int sd_write(uint32_t dst, const uint8_t *src, size_t len)
+{
+    size_t off;
+    int r;
+
+    for (off = 0; off < len; off += DN2_WIN_SIZE) {
+        size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
+        dn2_ww_write(d, 0, src + off, n);
+        if ((r = dn2_vs(d, 0, dst + (uint32_t)off, (uint32_t)n)) ||
+            (r = dn2_wait_vs(d, 0, TMO))) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+static int sd_read(uint32_t src, uint8_t *dst, size_t len)
+{
+    size_t off;
+    int r;
+
+    for (off = 0; off < len; off += DN2_WIN_SIZE) {
+        size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
+        if ((r = dn2_vl(d, src + (uint32_t)off, 0, (uint32_t)n)) ||
+            (r = dn2_wait_pw(d, 0, TMO))) {
+            return r;
+        }
+        dn2_pw_read(d, 0, dst + off, n);
+    }
+    return 0;
+}
+
+/* The sender's note after a primitive: "step s done". */
+static int note(int peer, int step)
+{
+    return dn2_send(c, peer, TAG_NOTE, &step, sizeof(step));
+}
+
+static int wait_note(int peer, int step)
+{
+    struct dn2_msg_status st;
+    int got = -1, r = dn2_recv(c, peer, TAG_NOTE, &got, sizeof(got), &st);
+
+    return r ? r : (got == step ? 0 : -EPROTO);
+}
+
+/* One primitive test: the odd rank of a pair checks the data and sends its
+ * verdict to the even rank (waiter), so rank 0 prints what rank 1 saw. */
+static void verdict(int peer, int waiter, int ok, const char *what)
+{
+    int v = ok;
+
+    if (waiter) {
+        struct dn2_msg_status st;
+        int r = dn2_recv(c, peer, TAG_SYNC, &v, sizeof(v), &st);
+        CHECK(!r && v == 1, "%s", what);
+    } else {
+        dn2_send(c, peer, TAG_SYNC, &v, sizeof(v));
+        CHECK(ok, "%s", what);
+    }
+}
+
+static void pair_tests(int peer)
+{
+    static uint8_t a[1 << 16], b[1 << 16];
+    int sender = !(me & 1), r, ok, i, step = 0;
+    uint16_t plid = 0;
+
+    {
+        /* The peer's LID comes from the rank table the job started with. */
+        const char *path = getenv("DN2_RANKS");
+        struct dn2_rank tab[64];
+        int n = path ? dn2_read_rank_table(path, tab, 64) : -1;
+        plid = (n > peer) ? tab[peer].lid : 0;
+    }
+
+    /* BOTF into the peer's LLCM, 1/2/4 windows. */
+    for (i = 1; i <= 4; i <<= 1) {
+        struct dn2_botf_rr rr;
+        int k;
+        step++;
+        if (sender) {
+            dn2_botf_rr_init(d, &rr, i);
+            for (k = 0, r = 0; k < 8 && !r; k++) {
+                fill(a, 200, 100 * i + k);
+                r = dn2_botf_rr_send(d, &rr, plid, 0, DN2_TO_LLCM, LL_BASE + 256 * k, a, 200, 0);
+            }
+            if (!r) r = dn2_botf_rr_drain(d, &rr, TMO);
+            note(peer, step);
+            ok = !r;
+        } else {
+            ok = !wait_note(peer, step);
+            for (k = 0; k < 8 && ok; k++) {
+                fill(a, 200, 100 * i + k);
+                ok = !memcmp((const void *)(dn2_llcm(d) + LL_BASE + 256 * k), a, 200);
+            }
+        }
+        char what[80];
+        snprintf(what, sizeof(what), "BOTF x8 to the peer's LLCM through %d Write Window(s)", i);
+        verdict(peer, sender, ok, what);
+    }
+
+    /* RVS, RVSS, RVSI into the peer's SO-DIMM. */
+    fill(a, sizeof(a), 7);
+    if (sender) {
+        r = sd_write(SD_BASE, a, sizeof(a));
+    }
+    step++;
+    if (sender) {
+        r = dn2_rvs(d, plid, 0, SD_BASE, SD_BASE + 0x100000, sizeof(a), NULL, 0);
+        note(peer, step);
+        ok = !r;
+    } else {
+        ok = !wait_note(peer, step) && !sd_read(SD_BASE + 0x100000, b, sizeof(a)) &&
+             !memcmp(a, b, sizeof(a));
+    }
+    verdict(peer, sender, ok, "RVS 64 KiB SO-DIMM to SO-DIMM across boards");
+
+    step++;
+    if (sender) {
+        r = dn2_rvss(d, plid, 0, SD_BASE, SD_BASE + 0x200000, DN2_DTYPE_8B, 200, 32, NULL, 0);
+        note(peer, step);
+        ok = !r;
+    } else {
+        ok = !wait_note(peer, step) && !sd_read(SD_BASE + 0x200000, b, 200 * 32);
+        for (i = 0; i < 200 && ok; i++) {
+            ok = !memcmp(b + 32 * i, a + 8 * i, 8);
+        }
+    }
+    verdict(peer, sender, ok, "RVSS 200 x 8 bytes scattered with stride 32 on the peer");
+
+    step++;
+    if (!sender) {
+        /* The list lives in the receiver's SO-DIMM: element i -> 64*(15-i). */
+        uint32_t list[16];
+        for (i = 0; i < 16; i++) {
+            list[i] = 64u * (15 - i);
+        }
+        sd_write(SD_BASE + 0x300000, (uint8_t *)list, sizeof(list));
+        note(peer, step);
+    } else {
+        wait_note(peer, step);
+    }
+    step++;
+    if (sender) {
+        r = dn2_rvsi(d, plid, 0, SD_BASE, SD_BASE + 0x310000, DN2_DTYPE_16B, 16,
+                     SD_BASE + 0x300000, NULL, 0);
+        note(peer, step);
+        ok = !r;
+    } else {
+        ok = !wait_note(peer, step) && !sd_read(SD_BASE + 0x310000, b, 1024);
+        for (i = 0; i < 16 && ok; i++) {
+            ok = !memcmp(b + 64 * (15 - i), a + 16 * i, 16);
+        }
+    }
+    verdict(peer, sender, ok, "RVSI 16 x 16 bytes through a list in the peer's SO-DIMM");
+
+    /* RVL / RVLS: the receiver pulls from the sender's SO-DIMM. */
+    step++;
+    if (!sender) {
+        r = dn2_rvl(d, plid, 0, SD_BASE + 0x100, 0x200, 512, NULL, DN2_F_TO_PW);
+        if (!r) r = dn2_wait_pw(d, 1, TMO);
+        dn2_pw_read(d, 0x200, b, 512);
+        ok = !r && !memcmp(b, a + 0x100, 512);
+        note(peer, step);
+    } else {
+        ok = !wait_note(peer, step);
+    }
+    verdict(peer, sender, ok, "RVL 512 bytes from the peer's SO-DIMM into our Prefetch Window");
+
+    step++;
+    if (!sender) {
+        r = dn2_rvls(d, plid, 0, SD_BASE, 0x400, DN2_DTYPE_4B, 64, 8, NULL, DN2_F_TO_PW);
+        if (!r) r = dn2_wait_pw(d, 2, TMO);
+        dn2_pw_read(d, 0x400, b, 256);
+        for (i = 0, ok = !r; i < 64 && ok; i++) {
+            ok = !memcmp(b + 4 * i, a + 8 * i, 4);
+        }
+        note(peer, step);
+    } else {
+        ok = !wait_note(peer, step);
+    }
+    verdict(peer, sender, ok, "RVLS gathers 64 strided elements from the peer");
+
+    /* Protection: the receiver gives WID 1 another PGID; a BOTF from the
+     * sender to WID 1 must be dropped, not written. */
+    step++;
+    if (!sender) {
+        dn2_t *ctl;
+        r = dn2_open_control(&ctl, NULL);
+        if (!r) {
+            r = dn2_admin_pgid(ctl, 1, 200);
+            dn2_close(ctl);
+        }
+        note(peer, step);
+        ok = !r;
+    } else {
+        ok = !wait_note(peer, step);
+    }
+    step++;
+    if (sender) {
+        fill(a, 64, 77);
+        r = dn2_botf(d, 0, plid, 1, DN2_TO_LLCM, LL_BASE, a, 64, 0);
+        note(peer, step);
+        ok = !r;
+    } else {
+        dn2_t *w1;
+        ok = !wait_note(peer, step);
+        /* Our WID 1's LLCM must not hold the packet. */
+        r = dn2_open(&w1, NULL);
+        if (!r && dn2_wid(w1) == 1) {
+            fill(a, 64, 77);
+            usleep(200000);
+            ok = ok && memcmp((const void *)(dn2_llcm(w1) + LL_BASE), a, 64) &&
+                 dn2_packet_counter(w1) == 0;
+            dn2_close(w1);
+        } else {
+            ok = 0;
+            if (!r) dn2_close(w1);
+        }
+    }
+    verdict(peer, sender, ok, "a packet whose PGID differs from the receiving WID's is dropped");
+
+    /* A process killed in the middle of a transfer leaves the board usable:
+     * the receiver forks a child that takes WID 1 and streams RVS to the
+     * sender, kills it, then a new process uses WID 1 for a round trip. */
+    step++;
+    if (!sender) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            dn2_t *w1;
+            if (dn2_open(&w1, NULL) == 0) {
+                dn2_admin_pgid(w1, 1, 1);
+                for (;;) {
+                    dn2_rvs(w1, plid, 0, 0, SD_BASE + 0x400000, 1 << 20, NULL, 0);
+                }
+            }
+            _exit(1);
+        }
+        usleep(300000);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        {
+            dn2_t *ctl, *w1;
+            ok = dn2_open_control(&ctl, NULL) == 0 && dn2_admin_pgid(ctl, 1, 1) == 0;
+            if (ok) dn2_close(ctl);
+            ok = ok && dn2_open(&w1, NULL) == 0;
+            if (ok) {
+                ok = dn2_wid(w1) == 1;
+                fill(a, 512, 3);
+                dn2_ww_write(w1, 0, a, 512);
+                ok = ok && !dn2_vs(w1, 0, 0x1000, 512) && !dn2_wait_vs(w1, 0, TMO) &&
+                     !dn2_vl(w1, 0x1000, 0, 512) && !dn2_wait_pw(w1, 0, TMO);
+                dn2_pw_read(w1, 0, b, 512);
+                ok = ok && !memcmp(a, b, 512);
+                dn2_close(w1);
+            }
+        }
+        note(peer, step);
+    } else {
+        ok = !wait_note(peer, step);
+    }
+    verdict(peer, sender, ok, "after a process is killed mid-transfer, its WID is "
+            "free and the board works");
+}
+
+int main(void)
+{
+    static uint8_t out[1 << 20], in[1 << 20];
+    static const size_t sizes[] = { 0, 8, 100, 504, 505, 8000, 16384, 16385, 300000 };
+    const char *rk = getenv("DN2_RANK") ? getenv("DN2_RANK") : getenv("DN2_NODE");
+    struct dn2_msg_status st;
+    int r, k;
+    unsigned i;
+
+    me = rk ? atoi(rk) : 0;
+    r = dn2_open(&d, NULL);
+    if (!r) {
+        r = dn2_comm_init_env(&c, d, NULL);
+    }
+    if (r) {
+        printf("1..1\nnot ok 1 - rank %d cannot start: %s\n", me, dn2_strerror(r));
+        return 1;
+    }
+    nranks = dn2_comm_size(c);
+    if (me == 0) {
+        printf("1..%d\n", 11 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);
+    }
+    CHECK(dn2_wid(d) == 0, "rank %d opened its board through the driver (WID %d) "
+          "in a job of %d ranks", me, dn2_wid(d), nranks);
+
+    if ((me ^ 1) < nranks) {
+        pair_tests(me ^ 1);
+    } else {
+        for (k = 0; k < 10; k++) {
+            CHECK(1, "rank %d has no pair partner (odd job size)", me);
+        }
+    }
+    dn2_barrier(c);
+
+    /* Message passing: a ring over all ranks, many sizes and tags. */
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        int to = (me + 1) % nranks, from = (me - 1 + nranks) % nranks;
+        int ok = 1;
+        fill(out, sizes[i], 1000 + me * 10 + i);
+        if (nranks > 1) {
+            if (me % 2 == 0) {
+                r = dn2_send(c, to, (int)i, out, sizes[i]);
+                if (!r) r = dn2_recv(c, from, (int)i, in, sizeof(in), &st);
+            } else {
+                r = dn2_recv(c, from, (int)i, in, sizeof(in), &st);
+                if (!r) r = dn2_send(c, to, (int)i, out, sizes[i]);
+            }
+            fill(out, sizes[i], 1000 + from * 10 + i);
+            ok = !r && st.len == sizes[i] && st.source == from && !memcmp(in, out, sizes[i]);
+        }
+        CHECK(ok, "ring exchange of %zu bytes over %d ranks: %s", sizes[i], nranks,
+              dn2_strerror(r));
+    }
+
+    /* Tags received in reverse order, from every rank to rank 0. */
+    if (me != 0) {
+        for (k = 0; k < 4; k++) {
+            fill(out, 3000, me * 100 + k);
+            dn2_send(c, 0, 500 + k, out, 3000);
+        }
+        CHECK(1, "sent 4 tagged messages to rank 0");
+    } else {
+        int good = 0, want = 4 * (nranks - 1);
+        int src;
+        for (src = 1; src < nranks; src++) {
+            for (k = 3; k >= 0; k--) {
+                r = dn2_recv(c, src, 500 + k, in, sizeof(in), &st);
+                fill(out, 3000, src * 100 + k);
+                good += !r && st.len == 3000 && !memcmp(in, out, 3000);
+            }
+        }
+        CHECK(good == want, "rank 0 matched %d of %d messages by source and tag, out of "
+              "send order", good, want);
+    }
+    for (k = 0, r = 0; k < 10 && !r; k++) {
+        r = dn2_barrier(c);
+    }
+    CHECK(!r, "10 barriers over %d ranks", nranks);
+    CHECK(!(dn2_ctl_status(d) & (DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK | DN2_CS_REQ_ERROR)),
+          "no error bits in Controller Status (0x%llx)",
+          (unsigned long long)dn2_ctl_status(d));
+
+    dn2_comm_free(c);
+    dn2_close(d);
+    if (me == 0) {
+        printf("# %d of %d checks failed on rank 0\n", t_fail, t_num);
+    }
+    return t_fail ? 1 : 0;
+}

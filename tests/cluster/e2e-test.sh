@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# TAP: the end-to-end suite through driver and library on 2-node and 4-node
+# clusters.  Each node loads the driver, brings its board up (dn2-up) and
+# runs dn2-e2e (every network primitive across boards with data verified,
+# protection, a process killed mid-transfer, message passing, barriers);
+# rank 0's TAP of each run is merged into one plan here.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+
+e2e=${DN2_E2E:-$DN2_TOP/build/tests/cluster/dn2-e2e}
+if ! bash "$DN2_TOP/scripts/export-guest.sh" "$e2e" >/dev/null 2>"$DN2_TOP/build/e2e-export.log"; then
+    echo "1..1"
+    echo "not ok 1 - could not prepare the guest programs: $(tail -1 "$DN2_TOP/build/e2e-export.log")"
+    exit 1
+fi
+
+n=0; fail=0; body=""
+for nodes in 2 4; do
+    log=$DN2_TOP/build/cluster/e2e-$nodes.out
+    bash "$DN2_TOP/scripts/cluster.sh" -n "$nodes" -q -t 900 --name "e2e-$nodes" \
+        -r "insmod /opt/dn2/dimmnet2.ko && dn2-up -q >/dev/null && dn2-e2e" > "$log" 2>&1
+    rc=$?
+    tap=$(sed -n 's/^node0| //p' "$log" | grep -E '^(ok|not ok) ')
+    if [ -z "$tap" ]; then
+        n=$((n + 1)); fail=1
+        body+="not ok $n - $nodes-node cluster: no results from rank 0 (exit $rc, log $log)"$'\n'
+        body+=$(tail -15 "$log" | sed 's/^/# /')$'\n'
+        continue
+    fi
+    while IFS= read -r line; do
+        n=$((n + 1))
+        case $line in
+            "ok "*) body+="ok $n - [$nodes nodes] ${line#ok * - }"$'\n' ;;
+            *) fail=1; body+="not ok $n - [$nodes nodes] ${line#not ok * - }"$'\n' ;;
+        esac
+    done <<< "$tap"
+    n=$((n + 1))
+    if [ $rc -eq 0 ]; then
+        body+="ok $n - [$nodes nodes] every node's job succeeded"$'\n'
+    else
+        fail=1
+        body+="not ok $n - [$nodes nodes] cluster run failed (exit $rc, log $log)"$'\n'
+        body+=$(grep -v '^node0|' "$log" | tail -15 | sed 's/^/# /')$'\n'
+    fi
+done
+echo "1..$n"
+printf '%s' "$body"
+exit $fail
