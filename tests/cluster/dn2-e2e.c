@@ -33,26 +33,11 @@
 #define TAG_NOTE  9000
 #define TAG_SYNC  9001
 
-static int t_num, t_fail, me, nranks;
+#include "../guest/dn2-tap.h"
+
+static int nranks;
 static dn2_t *d;
 static dn2_comm_t *c;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        int _ok = !!(cond);                                               \
-        t_num++;                                                          \
-        if (!_ok) t_fail++;                                               \
-        if (me == 0) {                                                    \
-            printf("%s %d - ", _ok ? "ok" : "not ok", t_num);             \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-            fflush(stdout);                                               \
-        } else if (!_ok) {                                                \
-            fprintf(stderr, "# rank %d: check %d failed: ", me, t_num);   \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-        }                                                                 \
-    } while (0)
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
 {

@@ -22,24 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int t_num, t_fail, me;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        int _ok = !!(cond);                                               \
-        t_num++;                                                          \
-        if (!_ok) t_fail++;                                               \
-        if (me == 0) {                                                    \
-            printf("%s %d - ", _ok ? "ok" : "not ok", t_num);             \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-            fflush(stdout);                                               \
-        } else if (!_ok) {                                                \
-            fprintf(stderr, "# rank %d: check %d failed: ", me, t_num);   \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-        }                                                                 \
-    } while (0)
+#include "dn2-tap.h"
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
 {
