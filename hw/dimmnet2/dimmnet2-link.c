@@ -380,15 +380,19 @@ void dn2_link_resume(DN2State *s)
 
 /* For QOM statistics. */
 void dn2_link_stats(DN2State *s, uint64_t *retransmits, uint64_t *dgrams_tx,
-                    uint64_t *dgrams_rx)
+                    uint64_t *dgrams_rx, uint64_t *drops)
 {
     const struct dn2f_ep_stats *st;
+    int i;
 
-    *retransmits = *dgrams_tx = *dgrams_rx = 0;
-    if (s->link_kind == DN2_LINK_FABRIC) {
+    *retransmits = *dgrams_tx = *dgrams_rx = *drops = 0;
+    if (s->link_kind == DN2_LINK_FABRIC && s->link) {
         st = dn2f_ep_stats(s->link->ep);
         *retransmits = st->retransmits;
         *dgrams_tx = st->tx_dgrams;
         *dgrams_rx = st->rx_dgrams;
+        for (i = 0; i < DN2F_DROP_MAX; i++) {
+            *drops += st->drop[i];
+        }
     }
 }

@@ -194,6 +194,8 @@ static void dn2_on_issue(DN2State *s, const DN2FifoEntry *e)
     }
 }
 
+static void dn2_exec_bh(void *opaque);
+
 void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
 {
     DN2Wid *w = &s->wid[wid];
@@ -227,7 +229,15 @@ void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
         w->pending = 1;
         trace_dimmnet2_fifo_wait(s->index, wid);
     }
-    dn2_kick(s);
+    if (!s->exec.active && s->fifo_count == 1 && !s->rc_count && !s->rx_stalled) {
+        /* An idle Window Controller takes the request at once, as the
+         * hardware does: no bottom-half round trip on the latency path.
+         * The run is bounded like any other; what is left goes on in the
+         * bottom half. */
+        dn2_exec_bh(s);
+    } else {
+        dn2_kick(s);
+    }
 }
 
 void dn2_kick(DN2State *s)

@@ -200,7 +200,12 @@ static int dn2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         size = h->total;
     }
     if (status) {
-        dn2_status_post(s, h, slid, h->w1_lo, size);
+        struct dn2_hdr rec = *h;
+        if (form != DN2_FORM_CONTIG) {
+            /* The record describes the primitive, not its last packet. */
+            rec.iter = MIN(h->total / esz, DN2_ITER_MAX);
+        }
+        dn2_status_post(s, &rec, slid, h->w1_lo, size);
     }
     return 1;
 }

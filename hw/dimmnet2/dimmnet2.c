@@ -24,6 +24,7 @@
 #include "qemu/units.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/qdev-properties.h"
 #include "hw/acpi/acpi_aml_interface.h"
 #include "hw/acpi/aml-build.h"
@@ -823,6 +824,19 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_UINT64("guid", DN2State, guid, 0),
 };
 
+static void dn2_get_link_stat(Object *obj, Visitor *v, const char *name,
+                              void *opaque, Error **errp)
+{
+    DN2State *s = DIMMNET2(obj);
+    uint64_t drops, retx, tx, rx, val;
+    const char *what = opaque;
+
+    dn2_link_stats(s, &retx, &tx, &rx, &drops);
+    val = !strcmp(what, "drops") ? drops : !strcmp(what, "retransmits") ? retx :
+          !strcmp(what, "tx") ? tx : rx;
+    visit_type_uint64(v, name, &val, errp);
+}
+
 static void dn2_instance_init(Object *obj)
 {
     DN2State *s = DIMMNET2(obj);
@@ -859,6 +873,19 @@ static void dn2_instance_init(Object *obj)
                                    &s->stat_rx_drop_route, OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "stat-rx-stalls", &s->stat_rx_stalls,
                                    OBJ_PROP_FLAG_READ);
+    object_property_add(obj, "stat-link-drops", "uint64", dn2_get_link_stat,
+                        NULL, NULL, (void *)"drops");
+    object_property_add(obj, "stat-link-retransmits", "uint64",
+                        dn2_get_link_stat, NULL, NULL, (void *)"retransmits");
+    object_property_add(obj, "stat-link-dgrams-tx", "uint64", dn2_get_link_stat,
+                        NULL, NULL, (void *)"tx");
+    object_property_add(obj, "stat-link-dgrams-rx", "uint64", dn2_get_link_stat,
+                        NULL, NULL, (void *)"rx");
+    object_property_set_description(obj, "stat-link-drops",
+        "datagrams the fabric endpoint dropped (malformed, stale epoch, "
+        "unknown peer, ...)");
+    object_property_set_description(obj, "stat-link-retransmits",
+        "packets the fabric endpoint retransmitted");
     object_property_set_description(obj, "stat-requests",
         "requests written to a Command Lower register");
     object_property_set_description(obj, "stat-refused",

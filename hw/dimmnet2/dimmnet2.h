@@ -248,6 +248,6 @@ void dn2_link_flush(DN2State *s);
 void dn2_link_resume(DN2State *s);
 void dn2_link_sma_reset(DN2State *s);
 void dn2_link_stats(DN2State *s, uint64_t *retransmits, uint64_t *dgrams_tx,
-                    uint64_t *dgrams_rx);
+                    uint64_t *dgrams_rx, uint64_t *drops);
 
 #endif
