@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Benchmark: two DIMMnet-2 boards in two QEMUs on one dn2-switch, next to
+# plain UDP between two processes on the same host, and the thesis's
+# figures (docs/benchmarks.md explains the method).
+#
+#   scripts/bench.sh [--quick] [--no-build] [--out FILE]
+#
+#   --quick      fewer iterations and sizes (about 15 s instead of ~1 min)
+#   --no-build   do not run meson compile (the binaries must exist)
+#   --out FILE   also write the raw key=value output there
+#                (default build/bench/bench-<date>.txt)
+#
+# Steps: builds the project (meson compile: QEMU, dn2-switch), compiles
+# tools/bench/udp-baseline.c and tools/bench/dn2-bench-qtest.c with cc into
+# build/bench/, runs
+#   (c) udp-baseline: ping-pong (24 B, 512 B; blocking recv and poll+recv)
+#       and streams of 4 KiB..64 MiB in 4 KiB and 60 KiB datagrams;
+#   (a)+(b) dn2-bench-qtest: qtest command cost, BOTF ping-pong (24 B and
+#       512 B images), BOTF one-way from trace time stamps, RVS SO-DIMM to
+#       SO-DIMM 4 KiB..64 MiB (one request at a time, and streamed);
+# and prints one table with the ratios.  Latency figures on a 2-CPU VM
+# depend on what else runs: the load average is printed with the results.
+#
+# Environment: QEMU (qemu-system-x86_64 to use), DN2_FIRMWARE_DIR, CC.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cd "$DN2_TOP"
+
+quick=
+build=1
+out=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) quick=1; shift ;;
+        --no-build) build=; shift ;;
+        --out) out=${2:?--out needs a file}; shift 2 ;;
+        --out=*) out=${1#*=}; shift ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown argument: $1 (see --help)" ;;
+    esac
+done
+
+BUILD=${DN2_BUILD_DIR:-build}
+if [ -n "$build" ]; then
+    [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" >/dev/null
+    meson compile -C "$BUILD" >/dev/null || die "meson compile -C $BUILD failed"
+fi
+qemu=${QEMU:-$(bash scripts/build-qemu.sh --print-env | sed -n 's/^QEMU_BIN=//p')}
+[ -x "$qemu" ] || die "no QEMU at '$qemu': run meson compile -C $BUILD (or set QEMU=)"
+switch=$DN2_TOP/$BUILD/fabric/dn2-switch
+[ -x "$switch" ] || die "$switch missing: run meson compile -C $BUILD"
+fw=${DN2_FIRMWARE_DIR:-$DN2_CACHE/firmware}
+[ -f "$fw/bios-256k.bin" ] || die "no bios-256k.bin in $fw (run scripts/setup.sh)"
+
+bdir=$DN2_TOP/$BUILD/bench
+mkdir -p "$bdir"
+cc=${CC:-cc}
+"$cc" -O2 -Wall -Wextra -o "$bdir/udp-baseline" tools/bench/udp-baseline.c
+"$cc" -O2 -Wall -Wextra -I include -o "$bdir/dn2-bench-qtest" tools/bench/dn2-bench-qtest.c
+[ -n "$out" ] || out=$bdir/bench-$(date +%Y%m%d-%H%M%S).txt
+: > "$out"
+
+if [ -n "$quick" ]; then
+    iters=500; reps=3; sizes=4K,64K,1M,16M,64M; ppiters=5000
+else
+    iters=3000; reps=5; sizes=4K,16K,64K,256K,1M,4M,16M,64M; ppiters=20000
+fi
+
+run() { "$@" | tee -a "$out"; }
+{
+    echo "host cpus=$(nproc) kernel=$(uname -r) load_start=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+    echo "qemu bin=$qemu"
+} | tee -a "$out"
+log "raw UDP baseline"
+run "$bdir/udp-baseline" pingpong 24 "$ppiters"
+run "$bdir/udp-baseline" pingpong 512 "$ppiters"
+run "$bdir/udp-baseline" pingpong-poll 24 "$ppiters"
+for s in ${sizes//,/ }; do
+    n=$s
+    case $s in *K) n=$(( ${s%K} * 1024 )) ;; *M) n=$(( ${s%M} * 1048576 )) ;; esac
+    run "$bdir/udp-baseline" stream "$n" 4096 "$reps"
+    run "$bdir/udp-baseline" stream "$n" 61440 "$reps"
+done
+log "two boards over dn2-switch (qtest driven)"
+run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+    --iters "$iters" --reps "$reps" --sizes "$sizes"
+echo "host load_end=\"$(cut -d' ' -f1-3 /proc/loadavg)\"" | tee -a "$out"
+
+# ------------------------------------------------------------------ table
+/usr/bin/env python3 - "$out" <<'EOF'
+import re, sys
+
+rows = []
+for line in open(sys.argv[1]):
+    w = line.split()
+    if not w:
+        continue
+    kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', line))
+    rows.append((w[0], kv))
+
+def get(kind, **match):
+    for k, kv in rows:
+        if k == kind and all(kv.get(a) == str(b) for a, b in match.items()):
+            return kv
+    return {}
+
+def f(kv, key):
+    try:
+        return float(kv[key])
+    except (KeyError, ValueError):
+        return float('nan')
+
+THESIS_RVS = 727.20        # MB/s, RVS SO-DIMM -> SO-DIMM, unidirectional
+PEAK = 800.0               # MB/s, 64 bit x 100 MHz
+host = get('host')
+udp = get('pingpong', size=24)
+udp_poll = get('pingpong-poll', size=24)
+raw = f(udp, 'oneway_median_us')
+cmd = get('cmd')
+print()
+print("DIMMnet-2 for QEMU benchmark  (%s CPUs; load average %s at start, %s at end)"
+      % (host.get('cpus', '?'), host.get('load_start', '?').strip('"'),
+         [kv for k, kv in rows if k == 'host' and 'load_end' in kv][0]['load_end'].strip('"')
+         if [kv for k, kv in rows if k == 'host' and 'load_end' in kv] else '?'))
+print()
+print("One-way latency                                          median      p99   / raw UDP")
+def lat(name, kv, med='oneway_median_us', p99='oneway_p99_us'):
+    m, p = f(kv, med), f(kv, p99)
+    print("  %-52s %7.1f us %7.1f us %8.1fx" % (name, m, p, m / raw if raw else float('nan')))
+lat("raw UDP ping-pong RTT/2, 24 B (blocking recv)", udp)
+lat("raw UDP ping-pong RTT/2, 24 B (poll + recv)", udp_poll)
+lat("raw UDP ping-pong RTT/2, 512 B (blocking recv)", get('pingpong', size=512))
+print("  %-52s %7.1f us (readq) %.1f us (writeq)" % ("qtest command round trip, idle boards",
+      f(cmd, 'readq_median_us'), f(cmd, 'writeq_median_us')))
+for b in (24, 512):
+    kv = get('botf', bytes=b)
+    lat("BOTF %d B, qtest ping-pong RTT/2" % b, kv)
+    print("  %-52s %7.1f us (readq) %.1f us (writeq)" % (
+        "  qtest commands timed during that ping-pong", f(kv, 'readq_us'), f(kv, 'writeq_us')))
+    lat("BOTF %d B, RTT/2 minus 1 writeq + 1 readq (driver)" % b, kv, 'net_median_us',
+        'net_p99_us')
+tr = get('trace', bytes=24)
+lat("BOTF 24 B, board to board (trace stamps, no driver)", tr)
+print("  thesis: BOTF ping-pong RTT/2 1.82 us (to SO-DIMM), 1.73 us (conclusion);"
+      " BOTF minimum one-way 0.632 us")
+print()
+print("RVS SO-DIMM -> SO-DIMM, MTU 4096 (MB/s = 10^6 B/s)")
+print("  %8s %10s %10s %10s %10s %9s %9s" % ("size", "1 request", "streamed", "UDP 4K dg",
+                                            "UDP 60K dg", "/ 727.2", "/ 800"))
+sizes = [kv for k, kv in rows if k == 'rvs' and kv.get('mode') == 'single']
+for kv in sizes:
+    s = int(kv['size'])
+    st = get('rvs', mode='stream', size=s)
+    u4 = get('stream', total=s, dgram=4096)
+    u60 = get('stream', total=s, dgram=61440)
+    best = max(f(kv, 'median_mbps'), f(st, 'median_mbps'))
+    lab = "%dK" % (s >> 10) if s < (1 << 20) else "%dM" % (s >> 20)
+    print("  %8s %10.1f %10.1f %10.1f %10.1f %8.2fx %8.2fx" % (
+        lab, f(kv, 'median_mbps'), f(st, 'median_mbps'), f(u4, 'median_mbps'),
+        f(u60, 'median_mbps'), best / THESIS_RVS, best / PEAK))
+print("  thesis: RVS 727.20 MB/s max (90.9% of the 800 MB/s link), half-peak at 564 B")
+print()
+print("  (1 request: issue -> status record seen on the receiver, one at a time;"
+      " streamed: the Request FIFO kept full;")
+print("   UDP: plain sockets, 2 MiB window, time until the receiver has every byte;"
+      " ratios use the better RVS column)")
+EOF
+log "raw figures in $out"

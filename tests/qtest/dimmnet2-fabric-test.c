@@ -1,0 +1,2462 @@
+/*
+ * qtest: several DIMMnet-2 boards, each in its own QEMU, on one UDP fabric
+ * through a real dn2-switch (docs/fabric.md, docs/device-model.md "The port
+ * and the network primitives").
+ *
+ * Every case starts its own switch (`--listen 127.0.0.1:0 --ready-file F`,
+ * killed and reaped at the end; PR_SET_PDEATHSIG kills it if this process
+ * dies) and two or three QEMUs with -device dimmnet2,switch=...  `-accel
+ * qtest` drives the link with QEMU_CLOCK_REALTIME, so the boards talk to
+ * each other while this program polls them.  Every wait is bounded in wall
+ * clock time; after one wait has timed out, later waits of the same case
+ * give up at once so a broken build cannot take minutes.
+ *
+ * The SO-DIMMs are file-backed (memory-backend-file, share=on) and mapped
+ * here as well: source data is put straight into the sender's file and the
+ * receiver's file is compared byte for byte (interleave: choice #10).
+ *
+ * Single-QEMU loopback tests of each primitive are in dimmnet2-remote-test;
+ * this file is about what needs several boards: LIDs, cross-board data and
+ * status records, multicast, protection, back-pressure, faults, a switch
+ * restart and hostile datagrams.
+ *
+ * Environment: DN2_FIRMWARE_DIR (-L for QEMU), DN2_SWITCH_BINARY (default:
+ * build/fabric/dn2-switch found above this executable or the cwd),
+ * DN2_SWITCH_VERBOSE=1 (do not pass --quiet to the switch).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include "libqtest.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qobject/qnum.h"
+#include "qobject/qstring.h"
+#include "qemu/bswap.h"
+#include "dimmnet2/dn2_abi.h"
+/* The fabric wire format (fabric/dn2fab.h), for the hostile peer. */
+#include "../../hw/dimmnet2/fabric/dn2fab.h"
+
+#define MiB_ (1024ULL * 1024)
+#define KiB_ 1024ULL
+
+#define PG          0x5a        /* the process group of every test process */
+#define ST_OFF      0x7000u     /* status ring in LLCM: the last 4 KiB */
+#define ST_SIZE_REG 0x40u       /* one-hot: 64 << 6 = 4096 bytes */
+#define ST_BYTES    4096u
+#define MTU_4096    0x10u
+#define CAP_256M    0x01u
+#define T_SHORT     5000        /* ms: a packet or a small primitive */
+#define T_LONG      60000       /* ms: megabytes, with faults */
+
+/* ------------------------------------------------------------------ */
+/* Non-fatal checks with context                                       */
+/* ------------------------------------------------------------------ */
+
+#define EXPECT_HEX(got, want, ...) do { \
+        uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want); \
+        if (got_ != want_) { \
+            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
+            g_test_message("FAIL %s:%d: %s: got 0x%" PRIx64 ", expected 0x%" \
+                           PRIx64, __FILE__, __LINE__, ctx_, got_, want_); \
+            g_test_fail(); \
+        } \
+    } while (0)
+
+#define EXPECT_TRUE(cond, ...) do { \
+        if (!(cond)) { \
+            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
+            g_test_message("FAIL %s:%d: %s (%s)", __FILE__, __LINE__, ctx_, #cond); \
+            g_test_fail(); \
+        } \
+    } while (0)
+
+/* After a wait timed out, the other waits of the case fail fast. */
+static bool g_dead;
+
+static void case_begin(void)
+{
+    g_dead = false;
+}
+
+static int64_t now_ms(void)
+{
+    return g_get_monotonic_time() / 1000;
+}
+
+/* Deadline for a wait of `ms` (immediate once a wait has failed). */
+static int64_t deadline(int ms)
+{
+    return now_ms() + (g_dead ? 0 : ms);
+}
+
+static void wait_failed(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void wait_failed(const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *msg = NULL;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_test_message("FAIL timed out waiting for %s", msg);
+    g_test_fail();
+    g_dead = true;
+}
+
+static bool mem_eq(const char *what, const void *got_, const void *want_, size_t len,
+                   uint64_t base_off)
+{
+    const uint8_t *got = got_, *want = want_;
+    size_t i, n = 0, first = 0;
+
+    for (i = 0; i < len; i++) {
+        if (got[i] != want[i]) {
+            if (!n) {
+                first = i;
+            }
+            n++;
+        }
+    }
+    if (n) {
+        g_test_message("FAIL %s: %zu of %zu bytes differ; first at offset 0x%" PRIx64
+                       ": got 0x%02x, expected 0x%02x", what, n, len,
+                       base_off + first, got[first], want[first]);
+        g_test_fail();
+        return false;
+    }
+    return true;
+}
+
+static void pattern(void *buf, size_t len, uint32_t seed)
+{
+    uint8_t *p = buf;
+    uint64_t x = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)seed * 0x100000001b3ULL);
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dULL) >> 56);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The switch                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct Switch {
+    GPid pid;
+    int port;
+    char *dir;
+} Switch;
+
+static char *switch_path;
+
+static char *find_switch(void)
+{
+    const char *e = g_getenv("DN2_SWITCH_BINARY");
+    g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+    g_autofree char *cwd = g_get_current_dir();
+    const char *starts[2] = { exe, cwd };
+    int i;
+
+    if (e && *e) {
+        return g_strdup(e);
+    }
+    /* The executable lives in build/qemu/qemu-<v>/build/tests/qtest/ of
+     * the project's build directory, which holds fabric/dn2-switch. */
+    for (i = 0; i < 2; i++) {
+        g_autofree char *dir = starts[i] ? g_path_get_dirname(starts[i]) : NULL;
+        int up;
+        if (i == 1 && starts[i]) {
+            g_free(dir);
+            dir = g_strdup(starts[i]);
+        }
+        for (up = 0; dir && up < 10; up++) {
+            g_autofree char *c1 = g_build_filename(dir, "fabric", "dn2-switch", NULL);
+            g_autofree char *c2 = g_build_filename(dir, "build", "fabric", "dn2-switch",
+                                                   NULL);
+            char *parent;
+            if (g_file_test(c1, G_FILE_TEST_IS_EXECUTABLE)) {
+                return g_steal_pointer(&c1);
+            }
+            if (g_file_test(c2, G_FILE_TEST_IS_EXECUTABLE)) {
+                return g_steal_pointer(&c2);
+            }
+            parent = g_path_get_dirname(dir);
+            if (!strcmp(parent, dir)) {
+                g_free(parent);
+                break;
+            }
+            g_free(dir);
+            dir = parent;
+        }
+    }
+    return NULL;
+}
+
+static void child_setup(gpointer data)
+{
+    /* The switch must not outlive an aborted test. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Start the switch on 127.0.0.1:port (0 = any) with extra arguments
+ * (NULL-terminated).  Waits for its ready file. */
+static bool switch_start(Switch *sw, int port, const char *const *extra)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *ready = NULL;
+    GError *err = NULL;
+    int64_t end;
+    int i;
+
+    if (!sw->dir) {
+        sw->dir = g_dir_make_tmp("dn2-fabric-XXXXXX", &err);
+        g_assert_no_error(err);
+    }
+    ready = g_build_filename(sw->dir, "ready", NULL);
+    unlink(ready);
+    g_ptr_array_add(argv, g_strdup(switch_path));
+    g_ptr_array_add(argv, g_strdup("--listen"));
+    g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%d", port));
+    g_ptr_array_add(argv, g_strdup("--ready-file"));
+    g_ptr_array_add(argv, g_strdup(ready));
+    if (!g_getenv("DN2_SWITCH_VERBOSE")) {
+        g_ptr_array_add(argv, g_strdup("--quiet"));
+    }
+    for (i = 0; extra && extra[i]; i++) {
+        g_ptr_array_add(argv, g_strdup(extra[i]));
+    }
+    g_ptr_array_add(argv, NULL);
+    if (!g_spawn_async(NULL, (char **)argv->pdata, NULL,
+                       G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+                       child_setup, NULL, &sw->pid, &err)) {
+        g_test_message("FAIL cannot start %s: %s", switch_path, err->message);
+        g_error_free(err);
+        g_test_fail();
+        sw->pid = 0;
+        return false;
+    }
+    end = now_ms() + 10000;
+    while (now_ms() < end) {
+        g_autofree char *txt = NULL;
+        int st;
+        if (g_file_get_contents(ready, &txt, NULL, NULL) && atoi(txt) > 0) {
+            sw->port = atoi(txt);
+            return true;
+        }
+        if (waitpid(sw->pid, &st, WNOHANG) == sw->pid) {
+            g_test_message("FAIL dn2-switch exited at start (status 0x%x)", st);
+            g_test_fail();
+            g_spawn_close_pid(sw->pid);
+            sw->pid = 0;
+            return false;
+        }
+        g_usleep(5000);
+    }
+    g_test_message("FAIL dn2-switch did not write its ready file");
+    g_test_fail();
+    return false;
+}
+
+/* Stop the switch with sig (SIGTERM: it says BYE; SIGKILL: it vanishes)
+ * and reap it. */
+static void switch_stop(Switch *sw, int sig)
+{
+    int st;
+    int64_t end = now_ms() + 3000;
+
+    if (!sw->pid) {
+        return;
+    }
+    kill(sw->pid, sig);
+    while (sig != SIGKILL && now_ms() < end) {
+        if (waitpid(sw->pid, &st, WNOHANG) == sw->pid) {
+            goto reaped;
+        }
+        g_usleep(2000);
+    }
+    kill(sw->pid, SIGKILL);
+    waitpid(sw->pid, &st, 0);
+reaped:
+    g_spawn_close_pid(sw->pid);
+    sw->pid = 0;
+}
+
+static void switch_free(Switch *sw)
+{
+    switch_stop(sw, SIGTERM);
+    if (sw->dir) {
+        g_autofree char *ready = g_build_filename(sw->dir, "ready", NULL);
+        unlink(ready);
+        rmdir(sw->dir);
+        g_free(sw->dir);
+        sw->dir = NULL;
+    }
+}
+
+/* `dn2-switch --stats`: the value of key=N in its summary line, or -1. */
+static int64_t switch_stat(Switch *sw, const char *key)
+{
+    g_autofree char *addr = g_strdup_printf("127.0.0.1:%d", sw->port);
+    g_autofree char *out = NULL;
+    g_autofree char *pat = g_strdup_printf(" %s=", key);
+    const char *argv[] = { switch_path, "--stats", addr, NULL };
+    const char *p;
+    int status = 0;
+
+    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                      &out, NULL, &status, NULL) || !out) {
+        return -1;
+    }
+    p = strstr(out, pat);
+    return p ? g_ascii_strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* File-backed SO-DIMMs                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct SdFile {
+    char *path;
+    int fd;
+    uint8_t *map;
+    uint64_t size;
+} SdFile;
+
+static void sdfile_create(SdFile *f, uint64_t size)
+{
+    GError *err = NULL;
+
+    if (g_file_test("/dev/shm", G_FILE_TEST_IS_DIR) && access("/dev/shm", W_OK) == 0) {
+        f->path = g_strdup("/dev/shm/dn2-fabric-sodimm-XXXXXX");
+        f->fd = g_mkstemp(f->path);
+    } else {
+        f->fd = g_file_open_tmp("dn2-fabric-sodimm-XXXXXX", &f->path, &err);
+        g_assert_no_error(err);
+    }
+    g_assert_cmpint(f->fd, >=, 0);
+    g_assert_cmpint(ftruncate(f->fd, size), ==, 0);
+    f->size = size;
+    f->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
+    g_assert_true(f->map != MAP_FAILED);
+}
+
+static void sdfile_destroy(SdFile *f)
+{
+    if (!f->map) {
+        return;
+    }
+    munmap(f->map, f->size);
+    close(f->fd);
+    unlink(f->path);
+    g_free(f->path);
+    memset(f, 0, sizeof(*f));
+}
+
+/* ------------------------------------------------------------------ */
+/* Boards                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct Board {
+    QTestState *qts;
+    char name;
+    uint64_t base;
+    SdFile mem;
+    uint64_t area;              /* per-process SO-DIMM area */
+    uint64_t guid;
+    int local_port;
+    uint16_t lid;
+    uint32_t st_head[DN2_NUM_WID];  /* our read pointer in the status ring */
+    uint32_t st_bytes[DN2_NUM_WID]; /* the ring's size */
+} Board;
+
+static char *fw_dir(void)
+{
+    const char *e = g_getenv("DN2_FIRMWARE_DIR");
+
+    if (e && *e) {
+        return g_strdup(e);
+    }
+    return g_build_filename(g_get_home_dir(), ".cache", "dimmnet2", "firmware", NULL);
+}
+
+static void board_start(Board *b, char name, int sw_port, uint64_t guid, int local_port,
+                        uint64_t memsize)
+{
+    g_autofree char *fw = fw_dir();
+    g_autofree char *local = local_port ?
+        g_strdup_printf(",local=127.0.0.1:%d", local_port) : g_strdup("");
+
+    memset(b, 0, sizeof(*b));
+    b->name = name;
+    b->base = DN2_DEFAULT_BASE0;
+    b->guid = guid;
+    b->local_port = local_port;
+    sdfile_create(&b->mem, memsize);
+    b->area = MIN(256 * MiB_, memsize / 2);
+    b->qts = qtest_initf("-L %s -M q35 -nodefaults -m 64M "
+                         "-object memory-backend-file,id=m,size=%" PRIu64
+                         ",mem-path=%s,share=on "
+                         "-device dimmnet2,id=dn,memdev=m,switch=127.0.0.1:%d,"
+                         "guid=0x%" PRIx64 "%s",
+                         fw, memsize, b->mem.path, sw_port, guid, local);
+    /* QEMU has the file open and mapped now: nothing to leak if we abort */
+    unlink(b->mem.path);
+}
+
+static void board_stop(Board *b)
+{
+    if (b->qts) {
+        qtest_quit(b->qts);
+        b->qts = NULL;
+    }
+    sdfile_destroy(&b->mem);
+}
+
+static uint64_t ur_rd(Board *b, int wid, uint32_t off)
+{
+    return qtest_readq(b->qts, b->base + DN2_UR_OFF(wid) + off);
+}
+static void ur_wr(Board *b, int wid, uint32_t off, uint64_t v)
+{
+    qtest_writeq(b->qts, b->base + DN2_UR_OFF(wid) + off, v);
+}
+static uint64_t sr_rd(Board *b, uint32_t off)
+{
+    return qtest_readq(b->qts, b->base + DN2_SR_BASE + off);
+}
+static void sr_wr(Board *b, uint32_t off, uint64_t v)
+{
+    qtest_writeq(b->qts, b->base + DN2_SR_BASE + off, v);
+}
+static uint64_t cs(Board *b, int wid)
+{
+    return ur_rd(b, wid, DN2_UR_CTL_STATUS);
+}
+static unsigned pcf(Board *b, int wid, int fam)
+{
+    return dn2_pc_field(ur_rd(b, wid, DN2_UR_PRIM_COUNTER), fam);
+}
+static uint64_t ww_addr(Board *b, int wid, uint32_t off)
+{
+    return b->base + DN2_WW_OFF(wid, 0) + off;
+}
+static uint64_t pw_addr(Board *b, int wid, uint32_t off)
+{
+    return b->base + DN2_PW_OFF(wid, 0) + off;
+}
+static uint64_t llcm_addr(Board *b, int wid, uint32_t off)
+{
+    return b->base + DN2_LLCM_OFF(wid) + off;
+}
+static uint64_t lhb_addr(Board *b, int wid, uint32_t off)
+{
+    return b->base + DN2_LHB_OFF(wid) + off;
+}
+
+static uint64_t qom_u64(Board *b, const char *prop)
+{
+    QDict *rsp = qtest_qmp(b->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral/dn', 'property': %s}}", prop);
+    uint64_t v = 0;
+
+    if (!qdict_haskey(rsp, "return")) {
+        g_test_message("FAIL board %c: qom-get %s failed", b->name, prop);
+        g_test_fail();
+    } else {
+        QNum *n = qobject_to(QNum, qdict_get(rsp, "return"));
+        if (!n || !qnum_get_try_uint(n, &v)) {
+            g_test_message("FAIL board %c: qom-get %s: not an unsigned number", b->name,
+                           prop);
+            g_test_fail();
+        }
+    }
+    qobject_unref(rsp);
+    return v;
+}
+
+/* Names of the device's QOM properties. */
+static GPtrArray *qom_props(Board *b)
+{
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    QDict *rsp = qtest_qmp(b->qts, "{'execute': 'qom-list', 'arguments': "
+                           "{'path': '/machine/peripheral/dn'}}");
+    QList *l = qdict_haskey(rsp, "return") ? qdict_get_qlist(rsp, "return") : NULL;
+    QListEntry *e;
+
+    if (l) {
+        QLIST_FOREACH_ENTRY(l, e) {
+            QDict *d = qobject_to(QDict, qlist_entry_obj(e));
+            if (d && qdict_haskey(d, "name")) {
+                g_ptr_array_add(names, g_strdup(qdict_get_str(d, "name")));
+            }
+        }
+    }
+    qobject_unref(rsp);
+    return names;
+}
+
+/* SO-DIMM bytes through the backing file (choice #10 interleave). */
+static uint8_t *sd_byte(Board *b, int wid, uint64_t off)
+{
+    uint64_t g = (uint64_t)wid * b->area + off;
+
+    return b->mem.map + dn2_sdimm_module(g) * (b->mem.size / 2) +
+           dn2_sdimm_module_offset(g);
+}
+
+static void sd_put(Board *b, int wid, uint64_t off, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+
+    while (len) {
+        size_t n = MIN(len, DN2_SDIMM_INTERLEAVE - (off & 7));
+        memcpy(sd_byte(b, wid, off), p, n);
+        p += n;
+        off += n;
+        len -= n;
+    }
+}
+
+static void sd_get(Board *b, int wid, uint64_t off, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+
+    while (len) {
+        size_t n = MIN(len, DN2_SDIMM_INTERLEAVE - (off & 7));
+        memcpy(p, sd_byte(b, wid, off), n);
+        p += n;
+        off += n;
+        len -= n;
+    }
+}
+
+static bool sd_expect(Board *b, int wid, uint64_t off, const void *want, size_t len,
+                      const char *what)
+{
+    g_autofree uint8_t *got = g_malloc(len ? len : 1);
+    g_autofree char *w = g_strdup_printf("%s (board %c WID %d SO-DIMM 0x%" PRIx64
+                                         "..0x%" PRIx64 ")", what, b->name, wid, off,
+                                         off + len);
+
+    sd_get(b, wid, off, got, len);
+    return mem_eq(w, got, want, len, off);
+}
+
+static bool sd_expect_zero(Board *b, int wid, uint64_t off, size_t len, const char *what)
+{
+    g_autofree uint8_t *z = g_malloc0(len ? len : 1);
+
+    return sd_expect(b, wid, off, z, len, what);
+}
+
+/* Wait until the receiver's SO-DIMM holds `want` (no status record). */
+static bool sd_wait(Board *b, int wid, uint64_t off, const void *want, size_t len,
+                    int ms, const char *what)
+{
+    g_autofree uint8_t *got = g_malloc(len);
+    int64_t end = deadline(ms);
+
+    do {
+        sd_get(b, wid, off, got, len);
+        if (!memcmp(got, want, len)) {
+            return true;
+        }
+        g_usleep(500);
+    } while (now_ms() < end);
+    wait_failed("%s: data at board %c WID %d SO-DIMM 0x%" PRIx64, what, b->name, wid,
+                off);
+    return sd_expect(b, wid, off, want, len, what);
+}
+
+/* Poll a User Register until (value & mask) == want. */
+static bool poll_ur(Board *b, int wid, uint32_t off, uint64_t mask, uint64_t want, int ms,
+                    const char *what)
+{
+    int64_t end = deadline(ms);
+    uint64_t v;
+
+    do {
+        v = ur_rd(b, wid, off);
+        if ((v & mask) == want) {
+            return true;
+        }
+    } while (now_ms() < end);
+    wait_failed("%s: board %c UR%d+0x%03x = 0x%" PRIx64 ", wanted (v & 0x%" PRIx64
+                ") == 0x%" PRIx64, what, b->name, wid, off, v, mask, want);
+    return false;
+}
+
+static bool wait_pc(Board *b, int wid, int fam, unsigned target, int ms, const char *what)
+{
+    return poll_ur(b, wid, DN2_UR_PRIM_COUNTER,
+                   (uint64_t)DN2_PC_MASK << (fam * DN2_PC_BITS),
+                   (uint64_t)(target & DN2_PC_MASK) << (fam * DN2_PC_BITS), ms, what);
+}
+
+static bool wait_qom(Board *b, const char *prop, uint64_t want_at_least, int ms,
+                     const char *what)
+{
+    int64_t end = deadline(ms);
+    uint64_t v;
+
+    do {
+        v = qom_u64(b, prop);
+        if (v >= want_at_least) {
+            return true;
+        }
+        g_usleep(1000);
+    } while (now_ms() < end);
+    wait_failed("%s: board %c %s = %" PRIu64 ", wanted >= %" PRIu64, what, b->name, prop,
+                v, want_at_least);
+    return false;
+}
+
+/* SMA LID register: link ready and a LID. */
+static bool board_wait_link(Board *b, int ms)
+{
+    int64_t end = deadline(ms);
+    uint64_t v;
+
+    do {
+        v = sr_rd(b, DN2_SR_SMA);
+        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
+            b->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
+            return true;
+        }
+        g_usleep(1000);
+    } while (now_ms() < end);
+    wait_failed("board %c link ready (SMA LID register = 0x%" PRIx64 ")", b->name, v);
+    return false;
+}
+
+static bool poll_sma_down(Board *b, int ms)
+{
+    int64_t end = deadline(ms);
+    uint64_t v;
+
+    do {
+        v = sr_rd(b, DN2_SR_SMA);
+        if (DN2_GET(v, 17, 16) != DN2_SMA_LINK_READY) {
+            return true;
+        }
+        g_usleep(500);
+    } while (now_ms() < end);
+    wait_failed("board %c link going down (SMA LID register = 0x%" PRIx64 ")", b->name, v);
+    return false;
+}
+
+/* Configure a board for the network: SO-DIMMs, MTU 4096, PGIDs, status
+ * rings.  pgid1 < 0: WID 1 has no process (choice #32). */
+static void board_net_init(Board *b, int pgid0, int pgid1)
+{
+    int wid;
+
+    sr_wr(b, DN2_SR_SDIMM_CAPACITY, CAP_256M);
+    sr_wr(b, DN2_SR_SDIMM_INIT, 1);
+    sr_wr(b, DN2_SR_MTU, MTU_4096);
+    if (pgid0 >= 0) {
+        sr_wr(b, DN2_SR_PGID0, pgid0);
+    }
+    if (pgid1 >= 0) {
+        sr_wr(b, DN2_SR_PGID1, pgid1);
+    }
+    for (wid = 0; wid < DN2_NUM_WID; wid++) {
+        ur_wr(b, wid, DN2_UR_STATUS_INIT, ST_OFF);
+        ur_wr(b, wid, DN2_UR_STATUS_SIZE, ST_SIZE_REG);
+        b->st_head[wid] = ST_OFF;
+        b->st_bytes[wid] = ST_BYTES;
+    }
+    poll_ur(b, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, T_SHORT,
+            "SO-DIMM ready");
+}
+
+/* Requests ------------------------------------------------------------ */
+
+static void issue(Board *b, int wid, int cmd, uint64_t upper, uint64_t lower,
+                  bool has_ex, uint64_t ex)
+{
+    poll_ur(b, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL, 0, T_LONG,
+            "room in the Request FIFO");
+    if (has_ex) {
+        ur_wr(b, wid, DN2_UR_CMD_EX_FLAG, 1);
+        ur_wr(b, wid, DN2_UR_CMD_EX, ex);
+    }
+    ur_wr(b, wid, cmd ? DN2_UR_CMD1_UPPER : DN2_UR_CMD0_UPPER, upper);
+    ur_wr(b, wid, cmd ? DN2_UR_CMD1_LOWER : DN2_UR_CMD0_LOWER, lower);
+    if (has_ex) {
+        ur_wr(b, wid, DN2_UR_CMD_EX_FLAG, 0);
+    }
+}
+
+/* A remote request to board LID dlid. */
+static void rreq(Board *b, int wid, int cmd, unsigned otype, unsigned dtype, unsigned iter,
+                 uint16_t dlid, int dwid, int eflag, uint32_t arg, uint32_t src,
+                 uint32_t dst)
+{
+    issue(b, wid, cmd, dn2_req_upper(src, dst),
+          dn2_req_lower(otype, dtype, iter, dn2_lid_to_clid(dlid), dwid, eflag, arg),
+          false, 0);
+}
+
+static void rreq_ex(Board *b, int wid, int cmd, unsigned otype, unsigned dtype,
+                    unsigned iter, uint16_t dlid, int dwid, int eflag, uint32_t arg,
+                    uint32_t src, uint32_t dst, uint64_t ex)
+{
+    issue(b, wid, cmd, dn2_req_upper(src, dst),
+          dn2_req_lower(otype, dtype, iter, dn2_lid_to_clid(dlid), dwid, eflag, arg),
+          true, ex);
+}
+
+/* BOTF of the packet image already in Write Window n of the WID. */
+static void botf(Board *b, int wid, unsigned n, unsigned size)
+{
+    issue(b, wid, 0, 0, dn2_botf_lower(n, size), false, 0);
+}
+
+/* Build a DIMMnet-2 packet image: header lines, then data.  Returns bytes. */
+static size_t mkpkt(uint8_t *buf, const struct dn2_hdr *h0, const void *data, size_t dlen)
+{
+    struct dn2_hdr h = *h0;
+    unsigned lines = dn2_hdr_lines(h.type);
+    size_t bytes = lines * DN2_LINE + dlen;
+
+    if (!h.size) {
+        h.size = dn2_pkt_size_field(bytes);
+    }
+    stq_le_p(buf, dn2_hdr0_encode(&h));
+    stq_le_p(buf + 8, dn2_hdr1_encode(h.w1_lo, h.w1_hi));
+    if (lines > 2) {
+        stq_le_p(buf + 16, dn2_hdr1_encode(h.total, h.stride));
+    }
+    if (lines > 3) {
+        stq_le_p(buf + 24, h.ex);
+    }
+    if (dlen) {
+        memcpy(buf + lines * DN2_LINE, data, dlen);
+    }
+    return bytes;
+}
+
+/* Status rings ---------------------------------------------------------- */
+
+static uint32_t st_next(Board *b, int wid, uint32_t pos)
+{
+    return ST_OFF + (pos - ST_OFF + DN2_STATUS_REC_SIZE) % b->st_bytes[wid];
+}
+
+/* (Re)configure a status ring: head and tail go to its start (choice #25). */
+static void st_config(Board *b, int wid, uint32_t size_reg)
+{
+    ur_wr(b, wid, DN2_UR_STATUS_INIT, ST_OFF);
+    ur_wr(b, wid, DN2_UR_STATUS_SIZE, size_reg);
+    b->st_head[wid] = ST_OFF;
+    b->st_bytes[wid] = dn2_status_area_bytes(size_reg);
+}
+
+/* Take the next receive-status record (waits up to ms). */
+static bool st_pop(Board *b, int wid, uint64_t *lower, uint64_t *upper, int ms,
+                   const char *what)
+{
+    int64_t end = deadline(ms);
+    uint32_t head = b->st_head[wid];
+    uint64_t tail;
+
+    do {
+        tail = ur_rd(b, wid, DN2_UR_STATUS_ADDR);
+        if (tail != head) {
+            *lower = qtest_readq(b->qts, llcm_addr(b, wid, head));
+            *upper = qtest_readq(b->qts, llcm_addr(b, wid, head + 8));
+            b->st_head[wid] = st_next(b, wid, head);
+            ur_wr(b, wid, DN2_UR_STATUS_ADDR, b->st_head[wid]);
+            return true;
+        }
+    } while (now_ms() < end);
+    wait_failed("%s: a status record on board %c WID %d (tail 0x%" PRIx64 ")", what,
+                b->name, wid, tail);
+    return false;
+}
+
+static void st_expect(Board *b, int wid, unsigned otype, unsigned dtype, unsigned iter,
+                      uint16_t slid, unsigned swid, uint32_t size, uint32_t first, int ms,
+                      const char *what)
+{
+    uint64_t lo, up;
+
+    if (!st_pop(b, wid, &lo, &up, ms, what)) {
+        return;
+    }
+    EXPECT_HEX(lo, dn2_req_lower(otype, dtype, iter, dn2_lid_to_clid(slid), swid, 1, size),
+               "%s: board %c WID %d status Lower {OTYPE 0x%x DTYPE %u Iter %u CLID 0x%x "
+               "SWID %u eflag Size %u}", what, b->name, wid, otype, dtype, iter,
+               dn2_lid_to_clid(slid), swid, size);
+    EXPECT_HEX(up, dn2_req_upper(first, 0), "%s: board %c WID %d status Upper "
+               "{first address 0x%x}", what, b->name, wid, first);
+}
+
+static void st_expect_empty(Board *b, int wid, const char *what)
+{
+    EXPECT_HEX(ur_rd(b, wid, DN2_UR_STATUS_ADDR), b->st_head[wid],
+               "%s: board %c WID %d status ring empty (tail == head)", what, b->name, wid);
+}
+
+/* ------------------------------------------------------------------ */
+/* A fabric: one switch and n boards                                   */
+/* ------------------------------------------------------------------ */
+
+#define MAXB 3
+
+typedef struct Fab {
+    Switch sw;
+    Board b[MAXB];
+    int n;
+} Fab;
+
+static uint64_t guid_of(int i)
+{
+    return 0xd1aa0e7200000000ULL | ((uint64_t)getpid() << 8) | (uint64_t)(i + 1);
+}
+
+/* Returns false (the case should end) when the fabric did not come up. */
+static bool fab_up(Fab *f, int n, const char *const *sw_args, uint64_t memsize,
+                   const int *local_ports)
+{
+    int i;
+
+    memset(f, 0, sizeof(*f));
+    f->n = n;
+    if (!switch_start(&f->sw, 0, sw_args)) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        /* one at a time: LIDs come in start order from an empty switch */
+        board_start(&f->b[i], 'A' + i, f->sw.port, guid_of(i),
+                    local_ports ? local_ports[i] : 0, memsize);
+        if (!board_wait_link(&f->b[i], T_SHORT)) {
+            return false;
+        }
+        board_net_init(&f->b[i], PG, PG);
+    }
+    return true;
+}
+
+static void fab_down(Fab *f)
+{
+    int i;
+
+    for (i = 0; i < f->n; i++) {
+        board_stop(&f->b[i]);
+    }
+    switch_free(&f->sw);
+}
+
+/* ------------------------------------------------------------------ */
+/* Link-up: LIDs, link state, SMA software reset                       */
+/* ------------------------------------------------------------------ */
+
+static void test_link_up(void)
+{
+    Fab f;
+    int i, j;
+    uint16_t lid_a;
+    uint8_t data[3000];
+
+    case_begin();
+    if (!fab_up(&f, 3, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    for (i = 0; i < 3; i++) {
+        uint64_t v = sr_rd(&f.b[i], DN2_SR_SMA);
+        EXPECT_HEX(DN2_GET(v, 17, 16), DN2_SMA_LINK_READY, "board %c SMA [17:16]",
+                   f.b[i].name);
+        EXPECT_HEX(DN2_GET(v, 63, 18), 0, "board %c SMA [63:18]", f.b[i].name);
+        EXPECT_TRUE(dn2_lid_assignable(f.b[i].lid), "board %c LID 0x%x is assignable",
+                    f.b[i].name, f.b[i].lid);
+        for (j = 0; j < i; j++) {
+            EXPECT_TRUE(f.b[i].lid != f.b[j].lid, "boards %c and %c have distinct LIDs "
+                        "(0x%x)", f.b[i].name, f.b[j].name, f.b[i].lid);
+        }
+    }
+
+    /* SMA software reset of A: the link renegotiates, the switch gives the
+     * GUID its LID again, and the others accept A's new incarnation. */
+    lid_a = f.b[0].lid;
+    sr_wr(&f.b[0], DN2_SR_SMA, 1);
+    if (board_wait_link(&f.b[0], T_SHORT)) {
+        EXPECT_HEX(f.b[0].lid, lid_a, "board A keeps its LID after an SMA reset");
+    }
+    /* A's new epoch reaches the others in the next routing table; what
+     * they queued for A's old incarnation would be dropped (peer reset) */
+    g_usleep(100 * 1000);
+    pattern(data, sizeof(data), 1);
+    sd_put(&f.b[1], 0, 0x1000, data, sizeof(data));
+    rreq(&f.b[1], 0, 0, DN2_OP_RVS, 0, 0, f.b[0].lid, 0, 1, sizeof(data), 0x1000, 0x2000);
+    st_expect(&f.b[0], 0, DN2_OP_RVS, 0, 0, f.b[1].lid, 0, sizeof(data), 0x2000, T_SHORT,
+              "RVS B->A after A's SMA reset");
+    sd_expect(&f.b[0], 0, 0x2000, data, sizeof(data), "RVS B->A after A's SMA reset");
+    rreq(&f.b[0], 0, 0, DN2_OP_RVS, 0, 0, f.b[2].lid, 0, 1, sizeof(data), 0x2000, 0x3000);
+    st_expect(&f.b[2], 0, DN2_OP_RVS, 0, 0, f.b[0].lid, 0, sizeof(data), 0x3000, T_SHORT,
+              "RVS A->C after A's SMA reset");
+    sd_expect(&f.b[2], 0, 0x3000, data, sizeof(data), "RVS A->C after A's SMA reset");
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* RVS family across boards                                            */
+/* ------------------------------------------------------------------ */
+
+static void test_rvs_family(void)
+{
+    Fab f;
+    Board *A, *B;
+    g_autofree uint8_t *src = g_malloc(64 * KiB_);
+    g_autofree uint8_t *got = g_malloc(64 * KiB_);
+    uint32_t list[64];
+    unsigned pkts0, i;
+    const char *w;
+
+    case_begin();
+    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    pattern(src, 64 * KiB_, 2);
+    sd_put(A, 0, 0x10000, src, 64 * KiB_);
+    sd_put(A, 1, 0x10000, src, 64 * KiB_);
+
+    /* RVS, contiguous, 3 packets at MTU 4096, odd offsets and size */
+    w = "RVS 10000 bytes A->B";
+    pkts0 = ur_rd(B, 0, DN2_UR_PKT_COUNTER);
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 10000, 0x10005, 0x200003);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 10000, 0x200003, T_SHORT, w);
+    sd_expect(B, 0, 0x200003, src + 5, 10000, w);
+    sd_expect_zero(B, 0, 0x200000, 3, "bytes before the RVS");
+    sd_expect_zero(B, 0, 0x200003 + 10000, 64, "bytes after the RVS");
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER) - pkts0, 3,
+               "%s: receiver's Packet Counter (3 packets of <= 4096 bytes)", w);
+    EXPECT_HEX(pcf(A, 0, DN2_PC_RVS), 1, "%s: sender's Primitive Counter RVS", w);
+    EXPECT_HEX(pcf(B, 0, DN2_PC_RVS), 0, "%s: receiver's Primitive Counter RVS", w);
+    st_expect_empty(B, 0, w);
+
+    /* WID 1 to WID 1: the record names the sender's WID */
+    w = "RVS WID 1 -> WID 1";
+    rreq(A, 1, 0, DN2_OP_RVS, 0, 0, B->lid, 1, 1, 100, 0x10100, 0x1000);
+    st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 1, 100, 0x1000, T_SHORT, w);
+    sd_expect(B, 1, 0x1000, src + 0x100, 100, w);
+    sd_expect_zero(B, 0, 0x1000, 100, "WID 0 untouched by an RVS to WID 1");
+    st_expect_empty(B, 0, w);
+
+    /* no eflag: data, no record; then one with eflag: one record */
+    w = "RVS without eflag";
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 0, 5000, 0x11000, 0x210000);
+    sd_wait(B, 0, 0x210000, src + 0x1000, 5000, T_SHORT, w);
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 8, 0x12000, 0x211000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 8, 0x211000, T_SHORT,
+              "RVS with eflag after one without");
+    st_expect_empty(B, 0, w);
+
+    /* Command1: into the receiver's Prefetch Window area */
+    w = "RVS through Command1 (PW)";
+    rreq(A, 0, 1, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 700, 0x13000, 0x100);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 700, 0x100, T_SHORT, w);
+    qtest_memread(B->qts, pw_addr(B, 0, 0x100), got, 700);
+    mem_eq(w, got, src + 0x3000, 700, 0x100);
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: PW flags", w);
+
+    /* RVSS: 200 x 8 bytes to stride 24 (one packet) */
+    w = "RVSS 200 x 8 B stride 24";
+    rreq(A, 0, 0, DN2_OP_RVSS, DN2_DTYPE_8B, 200, B->lid, 0, 1, 24, 0x14000, 0x220000);
+    st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_8B, 200, A->lid, 0, 1600, 0x220000, T_SHORT, w);
+    for (i = 0; i < 200; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        sd_expect(B, 0, 0x220000 + i * 24, src + 0x4000 + i * 8, 8, e);
+        sd_expect_zero(B, 0, 0x220000 + i * 24 + 8, 16, e);
+        if (g_test_failed()) {
+            break;
+        }
+    }
+
+    /* RVSS spanning 5 packets: 255 x 64 bytes, stride 100 */
+    w = "RVSS 255 x 64 B stride 100 (5 packets)";
+    pkts0 = ur_rd(B, 0, DN2_UR_PKT_COUNTER);
+    rreq(A, 0, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, B->lid, 0, 1, 100, 0x10000, 0x240000);
+    /* The record is the primitive's: Iteration 255, Size = Total */
+    st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, A->lid, 0, 255 * 64, 0x240000,
+              T_SHORT, w);
+    for (i = 0; i < 255; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        if (!sd_expect(B, 0, 0x240000 + i * 100, src + i * 64, 64, e)) {
+            break;
+        }
+    }
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER) - pkts0, 5, "%s: packets", w);
+    st_expect_empty(B, 0, w);
+
+    /* RVSI: the list lives in the receiver's SO-DIMM */
+    w = "RVSI 64 x 4 B through a list on the receiver";
+    for (i = 0; i < 64; i++) {
+        uint32_t le;
+        list[i] = ((i * 37) % 64) * 12;
+        le = cpu_to_le32(list[i]);
+        sd_put(B, 0, 0x300000 + i * 4, &le, 4);
+    }
+    rreq(A, 0, 0, DN2_OP_RVSI, DN2_DTYPE_4B, 64, B->lid, 0, 1, 0x300000, 0x15000,
+         0x310000);
+    st_expect(B, 0, DN2_OP_RVSI, DN2_DTYPE_4B, 64, A->lid, 0, 256, 0x310000, T_SHORT, w);
+    for (i = 0; i < 64; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        if (!sd_expect(B, 0, 0x310000 + list[i], src + 0x5000 + i * 4, 4, e)) {
+            break;
+        }
+    }
+
+    /* Command Ex: the sender gathers strided (VLS pattern), lands contiguous */
+    w = "RVS with a strided local pattern (Command Ex)";
+    rreq_ex(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 256, 0x16000, 0x320000,
+            dn2_req_ex(DN2_OP_VLS, DN2_DTYPE_4B, 64, 12));
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x320000, T_SHORT, w);
+    for (i = 0; i < 64; i++) {
+        memcpy(got + i * 4, src + 0x6000 + i * 12, 4);
+    }
+    sd_expect(B, 0, 0x320000, got, 256, w);
+
+    /* size 0: a header-only notification (choice #39) */
+    w = "RVS of 0 bytes";
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 0, 0x10000, 0x330000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 0, 0x330000, T_SHORT, w);
+    sd_expect_zero(B, 0, 0x330000, 64, w);
+
+    /* 1 MiB in one request (257 packets) */
+    w = "RVS 1 MiB";
+    {
+        g_autofree uint8_t *big = g_malloc(MiB_);
+        pattern(big, MiB_, 3);
+        sd_put(A, 0, 0x400000, big, MiB_);
+        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, MiB_, 0x400000, 0x500000);
+        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, MiB_, 0x500000, T_LONG, w);
+        sd_expect(B, 0, 0x500000, big, MiB_, w);
+    }
+    EXPECT_HEX(cs(A, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+               "sender Controller Status: no error");
+    EXPECT_HEX(cs(B, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+               "receiver Controller Status: no error");
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* RVL family: B asks A for data                                       */
+/* ------------------------------------------------------------------ */
+
+static void test_rvl_family(void)
+{
+    Fab f;
+    Board *A, *B;
+    g_autofree uint8_t *src = g_malloc(64 * KiB_);
+    g_autofree uint8_t *want = g_malloc(64 * KiB_);
+    g_autofree uint8_t *got = g_malloc(64 * KiB_);
+    uint32_t list[30];
+    unsigned i, rvl0;
+    const char *w;
+
+    case_begin();
+    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    pattern(src, 64 * KiB_, 4);
+    sd_put(A, 0, 0x20000, src, 64 * KiB_);
+    sd_put(A, 1, 0x20000, src, 64 * KiB_);
+
+    /* RVL contiguous: 9000 bytes from A 0x20000 to B 0x100000 */
+    w = "RVL 9000 bytes";
+    rreq(B, 0, 0, DN2_OP_RVL, 0, 0, A->lid, 0, 1, 9000, 0x20000, 0x100000);
+    wait_pc(B, 0, DN2_PC_RVL, 1, T_SHORT, "RVL counted on the requester");
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 9000, 0x100000, T_SHORT, w);
+    sd_expect(B, 0, 0x100000, src, 9000, w);
+    sd_expect_zero(B, 0, 0x100000 + 9000, 64, "after the RVL data");
+    EXPECT_HEX(pcf(A, 0, DN2_PC_RVS), 0,
+               "%s: the responder's RVS (from the Receive Controller) is not counted", w);
+    st_expect_empty(A, 0, "RVL: nothing in the responder's status ring");
+
+    /* from the responder's WID 1 (DWID) into the requester's WID 1 */
+    w = "RVL WID 1 -> responder WID 1";
+    rreq(B, 1, 0, DN2_OP_RVL, 0, 0, A->lid, 1, 1, 300, 0x20100, 0x2000);
+    st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 1, 300, 0x2000, T_SHORT, w);
+    sd_expect(B, 1, 0x2000, src + 0x100, 300, w);
+
+    /* RVLS: the responder gathers 100 x 8 bytes at stride 40 */
+    w = "RVLS 100 x 8 B stride 40";
+    rreq(B, 0, 0, DN2_OP_RVLS, DN2_DTYPE_8B, 100, A->lid, 0, 1, 40, 0x20000, 0x110000);
+    for (i = 0; i < 100; i++) {
+        memcpy(want + i * 8, src + i * 40, 8);
+    }
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 800, 0x110000, T_SHORT, w);
+    sd_expect(B, 0, 0x110000, want, 800, w);
+
+    /* RVLI: the list lives in the responder's SO-DIMM */
+    w = "RVLI 30 x 16 B through a list on the responder";
+    for (i = 0; i < 30; i++) {
+        uint32_t le;
+        list[i] = ((i * 7) % 30) * 48 + 16;
+        le = cpu_to_le32(list[i]);
+        sd_put(A, 0, 0x80000 + i * 4, &le, 4);
+        memcpy(want + i * 16, src + list[i], 16);
+    }
+    rreq(B, 0, 0, DN2_OP_RVLI, DN2_DTYPE_16B, 30, A->lid, 0, 1, 0x80000, 0x20000,
+         0x120000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 480, 0x120000, T_SHORT, w);
+    sd_expect(B, 0, 0x120000, want, 480, w);
+
+    /* Command1: into the requester's Prefetch Window, flags track lines */
+    w = "RVL through Command1 (PW window 1)";
+    rreq(B, 0, 1, DN2_OP_RVL, 0, 0, A->lid, 0, 0, 512, 0x21000, DN2_WIN_SIZE);
+    poll_ur(B, 0, DN2_UR_PW_FLAG, DN2_PWF_WIN_MASK(1), DN2_PWF_WIN_MASK(1), T_SHORT,
+            "PW window 1 flags all set after the RVL data");
+    qtest_memread(B->qts, pw_addr(B, 0, DN2_WIN_SIZE), got, 512);
+    mem_eq(w, got, src + 0x1000, 512, DN2_WIN_SIZE);
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: all PW flags", w);
+    st_expect_empty(B, 0, "RVL without eflag: no record");
+
+    /* the requester's Command Ex = the landing pattern (strided) */
+    w = "RVL landing strided on the requester (Command Ex VSS)";
+    rreq_ex(B, 0, 0, DN2_OP_RVL, 0, 0, A->lid, 0, 1, 400, 0x22000, 0x130000,
+            dn2_req_ex(DN2_OP_VSS, DN2_DTYPE_8B, 50, 32));
+    st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_8B, 50, A->lid, 0, 400, 0x130000, T_SHORT, w);
+    for (i = 0; i < 50; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        if (!sd_expect(B, 0, 0x130000 + i * 32, src + 0x2000 + i * 8, 8, e)) {
+            break;
+        }
+    }
+
+    /* 16 RVLs queued back to back (the RC Request FIFO is 16 deep) */
+    w = "16 RVLs back to back";
+    rvl0 = pcf(B, 0, DN2_PC_RVL);
+    for (i = 0; i < 16; i++) {
+        rreq(B, 0, 0, DN2_OP_RVL, 0, 0, A->lid, 0, 1, 2048, 0x20000 + i * 2048,
+             0x140000 + i * 4096);
+    }
+    wait_pc(B, 0, DN2_PC_RVL, rvl0 + 16, T_SHORT, "16 RVLs sent");
+    for (i = 0; i < 16; i++) {
+        g_autofree char *e = g_strdup_printf("%s #%u", w, i);
+        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 2048, 0x140000 + i * 4096, T_SHORT, e);
+        sd_expect(B, 0, 0x140000 + i * 4096, src + i * 2048, 2048, e);
+    }
+    EXPECT_HEX(cs(B, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+               "requester Controller Status: no error");
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* IPUSH, LHSv1, LHSv2                                                  */
+/* ------------------------------------------------------------------ */
+
+#define AMT_VAL     0x10u           /* AMT entry at LLCM 0x100 */
+#define RING_BASE   0x40000u
+#define RING_SIZE   0x8000u
+
+static void ipush_setup(Board *recv, uint16_t sender_lid, int sender_wid)
+{
+    uint32_t e = AMT_VAL * DN2_AMT_UNIT;
+
+    ur_wr(recv, 0, DN2_UR_IPUSH_AREA_SIZE, 0x100);     /* 1 MiB */
+    sr_wr(recv, DN2_SR_AMT, dn2_amt_encode(AMT_VAL, sender_wid, sender_lid));
+    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_HEAD), 0);
+    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_TAIL), 0);
+    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_BASE), RING_BASE);
+    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_SIZE), RING_SIZE);
+}
+
+static uint32_t amt_rd(Board *b, uint32_t field)
+{
+    return qtest_readl(b->qts, llcm_addr(b, 0, AMT_VAL * DN2_AMT_UNIT + field));
+}
+
+static void ring_expect(Board *b, uint32_t pos, const uint8_t *want, uint32_t len,
+                        const char *what)
+{
+    uint32_t n = MIN(len, RING_SIZE - pos);
+
+    sd_expect(b, 0, RING_BASE + pos, want, n, what);
+    if (n < len) {
+        sd_expect(b, 0, RING_BASE, want + n, len - n, what);
+    }
+}
+
+static void test_ipush_lhs(void)
+{
+    Fab f;
+    Board *A, *B;
+    g_autofree uint8_t *src = g_malloc(64 * KiB_);
+    uint8_t ent[DN2_LHB_ENTRY];
+    uint32_t tail, pos, n, i;
+    uint64_t env, l0;
+    const char *w;
+
+    case_begin();
+    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    pattern(src, 64 * KiB_, 5);
+    sd_put(A, 0, 0x30000, src, 64 * KiB_);
+    ipush_setup(B, A->lid, 0);
+
+    /* IPUSH, one packet, pflag (eflag) -> one record per packet */
+    w = "IPUSH 100 bytes";
+    rreq(A, 0, 0, DN2_OP_IPUSH, 0, 0, B->lid, 0, 1, 100, 0x30000, 0);
+    st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 100, RING_BASE, T_SHORT, w);
+    ring_expect(B, 0, src, 100, w);
+    EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), 104, "%s: Tail rounded up to 8", w);
+    EXPECT_HEX(pcf(A, 0, DN2_PC_IPUSH), 1, "%s: sender's IPUSH counter", w);
+
+    /* 10000 bytes: 3 packets, 3 records */
+    w = "IPUSH 10000 bytes";
+    rreq(A, 0, 0, DN2_OP_IPUSH, 0, 0, B->lid, 0, 1, 10000, 0x30100, 0);
+    st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 4080, RING_BASE + 104, T_SHORT, w);
+    st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 4080, RING_BASE + 104 + 4080, T_SHORT,
+              w);
+    st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 1840, RING_BASE + 104 + 8160, T_SHORT,
+              w);
+    ring_expect(B, 104, src + 0x100, 10000, w);
+    tail = amt_rd(B, DN2_AMT_TAIL);
+    EXPECT_HEX(tail, 104 + 10000, "%s: Tail", w);
+
+    /* consume, then wrap around the ring end */
+    w = "IPUSH wrapping the ring";
+    qtest_writel(B->qts, llcm_addr(B, 0, AMT_VAL * DN2_AMT_UNIT + DN2_AMT_HEAD), tail);
+    rreq(A, 0, 0, DN2_OP_IPUSH, 0, 0, B->lid, 0, 1, 25000, 0x30000, 0);
+    pos = tail;
+    for (i = 0; i < 7; i++) {
+        n = MIN(4080u, 25000 - i * 4080);
+        st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, n, RING_BASE + pos, T_SHORT, w);
+        ring_expect(B, pos, src + i * 4080, n, w);
+        pos = (pos + ROUND_UP(n, 8)) % RING_SIZE;
+    }
+    EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), pos, "%s: Tail after the wrap", w);
+    qtest_writel(B->qts, llcm_addr(B, 0, AMT_VAL * DN2_AMT_UNIT + DN2_AMT_HEAD), pos);
+    tail = pos;
+
+    /* LHSv1: envelope + 200 bytes: 48 in the entry, 152 in the ring */
+    w = "LHSv1 208-byte message";
+    env = dn2_envelope(0x1234, 5, 0xdeadbeef);
+    {
+        uint64_t le = cpu_to_le64(env);
+        sd_put(A, 0, 0x50000, &le, 8);
+        sd_put(A, 0, 0x50008, src + 0x8000, 200);
+    }
+    rreq(A, 0, 0, DN2_OP_LHSV1, 0, 0, B->lid, 0, 1, 208, 0x50000, 0);
+    st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 208, 0, T_SHORT, w);
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "%s: LH Buffer tail", w);
+    qtest_memread(B->qts, lhb_addr(B, 0, 0), ent, sizeof(ent));
+    l0 = ldq_le_p(ent);
+    EXPECT_HEX(DN2_GET(l0, 63, 32), RING_BASE + tail, "%s: entry Pointer", w);
+    EXPECT_HEX(DN2_GET(l0, 31, 16), 0x1234, "%s: entry Context", w);
+    EXPECT_HEX(DN2_GET(l0, 15, 2), 5, "%s: entry Rank", w);
+    EXPECT_HEX(l0 & (DN2_LH_VALID | DN2_LH_COMPLETE), DN2_LH_VALID | DN2_LH_COMPLETE,
+               "%s: Valid and Complete toggled", w);
+    EXPECT_HEX(ldq_le_p(ent + 8), DN2_PUT(0xdeadbeefu, 63, 32) | 200, "%s: Tag, Size", w);
+    mem_eq("LHSv1 inline data", ent + 16, src + 0x8000, DN2_LHB_DATA, 0);
+    ring_expect(B, tail, src + 0x8000 + DN2_LHB_DATA, 200 - DN2_LHB_DATA, w);
+    tail = (tail + ROUND_UP(200 - DN2_LHB_DATA, 8)) % RING_SIZE;
+    EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), tail, "%s: ring Tail", w);
+
+    /* LHSv2: 40 bytes (envelope + 32) from the Write Window, 100 from SO-DIMM */
+    w = "LHSv2 40 WW bytes + 100 SO-DIMM bytes";
+    {
+        uint8_t wwb[40];
+        uint8_t msg[140];
+        stq_le_p(wwb, dn2_envelope(0x55, 9, 0x01020304));
+        memcpy(wwb + 8, src + 0x9000, 32);
+        qtest_memwrite(A->qts, ww_addr(A, 0, 0x200), wwb, sizeof(wwb));
+        memcpy(msg, wwb, 40);
+        memcpy(msg + 40, src + 0xa000, 100);
+        rreq(A, 0, 0, DN2_OP_LHSV2, 0, 0, B->lid, 0, 1, 140, 0x30000 + 0xa000,
+             dn2_lhsv2_dst(40, 0x200));
+        st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 140, DN2_LHB_ENTRY, T_SHORT, w);
+        qtest_memread(B->qts, lhb_addr(B, 0, DN2_LHB_ENTRY), ent, sizeof(ent));
+        l0 = ldq_le_p(ent);
+        EXPECT_HEX(DN2_GET(l0, 63, 32), RING_BASE + tail, "%s: entry Pointer", w);
+        EXPECT_HEX(DN2_GET(l0, 31, 16), 0x55, "%s: entry Context", w);
+        EXPECT_HEX(DN2_GET(l0, 15, 2), 9, "%s: entry Rank", w);
+        EXPECT_HEX(l0 & 3, 3, "%s: Valid and Complete toggled", w);
+        EXPECT_HEX(ldq_le_p(ent + 8), DN2_PUT(0x01020304u, 63, 32) | 132, "%s: Tag, Size",
+                   w);
+        mem_eq("LHSv2 inline data", ent + 16, msg + 8, DN2_LHB_DATA, 0);
+        ring_expect(B, tail, msg + 56, 140 - 56, w);
+        tail = (tail + ROUND_UP(140 - 56, 8)) % RING_SIZE;
+    }
+
+    /* LHSv1 over 3 packets: Complete toggles once, at the end */
+    w = "LHSv1 9000-byte message (3 packets)";
+    {
+        uint64_t le = cpu_to_le64(dn2_envelope(7, 1, 0x77));
+        sd_put(A, 0, 0x60000, &le, 8);
+        sd_put(A, 0, 0x60008, src, 8992);
+        rreq(A, 0, 0, DN2_OP_LHSV1, 0, 0, B->lid, 0, 0, 9000, 0x60000, 0);
+        poll_ur(B, 0, DN2_UR_LHB_ADDR, ~0ULL, 3 * DN2_LHB_ENTRY, T_SHORT,
+                "the third LH Buffer entry");
+        /* Complete is written after the last byte: wait for it */
+        {
+            int64_t end = deadline(T_SHORT);
+            do {
+                qtest_memread(B->qts, lhb_addr(B, 0, 2 * DN2_LHB_ENTRY), ent, sizeof(ent));
+            } while ((ldq_le_p(ent) & 3) != 3 && now_ms() < end);
+        }
+        l0 = ldq_le_p(ent);
+        EXPECT_HEX(l0 & 3, 3, "%s: Valid and Complete toggled", w);
+        EXPECT_HEX(DN2_GET(l0, 63, 32), RING_BASE + tail, "%s: entry Pointer", w);
+        EXPECT_HEX(ldq_le_p(ent + 8), DN2_PUT(0x77u, 63, 32) | 8992, "%s: Tag, Size", w);
+        mem_eq("LHSv1 3-packet inline data", ent + 16, src, DN2_LHB_DATA, 0);
+        ring_expect(B, tail, src + DN2_LHB_DATA, 8992 - DN2_LHB_DATA, w);
+        st_expect_empty(B, 0, "LHS without eflag: no record");
+    }
+    EXPECT_HEX(cs(B, 0) & (DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+               "receiver Controller Status: no error");
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* BOTF: packet images from the Write Window                            */
+/* ------------------------------------------------------------------ */
+
+static void test_botf(void)
+{
+    Fab f;
+    Board *A, *B;
+    uint8_t img[DN2_BOTF_MAX], data[DN2_BOTF_MAX], got[DN2_BOTF_MAX];
+    struct dn2_hdr h;
+    size_t len;
+    unsigned i, n0;
+    const char *w;
+
+    case_begin();
+    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+
+    /* into the receiver's LLCM (lflag), from Write Window 0 */
+    w = "BOTF into LLCM";
+    pattern(data, sizeof(data), 6);
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = B->lid;
+    h.eflag = 1;
+    h.lflag = 1;
+    h.w1_lo = h.w1_hi = 0x1000;
+    len = mkpkt(img, &h, data, 200);
+    qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
+    n0 = pcf(A, 0, DN2_PC_BOTF);
+    botf(A, 0, 0, len);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 200, 0x1000, T_SHORT, w);
+    qtest_memread(B->qts, llcm_addr(B, 0, 0x1000), got, 200);
+    mem_eq(w, got, data, 200, 0x1000);
+    EXPECT_HEX(pcf(A, 0, DN2_PC_BOTF), n0 + 1, "%s: sender's BOTF counter", w);
+
+    /* into SO-DIMM, the largest image (512 bytes), Write Window 1; the
+     * image's PGID is overwritten by the sender's NIC (PGID0) */
+    w = "BOTF 512 bytes into SO-DIMM";
+    pattern(data, sizeof(data), 7);
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = B->lid;
+    h.eflag = 1;
+    h.pgid = 0x77;
+    h.w1_lo = h.w1_hi = 0x700008;
+    len = mkpkt(img, &h, data, DN2_BOTF_MAX - 16);
+    qtest_memwrite(A->qts, ww_addr(A, 0, DN2_WIN_SIZE), img, len);
+    botf(A, 0, 1, len);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, DN2_BOTF_MAX - 16, 0x700008, T_SHORT, w);
+    sd_expect(B, 0, 0x700008, data, DN2_BOTF_MAX - 16, w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid"), 0, "%s: no PGID drop", w);
+
+    /* into the Prefetch Window (rflag), Write Window 2 */
+    w = "BOTF into the Prefetch Window";
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = B->lid;
+    h.eflag = 1;
+    h.rflag = 1;
+    h.w1_lo = h.w1_hi = 0x680;
+    len = mkpkt(img, &h, data + 100, 128);
+    qtest_memwrite(A->qts, ww_addr(A, 0, 2 * DN2_WIN_SIZE), img, len);
+    botf(A, 0, 2, len);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 128, 0x680, T_SHORT, w);
+    qtest_memread(B->qts, pw_addr(B, 0, 0x680), got, 128);
+    mem_eq(w, got, data + 100, 128, 0x680);
+
+    /* an RVSS image (3 header lines): 10 x 4 bytes to stride 16, WW 3 */
+    w = "BOTF carrying an RVSS packet";
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVSS;
+    h.dtype = DN2_DTYPE_4B;
+    h.iter = 10;
+    h.hflag = 1;
+    h.dlid = B->lid;
+    h.eflag = 1;
+    h.w1_lo = 0x710000;         /* Initial DSTOff */
+    h.w1_hi = 0;                /* first element index */
+    h.total = 40;
+    h.stride = 16;
+    len = mkpkt(img, &h, data, 40);
+    qtest_memwrite(A->qts, ww_addr(A, 0, 3 * DN2_WIN_SIZE), img, len);
+    botf(A, 0, 3, len);
+    st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_4B, 10, A->lid, 0, 40, 0x710000, T_SHORT, w);
+    for (i = 0; i < 10; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        sd_expect(B, 0, 0x710000 + i * 16, data + i * 4, 4, e);
+        sd_expect_zero(B, 0, 0x710000 + i * 16 + 4, 12, e);
+    }
+
+    /* WID 1 to WID 1 (DWID and SWID in the image), LLCM */
+    w = "BOTF WID 1 -> WID 1";
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = B->lid;
+    h.dwid = 1;
+    h.swid = 1;
+    h.eflag = 1;
+    h.lflag = 1;
+    h.w1_lo = h.w1_hi = 0x40;
+    len = mkpkt(img, &h, data + 8, 64);
+    qtest_memwrite(A->qts, ww_addr(A, 1, 0), img, len);
+    botf(A, 1, 0, len);
+    st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 1, 64, 0x40, T_SHORT, w);
+    qtest_memread(B->qts, llcm_addr(B, 1, 0x40), got, 64);
+    mem_eq(w, got, data + 8, 64, 0x40);
+    st_expect_empty(B, 0, w);
+
+    /* a burst of 100 BOTFs from one window, rewritten between them: every
+     * one arrives, once, in order (sequence number in the data) */
+    w = "100 BOTFs in a row";
+    for (i = 0; i < 100; i++) {
+        uint8_t seq[8];
+        stq_le_p(seq, 0x5e0000 + i);
+        memset(&h, 0, sizeof(h));
+        h.type = DN2_OP_RVS;
+        h.dlid = B->lid;
+        h.eflag = 1;
+        h.lflag = 1;
+        h.w1_lo = h.w1_hi = 0x2000 + (i % 16) * 8;
+        len = mkpkt(img, &h, seq, 8);
+        /* wait for the previous BOTF to leave before rewriting the image */
+        wait_pc(A, 0, DN2_PC_BOTF, n0 + 4 + i, T_SHORT, "previous BOTF sent");
+        qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
+        botf(A, 0, 0, len);
+    }
+    for (i = 0; i < 100; i++) {
+        uint64_t lo, up;
+        if (!st_pop(B, 0, &lo, &up, T_SHORT, w)) {
+            break;
+        }
+        EXPECT_HEX(up, 0x2000 + (i % 16) * 8, "%s: record %u in order", w, i);
+        EXPECT_HEX(DN2_GET(lo, 63, 32), 8, "%s: record %u size", w, i);
+    }
+    st_expect_empty(B, 0, w);
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Three boards, all to all, at once                                    */
+/* ------------------------------------------------------------------ */
+
+static void test_all_to_all(void)
+{
+    Fab f;
+    const uint32_t len = 768 * KiB_;
+    g_autofree uint8_t *data[MAXB] = { NULL };
+    int s, r, k;
+
+    case_begin();
+    if (!fab_up(&f, 3, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    for (s = 0; s < 3; s++) {
+        data[s] = g_malloc(len);
+        pattern(data[s], len, 10 + s);
+        sd_put(&f.b[s], 0, 0, data[s], len);
+    }
+    /* every board sends to both others: sender s lands at (s + 1) MiB */
+    for (k = 1; k <= 2; k++) {
+        for (s = 0; s < 3; s++) {
+            r = (s + k) % 3;
+            rreq(&f.b[s], 0, 0, DN2_OP_RVS, 0, 0, f.b[r].lid, 0, 1, len, 0,
+                 (s + 1) * MiB_);
+        }
+    }
+    for (r = 0; r < 3; r++) {
+        bool seen[MAXB] = { false };
+        for (k = 0; k < 2; k++) {
+            uint64_t lo, up;
+            uint16_t clid;
+            if (!st_pop(&f.b[r], 0, &lo, &up, T_LONG, "all-to-all record")) {
+                break;
+            }
+            clid = DN2_GET(lo, 29, 18);
+            for (s = 0; s < 3; s++) {
+                if (s != r && dn2_lid_to_clid(f.b[s].lid) == clid && !seen[s]) {
+                    seen[s] = true;
+                    EXPECT_HEX(lo, dn2_req_lower(DN2_OP_RVS, 0, 0, clid, 0, 1, len),
+                               "board %c: record from %c", f.b[r].name, f.b[s].name);
+                    EXPECT_HEX(up, (s + 1) * MiB_, "board %c: record from %c address",
+                               f.b[r].name, f.b[s].name);
+                    break;
+                }
+            }
+            EXPECT_TRUE(s < 3, "board %c: a record from an expected sender (CLID 0x%x)",
+                        f.b[r].name, clid);
+        }
+        for (s = 0; s < 3; s++) {
+            g_autofree char *wh = g_strdup_printf("all-to-all %c -> %c", f.b[s].name,
+                                                  f.b[r].name);
+            if (s != r) {
+                sd_expect(&f.b[r], 0, (s + 1) * MiB_, data[s], len, wh);
+            } else {
+                sd_expect_zero(&f.b[r], 0, (s + 1) * MiB_, 4096, "nothing to itself");
+            }
+        }
+        st_expect_empty(&f.b[r], 0, "all-to-all: two records each");
+    }
+out:
+    for (s = 0; s < MAXB; s++) {
+        g_free(data[s]);
+        data[s] = NULL;
+    }
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Multicast                                                            */
+/* ------------------------------------------------------------------ */
+
+static void test_multicast(void)
+{
+    Fab f;
+    Board *A, *B, *C;
+    g_autofree char *g1 = NULL, *g2 = NULL, *port = NULL;
+    uint16_t lids[3];
+    uint8_t img[DN2_BOTF_MAX], data[4096], got[256];
+    struct dn2_hdr h;
+    size_t len;
+    int i;
+
+    case_begin();
+    if (!fab_up(&f, 3, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    C = &f.b[2];
+    for (i = 0; i < 3; i++) {
+        lids[i] = f.b[i].lid;
+    }
+    /* The boards cannot join groups themselves (no register for it): the
+     * LIDs are known now, so restart the switch on the same port with the
+     * groups; the boards come back with their LIDs as hints. */
+    g1 = g_strdup_printf("0xc01=0x%x,0x%x", B->lid, C->lid);
+    g2 = g_strdup_printf("0xc02=0x%x,0x%x,0x%x", A->lid, B->lid, C->lid);
+    {
+        const char *args[] = { "--mcast", g1, "--mcast", g2, NULL };
+        int p = f.sw.port;
+        switch_stop(&f.sw, SIGTERM);
+        /* the switch's BYE takes every link down */
+        for (i = 0; i < 3; i++) {
+            poll_sma_down(&f.b[i], T_SHORT);
+        }
+        if (!switch_start(&f.sw, p, args)) {
+            goto out;
+        }
+    }
+    for (i = 0; i < 3; i++) {
+        if (board_wait_link(&f.b[i], T_SHORT)) {
+            EXPECT_HEX(f.b[i].lid, lids[i], "board %c keeps its LID over a switch restart",
+                       f.b[i].name);
+        }
+    }
+    /* Each registration publishes a new routing table; let the last one
+     * (all three members live) reach every board before sending to a
+     * group, or the fabric sends to the members it knows so far. */
+    g_usleep(200 * 1000);
+
+    /* RVS to group 0xc01 = {B, C}: both get it, the sender A does not */
+    pattern(data, sizeof(data), 20);
+    sd_put(A, 0, 0x1000, data, sizeof(data));
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, dn2_clid_to_lid(0xc01), 0, 1, 3000, 0x1000, 0x90000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 3000, 0x90000, T_SHORT,
+              "RVS to group 0xc01 at member B");
+    st_expect(C, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 3000, 0x90000, T_SHORT,
+              "RVS to group 0xc01 at member C");
+    sd_expect(B, 0, 0x90000, data, 3000, "RVS to group 0xc01 at B");
+    sd_expect(C, 0, 0x90000, data, 3000, "RVS to group 0xc01 at C");
+    g_usleep(50 * 1000);
+    st_expect_empty(A, 0, "group 0xc01: the non-member sender gets nothing");
+    sd_expect_zero(A, 0, 0x90000, 3000, "group 0xc01: nothing at the non-member");
+
+    /* BOTF to group 0xc02 = {A, B, C}: everyone, the sender too */
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = dn2_clid_to_lid(0xc02);
+    h.eflag = 1;
+    h.lflag = 1;
+    h.w1_lo = h.w1_hi = 0x3000;
+    len = mkpkt(img, &h, data + 64, 256);
+    qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
+    botf(A, 0, 0, len);
+    for (i = 0; i < 3; i++) {
+        g_autofree char *w = g_strdup_printf("BOTF to group 0xc02 at %c", f.b[i].name);
+        st_expect(&f.b[i], 0, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x3000, T_SHORT, w);
+        qtest_memread(f.b[i].qts, llcm_addr(&f.b[i], 0, 0x3000), got, 256);
+        mem_eq(w, got, data + 64, 256, 0x3000);
+    }
+
+    /* a larger multicast, and unicast after it stays in order at B:
+     * the unicast overwrites part of the multicast region */
+    {
+        g_autofree uint8_t *big = g_malloc(256 * KiB_);
+        pattern(big, 256 * KiB_, 21);
+        sd_put(B, 0, 0x100000, big, 256 * KiB_);
+        sd_put(C, 0, 0x100000, big, 256 * KiB_);
+        rreq(B, 0, 0, DN2_OP_RVS, 0, 0, dn2_clid_to_lid(0xc02), 0, 1, 256 * KiB_,
+             0x100000, 0x200000);
+        rreq(B, 0, 0, DN2_OP_RVS, 0, 0, C->lid, 0, 1, 4096, 0x100000 + 128 * KiB_,
+             0x200000);
+        for (i = 0; i < 3; i++) {
+            g_autofree char *w = g_strdup_printf("256 KiB RVS to group 0xc02 at %c",
+                                                 f.b[i].name);
+            st_expect(&f.b[i], 0, DN2_OP_RVS, 0, 0, B->lid, 0, 256 * KiB_, 0x200000,
+                      T_LONG, w);
+        }
+        st_expect(C, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 4096, 0x200000, T_SHORT,
+                  "unicast after the multicast");
+        sd_expect(A, 0, 0x200000, big, 256 * KiB_, "multicast data at A");
+        sd_expect(B, 0, 0x200000, big, 256 * KiB_, "multicast data at B (own copy)");
+        sd_expect(C, 0, 0x200000, big + 128 * KiB_, 4096,
+                  "unicast after multicast: the later data wins at C");
+        sd_expect(C, 0, 0x200000 + 4096, big + 4096, 256 * KiB_ - 4096,
+                  "multicast data at C");
+    }
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Protection: PGID mismatch and missing processes                     */
+/* ------------------------------------------------------------------ */
+
+static void test_pgid(void)
+{
+    Fab f;
+    Board *A, *B;
+    uint8_t data[10000], img[64];
+    struct dn2_hdr h;
+    size_t len;
+    uint64_t pkts0;
+    const char *w;
+
+    case_begin();
+    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    /* B's WID 0 belongs to another group; its WID 1 has no process */
+    sr_rd(B, DN2_SR_CTL_RESET);
+    board_net_init(B, PG + 1, -1);
+    pattern(data, sizeof(data), 30);
+    sd_put(A, 0, 0, data, sizeof(data));
+    pkts0 = ur_rd(B, 0, DN2_UR_PKT_COUNTER);
+
+    w = "RVS with a PGID the receiver does not have";
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, sizeof(data), 0, 0x10000);
+    wait_pc(A, 0, DN2_PC_RVS, 1, T_SHORT, "the RVS left A");
+    wait_qom(B, "stat-rx-drop-pgid", 3, T_SHORT, w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid"), 3, "%s: 3 packets counted", w);
+
+    w = "BOTF with a PGID the receiver does not have";
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = B->lid;
+    h.eflag = 1;
+    h.pgid = PG + 1;            /* the NIC overwrites it with A's PGID0 */
+    h.w1_lo = h.w1_hi = 0x20000;
+    len = mkpkt(img, &h, data, 32);
+    qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
+    botf(A, 0, 0, len);
+    wait_qom(B, "stat-rx-drop-pgid", 4, T_SHORT, w);
+
+    w = "RVL from a requester of another group";
+    rreq(A, 0, 0, DN2_OP_RVL, 0, 0, B->lid, 0, 1, 4096, 0, 0x30000);
+    wait_qom(B, "stat-rx-drop-pgid", 5, T_SHORT, w);
+
+    w = "RVS to a WID without a process";
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 1, 1, 100, 0, 0x10000);
+    wait_qom(B, "stat-rx-drop-noproc", 1, T_SHORT, w);
+
+    /* nothing written anywhere, no record, no packet counted */
+    g_usleep(100 * 1000);
+    sd_expect_zero(B, 0, 0x10000, sizeof(data), "PGID mismatch: nothing written");
+    sd_expect_zero(B, 0, 0x20000, 32, "PGID mismatch (BOTF): nothing written");
+    sd_expect_zero(B, 1, 0x10000, 100, "no process: nothing written");
+    sd_expect_zero(A, 0, 0x30000, 4096, "refused RVL: no data back");
+    st_expect_empty(B, 0, "PGID mismatch: no status record");
+    st_expect_empty(B, 1, "no process: no status record");
+    st_expect_empty(A, 0, "refused RVL: no status record");
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER), pkts0, "PGID mismatch: Packet Counter");
+    EXPECT_HEX(ur_rd(B, 1, DN2_UR_PKT_COUNTER), 0, "no process: Packet Counter");
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid"), 5, "stat-rx-drop-pgid in the end");
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-noproc"), 1, "stat-rx-drop-noproc in the end");
+    EXPECT_HEX(qom_u64(B, "stat-rx-packets"), 0, "stat-rx-packets: nothing accepted");
+
+    /* the same RVS once the groups agree */
+    w = "RVS once the PGIDs agree";
+    sr_wr(B, DN2_SR_PGID0, PG);
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, sizeof(data), 0, 0x10000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x10000, T_SHORT, w);
+    sd_expect(B, 0, 0x10000, data, sizeof(data), w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid"), 5, "%s: no new PGID drop", w);
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Back-pressure                                                        */
+/* ------------------------------------------------------------------ */
+
+static void test_back_pressure(void)
+{
+    Fab f;
+    Board *A, *B;
+    const uint32_t big = 4 * MiB_;      /* 1028 packets: beyond the 512 credits */
+    g_autofree uint8_t *data = g_malloc(big);
+    unsigned i, rvs0;
+    uint64_t ms, lo, up;
+    const char *w;
+
+    case_begin();
+    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    pattern(data, big, 40);
+    sd_put(A, 0, 0x100000, data, big);
+    /* the smallest status ring: 64 bytes, 3 usable records (choice #24) */
+    st_config(B, 0, 0x01);
+
+    w = "status ring full";
+    for (i = 0; i < 4; i++) {
+        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 64, 0x100000 + i * 64, i * 64);
+    }
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, big, 0x100000, 0x800000);
+    wait_pc(A, 0, DN2_PC_RVS, 4, T_SHORT, "the four small RVS left A");
+    poll_ur(B, 0, DN2_UR_CTL_STATUS, DN2_CS_STATUS_FULL, DN2_CS_STATUS_FULL, T_SHORT,
+            "receiver's status ring full (bit 3)");
+    wait_qom(B, "stat-rx-stalls", 1, T_SHORT, "a receive stall counted");
+    /* the sender runs out of credits and its Window Controller waits */
+    g_usleep(300 * 1000);
+    rvs0 = pcf(A, 0, DN2_PC_RVS);
+    EXPECT_HEX(rvs0, 4, "%s: the big RVS has not completed on the sender", w);
+    EXPECT_HEX(DN2_GET(ur_rd(A, 0, DN2_UR_MODULE_STATE), 16, 0), 1 + DN2_OP_RVS,
+               "%s: the sender's Window Controller waits in the RVS", w);
+    ms = qom_u64(A, "stat-tx-packets");
+    g_usleep(200 * 1000);
+    EXPECT_HEX(qom_u64(A, "stat-tx-packets"), ms, "%s: the sender sends nothing more", w);
+    EXPECT_TRUE(ms < 4 + 1028, "%s: the sender stalled before the end (%" PRIu64
+                " packets sent)", w, ms);
+    sd_expect_zero(B, 0, 3 * 64, 64, "the refused 4th RVS is not written");
+    sd_expect_zero(B, 0, 0x800000, 4096, "nothing of the big RVS is written yet");
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER), 3, "%s: Packet Counter = 3 accepted", w);
+
+    /* free the ring: everything arrives, in order */
+    w = "after the receiver frees its ring";
+    for (i = 0; i < 4; i++) {
+        g_autofree char *e = g_strdup_printf("%s: small RVS %u", w, i);
+        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 64, i * 64, T_SHORT, e);
+        sd_expect(B, 0, i * 64, data + i * 64, 64, e);
+    }
+    if (st_pop(B, 0, &lo, &up, T_LONG, "the big RVS's record")) {
+        EXPECT_HEX(lo, dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(A->lid), 0, 1, big),
+                   "%s: big RVS record", w);
+        EXPECT_HEX(up, 0x800000, "%s: big RVS record address", w);
+    }
+    sd_expect(B, 0, 0x800000, data, big, w);
+    wait_pc(A, 0, DN2_PC_RVS, 5, T_SHORT, "the big RVS completes on the sender");
+
+    /* the same with the IPUSH ring: full ring -> stall -> head moves -> data */
+    w = "IPUSH ring full";
+    st_config(B, 0, ST_SIZE_REG);
+    ipush_setup(B, A->lid, 0);
+    {
+        /* packets of 4080 bytes; one 8-byte slot stays free: the 32 KiB
+         * ring takes `fit` packets, 40 KiB do not fit */
+        const uint32_t fit = (RING_SIZE - DN2_RING_ALIGN) / 4080 * 4080;
+        const uint32_t msg = 40 * KiB_;
+        int64_t end;
+
+        rreq(A, 0, 0, DN2_OP_IPUSH, 0, 0, B->lid, 0, 0, msg, 0x100000, 0);
+        wait_pc(A, 0, DN2_PC_IPUSH, 1, T_SHORT, "the IPUSH left A");
+        g_usleep(200 * 1000);
+        EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), fit, "%s: Tail stops when the ring is full", w);
+        ring_expect(B, 0, data, fit, w);
+        qtest_writel(B->qts, llcm_addr(B, 0, AMT_VAL * DN2_AMT_UNIT + DN2_AMT_HEAD), fit);
+        end = deadline(T_SHORT);
+        while (amt_rd(B, DN2_AMT_TAIL) != msg % RING_SIZE && now_ms() < end) {
+            g_usleep(1000);
+        }
+        EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), msg % RING_SIZE,
+                   "%s: the rest arrives once Head moves (no register write: the "
+                   "100 us check)", w);
+        ring_expect(B, fit, data + fit, msg - fit, w);
+    }
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Faults: drop, duplicate, reorder in the switch                      */
+/* ------------------------------------------------------------------ */
+
+static void test_faults(void)
+{
+    static const char *const args[] = {
+        "--drop", "0.1", "--dup", "0.05", "--reorder", "0.1", "--seed", "1", NULL
+    };
+    Fab f;
+    Board *A, *B;
+    const uint32_t total = 8 * MiB_, chunk = 128 * KiB_;
+    const unsigned nchunks = total / chunk;
+    g_autofree uint8_t *data = g_malloc(total);
+    g_autofree uint8_t *got = g_malloc(total);
+    GChecksum *ck;
+    g_autofree char *h1 = NULL;
+    unsigned i;
+    uint8_t img[64];
+    struct dn2_hdr h;
+    size_t len;
+    int64_t t0;
+
+    case_begin();
+    if (!fab_up(&f, 2, args, 32 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    pattern(data, total, 50);
+    sd_put(A, 0, 0, data, total);
+
+    t0 = now_ms();
+    for (i = 0; i < nchunks; i++) {
+        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, chunk, i * chunk, 0x800000 + i * chunk);
+    }
+    /* the records come in issue order: exactly once, in order */
+    for (i = 0; i < nchunks; i++) {
+        uint64_t lo, up;
+        if (!st_pop(B, 0, &lo, &up, T_LONG, "8 MiB through a faulty switch")) {
+            break;
+        }
+        EXPECT_HEX(up, 0x800000 + i * chunk, "faults: record %u in order", i);
+        EXPECT_HEX(lo, dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(A->lid), 0, 1, chunk),
+                   "faults: record %u", i);
+    }
+    g_test_message("8 MiB with 10%% drop, 5%% dup, 10%% reorder: %" PRId64 " ms",
+                   now_ms() - t0);
+    st_expect_empty(B, 0, "faults: one record per chunk");
+    sd_get(B, 0, 0x800000, got, total);
+    ck = g_checksum_new(G_CHECKSUM_SHA256);
+    g_checksum_update(ck, data, total);
+    h1 = g_strdup(g_checksum_get_string(ck));
+    g_checksum_reset(ck);
+    g_checksum_update(ck, got, total);
+    if (strcmp(h1, g_checksum_get_string(ck))) {
+        mem_eq("8 MiB through a faulty switch", got, data, total, 0x800000);
+    }
+    g_checksum_free(ck);
+    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER), nchunks * 33,
+               "faults: every packet accepted exactly once (33 per 128 KiB chunk)");
+
+    /* small packets: 200 BOTFs, each exactly once and in order */
+    for (i = 0; i < 200; i++) {
+        uint8_t seq[8];
+        stq_le_p(seq, i);
+        memset(&h, 0, sizeof(h));
+        h.type = DN2_OP_RVS;
+        h.dlid = B->lid;
+        h.eflag = 1;
+        h.lflag = 1;
+        h.w1_lo = h.w1_hi = 0x100 + (i % 64) * 8;
+        len = mkpkt(img, &h, seq, 8);
+        wait_pc(A, 0, DN2_PC_BOTF, i, T_SHORT, "previous BOTF sent");
+        qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
+        botf(A, 0, 0, len);
+    }
+    for (i = 0; i < 200; i++) {
+        uint64_t lo, up;
+        if (!st_pop(B, 0, &lo, &up, T_LONG, "BOTF through a faulty switch")) {
+            break;
+        }
+        EXPECT_HEX(up, 0x100 + (i % 64) * 8, "faults: BOTF record %u in order", i);
+    }
+    st_expect_empty(B, 0, "faults: one record per BOTF");
+    EXPECT_TRUE(switch_stat(&f.sw, "injected_drop") > 0,
+                "the switch injected drops (--stats injected_drop=%" PRId64 ")",
+                switch_stat(&f.sw, "injected_drop"));
+    EXPECT_TRUE(switch_stat(&f.sw, "injected_dup") > 0, "the switch injected duplicates");
+    EXPECT_TRUE(switch_stat(&f.sw, "injected_reorder") > 0, "the switch reordered");
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Switch restart mid-transfer                                          */
+/* ------------------------------------------------------------------ */
+
+static void test_switch_restart(void)
+{
+    static const char *const args[] = { "--route", "switch", NULL };
+    Fab f;
+    Board *A, *B;
+    const uint32_t chunk = MiB_, nchunks = 48;
+    const uint64_t total = (uint64_t)chunk * nchunks;
+    g_autofree uint8_t *data = g_malloc(total);
+    g_autofree uint8_t *got = g_malloc(total);
+    uint16_t la, lb;
+    unsigned i, done = 0;
+    int port;
+    uint64_t rx_at_kill;
+    GChecksum *ck;
+    g_autofree char *h1 = NULL;
+
+    case_begin();
+    if (!fab_up(&f, 2, args, 256 * MiB_, NULL)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    la = A->lid;
+    lb = B->lid;
+    pattern(data, total, 60);
+    sd_put(A, 0, 0, data, total);
+    for (i = 0; i < nchunks; i++) {
+        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, chunk, i * chunk,
+             0x3000000 + i * chunk);
+        if (i == 2) {
+            /* some data has crossed the switch: kill it */
+            wait_qom(B, "stat-rx-bytes", 256 * KiB_, T_SHORT, "data before the kill");
+            port = f.sw.port;
+            switch_stop(&f.sw, SIGKILL);
+            rx_at_kill = qom_u64(B, "stat-rx-bytes");
+            g_test_message("switch killed after %" PRIu64 " bytes received", rx_at_kill);
+            EXPECT_TRUE(rx_at_kill < total, "the kill happens mid-transfer");
+            g_usleep(300 * 1000);
+            if (!switch_start(&f.sw, port, args)) {
+                goto out;
+            }
+        }
+    }
+    for (i = 0; i < nchunks; i++) {
+        uint64_t lo, up;
+        if (!st_pop(B, 0, &lo, &up, T_LONG, "48 MiB over a switch restart")) {
+            break;
+        }
+        EXPECT_HEX(up, 0x3000000 + i * chunk, "restart: record %u in order", i);
+        done++;
+    }
+    EXPECT_HEX(done, nchunks, "restart: every chunk completed");
+    st_expect_empty(B, 0, "restart: one record per chunk");
+    sd_get(B, 0, 0x3000000, got, total);
+    ck = g_checksum_new(G_CHECKSUM_SHA256);
+    g_checksum_update(ck, data, total);
+    h1 = g_strdup(g_checksum_get_string(ck));
+    g_checksum_reset(ck);
+    g_checksum_update(ck, got, total);
+    if (strcmp(h1, g_checksum_get_string(ck))) {
+        mem_eq("48 MiB over a switch restart", got, data, total, 0x3000000);
+    }
+    g_checksum_free(ck);
+    board_wait_link(A, T_SHORT);
+    board_wait_link(B, T_SHORT);
+    EXPECT_HEX(A->lid, la, "board A keeps its LID over the restart");
+    EXPECT_HEX(B->lid, lb, "board B keeps its LID over the restart");
+    /* and traffic flows both ways afterwards */
+    rreq(B, 0, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 1, 4096, 0x3000000, 0x7000000);
+    st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 4096, 0x7000000, T_SHORT,
+              "B->A after the restart");
+    sd_expect(A, 0, 0x7000000, data, 4096, "B->A after the restart");
+out:
+    fab_down(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Hostile datagrams at a board's socket                                */
+/* ------------------------------------------------------------------ */
+
+static int free_udp_port(void)
+{
+    struct dn2f_addr a;
+    int fd, port;
+
+    dn2f_addr_parse(&a, "127.0.0.1:0");
+    fd = dn2f_udp_open(&a, 0);
+    g_assert_cmpint(fd, >=, 0);
+    port = dn2f_addr_port(&a);
+    close(fd);
+    return port;
+}
+
+static void raw_send(int fd, const struct dn2f_addr *to, const void *buf, size_t len)
+{
+    ssize_t r = sendto(fd, buf, len, 0, &to->u.sa, to->len);
+
+    if (r < 0 && errno != EAGAIN && errno != ENOBUFS && errno != EMSGSIZE) {
+        g_test_message("sendto: %s", strerror(errno));
+    }
+}
+
+/* Receive one decodable datagram within ms; 0 = nothing. */
+static size_t raw_recv(int fd, uint8_t *buf, size_t cap, struct dn2f_msg *m, int ms)
+{
+    int64_t end = now_ms() + ms;
+
+    while (now_ms() < end) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        ssize_t n;
+        if (poll(&p, 1, MAX(1, (int)(end - now_ms()))) <= 0) {
+            continue;
+        }
+        n = recv(fd, buf, cap, 0);
+        if (n > 0 && dn2f_decode(buf, n, m) == 0) {
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* A hostile board: registers with the switch like a board does (HELLO),
+ * learns the victim's epoch and address from ROUTES, then talks to the
+ * victim directly with fabric-valid datagrams. */
+typedef struct RawPeer {
+    int fd;
+    struct dn2f_addr sw;
+    uint64_t epoch;
+    uint16_t lid;
+    struct dn2f_addr victim_addr;
+    uint16_t victim_lid;
+    uint64_t victim_epoch;
+    uint32_t seq;
+} RawPeer;
+
+static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
+{
+    g_autofree uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
+    g_autofree char *sws = g_strdup_printf("127.0.0.1:%d", sw_port);
+    struct dn2f_addr me;
+    int64_t end = now_ms() + T_SHORT, next = 0;
+
+    memset(rp, 0, sizeof(*rp));
+    dn2f_addr_parse(&me, "127.0.0.1:0");
+    rp->fd = dn2f_udp_open(&me, 0);
+    g_assert_cmpint(rp->fd, >=, 0);
+    dn2f_addr_parse(&rp->sw, sws);
+    rp->epoch = 0x4057113e00000000ULL | (uint64_t)getpid();
+    rp->victim_lid = victim;
+    while (now_ms() < end && !rp->victim_epoch) {
+        struct dn2f_msg m;
+        if (now_ms() >= next) {
+            struct dn2f_wbuf w;
+            struct dn2f_hello hl = { .guid = 0xbadbadbad0000000ULL | getpid(),
+                                     .lid_hint = 0 };
+            dn2f_wbuf_init(&w, buf, 256);
+            dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, rp->epoch, 0);
+            dn2f_put_hello(&w, &hl);
+            raw_send(rp->fd, &rp->sw, buf, dn2f_finish(&w));
+            next = now_ms() + 100;
+        }
+        if (!raw_recv(rp->fd, buf, DN2F_DGRAM_MAX, &m, 20)) {
+            continue;
+        }
+        if (m.h.type == DN2F_T_ASSIGN) {
+            rp->lid = m.u.assign.lid;
+        } else if (m.h.type == DN2F_T_ROUTES) {
+            struct dn2f_iter it;
+            struct dn2f_route r;
+            dn2f_routes_iter(&m, &it);
+            while (dn2f_routes_next_route(&it, &r)) {
+                if (r.lid == victim && (r.flags & DN2F_RT_DIRECT)) {
+                    rp->victim_epoch = r.epoch;
+                    rp->victim_addr = r.addr;
+                }
+            }
+        }
+    }
+    if (!rp->lid || !rp->victim_epoch) {
+        g_test_message("FAIL hostile peer: no LID (0x%x) or no route to the victim",
+                       rp->lid);
+        g_test_fail();
+        return false;
+    }
+    return true;
+}
+
+/* Send DIMMnet-2 packets to the victim in its stream, one datagram, and
+ * wait for the victim's cumulative ACK; resend while it does not come
+ * (the victim may not have our route yet). */
+static bool rawpeer_send(RawPeer *rp, uint8_t **pkts, const size_t *lens, unsigned n,
+                         uint64_t src_epoch, uint64_t dst_epoch, int from_fd,
+                         bool want_ack)
+{
+    g_autofree uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
+    g_autofree uint8_t *rbuf = g_malloc(DN2F_DGRAM_MAX);
+    int64_t end = now_ms() + (want_ack ? 2000 : 0), next = 0;
+    unsigned i;
+
+    do {
+        if (now_ms() >= next) {
+            struct dn2f_wbuf w;
+            dn2f_wbuf_init(&w, buf, DN2F_DGRAM_MAX);
+            dn2f_put_hdr(&w, DN2F_T_DATA, 0, rp->lid, rp->victim_lid, src_epoch, dst_epoch);
+            for (i = 0; i < n; i++) {
+                g_assert_true(dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, rp->seq + i, 0, 0,
+                                           NULL, NULL, NULL, pkts[i], lens[i]));
+            }
+            raw_send(from_fd, &rp->victim_addr, buf, dn2f_finish(&w));
+            next = now_ms() + 100;
+        }
+        while (want_ack) {
+            struct dn2f_msg m;
+            const struct dn2f_ack *a = NULL;
+            if (!raw_recv(rp->fd, rbuf, DN2F_DGRAM_MAX, &m, 10)) {
+                break;
+            }
+            if (m.h.type == DN2F_T_ACK) {
+                a = &m.u.ack;
+            } else if (m.h.type == DN2F_T_DATA && m.u.data.has_ack) {
+                a = &m.u.data.ack;
+            }
+            if (a && m.h.src_lid == rp->victim_lid && a->cum >= rp->seq + n) {
+                rp->seq += n;
+                return true;
+            }
+        }
+    } while (now_ms() < end);
+    if (want_ack) {
+        g_test_message("FAIL hostile peer: the victim did not acknowledge seq %u..%u",
+                       rp->seq, rp->seq + n - 1);
+        g_test_fail();
+    }
+    return false;
+}
+
+static uint8_t *rvs_pkt(size_t *len, uint16_t dlid, uint8_t pgid, int dwid,
+                        uint32_t dst, const void *data, size_t dlen)
+{
+    uint8_t *p = g_malloc0(DN2_PKT_MAX);
+    struct dn2_hdr h;
+
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = dlid;
+    h.pgid = pgid;
+    h.dwid = dwid;
+    h.eflag = 1;
+    h.w1_lo = h.w1_hi = dst;
+    *len = mkpkt(p, &h, data, dlen);
+    return p;
+}
+
+/* Sum of the device's fabric-level drop counters, or -1 if it exposes none
+ * (the Receive Controller's stat-rx-drop-* count DIMMnet-2 packets only). */
+static int64_t link_drops(Board *b)
+{
+    g_autoptr(GPtrArray) names = qom_props(b);
+    int64_t sum = -1;
+    guint i;
+
+    for (i = 0; i < names->len; i++) {
+        const char *nm = g_ptr_array_index(names, i);
+        if (g_str_has_prefix(nm, "stat-") && strstr(nm, "drop") &&
+            !g_str_has_prefix(nm, "stat-rx-drop-") && strcmp(nm, "stat-tx-drops")) {
+            sum = MAX(sum, 0) + (int64_t)qom_u64(b, nm);
+        }
+    }
+    return sum;
+}
+
+static void test_hostile(void)
+{
+    Fab f;
+    Board *A, *B;
+    int ports[2] = { 0, 0 };
+    int fd, i, k;
+    struct dn2f_addr me, victim;
+    g_autofree uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
+    g_autofree char *vs = NULL;
+    uint8_t marker[64], data[256];
+    GRand *r = g_rand_new_with_seed(1234);
+    uint16_t lid_b;
+    int64_t drops0, drops1;
+    RawPeer rp;
+    uint8_t *pk[8];
+    size_t pl[8];
+    uint64_t bad0, pgid0, noproc0, acc0;
+    struct dn2_hdr h;
+    const char *w;
+
+    case_begin();
+    ports[1] = free_udp_port();
+    if (!fab_up(&f, 2, NULL, 32 * MiB_, ports)) {
+        goto out;
+    }
+    A = &f.b[0];
+    B = &f.b[1];
+    lid_b = B->lid;
+    /* B's WID 1 has no process */
+    sr_rd(B, DN2_SR_CTL_RESET);
+    board_net_init(B, PG, -1);
+    vs = g_strdup_printf("127.0.0.1:%d", ports[1]);
+    dn2f_addr_parse(&victim, vs);
+    dn2f_addr_parse(&me, "127.0.0.1:0");
+    fd = dn2f_udp_open(&me, 0);
+    g_assert_cmpint(fd, >=, 0);
+    drops0 = link_drops(B);
+    pattern(marker, sizeof(marker), 70);
+
+    /* 1. an unregistered socket: garbage, truncated and forged datagrams */
+    for (i = 0; i < 2000; i++) {
+        size_t n = g_rand_int_range(r, 0, 2048);
+        for (k = 0; k < (int)n; k++) {
+            buf[k] = g_rand_int_range(r, 0, 256);
+        }
+        if (i % 4 == 1 && n >= 4) {
+            stl_le_p(buf, DN2F_MAGIC);         /* right magic, junk after it */
+        }
+        if (i % 4 == 2 && n >= DN2F_HDR_LEN) { /* a plausible header, bad body */
+            struct dn2f_wbuf wb;
+            dn2f_wbuf_init(&wb, buf, DN2F_HDR_LEN);
+            dn2f_put_hdr(&wb, g_rand_int_range(r, 0, 16), g_rand_int_range(r, 0, 4),
+                         A->lid, lid_b, g_rand_int(r), g_rand_int(r));
+            stl_le_p(buf + 12, n);
+        }
+        raw_send(fd, &victim, buf, n);
+        if (i % 200 == 0) {
+            g_usleep(1000);     /* let the board's socket drain */
+        }
+    }
+    raw_send(fd, &victim, buf, DN2F_DGRAM_MAX);     /* the largest datagram */
+    {
+        /* a BYE "from the switch" from the wrong address: ignored */
+        struct dn2f_wbuf wb;
+        dn2f_wbuf_init(&wb, buf, 64);
+        dn2f_put_hdr(&wb, DN2F_T_BYE, 0, 0, lid_b, 1, 0);
+        dn2f_put_u32pair(&wb, DN2F_BYE_SHUTDOWN, 0);
+        raw_send(fd, &victim, buf, dn2f_finish(&wb));
+        /* DATA claiming to come from board A, from our address: an RVS
+         * that would write the marker */
+        dn2f_wbuf_init(&wb, buf, DN2F_DGRAM_MAX);
+        dn2f_put_hdr(&wb, DN2F_T_DATA, 0, A->lid, lid_b, 0, 0);
+        pk[0] = rvs_pkt(&pl[0], lid_b, PG, 0, 0x1000, marker, sizeof(marker));
+        for (k = 0; k < 8; k++) {
+            dn2f_put_rec(&wb, DN2F_REC_UNICAST, 0, k, 0, 0, NULL, NULL, NULL, pk[0], pl[0]);
+        }
+        raw_send(fd, &victim, buf, dn2f_finish(&wb));
+        g_free(pk[0]);
+    }
+    g_usleep(200 * 1000);
+    EXPECT_TRUE(qtest_probe_child(B->qts), "QEMU B survived the garbage");
+    board_wait_link(B, T_SHORT);
+    EXPECT_HEX(B->lid, lid_b, "B keeps its link and LID after garbage and a forged BYE");
+    sd_expect_zero(B, 0, 0x1000, sizeof(marker), "forged DATA did not write anything");
+    st_expect_empty(B, 0, "forged DATA: no status record");
+    drops1 = link_drops(B);
+    if (drops0 < 0) {
+        g_test_message("FAIL the device exposes no fabric-level drop counter in QOM "
+                       "(stat-* with 'drop' besides stat-rx-drop-*/stat-tx-drops): the "
+                       "endpoint's dn2f_ep_stats.drop[] is invisible");
+        g_test_fail();
+    } else {
+        EXPECT_TRUE(drops1 >= drops0 + 2000, "fabric drop counters grew by >= 2000 "
+                    "(%" PRId64 " -> %" PRId64 ")", drops0, drops1);
+    }
+
+    /* 2. a registered peer with fabric-valid datagrams carrying bad
+     *    DIMMnet-2 packets: the Receive Controller drops and counts them */
+    if (!rawpeer_register(&rp, f.sw.port, lid_b)) {
+        goto out2;
+    }
+    bad0 = qom_u64(B, "stat-rx-drop-bad");
+    pgid0 = qom_u64(B, "stat-rx-drop-pgid");
+    noproc0 = qom_u64(B, "stat-rx-drop-noproc");
+    acc0 = qom_u64(B, "stat-rx-packets");
+    pattern(data, sizeof(data), 71);
+    /* (a) TYPE BOTF is not a packet type */
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_BOTF;
+    h.dlid = lid_b;
+    h.pgid = PG;
+    h.eflag = 1;
+    h.w1_lo = h.w1_hi = 0x2000;
+    pk[0] = g_malloc0(DN2_PKT_MAX);
+    pl[0] = mkpkt(pk[0], &h, data, 64);
+    /* (b) RVS with hflag set */
+    h.type = DN2_OP_RVS;
+    h.hflag = 1;
+    pk[1] = g_malloc0(DN2_PKT_MAX);
+    pl[1] = mkpkt(pk[1], &h, data, 64);
+    /* (c) RVL carrying data */
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVL;
+    h.hflag = 1;
+    h.dlid = lid_b;
+    h.pgid = PG;
+    h.total = 64;
+    pk[2] = g_malloc0(DN2_PKT_MAX);
+    pl[2] = mkpkt(pk[2], &h, data, 64);
+    /* (d) Packet Size beyond the packet */
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = lid_b;
+    h.pgid = PG;
+    h.eflag = 1;
+    h.size = 1000;
+    h.w1_lo = h.w1_hi = 0x2000;
+    pk[3] = g_malloc0(DN2_PKT_MAX);
+    pl[3] = mkpkt(pk[3], &h, data, 64);
+    /* (e) RVSS whose Iteration needs more data than it carries */
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVSS;
+    h.hflag = 1;
+    h.dtype = DN2_DTYPE_8B;
+    h.iter = 200;
+    h.dlid = lid_b;
+    h.pgid = PG;
+    h.eflag = 1;
+    h.w1_lo = 0x2000;
+    h.total = 1600;
+    h.stride = 8;
+    pk[4] = g_malloc0(DN2_PKT_MAX);
+    pl[4] = mkpkt(pk[4], &h, data, 64);
+    /* (f) wrong PGID, (g) a WID without a process */
+    pk[5] = rvs_pkt(&pl[5], lid_b, PG ^ 0xff, 0, 0x2000, data, 64);
+    pk[6] = rvs_pkt(&pl[6], lid_b, PG, 1, 0x2000, data, 64);
+    /* (h) an LHS continuation without its start (no IPUSH ring: noproc) */
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_IPUSH;
+    h.lflag = 1;
+    h.dlid = lid_b;
+    h.pgid = PG;
+    h.w1_lo = 1000;
+    h.w1_hi = 500;
+    pk[7] = g_malloc0(DN2_PKT_MAX);
+    pl[7] = mkpkt(pk[7], &h, data, 64);
+
+    w = "bad packets from a registered peer";
+    for (k = 0; k < 8; k++) {
+        static const unsigned want_err[8] = {
+            0, DN2_RX_ERR_HFLAG, DN2_RX_ERR_RVL_DATA, DN2_RX_ERR_EARLY_SOP,
+            DN2_RX_ERR_EARLY_SOP, 0, 0, 0,
+        };
+        rawpeer_send(&rp, &pk[k], &pl[k], 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+        if (want_err[k]) {
+            EXPECT_HEX(DN2_GET(cs(B, 0), 19, 18), want_err[k],
+                       "%s: packet %d sets receive error state", w, k);
+        }
+    }
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-bad") - bad0, 5, "%s: stat-rx-drop-bad", w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid") - pgid0, 1, "%s: stat-rx-drop-pgid", w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-noproc") - noproc0, 2, "%s: stat-rx-drop-noproc",
+               w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-packets"), acc0, "%s: none accepted", w);
+    sd_expect_zero(B, 0, 0x2000, 2048, "bad packets wrote nothing (WID 0)");
+    sd_expect_zero(B, 1, 0x2000, 64, "bad packets wrote nothing (WID 1)");
+    st_expect_empty(B, 0, w);
+    for (k = 0; k < 8; k++) {
+        g_free(pk[k]);
+    }
+
+    /* a right packet with a wrong epoch, then from a wrong address:
+     * dropped by the fabric layer; then the right one: written */
+    pk[0] = rvs_pkt(&pl[0], lid_b, PG, 0, 0x1000, marker, sizeof(marker));
+    rawpeer_send(&rp, pk, pl, 1, rp.epoch ^ 1, rp.victim_epoch, rp.fd, false);
+    rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch ^ 1, rp.fd, false);
+    rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, fd, false);
+    g_usleep(100 * 1000);
+    sd_expect_zero(B, 0, 0x1000, sizeof(marker),
+                   "stale epochs / forged address: nothing written");
+    rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, rp.lid, 0, sizeof(marker), 0x1000, T_SHORT,
+              "the hostile peer's valid packet");
+    sd_expect(B, 0, 0x1000, marker, sizeof(marker), "the hostile peer's valid packet");
+    g_free(pk[0]);
+    close(rp.fd);
+
+out2:
+    /* legitimate traffic still flows both ways */
+    EXPECT_TRUE(qtest_probe_child(B->qts), "QEMU B still running");
+    pattern(data, sizeof(data), 72);
+    sd_put(A, 0, 0x5000, data, sizeof(data));
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, sizeof(data), 0x5000, 0x6000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x6000, T_SHORT,
+              "A->B after the hostile traffic");
+    sd_expect(B, 0, 0x6000, data, sizeof(data), "A->B after the hostile traffic");
+    rreq(B, 0, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 1, sizeof(data), 0x6000, 0x7000);
+    st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, sizeof(data), 0x7000, T_SHORT,
+              "B->A after the hostile traffic");
+    sd_expect(A, 0, 0x7000, data, sizeof(data), "B->A after the hostile traffic");
+    close(fd);
+out:
+    g_rand_free(r);
+    fab_down(&f);
+}
+
+int main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    g_test_set_nonfatal_assertions();
+    signal(SIGPIPE, SIG_IGN);
+
+    switch_path = find_switch();
+    if (!switch_path || !g_file_test(switch_path, G_FILE_TEST_IS_EXECUTABLE)) {
+        g_test_message("dn2-switch not found (set DN2_SWITCH_BINARY): %s",
+                       switch_path ? switch_path : "no build/fabric/dn2-switch");
+        if (g_getenv("DN2_SWITCH_BINARY")) {
+            return 1;           /* asked for and missing: an error */
+        }
+    } else {
+        qtest_add_func("/dimmnet2-fabric/link-up", test_link_up);
+        qtest_add_func("/dimmnet2-fabric/rvs-family", test_rvs_family);
+        qtest_add_func("/dimmnet2-fabric/rvl-family", test_rvl_family);
+        qtest_add_func("/dimmnet2-fabric/ipush-lhs", test_ipush_lhs);
+        qtest_add_func("/dimmnet2-fabric/botf", test_botf);
+        qtest_add_func("/dimmnet2-fabric/all-to-all", test_all_to_all);
+        qtest_add_func("/dimmnet2-fabric/multicast", test_multicast);
+        qtest_add_func("/dimmnet2-fabric/pgid", test_pgid);
+        qtest_add_func("/dimmnet2-fabric/back-pressure", test_back_pressure);
+        qtest_add_func("/dimmnet2-fabric/faults", test_faults);
+        qtest_add_func("/dimmnet2-fabric/switch-restart", test_switch_restart);
+        qtest_add_func("/dimmnet2-fabric/hostile", test_hostile);
+    }
+    ret = g_test_run();
+    g_free(switch_path);
+    return ret;
+}

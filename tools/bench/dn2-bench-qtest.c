@@ -1,0 +1,790 @@
+/*
+ * dn2-bench-qtest: figures for two DIMMnet-2 boards in two QEMUs on one
+ * dn2-switch, driven over the qtest protocol (docs/benchmarks.md,
+ * scripts/bench.sh).
+ *
+ * It is a qtest client of its own rather than a libqtest program: it
+ * speaks the qtest text protocol (readq / writeq / write) on the UNIX
+ * socket QEMU connects to (-qtest unix:PATH), so it builds with a plain C
+ * compiler against include/dimmnet2/dn2_abi.h only, is not one of the
+ * project's tests, and has as little per-command overhead as a qtest
+ * driver can have.
+ *
+ *   dn2-bench-qtest --qemu BIN --switch BIN [--fw DIR] [--iters N]
+ *                   [--sizes 4K,16K,...] [--reps N] [--no-trace]
+ *
+ * Measures, printing one key=value line per figure:
+ *   cmd       the driver's own cost: one qtest command round trip (readq
+ *             and writeq of a board register), median;
+ *   botf      BOTF ping-pong: A sends a BOTF (a 24-byte RVS image into
+ *             B's LLCM, eflag) to B; the driver polls B's status ring and
+ *             has B answer with a BOTF to A; the one-way time is the round
+ *             trip / 2 (median, p99), with and without the modelled
+ *             driver overhead (see docs/benchmarks.md);
+ *   botf512   the same with 512-byte images;
+ *   trace     the one-way time without any driver in it: the same ping-
+ *             pong on a second pair of QEMUs with the trace events
+ *             dimmnet2_done (sender: BOTF handed to the port) and
+ *             dimmnet2_rx (receiver: packet written) logged with
+ *             gettimeofday() stamps (-msg timestamp=on);
+ *   rvs       RVS SO-DIMM to SO-DIMM, MTU 4096, per size: one request at a
+ *             time (issue -> status record seen on B) and, streamed, as
+ *             many requests as the Request FIFO takes back to back.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE 1
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dimmnet2/dn2_abi.h"
+
+#define ST_OFF      0x7000u
+#define ST_SIZE_REG 0x40u           /* 4096-byte status ring */
+#define ST_BYTES    4096u
+#define ST_FREE_AT  64              /* free the ring every 64 records */
+
+static const char *qemu_bin, *switch_bin, *fw_dir;
+static char tmpdir[] = "/tmp/dn2-bench-XXXXXX";
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fprintf(stderr, "dn2-bench-qtest: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* ------------------------------------------------------------------ */
+/* Processes                                                           */
+/* ------------------------------------------------------------------ */
+
+static pid_t spawn(char *const argv[], const char *out)
+{
+    pid_t pid = fork();
+
+    if (pid < 0) {
+        die("fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void reap(pid_t pid, int sig)
+{
+    uint64_t end = now_ns() + 3000000000ull;
+
+    if (pid <= 0) {
+        return;
+    }
+    kill(pid, sig);
+    while (now_ns() < end) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            return;
+        }
+        usleep(2000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static pid_t switch_pid;
+static int switch_port;
+
+static void switch_start(void)
+{
+    char ready[256], log[256];
+    char *argv[] = { (char *)switch_bin, "--listen", "127.0.0.1:0", "--ready-file", ready,
+                     "--quiet", NULL };
+    uint64_t end = now_ns() + 10000000000ull;
+
+    snprintf(ready, sizeof(ready), "%s/switch.port", tmpdir);
+    snprintf(log, sizeof(log), "%s/switch.log", tmpdir);
+    switch_pid = spawn(argv, log);
+    while (now_ns() < end) {
+        FILE *f = fopen(ready, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", &switch_port) == 1 && switch_port > 0;
+            fclose(f);
+            if (ok) {
+                return;
+            }
+        }
+        usleep(5000);
+    }
+    die("the switch did not start (see %s)", log);
+}
+
+/* ------------------------------------------------------------------ */
+/* A QEMU driven over the qtest protocol                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct Q {
+    pid_t pid;
+    int fd;
+    char name;
+    char buf[1 << 17];
+    size_t have;
+    uint64_t base;
+    uint16_t lid;
+    uint32_t st_head, st_seen;
+} Q;
+
+static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
+                    const char *trace_log)
+{
+    char sock[256], mem[256], dev[512], memobj[512], qt[300], log[256];
+    struct sockaddr_un a;
+    int lfd;
+    char *argv[32];
+    int n = 0;
+    struct pollfd p;
+
+    memset(q, 0, sizeof(*q));
+    q->name = name;
+    q->base = DN2_DEFAULT_BASE0;
+    snprintf(sock, sizeof(sock), "%s/qtest-%c.sock", tmpdir, name);
+    snprintf(mem, sizeof(mem), "%s/sodimm-%c", tmpdir, name);
+    snprintf(log, sizeof(log), "%s/qemu-%c.log", tmpdir, name);
+    unlink(sock);
+    lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    if (strlen(sock) >= sizeof(a.sun_path)) {
+        die("socket path too long: %s", sock);
+    }
+    memcpy(a.sun_path, sock, strlen(sock) + 1);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 1) < 0) {
+        die("qtest socket %s: %s", sock, strerror(errno));
+    }
+    /* the SO-DIMMs in RAM: 512 MiB, 256 MiB per process */
+    snprintf(memobj, sizeof(memobj), "memory-backend-ram,id=m,size=512M");
+    snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m,switch=127.0.0.1:%d,guid=0x%" PRIx64
+             "%s", switch_port, guid, extra_dev ? extra_dev : "");
+    snprintf(qt, sizeof(qt), "unix:%s", sock);
+    argv[n++] = (char *)qemu_bin;
+    argv[n++] = "-qtest";
+    argv[n++] = qt;
+    argv[n++] = "-accel";
+    argv[n++] = "qtest";
+    argv[n++] = "-display";
+    argv[n++] = "none";
+    argv[n++] = "-L";
+    argv[n++] = (char *)fw_dir;
+    argv[n++] = "-M";
+    argv[n++] = "q35";
+    argv[n++] = "-nodefaults";
+    argv[n++] = "-m";
+    argv[n++] = "64M";
+    argv[n++] = "-object";
+    argv[n++] = memobj;
+    argv[n++] = "-device";
+    argv[n++] = dev;
+    if (trace_log) {
+        argv[n++] = "-trace";
+        argv[n++] = "dimmnet2_done";
+        argv[n++] = "-trace";
+        argv[n++] = "dimmnet2_rx";
+        argv[n++] = "-msg";
+        argv[n++] = "timestamp=on";
+        argv[n++] = "-D";
+        argv[n++] = (char *)trace_log;
+    }
+    argv[n] = NULL;
+    (void)mem;
+    q->pid = spawn(argv, log);
+    p.fd = lfd;
+    p.events = POLLIN;
+    if (poll(&p, 1, 20000) <= 0) {
+        die("QEMU %c did not connect to %s (see %s)", name, sock, log);
+    }
+    q->fd = accept(lfd, NULL, NULL);
+    close(lfd);
+    unlink(sock);
+    if (q->fd < 0) {
+        die("accept: %s", strerror(errno));
+    }
+}
+
+static void q_stop(Q *q)
+{
+    if (q->fd > 0) {
+        close(q->fd);
+    }
+    reap(q->pid, SIGTERM);
+    q->pid = 0;
+}
+
+/* One command, one response line (without "\n"). */
+static const char *q_cmd(Q *q, const char *cmd, size_t len)
+{
+    size_t off = 0;
+    char *nl;
+
+    while (off < len) {
+        ssize_t w = write(q->fd, cmd + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            die("QEMU %c: write: %s", q->name, strerror(errno));
+        }
+        off += (size_t)w;
+    }
+    for (;;) {
+        nl = memchr(q->buf, '\n', q->have);
+        if (nl) {
+            break;
+        }
+        ssize_t r = read(q->fd, q->buf + q->have, sizeof(q->buf) - 1 - q->have);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR) {
+                continue;
+            }
+            die("QEMU %c: qtest connection closed", q->name);
+        }
+        q->have += (size_t)r;
+    }
+    *nl = 0;
+    {
+        static char line[1 << 17];
+        size_t l = (size_t)(nl - q->buf);
+        memcpy(line, q->buf, l + 1);
+        memmove(q->buf, nl + 1, q->have - l - 1);
+        q->have -= l + 1;
+        if (strncmp(line, "OK", 2)) {
+            die("QEMU %c: '%.*s' -> '%s'", q->name, (int)len - 1, cmd, line);
+        }
+        return line;
+    }
+}
+
+static uint64_t q_readq(Q *q, uint64_t addr)
+{
+    char c[64];
+    int n = snprintf(c, sizeof(c), "readq 0x%" PRIx64 "\n", addr);
+
+    return strtoull(q_cmd(q, c, n) + 3, NULL, 16);
+}
+
+static void q_writeq(Q *q, uint64_t addr, uint64_t v)
+{
+    char c[80];
+    int n = snprintf(c, sizeof(c), "writeq 0x%" PRIx64 " 0x%" PRIx64 "\n", addr, v);
+
+    q_cmd(q, c, n);
+}
+
+static void q_write(Q *q, uint64_t addr, const uint8_t *data, size_t len)
+{
+    size_t cap = 64 + 2 * len + 4, i;
+    char *c = malloc(cap);
+    int n = snprintf(c, cap, "write 0x%" PRIx64 " 0x%zx 0x", addr, len);
+
+    for (i = 0; i < len; i++) {
+        n += snprintf(c + n, cap - n, "%02x", data[i]);
+    }
+    c[n++] = '\n';
+    q_cmd(q, c, n);
+    free(c);
+}
+
+static uint64_t ur(Q *q, uint32_t off)
+{
+    return q_readq(q, q->base + DN2_UR_OFF(0) + off);
+}
+static void ur_w(Q *q, uint32_t off, uint64_t v)
+{
+    q_writeq(q, q->base + DN2_UR_OFF(0) + off, v);
+}
+static uint64_t sr(Q *q, uint32_t off)
+{
+    return q_readq(q, q->base + DN2_SR_BASE + off);
+}
+static void sr_w(Q *q, uint32_t off, uint64_t v)
+{
+    q_writeq(q, q->base + DN2_SR_BASE + off, v);
+}
+
+static void board_up(Q *q)
+{
+    uint64_t end = now_ns() + 10000000000ull, v;
+
+    do {
+        v = sr(q, DN2_SR_SMA);
+        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
+            break;
+        }
+        usleep(1000);
+    } while (now_ns() < end);
+    if (DN2_GET(v, 17, 16) != DN2_SMA_LINK_READY) {
+        die("board %c: no link", q->name);
+    }
+    q->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
+    sr_w(q, DN2_SR_SDIMM_CAPACITY, 0x01);
+    sr_w(q, DN2_SR_SDIMM_INIT, 1);
+    sr_w(q, DN2_SR_MTU, 0x10);              /* 4096 */
+    sr_w(q, DN2_SR_PGID0, 0x5a);
+    ur_w(q, DN2_UR_STATUS_INIT, ST_OFF);
+    ur_w(q, DN2_UR_STATUS_SIZE, ST_SIZE_REG);
+    q->st_head = q->st_seen = ST_OFF;
+}
+
+static uint32_t st_next(uint32_t pos)
+{
+    return ST_OFF + (pos - ST_OFF + DN2_STATUS_REC_SIZE) % ST_BYTES;
+}
+
+/* Command round trips timed during a measurement (the driver's cost under
+ * the same conditions). */
+static uint64_t *cmd_t[2];
+static unsigned cmd_n[2], cmd_cap;
+
+static void cmd_note(int write, uint64_t ns)
+{
+    if (cmd_t[write] && cmd_n[write] < cmd_cap) {
+        cmd_t[write][cmd_n[write]++] = ns;
+    }
+}
+
+/* Spin until the board's status tail passes st_seen; returns polls. */
+static unsigned st_wait(Q *q, uint64_t timeout_ns)
+{
+    uint64_t end = now_ns() + timeout_ns;
+    unsigned polls = 0;
+
+    for (;;) {
+        uint64_t t0 = now_ns();
+        uint64_t t = ur(q, DN2_UR_STATUS_ADDR);
+        cmd_note(0, now_ns() - t0);
+        polls++;
+        if (t != q->st_seen) {
+            q->st_seen = st_next(q->st_seen);
+            return polls;
+        }
+        if (now_ns() > end) {
+            die("board %c: no status record", q->name);
+        }
+    }
+}
+
+/* Give consumed records back when many have accumulated (off any timed
+ * path). */
+static void st_free(Q *q, bool force)
+{
+    uint32_t used = (q->st_seen - q->st_head + ST_BYTES) % ST_BYTES;
+
+    if (used && (force || used >= ST_FREE_AT * DN2_STATUS_REC_SIZE)) {
+        ur_w(q, DN2_UR_STATUS_ADDR, q->st_seen);
+        q->st_head = q->st_seen;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Figures                                                             */
+/* ------------------------------------------------------------------ */
+
+static void stats(const char *what, uint64_t *v, unsigned n, double *med, double *p99)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    *med = v[n / 2] / 1000.0;
+    *p99 = v[(uint64_t)n * 99 / 100] / 1000.0;
+    (void)what;
+}
+
+static double cmd_cost(Q *q, bool write, unsigned n)
+{
+    uint64_t *v = calloc(n, sizeof(*v));
+    double med, p99;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        if (write) {
+            ur_w(q, DN2_UR_CMD_EX, i);
+        } else {
+            ur(q, DN2_UR_CTL_STATUS);
+        }
+        v[i] = now_ns() - t0;
+    }
+    stats("cmd", v, n, &med, &p99);
+    free(v);
+    return med;
+}
+
+/* BOTF image: an RVS packet into the peer's LLCM with eflag. */
+static void botf_image(Q *from, Q *to, unsigned bytes)
+{
+    uint8_t img[DN2_BOTF_MAX];
+    struct dn2_hdr h;
+    uint64_t w0;
+    unsigned i;
+
+    memset(&h, 0, sizeof(h));
+    memset(img, 0, sizeof(img));
+    h.type = DN2_OP_RVS;
+    h.dlid = to->lid;
+    h.eflag = 1;
+    h.lflag = 1;
+    h.w1_lo = h.w1_hi = 0x1000;
+    h.size = dn2_pkt_size_field(bytes);
+    w0 = dn2_hdr0_encode(&h);
+    for (i = 0; i < 8; i++) {
+        img[i] = (uint8_t)(w0 >> (8 * i));
+        img[8 + i] = (uint8_t)(dn2_hdr1_encode(h.w1_lo, h.w1_hi) >> (8 * i));
+    }
+    for (i = 16; i < bytes; i++) {
+        img[i] = (uint8_t)i;
+    }
+    q_write(from, from->base + DN2_WW_OFF(0, 0), img, bytes);
+}
+
+/* Ping-pong of n round trips; fills rt[] (ns); returns the mean number of
+ * status polls per one-way trip. */
+static double pingpong(Q *a, Q *b, unsigned bytes, unsigned n, uint64_t *rt)
+{
+    uint64_t lower = dn2_botf_lower(0, bytes);
+    uint64_t polls = 0;
+    unsigned i, warm = n / 10 + 10;
+
+    botf_image(a, b, bytes);
+    botf_image(b, a, bytes);
+    for (i = 0; i < warm + n; i++) {
+        uint64_t t0 = now_ns(), t1, tw;
+        ur_w(a, DN2_UR_CMD0_LOWER, lower);
+        cmd_note(1, now_ns() - t0);
+        polls += st_wait(b, 5000000000ull);
+        tw = now_ns();
+        ur_w(b, DN2_UR_CMD0_LOWER, lower);
+        cmd_note(1, now_ns() - tw);
+        polls += st_wait(a, 5000000000ull);
+        t1 = now_ns();
+        if (i >= warm) {
+            rt[i - warm] = t1 - t0;
+        }
+        st_free(a, false);
+        st_free(b, false);
+    }
+    st_free(a, true);
+    st_free(b, true);
+    return (double)polls / (2.0 * (warm + n));
+}
+
+/* Trace stamps: "pid@sec.usec:dimmnet2_done board 0 WID 0 BOTF done..." */
+static unsigned read_stamps(const char *path, const char *event, uint64_t *t, unsigned max)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    unsigned n = 0;
+
+    if (!f) {
+        return 0;
+    }
+    while (n < max && fgets(line, sizeof(line), f)) {
+        char *at = strchr(line, '@'), *colon;
+        unsigned long long s, us;
+        if (!at || !strstr(line, event)) {
+            continue;
+        }
+        if (!strcmp(event, "dimmnet2_done") && !strstr(line, " BOTF ")) {
+            continue;
+        }
+        if (sscanf(at + 1, "%llu.%llu", &s, &us) != 2 || !(colon = strchr(at, ':'))) {
+            continue;
+        }
+        t[n++] = s * 1000000ull + us;
+    }
+    fclose(f);
+    return n;
+}
+
+static void trace_oneway(unsigned bytes, unsigned n)
+{
+    char la[256], lb[256];
+    Q a, b;
+    uint64_t *rt = calloc(n, sizeof(*rt));
+    unsigned max = 4 * n + 100, na_done, nb_rx, nb_done, na_rx, i, k = 0, off;
+    uint64_t *ad = calloc(max, 8), *brx = calloc(max, 8), *bd = calloc(max, 8),
+             *arx = calloc(max, 8), *ow = calloc(2 * max, 8);
+    double med, p99;
+
+    snprintf(la, sizeof(la), "%s/trace-A.log", tmpdir);
+    snprintf(lb, sizeof(lb), "%s/trace-B.log", tmpdir);
+    q_start(&a, 'a', 0x7a, NULL, la);
+    q_start(&b, 'b', 0x7b, NULL, lb);
+    board_up(&a);
+    board_up(&b);
+    pingpong(&a, &b, bytes, n, rt);
+    q_stop(&a);
+    q_stop(&b);
+    na_done = read_stamps(la, "dimmnet2_done", ad, max);
+    na_rx = read_stamps(la, "dimmnet2_rx", arx, max);
+    nb_done = read_stamps(lb, "dimmnet2_done", bd, max);
+    nb_rx = read_stamps(lb, "dimmnet2_rx", brx, max);
+    if (na_done != nb_rx || nb_done != na_rx || !na_done) {
+        printf("trace bytes=%u failed=1 a_done=%u b_rx=%u b_done=%u a_rx=%u\n", bytes,
+               na_done, nb_rx, nb_done, na_rx);
+        goto out;
+    }
+    /* skip the warm-up trips */
+    off = na_done / 10;
+    for (i = off; i < na_done; i++) {
+        ow[k++] = (brx[i] - ad[i]) * 1000;
+    }
+    for (i = off; i < nb_done; i++) {
+        ow[k++] = (arx[i] - bd[i]) * 1000;
+    }
+    stats("trace", ow, k, &med, &p99);
+    printf("trace bytes=%u samples=%u oneway_median_us=%.1f oneway_p99_us=%.1f\n", bytes, k,
+           med, p99);
+out:
+    free(rt);
+    free(ad);
+    free(brx);
+    free(bd);
+    free(arx);
+    free(ow);
+}
+
+/* One RVS of `size` at a time: issue -> record seen at B. */
+static void rvs_single(Q *a, Q *b, uint64_t size, unsigned reps)
+{
+    uint64_t *t = calloc(reps, sizeof(*t));
+    uint64_t lower = dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(b->lid), 0, 1,
+                                   (uint32_t)size);
+    double med, p99;
+    unsigned i;
+
+    ur_w(a, DN2_UR_CMD0_UPPER, dn2_req_upper(0, 0));
+    /* warm-up: touch the pages */
+    ur_w(a, DN2_UR_CMD0_LOWER, lower);
+    st_wait(b, 60000000000ull);
+    for (i = 0; i < reps; i++) {
+        uint64_t t0 = now_ns();
+        ur_w(a, DN2_UR_CMD0_LOWER, lower);
+        st_wait(b, 60000000000ull);
+        t[i] = now_ns() - t0;
+        st_free(b, false);
+    }
+    st_free(b, true);
+    stats("rvs", t, reps, &med, &p99);
+    /* best = least disturbed */
+    printf("rvs mode=single size=%" PRIu64 " reps=%u median_us=%.1f best_us=%.1f "
+           "median_mbps=%.1f best_mbps=%.1f\n", size, reps, med, t[0] / 1000.0,
+           size / med, size / (t[0] / 1000.0));
+    free(t);
+}
+
+/* n RVS of `size` back to back (the FIFO is kept full), total time. */
+static void rvs_stream(Q *a, Q *b, uint64_t size, unsigned n, unsigned reps)
+{
+    uint64_t lower = dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(b->lid), 0, 1,
+                                   (uint32_t)size);
+    uint64_t *t = calloc(reps, sizeof(*t));
+    double med, p99;
+    unsigned r;
+
+    ur_w(a, DN2_UR_CMD0_UPPER, dn2_req_upper(0, 0));
+    for (r = 0; r < reps; r++) {
+        unsigned issued = 0, seen = 0, done0 = dn2_pc_field(ur(a, DN2_UR_PRIM_COUNTER),
+                                                             DN2_PC_RVS);
+        uint64_t t0 = now_ns();
+        while (seen < n) {
+            /* the sender's RVS counter tells how many left the FIFO */
+            unsigned done = (dn2_pc_field(ur(a, DN2_UR_PRIM_COUNTER), DN2_PC_RVS) -
+                             done0) & DN2_PC_MASK;
+            unsigned room = 13 - (issued - done < 13 ? issued - done : 13);
+            while (room-- && issued < n) {
+                ur_w(a, DN2_UR_CMD0_LOWER, lower);
+                issued++;
+            }
+            while (seen < n && ur(b, DN2_UR_STATUS_ADDR) != b->st_seen) {
+                b->st_seen = st_next(b->st_seen);
+                seen++;
+            }
+            st_free(b, false);
+        }
+        t[r] = now_ns() - t0;
+        st_free(b, true);
+    }
+    stats("rvs", t, reps, &med, &p99);
+    printf("rvs mode=stream size=%" PRIu64 " count=%u reps=%u median_mbps=%.1f "
+           "best_mbps=%.1f\n", size, n, reps, (double)size * n / med,
+           (double)size * n / (t[0] / 1000.0));
+    free(t);
+}
+
+static uint64_t parse_size(const char *s)
+{
+    char *e;
+    uint64_t v = strtoull(s, &e, 0);
+
+    switch (toupper((unsigned char)*e)) {
+    case 'K': return v << 10;
+    case 'M': return v << 20;
+    default: return v;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    unsigned iters = 2000, reps = 5, i, nsizes = 0;
+    uint64_t sizes[32];
+    const char *sizes_s = "4K,16K,64K,256K,1M,4M,16M,64M";
+    bool trace = true;
+    Q a, b;
+    uint64_t *rt;
+    double med, p99, cr, cw, polls;
+
+    char *tok, *dup;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    fw_dir = getenv("DN2_FIRMWARE_DIR");
+    for (i = 1; i < (unsigned)argc; i++) {
+        if (!strcmp(argv[i], "--qemu") && i + 1 < (unsigned)argc) {
+            qemu_bin = argv[++i];
+        } else if (!strcmp(argv[i], "--switch") && i + 1 < (unsigned)argc) {
+            switch_bin = argv[++i];
+        } else if (!strcmp(argv[i], "--fw") && i + 1 < (unsigned)argc) {
+            fw_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--iters") && i + 1 < (unsigned)argc) {
+            iters = strtoul(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < (unsigned)argc) {
+            reps = strtoul(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--sizes") && i + 1 < (unsigned)argc) {
+            sizes_s = argv[++i];
+        } else if (!strcmp(argv[i], "--no-trace")) {
+            trace = false;
+        } else {
+            fprintf(stderr, "usage: dn2-bench-qtest --qemu BIN --switch BIN [--fw DIR] "
+                    "[--iters N] [--reps N] [--sizes 4K,1M,...] [--no-trace]\n");
+            return 2;
+        }
+    }
+    if (!qemu_bin || !switch_bin || !fw_dir || iters < 10 || !reps) {
+        die("need --qemu, --switch and --fw (or DN2_FIRMWARE_DIR)");
+    }
+    dup = strdup(sizes_s);
+    for (tok = strtok(dup, ","); tok && nsizes < 32; tok = strtok(NULL, ",")) {
+        sizes[nsizes++] = parse_size(tok);
+    }
+    free(dup);
+    if (!mkdtemp(tmpdir)) {
+        die("mkdtemp: %s", strerror(errno));
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    switch_start();
+    q_start(&a, 'A', 0xa1, NULL, NULL);
+    q_start(&b, 'B', 0xb1, NULL, NULL);
+    board_up(&a);
+    board_up(&b);
+    printf("setup switch_port=%d lid_a=0x%x lid_b=0x%x route=direct\n", switch_port,
+           a.lid, b.lid);
+
+    cr = cmd_cost(&a, false, 20000);
+    cw = cmd_cost(&a, true, 20000);
+    printf("cmd readq_median_us=%.2f writeq_median_us=%.2f\n", cr, cw);
+
+    rt = calloc(iters, sizeof(*rt));
+    cmd_cap = 64 * iters;
+    cmd_t[0] = calloc(cmd_cap, sizeof(uint64_t));
+    cmd_t[1] = calloc(cmd_cap, sizeof(uint64_t));
+    for (i = 0; i < 2; i++) {
+        unsigned bytes = i ? DN2_BOTF_MAX : 24;
+        double ir, iw, ovh, x;
+
+        cmd_n[0] = cmd_n[1] = 0;
+        polls = pingpong(&a, &b, bytes, iters, rt);
+        stats("botf", rt, iters, &med, &p99);
+        /* the commands' own round trips, timed inside this ping-pong */
+        stats("readq", cmd_t[0], cmd_n[0], &ir, &x);
+        stats("writeq", cmd_t[1], cmd_n[1], &iw, &x);
+        /* one-way = RTT/2.  Per one-way trip the driver issues one writeq
+         * (the BOTF) and at least one readq (the poll that sees the
+         * record): that much is the driver's, not the boards'. */
+        ovh = iw + ir;
+        printf("botf bytes=%u iters=%u oneway_median_us=%.1f oneway_p99_us=%.1f "
+               "polls_per_trip=%.2f readq_us=%.1f writeq_us=%.1f driver_overhead_us=%.1f "
+               "net_median_us=%.1f net_p99_us=%.1f\n", bytes, iters, med / 2, p99 / 2,
+               polls, ir, iw, ovh, med / 2 - ovh, p99 / 2 - ovh);
+    }
+    free(cmd_t[0]);
+    free(cmd_t[1]);
+    cmd_t[0] = cmd_t[1] = NULL;
+    free(rt);
+
+    for (i = 0; i < nsizes; i++) {
+        uint64_t s = sizes[i];
+        unsigned r = s <= (1u << 20) ? 50 : s <= (16u << 20) ? 10 : reps;
+        unsigned cnt = s >= (64u << 20) ? 4 : (unsigned)((256ull << 20) / s);
+        if (cnt > 200) {
+            cnt = 200;
+        }
+        if (cnt < 4) {
+            cnt = 4;
+        }
+        rvs_single(&a, &b, s, r);
+        rvs_stream(&a, &b, s, cnt, reps);
+    }
+    q_stop(&a);
+    q_stop(&b);
+
+    if (trace) {
+        trace_oneway(24, iters);
+    }
+    reap(switch_pid, SIGTERM);
+    {
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd)) {
+            /* leave it */
+        }
+    }
+    return 0;
+}
