@@ -9,3 +9,74 @@ export DN2_TOP DN2_CACHE QEMU_VERSION
 
 log() { printf '[dimmnet2] %s\n' "$*" >&2; }
 die() { printf '[dimmnet2] error: %s\n' "$*" >&2; exit 1; }
+
+# ------------------------------------------------------------ guest helpers
+# Used by run-guest.sh and cluster.sh.  Each prints its answer on stdout, or
+# "[dimmnet2] error: <why>" on stderr and returns 1 (the caller chooses the
+# exit status).
+_dn2_err() { printf '[dimmnet2] error: %s\n' "$*" >&2; return 1; }
+
+# The qemu-system-x86_64 to run: $QEMU, else the one build-qemu.sh reports,
+# else any under build/.
+dn2_find_qemu() {
+    if [ -n "${QEMU:-}" ]; then
+        [ -x "$QEMU" ] || { _dn2_err "QEMU=$QEMU is not an executable"; return 1; }
+        echo "$QEMU"; return 0
+    fi
+    local q
+    q=$(bash "$DN2_TOP/scripts/build-qemu.sh" --print-env 2>/dev/null | sed -n 's/^QEMU_BIN=//p')
+    if [ -n "$q" ] && [ -x "$q" ]; then echo "$q"; return 0; fi
+    q=$(find "$DN2_TOP/build" -name qemu-system-x86_64 -type f -perm -u+x 2>/dev/null | head -1)
+    [ -n "$q" ] || { _dn2_err "no qemu-system-x86_64 under build/: run scripts/build-qemu.sh (or set QEMU=/path/to/qemu-system-x86_64)"; return 1; }
+    echo "$q"
+}
+
+# The guest kernel: $DN2_KERNEL, else the newest Debian cloud kernel that
+# setup.sh extracted into the cache.
+dn2_find_kernel() {
+    if [ -n "${DN2_KERNEL:-}" ]; then
+        [ -f "$DN2_KERNEL" ] || { _dn2_err "DN2_KERNEL=$DN2_KERNEL does not exist"; return 1; }
+        echo "$DN2_KERNEL"; return 0
+    fi
+    local k
+    k=$(ls "$DN2_CACHE"/pkgs/linux-image-6.1.0-*-cloud-amd64/boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
+    [ -n "$k" ] || { _dn2_err "no guest kernel in $DN2_CACHE/pkgs/linux-image-*-cloud-amd64: run scripts/setup.sh"; return 1; }
+    echo "$k"
+}
+
+# The module tree (.../lib/modules/VERSION) that belongs to a kernel image
+# named vmlinuz-VERSION: next to it (the Debian package layout), else
+# anywhere in the cache.  $DN2_KERNEL_MODULES overrides.
+dn2_find_kernel_modules() { # KERNEL
+    if [ -n "${DN2_KERNEL_MODULES:-}" ]; then
+        [ -d "$DN2_KERNEL_MODULES" ] || { _dn2_err "DN2_KERNEL_MODULES=$DN2_KERNEL_MODULES is not a directory"; return 1; }
+        echo "$DN2_KERNEL_MODULES"; return 0
+    fi
+    local k=$1 ver d
+    ver=$(basename "$k"); ver=${ver#vmlinuz-}
+    for d in "$(dirname "$k")/../lib/modules/$ver" "$DN2_CACHE"/pkgs/*/lib/modules/"$ver"; do
+        if [ -d "$d/kernel" ]; then (cd "$d" && pwd); return 0; fi
+    done
+    _dn2_err "no module tree lib/modules/$ver for $k"; return 1
+}
+
+# QEMU accelerator arguments, into the array DN2_ACCEL_ARGS: KVM (falling
+# back to TCG) when the host can really run it.  Some sandboxed hosts expose
+# a /dev/kvm that opens but whose CPUs lack VMX/SVM, and guests die there
+# with "KVM internal error": so "auto" also wants vmx or svm in
+# /proc/cpuinfo.  DN2_ACCEL=kvm|tcg overrides.  DN2_ACCEL_NAME is KVM or TCG.
+# shellcheck disable=SC2034  # both are for the caller
+dn2_accel() {
+    DN2_ACCEL_ARGS=()
+    DN2_ACCEL_NAME=TCG
+    case ${DN2_ACCEL:-auto} in
+        kvm) DN2_ACCEL_ARGS+=(-accel kvm); DN2_ACCEL_NAME=KVM ;;
+        tcg) ;;
+        auto)
+            if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+                DN2_ACCEL_ARGS+=(-accel kvm); DN2_ACCEL_NAME=KVM
+            fi ;;
+        *) _dn2_err "DN2_ACCEL must be auto, kvm or tcg, not '$DN2_ACCEL'"; return 1 ;;
+    esac
+    DN2_ACCEL_ARGS+=(-accel tcg)
+}

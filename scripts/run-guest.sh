@@ -68,49 +68,16 @@ if [ -z "$run" ]; then
 fi
 
 # ----------------------------------------------------------------- inputs
-find_qemu() {
-    if [ -n "${QEMU:-}" ]; then
-        [ -x "$QEMU" ] || setup_die "QEMU=$QEMU is not an executable"
-        echo "$QEMU"; return
-    fi
-    local q
-    q=$(bash "$here/build-qemu.sh" --print-env 2>/dev/null | sed -n 's/^QEMU_BIN=//p')
-    if [ -n "$q" ] && [ -x "$q" ]; then echo "$q"; return; fi
-    q=$(find "$DN2_TOP/build" -name qemu-system-x86_64 -type f -perm -u+x 2>/dev/null | head -1)
-    [ -n "$q" ] || setup_die "no qemu-system-x86_64 under build/: run scripts/build-qemu.sh (or set QEMU=/path/to/qemu-system-x86_64)"
-    echo "$q"
-}
-find_kernel() {
-    if [ -n "${DN2_KERNEL:-}" ]; then
-        [ -f "$DN2_KERNEL" ] || setup_die "DN2_KERNEL=$DN2_KERNEL does not exist"
-        echo "$DN2_KERNEL"; return
-    fi
-    local k
-    k=$(ls "$DN2_CACHE"/pkgs/linux-image-6.1.0-*-cloud-amd64/boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
-    [ -n "$k" ] || setup_die "no guest kernel in $DN2_CACHE/pkgs/linux-image-*-cloud-amd64: run scripts/setup.sh"
-    echo "$k"
-}
-qemu_bin=$(find_qemu)
-kernel=$(find_kernel)
+# (scripts/lib.sh: dn2_find_qemu, dn2_find_kernel, dn2_accel)
+qemu_bin=$(dn2_find_qemu) || exit 4
+kernel=$(dn2_find_kernel) || exit 4
 firmware=$DN2_CACHE/firmware
 [ -f "$firmware/bios-256k.bin" ] || setup_die "firmware missing in $firmware: run scripts/setup.sh"
 initrd=$(bash "$here/build-initramfs.sh") || exit 4
 
-# Accelerator: KVM (falling back to TCG) when the host can really run it.
-# Some sandboxed hosts expose a /dev/kvm that opens but whose CPUs lack
-# VMX/SVM, and guests die there with "KVM internal error": so "auto" also
-# wants vmx or svm in /proc/cpuinfo.  DN2_ACCEL=kvm|tcg overrides.
-accel=()
-case ${DN2_ACCEL:-auto} in
-    kvm) accel+=(-accel kvm) ;;
-    tcg) ;;
-    auto)
-        if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
-            accel+=(-accel kvm)
-        fi ;;
-    *) setup_die "DN2_ACCEL must be auto, kvm or tcg, not '$DN2_ACCEL'" ;;
-esac
-accel+=(-accel tcg)
+# Accelerator: KVM when the host can really run it, else TCG (lib.sh).
+dn2_accel || exit 4
+accel=("${DN2_ACCEL_ARGS[@]}")
 
 devices=()
 for ((i = 0; i < boards; i++)); do devices+=(-device dimmnet2); done

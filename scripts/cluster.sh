@@ -1,0 +1,902 @@
+#!/usr/bin/env bash
+# Boots a cluster of Linux guests, each with a DIMMnet-2 board, all attached
+# to one dn2-switch, and runs a command on every node (docs/cluster.md).
+#
+#   scripts/cluster.sh [options] [-- extra QEMU arguments for every node]
+#   scripts/cluster.sh exec [-d RUNDIR] [-t S] CMD...   run CMD on every node
+#                                                       of a running -i cluster
+#   scripts/cluster.sh console [-d RUNDIR] NODE         a shell on NODE (-i)
+#
+#   -n, --nodes N         number of nodes (default 2)
+#   -r, --run CMD         command every node runs (busybox sh; any quoting;
+#                         "{node}" is replaced by the node number)
+#   -f, --file SCRIPT     run this script file on every node instead
+#   -i, --interactive     development mode: the nodes stay up after the
+#                         command (if any) until Ctrl-C; each serves a shell
+#                         (console) and runs jobs sent with "exec"
+#   -t, --timeout S       batch mode: seconds for the whole run (default 900)
+#   -b, --boot-timeout S  seconds for every node to boot, see its link up and
+#                         join (default 300)
+#   -g, --grace S         once a node's command failed, seconds the others
+#                         still get to finish (default 30)
+#   -m, --mem MB          guest memory (default 256)
+#       --smp N           guest CPUs (default 1)
+#       --wid W           the WID every rank uses in the rank table (default 0)
+#       --name NAME       run directory build/cluster/NAME (default: a
+#                         timestamp; build/cluster/latest points to the last)
+#       --switch-port P   UDP port of the switch (default 0: a free one)
+#       --http-port P     TCP port of the job/file server (default 0: free)
+#       --switch-opts S   extra dn2-switch options (word-split), e.g.
+#                         "--pcap build/cap.pcap" or "--drop 0.01"
+#   -a, --append ARGS     extra kernel command-line arguments
+#   -q, --quiet           no progress display; only the nodes' output and
+#                         the summary
+#
+# Node i is rank i: its board has guid=i+1, its kernel command line
+# dn2.node=i dn2.nodes=N.  At boot each node waits for its link, reports
+# its LID to the job server, waits for the rank table (lines "rank lid wid")
+# and only then runs the command, with DN2_NODE, DN2_NODES, DN2_RANK,
+# DN2_LID, DN2_WID, DN2_RANKS (/opt/dn2/ranks) and DN2_HTTP (the server's
+# URL) in its environment.  The server (127.0.0.1, reached by the guests as
+# http://10.0.2.2:PORT) also serves build/guest/export/, so a rebuilt module
+# or program can be fetched into a running guest with wget.
+#
+# Prints each node's output prefixed by "nodeI| " (also kept unprefixed in
+# RUNDIR/nodeI.out) and a summary.  Exit status: 0 every node's command
+# succeeded; 1 a command failed; 2 timeout; 3 a node failed to boot, died or
+# could not start the job; 4 setup error (missing build, port busy...).
+# On failure the tail of the console of each node concerned is printed.
+#
+# Environment: QEMU, DN2_ACCEL, DN2_KERNEL, DN2_CACHE (as run-guest.sh),
+# DN2_SWITCH (the dn2-switch binary; default build/fabric/dn2-switch).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+CLUSTER_DIR=$DN2_TOP/build/cluster
+EXPORT_DIR=${DN2_GUEST_EXPORT:-$DN2_TOP/build/guest/export}
+
+if [ -t 2 ]; then B=$'\e[1m'; G=$'\e[32m'; R=$'\e[31m'; Y=$'\e[33m'; N=$'\e[0m'; else B='' G='' R='' Y='' N=''; fi
+say() { printf '[cluster] %s\n' "$*" >&2; }
+usage_help() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+setup_die() { printf '[cluster] %serror:%s %s\n' "$R" "$N" "$*" >&2; exit 4; }
+is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
+
+# The real interpreter (a pyenv shim forks, which would hide the server
+# from its process id).
+find_python() {
+    command -v python3 >/dev/null || return 1
+    python3 -c 'import sys; print(sys.executable)' 2>/dev/null
+}
+
+# ====================================================================
+# The job and file server (python3, standard library only)
+# ====================================================================
+server_py() {
+    cat <<'PY'
+import errno, http.server, os, sys, time, urllib.parse
+
+www, export, rundir, nodes, jobid, port, ready = sys.argv[1:8]
+nodes, port = int(nodes), int(port)
+joins, jobs = os.path.join(rundir, "joins"), os.path.join(rundir, "jobs")
+
+
+def atomic_write(path, data):
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.rename(tmp, path)
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, fmt, *args):
+        sys.stderr.write("%s %s\n" % (time.strftime("%H:%M:%S"), fmt % args))
+        sys.stderr.flush()
+
+    def text(self, code, body):
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def parse(self):
+        u = urllib.parse.urlsplit(self.path)
+        return u.path, dict(urllib.parse.parse_qsl(u.query))
+
+    def node_of(self, q):
+        """The node number of a request that belongs to this job, else None."""
+        if q.get("job") != jobid:
+            self.text(403, "not this job (stale guest from another run?)\n")
+            return None
+        try:
+            n = int(q.get("node", ""))
+        except ValueError:
+            n = -1
+        if not 0 <= n < nodes:
+            self.text(400, "bad node\n")
+            return None
+        return n
+
+    # An overlay: the run's own files (ranks, commands) first, then the
+    # export directory (module, programs, libraries).
+    def translate_path(self, path):
+        for d in (www, export):
+            self.directory = d
+            p = super().translate_path(path)
+            if os.path.exists(p):
+                return p
+        return p
+
+    def do_GET(self):
+        path, q = self.parse()
+        if path == "/join":
+            n = self.node_of(q)
+            if n is None:
+                return
+            rec = "lid=%s link=%s wid=%s time=%.3f\n" % (
+                q.get("lid", ""), q.get("link", ""), q.get("wid", "0"), time.time())
+            atomic_write(os.path.join(joins, "node%d" % n), rec.encode())
+            return self.text(200, "ok\n")
+        if path == "/ranks" and "wait" in q:
+            # Long poll: the launcher writes the table once every node joined.
+            end = time.time() + 20
+            while not os.path.exists(os.path.join(www, "ranks")) and time.time() < end:
+                time.sleep(0.1)
+        if path == "/job":
+            return self.job(q)
+        return super().do_GET()
+
+    def job(self, q):
+        n = self.node_of(q)
+        if n is None:
+            return
+        try:
+            after = int(q.get("after", "0"))
+        except ValueError:
+            after = 0
+        end = time.time() + 25
+        while True:
+            ids = sorted(int(f[:-3]) for f in os.listdir(jobs)
+                         if f.endswith(".sh") and f[:-3].isdigit())
+            ids = [i for i in ids if i > after]
+            if ids:
+                with open(os.path.join(jobs, "%d.sh" % ids[0])) as f:
+                    body = f.read()
+                return self.text(200, "# dn2-job %d\n%s\n" % (ids[0], body.replace("{node}", str(n))))
+            if time.time() >= end:
+                return self.text(404, "no job\n")
+            time.sleep(0.2)
+
+    def do_POST(self):
+        path, q = self.parse()
+        if path != "/result":
+            return self.text(404, "no such endpoint\n")
+        n = self.node_of(q)
+        if n is None:
+            return
+        try:
+            jid, rc = int(q.get("id", "")), int(q.get("rc", ""))
+        except ValueError:
+            return self.text(400, "bad id or rc\n")
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+        base = os.path.join(jobs, "%d.node%d" % (jid, n))
+        atomic_write(base + ".out", body)
+        atomic_write(base + ".rc", b"%d\n" % rc)      # last: marks completion
+        return self.text(200, "ok\n")
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+try:
+    srv = Server(("127.0.0.1", port), Handler)
+except OSError as e:
+    if e.errno == errno.EADDRINUSE:
+        sys.stderr.write("port %d is busy\n" % port)
+        sys.exit(3)
+    raise
+atomic_write(ready, b"%d\n" % srv.server_address[1])
+sys.stderr.write("serving %s over %s on 127.0.0.1:%d\n" % (www, export, srv.server_address[1]))
+sys.stderr.flush()
+srv.serve_forever()
+PY
+}
+
+# A raw terminal to a node's shell socket (cluster.sh console).
+console_py() {
+    cat <<'PY'
+import os, select, socket, sys, termios, tty
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+fd = sys.stdin.fileno()
+old = termios.tcgetattr(fd) if os.isatty(fd) else None
+sys.stderr.write("[cluster] connected to %s; Ctrl-] quits\r\n" % sys.argv[2])
+s.sendall(b"\n")
+try:
+    if old:
+        tty.setraw(fd)
+    while True:
+        r, _, _ = select.select([fd, s], [], [])
+        if s in r:
+            data = s.recv(4096)
+            if not data:
+                break
+            os.write(sys.stdout.fileno(), data)
+        if fd in r:
+            data = os.read(fd, 1024)
+            if not data or b"\x1d" in data:
+                break
+            s.sendall(data)
+finally:
+    if old:
+        termios.tcsetattr(fd, termios.TCSADRAIN, old)
+    sys.stderr.write("\n[cluster] disconnected\n")
+PY
+}
+
+# ====================================================================
+# Subcommands on a running cluster
+# ====================================================================
+# find_run DIR: a running cluster's directory (default: build/cluster/latest)
+find_run() {
+    local d=${1:-$CLUSTER_DIR/latest}
+    [ -f "$d/info" ] || setup_die "no cluster in ${d} (start one with: scripts/cluster.sh -i)"
+    d=$(cd "$d" && pwd -P)
+    # shellcheck disable=SC1091
+    . "$d/info"
+    [ "${launcher_pid:-0}" -gt 0 ] && kill -0 "$launcher_pid" 2>/dev/null || setup_die "the cluster in $d is not running (its launcher, pid $launcher_pid, is gone)"
+    [ "$interactive" = 1 ] || setup_die "the cluster in $d was not started with -i: it runs no jobs"
+    echo "$d"
+}
+
+cmd_exec() {
+    local dir='' timeout_s=600 cmd id i rc all=0 done_n t0
+    while [ $# -gt 0 ]; do
+        case $1 in
+            -d|--dir) dir=${2:?$1 needs a directory}; shift 2 ;;
+            -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
+            -h|--help) usage_help; exit 0 ;;
+            --) shift; break ;;
+            *) break ;;
+        esac
+    done
+    [ $# -gt 0 ] || setup_die "exec: no command (scripts/cluster.sh exec 'CMD')"
+    cmd="$*"
+    dir=$(find_run "$dir") || exit 4
+    # shellcheck disable=SC1091
+    . "$dir/info"
+    mkdir -p "$dir/jobs"
+    exec 8> "$dir/jobs/.lock"
+    flock 8
+    id=$(find "$dir/jobs" -maxdepth 1 -name '*.sh' -printf '%f\n' | sed -n 's/^\([0-9][0-9]*\)\.sh$/\1/p' | sort -n | tail -1)
+    id=$(( ${id:-0} + 1 ))
+    printf '%s\n' "$cmd" > "$dir/jobs/$id.sh.tmp"
+    mv "$dir/jobs/$id.sh.tmp" "$dir/jobs/$id.sh"
+    exec 8>&-
+    say "job $id on $nodes nodes: $cmd"
+    t0=$SECONDS
+    while :; do
+        done_n=0
+        for ((i = 0; i < nodes; i++)); do [ -f "$dir/jobs/$id.node$i.rc" ] && done_n=$((done_n + 1)); done
+        [ "$done_n" -eq "$nodes" ] && break
+        if [ $((SECONDS - t0)) -ge "$timeout_s" ]; then
+            say "${R}timeout${N}: after $timeout_s s, $done_n of $nodes nodes finished job $id"
+            all=2; break
+        fi
+        kill -0 "$launcher_pid" 2>/dev/null || { say "${R}the cluster stopped${N}"; all=3; break; }
+        sleep 0.2
+    done
+    for ((i = 0; i < nodes; i++)); do
+        if [ -f "$dir/jobs/$id.node$i.rc" ]; then
+            sed "s/^/node$i| /" "$dir/jobs/$id.node$i.out"
+            rc=$(cat "$dir/jobs/$id.node$i.rc")
+        else
+            rc=none
+        fi
+        if [ "$rc" = 0 ]; then say "node$i: ${G}rc=0${N}"; else say "node$i: ${R}rc=$rc${N}"; [ "$all" = 0 ] && all=1; fi
+    done
+    exit "$all"
+}
+
+cmd_console() {
+    local dir='' node py
+    while [ $# -gt 0 ]; do
+        case $1 in
+            -d|--dir) dir=${2:?$1 needs a directory}; shift 2 ;;
+            -h|--help) usage_help; exit 0 ;;
+            *) break ;;
+        esac
+    done
+    node=${1:-0}
+    is_uint "$node" || setup_die "console: NODE must be a number"
+    dir=$(find_run "$dir") || exit 4
+    # shellcheck disable=SC1091
+    . "$dir/info"
+    [ "$node" -lt "$nodes" ] || setup_die "console: the cluster has nodes 0..$((nodes - 1))"
+    py=$(find_python) || setup_die "python3 not found"
+    exec "$py" -c "$(console_py)" "$(sed -n "s/^node${node}_sock=//p" "$dir/info")" "node$node"
+}
+
+case ${1:-} in
+    exec) shift; cmd_exec "$@" ;;
+    console) shift; cmd_console "$@" ;;
+esac
+
+# ====================================================================
+# Launch
+# ====================================================================
+nodes=2
+run=
+run_file=
+interactive=0
+timeout_s=900
+boot_timeout=300
+grace=30
+mem=256
+smp=1
+wid=0
+name=
+switch_port=0
+http_port=0
+switch_opts=
+append_extra=
+quiet=0
+extra=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        -n|--nodes) nodes=${2:?$1 needs a number}; shift 2 ;;
+        -r|--run) run=${2?$1 needs a command}; shift 2 ;;
+        -f|--file) run_file=${2:?$1 needs a file}; shift 2 ;;
+        -i|--interactive) interactive=1; shift ;;
+        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
+        -b|--boot-timeout) boot_timeout=${2:?$1 needs seconds}; shift 2 ;;
+        -g|--grace) grace=${2:?$1 needs seconds}; shift 2 ;;
+        -m|--mem) mem=${2:?$1 needs MiB}; shift 2 ;;
+        --smp) smp=${2:?$1 needs a number}; shift 2 ;;
+        --wid) wid=${2:?$1 needs a number}; shift 2 ;;
+        --name) name=${2:?$1 needs a name}; shift 2 ;;
+        --switch-port) switch_port=${2:?$1 needs a port}; shift 2 ;;
+        --http-port) http_port=${2:?$1 needs a port}; shift 2 ;;
+        --switch-opts) switch_opts=${2?$1 needs options}; shift 2 ;;
+        -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
+        -q|--quiet) quiet=1; shift ;;
+        -h|--help) usage_help; exit 0 ;;
+        --) shift; extra=("$@"); break ;;
+        *) setup_die "unknown argument: $1 (see --help)" ;;
+    esac
+done
+for v in nodes timeout_s boot_timeout grace mem smp wid switch_port http_port; do
+    is_uint "${!v}" || setup_die "--${v//_/-} wants a whole number, not '${!v}'"
+done
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || setup_die "--nodes must be 1..64"
+[ "$switch_port" -le 65535 ] && [ "$http_port" -le 65535 ] || setup_die "ports are 0..65535"
+[ "$mem" -ge 128 ] || setup_die "--mem: the guest wants at least 128 MiB"
+if [ -n "$run_file" ]; then
+    [ -z "$run" ] || setup_die "give -r or -f, not both"
+    [ -f "$run_file" ] || setup_die "--file: $run_file does not exist"
+    run=$(cat "$run_file")
+fi
+[ -n "$run" ] || [ "$interactive" = 1 ] || setup_die "nothing to run: give -r CMD, -f SCRIPT or -i (see --help)"
+case $name in */*|.|..) setup_die "--name: a plain name, not '$name'" ;; esac
+
+# ----------------------------------------------------------------- inputs
+qemu_bin=$(dn2_find_qemu) || exit 4
+kernel=$(dn2_find_kernel) || exit 4
+firmware=$DN2_CACHE/firmware
+[ -f "$firmware/bios-256k.bin" ] || setup_die "firmware missing in $firmware: run scripts/setup.sh"
+dn2_accel || exit 4
+switch_bin=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
+[ -x "$switch_bin" ] || setup_die "no switch at $switch_bin: build it with 'meson setup build && meson compile -C build' (or scripts/test.sh)"
+py=$(find_python) || setup_die "python3 not found (it runs the job/file server): apt-get install python3"
+initrd_built=$(bash "$here/build-initramfs.sh") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh)"
+command -v setsid >/dev/null || setup_die "setsid (util-linux) not found"
+
+# ---------------------------------------------------------------- run dir
+mkdir -p "$CLUSTER_DIR"
+if [ -z "$name" ]; then
+    name=$(date +%Y%m%d-%H%M%S)-$$
+    # Keep the last 10 timestamped runs.
+    ls -1d "$CLUSTER_DIR"/[0-9]*-[0-9]*-[0-9]* 2>/dev/null | sort | head -n -9 | while read -r old; do
+        launcher_pid=0
+        [ -f "$old/info" ] && . "$old/info" 2>/dev/null
+        [ "${launcher_pid:-0}" -gt 0 ] && kill -0 "$launcher_pid" 2>/dev/null && continue
+        rm -rf "$old"
+    done
+fi
+rundir=$CLUSTER_DIR/$name
+if [ -f "$rundir/info" ]; then
+    # shellcheck disable=SC1091
+    (. "$rundir/info"; [ "${launcher_pid:-0}" -eq 0 ] || ! kill -0 "$launcher_pid" 2>/dev/null) || setup_die "a cluster is running in $rundir (launcher pid $(sed -n 's/^launcher_pid=//p' "$rundir/info"))"
+fi
+rm -rf "$rundir"
+mkdir -p "$rundir"/{joins,jobs,www/cmd} || setup_die "cannot create $rundir"
+ln -sfn "$name" "$CLUSTER_DIR/latest"
+# Our own hard link: another build may replace the initramfs meanwhile.
+initrd=$rundir/initramfs.cpio.gz
+ln "$initrd_built" "$initrd" 2>/dev/null || cp "$initrd_built" "$initrd"
+jobid=$name-$RANDOM$RANDOM
+
+# ---------------------------------------------------------------- teardown
+# Every child runs in its own process group (setsid), listed in $rundir/pgids;
+# cleanup kills the groups.  A reaper outlives this script if it is killed
+# with SIGKILL and kills them then.
+pgids=()
+reaper=
+cleaned=
+interrupted=
+start_group() { # start_group STDOUT STDERR CMD...: the new group's id in $child
+    local out=$1 err=$2
+    shift 2
+    setsid "$@" < /dev/null > "$out" 2> "$err" &
+    child=$!
+    pgids+=("$child")
+    echo "$child" >> "$rundir/pgids"
+}
+alive() { # alive PID: running (a zombie is not)
+    local st
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+    [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+kill_groups() { # kill_groups SIGNAL PGID...
+    local sig=$1 g
+    shift
+    for g in "$@"; do kill "-$sig" -- "-$g" 2>/dev/null; done
+}
+cleanup() {
+    [ -n "$cleaned" ] && return
+    cleaned=1
+    trap '' INT TERM HUP
+    [ -n "${display_active:-}" ] && printf '\n' >&2
+    local t=0 g any
+    # The guests first (they would only see their link drop), then the
+    # servers; TERM, then KILL after 3 s.
+    kill_groups TERM "${qemu_pids[@]}"
+    while [ $t -lt 30 ]; do
+        any=
+        for g in "${qemu_pids[@]}"; do alive "$g" && any=1; done
+        [ -z "$any" ] && break
+        sleep 0.1; t=$((t + 1))
+    done
+    kill_groups KILL "${qemu_pids[@]}"
+    kill_groups TERM "${pgids[@]}"
+    sleep 0.2
+    kill_groups KILL "${pgids[@]}"
+    [ -n "$reaper" ] && kill "$reaper" 2>/dev/null
+    wait 2>/dev/null
+    [ -f "$rundir/info" ] && sed -i 's/^launcher_pid=.*/launcher_pid=0/' "$rundir/info"
+}
+qemu_pids=()
+trap cleanup EXIT
+on_int() {
+    interrupted=1
+    [ -n "${display_active:-}" ] && printf '\n' >&2
+    display_active=
+    say "interrupted: stopping the cluster"
+    # Dev mode is meant to end with Ctrl-C.
+    if [ "$interactive" = 1 ] && [ -n "${ready_announced:-}" ]; then exit 0; fi
+    exit 130
+}
+trap on_int INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+setsid bash -c 'while kill -0 '"$$"' 2>/dev/null; do sleep 1; done
+    for g in $(cat "$1" 2>/dev/null); do kill -KILL -- "-$g" 2>/dev/null; done' reaper "$rundir/pgids" \
+    < /dev/null > /dev/null 2>&1 &
+reaper=$!
+
+# Time since the start: elapsed (whole seconds, for timeouts), elapsed_f
+# (tenths, for the display and the timings).
+now_ms() { local t=${EPOCHREALTIME//[!0-9]/}; echo $((t / 1000)); }
+t_start_ms=$(now_ms)
+elapsed() { echo $((($(now_ms) - t_start_ms) / 1000)); }
+elapsed_f() { local d=$((($(now_ms) - t_start_ms) / 100)); echo "$((d / 10)).$((d % 10))"; }
+
+# guest_output NODE: what the command printed (between the sentinels, or
+# up to now if it has not finished)
+guest_output() {
+    tr -d '\r' < "$rundir/node$1.log" 2>/dev/null \
+        | awk '/^DN2-GUEST-END rc=/ { exit } f { print } /^DN2-GUEST-BEGIN$/ { f = 1 }'
+}
+
+# tail_log FILE [N]: the last lines of a console, without CRs
+tail_log() { tr -d '\r' < "$1" 2>/dev/null | tail -"${2:-25}"; }
+
+# ------------------------------------------------------------------ switch
+# shellcheck disable=SC2086  # --switch-opts is word-split on purpose
+start_group "$rundir/switch.out" "$rundir/switch.log" \
+    "$switch_bin" --listen "127.0.0.1:$switch_port" --ready-file "$rundir/switch.port" $switch_opts
+switch_pid=$child
+for ((t = 0; t < 100; t++)); do
+    [ -s "$rundir/switch.port" ] && break
+    alive "$switch_pid" || break
+    sleep 0.1
+done
+if [ ! -s "$rundir/switch.port" ]; then
+    if [ "$switch_port" != 0 ] && grep -qi 'in use\|bind' "$rundir/switch.log" "$rundir/switch.out" 2>/dev/null; then
+        setup_die "switch port $switch_port is busy: $(cat "$rundir/switch.log" "$rundir/switch.out" | head -3) (choose another --switch-port, or 0 for a free one)"
+    fi
+    setup_die "dn2-switch did not start: $(cat "$rundir/switch.log" "$rundir/switch.out" 2>/dev/null | tail -5)"
+fi
+sport=$(cat "$rundir/switch.port")
+
+# -------------------------------------------------------------- job server
+mkdir -p "$EXPORT_DIR"
+start_group "$rundir/http.out" "$rundir/http.log" \
+    "$py" -u -c "$(server_py)" "$rundir/www" "$EXPORT_DIR" "$rundir" "$nodes" "$jobid" "$http_port" "$rundir/http.port"
+http_pid=$child
+for ((t = 0; t < 100; t++)); do
+    [ -s "$rundir/http.port" ] && break
+    alive "$http_pid" || break
+    sleep 0.1
+done
+if [ ! -s "$rundir/http.port" ]; then
+    grep -q 'is busy' "$rundir/http.log" 2>/dev/null \
+        && setup_die "HTTP port $http_port is busy (choose another --http-port, or 0 for a free one)"
+    setup_die "the job/file server did not start: $(tail -5 "$rundir/http.log" 2>/dev/null)"
+fi
+hport=$(cat "$rundir/http.port")
+guest_url=http://10.0.2.2:$hport
+
+# ------------------------------------------------------------------ guests
+{
+    echo "launcher_pid=$$"
+    echo "nodes=$nodes"
+    echo "interactive=$interactive"
+    echo "jobid=$jobid"
+    echo "switch=127.0.0.1:$sport"
+    echo "http=http://127.0.0.1:$hport"
+    echo "guest_http=$guest_url"
+} > "$rundir/info"
+
+for ((i = 0; i < nodes; i++)); do
+    append="console=ttyS0 panic=-1 quiet dn2.node=$i dn2.nodes=$nodes dn2.wid=$wid"
+    append+=" dn2.job=$guest_url dn2.jobid=$jobid dn2.linkwait=$boot_timeout dn2.barrier=$((boot_timeout + 60))"
+    if [ -n "$run" ]; then
+        printf '%s\n' "${run//\{node\}/$i}" > "$rundir/www/cmd/node$i.sh"
+        append+=" dn2.run=@cmd/node$i.sh"
+    fi
+    serial2=()
+    if [ "$interactive" = 1 ]; then
+        append+=" dn2.mode=serve dn2.shell=ttyS1"
+        sock=$rundir/node$i.sock
+        # A unix socket path has at most 107 bytes.
+        [ ${#sock} -lt 100 ] || sock=${TMPDIR:-/tmp}/dn2-$$-node$i.sock
+        echo "node${i}_sock=$sock" >> "$rundir/info"
+        serial2=(-serial "unix:$sock,server=on,wait=off")
+    fi
+    [ -n "$append_extra" ] && append+=" $append_extra"
+    # shellcheck disable=SC2054  # commas inside QEMU option values
+    cmd=("$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
+         -nodefaults -display none -no-reboot -name "node$i" -L "$firmware"
+         -kernel "$kernel" -initrd "$initrd" -append "$append"
+         -serial "file:$rundir/node$i.log" "${serial2[@]}"
+         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))"
+         -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
+         "${extra[@]}")
+    printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"
+    : > "$rundir/node$i.log"
+    start_group "$rundir/node$i.stdout" "$rundir/node$i.stderr" "${cmd[@]}"
+    qemu_pids[i]=$child
+done
+
+say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch 127.0.0.1:$sport"
+say "files: $EXPORT_DIR served at http://127.0.0.1:$hport/ (in the guests: ${B}$guest_url/${N}, \$DN2_HTTP)"
+say "logs:  $rundir/node<i>.log"
+
+# ----------------------------------------------------------------- monitor
+# Per node: st_phase (boot, net, link, linkdown, joined, ranks, running, done,
+# serving, failed), st_lid, st_rc, st_why, timestamps.
+declare -a st_phase st_lid st_rc st_why t_link t_joined t_done qemu_rc
+for ((i = 0; i < nodes; i++)); do st_phase[i]=start; st_lid[i]=; st_rc[i]=; st_why[i]=; t_link[i]=; t_joined[i]=; t_done[i]=; qemu_rc[i]=; done
+ranks_written=
+t_all_links=
+t_ranks=
+t_first_fail=
+
+# scan NODE: updates the node's state from its console and its process
+scan() {
+    local i=$1 out net link lid joined ranks begin end serving panic sf
+    IFS='|' read -r out net link lid joined ranks begin end serving panic sf < <(
+        tr -d '\r' < "$rundir/node$i.log" 2>/dev/null | awk '
+            /^DN2-NET / { net = 1 }
+            /^DN2-LINK up lid=/ && link == "" { link = "up"; lid = substr($3, 5) }
+            /^DN2-LINK down/ && link == "" { link = "down" }
+            /^DN2-JOINED/ { joined = 1 }
+            /^DN2-RANKS/ { ranks = 1 }
+            /^DN2-START-FAILED / && sf == "" { sf = substr($0, 18) }
+            /^DN2-GUEST-BEGIN$/ { begin = 1 }
+            /^DN2-GUEST-END rc=/ && begin && end == "" { end = substr($0, 18) }
+            /^DN2-SERVING/ { serving = 1 }
+            /Kernel panic/ { panic = 1 }
+            END { printf "%d|%d|%s|%s|%d|%d|%d|%s|%d|%d|%s\n", (NR > 0), net, link, lid,
+                         joined, ranks, begin, end, serving, panic, sf }')
+    case ${st_phase[i]} in done|failed) return ;; esac
+    local p=boot
+    [ "$out" = 1 ] || p=start
+    [ "$net" = 1 ] && p=net
+    [ "$link" = up ] && { p="link"; st_lid[i]=$lid; [ -n "${t_link[i]}" ] || t_link[i]=$(elapsed_f); }
+    [ "$link" = down ] && p=linkdown
+    [ "$joined" = 1 ] && { p=joined; [ -n "${t_joined[i]}" ] || t_joined[i]=$(elapsed_f); }
+    [ "$ranks" = 1 ] && p=ranks
+    [ "$begin" = 1 ] && p=running
+    [ "$serving" = 1 ] && [ -z "$end" ] && [ "$begin" = 0 ] && p=serving
+    if [ -n "$sf" ]; then
+        p=failed; st_why[i]="job start failed: $sf"
+    elif [ -n "$end" ]; then
+        st_rc[i]=$end
+        [ -n "${t_done[i]}" ] || t_done[i]=$(elapsed_f)
+        if [ "$interactive" = 0 ]; then
+            p="done"
+        elif [ "$serving" = 1 ]; then
+            p=serving       # dev mode: the command is followed by serving
+        fi
+    fi
+    if [ "$panic" = 1 ]; then p=failed; st_why[i]="kernel panic"; fi
+    if [ "$p" != failed ] && [ "$p" != "done" ] && ! alive "${qemu_pids[i]}"; then
+        wait "${qemu_pids[i]}" 2>/dev/null; qemu_rc[i]=$?
+        p=failed
+        st_why[i]="QEMU exited (status ${qemu_rc[i]}) before the command finished"
+        [ -s "$rundir/node$i.stderr" ] && st_why[i]+=": $(tail -1 "$rundir/node$i.stderr")"
+    fi
+    st_phase[i]=$p
+}
+
+describe() { # describe NODE: the node's state in words
+    local i=$1 lidtxt=
+    [ -n "${st_lid[i]}" ] && lidtxt="LID $(printf '0x%04x' "${st_lid[i]}")"
+    case ${st_phase[i]} in
+        start) echo "starting QEMU" ;;
+        boot) echo "booting" ;;
+        net) echo "booted, network up, waiting for the link" ;;
+        link) echo "link up, $lidtxt" ;;
+        linkdown) echo "${R}link DOWN${N}" ;;
+        joined) echo "$lidtxt, joined, waiting for the rank table" ;;
+        ranks) echo "$lidtxt, got the rank table" ;;
+        running) echo "$lidtxt, ${Y}running${N}" ;;
+        serving) echo "$lidtxt, ${G}ready${N} (serving jobs)${st_rc[i]:+, command rc=${st_rc[i]}}" ;;
+        done) if [ "${st_rc[i]}" = 0 ]; then echo "$lidtxt, ${G}done rc=0${N} (${t_done[i]} s)"; else echo "$lidtxt, ${R}done rc=${st_rc[i]}${N} (${t_done[i]} s)"; fi ;;
+        failed) echo "${R}FAILED${N}: ${st_why[i]}" ;;
+    esac
+}
+
+# The progress display: one line per node, redrawn in place on a terminal;
+# otherwise one line per change.
+display_tty=0
+[ "$quiet" = 0 ] && [ -t 2 ] && display_tty=1
+display_active=
+declare -a shown
+render() {
+    [ "$quiet" = 1 ] && return
+    local i line t
+    if [ "$display_tty" = 1 ]; then
+        [ -n "$display_active" ] && printf '\e[%dA' "$nodes" >&2
+        display_active=1
+        for ((i = 0; i < nodes; i++)); do
+            t=${t_done[i]}
+            [ "${st_phase[i]}" = "done" ] || t=$(elapsed_f)
+            printf '\r\e[K  node%-2d %5ss  %s\n' "$i" "$t" "$(describe "$i")" >&2
+        done
+    else
+        for ((i = 0; i < nodes; i++)); do
+            line=$(describe "$i")
+            [ "$line" = "${shown[i]:-}" ] && continue
+            shown[i]=$line
+            printf '[cluster] %5ss node%d: %s\n' "$(elapsed_f)" "$i" "$line" >&2
+        done
+    fi
+}
+display_stop() { # further changes as lines
+    render
+    display_tty=0
+    display_active=
+    local i
+    for ((i = 0; i < nodes; i++)); do shown[i]=$(describe "$i"); done
+}
+
+# Why a node that did not join in time is stuck, from what its console shows.
+stuck_reason() {
+    local i=$1
+    case ${st_phase[i]} in
+        start) echo "no console output at all (QEMU, firmware or kernel problem; see $rundir/node$i.stderr)" ;;
+        boot) echo "booted but no network/link report (is /init from scripts/build-initramfs.sh?)" ;;
+        net) echo "its board's link never came up (switch 127.0.0.1:$sport unreachable? see $rundir/switch.log)" ;;
+        link) echo "link up but it never reached the job server $guest_url (guest networking?)" ;;
+        linkdown) echo "its board's link never came up" ;;
+        joined|ranks) echo "joined, waiting for the others" ;;
+        *) echo "${st_phase[i]}" ;;
+    esac
+}
+
+show_console() { # show_console NODE
+    local i=$1
+    {
+        echo "---- node$i: last console lines ($rundir/node$i.log) ----"
+        tail_log "$rundir/node$i.log" 25
+        if [ -s "$rundir/node$i.stderr" ]; then
+            echo "---- node$i: QEMU stderr ----"
+            tail -10 "$rundir/node$i.stderr"
+        fi
+    } >&2
+}
+
+# The rank table, once every node joined: checked against the switch.
+write_ranks() {
+    local i lid link w rec lids=() stats line sw_lid guid
+    for ((i = 0; i < nodes; i++)); do
+        rec=$(cat "$rundir/joins/node$i")
+        lid=$(sed -n 's/.*lid=\([0-9]*\).*/\1/p' <<< "$rec")
+        link=$(sed -n 's/.*link=\([0-9]*\).*/\1/p' <<< "$rec")
+        w=$(sed -n 's/.*wid=\([0-9]*\).*/\1/p' <<< "$rec")
+        if [ "$link" != 3 ] || [ -z "$lid" ] || [ "$lid" = 0 ]; then
+            st_phase[i]=failed; st_why[i]="reported link state ${link:-?}, LID ${lid:-?}: the link is not up"
+            return 1
+        fi
+        lids[i]=$lid
+        printf '%d %d %d\n' "$i" "$lid" "${w:-0}"
+    done > "$rundir/www/ranks.tmp"
+    # Distinct LIDs.
+    if [ "$(printf '%s\n' "${lids[@]}" | sort -u | wc -l)" -ne "$nodes" ]; then
+        for ((i = 0; i < nodes; i++)); do st_phase[i]=failed; st_why[i]="LIDs are not distinct: ${lids[*]}"; done
+        return 1
+    fi
+    # The subnet manager's view: GUID i+1 must hold the LID node i reported.
+    if stats=$(timeout 5 "$switch_bin" --stats "127.0.0.1:$sport" 2>&1); then
+        for ((i = 0; i < nodes; i++)); do
+            guid=$(printf '0x%016x' $((i + 1)))
+            line=$(awk -v g="$guid" '$2 == "active" && $3 == g' <<< "$stats")
+            sw_lid=$(awk '{ print $1 }' <<< "$line")
+            if [ -z "$sw_lid" ] || [ $((sw_lid)) -ne "${lids[i]}" ]; then
+                st_phase[i]=failed
+                st_why[i]="reports LID ${lids[i]}, but the switch has GUID $guid at LID ${sw_lid:-none}"
+                return 1
+            fi
+        done
+    else
+        say "warning: could not ask the switch for its port table (dn2-switch --stats): $stats"
+    fi
+    mv "$rundir/www/ranks.tmp" "$rundir/www/ranks"
+    return 0
+}
+
+abort_status=0
+fail_nodes=()
+ready_announced=
+# (sleep in the background + wait: a trapped signal interrupts "wait" at
+# once, while a foreground sleep would delay or even swallow a lone SIGINT)
+nap() { sleep "$1" & wait $!; }
+while :; do
+    nap 0.3
+    for ((i = 0; i < nodes; i++)); do scan "$i"; done
+
+    n_link=0 n_joined=0 n_done=0 n_failed=0 n_serving=0
+    for ((i = 0; i < nodes; i++)); do
+        [ -n "${t_link[i]}" ] && n_link=$((n_link + 1))
+        [ -f "$rundir/joins/node$i" ] && n_joined=$((n_joined + 1))
+        case ${st_phase[i]} in
+            done) n_done=$((n_done + 1)) ;;
+            failed) n_failed=$((n_failed + 1)) ;;
+            serving) n_serving=$((n_serving + 1)) ;;
+        esac
+    done
+    [ "$n_link" -eq "$nodes" ] && [ -z "$t_all_links" ] && t_all_links=$(elapsed_f)
+    if [ "$n_joined" -eq "$nodes" ] && [ -z "$ranks_written" ] && [ "$n_failed" -eq 0 ]; then
+        ranks_written=1
+        if write_ranks; then
+            t_ranks=$(elapsed_f)
+        else
+            n_failed=1
+        fi
+    fi
+    render
+
+    if [ "$interactive" = 1 ]; then
+        if [ -z "$ready_announced" ] && [ "$n_serving" -eq "$nodes" ]; then
+            ready_announced=1
+            display_stop
+            say "${G}${B}all $nodes nodes ready${N} after $(elapsed_f) s (links up after ${t_all_links:-?} s); rank table: $rundir/www/ranks"
+            sed 's/^/[cluster]   /' "$rundir/www/ranks" >&2
+            say "dev loop: rebuild on the host into $EXPORT_DIR, then"
+            say "  scripts/cluster.sh exec 'wget -q -O /tmp/dimmnet2.ko \$DN2_HTTP/dimmnet2.ko && insmod /tmp/dimmnet2.ko'"
+            say "  scripts/cluster.sh console 0      (a shell on node0; Ctrl-] leaves)"
+            say "  (in a guest: wget $guest_url/<file>)   Ctrl-C here stops the cluster"
+            if [ -n "$run" ]; then
+                for ((i = 0; i < nodes; i++)); do
+                    guest_output "$i" | sed "s/^/node$i| /"
+                done
+            fi
+        fi
+        if [ "$n_failed" -gt 0 ] && [ -z "$ready_announced" ]; then
+            abort_status=3; break
+        fi
+        if [ -n "$ready_announced" ]; then
+            for ((i = 0; i < nodes; i++)); do
+                if [ "${st_phase[i]}" = failed ] && [ "${shown[i]:-}" != reported ]; then
+                    shown[i]=reported
+                    say "${R}node$i stopped${N}: ${st_why[i]}"
+                fi
+            done
+            continue
+        fi
+    else
+        [ "$n_done" -eq "$nodes" ] && break
+        if [ "$n_failed" -gt 0 ]; then abort_status=3; break; fi
+        # A command failed: the others get --grace seconds.
+        for ((i = 0; i < nodes; i++)); do
+            if [ "${st_phase[i]}" = "done" ] && [ "${st_rc[i]}" != 0 ] && [ -z "$t_first_fail" ]; then
+                t_first_fail=$(elapsed)
+            fi
+        done
+        if [ -n "$t_first_fail" ] && [ $(($(elapsed) - t_first_fail)) -ge "$grace" ]; then
+            abort_status=1; break
+        fi
+        if [ "$(elapsed)" -ge "$timeout_s" ]; then abort_status=2; break; fi
+    fi
+    if [ -z "$t_ranks" ] && [ "$(elapsed)" -ge "$boot_timeout" ]; then
+        abort_status=3
+        for ((i = 0; i < nodes; i++)); do
+            case ${st_phase[i]} in
+                joined|ranks|running|done|serving|failed) ;;
+                *) st_why[i]="not started after $boot_timeout s: $(stuck_reason "$i")"; st_phase[i]=failed ;;
+            esac
+        done
+        break
+    fi
+done
+display_stop
+
+# Finished guests power off by themselves: give them a moment.
+for ((t = 0; t < 50; t++)); do
+    any=
+    for ((i = 0; i < nodes; i++)); do alive "${qemu_pids[i]}" && [ "${st_phase[i]}" = "done" ] && any=1; done
+    [ -z "$any" ] && break
+    sleep 0.1
+done
+
+# ----------------------------------------------------------------- results
+status=0
+for ((i = 0; i < nodes; i++)); do
+    guest_output "$i" > "$rundir/node$i.out"
+    if [ "${st_phase[i]}" = "done" ] || [ -s "$rundir/node$i.out" ]; then
+        sed "s/^/node$i| /" "$rundir/node$i.out"
+    fi
+done
+{
+    echo "nodes=$nodes"
+    echo "all_links_up_s=${t_all_links:-}"
+    echo "rank_table_s=${t_ranks:-}"
+    echo "total_s=$(elapsed_f)"
+    for ((i = 0; i < nodes; i++)); do echo "node$i link_s=${t_link[i]} joined_s=${t_joined[i]} done_s=${t_done[i]} lid=${st_lid[i]} rc=${st_rc[i]}"; done
+} > "$rundir/timings"
+
+plural=s; [ "$nodes" = 1 ] && plural=
+echo "${B}summary${N} ($name: $nodes node$plural, $([ -n "$t_all_links" ] && echo "links up after $t_all_links s" || echo "links never all up"), $([ -n "$t_ranks" ] && echo "rank table after $t_ranks s" || echo "no rank table"), $(elapsed_f) s in all)" >&2
+for ((i = 0; i < nodes; i++)); do
+    lid=-; [ -n "${st_lid[i]}" ] && lid=$(printf '0x%04x' "${st_lid[i]}")
+    case ${st_phase[i]} in
+        done)
+            if [ "${st_rc[i]}" = 0 ]; then r="${G}ok${N}"; else r="${R}rc=${st_rc[i]}${N}"; [ $status -eq 0 ] && status=1; fail_nodes+=("$i"); fi ;;
+        failed) r="${R}FAILED${N}: ${st_why[i]}"; status=3; fail_nodes+=("$i") ;;
+        *)
+            case $abort_status in
+                2) r="${R}timeout${N} ($(describe "$i"))"; status=2 ;;
+                1) r="${R}stopped${N}: another node's command failed ($(describe "$i"))"; [ $status -eq 0 ] && status=1 ;;
+                *) r="${R}stopped${N} ($(describe "$i"))"; [ $status -eq 0 ] && status=3 ;;
+            esac
+            fail_nodes+=("$i") ;;
+    esac
+    printf '  node%-2d %-6s %s\n' "$i" "$lid" "$r" >&2
+done
+[ "$abort_status" = 2 ] && say "${R}timeout${N} after $timeout_s s (--timeout)"
+if [ "$status" -ne 0 ]; then
+    for i in "${fail_nodes[@]}"; do show_console "$i"; done
+    say "run directory: $rundir"
+fi
+[ -n "$interrupted" ] && status=130
+exit "$status"

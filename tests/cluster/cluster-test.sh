@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Cluster test (TAP): boots clusters of Linux guests with scripts/cluster.sh,
+# each node with a DIMMnet-2 board on one dn2-switch, and checks the job
+# start: every node's link is up, the LIDs are distinct, every node got the
+# same rank table listing every node with the LID its board has.
+#
+#   tests/cluster/cluster-test.sh        (meson: test 'cluster')
+#
+#   1. 2 nodes  2. 4 nodes: the command on each node prints dn2-lid, its
+#      DN2_* environment and the rank table; checked here
+#   3. exit status: a command failing on one node fails the run (status 1)
+#      and only that node is reported failed
+#   4. development mode (-i): "cluster.sh exec" runs a job on every node,
+#      fetching a file over the guest network; SIGTERM to the launcher
+#      stops everything
+#   After each run: no QEMU, switch or server of that run is left.
+#
+# Environment: QEMU, DN2_SWITCH (binaries; default: found in build/),
+# DN2_CLUSTER_BOOT_TIMEOUT (seconds for a cluster to start, default 300:
+# 4 TCG guests share 2 cores), DN2_CLUSTER_SIZES (default "2 4").
+# Run directories: build/cluster/test-*.
+set -uo pipefail
+top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+cluster=$top/scripts/cluster.sh
+boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
+sizes=${DN2_CLUSTER_SIZES:-2 4}
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+check() { # check DESCRIPTION COMMAND...
+    local d=$1
+    shift
+    if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+diag() { sed 's/^/# /'; }
+
+# 8 test points per size, 3 for the failing command, 5 for dev mode
+nsizes=$(wc -w <<< "$sizes")
+echo "1..$((8 * nsizes + 3 + 5))"
+
+# No process of a run is left: every process group in RUNDIR/pgids is gone.
+no_orphans() { # RUNDIR
+    local g left=
+    for g in $(cat "$1/pgids" 2>/dev/null); do
+        if pgrep -g "$g" > /dev/null 2>&1; then left+=" $g"; fi
+    done
+    if [ -n "$left" ]; then
+        echo "process groups still alive:$left" | diag
+        for g in $left; do kill -KILL -- "-$g" 2>/dev/null; done
+        return 1
+    fi
+    return 0
+}
+
+# The per-node command: facts for this script to check, between markers.
+# shellcheck disable=SC2016   # expanded in the guest
+probe_cmd='echo "LID-LINE $(dn2-lid)"
+echo "ENV node=$DN2_NODE nodes=$DN2_NODES rank=$DN2_RANK lid=$DN2_LID wid=$DN2_WID ranks=$DN2_RANKS http=$DN2_HTTP"
+eval "$(dn2-lid -e)"
+echo "BOARD lid=$DN2_LID up=$DN2_LINK_UP"
+echo "RANKS-BEGIN"; cat "$DN2_RANKS"; echo "RANKS-END"
+[ "$DN2_LINK_UP" = 1 ]'
+
+for size in $sizes; do
+    name=test-$size
+    rundir=$top/build/cluster/$name
+    t0=$SECONDS
+    "$cluster" -q -n "$size" --name "$name" -b "$boot_timeout" -t $((boot_timeout + 120)) \
+        -r "$probe_cmd" > "$top/build/cluster/$name.out" 2> "$top/build/cluster/$name.err"
+    rc=$?
+    elapsed=$((SECONDS - t0))
+    if [ "$rc" -eq 0 ]; then
+        ok "$size nodes: cluster booted and every node's command succeeded (${elapsed} s; $(grep -s all_links_up_s "$rundir/timings"))"
+    else
+        not_ok "$size nodes: cluster.sh exit status $rc after ${elapsed} s"
+        tail -40 "$top/build/cluster/$name.err" | diag
+    fi
+
+    # Per node: LID from dn2-lid, the environment, the rank table.
+    lids=() envok=1 upok=1 tabok=1 selfok=1 sameok=1
+    for ((i = 0; i < size; i++)); do
+        out=$rundir/node$i.out
+        line=$(grep -s '^LID-LINE ' "$out")
+        case $line in *"link up"*) ;; *) upok=0; echo "node$i: ${line:-no dn2-lid output}" | diag ;; esac
+        lid=$(sed -n 's/^BOARD lid=\([0-9]*\) up=1$/\1/p' "$out" 2>/dev/null)
+        lids[i]=${lid:-none}
+        env=$(grep -s '^ENV ' "$out")
+        case $env in
+            "ENV node=$i nodes=$size rank=$i lid=${lid:-x} wid=0 ranks=/opt/dn2/ranks http=http://10.0.2.2:"*) ;;
+            *) envok=0; echo "node$i: ${env:-no environment line} (board LID ${lid:-unknown})" | diag ;;
+        esac
+        table=$(sed -n '/^RANKS-BEGIN$/,/^RANKS-END$/p' "$out" 2>/dev/null | sed '1d;$d')
+        printf '%s\n' "$table" > "$rundir/node$i.ranks"
+        if [ "$(awk 'NF == 3' <<< "$table" | wc -l)" -ne "$size" ]; then
+            tabok=0; { echo "node$i rank table:"; printf '%s\n' "$table"; } | diag
+        fi
+        [ "$(awk -v r="$i" '$1 == r { print $2 }' <<< "$table")" = "${lid:-x}" ] || selfok=0
+        cmp -s "$rundir/node$i.ranks" "$rundir/www/ranks" || sameok=0
+    done
+    check "$size nodes: every node's board reports link up (dn2-lid)" [ "$upok" = 1 ]
+    distinct=$(printf '%s\n' "${lids[@]}" | grep -v none | sort -u | wc -l)
+    check "$size nodes: distinct LIDs from the subnet manager (${lids[*]})" [ "$distinct" -eq "$size" ]
+    check "$size nodes: DN2_NODE/NODES/RANK/LID/WID/RANKS/HTTP exported on every node" [ "$envok" = 1 ]
+    check "$size nodes: every node got a rank table of $size entries" [ "$tabok" = 1 ]
+    check "$size nodes: each node's own entry in the table is its board's LID" [ "$selfok" = 1 ]
+    check "$size nodes: all nodes got the launcher's table ($(tr '\n' ';' < "$rundir/www/ranks" 2>/dev/null))" [ "$sameok" = 1 ]
+    if [ "$upok$selfok" != 11 ] || [ "$rc" -ne 0 ]; then
+        for ((i = 0; i < size; i++)); do
+            echo "node$i console (tail):" | diag
+            tr -d '\r' < "$rundir/node$i.log" 2>/dev/null | tail -8 | diag
+        done
+    fi
+    check "$size nodes: no process of the run left" no_orphans "$rundir"
+done
+
+# 3. A failing command: exit status 1, only node1 reported.
+name=test-fail
+rundir=$top/build/cluster/$name
+"$cluster" -q -n 2 --name "$name" -b "$boot_timeout" -g 60 \
+    -r '[ "$DN2_NODE" = 1 ] && { echo node one fails; exit 3; }; echo node zero fine' \
+    > "$top/build/cluster/$name.out" 2> "$top/build/cluster/$name.err"
+rc=$?
+check "failing command on node1: cluster.sh exits 1 (got $rc)" [ "$rc" -eq 1 ]
+if grep -q 'node1.*rc=3' "$top/build/cluster/$name.err" && grep -q 'node0 .* ok' "$top/build/cluster/$name.err" \
+   && grep -q '^node1| node one fails$' "$top/build/cluster/$name.out" && grep -q '^node0| node zero fine$' "$top/build/cluster/$name.out"; then
+    ok "failing command: node1 reported rc=3, node0 ok, both outputs collected"
+else
+    not_ok "failing command: summary or output wrong"
+    cat "$top/build/cluster/$name.err" "$top/build/cluster/$name.out" | tail -30 | diag
+fi
+check "failing command: no process of the run left" no_orphans "$rundir"
+
+# 4. Development mode: exec, the file server, SIGTERM.
+name=test-dev
+rundir=$top/build/cluster/$name
+marker=cluster-test-$$-$RANDOM
+mkdir -p "$top/build/guest/export"
+echo "$marker" > "$top/build/guest/export/.cluster-test-file"
+# setsid: its own process group, so that nothing else gets our signal.
+setsid "$cluster" -n 2 --name "$name" -b "$boot_timeout" -i \
+    > "$top/build/cluster/$name.out" 2> "$top/build/cluster/$name.err" &
+launcher=$!
+for ((t = 0; t < boot_timeout; t++)); do
+    grep -q 'nodes ready' "$top/build/cluster/$name.err" && break
+    kill -0 "$launcher" 2>/dev/null || break
+    sleep 1
+done
+if grep -q 'nodes ready' "$top/build/cluster/$name.err"; then
+    ok "dev mode: 2 nodes ready after ${t} s"
+else
+    not_ok "dev mode: nodes not ready after ${t} s"
+    tail -30 "$top/build/cluster/$name.err" | diag
+fi
+# shellcheck disable=SC2016
+out=$("$cluster" exec -d "$rundir" -t 120 'wget -q -O - $DN2_HTTP/.cluster-test-file; echo "rank $DN2_RANK of $DN2_NODES"' 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c "^node[01]| $marker\$" <<< "$out")" -eq 2 ] \
+   && grep -q '^node1| rank 1 of 2$' <<< "$out"; then
+    ok "dev mode: exec ran a job on both nodes, each fetched a file from the host"
+else
+    not_ok "dev mode: exec status $rc"
+    printf '%s\n' "$out" | diag
+fi
+rm -f "$top/build/guest/export/.cluster-test-file"
+# shellcheck disable=SC2016
+"$cluster" exec -d "$rundir" -t 120 '[ "$DN2_NODE" = 0 ] || exit 5' > /dev/null 2>&1
+rc=$?
+check "dev mode: exec exits 1 when a node's job fails (got $rc)" [ "$rc" -eq 1 ]
+kill -TERM "$launcher" 2>/dev/null
+for ((t = 0; t < 20; t++)); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.5; done
+if kill -0 "$launcher" 2>/dev/null; then
+    not_ok "dev mode: the launcher did not stop on SIGTERM"
+    kill -KILL "$launcher" 2>/dev/null
+else
+    ok "dev mode: the launcher stopped on SIGTERM"
+fi
+wait "$launcher" 2>/dev/null
+check "dev mode: no process of the run left" no_orphans "$rundir"
+
+echo "# logs: $top/build/cluster/test-*/ and $top/build/cluster/test-*.err"
+[ "$failed" -eq 0 ]
