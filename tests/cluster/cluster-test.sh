@@ -63,6 +63,7 @@ echo "BOARD lid=$DN2_LID up=$DN2_LINK_UP"
 echo "RANKS-BEGIN"; cat "$DN2_RANKS"; echo "RANKS-END"
 [ "$DN2_LINK_UP" = 1 ]'
 
+mkdir -p "$top/build/cluster"
 for size in $sizes; do
     name=test-$size
     rundir=$top/build/cluster/$name

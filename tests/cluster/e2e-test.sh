@@ -9,6 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 
 e2e=${DN2_E2E:-$DN2_TOP/build/tests/cluster/dn2-e2e}
+mkdir -p "$DN2_TOP/build/cluster"
 if ! bash "$DN2_TOP/scripts/export-guest.sh" "$e2e" >/dev/null 2>"$DN2_TOP/build/e2e-export.log"; then
     echo "1..1"
     echo "not ok 1 - could not prepare the guest programs: $(tail -1 "$DN2_TOP/build/e2e-export.log")"

@@ -14,6 +14,7 @@ top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 timeout_s=${DN2_BOOT_TIMEOUT:-90}
 boards=2
 log=$top/build/guest/logs/boot-test.log
+mkdir -p "$(dirname "$log")"
 
 # Each probe's TAP is framed so that the streams can be told apart.
 # shellcheck disable=SC2016  # expanded by the guest shell

@@ -26,6 +26,7 @@ top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
 timeout_s=${DN2_DRIVER_TIMEOUT:-240}
 log=$top/build/guest/logs/driver-test.log
+mkdir -p "$(dirname "$log")"
 drv_src=$top/linux-guest/driver
 root=$top/build/guest/drvtest-root
 test_src=$top/tests/guest/dn2-drvtest.c

@@ -23,6 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 prog=${DN2_DSH:-$DN2_TOP/build/tools/dsh/dsh}
 log=$DN2_TOP/build/guest/logs/dsh-test.log
+mkdir -p "$(dirname "$log")"
 ko=${DN2_DSH_KO-$DN2_TOP/build/guest/driver/dimmnet2.ko}
 if [ ! -x "$prog" ]; then
     echo "1..1"

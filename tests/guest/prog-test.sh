@@ -21,6 +21,7 @@ mkdir -p "$extra/bin"
 cp "$prog" "$extra/bin/$name"
 
 log=$DN2_TOP/build/guest/logs/$name.log
+mkdir -p "$(dirname "$log")"
 out=$(DN2_GUEST_EXTRA=$extra bash "$DN2_TOP/scripts/run-guest.sh" -q -r "$name" \
       -t "${DN2_BOOT_TIMEOUT:-200}" -l "$log" -- "$@" 2>&1 >/dev/null; true)
 tap=$(sed -n '/DN2-GUEST-BEGIN/,/DN2-GUEST-END/p' "$log" 2>/dev/null |

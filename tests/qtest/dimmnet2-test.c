@@ -19,263 +19,33 @@
  */
 
 #include "qemu/osdep.h"
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include "libqtest.h"
 #include "libqos/fw_cfg.h"
 #include "qobject/qdict.h"
-#include "qobject/qnum.h"
 #include "qemu/bswap.h"
-#include "dimmnet2/dn2_abi.h"
+#include "dimmnet2-qtest-util.h"
 
-#define MAX_POLL   100000   /* register reads before a wait gives up */
 #define QUICK_POLL 2000     /* for effects that must be (nearly) immediate */
 
-#define MiB_ (1024ULL * 1024)
 #define AREA_DEFAULT (256 * MiB_)   /* per-process SO-DIMM area, 512M default */
 
 /* ------------------------------------------------------------------ */
-/* Non-fatal checks with context                                       */
+/* Requests                                                            */
 /* ------------------------------------------------------------------ */
-
-#define EXPECT_HEX(got, want, ...) do { \
-        uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want); \
-        if (got_ != want_) { \
-            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
-            g_test_message("FAIL %s:%d: %s: got 0x%" PRIx64 ", expected 0x%" \
-                           PRIx64, __FILE__, __LINE__, ctx_, got_, want_); \
-            g_test_fail(); \
-        } \
-    } while (0)
-
-#define EXPECT_TRUE(cond, ...) do { \
-        if (!(cond)) { \
-            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
-            g_test_message("FAIL %s:%d: %s (%s)", __FILE__, __LINE__, ctx_, #cond); \
-            g_test_fail(); \
-        } \
-    } while (0)
-
-static bool mem_eq(const char *what, const void *got_, const void *want_, size_t len,
-                   uint64_t base_off)
-{
-    const uint8_t *got = got_, *want = want_;
-    size_t i, n = 0, first = 0;
-
-    for (i = 0; i < len; i++) {
-        if (got[i] != want[i]) {
-            if (!n) {
-                first = i;
-            }
-            n++;
-        }
-    }
-    if (n) {
-        g_test_message("FAIL %s: %zu of %zu bytes differ; first at offset 0x%" PRIx64
-                       ": got 0x%02x, expected 0x%02x", what, n, len,
-                       base_off + first, got[first], want[first]);
-        g_test_fail();
-        return false;
-    }
-    return true;
-}
-
-/* Deterministic test data. */
-static void pattern(void *buf, size_t len, uint32_t seed)
-{
-    uint8_t *p = buf;
-    uint64_t x = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)seed * 0x100000001b3ULL);
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dULL) >> 56);
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* QEMU instances                                                      */
-/* ------------------------------------------------------------------ */
-
-static char *fw_dir(void)
-{
-    const char *e = g_getenv("DN2_FIRMWARE_DIR");
-
-    if (e && *e) {
-        return g_strdup(e);
-    }
-    return g_build_filename(g_get_home_dir(), ".cache", "dimmnet2", "firmware", NULL);
-}
-
-static QTestState *vm_start(const char *machine, const char *fmt, ...)
-    G_GNUC_PRINTF(2, 3);
-static QTestState *vm_start(const char *machine, const char *fmt, ...)
-{
-    g_autofree char *fw = fw_dir();
-    g_autofree char *extra = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    extra = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    return qtest_initf("-L %s -M %s -nodefaults -m 64M %s", fw, machine, extra);
-}
-
-typedef struct DN2 {
-    QTestState *qts;
-    uint64_t base;
-    bool dead;          /* a wait timed out: later waits fail fast */
-} DN2;
-
-static void dn2_open(DN2 *d, QTestState *qts, uint64_t base)
-{
-    d->qts = qts;
-    d->base = base;
-    d->dead = false;
-}
-
-static uint64_t qom_u64(QTestState *qts, const char *id, const char *prop)
-{
-    g_autofree char *path = g_strdup_printf("/machine/peripheral/%s", id);
-    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': %s}}", path, prop);
-    uint64_t v = 0;
-
-    if (!qdict_haskey(rsp, "return")) {
-        g_test_message("FAIL qom-get %s %s failed", path, prop);
-        g_test_fail();
-    } else {
-        QNum *n = qobject_to(QNum, qdict_get(rsp, "return"));
-        if (!n || !qnum_get_try_uint(n, &v)) {
-            g_test_message("FAIL qom-get %s %s: not an unsigned number", path, prop);
-            g_test_fail();
-        }
-    }
-    qobject_unref(rsp);
-    return v;
-}
-
-/* ------------------------------------------------------------------ */
-/* Registers and buffers                                               */
-/* ------------------------------------------------------------------ */
-
-static uint64_t ur_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_UR_OFF(wid) + off;
-}
-static uint64_t ur_rd(DN2 *d, int wid, uint32_t off)
-{
-    return qtest_readq(d->qts, ur_addr(d, wid, off));
-}
-static void ur_wr(DN2 *d, int wid, uint32_t off, uint64_t v)
-{
-    qtest_writeq(d->qts, ur_addr(d, wid, off), v);
-}
-static uint64_t sr_rd(DN2 *d, uint32_t off)
-{
-    return qtest_readq(d->qts, d->base + DN2_SR_BASE + off);
-}
-static void sr_wr(DN2 *d, uint32_t off, uint64_t v)
-{
-    qtest_writeq(d->qts, d->base + DN2_SR_BASE + off, v);
-}
-static uint64_t cs(DN2 *d, int wid)
-{
-    return ur_rd(d, wid, DN2_UR_CTL_STATUS);
-}
-static uint64_t pc(DN2 *d, int wid)
-{
-    return ur_rd(d, wid, DN2_UR_PRIM_COUNTER);
-}
-static unsigned pcf(DN2 *d, int wid, int fam)
-{
-    return dn2_pc_field(pc(d, wid), fam);
-}
-static uint64_t pwf(DN2 *d, int wid)
-{
-    return ur_rd(d, wid, DN2_UR_PW_FLAG);
-}
-static uint64_t mstate(DN2 *d)
-{
-    return ur_rd(d, 0, DN2_UR_MODULE_STATE);
-}
-static uint64_t ww_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_WW_OFF(wid, 0) + off;
-}
-static uint64_t pw_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_PW_OFF(wid, 0) + off;
-}
-static uint64_t llcm_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_LLCM_OFF(wid) + off;
-}
-static uint64_t lhb_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_LHB_OFF(wid) + off;
-}
-
-/* Poll a User Register until (value & mask) == want. */
-static bool poll_ur(DN2 *d, int wid, uint32_t off, uint64_t mask, uint64_t want,
-                    int max, const char *what)
-{
-    uint64_t v = 0;
-    int i;
-
-    if (d->dead) {
-        max = 1;
-    }
-    for (i = 0; i < max; i++) {
-        v = ur_rd(d, wid, off);
-        if ((v & mask) == want) {
-            return true;
-        }
-    }
-    g_test_message("FAIL waiting for %s: UR%d+0x%03x = 0x%" PRIx64 " after %d reads; "
-                   "wanted (value & 0x%" PRIx64 ") == 0x%" PRIx64,
-                   what, wid, off, v, max, mask, want);
-    g_test_fail();
-    d->dead = true;
-    return false;
-}
-
-static bool wait_pc(DN2 *d, int wid, int fam, unsigned target, const char *what)
-{
-    return poll_ur(d, wid, DN2_UR_PRIM_COUNTER,
-                   (uint64_t)DN2_PC_MASK << (fam * DN2_PC_BITS),
-                   (uint64_t)(target & DN2_PC_MASK) << (fam * DN2_PC_BITS),
-                   MAX_POLL, what);
-}
-
-static void issue_raw(DN2 *d, int wid, int cmd, uint64_t upper, uint64_t lower)
-{
-    ur_wr(d, wid, cmd ? DN2_UR_CMD1_UPPER : DN2_UR_CMD0_UPPER, upper);
-    ur_wr(d, wid, cmd ? DN2_UR_CMD1_LOWER : DN2_UR_CMD0_LOWER, lower);
-}
-
-/* §5.2.2: software polls bits 0 and 2 before issuing. */
-static void issue(DN2 *d, int wid, uint64_t upper, uint64_t lower)
-{
-    poll_ur(d, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL, 0,
-            MAX_POLL, "room in the Request FIFO (bits 0 and 2 clear)");
-    issue_raw(d, wid, 0, upper, lower);
-}
 
 /* Issue and wait until the Primitive Counter field `fam` advanced by one.
  * Returns the Controller Status after completion. */
 static uint64_t run(DN2 *d, int wid, int fam, uint64_t upper, uint64_t lower)
 {
-    unsigned before = pcf(d, wid, fam);
+    unsigned before = dn2q_pcf(d, wid, fam);
     g_autofree char *what = g_strdup_printf(
         "completion of %s (WID %d, lower 0x%" PRIx64 " upper 0x%" PRIx64 ")",
         dn2_otype_name(lower & 0x1f), wid, lower, upper);
 
-    issue(d, wid, upper, lower);
-    wait_pc(d, wid, fam, before + 1, what);
-    return cs(d, wid);
+    dn2q_issue(d, wid, 0, upper, lower);
+    dn2q_wait_pc(d, wid, fam, before + 1, what);
+    return dn2q_cs(d, wid);
 }
 
 static uint64_t vs(DN2 *d, int wid, uint32_t src, uint32_t dst, uint32_t size)
@@ -318,38 +88,39 @@ static uint64_t vli(DN2 *d, int wid, uint32_t src, uint32_t dst, unsigned dtype,
 static void expect_refused(DN2 *d, int wid, uint64_t upper, uint64_t lower,
                            const char *what)
 {
-    uint64_t pc0 = pc(d, wid);
+    uint64_t pc0 = dn2q_pc(d, wid);
 
-    EXPECT_HEX(cs(d, wid) & DN2_CS_REQ_ERROR, 0, "%s: bit 20 clear beforehand", what);
-    issue(d, wid, upper, lower);
-    if (poll_ur(d, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR,
-                MAX_POLL, what)) {
-        EXPECT_HEX(pc(d, wid), pc0, "%s: Primitive Counter unchanged", what);
+    EXPECT_HEX(dn2q_cs(d, wid) & DN2_CS_REQ_ERROR, 0, "%s: bit 20 clear beforehand", what);
+    dn2q_issue(d, wid, 0, upper, lower);
+    if (dn2q_poll_ur(d, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR,
+                     DN2Q_MAX_POLL, what)) {
+        EXPECT_HEX(dn2q_pc(d, wid), pc0, "%s: Primitive Counter unchanged", what);
     }
 }
 
 /* Clear bit 20 (and the counters): a write to the Primitive Counter. */
 static void pc_reset(DN2 *d, int wid)
 {
-    ur_wr(d, wid, DN2_UR_PRIM_COUNTER, 0);
-}
-
-static void board_init(DN2 *d, uint64_t capacity)
-{
-    sr_wr(d, DN2_SR_SDIMM_CAPACITY, capacity);
-    sr_wr(d, DN2_SR_SDIMM_INIT, 1);
-    poll_ur(d, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY,
-            MAX_POLL, "SO-DIMM initialisation complete (Controller Status bit 1)");
+    dn2q_ur_wr(d, wid, DN2_UR_PRIM_COUNTER, 0);
 }
 
 /* Stall the Window Controller: a remote primitive waits forever without a
  * link (choice #22).  Module State shows 1 + OTYPE (ABI). */
 static void stall(DN2 *d, int wid)
 {
-    issue_raw(d, wid, 0, dn2_req_upper(0, 0),
-              dn2_req_lower(DN2_OP_RVS, 0, 0, 1, 0, 1, 64));
-    poll_ur(d, wid, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS,
-            MAX_POLL, "Module State showing the stalled RVS");
+    dn2q_doorbell(d, wid, 0, dn2_req_upper(0, 0),
+                  dn2_req_lower(DN2_OP_RVS, 0, 0, 1, 0, 1, 64));
+    dn2q_poll_ur(d, wid, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS,
+                 DN2Q_MAX_POLL, "Module State showing the stalled RVS");
+}
+
+/* The whole Prefetch Window area of WID 0 holds `model`. */
+static bool pw_expect(DN2 *d, const uint8_t *model, const char *what)
+{
+    uint8_t got[DN2_WIN_AREA];
+
+    qtest_memread(d->qts, dn2q_pw_addr(d, 0, 0), got, sizeof(got));
+    return dn2q_mem_eq(what, got, model, sizeof(got), 0);
 }
 
 /* SO-DIMM access through the windows (WW#0 / PW#0 of the WID). */
@@ -359,7 +130,7 @@ static void sd_write(DN2 *d, int wid, uint32_t off, const void *buf, size_t len)
 
     while (done < len && !d->dead) {
         size_t n = MIN(DN2_WIN_SIZE, len - done);
-        qtest_memwrite(d->qts, ww_addr(d, wid, 0), (const uint8_t *)buf + done, n);
+        qtest_memwrite(d->qts, dn2q_ww_addr(d, wid, 0), (const uint8_t *)buf + done, n);
         vs(d, wid, 0, off + done, n);
         done += n;
     }
@@ -372,7 +143,7 @@ static void sd_read(DN2 *d, int wid, uint32_t off, void *buf, size_t len)
     while (done < len && !d->dead) {
         size_t n = MIN(DN2_WIN_SIZE, len - done);
         vl(d, wid, off + done, 0, n);
-        qtest_memread(d->qts, pw_addr(d, wid, 0), (uint8_t *)buf + done, n);
+        qtest_memread(d->qts, dn2q_pw_addr(d, wid, 0), (uint8_t *)buf + done, n);
         done += n;
     }
 }
@@ -385,7 +156,7 @@ static bool sd_check(DN2 *d, int wid, uint32_t off, const void *want, size_t len
                                          off, off + len);
 
     sd_read(d, wid, off, got, len);
-    return mem_eq(w, got, want, len, off);
+    return dn2q_mem_eq(w, got, want, len, off);
 }
 
 /* ------------------------------------------------------------------ */
@@ -403,41 +174,61 @@ static const uint32_t ur_holes[] = {
     0xf00, 0xff8,
 };
 
+/* The write-only registers of a WID read 0 (choice #3). */
+static void expect_write_only_zero(DN2 *d, int wid, const char *when)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(ur_write_only); i++) {
+        EXPECT_HEX(dn2q_ur_rd(d, wid, ur_write_only[i]), 0,
+                   "UR%d write-only register 0x%03x reads 0%s", wid, ur_write_only[i], when);
+    }
+}
+
+/* Every System Register but Controller Reset reads 0. */
+static void expect_sr_zero(DN2 *d, const char *when)
+{
+    size_t i;
+
+    for (i = 0; i < 16; i++) {
+        if (i * 0x100 != DN2_SR_CTL_RESET) {
+            EXPECT_HEX(dn2q_sr_rd(d, i * 0x100), 0, "System Register 0x%03zx %s",
+                       i * 0x100, when);
+        }
+    }
+}
+
 static void test_reset_values(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     size_t i;
     int wid;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
     for (wid = 0; wid < 2; wid++) {
-        EXPECT_HEX(cs(&d, wid), DN2_CS_STATUS_EMPTY,
+        EXPECT_HEX(dn2q_cs(&d, wid), DN2_CS_STATUS_EMPTY,
                    "UR%d Controller Status at reset (Table A.1: only bit 4)", wid);
-        EXPECT_HEX(pc(&d, wid), 0, "UR%d Primitive Counter at reset", wid);
-        EXPECT_HEX(pwf(&d, wid), DN2_PWF_ALL, "UR%d PW Flag at reset", wid);
-        EXPECT_HEX(ur_rd(&d, wid, DN2_UR_PKT_COUNTER), 0, "UR%d Packet Counter", wid);
-        EXPECT_HEX(ur_rd(&d, wid, DN2_UR_LHB_ADDR), 0, "UR%d LHB Next Write Address", wid);
-        EXPECT_HEX(ur_rd(&d, wid, DN2_UR_MODULE_STATE), 0, "UR%d Module State idle", wid);
-        EXPECT_HEX(ur_rd(&d, wid, DN2_UR_STATUS_ADDR), 0, "UR%d Status Next Write Address",
+        EXPECT_HEX(dn2q_pc(&d, wid), 0, "UR%d Primitive Counter at reset", wid);
+        EXPECT_HEX(dn2q_pwf(&d, wid), DN2_PWF_ALL, "UR%d PW Flag at reset", wid);
+        EXPECT_HEX(dn2q_ur_rd(&d, wid, DN2_UR_PKT_COUNTER), 0, "UR%d Packet Counter", wid);
+        EXPECT_HEX(dn2q_ur_rd(&d, wid, DN2_UR_LHB_ADDR), 0, "UR%d LHB Next Write Address", wid);
+        EXPECT_HEX(dn2q_ur_rd(&d, wid, DN2_UR_MODULE_STATE), 0, "UR%d Module State idle", wid);
+        EXPECT_HEX(dn2q_ur_rd(&d, wid, DN2_UR_STATUS_ADDR), 0, "UR%d Status Next Write Address",
                    wid);
-        for (i = 0; i < G_N_ELEMENTS(ur_write_only); i++) {
-            EXPECT_HEX(ur_rd(&d, wid, ur_write_only[i]), 0,
-                       "UR%d write-only register 0x%03x reads 0 (choice #3)", wid,
-                       ur_write_only[i]);
-        }
+        expect_write_only_zero(&d, wid, " (choice #3)");
         for (i = 0; i < G_N_ELEMENTS(ur_holes); i++) {
-            EXPECT_HEX(ur_rd(&d, wid, ur_holes[i]), 0, "UR%d unused offset 0x%03x", wid,
+            EXPECT_HEX(dn2q_ur_rd(&d, wid, ur_holes[i]), 0, "UR%d unused offset 0x%03x", wid,
                        ur_holes[i]);
         }
         /* aligned 32-bit reads return one half (choice #4) */
-        EXPECT_HEX(qtest_readl(qts, ur_addr(&d, wid, DN2_UR_CTL_STATUS)),
+        EXPECT_HEX(qtest_readl(qts, dn2q_ur_addr(&d, wid, DN2_UR_CTL_STATUS)),
                    DN2_CS_STATUS_EMPTY, "UR%d 32-bit read of Controller Status", wid);
-        EXPECT_HEX(qtest_readl(qts, ur_addr(&d, wid, DN2_UR_CTL_STATUS + 4)), 0,
+        EXPECT_HEX(qtest_readl(qts, dn2q_ur_addr(&d, wid, DN2_UR_CTL_STATUS + 4)), 0,
                    "UR%d 32-bit read of Controller Status high half", wid);
-        EXPECT_HEX(qtest_readl(qts, ur_addr(&d, wid, DN2_UR_PW_FLAG)), 0xffff,
+        EXPECT_HEX(qtest_readl(qts, dn2q_ur_addr(&d, wid, DN2_UR_PW_FLAG)), 0xffff,
                    "UR%d 32-bit read of PW Flag", wid);
-        EXPECT_HEX(qtest_readl(qts, ur_addr(&d, wid, DN2_UR_PW_FLAG + 4)), 0,
+        EXPECT_HEX(qtest_readl(qts, dn2q_ur_addr(&d, wid, DN2_UR_PW_FLAG + 4)), 0,
                    "UR%d 32-bit read of PW Flag high half", wid);
     }
     /* beyond the two UR pages */
@@ -446,141 +237,127 @@ static void test_reset_values(void)
     EXPECT_HEX(qtest_readq(qts, d.base + DN2_UR_BASE + 0xf200), 0, "UR region +0xf200");
     /* System Register: every offset but Controller Reset reads 0 at reset;
      * SMA LID reads 0 (no subnet manager, link down) */
-    for (i = 0; i < 16; i++) {
-        if (i * 0x100 != DN2_SR_CTL_RESET) {
-            EXPECT_HEX(sr_rd(&d, i * 0x100), 0, "System Register 0x%03zx at reset",
-                       i * 0x100);
-        }
-    }
-    EXPECT_HEX(sr_rd(&d, 0x008), 0, "System Register 0x008");
-    EXPECT_HEX(sr_rd(&d, 0xff8), 0, "System Register 0xff8");
+    expect_sr_zero(&d, "at reset");
+    EXPECT_HEX(dn2q_sr_rd(&d, 0x008), 0, "System Register 0x008");
+    EXPECT_HEX(dn2q_sr_rd(&d, 0xff8), 0, "System Register 0xff8");
 
     /* write-only registers still read 0 after being written */
     for (wid = 0; wid < 2; wid++) {
-        ur_wr(&d, wid, DN2_UR_CMD0_UPPER, 0x1122334455667788ULL);
-        ur_wr(&d, wid, DN2_UR_CMD1_UPPER, 0x8877665544332211ULL);
-        ur_wr(&d, wid, DN2_UR_CMD_EX, 0xffffffffffffffffULL);
-        ur_wr(&d, wid, DN2_UR_IPUSH_AREA_SIZE, 0xffff);
-        ur_wr(&d, wid, DN2_UR_STATUS_INIT, 0x100);
-        ur_wr(&d, wid, DN2_UR_STATUS_SIZE, 0x08);
-        ur_wr(&d, wid, DN2_UR_CMD_EX_FLAG, 1);
-        for (i = 0; i < G_N_ELEMENTS(ur_write_only); i++) {
-            EXPECT_HEX(ur_rd(&d, wid, ur_write_only[i]), 0,
-                       "UR%d write-only register 0x%03x reads 0 after a write", wid,
-                       ur_write_only[i]);
-        }
+        dn2q_ur_wr(&d, wid, DN2_UR_CMD0_UPPER, 0x1122334455667788ULL);
+        dn2q_ur_wr(&d, wid, DN2_UR_CMD1_UPPER, 0x8877665544332211ULL);
+        dn2q_ur_wr(&d, wid, DN2_UR_CMD_EX, 0xffffffffffffffffULL);
+        dn2q_ur_wr(&d, wid, DN2_UR_IPUSH_AREA_SIZE, 0xffff);
+        dn2q_ur_wr(&d, wid, DN2_UR_STATUS_INIT, 0x100);
+        dn2q_ur_wr(&d, wid, DN2_UR_STATUS_SIZE, 0x08);
+        dn2q_ur_wr(&d, wid, DN2_UR_CMD_EX_FLAG, 1);
+        expect_write_only_zero(&d, wid, " after a write");
         /* read-only registers ignore writes */
-        ur_wr(&d, wid, DN2_UR_CTL_STATUS, ~0ULL);
-        ur_wr(&d, wid, DN2_UR_PW_FLAG, 0);
-        ur_wr(&d, wid, DN2_UR_MODULE_STATE, ~0ULL);
-        EXPECT_HEX(cs(&d, wid), DN2_CS_STATUS_EMPTY, "UR%d Controller Status after writes",
+        dn2q_ur_wr(&d, wid, DN2_UR_CTL_STATUS, ~0ULL);
+        dn2q_ur_wr(&d, wid, DN2_UR_PW_FLAG, 0);
+        dn2q_ur_wr(&d, wid, DN2_UR_MODULE_STATE, ~0ULL);
+        EXPECT_HEX(dn2q_cs(&d, wid), DN2_CS_STATUS_EMPTY, "UR%d Controller Status after writes",
                    wid);
-        EXPECT_HEX(pwf(&d, wid), DN2_PWF_ALL, "UR%d PW Flag ignores writes", wid);
-        EXPECT_HEX(mstate(&d), 0, "Module State ignores writes");
+        EXPECT_HEX(dn2q_pwf(&d, wid), DN2_PWF_ALL, "UR%d PW Flag ignores writes", wid);
+        EXPECT_HEX(dn2q_mstate(&d), 0, "Module State ignores writes");
     }
-    sr_wr(&d, DN2_SR_SDIMM_CAPACITY, 0x01);
-    sr_wr(&d, DN2_SR_MTU, 0x08);
-    sr_wr(&d, DN2_SR_LID, 0x0012);
-    sr_wr(&d, DN2_SR_PGID0, 0x12);
-    sr_wr(&d, DN2_SR_PGID1, 0x34);
-    sr_wr(&d, DN2_SR_AMT, dn2_amt_encode(0x100, 1, 0x0012));
-    sr_wr(&d, DN2_SR_SMA, 1);             /* SMA software reset */
-    for (i = 0; i < 16; i++) {
-        if (i * 0x100 != DN2_SR_CTL_RESET) {
-            EXPECT_HEX(sr_rd(&d, i * 0x100), 0,
-                       "System Register 0x%03zx reads 0 after writes", i * 0x100);
-        }
-    }
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_SDIMM_READY, 0, "no SO-DIMM Init written yet");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), 0, "stat-bad-access");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-requests"), 0, "stat-requests (no doorbell)");
+    dn2q_sr_wr(&d, DN2_SR_SDIMM_CAPACITY, 0x01);
+    dn2q_sr_wr(&d, DN2_SR_MTU, 0x08);
+    dn2q_sr_wr(&d, DN2_SR_LID, 0x0012);
+    dn2q_sr_wr(&d, DN2_SR_PGID0, 0x12);
+    dn2q_sr_wr(&d, DN2_SR_PGID1, 0x34);
+    dn2q_sr_wr(&d, DN2_SR_AMT, dn2_amt_encode(0x100, 1, 0x0012));
+    dn2q_sr_wr(&d, DN2_SR_SMA, 1);             /* SMA software reset */
+    expect_sr_zero(&d, "reads 0 after writes");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_SDIMM_READY, 0, "no SO-DIMM Init written yet");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), 0, "stat-bad-access");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-requests"), 0, "stat-requests (no doorbell)");
     qtest_quit(qts);
 }
 
 /* Status ring / LH ring pointers, Status Area Size decoding, full/empty. */
 static void test_ring_pointers(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     int k;
     static const uint64_t bad_sizes[] = { 0x00, 0x03, 0x7f, 0x80, 0x11, 0x60 };
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
 
     /* LH Buffer: write = Next Read (head), read = Next Write (tail) */
-    ur_wr(&d, 0, DN2_UR_LHB_ADDR, 0x7c0);
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_LHB_ADDR), 0, "LHB address reads the tail, not the head");
-    ur_wr(&d, 1, DN2_UR_LHB_ADDR, 0x040);
-    EXPECT_HEX(ur_rd(&d, 1, DN2_UR_LHB_ADDR), 0, "UR1 LHB address reads the tail");
+    dn2q_ur_wr(&d, 0, DN2_UR_LHB_ADDR, 0x7c0);
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_LHB_ADDR), 0, "LHB address reads the tail, not the head");
+    dn2q_ur_wr(&d, 1, DN2_UR_LHB_ADDR, 0x040);
+    EXPECT_HEX(dn2q_ur_rd(&d, 1, DN2_UR_LHB_ADDR), 0, "UR1 LHB address reads the tail");
 
     /* Status Initial Address write resets head and tail (choice #25) */
-    ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0x1230);
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x1230, "tail = Status Initial Address");
-    EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0x1230);
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x1230, "tail = Status Initial Address");
+    EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
                "empty ring after Status Initial Address");
     /* head one record ahead of the tail: one slot left = full (choice #24) */
-    ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1240);
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x1230, "head write does not move the tail");
-    EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_FULL,
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1240);
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x1230, "head write does not move the tail");
+    EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_FULL,
                "ring with one free slot is full (bit 3), not empty");
-    EXPECT_HEX(cs(&d, 1), DN2_CS_STATUS_EMPTY, "WID 1's ring is independent");
-    ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1230);
-    EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
+    EXPECT_HEX(dn2q_cs(&d, 1), DN2_CS_STATUS_EMPTY, "WID 1's ring is independent");
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1230);
+    EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
                "head == tail: empty");
-    ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1250);
-    EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), 0,
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1250);
+    EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), 0,
                "two free slots: neither full nor empty");
     /* re-writing the initial address resets the head too */
-    ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1240);
-    ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0x2000);
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2000, "tail after a new initial address");
-    EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1240);
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0x2000);
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2000, "tail after a new initial address");
+    EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
                "head reset by Status Initial Address");
     /* Status Area Size write resets head and tail (choice #25) */
-    ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2010);
-    ur_wr(&d, 0, DN2_UR_STATUS_SIZE, 0x10);
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2000, "tail after Status Area Size");
-    EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2010);
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_SIZE, 0x10);
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2000, "tail after Status Area Size");
+    EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_EMPTY,
                "head reset by Status Area Size");
     /* one-hot sizes (Table A.5): last slot of the ring = one record used */
     for (k = 0; k < 7; k++) {
         uint32_t size = 64u << k;
-        ur_wr(&d, 0, DN2_UR_STATUS_SIZE, 1u << k);
-        EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY),
+        dn2q_ur_wr(&d, 0, DN2_UR_STATUS_SIZE, 1u << k);
+        EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY),
                    DN2_CS_STATUS_EMPTY, "size %u: empty after the size write", size);
-        ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2000 + size - 16);
-        EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), 0,
+        dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2000 + size - 16);
+        EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), 0,
                    "size %u: head at the last record of the ring: one used", size);
-        ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2010);
-        EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY),
+        dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2010);
+        EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY),
                    DN2_CS_STATUS_FULL, "size %u: head one record ahead: full", size);
     }
     /* anything but a single bit of [6:0] selects 1024 */
     for (k = 0; k < (int)G_N_ELEMENTS(bad_sizes); k++) {
-        ur_wr(&d, 0, DN2_UR_STATUS_SIZE, bad_sizes[k]);
-        ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2000 + 1024 - 16);
-        EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), 0,
+        dn2q_ur_wr(&d, 0, DN2_UR_STATUS_SIZE, bad_sizes[k]);
+        dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2000 + 1024 - 16);
+        EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), 0,
                    "size register 0x%" PRIx64 " = default 1024: last record", bad_sizes[k]);
-        ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2010);
-        EXPECT_HEX(cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY),
+        dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x2010);
+        EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY),
                    DN2_CS_STATUS_FULL, "size register 0x%" PRIx64 ": full", bad_sizes[k]);
     }
     /* Status Initial Address is a 15-bit field */
-    ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0xffffffff00012340ULL);
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2340, "15-bit Status Initial Address");
-    ur_wr(&d, 1, DN2_UR_STATUS_INIT, 0x7ff0);
-    EXPECT_HEX(ur_rd(&d, 1, DN2_UR_STATUS_ADDR), 0x7ff0, "UR1 Status Initial Address");
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2340, "UR0 unaffected by UR1");
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0xffffffff00012340ULL);
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2340, "15-bit Status Initial Address");
+    dn2q_ur_wr(&d, 1, DN2_UR_STATUS_INIT, 0x7ff0);
+    EXPECT_HEX(dn2q_ur_rd(&d, 1, DN2_UR_STATUS_ADDR), 0x7ff0, "UR1 Status Initial Address");
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x2340, "UR0 unaffected by UR1");
     /* Packet Counter reset: any write, reads 0 */
-    ur_wr(&d, 0, DN2_UR_PKT_COUNTER, 0x1234);
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_PKT_COUNTER), 0, "Packet Counter after reset write");
+    dn2q_ur_wr(&d, 0, DN2_UR_PKT_COUNTER, 0x1234);
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_PKT_COUNTER), 0, "Packet Counter after reset write");
     qtest_quit(qts);
 }
 
 /* Bad access sizes, read-only buffers, RAM buffers. */
 static void test_access_rules(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     uint64_t bad;
     int wid;
@@ -589,80 +366,80 @@ static void test_access_rules(void)
     g_autofree uint8_t *zero = g_malloc0(DN2_LLCM_AREA);
     uint8_t pwdata[DN2_WIN_SIZE], pwgot[DN2_WIN_SIZE];
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    bad = qom_u64(qts, "dn", "stat-bad-access");
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    bad = dn2q_qom_u64(qts, "dn", "stat-bad-access");
     EXPECT_HEX(bad, 0, "stat-bad-access at start");
 
-    EXPECT_HEX(qtest_readb(qts, ur_addr(&d, 0, DN2_UR_CTL_STATUS)), 0, "1-byte read ignored");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad + 1, "1-byte read counted");
-    EXPECT_HEX(qtest_readw(qts, ur_addr(&d, 0, DN2_UR_PW_FLAG)), 0, "2-byte read ignored");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad + 2, "2-byte read counted");
-    EXPECT_HEX(qtest_readl(qts, ur_addr(&d, 0, DN2_UR_CTL_STATUS)), DN2_CS_STATUS_EMPTY,
+    EXPECT_HEX(qtest_readb(qts, dn2q_ur_addr(&d, 0, DN2_UR_CTL_STATUS)), 0, "1-byte read ignored");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 1, "1-byte read counted");
+    EXPECT_HEX(qtest_readw(qts, dn2q_ur_addr(&d, 0, DN2_UR_PW_FLAG)), 0, "2-byte read ignored");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 2, "2-byte read counted");
+    EXPECT_HEX(qtest_readl(qts, dn2q_ur_addr(&d, 0, DN2_UR_CTL_STATUS)), DN2_CS_STATUS_EMPTY,
                "aligned 4-byte read served");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad + 2, "4-byte read not counted");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 2, "4-byte read not counted");
     qtest_writeb(qts, d.base + DN2_SR_BASE + DN2_SR_SDIMM_INIT, 1);
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad + 3, "1-byte write counted");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 3, "1-byte write counted");
     qtest_writew(qts, d.base + DN2_SR_BASE + DN2_SR_SDIMM_INIT, 1);
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad + 4, "2-byte write counted");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 4, "2-byte write counted");
     qtest_writel(qts, d.base + DN2_SR_BASE + DN2_SR_SDIMM_INIT, 1);
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad + 5, "4-byte write counted");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_SDIMM_READY, 0,
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 5, "4-byte write counted");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_SDIMM_READY, 0,
                "1/2/4-byte writes of SO-DIMM Init are ignored (choice #4)");
-    qtest_writel(qts, ur_addr(&d, 0, DN2_UR_CMD0_LOWER),
+    qtest_writel(qts, dn2q_ur_addr(&d, 0, DN2_UR_CMD0_LOWER),
                  (uint32_t)dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 0));
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad + 6, "4-byte doorbell counted");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-requests"), 0, "a 4-byte Lower write is no doorbell");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 6, "4-byte doorbell counted");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-requests"), 0, "a 4-byte Lower write is no doorbell");
     /* misaligned 64-bit write */
     qtest_writeq(qts, d.base + DN2_SR_BASE + DN2_SR_SDIMM_INIT + 4, 0x0000000100000001ULL);
-    EXPECT_TRUE(qom_u64(qts, "dn", "stat-bad-access") >= bad + 7,
+    EXPECT_TRUE(dn2q_qom_u64(qts, "dn", "stat-bad-access") >= bad + 7,
                 "misaligned 8-byte write counted as a bad access");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_SDIMM_READY, 0, "misaligned 8-byte write ignored");
-    bad = qom_u64(qts, "dn", "stat-bad-access");
-    sr_wr(&d, DN2_SR_SDIMM_INIT, 1);
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, "8-byte write works");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-bad-access"), bad, "8-byte access not counted");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_SDIMM_READY, 0, "misaligned 8-byte write ignored");
+    bad = dn2q_qom_u64(qts, "dn", "stat-bad-access");
+    dn2q_sr_wr(&d, DN2_SR_SDIMM_INIT, 1);
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, "8-byte write works");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad, "8-byte access not counted");
 
     /* Write Window and LLCM are RAM for the host (choice #5) */
     for (wid = 0; wid < 2; wid++) {
-        pattern(buf, DN2_WIN_AREA, 100 + wid);
-        qtest_memwrite(qts, ww_addr(&d, wid, 0), buf, DN2_WIN_AREA);
-        qtest_memread(qts, ww_addr(&d, wid, 0), got, DN2_WIN_AREA);
-        mem_eq("Write Window reads back what was written", got, buf, DN2_WIN_AREA, 0);
-        pattern(buf, DN2_LLCM_AREA, 200 + wid);
-        qtest_memwrite(qts, llcm_addr(&d, wid, 0), buf, DN2_LLCM_AREA);
-        qtest_memread(qts, llcm_addr(&d, wid, 0), got, DN2_LLCM_AREA);
-        mem_eq("LLCM reads back what was written", got, buf, DN2_LLCM_AREA, 0);
+        dn2q_pattern(buf, DN2_WIN_AREA, 100 + wid);
+        qtest_memwrite(qts, dn2q_ww_addr(&d, wid, 0), buf, DN2_WIN_AREA);
+        qtest_memread(qts, dn2q_ww_addr(&d, wid, 0), got, DN2_WIN_AREA);
+        dn2q_mem_eq("Write Window reads back what was written", got, buf, DN2_WIN_AREA, 0);
+        dn2q_pattern(buf, DN2_LLCM_AREA, 200 + wid);
+        qtest_memwrite(qts, dn2q_llcm_addr(&d, wid, 0), buf, DN2_LLCM_AREA);
+        qtest_memread(qts, dn2q_llcm_addr(&d, wid, 0), got, DN2_LLCM_AREA);
+        dn2q_mem_eq("LLCM reads back what was written", got, buf, DN2_LLCM_AREA, 0);
     }
-    qtest_writeb(qts, ww_addr(&d, 1, 0x7ff), 0x5a);
-    EXPECT_HEX(qtest_readb(qts, ww_addr(&d, 1, 0x7ff)), 0x5a, "byte access to WW");
-    qtest_writel(qts, llcm_addr(&d, 0, 0x7ffc), 0xa5a5c3c3);
-    EXPECT_HEX(qtest_readl(qts, llcm_addr(&d, 0, 0x7ffc)), 0xa5a5c3c3, "long access to LLCM");
+    qtest_writeb(qts, dn2q_ww_addr(&d, 1, 0x7ff), 0x5a);
+    EXPECT_HEX(qtest_readb(qts, dn2q_ww_addr(&d, 1, 0x7ff)), 0x5a, "byte access to WW");
+    qtest_writel(qts, dn2q_llcm_addr(&d, 0, 0x7ffc), 0xa5a5c3c3);
+    EXPECT_HEX(qtest_readl(qts, dn2q_llcm_addr(&d, 0, 0x7ffc)), 0xa5a5c3c3, "long access to LLCM");
 
     /* Prefetch Window and LH Buffer: host writes are discarded (choice #6) */
     for (wid = 0; wid < 2; wid++) {
-        pattern(buf, DN2_LHB_AREA, 300 + wid);
-        qtest_memwrite(qts, pw_addr(&d, wid, 0), buf, DN2_WIN_AREA);
-        qtest_memread(qts, pw_addr(&d, wid, 0), got, DN2_WIN_AREA);
-        mem_eq("Prefetch Window ignores host writes", got, zero, DN2_WIN_AREA, 0);
-        qtest_memwrite(qts, lhb_addr(&d, wid, 0), buf, DN2_LHB_AREA);
-        qtest_memread(qts, lhb_addr(&d, wid, 0), got, DN2_LHB_AREA);
-        mem_eq("LH Buffer ignores host writes", got, zero, DN2_LHB_AREA, 0);
-        qtest_writeq(qts, pw_addr(&d, wid, 8), ~0ULL);
-        EXPECT_HEX(qtest_readq(qts, pw_addr(&d, wid, 8)), 0, "8-byte PW write discarded");
-        qtest_writeq(qts, lhb_addr(&d, wid, 0xff8), ~0ULL);
-        EXPECT_HEX(qtest_readq(qts, lhb_addr(&d, wid, 0xff8)), 0, "LHB write discarded");
+        dn2q_pattern(buf, DN2_LHB_AREA, 300 + wid);
+        qtest_memwrite(qts, dn2q_pw_addr(&d, wid, 0), buf, DN2_WIN_AREA);
+        qtest_memread(qts, dn2q_pw_addr(&d, wid, 0), got, DN2_WIN_AREA);
+        dn2q_mem_eq("Prefetch Window ignores host writes", got, zero, DN2_WIN_AREA, 0);
+        qtest_memwrite(qts, dn2q_lhb_addr(&d, wid, 0), buf, DN2_LHB_AREA);
+        qtest_memread(qts, dn2q_lhb_addr(&d, wid, 0), got, DN2_LHB_AREA);
+        dn2q_mem_eq("LH Buffer ignores host writes", got, zero, DN2_LHB_AREA, 0);
+        qtest_writeq(qts, dn2q_pw_addr(&d, wid, 8), ~0ULL);
+        EXPECT_HEX(qtest_readq(qts, dn2q_pw_addr(&d, wid, 8)), 0, "8-byte PW write discarded");
+        qtest_writeq(qts, dn2q_lhb_addr(&d, wid, 0xff8), ~0ULL);
+        EXPECT_HEX(qtest_readq(qts, dn2q_lhb_addr(&d, wid, 0xff8)), 0, "LHB write discarded");
     }
     /* ... also over data the NIC put there */
-    pattern(pwdata, sizeof(pwdata), 7);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), pwdata, sizeof(pwdata));
+    dn2q_pattern(pwdata, sizeof(pwdata), 7);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), pwdata, sizeof(pwdata));
     vs(&d, 0, 0, 0x1000, DN2_WIN_SIZE);
     vl(&d, 0, 0x1000, DN2_WIN_SIZE, DN2_WIN_SIZE);
-    pattern(buf, DN2_WIN_SIZE, 8);
-    qtest_memwrite(qts, pw_addr(&d, 0, DN2_WIN_SIZE), buf, DN2_WIN_SIZE);
-    qtest_writeb(qts, pw_addr(&d, 0, DN2_WIN_SIZE + 3), 0);
-    qtest_memread(qts, pw_addr(&d, 0, DN2_WIN_SIZE), pwgot, sizeof(pwgot));
-    mem_eq("PW data from a VL survives host writes", pwgot, pwdata, sizeof(pwgot), 0);
-    EXPECT_HEX(qtest_readb(qts, pw_addr(&d, 0, DN2_WIN_SIZE + 1)), pwdata[1],
+    dn2q_pattern(buf, DN2_WIN_SIZE, 8);
+    qtest_memwrite(qts, dn2q_pw_addr(&d, 0, DN2_WIN_SIZE), buf, DN2_WIN_SIZE);
+    qtest_writeb(qts, dn2q_pw_addr(&d, 0, DN2_WIN_SIZE + 3), 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, DN2_WIN_SIZE), pwgot, sizeof(pwgot));
+    dn2q_mem_eq("PW data from a VL survives host writes", pwgot, pwdata, sizeof(pwgot), 0);
+    EXPECT_HEX(qtest_readb(qts, dn2q_pw_addr(&d, 0, DN2_WIN_SIZE + 1)), pwdata[1],
                "1-byte PW read (a buffer, not a register)");
     qtest_quit(qts);
 }
@@ -673,40 +450,40 @@ static void test_access_rules(void)
 
 static void test_init_and_refusal(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     uint8_t data[256], got[256];
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    pattern(data, sizeof(data), 11);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), data, sizeof(data));
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_pattern(data, sizeof(data), 11);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), data, sizeof(data));
 
     /* before SO-DIMM Init: refused, extension bit 20, counter unchanged */
     expect_refused(&d, 0, dn2_req_upper(0, 0x100),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, sizeof(data)),
                    "VS before SO-DIMM Init refused");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_WW_DONE(0), 0, "refused VS does not report WW#0 done");
-    EXPECT_HEX(cs(&d, 1) & DN2_CS_REQ_ERROR, 0, "bit 20 is per WID");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_WW_DONE(0), 0, "refused VS does not report WW#0 done");
+    EXPECT_HEX(dn2q_cs(&d, 1) & DN2_CS_REQ_ERROR, 0, "bit 20 is per WID");
     pc_reset(&d, 0);
-    EXPECT_HEX(cs(&d, 0), DN2_CS_STATUS_EMPTY, "Primitive Counter reset clears bit 20");
+    EXPECT_HEX(dn2q_cs(&d, 0), DN2_CS_STATUS_EMPTY, "Primitive Counter reset clears bit 20");
     expect_refused(&d, 0, dn2_req_upper(0x100, 0),
                    dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 64), "VL before Init refused");
     pc_reset(&d, 0);
     expect_refused(&d, 1, dn2_req_upper(0, 0),
                    dn2_req_lower(DN2_OP_VSS, 2, 4, 0, 0, 0, 16), "WID 1 VSS before Init");
     pc_reset(&d, 1);
-    EXPECT_HEX(mstate(&d), 0, "controller idle after refusals");
+    EXPECT_HEX(dn2q_mstate(&d), 0, "controller idle after refusals");
 
     /* SO-DIMM Init needs bit 0 */
-    sr_wr(&d, DN2_SR_SDIMM_CAPACITY, 0x01);
-    sr_wr(&d, DN2_SR_SDIMM_INIT, 0);
-    sr_wr(&d, DN2_SR_SDIMM_INIT, 2);
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_SDIMM_READY, 0, "Init with bit 0 clear does nothing");
-    sr_wr(&d, DN2_SR_SDIMM_INIT, 1);
-    poll_ur(&d, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, MAX_POLL,
-            "Controller Status bit 1 after Capacity + Init");
-    EXPECT_HEX(cs(&d, 0), DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY, "UR0 status after Init");
-    EXPECT_HEX(cs(&d, 1), DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY,
+    dn2q_sr_wr(&d, DN2_SR_SDIMM_CAPACITY, 0x01);
+    dn2q_sr_wr(&d, DN2_SR_SDIMM_INIT, 0);
+    dn2q_sr_wr(&d, DN2_SR_SDIMM_INIT, 2);
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_SDIMM_READY, 0, "Init with bit 0 clear does nothing");
+    dn2q_sr_wr(&d, DN2_SR_SDIMM_INIT, 1);
+    dn2q_poll_ur(&d, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, DN2Q_MAX_POLL,
+                 "Controller Status bit 1 after Capacity + Init");
+    EXPECT_HEX(dn2q_cs(&d, 0), DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY, "UR0 status after Init");
+    EXPECT_HEX(dn2q_cs(&d, 1), DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY,
                "UR1 also sees SO-DIMM ready");
 
     /* now the same requests work */
@@ -714,18 +491,18 @@ static void test_init_and_refusal(void)
                DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY | DN2_CS_WW_DONE(0),
                "Controller Status after VS");
     vl(&d, 0, 0x100, 0, sizeof(data));
-    qtest_memread(qts, pw_addr(&d, 0, 0), got, sizeof(got));
-    mem_eq("VS/VL round trip after Init", got, data, sizeof(data), 0);
-    EXPECT_HEX(pc(&d, 0), (1ULL << 10) | (1ULL << 20), "Primitive Counter: VL 1, VS 1");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "no request error");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-refused"), 3, "stat-refused");
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), got, sizeof(got));
+    dn2q_mem_eq("VS/VL round trip after Init", got, data, sizeof(data), 0);
+    EXPECT_HEX(dn2q_pc(&d, 0), (1ULL << 10) | (1ULL << 20), "Primitive Counter: VL 1, VS 1");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "no request error");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-refused"), 3, "stat-refused");
     qtest_quit(qts);
 }
 
 /* The thesis's dsh example: prim VS dt=? it=0 size=0x200 src=0x400 dst=0x600 */
 static void test_dsh_example(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     const uint64_t upper = dn2_req_upper(0x400, 0x600);
     const uint64_t lower = dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 0x200);
@@ -733,26 +510,26 @@ static void test_dsh_example(void)
 
     EXPECT_HEX(upper, 0x0000060000000400ULL, "dsh Upper word");
     EXPECT_HEX(lower, 0x0000020000000008ULL, "dsh Lower word");
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(a, sizeof(a), 21);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0x400), a, sizeof(a));
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(a, sizeof(a), 21);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0x400), a, sizeof(a));
     EXPECT_HEX(run(&d, 0, DN2_PC_VS, upper, lower), 0x812,
                "Controller Status after the dsh VS from WW#2 (bits 1, 4, 11)");
-    EXPECT_HEX(pc(&d, 0), 1ULL << 20, "Primitive Counter after one VS");
+    EXPECT_HEX(dn2q_pc(&d, 0), 1ULL << 20, "Primitive Counter after one VS");
     sd_check(&d, 0, 0x600, a, sizeof(a), "dsh VS data");
-    EXPECT_HEX(cs(&d, 0), 0x812, "VL does not touch the per-window write status");
+    EXPECT_HEX(dn2q_cs(&d, 0), 0x812, "VL does not touch the per-window write status");
 
     /* the thesis's dump read 0x832: WW#0 had completed a write earlier */
-    sr_rd(&d, DN2_SR_CTL_RESET);
-    board_init(&d, 0x01);
-    EXPECT_HEX(cs(&d, 0), 0x12, "status after Controller Reset + Init");
-    pattern(b, sizeof(b), 22);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), b, sizeof(b));
+    dn2q_sr_rd(&d, DN2_SR_CTL_RESET);
+    dn2q_board_init(&d, 0x01);
+    EXPECT_HEX(dn2q_cs(&d, 0), 0x12, "status after Controller Reset + Init");
+    dn2q_pattern(b, sizeof(b), 22);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), b, sizeof(b));
     EXPECT_HEX(vs(&d, 0, 0, 0x2000, 0x200), 0x32, "after VS from WW#0");
     EXPECT_HEX(run(&d, 0, DN2_PC_VS, upper, lower), 0x832,
                "dsh dump value 0x832 (ready, empty, WW#0 done, WW#2 done)");
-    EXPECT_HEX(pc(&d, 0), 2ULL << 20, "two VS completed");
+    EXPECT_HEX(dn2q_pc(&d, 0), 2ULL << 20, "two VS completed");
     sd_check(&d, 0, 0x2000, b, sizeof(b), "VS from WW#0");
     sd_check(&d, 0, 0x600, a, sizeof(a), "dsh VS data kept across Controller Reset");
     qtest_quit(qts);
@@ -766,11 +543,11 @@ static void test_dsh_example(void)
 
 static void test_contiguous(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     enum { REG = 0x4000 };
     g_autofree uint8_t *model = g_malloc(REG);
-    uint8_t ww[DN2_WIN_AREA], pwm[DN2_WIN_AREA], pwgot[DN2_WIN_AREA], tmp[64];
+    uint8_t ww[DN2_WIN_AREA], pwm[DN2_WIN_AREA], tmp[64];
     static const struct { uint32_t src, dst, size; } vsc[] = {
         { 0x000, 0x0100, 1 }, { 0x003, 0x0205, 7 }, { 0x200, 0x0333, 100 },
         { 0x401, 0x0800, 511 }, { 0x600, 0x1000, 512 }, { 0x7ff, 0x1ffd, 1 },
@@ -784,15 +561,15 @@ static void test_contiguous(void)
     size_t i;
     uint64_t st;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(model, REG, 31);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(model, REG, 31);
     sd_write(&d, 0, 0, model, REG);
 
     for (i = 0; i < G_N_ELEMENTS(vsc); i++) {
         unsigned n = vsc[i].src / DN2_WIN_SIZE;
-        pattern(ww, sizeof(ww), 40 + i);
-        qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+        dn2q_pattern(ww, sizeof(ww), 40 + i);
+        qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
         st = vs(&d, 0, vsc[i].src, vsc[i].dst, vsc[i].size);
         EXPECT_HEX(st & (DN2_CS_WW_MASK(n) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(n),
                    "VS #%zu src 0x%x size %u: only WW#%u done", i, vsc[i].src,
@@ -801,19 +578,18 @@ static void test_contiguous(void)
     }
     sd_check(&d, 0, 0, model, REG, "contiguous VS results");
 
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     for (i = 0; i < G_N_ELEMENTS(vlc); i++) {
         st = vl(&d, 0, vlc[i].src, vlc[i].dst, vlc[i].size);
         memcpy(pwm + vlc[i].dst, model + vlc[i].src, vlc[i].size);
-        qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-        mem_eq("contiguous VL into the Prefetch Window", pwgot, pwm, sizeof(pwm), 0);
-        EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "PW flags all 1 after VL #%zu", i);
+        pw_expect(&d, pwm, "contiguous VL into the Prefetch Window");
+        EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags all 1 after VL #%zu", i);
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VL #%zu: no request error", i);
     }
 
     /* contiguous clipping at the window end: bytes, bit 6 of the source window */
-    pattern(ww, sizeof(ww), 50);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+    dn2q_pattern(ww, sizeof(ww), 50);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
     st = vs(&d, 0, 0x1f0, 0x3000, 0x20);
     EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0) | DN2_CS_WW_SRC_OVF(0),
                "VS past the end of WW#0: bits 5 and 6");
@@ -833,19 +609,18 @@ static void test_contiguous(void)
                "WW#1 bits kept");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "window clipping is no request error");
     /* VL clipping at the window end: bytes, the next window untouched */
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, 0x3000, 0x5f0, 0x40);
     memcpy(pwm + 0x5f0, model + 0x3000, 16);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VL clipped at the end of PW#2", pwgot, pwm, sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VL clipped at the end of PW#2");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VL window clipping is no request error");
-    EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "PW flags after a clipped VL");
+    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after a clipped VL");
 
     /* default SO-DIMM area (256 MiB per process, choice #9): end of area */
-    pattern(tmp, sizeof(tmp), 51);
+    dn2q_pattern(tmp, sizeof(tmp), 51);
     sd_write(&d, 1, 0, tmp, sizeof(tmp));
-    pattern(ww, sizeof(ww), 52);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+    dn2q_pattern(ww, sizeof(ww), 52);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
     st = vs(&d, 0, 0x400, AREA_DEFAULT - 8, 16);
     EXPECT_HEX(st & DN2_CS_WW_MASK(2), DN2_CS_WW_DONE(2) | DN2_CS_WW_DST_OVF(2),
                "VS past the end of the SO-DIMM area: bits 11 and 13");
@@ -853,11 +628,10 @@ static void test_contiguous(void)
     sd_check(&d, 1, 0, tmp, sizeof(tmp), "WID 1's area untouched by WID 0's overflow");
     /* VL reading past the area: part read, rest kept, bit 20 (choice #19) */
     pc_reset(&d, 0);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, AREA_DEFAULT - 8, 0x100, 16);
     memcpy(pwm + 0x100, ww + 0x400, 8);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VL past the SO-DIMM area end", pwgot, pwm, sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VL past the SO-DIMM area end");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR, "VL past the area end sets bit 20");
     qtest_quit(qts);
 }
@@ -875,7 +649,7 @@ static void model_stride(uint8_t *model, uint32_t dst, uint32_t stride, uint32_t
 
 static void test_strided_list(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     /* the model covers SO-DIMM [0, 0x22000) of WID 0 */
     enum { REG = 0x22000, LIST = 0x20000 };
@@ -886,11 +660,11 @@ static void test_strided_list(void)
     unsigned dt, i;
     uint64_t st;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(model, REG, 60);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(model, REG, 60);
     sd_write(&d, 0, 0, model, REG);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
 
     for (dt = 0; dt < 8 && !d.dead; dt++) {
         uint32_t esz = dn2_dtype_bytes(dt), it = iters[dt];
@@ -898,8 +672,8 @@ static void test_strided_list(void)
         uint32_t lbase = 0x18000 + dt * 0x1000;
 
         /* VSS: WW#0 -> SO-DIMM, strided */
-        pattern(ww, sizeof(ww), 70 + dt);
-        qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+        dn2q_pattern(ww, sizeof(ww), 70 + dt);
+        qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
         st = vss(&d, 0, 0x000, sbase, dt, it, stride);
         EXPECT_HEX(st & (DN2_CS_WW_MASK(0) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(0),
                    "VSS dtype %u: WW#0 done only", dt);
@@ -910,10 +684,9 @@ static void test_strided_list(void)
         st = vls(&d, 0, sbase, 0x200, dt, it, stride);
         memcpy(pwm + 0x200, ww, it * esz);
         /* sd_check used PW#0: refresh that part of the model */
-        qtest_memread(qts, pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
-        qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-        mem_eq("VLS packs the elements into PW#1", pwgot, pwm, sizeof(pwm), 0);
-        EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "PW flags after VLS dtype %u", dt);
+        qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
+        pw_expect(&d, pwm, "VLS packs the elements into PW#1");
+        EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after VLS dtype %u", dt);
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS dtype %u: no error", dt);
 
         /* list: offsets permuted, element i at perm(i) * (esz + 5) */
@@ -923,8 +696,8 @@ static void test_strided_list(void)
         }
         sd_write(&d, 0, LIST, lbuf, 4 * it);
         memcpy(model + LIST, lbuf, 4 * it);
-        pattern(ww, sizeof(ww), 80 + dt);
-        qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+        dn2q_pattern(ww, sizeof(ww), 80 + dt);
+        qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
         st = vsi(&d, 0, 0x400, lbase, dt, it, LIST);
         EXPECT_HEX(st & (DN2_CS_WW_MASK(2) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(2),
                    "VSI dtype %u: WW#2 done only", dt);
@@ -933,28 +706,26 @@ static void test_strided_list(void)
         }
         sd_check(&d, 0, lbase, model + lbase, it * (esz + 5) + 16, "VSI result");
         st = vli(&d, 0, lbase, 0x400, dt, it, LIST);
-        qtest_memread(qts, pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
+        qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
         memcpy(pwm + 0x400, ww + 0x400, it * esz);
-        qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-        mem_eq("VLI gathers the elements into PW#2", pwgot, pwm, sizeof(pwm), 0);
+        pw_expect(&d, pwm, "VLI gathers the elements into PW#2");
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLI dtype %u: no error", dt);
     }
 
     /* Iteration 0: completes, moves nothing */
-    pattern(ww, sizeof(ww), 90);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+    dn2q_pattern(ww, sizeof(ww), 90);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
     st = vss(&d, 0, 0x200, 0x0, 2, 0, 4);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(1) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(1),
                "VSS with Iteration 0 completes");
     st = vsi(&d, 0, 0x200, 0x0, 2, 0, LIST);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(1) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(1),
                "VSI with Iteration 0 completes");
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     vls(&d, 0, 0x0, 0x600, 2, 0, 4);
     vli(&d, 0, 0x0, 0x600, 2, 0, LIST);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VLS/VLI with Iteration 0 write nothing", pwgot, pwm, sizeof(pwm), 0);
-    EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "PW flags after Iteration 0");
+    pw_expect(&d, pwm, "VLS/VLI with Iteration 0 write nothing");
+    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after Iteration 0");
 
     /* Iteration 255 */
     st = vss(&d, 0, 0x200, 0x1000, 0, 255, 2);
@@ -966,13 +737,12 @@ static void test_strided_list(void)
     model_stride(model, 0x2000, 4, 4, 128, ww);
     sd_check(&d, 0, 0x1000, model + 0x1000, 0x1400, "Iteration 255 stores");
     st = vls(&d, 0, 0x1000, 0x000, 1, 255, 2);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, 510);
-    mem_eq("VLS 2 B x 255 (510 bytes)", pwgot, model + 0x1000, 510, 0);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwgot, 510);
+    dn2q_mem_eq("VLS 2 B x 255 (510 bytes)", pwgot, model + 0x1000, 510, 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vls(&d, 0, 0x2000, 0x600, 2, 255, 4);
     memcpy(pwm + 0x600, model + 0x2000, 512);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VLS 4 B x 255 clipped to one window", pwgot, pwm, sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VLS 4 B x 255 clipped to one window");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS window clipping is no request error");
 
     /* whole-element clipping (choice #16, §4.6.4) */
@@ -981,35 +751,29 @@ static void test_strided_list(void)
                "VSS with 6 bytes of room for 4-byte elements: bit 6");
     model_stride(model, 0x3000, 16, 4, 1, ww + 0x1fa);
     sd_check(&d, 0, 0x3000, model + 0x3000, 48, "only the whole element was stored");
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vls(&d, 0, 0x3000, 0x1fc, 3, 2, 8);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VLS with 4 bytes of room for 8-byte elements writes nothing", pwgot, pwm,
-           sizeof(pwm), 0);
-    EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "PW flags after an empty VLS");
+    pw_expect(&d, pwm, "VLS with 4 bytes of room for 8-byte elements writes nothing");
+    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after an empty VLS");
     st = vls(&d, 0, 0x3000, 0x3f0, 3, 4, 16);
     memcpy(pwm + 0x3f0, model + 0x3000, 8);
     memcpy(pwm + 0x3f8, model + 0x3010, 8);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VLS clipped to 2 whole elements", pwgot, pwm, sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VLS clipped to 2 whole elements");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS element clipping is no request error");
     st = vli(&d, 0, 0x18000, 0x7fe, 2, 4, LIST);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VLI with 2 bytes of room for 4-byte elements writes nothing", pwgot, pwm,
-           sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VLI with 2 bytes of room for 4-byte elements writes nothing");
 
     /* negative stride: 32-bit wrap-around (choice #17) */
-    pattern(ww, sizeof(ww), 91);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+    dn2q_pattern(ww, sizeof(ww), 91);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
     st = vss(&d, 0, 0x600, 0x20c00, 2, 4, (uint32_t)-16);
     EXPECT_HEX(st & DN2_CS_WW_MASK(3), DN2_CS_WW_DONE(3), "VSS with stride -16");
     model_stride(model, 0x20c00, (uint32_t)-16, 4, 4, ww + 0x600);
     sd_check(&d, 0, 0x20b00, model + 0x20b00, 0x200, "negative stride store");
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     vls(&d, 0, 0x20c00, 0x300, 2, 4, (uint32_t)-16);
     memcpy(pwm + 0x300, ww + 0x600, 16);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VLS with stride -16", pwgot, pwm, sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VLS with stride -16");
 
     /* an element outside the area: skipped, bit 7, the others stored */
     st = vss(&d, 0, 0x600, 0x20e00, 2, 2, 0x80000000u);
@@ -1024,37 +788,36 @@ static void test_strided_list(void)
 /* Small SO-DIMM (4 MiB memdev: 2 MiB per process) */
 static void test_small_sodimm(void)
 {
-    QTestState *qts = vm_start("q35", "-object memory-backend-ram,id=m,size=4M "
-                               "-device dimmnet2,id=dn,memdev=m");
+    QTestState *qts = dn2q_vm_start("q35", "-object memory-backend-ram,id=m,size=4M "
+                                    "-device dimmnet2,id=dn,memdev=m");
     DN2 d;
     const uint32_t A = 2 * MiB_;
-    uint8_t ww[DN2_WIN_AREA], p1[512], p0[64], pwm[DN2_WIN_AREA], pwgot[DN2_WIN_AREA];
+    uint8_t ww[DN2_WIN_AREA], p1[512], p0[64], pwm[DN2_WIN_AREA];
     uint8_t l[8];
     uint64_t st;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0);        /* default capacity 256 MiB, clamped (choice #9) */
-    pattern(p1, sizeof(p1), 101);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0);        /* default capacity 256 MiB, clamped (choice #9) */
+    dn2q_pattern(p1, sizeof(p1), 101);
     sd_write(&d, 1, 0, p1, sizeof(p1));
-    pattern(p0, sizeof(p0), 102);
+    dn2q_pattern(p0, sizeof(p0), 102);
     sd_write(&d, 0, 0, p0, sizeof(p0));
-    pattern(ww, sizeof(ww), 103);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+    dn2q_pattern(ww, sizeof(ww), 103);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
 
     st = vs(&d, 0, 0x200, A - 100, 200);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(1) | DN2_CS_REQ_ERROR),
                DN2_CS_WW_DONE(1) | DN2_CS_WW_DST_OVF(1),
                "VS across the end of the 2 MiB area: bits 8 and 10");
     sd_check(&d, 0, A - 100, ww + 0x200, 100, "the part inside the area was written");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "VL inside the area: no error");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "VL inside the area: no error");
     sd_check(&d, 1, 0, p1, sizeof(p1), "data beyond WID 0's area (WID 1's) not written");
 
     /* VL across the end (choice #19) */
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, A - 50, 0x200, 100);
     memcpy(pwm + 0x200, ww + 0x200 + 50, 50);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VL across the area end: part read, rest kept", pwgot, pwm, sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VL across the area end: part read, rest kept");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR, "VL across the area end: bit 20");
     pc_reset(&d, 0);
 
@@ -1074,11 +837,10 @@ static void test_small_sodimm(void)
                "VSS across the area end: bits 5 and 7");
     sd_check(&d, 0, A - 8, ww, 8, "in-area element of the VSS");
     sd_check(&d, 1, 0, p1, sizeof(p1), "VSS did not spill into WID 1");
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwm, sizeof(pwm));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vls(&d, 0, A - 8, 0x100, 3, 3, 8);
     memcpy(pwm + 0x100, ww, 8);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pwgot, sizeof(pwgot));
-    mem_eq("VLS across the area end", pwgot, pwm, sizeof(pwm), 0);
+    pw_expect(&d, pwm, "VLS across the area end");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR, "VLS across the area end: bit 20");
     pc_reset(&d, 0);
 
@@ -1093,8 +855,8 @@ static void test_small_sodimm(void)
     pc_reset(&d, 0);
 
     /* a Capacity larger than what is installed still ends at the backing */
-    sr_wr(&d, DN2_SR_CTL_RESET, 0);
-    board_init(&d, 0x20);
+    dn2q_sr_wr(&d, DN2_SR_CTL_RESET, 0);
+    dn2q_board_init(&d, 0x20);
     st = vs(&d, 0, 0x000, A - 8, 16);
     EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0) | DN2_CS_WW_DST_OVF(0),
                "Capacity 8 GiB on 4 MiB of SO-DIMM: area still 2 MiB");
@@ -1104,40 +866,40 @@ static void test_small_sodimm(void)
 
 static void test_wid_isolation(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     uint8_t x[512], y[512], got[512], pw0[DN2_WIN_AREA], pw0b[DN2_WIN_AREA], z[16];
     uint64_t st;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(x, sizeof(x), 121);
-    pattern(y, sizeof(y), 122);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0x200), x, sizeof(x));
-    qtest_memwrite(qts, ww_addr(&d, 1, 0x200), y, sizeof(y));
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(x, sizeof(x), 121);
+    dn2q_pattern(y, sizeof(y), 122);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0x200), x, sizeof(x));
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 1, 0x200), y, sizeof(y));
     st = vs(&d, 0, 0x200, 0x4000, 512);
     EXPECT_HEX(st, CS_BASE | DN2_CS_WW_DONE(1), "WID 0 status after its VS");
     st = vs(&d, 1, 0x200, 0x4000, 512);
     EXPECT_HEX(st, CS_BASE | DN2_CS_WW_DONE(1), "WID 1 status after its VS");
     st = vs(&d, 1, 0x400, 0x5000, 16);
-    EXPECT_HEX(cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(1), "WID 1's WW#2 status not in UR0");
-    EXPECT_HEX(pc(&d, 0), 1ULL << 20, "WID 0 Primitive Counter");
-    EXPECT_HEX(pc(&d, 1), 2ULL << 20, "WID 1 Primitive Counter");
+    EXPECT_HEX(dn2q_cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(1), "WID 1's WW#2 status not in UR0");
+    EXPECT_HEX(dn2q_pc(&d, 0), 1ULL << 20, "WID 0 Primitive Counter");
+    EXPECT_HEX(dn2q_pc(&d, 1), 2ULL << 20, "WID 1 Primitive Counter");
 
     vl(&d, 0, 0x4000, 0x200, 512);
-    qtest_memread(qts, pw_addr(&d, 0, 0x200), got, sizeof(got));
-    mem_eq("WID 0 reads its own data at 0x4000", got, x, sizeof(got), 0);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pw0, sizeof(pw0));
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0x200), got, sizeof(got));
+    dn2q_mem_eq("WID 0 reads its own data at 0x4000", got, x, sizeof(got), 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pw0, sizeof(pw0));
     vl(&d, 1, 0x4000, 0x200, 512);
-    qtest_memread(qts, pw_addr(&d, 1, 0x200), got, sizeof(got));
-    mem_eq("WID 1 reads its own data at the same offset", got, y, sizeof(got), 0);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pw0b, sizeof(pw0b));
-    mem_eq("WID 1's VL leaves PW0 alone", pw0b, pw0, sizeof(pw0), 0);
-    EXPECT_HEX(pcf(&d, 0, DN2_PC_VL), 1, "WID 0 VL count");
-    EXPECT_HEX(pcf(&d, 1, DN2_PC_VL), 1, "WID 1 VL count");
+    qtest_memread(qts, dn2q_pw_addr(&d, 1, 0x200), got, sizeof(got));
+    dn2q_mem_eq("WID 1 reads its own data at the same offset", got, y, sizeof(got), 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pw0b, sizeof(pw0b));
+    dn2q_mem_eq("WID 1's VL leaves PW0 alone", pw0b, pw0, sizeof(pw0), 0);
+    EXPECT_HEX(dn2q_pcf(&d, 0, DN2_PC_VL), 1, "WID 0 VL count");
+    EXPECT_HEX(dn2q_pcf(&d, 1, DN2_PC_VL), 1, "WID 1 VL count");
 
     /* WID 1 cannot reach past its own area into anything else */
-    pattern(z, sizeof(z), 123);
+    dn2q_pattern(z, sizeof(z), 123);
     sd_write(&d, 0, 0, z, sizeof(z));
     st = vs(&d, 1, 0x200, AREA_DEFAULT - 8, 16);
     EXPECT_HEX(st & DN2_CS_WW_MASK(1), DN2_CS_WW_DONE(1) | DN2_CS_WW_DST_OVF(1),
@@ -1147,20 +909,20 @@ static void test_wid_isolation(void)
     /* bit 20 and the counters are per WID */
     expect_refused(&d, 1, dn2_req_upper(0x900, 0), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8),
                    "WID 1 VS from outside its Write Window area");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "WID 0 has no request error");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "WID 0 has no request error");
     expect_refused(&d, 0, dn2_req_upper(0, 0x800), dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 8),
                    "VL into a DSTOff outside the PW area");
     pc_reset(&d, 1);
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR,
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR,
                "WID 1's counter reset keeps WID 0's bit 20");
-    EXPECT_HEX(pcf(&d, 0, DN2_PC_VL), 2, "WID 0 counters kept by WID 1's reset");
+    EXPECT_HEX(dn2q_pcf(&d, 0, DN2_PC_VL), 2, "WID 0 counters kept by WID 1's reset");
     qtest_quit(qts);
 }
 
 /* Prefetch Window line flags (§4.5.5.2) */
 static void test_pw_flags(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     g_autofree uint8_t *data = g_malloc(0x1000);
     uint8_t got[DN2_WIN_AREA];
@@ -1189,9 +951,9 @@ static void test_pw_flags(void)
     };
     size_t i;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(data, 0x1000, 131);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(data, 0x1000, 131);
     sd_write(&d, 0, 0, data, 0x1000);
     sd_write(&d, 1, 0, data, 0x1000);
     {
@@ -1201,7 +963,7 @@ static void test_pw_flags(void)
         stl_le_p(l + 8, 0x20);
         sd_write(&d, 1, 0x800, l, sizeof(l));
     }
-    EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "flags all 1 when idle");
+    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "flags all 1 when idle");
 
     /* hold the controller with a remote primitive, then issue the VLs:
      * the flags of the target window change when the request is issued */
@@ -1210,49 +972,49 @@ static void test_pw_flags(void)
         g_autofree char *what = g_strdup_printf(
             "PW flags right after issuing %s #%zu (controller busy with RVS)",
             dn2_otype_name(c[i].op), i);
-        issue_raw(&d, c[i].wid, 0, dn2_req_upper(c[i].src, c[i].dst),
-                  dn2_req_lower(c[i].op, c[i].dtype, c[i].iter, 0, 0, 0, c[i].arg));
-        if (poll_ur(&d, 0, DN2_UR_PW_FLAG, ~0ULL, c[i].flags0, QUICK_POLL, what)) {
-            poll_ur(&d, 1, DN2_UR_PW_FLAG, ~0ULL, c[i].flags1, QUICK_POLL, what);
+        dn2q_doorbell(&d, c[i].wid, 0, dn2_req_upper(c[i].src, c[i].dst),
+                      dn2_req_lower(c[i].op, c[i].dtype, c[i].iter, 0, 0, 0, c[i].arg));
+        if (dn2q_poll_ur(&d, 0, DN2_UR_PW_FLAG, ~0ULL, c[i].flags0, QUICK_POLL, what)) {
+            dn2q_poll_ur(&d, 1, DN2_UR_PW_FLAG, ~0ULL, c[i].flags1, QUICK_POLL, what);
         }
     }
-    EXPECT_HEX(mstate(&d) & DN2_MASK(16, 0), 1 + DN2_OP_RVS, "still stalled on the RVS");
-    EXPECT_HEX(pcf(&d, 0, DN2_PC_VL), 0, "no VL has completed");
+    EXPECT_HEX(dn2q_wc_state(&d), 1 + DN2_OP_RVS, "still stalled on the RVS");
+    EXPECT_HEX(dn2q_pcf(&d, 0, DN2_PC_VL), 0, "no VL has completed");
 
     /* Controller Reset: flags back to all 1 */
-    sr_wr(&d, DN2_SR_CTL_RESET, 1);
-    EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "WID 0 flags after Controller Reset");
-    EXPECT_HEX(pwf(&d, 1), DN2_PWF_ALL, "WID 1 flags after Controller Reset");
+    dn2q_sr_wr(&d, DN2_SR_CTL_RESET, 1);
+    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "WID 0 flags after Controller Reset");
+    EXPECT_HEX(dn2q_pwf(&d, 1), DN2_PWF_ALL, "WID 1 flags after Controller Reset");
     d.dead = false;
 
     /* without a stall: the same requests complete, flags end all 1, data ok */
-    board_init(&d, 0x01);
+    dn2q_board_init(&d, 0x01);
     for (i = 0; i < G_N_ELEMENTS(c) && !d.dead; i++) {
         run(&d, c[i].wid, DN2_PC_VL, dn2_req_upper(c[i].src, c[i].dst),
             dn2_req_lower(c[i].op, c[i].dtype, c[i].iter, 0, 0, 0, c[i].arg));
-        EXPECT_HEX(pwf(&d, c[i].wid), DN2_PWF_ALL, "flags all 1 after VL #%zu", i);
+        EXPECT_HEX(dn2q_pwf(&d, c[i].wid), DN2_PWF_ALL, "flags all 1 after VL #%zu", i);
     }
-    qtest_memread(qts, pw_addr(&d, 0, 0x280), got, 0x100);
-    mem_eq("VL #0 data", got, data, 0x100, 0);
-    qtest_memread(qts, pw_addr(&d, 0, 0x600), got, 256);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0x280), got, 0x100);
+    dn2q_mem_eq("VL #0 data", got, data, 0x100, 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0x600), got, 256);
     {
         uint8_t want[256];
         for (i = 0; i < 64; i++) {
             memcpy(want + 4 * i, data + 0x300 + 8 * i, 4);
         }
-        mem_eq("VLS #3 data", got, want, 256, 0);
+        dn2q_mem_eq("VLS #3 data", got, want, 256, 0);
     }
-    qtest_memread(qts, pw_addr(&d, 1, 0x600), got, 0x200);
-    mem_eq("WID 1 VL #4 data", got, data, 0x200, 0);
-    qtest_memread(qts, pw_addr(&d, 1, 0x1f0), got, 16);
-    mem_eq("WID 1 clipped VL #5 data", got, data, 16, 0);
-    qtest_memread(qts, pw_addr(&d, 1, 0x480), got, 48);
+    qtest_memread(qts, dn2q_pw_addr(&d, 1, 0x600), got, 0x200);
+    dn2q_mem_eq("WID 1 VL #4 data", got, data, 0x200, 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 1, 0x1f0), got, 16);
+    dn2q_mem_eq("WID 1 clipped VL #5 data", got, data, 16, 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 1, 0x480), got, 48);
     {
         uint8_t want[48];
         memcpy(want, data + 0x40, 16);
         memcpy(want + 16, data, 16);
         memcpy(want + 32, data + 0x20, 16);
-        mem_eq("WID 1 VLI #7 data", got, want, 48, 0);
+        dn2q_mem_eq("WID 1 VLI #7 data", got, want, 48, 0);
     }
     qtest_quit(qts);
 }
@@ -1260,32 +1022,32 @@ static void test_pw_flags(void)
 /* Primitive Counter: 10-bit fields wrap at 1024 */
 static void test_prim_counter(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     int i;
     uint8_t b[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), b, sizeof(b));
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), b, sizeof(b));
     for (i = 0; i < 1025 && !d.dead; i++) {
-        issue(&d, 0, dn2_req_upper(0, 0x100), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
+        dn2q_issue(&d, 0, 0, dn2_req_upper(0, 0x100), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
     }
     /* the last ~17 completions take the field through 1023 -> 0 -> 1 */
-    wait_pc(&d, 0, DN2_PC_VS, 1025, "VS field at 1025 mod 1024");
+    dn2q_wait_pc(&d, 0, DN2_PC_VS, 1025, "VS field at 1025 mod 1024");
     vl(&d, 0, 0x100, 0, 8);           /* fence: all earlier requests done */
-    EXPECT_HEX(pc(&d, 0), (1ULL << 20) | (1ULL << 10),
+    EXPECT_HEX(dn2q_pc(&d, 0), (1ULL << 20) | (1ULL << 10),
                "Primitive Counter after 1025 VS and 1 VL (VS wrapped to 1)");
-    EXPECT_HEX(pc(&d, 1), 0, "WID 1 counter untouched");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "no request error");
+    EXPECT_HEX(dn2q_pc(&d, 1), 0, "WID 1 counter untouched");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "no request error");
     for (i = 0; i < 5; i++) {
         vl(&d, 0, 0x100, 0, 8);
     }
-    EXPECT_HEX(pc(&d, 0), (1ULL << 20) | (6ULL << 10), "VL field counts separately");
-    ur_wr(&d, 0, DN2_UR_PRIM_COUNTER, 0xdeadbeef);
-    EXPECT_HEX(pc(&d, 0), 0, "Primitive Counter reset by a write of any value");
+    EXPECT_HEX(dn2q_pc(&d, 0), (1ULL << 20) | (6ULL << 10), "VL field counts separately");
+    dn2q_ur_wr(&d, 0, DN2_UR_PRIM_COUNTER, 0xdeadbeef);
+    EXPECT_HEX(dn2q_pc(&d, 0), 0, "Primitive Counter reset by a write of any value");
     vs(&d, 0, 0, 0x100, 8);
-    EXPECT_HEX(pc(&d, 0), 1ULL << 20, "counting resumes from 0");
+    EXPECT_HEX(dn2q_pc(&d, 0), 1ULL << 20, "counting resumes from 0");
     qtest_quit(qts);
 }
 
@@ -1308,7 +1070,7 @@ static uint64_t copy_dst(DN2 *d, int wid, uint8_t op, unsigned dtype, unsigned i
 
 static void test_sodimm_copy(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     enum { R0 = 0x10000, RLEN = 0x8000 };
     g_autofree uint8_t *model = g_malloc(RLEN);    /* SO-DIMM [R0, R0 + RLEN) */
@@ -1318,16 +1080,16 @@ static void test_sodimm_copy(void)
     unsigned r, c;
 
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(model, RLEN, 141);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(model, RLEN, 141);
     sd_write(&d, 0, R0, model, RLEN);
     m = model - R0;       /* index by SO-DIMM offset */
 
     /* an unpaired VS-family copy half is refused */
     expect_refused(&d, 0, dn2_req_upper(DN2_COPY_OFF, R0),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64), "VS copy half without a VL half");
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_WW_MASK(3), 0, "no WW#3 status for a refused copy");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_WW_MASK(3), 0, "no WW#3 status for a refused copy");
     pc_reset(&d, 0);
     /* VLI cannot be a copy source; the VS half then has nothing to pair */
     expect_refused(&d, 0, dn2_req_upper(R0, DN2_COPY_OFF),
@@ -1338,23 +1100,23 @@ static void test_sodimm_copy(void)
     pc_reset(&d, 0);
     /* VSI cannot be a copy destination */
     copy_src(&d, 0, DN2_OP_VL, 0, 0, R0, 64);
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "VL copy half accepted");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "VL copy half accepted");
     expect_refused(&d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x200),
                    dn2_req_lower(DN2_OP_VSI, 2, 4, 0, 0, 0, R0), "VSI copy half");
     pc_reset(&d, 0);
     sd_check(&d, 0, R0, model, 0x1000, "refused copies wrote nothing");
 
     /* VL + VS: contiguous copy longer than a window */
-    pc0 = pc(&d, 0);
+    pc0 = dn2q_pc(&d, 0);
     copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x100, 0x300);
     st = copy_dst(&d, 0, DN2_OP_VS, 0, 0, R0 + 0x1000, 0x300);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(3) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(3),
                "copy status goes to WW#3 (bit 14)");
-    EXPECT_HEX(pc(&d, 0) - pc0, (1ULL << 10) | (1ULL << 20),
+    EXPECT_HEX(dn2q_pc(&d, 0) - pc0, (1ULL << 10) | (1ULL << 20),
                "copy counts one VL and one VS");
     memmove(m + R0 + 0x1000, m + R0 + 0x100, 0x300);
     sd_check(&d, 0, R0 + 0xff0, m + R0 + 0xff0, 0x320, "VL+VS copy");
-    EXPECT_HEX(pwf(&d, 0), DN2_PWF_ALL, "PW flags untouched by the copy");
+    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags untouched by the copy");
 
     /* the shorter pattern decides the length */
     copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x2000, 100);
@@ -1412,7 +1174,7 @@ static void test_sodimm_copy(void)
     pc_reset(&d, 0);
 
     /* destination past the area end: bit 16, only the part inside copied */
-    pattern(w1, sizeof(w1), 142);
+    dn2q_pattern(w1, sizeof(w1), 142);
     sd_write(&d, 1, 0, w1, sizeof(w1));
     copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x7000, 64);
     st = copy_dst(&d, 0, DN2_OP_VS, 0, 0, AREA_DEFAULT - 16, 64);
@@ -1424,48 +1186,11 @@ static void test_sodimm_copy(void)
     qtest_quit(qts);
 }
 
-/* helpers for a file-backed memdev */
-typedef struct SdFile {
-    char *path;
-    int fd;
-    uint8_t *map;
-    uint64_t size;
-} SdFile;
-
-static void sdfile_create(SdFile *f, uint64_t size)
-{
-    GError *err = NULL;
-
-    f->fd = g_file_open_tmp("dn2-sodimm-XXXXXX", &f->path, &err);
-    g_assert_no_error(err);
-    g_assert_cmpint(ftruncate(f->fd, size), ==, 0);
-    f->size = size;
-    f->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
-    g_assert_true(f->map != MAP_FAILED);
-}
-
-static void sdfile_destroy(SdFile *f)
-{
-    munmap(f->map, f->size);
-    close(f->fd);
-    unlink(f->path);
-    g_free(f->path);
-}
-
-/* Position in the backing file of byte `off` of WID `wid`'s area (choice #10) */
-static uint64_t sdfile_pos(const SdFile *f, uint64_t area, int wid, uint64_t off)
-{
-    uint64_t a = (uint64_t)wid * area + off;
-
-    return dn2_sdimm_module(a) * (f->size / 2) + dn2_sdimm_module_offset(a);
-}
-
 static void test_copy_large(void)
 {
-    SdFile f;
+    DN2SdFile f;
     QTestState *qts;
     DN2 d;
-    const uint64_t area = 16 * MiB_;
     const uint32_t src = 0x100000, dst = 0x900000, len = 6 * MiB_;
     const uint32_t ssrc = 0x20000, sdst = 0x40000, slen = 64 * 1024;
     g_autofree uint8_t *data = g_malloc(len);
@@ -1474,22 +1199,20 @@ static void test_copy_large(void)
     uint64_t st;
     int k;
 
-    sdfile_create(&f, 32 * MiB_);
-    qts = vm_start("q35", "-object memory-backend-file,id=m,size=32M,mem-path=%s,share=on "
-                   "-device dimmnet2,id=dn,memdev=m", f.path);
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
+    dn2q_sdfile_create(&f, 32 * MiB_, "dn2-sodimm-XXXXXX", false);
+    f.area = 16 * MiB_;
+    qts = dn2q_start_memdev(&f, "");
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
     /* source data put straight into the backing file */
-    pattern(data, len, 151);
-    for (i = 0; i < len; i++) {
-        f.map[sdfile_pos(&f, area, 0, src + i)] = data[i];
-    }
+    dn2q_pattern(data, len, 151);
+    dn2q_sdfile_put(&f, 0, src, data, len);
     copy_src(&d, 0, DN2_OP_VL, 0, 0, src, len);
     st = copy_dst(&d, 0, DN2_OP_VS, 0, 0, dst, len);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(3) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(3),
                "6 MiB copy: WW#3 done");
     for (i = 0; i < len; i++) {
-        if (f.map[sdfile_pos(&f, area, 0, dst + i)] != data[i]) {
+        if (*dn2q_sdfile_byte(&f, 0, dst + i) != data[i]) {
             if (!bad++) {
                 first = i;
             }
@@ -1497,49 +1220,49 @@ static void test_copy_large(void)
     }
     EXPECT_HEX(bad, 0, "bytes of the 6 MiB copy that differ (first at 0x%" PRIx64 ")",
                first);
-    EXPECT_HEX(f.map[sdfile_pos(&f, area, 0, dst - 1)], 0, "byte before the copy");
-    EXPECT_HEX(f.map[sdfile_pos(&f, area, 0, dst + len)], 0, "byte after the copy");
+    EXPECT_HEX(*dn2q_sdfile_byte(&f, 0, dst - 1), 0, "byte before the copy");
+    EXPECT_HEX(*dn2q_sdfile_byte(&f, 0, dst + len), 0, "byte after the copy");
     /* sampled through the board */
     for (k = 0; k < 24 && !d.dead; k++) {
         uint32_t o = k == 0 ? 0 : k == 1 ? len - DN2_WIN_SIZE :
                      (uint32_t)(((uint64_t)k * 2654435761u) % (len - DN2_WIN_SIZE));
         g_autofree char *w = g_strdup_printf("6 MiB copy sample at +0x%x", o);
         vl(&d, 0, dst + o, 0, DN2_WIN_SIZE);
-        qtest_memread(qts, pw_addr(&d, 0, 0), got, DN2_WIN_SIZE);
-        mem_eq(w, got, data + o, DN2_WIN_SIZE, dst + o);
+        qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), got, DN2_WIN_SIZE);
+        dn2q_mem_eq(w, got, data + o, DN2_WIN_SIZE, dst + o);
     }
     /* a smaller copy, read back completely through the board */
     copy_src(&d, 0, DN2_OP_VL, 0, 0, src + ssrc, slen);
     copy_dst(&d, 0, DN2_OP_VS, 0, 0, sdst, slen);
     sd_read(&d, 0, sdst, got, slen);
-    mem_eq("64 KiB copy read back through the Prefetch Window", got, data + ssrc, slen, sdst);
+    dn2q_mem_eq("64 KiB copy read back through the Prefetch Window", got, data + ssrc, slen,
+                sdst);
     qtest_quit(qts);
-    sdfile_destroy(&f);
+    dn2q_sdfile_destroy(&f);
 }
 
 /* memdev: file-backed SO-DIMMs in the documented interleave (choice #10) */
 static void test_memdev_file(void)
 {
-    SdFile f;
+    DN2SdFile f;
     QTestState *qts;
     DN2 d;
-    const uint64_t area = 4 * MiB_;
     uint8_t a[500], b[300], got[16], w[16];
     uint64_t i, nz = 0, want_nz = 0;
 
-    sdfile_create(&f, 8 * MiB_);
-    qts = vm_start("q35", "-object memory-backend-file,id=m,size=8M,mem-path=%s,share=on "
-                   "-device dimmnet2,id=dn,memdev=m", f.path);
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(a, sizeof(a), 161);
-    pattern(b, sizeof(b), 162);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), a, sizeof(a));
-    qtest_memwrite(qts, ww_addr(&d, 1, 0x200), b, sizeof(b));
+    dn2q_sdfile_create(&f, 8 * MiB_, "dn2-sodimm-XXXXXX", false);
+    f.area = 4 * MiB_;
+    qts = dn2q_start_memdev(&f, "");
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(a, sizeof(a), 161);
+    dn2q_pattern(b, sizeof(b), 162);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), a, sizeof(a));
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 1, 0x200), b, sizeof(b));
     vs(&d, 0, 0, 0x1003, sizeof(a));
     vs(&d, 1, 0x200, 0x25, sizeof(b));
     for (i = 0; i < sizeof(a); i++) {
-        uint64_t p = sdfile_pos(&f, area, 0, 0x1003 + i);
+        uint64_t p = dn2q_sdfile_pos(&f, 0, 0x1003 + i);
         if (f.map[p] != a[i]) {
             EXPECT_HEX(f.map[p], a[i], "WID 0 byte 0x%" PRIx64 " at file offset 0x%" PRIx64,
                        0x1003 + i, p);
@@ -1548,7 +1271,7 @@ static void test_memdev_file(void)
         want_nz += a[i] != 0;
     }
     for (i = 0; i < sizeof(b); i++) {
-        uint64_t p = sdfile_pos(&f, area, 1, 0x25 + i);
+        uint64_t p = dn2q_sdfile_pos(&f, 1, 0x25 + i);
         if (f.map[p] != b[i]) {
             EXPECT_HEX(f.map[p], b[i], "WID 1 byte 0x%" PRIx64 " at file offset 0x%" PRIx64,
                        0x25 + i, p);
@@ -1565,15 +1288,13 @@ static void test_memdev_file(void)
     }
     EXPECT_HEX(nz, want_nz, "nothing else in the backing file was written");
     /* and the other way: bytes put in the file are what a VL reads */
-    pattern(w, sizeof(w), 163);
-    for (i = 0; i < sizeof(w); i++) {
-        f.map[sdfile_pos(&f, area, 0, 0x3004 + i)] = w[i];
-    }
+    dn2q_pattern(w, sizeof(w), 163);
+    dn2q_sdfile_put(&f, 0, 0x3004, w, sizeof(w));
     vl(&d, 0, 0x3004, 0, sizeof(w));
-    qtest_memread(qts, pw_addr(&d, 0, 0), got, sizeof(got));
-    mem_eq("VL reads the interleaved file contents", got, w, sizeof(w), 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), got, sizeof(got));
+    dn2q_mem_eq("VL reads the interleaved file contents", got, w, sizeof(w), 0);
     qtest_quit(qts);
-    sdfile_destroy(&f);
+    dn2q_sdfile_destroy(&f);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1582,21 +1303,21 @@ static void test_memdev_file(void)
 
 static void test_command_ex(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     uint8_t ww[DN2_WIN_AREA], got[1024], want[1024];
     int i;
     uint64_t st;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(ww, sizeof(ww), 171);
-    qtest_memwrite(qts, ww_addr(&d, 0, 0), ww, sizeof(ww));
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(ww, sizeof(ww), 171);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
 
-    ur_wr(&d, 0, DN2_UR_CMD_EX_FLAG, 1);
-    ur_wr(&d, 0, DN2_UR_CMD_EX, dn2_req_ex(DN2_OP_VLS, 7, 255, 0xdeadbeef));
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_CMD_EX_FLAG), 0, "Command Ex Flag is write-only");
-    EXPECT_HEX(ur_rd(&d, 0, DN2_UR_CMD_EX), 0, "Command Ex is write-only");
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD_EX_FLAG, 1);
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD_EX, dn2_req_ex(DN2_OP_VLS, 7, 255, 0xdeadbeef));
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_CMD_EX_FLAG), 0, "Command Ex Flag is write-only");
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_CMD_EX), 0, "Command Ex is write-only");
     st = vs(&d, 0, 0x000, 0x1000, 256);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(0) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(0),
                "VS with Command Ex Flag set");
@@ -1605,36 +1326,36 @@ static void test_command_ex(void)
     EXPECT_HEX(st & (DN2_CS_WW_MASK(1) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(1),
                "VSS with Command Ex Flag set");
     vls(&d, 0, 0x2000, 0x200, 2, 16, 8);
-    qtest_memread(qts, pw_addr(&d, 0, 0x200), got, 64);
-    mem_eq("VSS/VLS unaffected by Command Ex", got, ww + 0x200, 64, 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0x200), got, 64);
+    dn2q_mem_eq("VSS/VLS unaffected by Command Ex", got, ww + 0x200, 64, 0);
     vl(&d, 0, 0x1000, 0x400, 256);
-    qtest_memread(qts, pw_addr(&d, 0, 0x400), got, 256);
-    mem_eq("VL unaffected by Command Ex", got, ww, 256, 0);
-    ur_wr(&d, 0, DN2_UR_CMD_EX_FLAG, 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0x400), got, 256);
+    dn2q_mem_eq("VL unaffected by Command Ex", got, ww, 256, 0);
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD_EX_FLAG, 0);
     vs(&d, 0, 0x100, 0x1100, 16);
     sd_check(&d, 0, 0x1100, ww + 0x100, 16, "VS after clearing the flag");
 
     /* Command1 (rflag=1) uses its own Upper; local primitives work the same */
-    ur_wr(&d, 0, DN2_UR_CMD0_UPPER, dn2_req_upper(0x000, 0x3000));
-    ur_wr(&d, 0, DN2_UR_CMD1_UPPER, dn2_req_upper(0x600, 0x3200));
-    i = pcf(&d, 0, DN2_PC_VS);
-    ur_wr(&d, 0, DN2_UR_CMD1_LOWER, dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
-    wait_pc(&d, 0, DN2_PC_VS, i + 1, "VS through Command1");
-    ur_wr(&d, 0, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
-    wait_pc(&d, 0, DN2_PC_VS, i + 2, "VS through Command0");
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD0_UPPER, dn2_req_upper(0x000, 0x3000));
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD1_UPPER, dn2_req_upper(0x600, 0x3200));
+    i = dn2q_pcf(&d, 0, DN2_PC_VS);
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD1_LOWER, dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
+    dn2q_wait_pc(&d, 0, DN2_PC_VS, i + 1, "VS through Command1");
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
+    dn2q_wait_pc(&d, 0, DN2_PC_VS, i + 2, "VS through Command0");
     sd_read(&d, 0, 0x3000, got, 0x240);
     memset(want, 0, sizeof(want));
     memcpy(want, ww, 64);
     memcpy(want + 0x200, ww + 0x600, 64);
-    mem_eq("Command0 and Command1 Upper are separate registers", got, want, 0x240, 0x3000);
+    dn2q_mem_eq("Command0 and Command1 Upper are separate registers", got, want, 0x240, 0x3000);
 
     /* Upper is taken when Lower is written: rewriting it later is harmless */
     for (i = 0; i < 8; i++) {
-        unsigned before = pcf(&d, 0, DN2_PC_VS);
-        issue(&d, 0, dn2_req_upper(0x080 + 8 * i, 0x4000 + 8 * i),
-              dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
-        ur_wr(&d, 0, DN2_UR_CMD0_UPPER, dn2_req_upper(0x700, 0x5000));
-        wait_pc(&d, 0, DN2_PC_VS, before + 1, "VS with Upper rewritten after Lower");
+        unsigned before = dn2q_pcf(&d, 0, DN2_PC_VS);
+        dn2q_issue(&d, 0, 0, dn2_req_upper(0x080 + 8 * i, 0x4000 + 8 * i),
+                   dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
+        dn2q_ur_wr(&d, 0, DN2_UR_CMD0_UPPER, dn2_req_upper(0x700, 0x5000));
+        dn2q_wait_pc(&d, 0, DN2_PC_VS, before + 1, "VS with Upper rewritten after Lower");
     }
     sd_check(&d, 0, 0x4000, ww + 0x80, 64, "requests used the Upper of their doorbell");
     memset(want, 0, 64);
@@ -1651,92 +1372,92 @@ static void fifo_fill(DN2 *d, unsigned depth, bool reset_by_read)
     QTestState *qts = d->qts;
     unsigned k;
     uint8_t data[64], got[64], zero[64];
-    uint64_t ov0 = qom_u64(qts, "dn", "stat-overrun");
+    uint64_t ov0 = dn2q_qom_u64(qts, "dn", "stat-overrun");
 
-    board_init(d, 0x01);
-    pattern(data, sizeof(data), 181);
-    qtest_memwrite(qts, ww_addr(d, 0, 0), data, sizeof(data));
-    EXPECT_HEX(cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL), 0, "FIFO idle");
+    dn2q_board_init(d, 0x01);
+    dn2q_pattern(data, sizeof(data), 181);
+    qtest_memwrite(qts, dn2q_ww_addr(d, 0, 0), data, sizeof(data));
+    EXPECT_HEX(dn2q_cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL), 0, "FIFO idle");
     stall(d, 0);
-    EXPECT_HEX(cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL), 0,
+    EXPECT_HEX(dn2q_cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL), 0,
                "stalled RVS has left the FIFO");
     for (k = 1; k <= depth + 1; k++) {
         uint64_t want = 0;
-        issue_raw(d, 0, 0, dn2_req_upper(0, 0x8000 + 64 * k),
-                  dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
+        dn2q_doorbell(d, 0, 0, dn2_req_upper(0, 0x8000 + 64 * k),
+                      dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
         if (depth - MIN(k, depth) < 2) {
             want |= DN2_CS_FIFO_AFULL;        /* fewer than 2 free entries */
         }
         if (k > depth) {
             want |= DN2_CS_REQ_PENDING;       /* waits in the register */
         }
-        EXPECT_HEX(cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL | DN2_CS_REQ_ERROR),
+        EXPECT_HEX(dn2q_cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL | DN2_CS_REQ_ERROR),
                    want, "depth %u: Controller Status bits 0/2 after %u queued requests",
                    depth, k);
-        EXPECT_HEX(cs(d, 1) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL),
+        EXPECT_HEX(dn2q_cs(d, 1) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL),
                    want & DN2_CS_FIFO_AFULL,
                    "depth %u: WID 1 sees the shared FIFO's almost-full after %u", depth, k);
     }
     /* a further Lower while bit 0 is set: dropped, counted, bit 20 */
-    issue_raw(d, 0, 0, dn2_req_upper(0, 0x9000), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-overrun"), ov0 + 1, "stat-overrun");
-    EXPECT_HEX(cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL | DN2_CS_REQ_ERROR),
+    dn2q_doorbell(d, 0, 0, dn2_req_upper(0, 0x9000), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64));
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-overrun"), ov0 + 1, "stat-overrun");
+    EXPECT_HEX(dn2q_cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL | DN2_CS_REQ_ERROR),
                DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL | DN2_CS_REQ_ERROR,
                "overrun sets bit 20, bit 0 stays");
     /* the other process can also park one request */
-    issue_raw(d, 1, 0, dn2_req_upper(0, 0x100), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
-    EXPECT_HEX(cs(d, 1) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL | DN2_CS_REQ_ERROR),
+    dn2q_doorbell(d, 1, 0, dn2_req_upper(0, 0x100), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
+    EXPECT_HEX(dn2q_cs(d, 1) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL | DN2_CS_REQ_ERROR),
                DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL, "WID 1 request waits in its register");
-    EXPECT_HEX(mstate(d) & DN2_MASK(16, 0), 1 + DN2_OP_RVS,
+    EXPECT_HEX(dn2q_wc_state(d), 1 + DN2_OP_RVS,
                "Module State: Window Controller on RVS");
-    EXPECT_HEX(pc(d, 0), 0, "nothing completed behind the RVS");
+    EXPECT_HEX(dn2q_pc(d, 0), 0, "nothing completed behind the RVS");
 
     /* Controller Reset clears everything */
     if (reset_by_read) {
-        sr_rd(d, DN2_SR_CTL_RESET);
+        dn2q_sr_rd(d, DN2_SR_CTL_RESET);
     } else {
-        sr_wr(d, DN2_SR_CTL_RESET, 0xdead);
+        dn2q_sr_wr(d, DN2_SR_CTL_RESET, 0xdead);
     }
-    EXPECT_HEX(cs(d, 0), DN2_CS_STATUS_EMPTY, "UR0 Controller Status after Controller Reset");
-    EXPECT_HEX(cs(d, 1), DN2_CS_STATUS_EMPTY, "UR1 Controller Status after Controller Reset");
-    EXPECT_HEX(mstate(d), 0, "Module State idle after Controller Reset");
-    EXPECT_HEX(pc(d, 0), 0, "Primitive Counter after Controller Reset");
-    board_init(d, 0x01);
+    EXPECT_HEX(dn2q_cs(d, 0), DN2_CS_STATUS_EMPTY, "UR0 Controller Status after Controller Reset");
+    EXPECT_HEX(dn2q_cs(d, 1), DN2_CS_STATUS_EMPTY, "UR1 Controller Status after Controller Reset");
+    EXPECT_HEX(dn2q_mstate(d), 0, "Module State idle after Controller Reset");
+    EXPECT_HEX(dn2q_pc(d, 0), 0, "Primitive Counter after Controller Reset");
+    dn2q_board_init(d, 0x01);
     vs(d, 0, 0, 0x7000, 64);
     vl(d, 0, 0x7000, 0, 64);               /* fence */
-    EXPECT_HEX(pc(d, 0), (1ULL << 10) | (1ULL << 20),
+    EXPECT_HEX(dn2q_pc(d, 0), (1ULL << 10) | (1ULL << 20),
                "only the new VS ran: the queued ones were discarded");
-    EXPECT_HEX(pc(d, 1), 0, "WID 1's parked request was discarded");
-    qtest_memread(qts, pw_addr(d, 0, 0), got, sizeof(got));
-    mem_eq("board works after the reset", got, data, sizeof(got), 0);
+    EXPECT_HEX(dn2q_pc(d, 1), 0, "WID 1's parked request was discarded");
+    qtest_memread(qts, dn2q_pw_addr(d, 0, 0), got, sizeof(got));
+    dn2q_mem_eq("board works after the reset", got, data, sizeof(got), 0);
     memset(zero, 0, sizeof(zero));
     sd_check(d, 0, 0x8000 + 64, zero, 64, "a discarded request never wrote");
 }
 
-static void test_fifo(void)
+static void fifo_case(const char *args, unsigned depth, bool reset_by_read)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "%s", args);
     DN2 d;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    fifo_fill(&d, 16, true);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    fifo_fill(&d, depth, reset_by_read);
     qtest_quit(qts);
+}
+
+static void test_fifo(void)
+{
+    fifo_case("-device dimmnet2,id=dn", 16, true);
 }
 
 static void test_fifo_depth4(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn,fifo-depth=4");
-    DN2 d;
-
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    fifo_fill(&d, 4, false);
-    qtest_quit(qts);
+    fifo_case("-device dimmnet2,id=dn,fifo-depth=4", 4, false);
 }
 
 /* Undefined opcodes and NOP are ignored; BOTF size 0 is dropped */
 static void test_ignored_requests(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     static const uint8_t ops[] = {
         0x00, 0x02, 0x03, 0x07, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x13, 0x17, 0x1b,
@@ -1746,30 +1467,30 @@ static void test_ignored_requests(void)
     uint64_t ign0;
     size_t i;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(data, sizeof(data), 191);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(data, sizeof(data), 191);
     sd_write(&d, 0, 0, data, sizeof(data));
-    qtest_memset(qts, ww_addr(&d, 0, 0), 0xee, DN2_WIN_AREA);
+    qtest_memset(qts, dn2q_ww_addr(&d, 0, 0), 0xee, DN2_WIN_AREA);
     pc_reset(&d, 0);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pw0, sizeof(pw0));
-    ign0 = qom_u64(qts, "dn", "stat-ignored");
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pw0, sizeof(pw0));
+    ign0 = dn2q_qom_u64(qts, "dn", "stat-ignored");
     for (i = 0; i < G_N_ELEMENTS(ops); i++) {
-        issue(&d, 0, dn2_req_upper(0, 0), dn2_req_lower(ops[i], 2, 16, 0, 0, 0, 64));
+        dn2q_issue(&d, 0, 0, dn2_req_upper(0, 0), dn2_req_lower(ops[i], 2, 16, 0, 0, 0, 64));
     }
-    issue(&d, 0, 0, dn2_botf_lower(1, 0));
+    dn2q_issue(&d, 0, 0, 0, dn2_botf_lower(1, 0));
     /* a VL behind them completes: the controller did not stop */
     vl(&d, 0, 0x80, 0x600, 16);
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-ignored"), ign0 + G_N_ELEMENTS(ops) + 1,
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-ignored"), ign0 + G_N_ELEMENTS(ops) + 1,
                "stat-ignored counts %zu undefined/NOP requests and the BOTF of size 0",
                G_N_ELEMENTS(ops));
-    EXPECT_HEX(pc(&d, 0), 1ULL << 10, "only the VL counted");
-    EXPECT_HEX(cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(0),
+    EXPECT_HEX(dn2q_pc(&d, 0), 1ULL << 10, "only the VL counted");
+    EXPECT_HEX(dn2q_cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(0),
                "ignored requests set no status bits (WW#0 done is from the setup)");
-    EXPECT_HEX(mstate(&d), 0, "controller idle");
+    EXPECT_HEX(dn2q_mstate(&d), 0, "controller idle");
     memcpy(pw0 + 0x600, data + 0x80, 16);
-    qtest_memread(qts, pw_addr(&d, 0, 0), pw1, sizeof(pw1));
-    mem_eq("ignored requests wrote nothing to the PW", pw1, pw0, sizeof(pw1), 0);
+    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pw1, sizeof(pw1));
+    dn2q_mem_eq("ignored requests wrote nothing to the PW", pw1, pw0, sizeof(pw1), 0);
     sd_check(&d, 0, 0, data, sizeof(data), "ignored requests wrote nothing to SO-DIMM");
     qtest_quit(qts);
 }
@@ -1789,9 +1510,9 @@ static void snap_take(DN2 *d, Snap *s)
     int w;
 
     for (w = 0; w < 2; w++) {
-        qtest_memread(d->qts, ww_addr(d, w, 0), s->ww[w], DN2_WIN_AREA);
-        qtest_memread(d->qts, pw_addr(d, w, 0), s->pw[w], DN2_WIN_AREA);
-        qtest_memread(d->qts, llcm_addr(d, w, 0), s->llcm[w], DN2_LLCM_AREA);
+        qtest_memread(d->qts, dn2q_ww_addr(d, w, 0), s->ww[w], DN2_WIN_AREA);
+        qtest_memread(d->qts, dn2q_pw_addr(d, w, 0), s->pw[w], DN2_WIN_AREA);
+        qtest_memread(d->qts, dn2q_llcm_addr(d, w, 0), s->llcm[w], DN2_LLCM_AREA);
     }
 }
 
@@ -1803,9 +1524,9 @@ static void snap_compare(const char *what, Snap *got, Snap *want)
         g_autofree char *a = g_strdup_printf("%s: Write Window %d", what, w);
         g_autofree char *b = g_strdup_printf("%s: Prefetch Window %d", what, w);
         g_autofree char *c = g_strdup_printf("%s: LLCM %d", what, w);
-        mem_eq(a, got->ww[w], want->ww[w], DN2_WIN_AREA, 0);
-        mem_eq(b, got->pw[w], want->pw[w], DN2_WIN_AREA, 0);
-        mem_eq(c, got->llcm[w], want->llcm[w], DN2_LLCM_AREA, 0);
+        dn2q_mem_eq(a, got->ww[w], want->ww[w], DN2_WIN_AREA, 0);
+        dn2q_mem_eq(b, got->pw[w], want->pw[w], DN2_WIN_AREA, 0);
+        dn2q_mem_eq(c, got->llcm[w], want->llcm[w], DN2_LLCM_AREA, 0);
     }
 }
 
@@ -1815,75 +1536,75 @@ static void reset_setup(DN2 *d, uint8_t *s0, uint8_t *s1)
     g_autofree uint8_t *buf = g_malloc(DN2_LLCM_AREA);
     int w;
 
-    board_init(d, 0x01);
-    pattern(s0, 1024, 201);
-    pattern(s1, 512, 202);
+    dn2q_board_init(d, 0x01);
+    dn2q_pattern(s0, 1024, 201);
+    dn2q_pattern(s1, 512, 202);
     sd_write(d, 0, 0x100, s0, 1024);
     sd_write(d, 1, 0x200, s1, 512);
     vl(d, 0, 0x100, 0x200, 512);
     vl(d, 1, 0x200, 0x600, 512);
     for (w = 0; w < 2; w++) {
-        pattern(buf, DN2_WIN_AREA, 203 + w);
-        qtest_memwrite(d->qts, ww_addr(d, w, 0), buf, DN2_WIN_AREA);
-        pattern(buf, DN2_LLCM_AREA, 205 + w);
-        qtest_memwrite(d->qts, llcm_addr(d, w, 0), buf, DN2_LLCM_AREA);
+        dn2q_pattern(buf, DN2_WIN_AREA, 203 + w);
+        qtest_memwrite(d->qts, dn2q_ww_addr(d, w, 0), buf, DN2_WIN_AREA);
+        dn2q_pattern(buf, DN2_LLCM_AREA, 205 + w);
+        qtest_memwrite(d->qts, dn2q_llcm_addr(d, w, 0), buf, DN2_LLCM_AREA);
     }
-    ur_wr(d, 0, DN2_UR_STATUS_INIT, 0x400);
-    ur_wr(d, 0, DN2_UR_STATUS_ADDR, 0x410);         /* full */
-    ur_wr(d, 1, DN2_UR_STATUS_INIT, 0x7000);
-    ur_wr(d, 0, DN2_UR_LHB_ADDR, 0x40);
-    ur_wr(d, 0, DN2_UR_CMD_EX_FLAG, 1);
+    dn2q_ur_wr(d, 0, DN2_UR_STATUS_INIT, 0x400);
+    dn2q_ur_wr(d, 0, DN2_UR_STATUS_ADDR, 0x410);         /* full */
+    dn2q_ur_wr(d, 1, DN2_UR_STATUS_INIT, 0x7000);
+    dn2q_ur_wr(d, 0, DN2_UR_LHB_ADDR, 0x40);
+    dn2q_ur_wr(d, 0, DN2_UR_CMD_EX_FLAG, 1);
     vs(d, 0, 0x300, 0x8000, 0x200);                 /* WW#1 bits 5+6 */
     expect_refused(d, 0, dn2_req_upper(0, 0x900), dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 8),
                    "VL into a DSTOff outside the Prefetch Window area");
     copy_src(d, 0, DN2_OP_VL, 0, 0, 0x100, 64);     /* copy half recorded */
-    EXPECT_HEX(cs(d, 0), DN2_CS_SDIMM_READY | DN2_CS_STATUS_FULL | DN2_CS_WW_DONE(0) |
+    EXPECT_HEX(dn2q_cs(d, 0), DN2_CS_SDIMM_READY | DN2_CS_STATUS_FULL | DN2_CS_WW_DONE(0) |
                DN2_CS_WW_DONE(1) | DN2_CS_WW_SRC_OVF(1) | DN2_CS_REQ_ERROR,
                "UR0 status before the reset");
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_STATUS_ADDR), 0x7000, "UR1 status tail before");
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_STATUS_ADDR), 0x7000, "UR1 status tail before");
 }
 
 static void test_controller_reset_scope(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     uint8_t s0[1024], s1[512], z[64];
     static Snap before, after;
     int w;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
     reset_setup(&d, s0, s1);
     snap_take(&d, &before);
 
-    sr_wr(&d, DN2_SR_CTL_RESET, 0);
+    dn2q_sr_wr(&d, DN2_SR_CTL_RESET, 0);
     for (w = 0; w < 2; w++) {
-        EXPECT_HEX(cs(&d, w), DN2_CS_STATUS_EMPTY,
+        EXPECT_HEX(dn2q_cs(&d, w), DN2_CS_STATUS_EMPTY,
                    "UR%d Controller Status after Controller Reset (choice #20: "
                    "configuration, status, ring pointers reset)", w);
-        EXPECT_HEX(pc(&d, w), 0, "UR%d Primitive Counter after Controller Reset", w);
-        EXPECT_HEX(pwf(&d, w), DN2_PWF_ALL, "UR%d PW flags after Controller Reset", w);
-        EXPECT_HEX(ur_rd(&d, w, DN2_UR_STATUS_ADDR), 0, "UR%d status ring tail reset", w);
-        EXPECT_HEX(ur_rd(&d, w, DN2_UR_LHB_ADDR), 0, "UR%d LHB tail reset", w);
+        EXPECT_HEX(dn2q_pc(&d, w), 0, "UR%d Primitive Counter after Controller Reset", w);
+        EXPECT_HEX(dn2q_pwf(&d, w), DN2_PWF_ALL, "UR%d PW flags after Controller Reset", w);
+        EXPECT_HEX(dn2q_ur_rd(&d, w, DN2_UR_STATUS_ADDR), 0, "UR%d status ring tail reset", w);
+        EXPECT_HEX(dn2q_ur_rd(&d, w, DN2_UR_LHB_ADDR), 0, "UR%d LHB tail reset", w);
     }
-    EXPECT_HEX(mstate(&d), 0, "Module State after Controller Reset");
+    EXPECT_HEX(dn2q_mstate(&d), 0, "Module State after Controller Reset");
     snap_take(&d, &after);
     snap_compare("kept by Controller Reset", &after, &before);
     {
         uint8_t lhb[DN2_LHB_AREA], zero[DN2_LHB_AREA];
         memset(zero, 0, sizeof(zero));
         for (w = 0; w < 2; w++) {
-            qtest_memread(qts, lhb_addr(&d, w, 0), lhb, sizeof(lhb));
-            mem_eq("LH Buffer cleared by Controller Reset", lhb, zero, sizeof(lhb), 0);
+            qtest_memread(qts, dn2q_lhb_addr(&d, w, 0), lhb, sizeof(lhb));
+            dn2q_mem_eq("LH Buffer cleared by Controller Reset", lhb, zero, sizeof(lhb), 0);
         }
     }
     /* SO-DIMM Init is configuration: primitives are refused until re-init */
     expect_refused(&d, 0, dn2_req_upper(0, 0x100), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8),
                    "VS after Controller Reset, before Init");
     pc_reset(&d, 0);
-    board_init(&d, 0x01);
-    EXPECT_HEX(cs(&d, 0), CS_BASE, "UR0 after re-init");
+    dn2q_board_init(&d, 0x01);
+    EXPECT_HEX(dn2q_cs(&d, 0), CS_BASE, "UR0 after re-init");
     /* the recorded copy half is gone */
-    pattern(z, sizeof(z), 209);
+    dn2q_pattern(z, sizeof(z), 209);
     sd_write(&d, 0, 0x9000, z, sizeof(z));
     expect_refused(&d, 0, dn2_req_upper(DN2_COPY_OFF, 0x9000),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64),
@@ -1895,37 +1616,37 @@ static void test_controller_reset_scope(void)
     sd_check(&d, 1, 0x200, s1, sizeof(s1), "WID 1 SO-DIMM kept by Controller Reset");
     /* Controller Reset by a read */
     stall(&d, 0);
-    EXPECT_HEX(sr_rd(&d, DN2_SR_CTL_RESET), 0, "Controller Reset reads 0");
-    EXPECT_HEX(mstate(&d), 0, "a read of 0xa00 resets the controller too");
-    EXPECT_HEX(cs(&d, 0), DN2_CS_STATUS_EMPTY, "status after reset by read");
+    EXPECT_HEX(dn2q_sr_rd(&d, DN2_SR_CTL_RESET), 0, "Controller Reset reads 0");
+    EXPECT_HEX(dn2q_mstate(&d), 0, "a read of 0xa00 resets the controller too");
+    EXPECT_HEX(dn2q_cs(&d, 0), DN2_CS_STATUS_EMPTY, "status after reset by read");
     qtest_quit(qts);
 }
 
 static void test_system_reset(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     uint8_t s0[1024], s1[512];
     static Snap after, zero;
     int w;
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
     reset_setup(&d, s0, s1);
     stall(&d, 1);
     qtest_system_reset(qts);
     for (w = 0; w < 2; w++) {
-        EXPECT_HEX(cs(&d, w), DN2_CS_STATUS_EMPTY, "UR%d Controller Status after system_reset",
+        EXPECT_HEX(dn2q_cs(&d, w), DN2_CS_STATUS_EMPTY, "UR%d Controller Status after system_reset",
                    w);
-        EXPECT_HEX(pc(&d, w), 0, "UR%d Primitive Counter after system_reset", w);
-        EXPECT_HEX(pwf(&d, w), DN2_PWF_ALL, "UR%d PW flags after system_reset", w);
-        EXPECT_HEX(ur_rd(&d, w, DN2_UR_STATUS_ADDR), 0, "UR%d status tail", w);
+        EXPECT_HEX(dn2q_pc(&d, w), 0, "UR%d Primitive Counter after system_reset", w);
+        EXPECT_HEX(dn2q_pwf(&d, w), DN2_PWF_ALL, "UR%d PW flags after system_reset", w);
+        EXPECT_HEX(dn2q_ur_rd(&d, w, DN2_UR_STATUS_ADDR), 0, "UR%d status tail", w);
     }
-    EXPECT_HEX(mstate(&d), 0, "Module State after system_reset");
-    EXPECT_HEX(sr_rd(&d, DN2_SR_SMA), 0, "SMA reset by power-on");
+    EXPECT_HEX(dn2q_mstate(&d), 0, "Module State after system_reset");
+    EXPECT_HEX(dn2q_sr_rd(&d, DN2_SR_SMA), 0, "SMA reset by power-on");
     memset(&zero, 0, sizeof(zero));
     snap_take(&d, &after);
     snap_compare("on-FPGA buffers zeroed by system_reset (choice #21)", &after, &zero);
-    board_init(&d, 0x01);
+    dn2q_board_init(&d, 0x01);
     sd_check(&d, 0, 0x100, s0, sizeof(s0), "WID 0 SO-DIMM kept across system_reset");
     sd_check(&d, 1, 0x200, s1, sizeof(s1), "WID 1 SO-DIMM kept across system_reset");
     qtest_quit(qts);
@@ -2026,24 +1747,24 @@ static void round_trip(DN2 *d, int wid, uint32_t seed, uint32_t off)
 {
     uint8_t a[512], got[512];
 
-    pattern(a, sizeof(a), seed);
-    qtest_memwrite(d->qts, ww_addr(d, wid, 0x200), a, sizeof(a));
+    dn2q_pattern(a, sizeof(a), seed);
+    qtest_memwrite(d->qts, dn2q_ww_addr(d, wid, 0x200), a, sizeof(a));
     vs(d, wid, 0x200, off, sizeof(a));
     vl(d, wid, off, 0x400, sizeof(a));
-    qtest_memread(d->qts, pw_addr(d, wid, 0x400), got, sizeof(got));
-    mem_eq("VS/VL round trip", got, a, sizeof(got), off);
+    qtest_memread(d->qts, dn2q_pw_addr(d, wid, 0x400), got, sizeof(got));
+    dn2q_mem_eq("VS/VL round trip", got, a, sizeof(got), off);
 }
 
 static void test_acpi_q35(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     const uint64_t bases[] = { DN2_DEFAULT_BASE0 };
     DN2 d;
 
     check_acpi(qts, bases, 1);
-    EXPECT_HEX(qom_u64(qts, "dn", "base"), DN2_DEFAULT_BASE0, "base property of the board");
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "base"), DN2_DEFAULT_BASE0, "base property of the board");
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
     round_trip(&d, 0, 211, 0x1234);
     round_trip(&d, 1, 212, 0x1234);
     qtest_quit(qts);
@@ -2051,78 +1772,78 @@ static void test_acpi_q35(void)
 
 static void test_pc_machine(void)
 {
-    QTestState *qts = vm_start("pc", "-device dimmnet2,id=dn");
+    QTestState *qts = dn2q_vm_start("pc", "-device dimmnet2,id=dn");
     const uint64_t bases[] = { DN2_DEFAULT_BASE0 };
     DN2 d;
 
     check_acpi(qts, bases, 1);
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
-    EXPECT_HEX(cs(&d, 0), DN2_CS_STATUS_EMPTY, "Controller Status on -M pc");
-    board_init(&d, 0x01);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    EXPECT_HEX(dn2q_cs(&d, 0), DN2_CS_STATUS_EMPTY, "Controller Status on -M pc");
+    dn2q_board_init(&d, 0x01);
     round_trip(&d, 0, 221, 0x40000);
     round_trip(&d, 1, 222, 0x80);
-    EXPECT_HEX(cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(1), "UR0 status on -M pc");
+    EXPECT_HEX(dn2q_cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(1), "UR0 status on -M pc");
     qtest_quit(qts);
 }
 
 static void test_two_boards(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=a -device dimmnet2,id=b");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=a -device dimmnet2,id=b");
     const uint64_t bases[] = { DN2_DEFAULT_BASE0, DN2_DEFAULT_BASE1 };
     DN2 a, b;
     uint8_t x[64], y[64], got[64];
 
     check_acpi(qts, bases, 2);
-    EXPECT_HEX(qom_u64(qts, "a", "base"), DN2_DEFAULT_BASE0, "first board's base");
-    EXPECT_HEX(qom_u64(qts, "b", "base"), DN2_DEFAULT_BASE1, "second board's base");
-    dn2_open(&a, qts, DN2_DEFAULT_BASE0);
-    dn2_open(&b, qts, DN2_DEFAULT_BASE1);
-    board_init(&a, 0x01);
-    EXPECT_HEX(cs(&b, 0) & DN2_CS_SDIMM_READY, 0, "board b not initialised by board a's Init");
-    board_init(&b, 0x01);
-    pattern(x, sizeof(x), 231);
-    pattern(y, sizeof(y), 232);
-    qtest_memwrite(qts, ww_addr(&a, 0, 0), x, sizeof(x));
-    qtest_memwrite(qts, ww_addr(&b, 0, 0), y, sizeof(y));
+    EXPECT_HEX(dn2q_qom_u64(qts, "a", "base"), DN2_DEFAULT_BASE0, "first board's base");
+    EXPECT_HEX(dn2q_qom_u64(qts, "b", "base"), DN2_DEFAULT_BASE1, "second board's base");
+    dn2q_open(&a, qts, DN2_DEFAULT_BASE0);
+    dn2q_open(&b, qts, DN2_DEFAULT_BASE1);
+    dn2q_board_init(&a, 0x01);
+    EXPECT_HEX(dn2q_cs(&b, 0) & DN2_CS_SDIMM_READY, 0, "board b not initialised by board a's Init");
+    dn2q_board_init(&b, 0x01);
+    dn2q_pattern(x, sizeof(x), 231);
+    dn2q_pattern(y, sizeof(y), 232);
+    qtest_memwrite(qts, dn2q_ww_addr(&a, 0, 0), x, sizeof(x));
+    qtest_memwrite(qts, dn2q_ww_addr(&b, 0, 0), y, sizeof(y));
     vs(&a, 0, 0, 0x100, sizeof(x));
-    EXPECT_HEX(cs(&b, 0), CS_BASE, "board b's status unaffected by board a's VS");
+    EXPECT_HEX(dn2q_cs(&b, 0), CS_BASE, "board b's status unaffected by board a's VS");
     vs(&b, 0, 0, 0x100, sizeof(y));
     sd_check(&a, 0, 0x100, x, sizeof(x), "board a's SO-DIMM");
     sd_check(&b, 0, 0x100, y, sizeof(y), "board b's SO-DIMM (separate memory)");
     /* a stalled board a does not hold up board b */
     stall(&a, 0);
     round_trip(&b, 1, 233, 0x2000);
-    EXPECT_HEX(mstate(&b), 0, "board b idle");
-    EXPECT_HEX(mstate(&a) & DN2_MASK(16, 0), 1 + DN2_OP_RVS,
+    EXPECT_HEX(dn2q_mstate(&b), 0, "board b idle");
+    EXPECT_HEX(dn2q_wc_state(&a), 1 + DN2_OP_RVS,
                "board a still waiting on its RVS");
-    sr_wr(&b, DN2_SR_CTL_RESET, 0);
-    EXPECT_HEX(mstate(&a) & DN2_MASK(16, 0), 1 + DN2_OP_RVS,
+    dn2q_sr_wr(&b, DN2_SR_CTL_RESET, 0);
+    EXPECT_HEX(dn2q_wc_state(&a), 1 + DN2_OP_RVS,
                "board b's Controller Reset leaves board a");
-    EXPECT_HEX(cs(&a, 0) & DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, "board a still ready");
-    sr_rd(&a, DN2_SR_CTL_RESET);
-    board_init(&a, 0x01);
+    EXPECT_HEX(dn2q_cs(&a, 0) & DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, "board a still ready");
+    dn2q_sr_rd(&a, DN2_SR_CTL_RESET);
+    dn2q_board_init(&a, 0x01);
     vl(&a, 0, 0x100, 0, sizeof(got));
-    qtest_memread(qts, pw_addr(&a, 0, 0), got, sizeof(got));
-    mem_eq("board a after its reset", got, x, sizeof(got), 0);
+    qtest_memread(qts, dn2q_pw_addr(&a, 0, 0), got, sizeof(got));
+    dn2q_mem_eq("board a after its reset", got, x, sizeof(got), 0);
     qtest_quit(qts);
 }
 
 static void test_explicit_base(void)
 {
     /* choice #1: first board 0xFEC10000, base= otherwise */
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=a "
-                               "-device dimmnet2,id=b,base=0xfe000000");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=a "
+                                    "-device dimmnet2,id=b,base=0xfe000000");
     const uint64_t bases[] = { DN2_DEFAULT_BASE0, 0xfe000000 };
     DN2 a, b;
 
-    EXPECT_HEX(qom_u64(qts, "a", "base"), DN2_DEFAULT_BASE0, "first board, default base");
-    EXPECT_HEX(qom_u64(qts, "b", "base"), 0xfe000000, "explicit base");
+    EXPECT_HEX(dn2q_qom_u64(qts, "a", "base"), DN2_DEFAULT_BASE0, "first board, default base");
+    EXPECT_HEX(dn2q_qom_u64(qts, "b", "base"), 0xfe000000, "explicit base");
     check_acpi(qts, bases, 2);
-    dn2_open(&a, qts, DN2_DEFAULT_BASE0);
-    dn2_open(&b, qts, 0xfe000000);
-    EXPECT_HEX(cs(&b, 0), DN2_CS_STATUS_EMPTY, "board at the explicit base answers");
-    board_init(&a, 0x01);
-    board_init(&b, 0x01);
+    dn2q_open(&a, qts, DN2_DEFAULT_BASE0);
+    dn2q_open(&b, qts, 0xfe000000);
+    EXPECT_HEX(dn2q_cs(&b, 0), DN2_CS_STATUS_EMPTY, "board at the explicit base answers");
+    dn2q_board_init(&a, 0x01);
+    dn2q_board_init(&b, 0x01);
     round_trip(&a, 0, 241, 0x10);
     round_trip(&b, 0, 242, 0x10);
     qtest_quit(qts);
@@ -2132,7 +1853,7 @@ static void test_explicit_base(void)
 static int spawn_qemu(const char *const *args, char **out, char **err)
 {
     const char *qemu = g_getenv("QTEST_QEMU_BINARY");
-    g_autofree char *fw = fw_dir();
+    g_autofree char *fw = dn2q_fw_dir();
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
     GError *e = NULL;
     int status = -1;
@@ -2267,7 +1988,7 @@ static QTestState *migrate_via_file(QTestState *src, const char *args)
 
     qtest_qmp_assert_success(src, "{'execute': 'migrate', 'arguments': {'uri': %s}}", uri);
     wait_migration(src, "outgoing");
-    dst = vm_start("q35", "%s -incoming defer", args);
+    dst = dn2q_vm_start("q35", "%s -incoming defer", args);
     qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming', 'arguments': {'uri': %s}}",
                              uri);
     wait_migration(dst, "incoming");
@@ -2285,13 +2006,13 @@ static void regs_take(DN2 *d, Regs *r)
     int w;
 
     for (w = 0; w < 2; w++) {
-        r->cs[w] = cs(d, w);
-        r->pc[w] = pc(d, w);
-        r->pwf[w] = pwf(d, w);
-        r->stail[w] = ur_rd(d, w, DN2_UR_STATUS_ADDR);
-        r->ltail[w] = ur_rd(d, w, DN2_UR_LHB_ADDR);
+        r->cs[w] = dn2q_cs(d, w);
+        r->pc[w] = dn2q_pc(d, w);
+        r->pwf[w] = dn2q_pwf(d, w);
+        r->stail[w] = dn2q_ur_rd(d, w, DN2_UR_STATUS_ADDR);
+        r->ltail[w] = dn2q_ur_rd(d, w, DN2_UR_LHB_ADDR);
     }
-    r->ms = mstate(d);
+    r->ms = dn2q_mstate(d);
 }
 
 static void regs_compare(Regs *got, Regs *want)
@@ -2311,7 +2032,7 @@ static void regs_compare(Regs *got, Regs *want)
 static void test_vmstate(void)
 {
     const char *args = "-device dimmnet2,id=dn,sodimm-size=4M";
-    QTestState *src = vm_start("q35", "%s", args), *dst;
+    QTestState *src = dn2q_vm_start("q35", "%s", args), *dst;
     DN2 d;
     const uint32_t A = 2 * MiB_;
     uint8_t s0[2048], s1[2048], buf[DN2_LLCM_AREA];
@@ -2319,10 +2040,10 @@ static void test_vmstate(void)
     Regs r0, r1;
     int w, k;
 
-    dn2_open(&d, src, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
-    pattern(s0, sizeof(s0), 251);
-    pattern(s1, sizeof(s1), 252);
+    dn2q_open(&d, src, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(s0, sizeof(s0), 251);
+    dn2q_pattern(s1, sizeof(s1), 252);
     sd_write(&d, 0, 0x1000, s0, sizeof(s0));
     sd_write(&d, 1, A - sizeof(s1), s1, sizeof(s1));
     for (k = 0; k < 4; k++) {
@@ -2330,17 +2051,17 @@ static void test_vmstate(void)
         vl(&d, 1, A - sizeof(s1) + 512 * k, 512 * (3 - k), 512);
     }
     for (w = 0; w < 2; w++) {
-        pattern(buf, DN2_WIN_AREA, 253 + w);
-        qtest_memwrite(src, ww_addr(&d, w, 0), buf, DN2_WIN_AREA);
-        pattern(buf, DN2_LLCM_AREA, 255 + w);
-        qtest_memwrite(src, llcm_addr(&d, w, 0), buf, DN2_LLCM_AREA);
+        dn2q_pattern(buf, DN2_WIN_AREA, 253 + w);
+        qtest_memwrite(src, dn2q_ww_addr(&d, w, 0), buf, DN2_WIN_AREA);
+        dn2q_pattern(buf, DN2_LLCM_AREA, 255 + w);
+        qtest_memwrite(src, dn2q_llcm_addr(&d, w, 0), buf, DN2_LLCM_AREA);
     }
-    ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0x300);
-    ur_wr(&d, 0, DN2_UR_STATUS_SIZE, 0x08);
-    ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x310);
-    ur_wr(&d, 1, DN2_UR_STATUS_INIT, 0x6000);
-    ur_wr(&d, 1, DN2_UR_STATUS_ADDR, 0x6020);
-    ur_wr(&d, 0, DN2_UR_CMD_EX_FLAG, 1);
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_INIT, 0x300);
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_SIZE, 0x08);
+    dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x310);
+    dn2q_ur_wr(&d, 1, DN2_UR_STATUS_INIT, 0x6000);
+    dn2q_ur_wr(&d, 1, DN2_UR_STATUS_ADDR, 0x6020);
+    dn2q_ur_wr(&d, 0, DN2_UR_CMD_EX_FLAG, 1);
     vs(&d, 0, 0x300, 0x3000, 0x200);                   /* WW#1: bits 8, 9 */
     vs(&d, 1, 0x400, A - 4, 16);                       /* WW#2: bits 11, 13 */
     expect_refused(&d, 1, dn2_req_upper(0, 0x900),
@@ -2353,14 +2074,14 @@ static void test_vmstate(void)
 
     dst = migrate_via_file(src, args);
     qtest_quit(src);
-    dn2_open(&d, dst, DN2_DEFAULT_BASE0);
+    dn2q_open(&d, dst, DN2_DEFAULT_BASE0);
     regs_take(&d, &r1);
     regs_compare(&r1, &r0);
     snap_take(&d, &after);
     snap_compare("migrated buffers", &after, &before);
     /* the copy half recorded before migration pairs after it */
     copy_dst(&d, 0, DN2_OP_VS, 0, 0, 0x8000, 256);
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_WW_MASK(3), DN2_CS_WW_DONE(3), "copy across migration");
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_WW_MASK(3), DN2_CS_WW_DONE(3), "copy across migration");
     sd_check(&d, 0, 0x8000, s0, 256, "copy with the VL half from before migration");
     sd_check(&d, 0, 0x1000, s0, sizeof(s0), "migrated WID 0 SO-DIMM");
     sd_check(&d, 1, A - sizeof(s1), s1, sizeof(s1) - 4, "migrated WID 1 SO-DIMM");
@@ -2370,20 +2091,20 @@ static void test_vmstate(void)
 static void test_vmstate_stalled(void)
 {
     const char *args = "-device dimmnet2,id=dn,sodimm-size=4M";
-    QTestState *src = vm_start("q35", "%s", args), *dst;
+    QTestState *src = dn2q_vm_start("q35", "%s", args), *dst;
     DN2 d;
     Regs r0, r1;
     uint8_t data[64];
     int k;
 
-    dn2_open(&d, src, DN2_DEFAULT_BASE0);
-    board_init(&d, 0x01);
+    dn2q_open(&d, src, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
     stall(&d, 0);
     for (k = 0; k < 16; k++) {
-        issue_raw(&d, 0, 0, dn2_req_upper(0, 0x100 * k),
-                  dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
+        dn2q_doorbell(&d, 0, 0, dn2_req_upper(0, 0x100 * k),
+                      dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
     }
-    issue_raw(&d, 1, 0, dn2_req_upper(0, 0), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
+    dn2q_doorbell(&d, 1, 0, dn2_req_upper(0, 0), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
     regs_take(&d, &r0);
     EXPECT_HEX(r0.cs[0] & (DN2_CS_FIFO_AFULL | DN2_CS_REQ_PENDING), DN2_CS_FIFO_AFULL,
                "source: FIFO full");
@@ -2392,20 +2113,20 @@ static void test_vmstate_stalled(void)
 
     dst = migrate_via_file(src, args);
     qtest_quit(src);
-    dn2_open(&d, dst, DN2_DEFAULT_BASE0);
+    dn2q_open(&d, dst, DN2_DEFAULT_BASE0);
     regs_take(&d, &r1);
     regs_compare(&r1, &r0);
     /* the FIFO came along: one more request from WID 0 has to wait */
-    issue_raw(&d, 0, 0, dn2_req_upper(0, 0), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
-    EXPECT_HEX(cs(&d, 0) & DN2_CS_REQ_PENDING, DN2_CS_REQ_PENDING,
+    dn2q_doorbell(&d, 0, 0, dn2_req_upper(0, 0), dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 8));
+    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_PENDING, DN2_CS_REQ_PENDING,
                "migrated FIFO is still full");
-    sr_rd(&d, DN2_SR_CTL_RESET);
-    board_init(&d, 0x01);
-    pattern(data, sizeof(data), 261);
-    qtest_memwrite(dst, ww_addr(&d, 0, 0), data, sizeof(data));
+    dn2q_sr_rd(&d, DN2_SR_CTL_RESET);
+    dn2q_board_init(&d, 0x01);
+    dn2q_pattern(data, sizeof(data), 261);
+    qtest_memwrite(dst, dn2q_ww_addr(&d, 0, 0), data, sizeof(data));
     vs(&d, 0, 0, 0x40000, sizeof(data));
     sd_check(&d, 0, 0x40000, data, sizeof(data), "board works after migration + reset");
-    EXPECT_HEX(pcf(&d, 0, DN2_PC_VS), 1, "only one VS ran");
+    EXPECT_HEX(dn2q_pcf(&d, 0, DN2_PC_VS), 1, "only one VS ran");
     qtest_quit(dst);
 }
 
@@ -2415,7 +2136,7 @@ static void test_vmstate_stalled(void)
 
 static void test_fuzz(void)
 {
-    QTestState *qts = vm_start("q35", "-device dimmnet2,id=dn,sodimm-size=4M");
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn,sodimm-size=4M");
     GRand *r = g_rand_new_with_seed(0xd1aa2007);
     static const uint8_t local_ops[] = {
         DN2_OP_VL, DN2_OP_VLS, DN2_OP_VLI, DN2_OP_VS, DN2_OP_VSS, DN2_OP_VSI,
@@ -2424,7 +2145,7 @@ static void test_fuzz(void)
     int i;
     uint8_t junk[64];
 
-    dn2_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
     for (i = 0; i < 6000; i++) {
         uint32_t kind = g_rand_int_range(r, 0, 100);
         uint64_t v = ((uint64_t)g_rand_int(r) << 32) | g_rand_int(r);
@@ -2441,12 +2162,12 @@ static void test_fuzz(void)
             break;
         }
         if (i % 500 == 0) {
-            sr_wr(&d, DN2_SR_SDIMM_INIT, 1);       /* keep primitives reachable */
+            dn2q_sr_wr(&d, DN2_SR_SDIMM_INIT, 1);       /* keep primitives reachable */
         }
         if (kind < 30) {
-            ur_wr(&d, wid, g_rand_int_range(r, 0, DN2_UR_PAGE) & ~7, v);
+            dn2q_ur_wr(&d, wid, g_rand_int_range(r, 0, DN2_UR_PAGE) & ~7, v);
         } else if (kind < 40) {
-            sr_wr(&d, g_rand_int_range(r, 0, DN2_SR_PAGE) & ~7, v);
+            dn2q_sr_wr(&d, g_rand_int_range(r, 0, DN2_SR_PAGE) & ~7, v);
         } else if (kind < 70) {
             /* structured doorbell: a local primitive with random fields */
             uint8_t op = g_rand_boolean(r) ? local_ops[g_rand_int_range(r, 0, 6)]
@@ -2461,12 +2182,12 @@ static void test_fuzz(void)
                                     : g_rand_boolean(r) ? picks[g_rand_int_range(r, 0, 8)]
                                                         : g_rand_int(r);
             arg = g_rand_boolean(r) ? g_rand_int_range(r, 0, 0x1000) : g_rand_int(r);
-            ur_wr(&d, wid, DN2_UR_CMD_EX, v);
-            issue_raw(&d, wid, g_rand_int_range(r, 0, 2), dn2_req_upper(src, dst),
-                      dn2_req_lower(op, g_rand_int_range(r, 0, 8),
-                                    g_rand_int_range(r, 0, 256), g_rand_int_range(r, 0, 4096),
-                                    g_rand_int_range(r, 0, 2), g_rand_int_range(r, 0, 2),
-                                    arg));
+            dn2q_ur_wr(&d, wid, DN2_UR_CMD_EX, v);
+            dn2q_doorbell(&d, wid, g_rand_int_range(r, 0, 2), dn2_req_upper(src, dst),
+                          dn2_req_lower(op, g_rand_int_range(r, 0, 8),
+                                        g_rand_int_range(r, 0, 256), g_rand_int_range(r, 0, 4096),
+                                        g_rand_int_range(r, 0, 2), g_rand_int_range(r, 0, 2),
+                                        arg));
         } else if (kind < 80) {
             /* odd-size or misaligned register access */
             uint64_t a = d.base + (g_rand_boolean(r) ? DN2_UR_BASE : DN2_SR_BASE) +
@@ -2482,28 +2203,28 @@ static void test_fuzz(void)
         } else if (kind < 92) {
             /* reads of any register, including Controller Reset */
             if (g_rand_boolean(r)) {
-                ur_rd(&d, wid, g_rand_int_range(r, 0, DN2_UR_PAGE) & ~7);
+                dn2q_ur_rd(&d, wid, g_rand_int_range(r, 0, DN2_UR_PAGE) & ~7);
             } else {
-                sr_rd(&d, g_rand_int_range(r, 0, DN2_SR_PAGE) & ~7);
+                dn2q_sr_rd(&d, g_rand_int_range(r, 0, DN2_SR_PAGE) & ~7);
             }
         } else {
             /* buffer writes anywhere in the four buffer regions */
             uint64_t a = d.base + g_rand_int_range(r, 0, 4 * DN2_REGION_SIZE - sizeof(junk));
-            pattern(junk, sizeof(junk), i);
+            dn2q_pattern(junk, sizeof(junk), i);
             qtest_memwrite(qts, a, junk, g_rand_int_range(r, 1, sizeof(junk)));
         }
     }
     g_rand_free(r);
     /* still alive and still working after a Controller Reset */
     EXPECT_TRUE(qtest_probe_child(qts), "QEMU survived the register fuzzing");
-    sr_rd(&d, DN2_SR_CTL_RESET);
-    EXPECT_HEX(mstate(&d), 0, "idle after Controller Reset");
-    EXPECT_HEX(cs(&d, 0), DN2_CS_STATUS_EMPTY, "UR0 clean after Controller Reset");
-    EXPECT_HEX(cs(&d, 1), DN2_CS_STATUS_EMPTY, "UR1 clean after Controller Reset");
-    board_init(&d, 0x01);
+    dn2q_sr_rd(&d, DN2_SR_CTL_RESET);
+    EXPECT_HEX(dn2q_mstate(&d), 0, "idle after Controller Reset");
+    EXPECT_HEX(dn2q_cs(&d, 0), DN2_CS_STATUS_EMPTY, "UR0 clean after Controller Reset");
+    EXPECT_HEX(dn2q_cs(&d, 1), DN2_CS_STATUS_EMPTY, "UR1 clean after Controller Reset");
+    dn2q_board_init(&d, 0x01);
     round_trip(&d, 0, 271, 0x1000);
     round_trip(&d, 1, 272, 0x1ffe00);
-    EXPECT_HEX(cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(1), "UR0 status after the round trip");
+    EXPECT_HEX(dn2q_cs(&d, 0), CS_BASE | DN2_CS_WW_DONE(1), "UR0 status after the round trip");
     qtest_quit(qts);
 }
 
