@@ -24,66 +24,39 @@
  * build/fabric/dn2-switch found above this executable or the cwd),
  * DN2_SWITCH_VERBOSE=1 (do not pass --quiet to the switch).
  *
+ * The helpers shared with the other qtests (checks, registers, SO-DIMM
+ * files) are in dimmnet2-qtest-util.c.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #include "qemu/osdep.h"
 #include <poll.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include "libqtest.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
-#include "qobject/qnum.h"
 #include "qobject/qstring.h"
 #include "qemu/bswap.h"
-#include "dimmnet2/dn2_abi.h"
+#include "dimmnet2-qtest-util.h"
 /* The fabric wire format (fabric/dn2fab.h), for the hostile peer. */
 #include "../../hw/dimmnet2/fabric/dn2fab.h"
-
-#define MiB_ (1024ULL * 1024)
-#define KiB_ 1024ULL
 
 #define PG          0x5a        /* the process group of every test process */
 #define ST_OFF      0x7000u     /* status ring in LLCM: the last 4 KiB */
 #define ST_SIZE_REG 0x40u       /* one-hot: 64 << 6 = 4096 bytes */
-#define ST_BYTES    4096u
-#define MTU_4096    0x10u
 #define CAP_256M    0x01u
 #define T_SHORT     5000        /* ms: a packet or a small primitive */
 #define T_LONG      60000       /* ms: megabytes, with faults */
 
 /* ------------------------------------------------------------------ */
-/* Non-fatal checks with context                                       */
+/* Bounded waits                                                       */
 /* ------------------------------------------------------------------ */
-
-#define EXPECT_HEX(got, want, ...) do { \
-        uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want); \
-        if (got_ != want_) { \
-            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
-            g_test_message("FAIL %s:%d: %s: got 0x%" PRIx64 ", expected 0x%" \
-                           PRIx64, __FILE__, __LINE__, ctx_, got_, want_); \
-            g_test_fail(); \
-        } \
-    } while (0)
-
-#define EXPECT_TRUE(cond, ...) do { \
-        if (!(cond)) { \
-            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
-            g_test_message("FAIL %s:%d: %s (%s)", __FILE__, __LINE__, ctx_, #cond); \
-            g_test_fail(); \
-        } \
-    } while (0)
 
 /* After a wait timed out, the other waits of the case fail fast. */
 static bool g_dead;
-
-static void case_begin(void)
-{
-    g_dead = false;
-}
 
 static int64_t now_ms(void)
 {
@@ -108,44 +81,6 @@ static void wait_failed(const char *fmt, ...)
     g_test_message("FAIL timed out waiting for %s", msg);
     g_test_fail();
     g_dead = true;
-}
-
-static bool mem_eq(const char *what, const void *got_, const void *want_, size_t len,
-                   uint64_t base_off)
-{
-    const uint8_t *got = got_, *want = want_;
-    size_t i, n = 0, first = 0;
-
-    for (i = 0; i < len; i++) {
-        if (got[i] != want[i]) {
-            if (!n) {
-                first = i;
-            }
-            n++;
-        }
-    }
-    if (n) {
-        g_test_message("FAIL %s: %zu of %zu bytes differ; first at offset 0x%" PRIx64
-                       ": got 0x%02x, expected 0x%02x", what, n, len,
-                       base_off + first, got[first], want[first]);
-        g_test_fail();
-        return false;
-    }
-    return true;
-}
-
-static void pattern(void *buf, size_t len, uint32_t seed)
-{
-    uint8_t *p = buf;
-    uint64_t x = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)seed * 0x100000001b3ULL);
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dULL) >> 56);
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -323,173 +258,57 @@ static int64_t switch_stat(Switch *sw, const char *key)
 }
 
 /* ------------------------------------------------------------------ */
-/* File-backed SO-DIMMs                                                */
-/* ------------------------------------------------------------------ */
-
-typedef struct SdFile {
-    char *path;
-    int fd;
-    uint8_t *map;
-    uint64_t size;
-} SdFile;
-
-static void sdfile_create(SdFile *f, uint64_t size)
-{
-    GError *err = NULL;
-
-    if (g_file_test("/dev/shm", G_FILE_TEST_IS_DIR) && access("/dev/shm", W_OK) == 0) {
-        f->path = g_strdup("/dev/shm/dn2-fabric-sodimm-XXXXXX");
-        f->fd = g_mkstemp(f->path);
-    } else {
-        f->fd = g_file_open_tmp("dn2-fabric-sodimm-XXXXXX", &f->path, &err);
-        g_assert_no_error(err);
-    }
-    g_assert_cmpint(f->fd, >=, 0);
-    g_assert_cmpint(ftruncate(f->fd, size), ==, 0);
-    f->size = size;
-    f->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
-    g_assert_true(f->map != MAP_FAILED);
-}
-
-static void sdfile_destroy(SdFile *f)
-{
-    if (!f->map) {
-        return;
-    }
-    munmap(f->map, f->size);
-    close(f->fd);
-    unlink(f->path);
-    g_free(f->path);
-    memset(f, 0, sizeof(*f));
-}
-
-/* ------------------------------------------------------------------ */
 /* Boards                                                              */
 /* ------------------------------------------------------------------ */
 
 typedef struct Board {
-    QTestState *qts;
+    DN2 d;                      /* the window and our view of its status rings */
     char name;
-    uint64_t base;
-    SdFile mem;
-    uint64_t area;              /* per-process SO-DIMM area */
+    DN2SdFile mem;              /* its SO-DIMMs, mapped here too */
     uint64_t guid;
     int local_port;
     uint16_t lid;
-    uint32_t st_head[DN2_NUM_WID];  /* our read pointer in the status ring */
-    uint32_t st_bytes[DN2_NUM_WID]; /* the ring's size */
 } Board;
-
-static char *fw_dir(void)
-{
-    const char *e = g_getenv("DN2_FIRMWARE_DIR");
-
-    if (e && *e) {
-        return g_strdup(e);
-    }
-    return g_build_filename(g_get_home_dir(), ".cache", "dimmnet2", "firmware", NULL);
-}
 
 static void board_start(Board *b, char name, int sw_port, uint64_t guid, int local_port,
                         uint64_t memsize)
 {
-    g_autofree char *fw = fw_dir();
     g_autofree char *local = local_port ?
         g_strdup_printf(",local=127.0.0.1:%d", local_port) : g_strdup("");
+    g_autofree char *props = g_strdup_printf(",switch=127.0.0.1:%d,guid=0x%" PRIx64 "%s",
+                                             sw_port, guid, local);
 
     memset(b, 0, sizeof(*b));
     b->name = name;
-    b->base = DN2_DEFAULT_BASE0;
     b->guid = guid;
     b->local_port = local_port;
-    sdfile_create(&b->mem, memsize);
-    b->area = MIN(256 * MiB_, memsize / 2);
-    b->qts = qtest_initf("-L %s -M q35 -nodefaults -m 64M "
-                         "-object memory-backend-file,id=m,size=%" PRIu64
-                         ",mem-path=%s,share=on "
-                         "-device dimmnet2,id=dn,memdev=m,switch=127.0.0.1:%d,"
-                         "guid=0x%" PRIx64 "%s",
-                         fw, memsize, b->mem.path, sw_port, guid, local);
+    dn2q_sdfile_create(&b->mem, memsize, "dn2-fabric-sodimm-XXXXXX", true);
+    dn2q_open(&b->d, dn2q_start_memdev(&b->mem, props), DN2_DEFAULT_BASE0);
     /* QEMU has the file open and mapped now: nothing to leak if we abort */
     unlink(b->mem.path);
 }
 
 static void board_stop(Board *b)
 {
-    if (b->qts) {
-        qtest_quit(b->qts);
-        b->qts = NULL;
+    if (b->d.qts) {
+        qtest_quit(b->d.qts);
+        b->d.qts = NULL;
     }
-    sdfile_destroy(&b->mem);
-}
-
-static uint64_t ur_rd(Board *b, int wid, uint32_t off)
-{
-    return qtest_readq(b->qts, b->base + DN2_UR_OFF(wid) + off);
-}
-static void ur_wr(Board *b, int wid, uint32_t off, uint64_t v)
-{
-    qtest_writeq(b->qts, b->base + DN2_UR_OFF(wid) + off, v);
-}
-static uint64_t sr_rd(Board *b, uint32_t off)
-{
-    return qtest_readq(b->qts, b->base + DN2_SR_BASE + off);
-}
-static void sr_wr(Board *b, uint32_t off, uint64_t v)
-{
-    qtest_writeq(b->qts, b->base + DN2_SR_BASE + off, v);
-}
-static uint64_t cs(Board *b, int wid)
-{
-    return ur_rd(b, wid, DN2_UR_CTL_STATUS);
-}
-static unsigned pcf(Board *b, int wid, int fam)
-{
-    return dn2_pc_field(ur_rd(b, wid, DN2_UR_PRIM_COUNTER), fam);
-}
-static uint64_t ww_addr(Board *b, int wid, uint32_t off)
-{
-    return b->base + DN2_WW_OFF(wid, 0) + off;
-}
-static uint64_t pw_addr(Board *b, int wid, uint32_t off)
-{
-    return b->base + DN2_PW_OFF(wid, 0) + off;
-}
-static uint64_t llcm_addr(Board *b, int wid, uint32_t off)
-{
-    return b->base + DN2_LLCM_OFF(wid) + off;
-}
-static uint64_t lhb_addr(Board *b, int wid, uint32_t off)
-{
-    return b->base + DN2_LHB_OFF(wid) + off;
+    dn2q_sdfile_destroy(&b->mem);
 }
 
 static uint64_t qom_u64(Board *b, const char *prop)
 {
-    QDict *rsp = qtest_qmp(b->qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': '/machine/peripheral/dn', 'property': %s}}", prop);
-    uint64_t v = 0;
+    g_autofree char *who = g_strdup_printf("board %c: qom-get %s", b->name, prop);
 
-    if (!qdict_haskey(rsp, "return")) {
-        g_test_message("FAIL board %c: qom-get %s failed", b->name, prop);
-        g_test_fail();
-    } else {
-        QNum *n = qobject_to(QNum, qdict_get(rsp, "return"));
-        if (!n || !qnum_get_try_uint(n, &v)) {
-            g_test_message("FAIL board %c: qom-get %s: not an unsigned number", b->name,
-                           prop);
-            g_test_fail();
-        }
-    }
-    qobject_unref(rsp);
-    return v;
+    return dn2q_qom_get_u64(b->d.qts, "/machine/peripheral/dn", prop, who);
 }
 
 /* Names of the device's QOM properties. */
 static GPtrArray *qom_props(Board *b)
 {
     GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-    QDict *rsp = qtest_qmp(b->qts, "{'execute': 'qom-list', 'arguments': "
+    QDict *rsp = qtest_qmp(b->d.qts, "{'execute': 'qom-list', 'arguments': "
                            "{'path': '/machine/peripheral/dn'}}");
     QList *l = qdict_haskey(rsp, "return") ? qdict_get_qlist(rsp, "return") : NULL;
     QListEntry *e;
@@ -507,50 +326,12 @@ static GPtrArray *qom_props(Board *b)
 }
 
 /* SO-DIMM bytes through the backing file (choice #10 interleave). */
-static uint8_t *sd_byte(Board *b, int wid, uint64_t off)
-{
-    uint64_t g = (uint64_t)wid * b->area + off;
-
-    return b->mem.map + dn2_sdimm_module(g) * (b->mem.size / 2) +
-           dn2_sdimm_module_offset(g);
-}
-
-static void sd_put(Board *b, int wid, uint64_t off, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-
-    while (len) {
-        size_t n = MIN(len, DN2_SDIMM_INTERLEAVE - (off & 7));
-        memcpy(sd_byte(b, wid, off), p, n);
-        p += n;
-        off += n;
-        len -= n;
-    }
-}
-
-static void sd_get(Board *b, int wid, uint64_t off, void *buf, size_t len)
-{
-    uint8_t *p = buf;
-
-    while (len) {
-        size_t n = MIN(len, DN2_SDIMM_INTERLEAVE - (off & 7));
-        memcpy(p, sd_byte(b, wid, off), n);
-        p += n;
-        off += n;
-        len -= n;
-    }
-}
-
 static bool sd_expect(Board *b, int wid, uint64_t off, const void *want, size_t len,
                       const char *what)
 {
-    g_autofree uint8_t *got = g_malloc(len ? len : 1);
-    g_autofree char *w = g_strdup_printf("%s (board %c WID %d SO-DIMM 0x%" PRIx64
-                                         "..0x%" PRIx64 ")", what, b->name, wid, off,
-                                         off + len);
+    g_autofree char *who = g_strdup_printf("board %c ", b->name);
 
-    sd_get(b, wid, off, got, len);
-    return mem_eq(w, got, want, len, off);
+    return dn2q_sdfile_expect(&b->mem, wid, off, want, len, who, what);
 }
 
 static bool sd_expect_zero(Board *b, int wid, uint64_t off, size_t len, const char *what)
@@ -568,7 +349,7 @@ static bool sd_wait(Board *b, int wid, uint64_t off, const void *want, size_t le
     int64_t end = deadline(ms);
 
     do {
-        sd_get(b, wid, off, got, len);
+        dn2q_sdfile_get(&b->mem, wid, off, got, len);
         if (!memcmp(got, want, len)) {
             return true;
         }
@@ -587,7 +368,7 @@ static bool poll_ur(Board *b, int wid, uint32_t off, uint64_t mask, uint64_t wan
     uint64_t v;
 
     do {
-        v = ur_rd(b, wid, off);
+        v = dn2q_ur_rd(&b->d, wid, off);
         if ((v & mask) == want) {
             return true;
         }
@@ -599,9 +380,8 @@ static bool poll_ur(Board *b, int wid, uint32_t off, uint64_t mask, uint64_t wan
 
 static bool wait_pc(Board *b, int wid, int fam, unsigned target, int ms, const char *what)
 {
-    return poll_ur(b, wid, DN2_UR_PRIM_COUNTER,
-                   (uint64_t)DN2_PC_MASK << (fam * DN2_PC_BITS),
-                   (uint64_t)(target & DN2_PC_MASK) << (fam * DN2_PC_BITS), ms, what);
+    return poll_ur(b, wid, DN2_UR_PRIM_COUNTER, dn2q_pc_mask(fam), dn2q_pc_value(fam, target),
+                   ms, what);
 }
 
 static bool wait_qom(Board *b, const char *prop, uint64_t want_at_least, int ms,
@@ -629,7 +409,7 @@ static bool board_wait_link(Board *b, int ms)
     uint64_t v;
 
     do {
-        v = sr_rd(b, DN2_SR_SMA);
+        v = dn2q_sr_rd(&b->d, DN2_SR_SMA);
         if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
             b->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
             return true;
@@ -646,7 +426,7 @@ static bool poll_sma_down(Board *b, int ms)
     uint64_t v;
 
     do {
-        v = sr_rd(b, DN2_SR_SMA);
+        v = dn2q_sr_rd(&b->d, DN2_SR_SMA);
         if (DN2_GET(v, 17, 16) != DN2_SMA_LINK_READY) {
             return true;
         }
@@ -662,20 +442,11 @@ static void board_net_init(Board *b, int pgid0, int pgid1)
 {
     int wid;
 
-    sr_wr(b, DN2_SR_SDIMM_CAPACITY, CAP_256M);
-    sr_wr(b, DN2_SR_SDIMM_INIT, 1);
-    sr_wr(b, DN2_SR_MTU, MTU_4096);
-    if (pgid0 >= 0) {
-        sr_wr(b, DN2_SR_PGID0, pgid0);
-    }
-    if (pgid1 >= 0) {
-        sr_wr(b, DN2_SR_PGID1, pgid1);
-    }
+    dn2q_sdimm_init(&b->d, CAP_256M);
+    dn2q_sr_wr(&b->d, DN2_SR_MTU, DN2Q_MTU_4K);
+    dn2q_set_pgids(&b->d, pgid0, pgid1);
     for (wid = 0; wid < DN2_NUM_WID; wid++) {
-        ur_wr(b, wid, DN2_UR_STATUS_INIT, ST_OFF);
-        ur_wr(b, wid, DN2_UR_STATUS_SIZE, ST_SIZE_REG);
-        b->st_head[wid] = ST_OFF;
-        b->st_bytes[wid] = ST_BYTES;
+        dn2q_status_setup(&b->d, wid, ST_OFF, ST_SIZE_REG);
     }
     poll_ur(b, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, T_SHORT,
             "SO-DIMM ready");
@@ -689,13 +460,9 @@ static void issue(Board *b, int wid, int cmd, uint64_t upper, uint64_t lower,
     poll_ur(b, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL, 0, T_LONG,
             "room in the Request FIFO");
     if (has_ex) {
-        ur_wr(b, wid, DN2_UR_CMD_EX_FLAG, 1);
-        ur_wr(b, wid, DN2_UR_CMD_EX, ex);
-    }
-    ur_wr(b, wid, cmd ? DN2_UR_CMD1_UPPER : DN2_UR_CMD0_UPPER, upper);
-    ur_wr(b, wid, cmd ? DN2_UR_CMD1_LOWER : DN2_UR_CMD0_LOWER, lower);
-    if (has_ex) {
-        ur_wr(b, wid, DN2_UR_CMD_EX_FLAG, 0);
+        dn2q_doorbell_ex(&b->d, wid, cmd, upper, ex, lower);
+    } else {
+        dn2q_doorbell(&b->d, wid, cmd, upper, lower);
     }
 }
 
@@ -748,37 +515,45 @@ static size_t mkpkt(uint8_t *buf, const struct dn2_hdr *h0, const void *data, si
     return bytes;
 }
 
+/* The header of an RVS packet with eflag to dlid, landing at dst (2nd DW
+ * = {dst, dst}); the caller adds flags. */
+static struct dn2_hdr rvs_hdr(uint16_t dlid, uint32_t dst)
+{
+    struct dn2_hdr h;
+
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.dlid = dlid;
+    h.eflag = 1;
+    h.w1_lo = h.w1_hi = dst;
+    return h;
+}
+
+/* BOTF of a packet image built in Write Window n of the WID. */
+static void botf_send(Board *b, int wid, unsigned n, const struct dn2_hdr *h,
+                      const void *data, size_t dlen)
+{
+    uint8_t img[DN2_BOTF_MAX];
+    size_t len = mkpkt(img, h, data, dlen);
+
+    qtest_memwrite(b->d.qts, dn2q_ww_addr(&b->d, wid, n * DN2_WIN_SIZE), img, len);
+    botf(b, wid, n, len);
+}
+
 /* Status rings ---------------------------------------------------------- */
-
-static uint32_t st_next(Board *b, int wid, uint32_t pos)
-{
-    return ST_OFF + (pos - ST_OFF + DN2_STATUS_REC_SIZE) % b->st_bytes[wid];
-}
-
-/* (Re)configure a status ring: head and tail go to its start (choice #25). */
-static void st_config(Board *b, int wid, uint32_t size_reg)
-{
-    ur_wr(b, wid, DN2_UR_STATUS_INIT, ST_OFF);
-    ur_wr(b, wid, DN2_UR_STATUS_SIZE, size_reg);
-    b->st_head[wid] = ST_OFF;
-    b->st_bytes[wid] = dn2_status_area_bytes(size_reg);
-}
 
 /* Take the next receive-status record (waits up to ms). */
 static bool st_pop(Board *b, int wid, uint64_t *lower, uint64_t *upper, int ms,
                    const char *what)
 {
     int64_t end = deadline(ms);
-    uint32_t head = b->st_head[wid];
+    uint32_t head = b->d.st[wid].head;
     uint64_t tail;
 
     do {
-        tail = ur_rd(b, wid, DN2_UR_STATUS_ADDR);
+        tail = dn2q_ur_rd(&b->d, wid, DN2_UR_STATUS_ADDR);
         if (tail != head) {
-            *lower = qtest_readq(b->qts, llcm_addr(b, wid, head));
-            *upper = qtest_readq(b->qts, llcm_addr(b, wid, head + 8));
-            b->st_head[wid] = st_next(b, wid, head);
-            ur_wr(b, wid, DN2_UR_STATUS_ADDR, b->st_head[wid]);
+            dn2q_status_take(&b->d, wid, lower, upper);
             return true;
         }
     } while (now_ms() < end);
@@ -806,7 +581,7 @@ static void st_expect(Board *b, int wid, unsigned otype, unsigned dtype, unsigne
 
 static void st_expect_empty(Board *b, int wid, const char *what)
 {
-    EXPECT_HEX(ur_rd(b, wid, DN2_UR_STATUS_ADDR), b->st_head[wid],
+    EXPECT_HEX(dn2q_ur_rd(&b->d, wid, DN2_UR_STATUS_ADDR), b->d.st[wid].head,
                "%s: board %c WID %d status ring empty (tail == head)", what, b->name, wid);
 }
 
@@ -833,6 +608,7 @@ static bool fab_up(Fab *f, int n, const char *const *sw_args, uint64_t memsize,
 {
     int i;
 
+    g_dead = false;             /* a new case */
     memset(f, 0, sizeof(*f));
     f->n = n;
     if (!switch_start(&f->sw, 0, sw_args)) {
@@ -848,6 +624,17 @@ static bool fab_up(Fab *f, int n, const char *const *sw_args, uint64_t memsize,
         board_net_init(&f->b[i], PG, PG);
     }
     return true;
+}
+
+/* The same with two boards, A and B. */
+static bool fab_up_ab(Fab *f, const char *const *sw_args, uint64_t memsize,
+                      const int *local_ports, Board **a, Board **b)
+{
+    bool up = fab_up(f, 2, sw_args, memsize, local_ports);
+
+    *a = &f->b[0];
+    *b = &f->b[1];
+    return up;
 }
 
 static void fab_down(Fab *f)
@@ -871,12 +658,11 @@ static void test_link_up(void)
     uint16_t lid_a;
     uint8_t data[3000];
 
-    case_begin();
     if (!fab_up(&f, 3, NULL, 32 * MiB_, NULL)) {
         goto out;
     }
     for (i = 0; i < 3; i++) {
-        uint64_t v = sr_rd(&f.b[i], DN2_SR_SMA);
+        uint64_t v = dn2q_sr_rd(&f.b[i].d, DN2_SR_SMA);
         EXPECT_HEX(DN2_GET(v, 17, 16), DN2_SMA_LINK_READY, "board %c SMA [17:16]",
                    f.b[i].name);
         EXPECT_HEX(DN2_GET(v, 63, 18), 0, "board %c SMA [63:18]", f.b[i].name);
@@ -891,15 +677,15 @@ static void test_link_up(void)
     /* SMA software reset of A: the link renegotiates, the switch gives the
      * GUID its LID again, and the others accept A's new incarnation. */
     lid_a = f.b[0].lid;
-    sr_wr(&f.b[0], DN2_SR_SMA, 1);
+    dn2q_sr_wr(&f.b[0].d, DN2_SR_SMA, 1);
     if (board_wait_link(&f.b[0], T_SHORT)) {
         EXPECT_HEX(f.b[0].lid, lid_a, "board A keeps its LID after an SMA reset");
     }
     /* A's new epoch reaches the others in the next routing table; what
      * they queued for A's old incarnation would be dropped (peer reset) */
     g_usleep(100 * 1000);
-    pattern(data, sizeof(data), 1);
-    sd_put(&f.b[1], 0, 0x1000, data, sizeof(data));
+    dn2q_pattern(data, sizeof(data), 1);
+    dn2q_sdfile_put(&f.b[1].mem, 0, 0x1000, data, sizeof(data));
     rreq(&f.b[1], 0, 0, DN2_OP_RVS, 0, 0, f.b[0].lid, 0, 1, sizeof(data), 0x1000, 0x2000);
     st_expect(&f.b[0], 0, DN2_OP_RVS, 0, 0, f.b[1].lid, 0, sizeof(data), 0x2000, T_SHORT,
               "RVS B->A after A's SMA reset");
@@ -926,28 +712,25 @@ static void test_rvs_family(void)
     unsigned pkts0, i;
     const char *w;
 
-    case_begin();
-    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
-    pattern(src, 64 * KiB_, 2);
-    sd_put(A, 0, 0x10000, src, 64 * KiB_);
-    sd_put(A, 1, 0x10000, src, 64 * KiB_);
+    dn2q_pattern(src, 64 * KiB_, 2);
+    dn2q_sdfile_put(&A->mem, 0, 0x10000, src, 64 * KiB_);
+    dn2q_sdfile_put(&A->mem, 1, 0x10000, src, 64 * KiB_);
 
     /* RVS, contiguous, 3 packets at MTU 4096, odd offsets and size */
     w = "RVS 10000 bytes A->B";
-    pkts0 = ur_rd(B, 0, DN2_UR_PKT_COUNTER);
+    pkts0 = dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER);
     rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 10000, 0x10005, 0x200003);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 10000, 0x200003, T_SHORT, w);
     sd_expect(B, 0, 0x200003, src + 5, 10000, w);
     sd_expect_zero(B, 0, 0x200000, 3, "bytes before the RVS");
     sd_expect_zero(B, 0, 0x200003 + 10000, 64, "bytes after the RVS");
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER) - pkts0, 3,
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER) - pkts0, 3,
                "%s: receiver's Packet Counter (3 packets of <= 4096 bytes)", w);
-    EXPECT_HEX(pcf(A, 0, DN2_PC_RVS), 1, "%s: sender's Primitive Counter RVS", w);
-    EXPECT_HEX(pcf(B, 0, DN2_PC_RVS), 0, "%s: receiver's Primitive Counter RVS", w);
+    EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_RVS), 1, "%s: sender's Primitive Counter RVS", w);
+    EXPECT_HEX(dn2q_pcf(&B->d, 0, DN2_PC_RVS), 0, "%s: receiver's Primitive Counter RVS", w);
     st_expect_empty(B, 0, w);
 
     /* WID 1 to WID 1: the record names the sender's WID */
@@ -971,9 +754,9 @@ static void test_rvs_family(void)
     w = "RVS through Command1 (PW)";
     rreq(A, 0, 1, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 700, 0x13000, 0x100);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 700, 0x100, T_SHORT, w);
-    qtest_memread(B->qts, pw_addr(B, 0, 0x100), got, 700);
-    mem_eq(w, got, src + 0x3000, 700, 0x100);
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: PW flags", w);
+    qtest_memread(B->d.qts, dn2q_pw_addr(&B->d, 0, 0x100), got, 700);
+    dn2q_mem_eq(w, got, src + 0x3000, 700, 0x100);
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: PW flags", w);
 
     /* RVSS: 200 x 8 bytes to stride 24 (one packet) */
     w = "RVSS 200 x 8 B stride 24";
@@ -990,7 +773,7 @@ static void test_rvs_family(void)
 
     /* RVSS spanning 5 packets: 255 x 64 bytes, stride 100 */
     w = "RVSS 255 x 64 B stride 100 (5 packets)";
-    pkts0 = ur_rd(B, 0, DN2_UR_PKT_COUNTER);
+    pkts0 = dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER);
     rreq(A, 0, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, B->lid, 0, 1, 100, 0x10000, 0x240000);
     /* The record is the primitive's: Iteration 255, Size = Total */
     st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, A->lid, 0, 255 * 64, 0x240000,
@@ -1001,7 +784,7 @@ static void test_rvs_family(void)
             break;
         }
     }
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER) - pkts0, 5, "%s: packets", w);
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER) - pkts0, 5, "%s: packets", w);
     st_expect_empty(B, 0, w);
 
     /* RVSI: the list lives in the receiver's SO-DIMM */
@@ -1010,7 +793,7 @@ static void test_rvs_family(void)
         uint32_t le;
         list[i] = ((i * 37) % 64) * 12;
         le = cpu_to_le32(list[i]);
-        sd_put(B, 0, 0x300000 + i * 4, &le, 4);
+        dn2q_sdfile_put(&B->mem, 0, 0x300000 + i * 4, &le, 4);
     }
     rreq(A, 0, 0, DN2_OP_RVSI, DN2_DTYPE_4B, 64, B->lid, 0, 1, 0x300000, 0x15000,
          0x310000);
@@ -1042,15 +825,15 @@ static void test_rvs_family(void)
     w = "RVS 1 MiB";
     {
         g_autofree uint8_t *big = g_malloc(MiB_);
-        pattern(big, MiB_, 3);
-        sd_put(A, 0, 0x400000, big, MiB_);
+        dn2q_pattern(big, MiB_, 3);
+        dn2q_sdfile_put(&A->mem, 0, 0x400000, big, MiB_);
         rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, MiB_, 0x400000, 0x500000);
         st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, MiB_, 0x500000, T_LONG, w);
         sd_expect(B, 0, 0x500000, big, MiB_, w);
     }
-    EXPECT_HEX(cs(A, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+    EXPECT_HEX(dn2q_cs(&A->d, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
                "sender Controller Status: no error");
-    EXPECT_HEX(cs(B, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+    EXPECT_HEX(dn2q_cs(&B->d, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
                "receiver Controller Status: no error");
 out:
     fab_down(&f);
@@ -1071,15 +854,12 @@ static void test_rvl_family(void)
     unsigned i, rvl0;
     const char *w;
 
-    case_begin();
-    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
-    pattern(src, 64 * KiB_, 4);
-    sd_put(A, 0, 0x20000, src, 64 * KiB_);
-    sd_put(A, 1, 0x20000, src, 64 * KiB_);
+    dn2q_pattern(src, 64 * KiB_, 4);
+    dn2q_sdfile_put(&A->mem, 0, 0x20000, src, 64 * KiB_);
+    dn2q_sdfile_put(&A->mem, 1, 0x20000, src, 64 * KiB_);
 
     /* RVL contiguous: 9000 bytes from A 0x20000 to B 0x100000 */
     w = "RVL 9000 bytes";
@@ -1088,7 +868,7 @@ static void test_rvl_family(void)
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 9000, 0x100000, T_SHORT, w);
     sd_expect(B, 0, 0x100000, src, 9000, w);
     sd_expect_zero(B, 0, 0x100000 + 9000, 64, "after the RVL data");
-    EXPECT_HEX(pcf(A, 0, DN2_PC_RVS), 0,
+    EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_RVS), 0,
                "%s: the responder's RVS (from the Receive Controller) is not counted", w);
     st_expect_empty(A, 0, "RVL: nothing in the responder's status ring");
 
@@ -1113,7 +893,7 @@ static void test_rvl_family(void)
         uint32_t le;
         list[i] = ((i * 7) % 30) * 48 + 16;
         le = cpu_to_le32(list[i]);
-        sd_put(A, 0, 0x80000 + i * 4, &le, 4);
+        dn2q_sdfile_put(&A->mem, 0, 0x80000 + i * 4, &le, 4);
         memcpy(want + i * 16, src + list[i], 16);
     }
     rreq(B, 0, 0, DN2_OP_RVLI, DN2_DTYPE_16B, 30, A->lid, 0, 1, 0x80000, 0x20000,
@@ -1126,9 +906,9 @@ static void test_rvl_family(void)
     rreq(B, 0, 1, DN2_OP_RVL, 0, 0, A->lid, 0, 0, 512, 0x21000, DN2_WIN_SIZE);
     poll_ur(B, 0, DN2_UR_PW_FLAG, DN2_PWF_WIN_MASK(1), DN2_PWF_WIN_MASK(1), T_SHORT,
             "PW window 1 flags all set after the RVL data");
-    qtest_memread(B->qts, pw_addr(B, 0, DN2_WIN_SIZE), got, 512);
-    mem_eq(w, got, src + 0x1000, 512, DN2_WIN_SIZE);
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: all PW flags", w);
+    qtest_memread(B->d.qts, dn2q_pw_addr(&B->d, 0, DN2_WIN_SIZE), got, 512);
+    dn2q_mem_eq(w, got, src + 0x1000, 512, DN2_WIN_SIZE);
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: all PW flags", w);
     st_expect_empty(B, 0, "RVL without eflag: no record");
 
     /* the requester's Command Ex = the landing pattern (strided) */
@@ -1145,7 +925,7 @@ static void test_rvl_family(void)
 
     /* 16 RVLs queued back to back (the RC Request FIFO is 16 deep) */
     w = "16 RVLs back to back";
-    rvl0 = pcf(B, 0, DN2_PC_RVL);
+    rvl0 = dn2q_pcf(&B->d, 0, DN2_PC_RVL);
     for (i = 0; i < 16; i++) {
         rreq(B, 0, 0, DN2_OP_RVL, 0, 0, A->lid, 0, 1, 2048, 0x20000 + i * 2048,
              0x140000 + i * 4096);
@@ -1156,7 +936,7 @@ static void test_rvl_family(void)
         st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 2048, 0x140000 + i * 4096, T_SHORT, e);
         sd_expect(B, 0, 0x140000 + i * 4096, src + i * 2048, 2048, e);
     }
-    EXPECT_HEX(cs(B, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+    EXPECT_HEX(dn2q_cs(&B->d, 0) & (DN2_CS_REQ_ERROR | DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
                "requester Controller Status: no error");
 out:
     fab_down(&f);
@@ -1166,25 +946,26 @@ out:
 /* IPUSH, LHSv1, LHSv2                                                  */
 /* ------------------------------------------------------------------ */
 
-#define AMT_VAL     0x10u           /* AMT entry at LLCM 0x100 */
+#define AMT_OFF     0x100u          /* the AMT entry: WID 0's LLCM 0x100 */
 #define RING_BASE   0x40000u
 #define RING_SIZE   0x8000u
 
+/* An IPUSH ring on the receiver's WID 0 for the sender's (LID, WID). */
 static void ipush_setup(Board *recv, uint16_t sender_lid, int sender_wid)
 {
-    uint32_t e = AMT_VAL * DN2_AMT_UNIT;
-
-    ur_wr(recv, 0, DN2_UR_IPUSH_AREA_SIZE, 0x100);     /* 1 MiB */
-    sr_wr(recv, DN2_SR_AMT, dn2_amt_encode(AMT_VAL, sender_wid, sender_lid));
-    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_HEAD), 0);
-    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_TAIL), 0);
-    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_BASE), RING_BASE);
-    qtest_writel(recv->qts, llcm_addr(recv, 0, e + DN2_AMT_SIZE), RING_SIZE);
+    dn2q_ur_wr(&recv->d, 0, DN2_UR_IPUSH_AREA_SIZE, 0x100);     /* 1 MiB */
+    dn2q_amt_setup(&recv->d, 0, AMT_OFF, sender_wid, sender_lid, RING_BASE, RING_SIZE);
 }
 
-static uint32_t amt_rd(Board *b, uint32_t field)
+static uint32_t amt_tail(Board *b)
 {
-    return qtest_readl(b->qts, llcm_addr(b, 0, AMT_VAL * DN2_AMT_UNIT + field));
+    return dn2q_amt_get(&b->d, 0, AMT_OFF, DN2_AMT_TAIL);
+}
+
+/* The host consumed the ring up to `head`. */
+static void amt_set_head(Board *b, uint32_t head)
+{
+    dn2q_amt_set(&b->d, 0, AMT_OFF, DN2_AMT_HEAD, head);
 }
 
 static void ring_expect(Board *b, uint32_t pos, const uint8_t *want, uint32_t len,
@@ -1208,14 +989,11 @@ static void test_ipush_lhs(void)
     uint64_t env, l0;
     const char *w;
 
-    case_begin();
-    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
-    pattern(src, 64 * KiB_, 5);
-    sd_put(A, 0, 0x30000, src, 64 * KiB_);
+    dn2q_pattern(src, 64 * KiB_, 5);
+    dn2q_sdfile_put(&A->mem, 0, 0x30000, src, 64 * KiB_);
     ipush_setup(B, A->lid, 0);
 
     /* IPUSH, one packet, pflag (eflag) -> one record per packet */
@@ -1223,8 +1001,8 @@ static void test_ipush_lhs(void)
     rreq(A, 0, 0, DN2_OP_IPUSH, 0, 0, B->lid, 0, 1, 100, 0x30000, 0);
     st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 100, RING_BASE, T_SHORT, w);
     ring_expect(B, 0, src, 100, w);
-    EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), 104, "%s: Tail rounded up to 8", w);
-    EXPECT_HEX(pcf(A, 0, DN2_PC_IPUSH), 1, "%s: sender's IPUSH counter", w);
+    EXPECT_HEX(amt_tail(B), 104, "%s: Tail rounded up to 8", w);
+    EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_IPUSH), 1, "%s: sender's IPUSH counter", w);
 
     /* 10000 bytes: 3 packets, 3 records */
     w = "IPUSH 10000 bytes";
@@ -1235,12 +1013,12 @@ static void test_ipush_lhs(void)
     st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 1840, RING_BASE + 104 + 8160, T_SHORT,
               w);
     ring_expect(B, 104, src + 0x100, 10000, w);
-    tail = amt_rd(B, DN2_AMT_TAIL);
+    tail = amt_tail(B);
     EXPECT_HEX(tail, 104 + 10000, "%s: Tail", w);
 
     /* consume, then wrap around the ring end */
     w = "IPUSH wrapping the ring";
-    qtest_writel(B->qts, llcm_addr(B, 0, AMT_VAL * DN2_AMT_UNIT + DN2_AMT_HEAD), tail);
+    amt_set_head(B, tail);
     rreq(A, 0, 0, DN2_OP_IPUSH, 0, 0, B->lid, 0, 1, 25000, 0x30000, 0);
     pos = tail;
     for (i = 0; i < 7; i++) {
@@ -1249,8 +1027,8 @@ static void test_ipush_lhs(void)
         ring_expect(B, pos, src + i * 4080, n, w);
         pos = (pos + ROUND_UP(n, 8)) % RING_SIZE;
     }
-    EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), pos, "%s: Tail after the wrap", w);
-    qtest_writel(B->qts, llcm_addr(B, 0, AMT_VAL * DN2_AMT_UNIT + DN2_AMT_HEAD), pos);
+    EXPECT_HEX(amt_tail(B), pos, "%s: Tail after the wrap", w);
+    amt_set_head(B, pos);
     tail = pos;
 
     /* LHSv1: envelope + 200 bytes: 48 in the entry, 152 in the ring */
@@ -1258,13 +1036,13 @@ static void test_ipush_lhs(void)
     env = dn2_envelope(0x1234, 5, 0xdeadbeef);
     {
         uint64_t le = cpu_to_le64(env);
-        sd_put(A, 0, 0x50000, &le, 8);
-        sd_put(A, 0, 0x50008, src + 0x8000, 200);
+        dn2q_sdfile_put(&A->mem, 0, 0x50000, &le, 8);
+        dn2q_sdfile_put(&A->mem, 0, 0x50008, src + 0x8000, 200);
     }
     rreq(A, 0, 0, DN2_OP_LHSV1, 0, 0, B->lid, 0, 1, 208, 0x50000, 0);
     st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 208, 0, T_SHORT, w);
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "%s: LH Buffer tail", w);
-    qtest_memread(B->qts, lhb_addr(B, 0, 0), ent, sizeof(ent));
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "%s: LH Buffer tail", w);
+    qtest_memread(B->d.qts, dn2q_lhb_addr(&B->d, 0, 0), ent, sizeof(ent));
     l0 = ldq_le_p(ent);
     EXPECT_HEX(DN2_GET(l0, 63, 32), RING_BASE + tail, "%s: entry Pointer", w);
     EXPECT_HEX(DN2_GET(l0, 31, 16), 0x1234, "%s: entry Context", w);
@@ -1272,10 +1050,10 @@ static void test_ipush_lhs(void)
     EXPECT_HEX(l0 & (DN2_LH_VALID | DN2_LH_COMPLETE), DN2_LH_VALID | DN2_LH_COMPLETE,
                "%s: Valid and Complete toggled", w);
     EXPECT_HEX(ldq_le_p(ent + 8), DN2_PUT(0xdeadbeefu, 63, 32) | 200, "%s: Tag, Size", w);
-    mem_eq("LHSv1 inline data", ent + 16, src + 0x8000, DN2_LHB_DATA, 0);
+    dn2q_mem_eq("LHSv1 inline data", ent + 16, src + 0x8000, DN2_LHB_DATA, 0);
     ring_expect(B, tail, src + 0x8000 + DN2_LHB_DATA, 200 - DN2_LHB_DATA, w);
     tail = (tail + ROUND_UP(200 - DN2_LHB_DATA, 8)) % RING_SIZE;
-    EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), tail, "%s: ring Tail", w);
+    EXPECT_HEX(amt_tail(B), tail, "%s: ring Tail", w);
 
     /* LHSv2: 40 bytes (envelope + 32) from the Write Window, 100 from SO-DIMM */
     w = "LHSv2 40 WW bytes + 100 SO-DIMM bytes";
@@ -1284,13 +1062,13 @@ static void test_ipush_lhs(void)
         uint8_t msg[140];
         stq_le_p(wwb, dn2_envelope(0x55, 9, 0x01020304));
         memcpy(wwb + 8, src + 0x9000, 32);
-        qtest_memwrite(A->qts, ww_addr(A, 0, 0x200), wwb, sizeof(wwb));
+        qtest_memwrite(A->d.qts, dn2q_ww_addr(&A->d, 0, 0x200), wwb, sizeof(wwb));
         memcpy(msg, wwb, 40);
         memcpy(msg + 40, src + 0xa000, 100);
         rreq(A, 0, 0, DN2_OP_LHSV2, 0, 0, B->lid, 0, 1, 140, 0x30000 + 0xa000,
              dn2_lhsv2_dst(40, 0x200));
         st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 140, DN2_LHB_ENTRY, T_SHORT, w);
-        qtest_memread(B->qts, lhb_addr(B, 0, DN2_LHB_ENTRY), ent, sizeof(ent));
+        qtest_memread(B->d.qts, dn2q_lhb_addr(&B->d, 0, DN2_LHB_ENTRY), ent, sizeof(ent));
         l0 = ldq_le_p(ent);
         EXPECT_HEX(DN2_GET(l0, 63, 32), RING_BASE + tail, "%s: entry Pointer", w);
         EXPECT_HEX(DN2_GET(l0, 31, 16), 0x55, "%s: entry Context", w);
@@ -1298,7 +1076,7 @@ static void test_ipush_lhs(void)
         EXPECT_HEX(l0 & 3, 3, "%s: Valid and Complete toggled", w);
         EXPECT_HEX(ldq_le_p(ent + 8), DN2_PUT(0x01020304u, 63, 32) | 132, "%s: Tag, Size",
                    w);
-        mem_eq("LHSv2 inline data", ent + 16, msg + 8, DN2_LHB_DATA, 0);
+        dn2q_mem_eq("LHSv2 inline data", ent + 16, msg + 8, DN2_LHB_DATA, 0);
         ring_expect(B, tail, msg + 56, 140 - 56, w);
         tail = (tail + ROUND_UP(140 - 56, 8)) % RING_SIZE;
     }
@@ -1307,8 +1085,8 @@ static void test_ipush_lhs(void)
     w = "LHSv1 9000-byte message (3 packets)";
     {
         uint64_t le = cpu_to_le64(dn2_envelope(7, 1, 0x77));
-        sd_put(A, 0, 0x60000, &le, 8);
-        sd_put(A, 0, 0x60008, src, 8992);
+        dn2q_sdfile_put(&A->mem, 0, 0x60000, &le, 8);
+        dn2q_sdfile_put(&A->mem, 0, 0x60008, src, 8992);
         rreq(A, 0, 0, DN2_OP_LHSV1, 0, 0, B->lid, 0, 0, 9000, 0x60000, 0);
         poll_ur(B, 0, DN2_UR_LHB_ADDR, ~0ULL, 3 * DN2_LHB_ENTRY, T_SHORT,
                 "the third LH Buffer entry");
@@ -1316,18 +1094,19 @@ static void test_ipush_lhs(void)
         {
             int64_t end = deadline(T_SHORT);
             do {
-                qtest_memread(B->qts, lhb_addr(B, 0, 2 * DN2_LHB_ENTRY), ent, sizeof(ent));
+                qtest_memread(B->d.qts, dn2q_lhb_addr(&B->d, 0, 2 * DN2_LHB_ENTRY), ent,
+                              sizeof(ent));
             } while ((ldq_le_p(ent) & 3) != 3 && now_ms() < end);
         }
         l0 = ldq_le_p(ent);
         EXPECT_HEX(l0 & 3, 3, "%s: Valid and Complete toggled", w);
         EXPECT_HEX(DN2_GET(l0, 63, 32), RING_BASE + tail, "%s: entry Pointer", w);
         EXPECT_HEX(ldq_le_p(ent + 8), DN2_PUT(0x77u, 63, 32) | 8992, "%s: Tag, Size", w);
-        mem_eq("LHSv1 3-packet inline data", ent + 16, src, DN2_LHB_DATA, 0);
+        dn2q_mem_eq("LHSv1 3-packet inline data", ent + 16, src, DN2_LHB_DATA, 0);
         ring_expect(B, tail, src + DN2_LHB_DATA, 8992 - DN2_LHB_DATA, w);
         st_expect_empty(B, 0, "LHS without eflag: no record");
     }
-    EXPECT_HEX(cs(B, 0) & (DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
+    EXPECT_HEX(dn2q_cs(&B->d, 0) & (DN2_CS_RX_OVF | DN2_CS_RX_ERR_MASK), 0,
                "receiver Controller Status: no error");
 out:
     fab_down(&f);
@@ -1341,68 +1120,46 @@ static void test_botf(void)
 {
     Fab f;
     Board *A, *B;
-    uint8_t img[DN2_BOTF_MAX], data[DN2_BOTF_MAX], got[DN2_BOTF_MAX];
+    uint8_t data[DN2_BOTF_MAX], got[DN2_BOTF_MAX];
     struct dn2_hdr h;
-    size_t len;
     unsigned i, n0;
     const char *w;
 
-    case_begin();
-    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
 
     /* into the receiver's LLCM (lflag), from Write Window 0 */
     w = "BOTF into LLCM";
-    pattern(data, sizeof(data), 6);
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
-    h.dlid = B->lid;
-    h.eflag = 1;
+    dn2q_pattern(data, sizeof(data), 6);
+    h = rvs_hdr(B->lid, 0x1000);
     h.lflag = 1;
-    h.w1_lo = h.w1_hi = 0x1000;
-    len = mkpkt(img, &h, data, 200);
-    qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
-    n0 = pcf(A, 0, DN2_PC_BOTF);
-    botf(A, 0, 0, len);
+    n0 = dn2q_pcf(&A->d, 0, DN2_PC_BOTF);
+    botf_send(A, 0, 0, &h, data, 200);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 200, 0x1000, T_SHORT, w);
-    qtest_memread(B->qts, llcm_addr(B, 0, 0x1000), got, 200);
-    mem_eq(w, got, data, 200, 0x1000);
-    EXPECT_HEX(pcf(A, 0, DN2_PC_BOTF), n0 + 1, "%s: sender's BOTF counter", w);
+    qtest_memread(B->d.qts, dn2q_llcm_addr(&B->d, 0, 0x1000), got, 200);
+    dn2q_mem_eq(w, got, data, 200, 0x1000);
+    EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_BOTF), n0 + 1, "%s: sender's BOTF counter", w);
 
     /* into SO-DIMM, the largest image (512 bytes), Write Window 1; the
      * image's PGID is overwritten by the sender's NIC (PGID0) */
     w = "BOTF 512 bytes into SO-DIMM";
-    pattern(data, sizeof(data), 7);
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
-    h.dlid = B->lid;
-    h.eflag = 1;
+    dn2q_pattern(data, sizeof(data), 7);
+    h = rvs_hdr(B->lid, 0x700008);
     h.pgid = 0x77;
-    h.w1_lo = h.w1_hi = 0x700008;
-    len = mkpkt(img, &h, data, DN2_BOTF_MAX - 16);
-    qtest_memwrite(A->qts, ww_addr(A, 0, DN2_WIN_SIZE), img, len);
-    botf(A, 0, 1, len);
+    botf_send(A, 0, 1, &h, data, DN2_BOTF_MAX - 16);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, DN2_BOTF_MAX - 16, 0x700008, T_SHORT, w);
     sd_expect(B, 0, 0x700008, data, DN2_BOTF_MAX - 16, w);
     EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid"), 0, "%s: no PGID drop", w);
 
     /* into the Prefetch Window (rflag), Write Window 2 */
     w = "BOTF into the Prefetch Window";
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
-    h.dlid = B->lid;
-    h.eflag = 1;
+    h = rvs_hdr(B->lid, 0x680);
     h.rflag = 1;
-    h.w1_lo = h.w1_hi = 0x680;
-    len = mkpkt(img, &h, data + 100, 128);
-    qtest_memwrite(A->qts, ww_addr(A, 0, 2 * DN2_WIN_SIZE), img, len);
-    botf(A, 0, 2, len);
+    botf_send(A, 0, 2, &h, data + 100, 128);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 128, 0x680, T_SHORT, w);
-    qtest_memread(B->qts, pw_addr(B, 0, 0x680), got, 128);
-    mem_eq(w, got, data + 100, 128, 0x680);
+    qtest_memread(B->d.qts, dn2q_pw_addr(&B->d, 0, 0x680), got, 128);
+    dn2q_mem_eq(w, got, data + 100, 128, 0x680);
 
     /* an RVSS image (3 header lines): 10 x 4 bytes to stride 16, WW 3 */
     w = "BOTF carrying an RVSS packet";
@@ -1417,9 +1174,7 @@ static void test_botf(void)
     h.w1_hi = 0;                /* first element index */
     h.total = 40;
     h.stride = 16;
-    len = mkpkt(img, &h, data, 40);
-    qtest_memwrite(A->qts, ww_addr(A, 0, 3 * DN2_WIN_SIZE), img, len);
-    botf(A, 0, 3, len);
+    botf_send(A, 0, 3, &h, data, 40);
     st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_4B, 10, A->lid, 0, 40, 0x710000, T_SHORT, w);
     for (i = 0; i < 10; i++) {
         g_autofree char *e = g_strdup_printf("%s element %u", w, i);
@@ -1429,20 +1184,14 @@ static void test_botf(void)
 
     /* WID 1 to WID 1 (DWID and SWID in the image), LLCM */
     w = "BOTF WID 1 -> WID 1";
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
-    h.dlid = B->lid;
+    h = rvs_hdr(B->lid, 0x40);
     h.dwid = 1;
     h.swid = 1;
-    h.eflag = 1;
     h.lflag = 1;
-    h.w1_lo = h.w1_hi = 0x40;
-    len = mkpkt(img, &h, data + 8, 64);
-    qtest_memwrite(A->qts, ww_addr(A, 1, 0), img, len);
-    botf(A, 1, 0, len);
+    botf_send(A, 1, 0, &h, data + 8, 64);
     st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 1, 64, 0x40, T_SHORT, w);
-    qtest_memread(B->qts, llcm_addr(B, 1, 0x40), got, 64);
-    mem_eq(w, got, data + 8, 64, 0x40);
+    qtest_memread(B->d.qts, dn2q_llcm_addr(&B->d, 1, 0x40), got, 64);
+    dn2q_mem_eq(w, got, data + 8, 64, 0x40);
     st_expect_empty(B, 0, w);
 
     /* a burst of 100 BOTFs from one window, rewritten between them: every
@@ -1451,17 +1200,11 @@ static void test_botf(void)
     for (i = 0; i < 100; i++) {
         uint8_t seq[8];
         stq_le_p(seq, 0x5e0000 + i);
-        memset(&h, 0, sizeof(h));
-        h.type = DN2_OP_RVS;
-        h.dlid = B->lid;
-        h.eflag = 1;
+        h = rvs_hdr(B->lid, 0x2000 + (i % 16) * 8);
         h.lflag = 1;
-        h.w1_lo = h.w1_hi = 0x2000 + (i % 16) * 8;
-        len = mkpkt(img, &h, seq, 8);
         /* wait for the previous BOTF to leave before rewriting the image */
         wait_pc(A, 0, DN2_PC_BOTF, n0 + 4 + i, T_SHORT, "previous BOTF sent");
-        qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
-        botf(A, 0, 0, len);
+        botf_send(A, 0, 0, &h, seq, 8);
     }
     for (i = 0; i < 100; i++) {
         uint64_t lo, up;
@@ -1487,14 +1230,13 @@ static void test_all_to_all(void)
     g_autofree uint8_t *data[MAXB] = { NULL };
     int s, r, k;
 
-    case_begin();
     if (!fab_up(&f, 3, NULL, 32 * MiB_, NULL)) {
         goto out;
     }
     for (s = 0; s < 3; s++) {
         data[s] = g_malloc(len);
-        pattern(data[s], len, 10 + s);
-        sd_put(&f.b[s], 0, 0, data[s], len);
+        dn2q_pattern(data[s], len, 10 + s);
+        dn2q_sdfile_put(&f.b[s].mem, 0, 0, data[s], len);
     }
     /* every board sends to both others: sender s lands at (s + 1) MiB */
     for (k = 1; k <= 2; k++) {
@@ -1555,12 +1297,10 @@ static void test_multicast(void)
     Board *A, *B, *C;
     g_autofree char *g1 = NULL, *g2 = NULL, *port = NULL;
     uint16_t lids[3];
-    uint8_t img[DN2_BOTF_MAX], data[4096], got[256];
+    uint8_t data[4096], got[256];
     struct dn2_hdr h;
-    size_t len;
     int i;
 
-    case_begin();
     if (!fab_up(&f, 3, NULL, 32 * MiB_, NULL)) {
         goto out;
     }
@@ -1599,8 +1339,8 @@ static void test_multicast(void)
     g_usleep(200 * 1000);
 
     /* RVS to group 0xc01 = {B, C}: both get it, the sender A does not */
-    pattern(data, sizeof(data), 20);
-    sd_put(A, 0, 0x1000, data, sizeof(data));
+    dn2q_pattern(data, sizeof(data), 20);
+    dn2q_sdfile_put(&A->mem, 0, 0x1000, data, sizeof(data));
     rreq(A, 0, 0, DN2_OP_RVS, 0, 0, dn2_clid_to_lid(0xc01), 0, 1, 3000, 0x1000, 0x90000);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 3000, 0x90000, T_SHORT,
               "RVS to group 0xc01 at member B");
@@ -1613,29 +1353,23 @@ static void test_multicast(void)
     sd_expect_zero(A, 0, 0x90000, 3000, "group 0xc01: nothing at the non-member");
 
     /* BOTF to group 0xc02 = {A, B, C}: everyone, the sender too */
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
-    h.dlid = dn2_clid_to_lid(0xc02);
-    h.eflag = 1;
+    h = rvs_hdr(dn2_clid_to_lid(0xc02), 0x3000);
     h.lflag = 1;
-    h.w1_lo = h.w1_hi = 0x3000;
-    len = mkpkt(img, &h, data + 64, 256);
-    qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
-    botf(A, 0, 0, len);
+    botf_send(A, 0, 0, &h, data + 64, 256);
     for (i = 0; i < 3; i++) {
         g_autofree char *w = g_strdup_printf("BOTF to group 0xc02 at %c", f.b[i].name);
         st_expect(&f.b[i], 0, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x3000, T_SHORT, w);
-        qtest_memread(f.b[i].qts, llcm_addr(&f.b[i], 0, 0x3000), got, 256);
-        mem_eq(w, got, data + 64, 256, 0x3000);
+        qtest_memread(f.b[i].d.qts, dn2q_llcm_addr(&f.b[i].d, 0, 0x3000), got, 256);
+        dn2q_mem_eq(w, got, data + 64, 256, 0x3000);
     }
 
     /* a larger multicast, and unicast after it stays in order at B:
      * the unicast overwrites part of the multicast region */
     {
         g_autofree uint8_t *big = g_malloc(256 * KiB_);
-        pattern(big, 256 * KiB_, 21);
-        sd_put(B, 0, 0x100000, big, 256 * KiB_);
-        sd_put(C, 0, 0x100000, big, 256 * KiB_);
+        dn2q_pattern(big, 256 * KiB_, 21);
+        dn2q_sdfile_put(&B->mem, 0, 0x100000, big, 256 * KiB_);
+        dn2q_sdfile_put(&C->mem, 0, 0x100000, big, 256 * KiB_);
         rreq(B, 0, 0, DN2_OP_RVS, 0, 0, dn2_clid_to_lid(0xc02), 0, 1, 256 * KiB_,
              0x100000, 0x200000);
         rreq(B, 0, 0, DN2_OP_RVS, 0, 0, C->lid, 0, 1, 4096, 0x100000 + 128 * KiB_,
@@ -1667,24 +1401,20 @@ static void test_pgid(void)
 {
     Fab f;
     Board *A, *B;
-    uint8_t data[10000], img[64];
+    uint8_t data[10000];
     struct dn2_hdr h;
-    size_t len;
     uint64_t pkts0;
     const char *w;
 
-    case_begin();
-    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
     /* B's WID 0 belongs to another group; its WID 1 has no process */
-    sr_rd(B, DN2_SR_CTL_RESET);
+    dn2q_sr_rd(&B->d, DN2_SR_CTL_RESET);
     board_net_init(B, PG + 1, -1);
-    pattern(data, sizeof(data), 30);
-    sd_put(A, 0, 0, data, sizeof(data));
-    pkts0 = ur_rd(B, 0, DN2_UR_PKT_COUNTER);
+    dn2q_pattern(data, sizeof(data), 30);
+    dn2q_sdfile_put(&A->mem, 0, 0, data, sizeof(data));
+    pkts0 = dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER);
 
     w = "RVS with a PGID the receiver does not have";
     rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, sizeof(data), 0, 0x10000);
@@ -1693,15 +1423,9 @@ static void test_pgid(void)
     EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid"), 3, "%s: 3 packets counted", w);
 
     w = "BOTF with a PGID the receiver does not have";
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
-    h.dlid = B->lid;
-    h.eflag = 1;
+    h = rvs_hdr(B->lid, 0x20000);
     h.pgid = PG + 1;            /* the NIC overwrites it with A's PGID0 */
-    h.w1_lo = h.w1_hi = 0x20000;
-    len = mkpkt(img, &h, data, 32);
-    qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
-    botf(A, 0, 0, len);
+    botf_send(A, 0, 0, &h, data, 32);
     wait_qom(B, "stat-rx-drop-pgid", 4, T_SHORT, w);
 
     w = "RVL from a requester of another group";
@@ -1721,15 +1445,16 @@ static void test_pgid(void)
     st_expect_empty(B, 0, "PGID mismatch: no status record");
     st_expect_empty(B, 1, "no process: no status record");
     st_expect_empty(A, 0, "refused RVL: no status record");
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER), pkts0, "PGID mismatch: Packet Counter");
-    EXPECT_HEX(ur_rd(B, 1, DN2_UR_PKT_COUNTER), 0, "no process: Packet Counter");
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER), pkts0,
+               "PGID mismatch: Packet Counter");
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 1, DN2_UR_PKT_COUNTER), 0, "no process: Packet Counter");
     EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid"), 5, "stat-rx-drop-pgid in the end");
     EXPECT_HEX(qom_u64(B, "stat-rx-drop-noproc"), 1, "stat-rx-drop-noproc in the end");
     EXPECT_HEX(qom_u64(B, "stat-rx-packets"), 0, "stat-rx-packets: nothing accepted");
 
     /* the same RVS once the groups agree */
     w = "RVS once the PGIDs agree";
-    sr_wr(B, DN2_SR_PGID0, PG);
+    dn2q_sr_wr(&B->d, DN2_SR_PGID0, PG);
     rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, sizeof(data), 0, 0x10000);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x10000, T_SHORT, w);
     sd_expect(B, 0, 0x10000, data, sizeof(data), w);
@@ -1752,16 +1477,13 @@ static void test_back_pressure(void)
     uint64_t ms, lo, up;
     const char *w;
 
-    case_begin();
-    if (!fab_up(&f, 2, NULL, 32 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
-    pattern(data, big, 40);
-    sd_put(A, 0, 0x100000, data, big);
+    dn2q_pattern(data, big, 40);
+    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, big);
     /* the smallest status ring: 64 bytes, 3 usable records (choice #24) */
-    st_config(B, 0, 0x01);
+    dn2q_status_setup(&B->d, 0, ST_OFF, 0x01);
 
     w = "status ring full";
     for (i = 0; i < 4; i++) {
@@ -1774,9 +1496,9 @@ static void test_back_pressure(void)
     wait_qom(B, "stat-rx-stalls", 1, T_SHORT, "a receive stall counted");
     /* the sender runs out of credits and its Window Controller waits */
     g_usleep(300 * 1000);
-    rvs0 = pcf(A, 0, DN2_PC_RVS);
+    rvs0 = dn2q_pcf(&A->d, 0, DN2_PC_RVS);
     EXPECT_HEX(rvs0, 4, "%s: the big RVS has not completed on the sender", w);
-    EXPECT_HEX(DN2_GET(ur_rd(A, 0, DN2_UR_MODULE_STATE), 16, 0), 1 + DN2_OP_RVS,
+    EXPECT_HEX(DN2_GET(dn2q_ur_rd(&A->d, 0, DN2_UR_MODULE_STATE), 16, 0), 1 + DN2_OP_RVS,
                "%s: the sender's Window Controller waits in the RVS", w);
     ms = qom_u64(A, "stat-tx-packets");
     g_usleep(200 * 1000);
@@ -1785,7 +1507,8 @@ static void test_back_pressure(void)
                 " packets sent)", w, ms);
     sd_expect_zero(B, 0, 3 * 64, 64, "the refused 4th RVS is not written");
     sd_expect_zero(B, 0, 0x800000, 4096, "nothing of the big RVS is written yet");
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER), 3, "%s: Packet Counter = 3 accepted", w);
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER), 3, "%s: Packet Counter = 3 accepted",
+               w);
 
     /* free the ring: everything arrives, in order */
     w = "after the receiver frees its ring";
@@ -1804,7 +1527,7 @@ static void test_back_pressure(void)
 
     /* the same with the IPUSH ring: full ring -> stall -> head moves -> data */
     w = "IPUSH ring full";
-    st_config(B, 0, ST_SIZE_REG);
+    dn2q_status_setup(&B->d, 0, ST_OFF, ST_SIZE_REG);
     ipush_setup(B, A->lid, 0);
     {
         /* packets of 4080 bytes; one 8-byte slot stays free: the 32 KiB
@@ -1816,14 +1539,14 @@ static void test_back_pressure(void)
         rreq(A, 0, 0, DN2_OP_IPUSH, 0, 0, B->lid, 0, 0, msg, 0x100000, 0);
         wait_pc(A, 0, DN2_PC_IPUSH, 1, T_SHORT, "the IPUSH left A");
         g_usleep(200 * 1000);
-        EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), fit, "%s: Tail stops when the ring is full", w);
+        EXPECT_HEX(amt_tail(B), fit, "%s: Tail stops when the ring is full", w);
         ring_expect(B, 0, data, fit, w);
-        qtest_writel(B->qts, llcm_addr(B, 0, AMT_VAL * DN2_AMT_UNIT + DN2_AMT_HEAD), fit);
+        amt_set_head(B, fit);
         end = deadline(T_SHORT);
-        while (amt_rd(B, DN2_AMT_TAIL) != msg % RING_SIZE && now_ms() < end) {
+        while (amt_tail(B) != msg % RING_SIZE && now_ms() < end) {
             g_usleep(1000);
         }
-        EXPECT_HEX(amt_rd(B, DN2_AMT_TAIL), msg % RING_SIZE,
+        EXPECT_HEX(amt_tail(B), msg % RING_SIZE,
                    "%s: the rest arrives once Head moves (no register write: the "
                    "100 us check)", w);
         ring_expect(B, fit, data + fit, msg - fit, w);
@@ -1836,6 +1559,23 @@ out:
 /* Faults: drop, duplicate, reorder in the switch                      */
 /* ------------------------------------------------------------------ */
 
+/* A large transfer: digests first, the byte report only if they differ. */
+static void expect_digest(const char *what, const uint8_t *got, const uint8_t *want,
+                          size_t len, uint64_t off)
+{
+    GChecksum *ck = g_checksum_new(G_CHECKSUM_SHA256);
+    g_autofree char *h1 = NULL;
+
+    g_checksum_update(ck, want, len);
+    h1 = g_strdup(g_checksum_get_string(ck));
+    g_checksum_reset(ck);
+    g_checksum_update(ck, got, len);
+    if (strcmp(h1, g_checksum_get_string(ck))) {
+        dn2q_mem_eq(what, got, want, len, off);
+    }
+    g_checksum_free(ck);
+}
+
 static void test_faults(void)
 {
     static const char *const args[] = {
@@ -1847,22 +1587,15 @@ static void test_faults(void)
     const unsigned nchunks = total / chunk;
     g_autofree uint8_t *data = g_malloc(total);
     g_autofree uint8_t *got = g_malloc(total);
-    GChecksum *ck;
-    g_autofree char *h1 = NULL;
     unsigned i;
-    uint8_t img[64];
     struct dn2_hdr h;
-    size_t len;
     int64_t t0;
 
-    case_begin();
-    if (!fab_up(&f, 2, args, 32 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, args, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
-    pattern(data, total, 50);
-    sd_put(A, 0, 0, data, total);
+    dn2q_pattern(data, total, 50);
+    dn2q_sdfile_put(&A->mem, 0, 0, data, total);
 
     t0 = now_ms();
     for (i = 0; i < nchunks; i++) {
@@ -1881,33 +1614,19 @@ static void test_faults(void)
     g_test_message("8 MiB with 10%% drop, 5%% dup, 10%% reorder: %" PRId64 " ms",
                    now_ms() - t0);
     st_expect_empty(B, 0, "faults: one record per chunk");
-    sd_get(B, 0, 0x800000, got, total);
-    ck = g_checksum_new(G_CHECKSUM_SHA256);
-    g_checksum_update(ck, data, total);
-    h1 = g_strdup(g_checksum_get_string(ck));
-    g_checksum_reset(ck);
-    g_checksum_update(ck, got, total);
-    if (strcmp(h1, g_checksum_get_string(ck))) {
-        mem_eq("8 MiB through a faulty switch", got, data, total, 0x800000);
-    }
-    g_checksum_free(ck);
-    EXPECT_HEX(ur_rd(B, 0, DN2_UR_PKT_COUNTER), nchunks * 33,
+    dn2q_sdfile_get(&B->mem, 0, 0x800000, got, total);
+    expect_digest("8 MiB through a faulty switch", got, data, total, 0x800000);
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER), nchunks * 33,
                "faults: every packet accepted exactly once (33 per 128 KiB chunk)");
 
     /* small packets: 200 BOTFs, each exactly once and in order */
     for (i = 0; i < 200; i++) {
         uint8_t seq[8];
         stq_le_p(seq, i);
-        memset(&h, 0, sizeof(h));
-        h.type = DN2_OP_RVS;
-        h.dlid = B->lid;
-        h.eflag = 1;
+        h = rvs_hdr(B->lid, 0x100 + (i % 64) * 8);
         h.lflag = 1;
-        h.w1_lo = h.w1_hi = 0x100 + (i % 64) * 8;
-        len = mkpkt(img, &h, seq, 8);
         wait_pc(A, 0, DN2_PC_BOTF, i, T_SHORT, "previous BOTF sent");
-        qtest_memwrite(A->qts, ww_addr(A, 0, 0), img, len);
-        botf(A, 0, 0, len);
+        botf_send(A, 0, 0, &h, seq, 8);
     }
     for (i = 0; i < 200; i++) {
         uint64_t lo, up;
@@ -1943,19 +1662,14 @@ static void test_switch_restart(void)
     unsigned i, done = 0;
     int port;
     uint64_t rx_at_kill;
-    GChecksum *ck;
-    g_autofree char *h1 = NULL;
 
-    case_begin();
-    if (!fab_up(&f, 2, args, 256 * MiB_, NULL)) {
+    if (!fab_up_ab(&f, args, 256 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
     la = A->lid;
     lb = B->lid;
-    pattern(data, total, 60);
-    sd_put(A, 0, 0, data, total);
+    dn2q_pattern(data, total, 60);
+    dn2q_sdfile_put(&A->mem, 0, 0, data, total);
     for (i = 0; i < nchunks; i++) {
         rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, chunk, i * chunk,
              0x3000000 + i * chunk);
@@ -1983,16 +1697,8 @@ static void test_switch_restart(void)
     }
     EXPECT_HEX(done, nchunks, "restart: every chunk completed");
     st_expect_empty(B, 0, "restart: one record per chunk");
-    sd_get(B, 0, 0x3000000, got, total);
-    ck = g_checksum_new(G_CHECKSUM_SHA256);
-    g_checksum_update(ck, data, total);
-    h1 = g_strdup(g_checksum_get_string(ck));
-    g_checksum_reset(ck);
-    g_checksum_update(ck, got, total);
-    if (strcmp(h1, g_checksum_get_string(ck))) {
-        mem_eq("48 MiB over a switch restart", got, data, total, 0x3000000);
-    }
-    g_checksum_free(ck);
+    dn2q_sdfile_get(&B->mem, 0, 0x3000000, got, total);
+    expect_digest("48 MiB over a switch restart", got, data, total, 0x3000000);
     board_wait_link(A, T_SHORT);
     board_wait_link(B, T_SHORT);
     EXPECT_HEX(A->lid, la, "board A keeps its LID over the restart");
@@ -2170,15 +1876,10 @@ static uint8_t *rvs_pkt(size_t *len, uint16_t dlid, uint8_t pgid, int dwid,
                         uint32_t dst, const void *data, size_t dlen)
 {
     uint8_t *p = g_malloc0(DN2_PKT_MAX);
-    struct dn2_hdr h;
+    struct dn2_hdr h = rvs_hdr(dlid, dst);
 
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
-    h.dlid = dlid;
     h.pgid = pgid;
     h.dwid = dwid;
-    h.eflag = 1;
-    h.w1_lo = h.w1_hi = dst;
     *len = mkpkt(p, &h, data, dlen);
     return p;
 }
@@ -2221,16 +1922,13 @@ static void test_hostile(void)
     struct dn2_hdr h;
     const char *w;
 
-    case_begin();
     ports[1] = free_udp_port();
-    if (!fab_up(&f, 2, NULL, 32 * MiB_, ports)) {
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, ports, &A, &B)) {
         goto out;
     }
-    A = &f.b[0];
-    B = &f.b[1];
     lid_b = B->lid;
     /* B's WID 1 has no process */
-    sr_rd(B, DN2_SR_CTL_RESET);
+    dn2q_sr_rd(&B->d, DN2_SR_CTL_RESET);
     board_net_init(B, PG, -1);
     vs = g_strdup_printf("127.0.0.1:%d", ports[1]);
     dn2f_addr_parse(&victim, vs);
@@ -2238,7 +1936,7 @@ static void test_hostile(void)
     fd = dn2f_udp_open(&me, 0);
     g_assert_cmpint(fd, >=, 0);
     drops0 = link_drops(B);
-    pattern(marker, sizeof(marker), 70);
+    dn2q_pattern(marker, sizeof(marker), 70);
 
     /* 1. an unregistered socket: garbage, truncated and forged datagrams */
     for (i = 0; i < 2000; i++) {
@@ -2281,7 +1979,7 @@ static void test_hostile(void)
         g_free(pk[0]);
     }
     g_usleep(200 * 1000);
-    EXPECT_TRUE(qtest_probe_child(B->qts), "QEMU B survived the garbage");
+    EXPECT_TRUE(qtest_probe_child(B->d.qts), "QEMU B survived the garbage");
     board_wait_link(B, T_SHORT);
     EXPECT_HEX(B->lid, lid_b, "B keeps its link and LID after garbage and a forged BYE");
     sd_expect_zero(B, 0, 0x1000, sizeof(marker), "forged DATA did not write anything");
@@ -2306,7 +2004,7 @@ static void test_hostile(void)
     pgid0 = qom_u64(B, "stat-rx-drop-pgid");
     noproc0 = qom_u64(B, "stat-rx-drop-noproc");
     acc0 = qom_u64(B, "stat-rx-packets");
-    pattern(data, sizeof(data), 71);
+    dn2q_pattern(data, sizeof(data), 71);
     /* (a) TYPE BOTF is not a packet type */
     memset(&h, 0, sizeof(h));
     h.type = DN2_OP_BOTF;
@@ -2376,7 +2074,7 @@ static void test_hostile(void)
         };
         rawpeer_send(&rp, &pk[k], &pl[k], 1, rp.epoch, rp.victim_epoch, rp.fd, true);
         if (want_err[k]) {
-            EXPECT_HEX(DN2_GET(cs(B, 0), 19, 18), want_err[k],
+            EXPECT_HEX(DN2_GET(dn2q_cs(&B->d, 0), 19, 18), want_err[k],
                        "%s: packet %d sets receive error state", w, k);
         }
     }
@@ -2410,9 +2108,9 @@ static void test_hostile(void)
 
 out2:
     /* legitimate traffic still flows both ways */
-    EXPECT_TRUE(qtest_probe_child(B->qts), "QEMU B still running");
-    pattern(data, sizeof(data), 72);
-    sd_put(A, 0, 0x5000, data, sizeof(data));
+    EXPECT_TRUE(qtest_probe_child(B->d.qts), "QEMU B still running");
+    dn2q_pattern(data, sizeof(data), 72);
+    dn2q_sdfile_put(&A->mem, 0, 0x5000, data, sizeof(data));
     rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, sizeof(data), 0x5000, 0x6000);
     st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x6000, T_SHORT,
               "A->B after the hostile traffic");

@@ -200,6 +200,14 @@ uint64_t dn2q_lhb_addr(DN2 *d, int wid, uint32_t off)
     return d->base + DN2_LHB_OFF(wid) + off;
 }
 
+bool dn2q_pw_expect(DN2 *d, int wid, const uint8_t *model, const char *what)
+{
+    uint8_t got[DN2_WIN_AREA];
+
+    qtest_memread(d->qts, dn2q_pw_addr(d, wid, 0), got, sizeof(got));
+    return dn2q_mem_eq(what, got, model, sizeof(got), 0);
+}
+
 bool dn2q_poll_ur(DN2 *d, int wid, uint32_t off, uint64_t mask, uint64_t want, int max,
                   const char *what)
 {

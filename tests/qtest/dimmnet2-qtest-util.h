@@ -123,6 +123,9 @@ uint64_t dn2q_pw_addr(DN2 *d, int wid, uint32_t off);
 uint64_t dn2q_llcm_addr(DN2 *d, int wid, uint32_t off);
 uint64_t dn2q_lhb_addr(DN2 *d, int wid, uint32_t off);
 
+/* The whole Prefetch Window area of a WID holds `model`. */
+bool dn2q_pw_expect(DN2 *d, int wid, const uint8_t *model, const char *what);
+
 /* Poll a User Register until (value & mask) == want, at most max reads. */
 bool dn2q_poll_ur(DN2 *d, int wid, uint32_t off, uint64_t mask, uint64_t want, int max,
                   const char *what);

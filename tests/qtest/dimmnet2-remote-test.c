@@ -20,26 +20,19 @@
  *
  * Every wait is a bounded poll; assertions are non-fatal (a failing check
  * marks the case failed and prints "FAIL ..." with what/expected/got), and
- * once a wait has timed out, later waits of the case fail fast.
- *
- * Firmware: libqtest passes no -L, so every QEMU gets -L $DN2_FIRMWARE_DIR
- * (default ~/.cache/dimmnet2/firmware).
+ * once a wait has timed out, later waits of the case fail fast.  The
+ * helpers shared with the other qtests are in dimmnet2-qtest-util.c.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #include "qemu/osdep.h"
-#include <sys/mman.h>
 #include "libqtest.h"
-#include "qobject/qdict.h"
-#include "qobject/qnum.h"
 #include "qemu/bswap.h"
-#include "dimmnet2/dn2_abi.h"
+#include "dimmnet2-qtest-util.h"
 
-#define MAX_POLL   100000   /* register reads before a wait gives up */
 #define STAT_POLL  20000    /* QOM reads before a statistics wait gives up */
 
-#define MiB_ (1024ULL * 1024)
 #define SD_BYTES (8 * MiB_)       /* backing memory: two modules of 4 MiB */
 #define AREA     (SD_BYTES / 2)   /* a process's SO-DIMM area (choice #9) */
 
@@ -56,263 +49,32 @@
 #define DST         0x200000u     /* receiver data */
 #define LIST        0x300000u     /* index lists */
 
-#define MTU_256  0x01
-#define MTU_512  0x02
-#define MTU_1K   0x04
-#define MTU_2K   0x08
-#define MTU_4K   0x10
-
-/* ------------------------------------------------------------------ */
-/* Non-fatal checks with context                                       */
-/* ------------------------------------------------------------------ */
-
-#define EXPECT_HEX(got, want, ...) do { \
-        uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want); \
-        if (got_ != want_) { \
-            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
-            g_test_message("FAIL %s:%d: %s: got 0x%" PRIx64 ", expected 0x%" \
-                           PRIx64, __FILE__, __LINE__, ctx_, got_, want_); \
-            g_test_fail(); \
-        } \
-    } while (0)
-
-#define EXPECT_TRUE(cond, ...) do { \
-        if (!(cond)) { \
-            g_autofree char *ctx_ = g_strdup_printf(__VA_ARGS__); \
-            g_test_message("FAIL %s:%d: %s (%s)", __FILE__, __LINE__, ctx_, #cond); \
-            g_test_fail(); \
-        } \
-    } while (0)
-
-static bool mem_eq(const char *what, const void *got_, const void *want_, size_t len,
-                   uint64_t base_off)
-{
-    const uint8_t *got = got_, *want = want_;
-    size_t i, n = 0, first = 0;
-
-    for (i = 0; i < len; i++) {
-        if (got[i] != want[i]) {
-            if (!n) {
-                first = i;
-            }
-            n++;
-        }
-    }
-    if (n) {
-        g_test_message("FAIL %s: %zu of %zu bytes differ; first at offset 0x%" PRIx64
-                       ": got 0x%02x, expected 0x%02x", what, n, len,
-                       base_off + first, got[first], want[first]);
-        g_test_fail();
-        return false;
-    }
-    return true;
-}
-
-/* Deterministic test data. */
-static void pattern(void *buf, size_t len, uint32_t seed)
-{
-    uint8_t *p = buf;
-    uint64_t x = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)seed * 0x100000001b3ULL);
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dULL) >> 56);
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* QEMU instances                                                      */
-/* ------------------------------------------------------------------ */
-
-static char *fw_dir(void)
-{
-    const char *e = g_getenv("DN2_FIRMWARE_DIR");
-
-    if (e && *e) {
-        return g_strdup(e);
-    }
-    return g_build_filename(g_get_home_dir(), ".cache", "dimmnet2", "firmware", NULL);
-}
-
-static QTestState *vm_start(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static QTestState *vm_start(const char *fmt, ...)
-{
-    g_autofree char *fw = fw_dir();
-    g_autofree char *extra = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    extra = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    return qtest_initf("-L %s -M q35 -nodefaults -m 64M %s", fw, extra);
-}
-
-typedef struct DN2 {
-    QTestState *qts;
-    uint64_t base;
-    bool dead;          /* a wait timed out: later waits fail fast */
-} DN2;
-
-static uint64_t qom_u64(QTestState *qts, const char *id, const char *prop)
-{
-    g_autofree char *path = g_strdup_printf("/machine/peripheral/%s", id);
-    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': %s}}", path, prop);
-    uint64_t v = 0;
-
-    if (!qdict_haskey(rsp, "return")) {
-        g_test_message("FAIL qom-get %s %s failed", path, prop);
-        g_test_fail();
-    } else {
-        QNum *n = qobject_to(QNum, qdict_get(rsp, "return"));
-        if (!n || !qnum_get_try_uint(n, &v)) {
-            g_test_message("FAIL qom-get %s %s: not an unsigned number", path, prop);
-            g_test_fail();
-        }
-    }
-    qobject_unref(rsp);
-    return v;
-}
-
-/* ------------------------------------------------------------------ */
-/* Registers and buffers                                               */
-/* ------------------------------------------------------------------ */
-
-static uint64_t ur_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_UR_OFF(wid) + off;
-}
-static uint64_t ur_rd(DN2 *d, int wid, uint32_t off)
-{
-    return qtest_readq(d->qts, ur_addr(d, wid, off));
-}
-static void ur_wr(DN2 *d, int wid, uint32_t off, uint64_t v)
-{
-    qtest_writeq(d->qts, ur_addr(d, wid, off), v);
-}
-static uint64_t sr_rd(DN2 *d, uint32_t off)
-{
-    return qtest_readq(d->qts, d->base + DN2_SR_BASE + off);
-}
-static void sr_wr(DN2 *d, uint32_t off, uint64_t v)
-{
-    qtest_writeq(d->qts, d->base + DN2_SR_BASE + off, v);
-}
-static uint64_t cs(DN2 *d, int wid)
-{
-    return ur_rd(d, wid, DN2_UR_CTL_STATUS);
-}
-static unsigned pcf(DN2 *d, int wid, int fam)
-{
-    return dn2_pc_field(ur_rd(d, wid, DN2_UR_PRIM_COUNTER), fam);
-}
-static uint64_t pwf(DN2 *d, int wid)
-{
-    return ur_rd(d, wid, DN2_UR_PW_FLAG);
-}
-static uint64_t mstate(DN2 *d)
-{
-    return ur_rd(d, 0, DN2_UR_MODULE_STATE) & DN2_MASK(16, 0);
-}
-static uint64_t pkts(DN2 *d, int wid)
-{
-    return ur_rd(d, wid, DN2_UR_PKT_COUNTER);
-}
-static uint64_t ww_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_WW_OFF(wid, 0) + off;
-}
-static uint64_t pw_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_PW_OFF(wid, 0) + off;
-}
-static uint64_t llcm_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_LLCM_OFF(wid) + off;
-}
-static uint64_t lhb_addr(DN2 *d, int wid, uint32_t off)
-{
-    return d->base + DN2_LHB_OFF(wid) + off;
-}
-
-/* Poll a User Register until (value & mask) == want. */
-static bool poll_ur(DN2 *d, int wid, uint32_t off, uint64_t mask, uint64_t want,
-                    int max, const char *what)
-{
-    uint64_t v = 0;
-    int i;
-
-    if (d->dead) {
-        max = 1;
-    }
-    for (i = 0; i < max; i++) {
-        v = ur_rd(d, wid, off);
-        if ((v & mask) == want) {
-            return true;
-        }
-    }
-    g_test_message("FAIL waiting for %s: UR%d+0x%03x = 0x%" PRIx64 " after %d reads; "
-                   "wanted (value & 0x%" PRIx64 ") == 0x%" PRIx64,
-                   what, wid, off, v, max, mask, want);
-    g_test_fail();
-    d->dead = true;
-    return false;
-}
-
-static bool wait_pc(DN2 *d, int wid, int fam, unsigned target, const char *what)
-{
-    return poll_ur(d, wid, DN2_UR_PRIM_COUNTER,
-                   (uint64_t)DN2_PC_MASK << (fam * DN2_PC_BITS),
-                   (uint64_t)(target & DN2_PC_MASK) << (fam * DN2_PC_BITS),
-                   MAX_POLL, what);
-}
-
 /* ------------------------------------------------------------------ */
 /* The rig: one board with a file-backed SO-DIMM memdev                */
 /* ------------------------------------------------------------------ */
 
 typedef struct Rig {
-    QTestState *qts;
     DN2 d;
-    char *path;
-    int fd;
-    uint8_t *map;
-    uint32_t st_init[2], st_size[2], st_head[2];  /* status rings */
+    DN2SdFile mem;
 } Rig;
 
-static void rig_start(Rig *r, const char *props)
+/* A board cabled to itself (loopback=on). */
+static DN2 *rig_start(Rig *r)
 {
-    GError *err = NULL;
-
-    memset(r, 0, sizeof(*r));
-    r->fd = g_file_open_tmp("dn2-remote-XXXXXX", &r->path, &err);
-    g_assert_no_error(err);
-    g_assert_cmpint(ftruncate(r->fd, SD_BYTES), ==, 0);
-    r->map = mmap(NULL, SD_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-    g_assert_true(r->map != MAP_FAILED);
-    r->qts = vm_start("-object memory-backend-file,id=m,size=%" PRIu64
-                      ",mem-path=%s,share=on -device dimmnet2,id=dn,memdev=m%s",
-                      (uint64_t)SD_BYTES, r->path, props);
-    r->d.qts = r->qts;
-    r->d.base = DN2_DEFAULT_BASE0;
-    r->d.dead = false;
+    dn2q_sdfile_create(&r->mem, SD_BYTES, "dn2-remote-XXXXXX", false);
+    dn2q_open(&r->d, dn2q_start_memdev(&r->mem, ",loopback=on"), DN2_DEFAULT_BASE0);
+    return &r->d;
 }
 
 static void rig_stop(Rig *r)
 {
-    qtest_quit(r->qts);
-    munmap(r->map, SD_BYTES);
-    close(r->fd);
-    unlink(r->path);
-    g_free(r->path);
+    qtest_quit(r->d.qts);
+    dn2q_sdfile_destroy(&r->mem);
 }
 
 static uint64_t rstat(Rig *r, const char *name)
 {
-    return qom_u64(r->qts, "dn", name);
+    return dn2q_qom_u64(r->d.qts, "dn", name);
 }
 
 /* Wait until statistic `name` reaches `want`; exact unless `at_least`. */
@@ -340,46 +102,18 @@ static bool wait_stat_x(Rig *r, const char *name, uint64_t want, bool at_least,
 /* Back-pressure events are counted per refusal attempt: at least. */
 #define wait_stalls(r, want, what) wait_stat_x(r, "stat-rx-stalls", want, true, what)
 
-/* Where byte `off` of WID `wid`'s SO-DIMM area lives in the file (choice #10). */
-static uint8_t *sdp(Rig *r, int wid, uint64_t off)
-{
-    uint64_t a = (uint64_t)wid * AREA + off;
-
-    return &r->map[dn2_sdimm_module(a) * (SD_BYTES / 2) + dn2_sdimm_module_offset(a)];
-}
-static void sd_put(Rig *r, int wid, uint64_t off, const void *buf, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        *sdp(r, wid, off + i) = ((const uint8_t *)buf)[i];
-    }
-}
-static void sd_get(Rig *r, int wid, uint64_t off, void *buf, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        ((uint8_t *)buf)[i] = *sdp(r, wid, off + i);
-    }
-}
 static bool sd_expect(Rig *r, int wid, uint64_t off, const void *want, size_t len,
                       const char *what)
 {
-    g_autofree uint8_t *got = g_malloc(len + 1);
-    g_autofree char *w = g_strdup_printf("%s (WID %d SO-DIMM 0x%" PRIx64 "..0x%" PRIx64
-                                         ")", what, wid, off, off + len);
-
-    sd_get(r, wid, off, got, len);
-    return mem_eq(w, got, want, len, off);
+    return dn2q_sdfile_expect(&r->mem, wid, off, want, len, "", what);
 }
 /* Fill [off, off + len) with background data; returns a model of it. */
 static uint8_t *sd_bg(Rig *r, int wid, uint64_t off, size_t len, uint32_t seed)
 {
     uint8_t *m = g_malloc(len + 1);
 
-    pattern(m, len, seed);
-    sd_put(r, wid, off, m, len);
+    dn2q_pattern(m, len, seed);
+    dn2q_sdfile_put(&r->mem, wid, off, m, len);
     return m;
 }
 static void sd_put_le32(Rig *r, int wid, uint64_t off, uint32_t v)
@@ -387,52 +121,49 @@ static void sd_put_le32(Rig *r, int wid, uint64_t off, uint32_t v)
     uint8_t b[4];
 
     stl_le_p(b, v);
-    sd_put(r, wid, off, b, 4);
+    dn2q_sdfile_put(&r->mem, wid, off, b, 4);
 }
 
 /* ------------------------------------------------------------------ */
 /* Bring-up, status rings, IPUSH rings                                 */
 /* ------------------------------------------------------------------ */
 
-static void status_setup(Rig *r, int wid, uint32_t init, unsigned code)
-{
-    ur_wr(&r->d, wid, DN2_UR_STATUS_INIT, init);
-    ur_wr(&r->d, wid, DN2_UR_STATUS_SIZE, code);
-    r->st_init[wid] = init;
-    r->st_size[wid] = dn2_status_area_bytes(code);
-    r->st_head[wid] = init;
-}
-
-static uint32_t st_next(Rig *r, int wid, uint32_t a)
-{
-    return r->st_init[wid] + (a - r->st_init[wid] + DN2_STATUS_REC_SIZE) %
-           r->st_size[wid];
-}
-
 /* pgid < 0: the PGID register of that WID is not written (no process). */
-static void bringup(Rig *r, unsigned mtu_code, int pgid0, int pgid1)
+static void bringup(DN2 *d, unsigned mtu_code, int pgid0, int pgid1)
 {
-    DN2 *d = &r->d;
     int wid;
 
-    sr_wr(d, DN2_SR_SDIMM_CAPACITY, 0x01);
-    sr_wr(d, DN2_SR_SDIMM_INIT, 1);
-    poll_ur(d, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY,
-            MAX_POLL, "SO-DIMM initialisation complete");
-    sr_wr(d, DN2_SR_LID, LID);
-    if (pgid0 >= 0) {
-        sr_wr(d, DN2_SR_PGID0, pgid0);
-    }
-    if (pgid1 >= 0) {
-        sr_wr(d, DN2_SR_PGID1, pgid1);
-    }
-    sr_wr(d, DN2_SR_MTU, mtu_code);
+    dn2q_board_init(d, 0x01);
+    dn2q_sr_wr(d, DN2_SR_LID, LID);
+    dn2q_set_pgids(d, pgid0, pgid1);
+    dn2q_sr_wr(d, DN2_SR_MTU, mtu_code);
     for (wid = 0; wid < 2; wid++) {
-        status_setup(r, wid, ST_INIT, ST_CODE);
-        ur_wr(d, wid, DN2_UR_IPUSH_AREA_SIZE, IPUSH_UNITS);
-        ur_wr(d, wid, DN2_UR_PKT_COUNTER, 0);
-        ur_wr(d, wid, DN2_UR_PRIM_COUNTER, 0);
+        dn2q_status_setup(d, wid, ST_INIT, ST_CODE);
+        dn2q_ur_wr(d, wid, DN2_UR_IPUSH_AREA_SIZE, IPUSH_UNITS);
+        dn2q_ur_wr(d, wid, DN2_UR_PKT_COUNTER, 0);
+        dn2q_ur_wr(d, wid, DN2_UR_PRIM_COUNTER, 0);
     }
+}
+
+/* The loopback rig brought up with both WIDs in process group PGID. */
+static DN2 *rig_up(Rig *r, unsigned mtu_code)
+{
+    DN2 *d = rig_start(r);
+
+    bringup(d, mtu_code, PGID, PGID);
+    return d;
+}
+
+/* Compare the record at the host's head with {lower, upper} (Lower bits
+ * in lmask), then free it. */
+static void check_status(DN2 *d, int wid, uint64_t lower, uint64_t lmask, uint64_t upper,
+                         const char *w)
+{
+    uint64_t lo, up;
+
+    dn2q_status_take(d, wid, &lo, &up);
+    EXPECT_HEX(lo & lmask, lower & lmask, "%s: Lower word (at +0)", w);
+    EXPECT_HEX(up, upper, "%s: Upper word (at +8)", w);
 }
 
 /* The status ring: wait for the next record, compare it, free it (head). */
@@ -440,21 +171,15 @@ static bool expect_status(Rig *r, int wid, uint64_t lower, uint64_t lmask,
                           uint64_t upper, const char *what)
 {
     DN2 *d = &r->d;
-    uint32_t h = r->st_head[wid];
-    uint64_t lo, up;
+    uint32_t h = d->st[wid].head;
     g_autofree char *w = g_strdup_printf("status record for %s (WID %d ring slot 0x%x)",
                                          what, wid, h);
 
-    if (!poll_ur(d, wid, DN2_UR_STATUS_ADDR, DN2_STATUS_ADDR_MASK, st_next(r, wid, h),
-                 MAX_POLL, w)) {
+    if (!dn2q_poll_ur(d, wid, DN2_UR_STATUS_ADDR, DN2_STATUS_ADDR_MASK,
+                      dn2q_status_next(d, wid, h), DN2Q_MAX_POLL, w)) {
         return false;
     }
-    lo = qtest_readq(r->qts, llcm_addr(d, wid, h));
-    up = qtest_readq(r->qts, llcm_addr(d, wid, h + 8));
-    EXPECT_HEX(lo & lmask, lower & lmask, "%s: Lower word (at +0)", w);
-    EXPECT_HEX(up, upper, "%s: Upper word (at +8)", w);
-    r->st_head[wid] = st_next(r, wid, h);
-    ur_wr(d, wid, DN2_UR_STATUS_ADDR, r->st_head[wid]);
+    check_status(d, wid, lower, lmask, upper, w);
     return true;
 }
 
@@ -463,17 +188,16 @@ static bool expect_status_any(Rig *r, int wid, uint64_t lower, uint64_t lmask,
                               uint64_t upper, const char *what)
 {
     DN2 *d = &r->d;
-    uint32_t h = r->st_head[wid];
-    uint64_t lo, up;
+    uint32_t h = d->st[wid].head;
     int i;
     g_autofree char *w = g_strdup_printf("status record for %s (WID %d ring slot 0x%x)",
                                          what, wid, h);
 
     bool found = false;
-    int max = d->dead ? 1 : MAX_POLL;
+    int max = d->dead ? 1 : DN2Q_MAX_POLL;
 
     for (i = 0; i < max && !found; i++) {
-        found = (ur_rd(d, wid, DN2_UR_STATUS_ADDR) & DN2_STATUS_ADDR_MASK) != h;
+        found = (dn2q_ur_rd(d, wid, DN2_UR_STATUS_ADDR) & DN2_STATUS_ADDR_MASK) != h;
     }
     if (!found) {
         g_test_message("FAIL waiting for %s: Status NWA still 0x%x", w, h);
@@ -481,19 +205,14 @@ static bool expect_status_any(Rig *r, int wid, uint64_t lower, uint64_t lmask,
         d->dead = true;
         return false;
     }
-    lo = qtest_readq(r->qts, llcm_addr(d, wid, h));
-    up = qtest_readq(r->qts, llcm_addr(d, wid, h + 8));
-    EXPECT_HEX(lo & lmask, lower & lmask, "%s: Lower word (at +0)", w);
-    EXPECT_HEX(up, upper, "%s: Upper word (at +8)", w);
-    r->st_head[wid] = st_next(r, wid, h);
-    ur_wr(d, wid, DN2_UR_STATUS_ADDR, r->st_head[wid]);
+    check_status(d, wid, lower, lmask, upper, w);
     return true;
 }
 
 static void expect_no_status(Rig *r, int wid, const char *what)
 {
-    EXPECT_HEX(ur_rd(&r->d, wid, DN2_UR_STATUS_ADDR) & DN2_STATUS_ADDR_MASK,
-               r->st_head[wid], "%s: no (further) status record on WID %d", what, wid);
+    EXPECT_HEX(dn2q_ur_rd(&r->d, wid, DN2_UR_STATUS_ADDR) & DN2_STATUS_ADDR_MASK,
+               r->d.st[wid].head, "%s: no (further) status record on WID %d", what, wid);
 }
 
 /* Table 4.9 / docs: Lower = {OTYPE, DTYPE, Iteration, sender CLID, sender
@@ -512,53 +231,34 @@ static bool wait_pkts(Rig *r, int wid, uint64_t n, const char *what)
     g_autofree char *w = g_strdup_printf("Packet Counter of WID %d = %" PRIu64 " (%s)",
                                          wid, n, what);
 
-    return poll_ur(&r->d, wid, DN2_UR_PKT_COUNTER, ~0ULL, n, MAX_POLL, w);
+    return dn2q_poll_ur(&r->d, wid, DN2_UR_PKT_COUNTER, ~0ULL, n, DN2Q_MAX_POLL, w);
 }
 
-/* Issue a request once bits 0 and 2 are clear (§5.2.2). */
-static void rissue(Rig *r, int wid, int cmd, uint64_t upper, uint64_t lower)
+/* Wait for the sender's Primitive Counter (choice #37) to pass `before`. */
+static void wait_sent(Rig *r, int wid, int fam, unsigned before, const char *what)
 {
-    DN2 *d = &r->d;
+    g_autofree char *w = g_strdup_printf("sender's Primitive Counter for %s", what);
 
-    poll_ur(d, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL, 0,
-            MAX_POLL, "room in the Request FIFO (bits 0 and 2 clear)");
-    ur_wr(d, wid, cmd ? DN2_UR_CMD1_UPPER : DN2_UR_CMD0_UPPER, upper);
-    ur_wr(d, wid, cmd ? DN2_UR_CMD1_LOWER : DN2_UR_CMD0_LOWER, lower);
+    dn2q_wait_pc(&r->d, wid, fam, before + 1, w);
 }
 
-static void rissue_ex(Rig *r, int wid, int cmd, uint64_t upper, uint64_t ex,
-                      uint64_t lower)
-{
-    DN2 *d = &r->d;
-
-    poll_ur(d, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL, 0,
-            MAX_POLL, "room in the Request FIFO (bits 0 and 2 clear)");
-    ur_wr(d, wid, DN2_UR_CMD_EX_FLAG, 1);
-    ur_wr(d, wid, cmd ? DN2_UR_CMD1_UPPER : DN2_UR_CMD0_UPPER, upper);
-    ur_wr(d, wid, DN2_UR_CMD_EX, ex);
-    ur_wr(d, wid, cmd ? DN2_UR_CMD1_LOWER : DN2_UR_CMD0_LOWER, lower);
-    ur_wr(d, wid, DN2_UR_CMD_EX_FLAG, 0);
-}
-
-/* Issue and wait for the sender's Primitive Counter (choice #37). */
+/* Issue (once bits 0 and 2 are clear, §5.2.2) and wait until sent. */
 static void rsend(Rig *r, int wid, int cmd, uint64_t upper, uint64_t lower, int fam,
                   const char *what)
 {
-    unsigned before = pcf(&r->d, wid, fam);
-    g_autofree char *w = g_strdup_printf("sender's Primitive Counter for %s", what);
+    unsigned before = dn2q_pcf(&r->d, wid, fam);
 
-    rissue(r, wid, cmd, upper, lower);
-    wait_pc(&r->d, wid, fam, before + 1, w);
+    dn2q_issue(&r->d, wid, cmd, upper, lower);
+    wait_sent(r, wid, fam, before, what);
 }
 
 static void rsend_ex(Rig *r, int wid, int cmd, uint64_t upper, uint64_t ex,
                      uint64_t lower, int fam, const char *what)
 {
-    unsigned before = pcf(&r->d, wid, fam);
-    g_autofree char *w = g_strdup_printf("sender's Primitive Counter for %s", what);
+    unsigned before = dn2q_pcf(&r->d, wid, fam);
 
-    rissue_ex(r, wid, cmd, upper, ex, lower);
-    wait_pc(&r->d, wid, fam, before + 1, w);
+    dn2q_issue_ex(&r->d, wid, cmd, upper, ex, lower);
+    wait_sent(r, wid, fam, before, what);
 }
 
 /* BOTF: a packet image in Write Window n of `wid`. */
@@ -577,23 +277,22 @@ static void botf_image(Rig *r, int wid, int n, const struct dn2_hdr *h,
     if (dlen) {
         memcpy(img + hl, data, dlen);
     }
-    qtest_memwrite(r->qts, ww_addr(&r->d, wid, n * DN2_WIN_SIZE), img, hl + dlen);
+    qtest_memwrite(r->d.qts, dn2q_ww_addr(&r->d, wid, n * DN2_WIN_SIZE), img, hl + dlen);
 }
 
 static void botf_issue(Rig *r, int wid, int n, unsigned size)
 {
-    poll_ur(&r->d, wid, DN2_UR_CTL_STATUS, DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL, 0,
-            MAX_POLL, "room in the Request FIFO (bits 0 and 2 clear)");
-    ur_wr(&r->d, wid, DN2_UR_CMD0_LOWER, dn2_botf_lower(n, size));
+    dn2q_wait_fifo_room(&r->d, wid);
+    dn2q_ur_wr(&r->d, wid, DN2_UR_CMD0_LOWER, dn2_botf_lower(n, size));
 }
 
 static void botf(Rig *r, int wid, int n, unsigned size, const char *what)
 {
-    unsigned before = pcf(&r->d, wid, DN2_PC_BOTF);
+    unsigned before = dn2q_pcf(&r->d, wid, DN2_PC_BOTF);
     g_autofree char *w = g_strdup_printf("Primitive Counter BOTF for %s", what);
 
     botf_issue(r, wid, n, size);
-    wait_pc(&r->d, wid, DN2_PC_BOTF, before + 1, w);
+    dn2q_wait_pc(&r->d, wid, DN2_PC_BOTF, before + 1, w);
 }
 
 /* A header for a BOTF image.  PGID and Packet Size are deliberately wrong:
@@ -619,39 +318,27 @@ typedef struct RingM {
     uint32_t entry, base, size, head, tail;
 } RingM;
 
-static uint32_t amt_value(int dwid, uint32_t off)
-{
-    return (DN2_LLCM_OFF(dwid) - DN2_LLCM_BASE + off) / DN2_AMT_UNIT;
-}
-
 static void ring_setup(Rig *r, RingM *m, int swid, int dwid, uint32_t base,
                        uint32_t size)
 {
-    uint8_t e[DN2_AMT_ENTRY];
-
     m->swid = swid;
     m->dwid = dwid;
     m->entry = AMT_ENTRY + DN2_AMT_ENTRY * swid;
     m->base = base;
     m->size = size;
     m->head = m->tail = 0;
-    stl_le_p(e + DN2_AMT_HEAD, 0);
-    stl_le_p(e + DN2_AMT_TAIL, 0);
-    stl_le_p(e + DN2_AMT_BASE, base);
-    stl_le_p(e + DN2_AMT_SIZE, size);
-    qtest_memwrite(r->qts, llcm_addr(&r->d, dwid, m->entry), e, sizeof(e));
-    sr_wr(&r->d, DN2_SR_AMT, dn2_amt_encode(amt_value(dwid, m->entry), swid, LID));
+    dn2q_amt_setup(&r->d, dwid, m->entry, swid, LID, base, size);
 }
 
 static uint32_t ring_tail(Rig *r, RingM *m)
 {
-    return qtest_readl(r->qts, llcm_addr(&r->d, m->dwid, m->entry + DN2_AMT_TAIL));
+    return dn2q_amt_get(&r->d, m->dwid, m->entry, DN2_AMT_TAIL);
 }
 
 static void ring_set_head(Rig *r, RingM *m, uint32_t head)
 {
     m->head = head;
-    qtest_writel(r->qts, llcm_addr(&r->d, m->dwid, m->entry + DN2_AMT_HEAD), head);
+    dn2q_amt_set(&r->d, m->dwid, m->entry, DN2_AMT_HEAD, head);
 }
 
 static void ring_get(Rig *r, RingM *m, uint32_t pos, uint8_t *buf, uint32_t len)
@@ -659,7 +346,7 @@ static void ring_get(Rig *r, RingM *m, uint32_t pos, uint8_t *buf, uint32_t len)
     uint32_t i;
 
     for (i = 0; i < len; i++) {
-        buf[i] = *sdp(r, m->dwid, m->base + (pos + i) % m->size);
+        buf[i] = *dn2q_sdfile_byte(&r->mem, m->dwid, m->base + (pos + i) % m->size);
     }
 }
 
@@ -671,7 +358,7 @@ static bool ring_expect(Rig *r, RingM *m, uint32_t pos, const void *want, uint32
                                          what, m->base, pos, m->dwid);
 
     ring_get(r, m, pos, got, len);
-    return mem_eq(w, got, want, len, pos);
+    return dn2q_mem_eq(w, got, want, len, pos);
 }
 
 /* ================================================================== */
@@ -680,40 +367,37 @@ static bool ring_expect(Rig *r, RingM *m, uint32_t pos, const void *want, uint32
 
 static void test_link(void)
 {
+    const uint64_t sma_up = ((uint64_t)DN2_SMA_LINK_READY << DN2_SMA_LINK_SHIFT) | LID;
     Rig r;
     DN2 *d;
     QTestState *qts;
-    DN2 nd = { 0 };
+    DN2 nd;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    EXPECT_HEX(sr_rd(d, DN2_SR_SMA), ((uint64_t)DN2_SMA_LINK_READY << DN2_SMA_LINK_SHIFT) |
-               LID, "loopback: SMA LID = LID 1, link ready");
-    sr_wr(d, DN2_SR_SMA, 1);
-    EXPECT_HEX(sr_rd(d, DN2_SR_SMA), ((uint64_t)DN2_SMA_LINK_READY << DN2_SMA_LINK_SHIFT) |
-               LID, "loopback: SMA LID after an SMA software reset");
-    sr_rd(d, DN2_SR_CTL_RESET);
-    EXPECT_HEX(sr_rd(d, DN2_SR_SMA), ((uint64_t)DN2_SMA_LINK_READY << DN2_SMA_LINK_SHIFT) |
-               LID, "loopback: Controller Reset keeps the SMA (choice #20)");
+    d = rig_start(&r);
+    EXPECT_HEX(dn2q_sr_rd(d, DN2_SR_SMA), sma_up, "loopback: SMA LID = LID 1, link ready");
+    dn2q_sr_wr(d, DN2_SR_SMA, 1);
+    EXPECT_HEX(dn2q_sr_rd(d, DN2_SR_SMA), sma_up,
+               "loopback: SMA LID after an SMA software reset");
+    dn2q_sr_rd(d, DN2_SR_CTL_RESET);
+    EXPECT_HEX(dn2q_sr_rd(d, DN2_SR_SMA), sma_up,
+               "loopback: Controller Reset keeps the SMA (choice #20)");
     rig_stop(&r);
 
     /* No cable: remote primitives wait (choice #22) */
-    qts = vm_start("-device dimmnet2,id=dn");
-    nd.qts = qts;
-    nd.base = DN2_DEFAULT_BASE0;
-    EXPECT_HEX(qtest_readq(qts, nd.base + DN2_SR_BASE + DN2_SR_SMA), 0,
-               "no link: SMA LID 0, link down");
-    qtest_writeq(qts, nd.base + DN2_SR_BASE + DN2_SR_SDIMM_INIT, 1);
-    qtest_writeq(qts, nd.base + DN2_SR_BASE + DN2_SR_PGID0, PGID);
-    ur_wr(&nd, 0, DN2_UR_CMD0_UPPER, dn2_req_upper(0, 0));
-    ur_wr(&nd, 0, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 0, 1, 64));
-    poll_ur(&nd, 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS, MAX_POLL,
-            "no link: Module State shows the waiting RVS");
-    EXPECT_HEX(pcf(&nd, 0, DN2_PC_RVS), 0, "no link: RVS not counted");
-    EXPECT_HEX(qom_u64(qts, "dn", "stat-tx-packets"), 0, "no link: nothing sent");
-    EXPECT_HEX(mstate(&nd), 1 + DN2_OP_RVS, "no link: still waiting");
-    qtest_readq(qts, nd.base + DN2_SR_BASE + DN2_SR_CTL_RESET);
-    EXPECT_HEX(mstate(&nd), 0, "no link: Controller Reset ends the wait");
+    qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+    dn2q_open(&nd, qts, DN2_DEFAULT_BASE0);
+    EXPECT_HEX(dn2q_sr_rd(&nd, DN2_SR_SMA), 0, "no link: SMA LID 0, link down");
+    dn2q_sr_wr(&nd, DN2_SR_SDIMM_INIT, 1);
+    dn2q_sr_wr(&nd, DN2_SR_PGID0, PGID);
+    dn2q_doorbell(&nd, 0, 0, dn2_req_upper(0, 0),
+                  dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 0, 1, 64));
+    dn2q_poll_ur(&nd, 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS, DN2Q_MAX_POLL,
+                 "no link: Module State shows the waiting RVS");
+    EXPECT_HEX(dn2q_pcf(&nd, 0, DN2_PC_RVS), 0, "no link: RVS not counted");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-tx-packets"), 0, "no link: nothing sent");
+    EXPECT_HEX(dn2q_wc_state(&nd), 1 + DN2_OP_RVS, "no link: still waiting");
+    dn2q_sr_rd(&nd, DN2_SR_CTL_RESET);
+    EXPECT_HEX(dn2q_wc_state(&nd), 0, "no link: Controller Reset ends the wait");
     qtest_quit(qts);
 }
 
@@ -729,9 +413,7 @@ static void test_botf_windows(void)
     DN2 *d;
     int wid, n;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_2K);
     for (wid = 0; wid < 2; wid++) {
         for (n = 0; n < 4; n++) {
             int dwid = wid ^ (n & 1), kind = n;      /* 0 SO-DIMM, 1 PW, 2 LLCM, 3 +status */
@@ -742,7 +424,7 @@ static void test_botf_windows(void)
             uint8_t data[DN2_WIN_SIZE], got[DN2_WIN_SIZE + 32], model[DN2_WIN_SIZE + 32];
             uint64_t l1 = dn2_hdr1_encode(dst, dst);
             struct dn2_hdr h = mkhdr(DN2_OP_RVS, wid, dwid, LID);
-            uint64_t p0 = pkts(d, dwid);
+            uint64_t p0 = dn2q_pkts(d, dwid);
             g_autofree char *what = g_strdup_printf(
                 "BOTF from WW%d#%d (%u data bytes) to WID %d %s", wid, n, dl, dwid,
                 kind == 1 ? "Prefetch Window" : kind == 2 ? "LLCM" : "SO-DIMM");
@@ -751,46 +433,47 @@ static void test_botf_windows(void)
             h.rflag = kind == 1;
             h.lflag = kind == 2;
             h.eflag = kind == 3;
-            pattern(data, dl, 100 + 10 * wid + n);
-            pattern(model, dl + 32, 200 + 10 * wid + n);
+            dn2q_pattern(data, dl, 100 + 10 * wid + n);
+            dn2q_pattern(model, dl + 32, 200 + 10 * wid + n);
             if (kind == 1) {
                 /* the PW is read-only to the host: read what is there */
-                qtest_memread(r.qts, pw_addr(d, dwid, dst - 16), model, dl + 32);
+                qtest_memread(r.d.qts, dn2q_pw_addr(d, dwid, dst - 16), model, dl + 32);
             } else if (kind == 2) {
-                qtest_memwrite(r.qts, llcm_addr(d, dwid, dst - 16), model, dl + 32);
+                qtest_memwrite(r.d.qts, dn2q_llcm_addr(d, dwid, dst - 16), model, dl + 32);
             } else {
-                sd_put(&r, dwid, dst - 16, model, dl + 32);
+                dn2q_sdfile_put(&r.mem, dwid, dst - 16, model, dl + 32);
             }
             memcpy(model + 16, data, dl);
             botf_image(&r, wid, n, &h, &l1, 1, data, dl);
             botf(&r, wid, n, 2 * DN2_LINE + dl, what);
             wait_pkts(&r, dwid, p0 + 1, what);
             if (kind == 1) {
-                qtest_memread(r.qts, pw_addr(d, dwid, dst - 16), got, dl + 32);
-                mem_eq(what, got, model, dl + 32, dst - 16);
+                qtest_memread(r.d.qts, dn2q_pw_addr(d, dwid, dst - 16), got, dl + 32);
+                dn2q_mem_eq(what, got, model, dl + 32, dst - 16);
             } else if (kind == 2) {
-                qtest_memread(r.qts, llcm_addr(d, dwid, dst - 16), got, dl + 32);
-                mem_eq(what, got, model, dl + 32, dst - 16);
+                qtest_memread(r.d.qts, dn2q_llcm_addr(d, dwid, dst - 16), got, dl + 32);
+                dn2q_mem_eq(what, got, model, dl + 32, dst - 16);
             } else {
                 sd_expect(&r, dwid, dst - 16, model, dl + 32, what);
             }
             if (kind == 3) {
-                uint32_t t0 = r.st_head[dwid];
+                uint32_t t0 = r.d.st[dwid].head;
                 g_autofree char *w = g_strdup_printf("%s: Status NWA advanced by 16", what);
-                poll_ur(d, dwid, DN2_UR_STATUS_ADDR, ~0ULL, st_next(&r, dwid, t0), MAX_POLL, w);
-                EXPECT_HEX(cs(d, dwid) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), 0,
+                dn2q_poll_ur(d, dwid, DN2_UR_STATUS_ADDR, ~0ULL, dn2q_status_next(d, dwid, t0),
+                             DN2Q_MAX_POLL, w);
+                EXPECT_HEX(dn2q_cs(d, dwid) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), 0,
                            "%s: status ring neither empty nor full", what);
                 expect_status(&r, dwid, st_lower(DN2_OP_RVS, 0, 0, wid, dl), LM_ALL,
                               dn2_req_upper(dst, 0), what);
-                EXPECT_HEX(cs(d, dwid) & DN2_CS_STATUS_EMPTY, DN2_CS_STATUS_EMPTY,
+                EXPECT_HEX(dn2q_cs(d, dwid) & DN2_CS_STATUS_EMPTY, DN2_CS_STATUS_EMPTY,
                            "%s: head write frees the record (bit 4)", what);
             }
             expect_no_status(&r, dwid, what);
         }
     }
-    EXPECT_HEX(pcf(d, 0, DN2_PC_BOTF), 4, "Primitive Counter BOTF of WID 0");
-    EXPECT_HEX(pcf(d, 1, DN2_PC_BOTF), 4, "Primitive Counter BOTF of WID 1");
-    EXPECT_HEX(pcf(d, 0, DN2_PC_RVS), 0, "BOTF does not count as RVS");
+    EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_BOTF), 4, "Primitive Counter BOTF of WID 0");
+    EXPECT_HEX(dn2q_pcf(d, 1, DN2_PC_BOTF), 4, "Primitive Counter BOTF of WID 1");
+    EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_RVS), 0, "BOTF does not count as RVS");
     rig_stop(&r);
 }
 
@@ -806,26 +489,24 @@ static void test_botf_sizes(void)
     g_autofree uint8_t *src = NULL;
     g_autofree uint8_t *bg = NULL;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_2K);
 
     /* size 0: an invalid request, dropped (stat-ignored), nothing sent */
     h = mkhdr(DN2_OP_RVS, 0, 1, LID);
     l1 = dn2_hdr1_encode(dst, dst);
-    pattern(img, sizeof(img), 301);
+    dn2q_pattern(img, sizeof(img), 301);
     botf_image(&r, 0, 1, &h, &l1, 1, img, 64);
     ign = rstat(&r, "stat-ignored");
     tx = rstat(&r, "stat-tx-packets");
     botf_issue(&r, 0, 1, 0);
     botf(&r, 0, 1, 16 + 8, "BOTF after a size-0 BOTF");
     wait_pkts(&r, 1, 1, "only the non-empty BOTF arrives");
-    EXPECT_HEX(pcf(d, 0, DN2_PC_BOTF), 1, "size-0 BOTF not counted");
+    EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_BOTF), 1, "size-0 BOTF not counted");
     EXPECT_HEX(rstat(&r, "stat-ignored"), ign + 1, "size-0 BOTF: stat-ignored");
     EXPECT_HEX(rstat(&r, "stat-tx-packets"), tx + 1, "size-0 BOTF: no packet");
 
     /* size > 512 clipped to 512: 496 data bytes from the window, no more */
-    pattern(img, sizeof(img), 302);
+    dn2q_pattern(img, sizeof(img), 302);
     botf_image(&r, 0, 3, &h, &l1, 1, img, DN2_WIN_SIZE - 16);
     bg = sd_bg(&r, 1, dst - 16, DN2_WIN_SIZE + 32, 303);
     memcpy(model, bg, DN2_WIN_SIZE + 32);
@@ -837,7 +518,7 @@ static void test_botf_sizes(void)
 
     /* maximum field value 1023 too, from WW1#0 */
     h = mkhdr(DN2_OP_RVS, 1, 0, LID);
-    pattern(img, sizeof(img), 304);
+    dn2q_pattern(img, sizeof(img), 304);
     botf_image(&r, 1, 0, &h, &l1, 1, img, DN2_WIN_SIZE - 16);
     g_free(bg);
     bg = sd_bg(&r, 0, dst - 16, DN2_WIN_SIZE + 32, 305);
@@ -864,7 +545,7 @@ static void test_botf_sizes(void)
     expect_status(&r, 0, st_lower(DN2_OP_RVS, 0, 0, 1, 300), LM_NO_DI,
                   dn2_req_upper(dst + 0x1000, 0), "data of a BOTF-borne RVL");
     sd_expect(&r, 0, dst + 0x1000 - 8, model, 316, "data read by a BOTF-borne RVL");
-    EXPECT_HEX(pcf(d, 0, DN2_PC_RVL), 0, "a BOTF-borne RVL counts as BOTF only");
+    EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_RVL), 0, "a BOTF-borne RVL counts as BOTF only");
     rig_stop(&r);
 }
 
@@ -883,10 +564,8 @@ static void test_botf_wire(void)
     uint32_t i, L[8] = { 0x70, 0x10, 0x60, 0x28, 0x00, 0x48, 0x38, 0x18 };
     uint64_t p0;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, PGID, PGID);
-    pattern(data, sizeof(data), 1500);
+    d = rig_up(&r, DN2Q_MTU_2K);
+    dn2q_pattern(data, sizeof(data), 1500);
 
     /* RVS, a later packet of a primitive: 2nd DW = {DSTOff of this packet,
      * Initial DSTOff}; the record gives the bytes so far and the first address */
@@ -945,7 +624,7 @@ static void test_botf_wire(void)
     /* RVL with a 4th DW: the requester's landing pattern (VSS 8 x 8 B,
      * stride 24), the data read at SRCOff of the responder */
     g_free(m);
-    sd_put(&r, 1, SRC + 0x500, data + 128, 64);
+    dn2q_sdfile_put(&r.mem, 1, SRC + 0x500, data + 128, 64);
     m = sd_bg(&r, 0, D + 0x3000, 0x100, 1504);
     for (i = 0; i < 8; i++) {
         memcpy(m + 24 * i, data + 128 + 8 * i, 8);
@@ -976,7 +655,7 @@ static void test_botf_wire(void)
     h.pflag = 0;
     more[0] = dn2_hdr1_encode(100, 40);
     botf_image(&r, 0, 1, &h, more, 1, data + 40, 60);
-    p0 = pkts(d, 1);
+    p0 = dn2q_pkts(d, 1);
     botf(&r, 0, 1, 16 + 60, "hand-made IPUSH packet without pflag");
     wait_pkts(&r, 1, p0 + 1, "hand-made IPUSH packet without pflag");
     expect_no_status(&r, 1, "IPUSH packet without pflag or eflag");
@@ -994,8 +673,8 @@ static void test_botf_wire(void)
     botf(&r, 0, 2, 16 + 60, "hand-made LHS first packet");
     expect_status(&r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 100), LM_ALL,
                   dn2_req_upper(0, 0), "hand-made LHS first packet");
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "LHS: LH Buffer tail");
-    qtest_memread(r.qts, lhb_addr(d, 1, 0), e, sizeof(e));
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "LHS: LH Buffer tail");
+    qtest_memread(r.d.qts, dn2q_lhb_addr(d, 1, 0), e, sizeof(e));
     EXPECT_HEX(ldq_le_p(e) & (DN2_LH_VALID | DN2_LH_COMPLETE), DN2_LH_VALID,
                "LHS after the first packet: Valid toggled, Complete not yet");
     EXPECT_HEX(DN2_GET(ldq_le_p(e), 63, 32), 0x1000 + 104,
@@ -1003,7 +682,7 @@ static void test_botf_wire(void)
     EXPECT_HEX(DN2_GET(ldq_le_p(e), 31, 16), 0x5a5a, "LHS Context");
     EXPECT_HEX(DN2_GET(ldq_le_p(e), 15, 2), 0x1234, "LHS Rank");
     EXPECT_HEX(ldq_le_p(e + 8), DN2_PUT(0x87654321, 63, 32) | 92, "LHS Tag and Size");
-    mem_eq("LHS inline data", e + 16, data + 8, 48, 0);
+    dn2q_mem_eq("LHS inline data", e + 16, data + 8, 48, 0);
     EXPECT_HEX(ring_tail(&r, &a), 104 + 48, "LHS: ring space for the whole overflow taken");
     more[0] = dn2_hdr1_encode(100, 60);
     h.eflag = 1;
@@ -1011,7 +690,7 @@ static void test_botf_wire(void)
     botf(&r, 0, 3, 16 + 40, "hand-made LHS last packet");
     expect_status(&r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 100), LM_ALL,
                   dn2_req_upper(0, 0), "hand-made LHS last packet");
-    qtest_memread(r.qts, lhb_addr(d, 1, 0), e, sizeof(e));
+    qtest_memread(r.d.qts, dn2q_lhb_addr(d, 1, 0), e, sizeof(e));
     EXPECT_HEX(ldq_le_p(e) & (DN2_LH_VALID | DN2_LH_COMPLETE),
                DN2_LH_VALID | DN2_LH_COMPLETE, "LHS after the last packet: Complete toggled");
     ring_expect(&r, &a, 104, data + 56, 44, "LHS overflow at Pointer");
@@ -1023,6 +702,17 @@ static void test_botf_wire(void)
 /* The receive-status ring: records, full/empty, back-pressure          */
 /* ================================================================== */
 
+/* The record in ring slot `slot` (LLCM offset) of WID wid, in place. */
+static void expect_record_at(DN2 *d, int wid, uint32_t slot, uint64_t lower,
+                             uint64_t upper, const char *what)
+{
+    uint64_t lo = qtest_readq(d->qts, dn2q_llcm_addr(d, wid, slot));
+    uint64_t up = qtest_readq(d->qts, dn2q_llcm_addr(d, wid, slot + 8));
+
+    EXPECT_HEX(lo, lower, "%s: Lower", what);
+    EXPECT_HEX(up, upper, "%s: Upper", what);
+}
+
 static void test_status_ring(void)
 {
     Rig r;
@@ -1032,33 +722,28 @@ static void test_status_ring(void)
     uint64_t stalls;
     int i;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, PGID, PGID);
-    status_setup(&r, 1, ring, 0x01);            /* 64 bytes: 3 records usable */
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_STATUS_ADDR), ring, "NWA = Status Initial Address");
-    EXPECT_HEX(cs(d, 1) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), DN2_CS_STATUS_EMPTY,
+    d = rig_up(&r, DN2Q_MTU_2K);
+    dn2q_status_setup(d, 1, ring, 0x01);            /* 64 bytes: 3 records usable */
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_STATUS_ADDR), ring, "NWA = Status Initial Address");
+    EXPECT_HEX(dn2q_cs(d, 1) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), DN2_CS_STATUS_EMPTY,
                "ring empty");
     for (i = 0; i < 6; i++) {
-        pattern(data[i], 100, 400 + i);
-        sd_put(&r, 0, SRC + 0x100 * i, data[i], 100);
-        pattern(bg[i], 100, 410 + i);
-        sd_put(&r, 1, DST + 0x100 * i, bg[i], 100);
+        dn2q_pattern(data[i], 100, 400 + i);
+        dn2q_sdfile_put(&r.mem, 0, SRC + 0x100 * i, data[i], 100);
+        dn2q_pattern(bg[i], 100, 410 + i);
+        dn2q_sdfile_put(&r.mem, 1, DST + 0x100 * i, bg[i], 100);
     }
     /* three RVS with eflag fill the ring: records at 0x600, 0x610, 0x620 */
     for (i = 0; i < 3; i++) {
         g_autofree char *what = g_strdup_printf("RVS #%d into a 64-byte ring", i);
-        uint64_t lo, up;
 
         rsend(&r, 0, 0, dn2_req_upper(SRC + 0x100 * i, DST + 0x100 * i),
               dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 100 - i), DN2_PC_RVS, what);
         wait_pkts(&r, 1, i + 1, what);
-        poll_ur(d, 1, DN2_UR_STATUS_ADDR, ~0ULL, ring + 16 * (i + 1), MAX_POLL, what);
-        lo = qtest_readq(r.qts, llcm_addr(d, 1, ring + 16 * i));
-        up = qtest_readq(r.qts, llcm_addr(d, 1, ring + 16 * i + 8));
-        EXPECT_HEX(lo, st_lower(DN2_OP_RVS, 0, 0, 0, 100 - i), "%s: Lower", what);
-        EXPECT_HEX(up, dn2_req_upper(DST + 0x100 * i, 0), "%s: Upper", what);
-        EXPECT_HEX(cs(d, 1) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL),
+        dn2q_poll_ur(d, 1, DN2_UR_STATUS_ADDR, ~0ULL, ring + 16 * (i + 1), DN2Q_MAX_POLL, what);
+        expect_record_at(d, 1, ring + 16 * i, st_lower(DN2_OP_RVS, 0, 0, 0, 100 - i),
+                         dn2_req_upper(DST + 0x100 * i, 0), what);
+        EXPECT_HEX(dn2q_cs(d, 1) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL),
                    i == 2 ? DN2_CS_STATUS_FULL : 0, "%s: Controller Status bits 3/4", what);
         memcpy(bg[i], data[i], 100 - i);
         sd_expect(&r, 1, DST + 0x100 * i, bg[i], 100, what);
@@ -1078,38 +763,35 @@ static void test_status_ring(void)
               "RVS into a full ring");
     }
     wait_stalls(&r, stalls + 1, "status ring full: the packet is refused");
-    EXPECT_HEX(pkts(d, 1), 4, "nothing accepted while the status ring is full");
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_STATUS_ADDR), ring + 0x30, "NWA stays");
+    EXPECT_HEX(dn2q_pkts(d, 1), 4, "nothing accepted while the status ring is full");
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_STATUS_ADDR), ring + 0x30, "NWA stays");
     sd_expect(&r, 1, DST + 0x400, bg[4], 100, "data of the refused RVS not written");
     sd_expect(&r, 1, DST + 0x500, bg[5], 100, "data of the next RVS not written");
 
     /* the host frees one record: the first refused RVS lands, in slot 0x630 */
-    ur_wr(d, 1, DN2_UR_STATUS_ADDR, ring + 0x10);
+    dn2q_ur_wr(d, 1, DN2_UR_STATUS_ADDR, ring + 0x10);
     wait_pkts(&r, 1, 5, "after the head write");
-    poll_ur(d, 1, DN2_UR_STATUS_ADDR, ~0ULL, ring, MAX_POLL,
-            "NWA wraps to the ring start after the last slot");
-    EXPECT_HEX(qtest_readq(r.qts, llcm_addr(d, 1, ring + 0x30)),
-               st_lower(DN2_OP_RVS, 0, 0, 0, 100), "record in the last slot: Lower");
-    EXPECT_HEX(qtest_readq(r.qts, llcm_addr(d, 1, ring + 0x38)),
-               dn2_req_upper(DST + 0x400, 0), "record in the last slot: Upper");
+    dn2q_poll_ur(d, 1, DN2_UR_STATUS_ADDR, ~0ULL, ring, DN2Q_MAX_POLL,
+                 "NWA wraps to the ring start after the last slot");
+    expect_record_at(d, 1, ring + 0x30, st_lower(DN2_OP_RVS, 0, 0, 0, 100),
+                     dn2_req_upper(DST + 0x400, 0), "record in the last slot");
     memcpy(bg[4], data[4], 100);
     sd_expect(&r, 1, DST + 0x400, bg[4], 100, "refused RVS delivered after the head write");
-    EXPECT_HEX(cs(d, 1) & DN2_CS_STATUS_FULL, DN2_CS_STATUS_FULL, "full again");
-    EXPECT_HEX(pkts(d, 1), 5, "the last RVS still held");
+    EXPECT_HEX(dn2q_cs(d, 1) & DN2_CS_STATUS_FULL, DN2_CS_STATUS_FULL, "full again");
+    EXPECT_HEX(dn2q_pkts(d, 1), 5, "the last RVS still held");
     sd_expect(&r, 1, DST + 0x500, bg[5], 100, "the last RVS still not written");
-    ur_wr(d, 1, DN2_UR_STATUS_ADDR, ring + 0x20);
+    dn2q_ur_wr(d, 1, DN2_UR_STATUS_ADDR, ring + 0x20);
     wait_pkts(&r, 1, 6, "after the second head write");
-    poll_ur(d, 1, DN2_UR_STATUS_ADDR, ~0ULL, ring + 0x10, MAX_POLL, "record at the ring start");
-    EXPECT_HEX(qtest_readq(r.qts, llcm_addr(d, 1, ring)), st_lower(DN2_OP_RVS, 0, 0, 0, 100),
-               "wrapped record: Lower");
-    EXPECT_HEX(qtest_readq(r.qts, llcm_addr(d, 1, ring + 8)), dn2_req_upper(DST + 0x500, 0),
-               "wrapped record: Upper");
+    dn2q_poll_ur(d, 1, DN2_UR_STATUS_ADDR, ~0ULL, ring + 0x10, DN2Q_MAX_POLL,
+                 "record at the ring start");
+    expect_record_at(d, 1, ring, st_lower(DN2_OP_RVS, 0, 0, 0, 100),
+                     dn2_req_upper(DST + 0x500, 0), "wrapped record");
     memcpy(bg[5], data[5], 100);
     sd_expect(&r, 1, DST + 0x500, bg[5], 100, "last RVS delivered");
-    ur_wr(d, 1, DN2_UR_STATUS_ADDR, ring + 0x10);
-    EXPECT_HEX(cs(d, 1) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), DN2_CS_STATUS_EMPTY,
+    dn2q_ur_wr(d, 1, DN2_UR_STATUS_ADDR, ring + 0x10);
+    EXPECT_HEX(dn2q_cs(d, 1) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), DN2_CS_STATUS_EMPTY,
                "all records consumed: empty");
-    EXPECT_HEX(cs(d, 0) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), DN2_CS_STATUS_EMPTY,
+    EXPECT_HEX(dn2q_cs(d, 0) & (DN2_CS_STATUS_EMPTY | DN2_CS_STATUS_FULL), DN2_CS_STATUS_EMPTY,
                "WID 0's ring untouched");
     rig_stop(&r);
 }
@@ -1120,20 +802,20 @@ static void test_status_ring(void)
 
 static void test_rvs_lengths(void)
 {
-    static const unsigned codes[] = { MTU_256, MTU_512, MTU_1K, MTU_2K, MTU_4K };
+    static const unsigned codes[] = {
+        DN2Q_MTU_256, DN2Q_MTU_512, DN2Q_MTU_1K, DN2Q_MTU_2K, DN2Q_MTU_4K,
+    };
     Rig r;
     DN2 *d;
     unsigned m, k;
     int dir;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_2K);
     for (m = 0; m < G_N_ELEMENTS(codes) && !d->dead; m++) {
         uint32_t mtu = dn2_mtu_bytes(codes[m]), P = mtu - 2 * DN2_LINE;
         const uint32_t lens[] = { 0, 1, 7, P, P + 1, 3 * P + 100, 9216 };
 
-        sr_wr(d, DN2_SR_MTU, codes[m]);
+        dn2q_sr_wr(d, DN2_SR_MTU, codes[m]);
         for (dir = 0; dir < 2; dir++) {
             int s = dir, t = !dir;
             for (k = 0; k < G_N_ELEMENTS(lens); k++) {
@@ -1148,11 +830,11 @@ static void test_rvs_lengths(void)
                     "RVS WID %d -> WID %d, %u bytes, MTU %u%s", s, t, len, mtu,
                     eflag ? "" : ", no eflag");
 
-                pattern(data, len, seed);
-                sd_put(&r, s, src, data, len);
+                dn2q_pattern(data, len, seed);
+                dn2q_sdfile_put(&r.mem, s, src, data, len);
                 model = sd_bg(&r, t, dst - 32, len + 64, seed + 50000);
                 memcpy(model + 32, data, len);
-                ur_wr(d, t, DN2_UR_PKT_COUNTER, 0);
+                dn2q_ur_wr(d, t, DN2_UR_PKT_COUNTER, 0);
                 rsend(&r, s, 0, dn2_req_upper(src, dst),
                       dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, t, eflag, len),
                       DN2_PC_RVS, what);
@@ -1167,13 +849,13 @@ static void test_rvs_lengths(void)
         }
     }
     /* thesis example: 9 KB at MTU 2048 is 5 packets, eflag only on the last */
-    sr_wr(d, DN2_SR_MTU, MTU_2K);
-    ur_wr(d, 1, DN2_UR_PKT_COUNTER, 0);
+    dn2q_sr_wr(d, DN2_SR_MTU, DN2Q_MTU_2K);
+    dn2q_ur_wr(d, 1, DN2_UR_PKT_COUNTER, 0);
     rsend(&r, 0, 0, dn2_req_upper(SRC, DST), dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1,
           9 * 1024), DN2_PC_RVS, "9 KB RVS at MTU 2048");
     expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 9 * 1024), LM_ALL,
                   dn2_req_upper(DST, 0), "9 KB RVS at MTU 2048");
-    EXPECT_HEX(pkts(d, 1), 5, "9 KB at MTU 2048 = 5 packets (Table 4.15)");
+    EXPECT_HEX(dn2q_pkts(d, 1), 5, "9 KB at MTU 2048 = 5 packets (Table 4.15)");
     expect_no_status(&r, 1, "9 KB RVS: one record only");
     rig_stop(&r);
 }
@@ -1195,15 +877,13 @@ static void test_rvs_strided_list(void)
     int dir, form;
     unsigned dt, k;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_256, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_256);
     for (dir = 0; dir < 2 && !d->dead; dir++) {
         int s = dir, t = !dir;
-        unsigned code = dir ? MTU_4K : MTU_256;
+        unsigned code = dir ? DN2Q_MTU_4K : DN2Q_MTU_256;
         uint32_t mtu = dn2_mtu_bytes(code);
 
-        sr_wr(d, DN2_SR_MTU, code);
+        dn2q_sr_wr(d, DN2_SR_MTU, code);
         for (dt = 0; dt < 8; dt++) {
             uint32_t esz = dn2_dtype_bytes(dt);
             for (k = 0; k < G_N_ELEMENTS(iters); k++) {
@@ -1221,8 +901,8 @@ static void test_rvs_strided_list(void)
                         "%s WID %d -> WID %d, DTYPE %u, Iteration %u, MTU %u",
                         dn2_otype_name(op), s, t, dt, n, mtu);
 
-                    pattern(data, n * esz, seed);
-                    sd_put(&r, s, SRC + 1, data, n * esz);
+                    dn2q_pattern(data, n * esz, seed);
+                    dn2q_sdfile_put(&r.mem, s, SRC + 1, data, n * esz);
                     model = sd_bg(&r, t, DST - 32, span + 64, seed + 7);
                     for (i = 0; i < n; i++) {
                         uint32_t pos = form == DN2_FORM_STRIDE ? i * stride
@@ -1232,7 +912,7 @@ static void test_rvs_strided_list(void)
                             sd_put_le32(&r, t, LIST + 4 * i, perm(i, n) * slot);
                         }
                     }
-                    ur_wr(d, t, DN2_UR_PKT_COUNTER, 0);
+                    dn2q_ur_wr(d, t, DN2_UR_PKT_COUNTER, 0);
                     rsend(&r, s, 0, dn2_req_upper(SRC + 1, DST),
                           dn2_req_lower(op, dt, n, MY_CLID, t, 1,
                                         form == DN2_FORM_STRIDE ? stride : LIST),
@@ -1256,9 +936,9 @@ static void test_rvs_strided_list(void)
         g_autofree uint8_t *model = NULL;
         uint32_t lo = top - (n - 1) * 24, i;
 
-        sr_wr(d, DN2_SR_MTU, MTU_256);
-        pattern(data, sizeof(data), 2999);
-        sd_put(&r, 0, SRC, data, sizeof(data));
+        dn2q_sr_wr(d, DN2_SR_MTU, DN2Q_MTU_256);
+        dn2q_pattern(data, sizeof(data), 2999);
+        dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
         model = sd_bg(&r, 1, lo - 16, (n - 1) * 24 + esz + 32, 2998);
         for (i = 0; i < n; i++) {
             memcpy(model + 16 + (top - lo) - i * 24, data + i * esz, esz);
@@ -1281,12 +961,10 @@ static void test_rvs_command1(void)
 {
     Rig r;
     DN2 *d;
-    uint8_t data[1024], pw[DN2_WIN_AREA], got[DN2_WIN_AREA];
+    uint8_t data[1024], pw[DN2_WIN_AREA];
     uint64_t drops;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_256, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_256);
 
     /* Clear WID 1's flags of windows 0..2 with an RVL through Command1
      * whose request can never be answered (LID 2 does not exist). */
@@ -1294,60 +972,57 @@ static void test_rvs_command1(void)
     rsend(&r, 1, 1, dn2_req_upper(0, 0),
           dn2_req_lower(DN2_OP_RVL, 0, 0, dn2_lid_to_clid(2), 0, 0, 3 * DN2_WIN_SIZE),
           DN2_PC_RVL, "RVL (Command1) to LID 2");
-    EXPECT_HEX(pwf(d, 1), 0xf000,
+    EXPECT_HEX(dn2q_pwf(d, 1), 0xf000,
                "RVL through Command1 resets the flags of the lines it will fill (choice #38)");
     EXPECT_HEX(rstat(&r, "stat-rx-drop-route") + rstat(&r, "stat-tx-drops"), drops + 1,
                "RVL to a LID that does not exist is dropped");
 
     /* RVS WID 0 -> WID 1 PW 0x90..0x18f: lines 1, 2 and 3 of window 0 */
-    qtest_memread(r.qts, pw_addr(d, 1, 0), pw, sizeof(pw));
-    pattern(data, sizeof(data), 501);
-    sd_put(&r, 0, SRC, data, sizeof(data));
+    qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, 0), pw, sizeof(pw));
+    dn2q_pattern(data, sizeof(data), 501);
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
     rsend(&r, 0, 1, dn2_req_upper(SRC, 0x90),
           dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 0x100), DN2_PC_RVS,
           "RVS (Command1) to WID 1's PW 0x90");
     expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 0x100), LM_ALL,
                   dn2_req_upper(0x90, 0), "RVS (Command1) to PW 0x90");
     memcpy(pw + 0x90, data, 0x100);
-    qtest_memread(r.qts, pw_addr(d, 1, 0), got, sizeof(got));
-    mem_eq("RVS (Command1) into WID 1's Prefetch Window", got, pw, sizeof(pw), 0);
-    EXPECT_HEX(pwf(d, 1), 0xf00e, "line flags set for the lines written (1, 2, 3 of PW#0)");
+    dn2q_pw_expect(d, 1, pw, "RVS (Command1) into WID 1's Prefetch Window");
+    EXPECT_HEX(dn2q_pwf(d, 1), 0xf00e, "line flags set for the lines written (1, 2, 3 of PW#0)");
 
     /* 1 KiB into windows 1 and 2, five packets at MTU 256 */
-    pattern(data, sizeof(data), 502);
-    sd_put(&r, 0, SRC + 0x1000, data, sizeof(data));
-    ur_wr(d, 1, DN2_UR_PKT_COUNTER, 0);
+    dn2q_pattern(data, sizeof(data), 502);
+    dn2q_sdfile_put(&r.mem, 0, SRC + 0x1000, data, sizeof(data));
+    dn2q_ur_wr(d, 1, DN2_UR_PKT_COUNTER, 0);
     rsend(&r, 0, 1, dn2_req_upper(SRC + 0x1000, 0x200),
           dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 1024), DN2_PC_RVS,
           "RVS (Command1) of 1 KiB to PW 0x200");
     expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 1024), LM_ALL,
                   dn2_req_upper(0x200, 0), "RVS (Command1) of 1 KiB");
-    EXPECT_HEX(pkts(d, 1), DIV_ROUND_UP(1024, 240), "packets of the 1 KiB RVS");
+    EXPECT_HEX(dn2q_pkts(d, 1), DIV_ROUND_UP(1024, 240), "packets of the 1 KiB RVS");
     memcpy(pw + 0x200, data, 1024);
-    qtest_memread(r.qts, pw_addr(d, 1, 0), got, sizeof(got));
-    mem_eq("1 KiB RVS into PW#1 and PW#2", got, pw, sizeof(pw), 0);
-    EXPECT_HEX(pwf(d, 1), 0xfffe, "flags of PW#1 and PW#2 set");
+    dn2q_pw_expect(d, 1, pw, "1 KiB RVS into PW#1 and PW#2");
+    EXPECT_HEX(dn2q_pwf(d, 1), 0xfffe, "flags of PW#1 and PW#2 set");
 
     /* WID 1 -> WID 0, Command1, and the same WID (0 -> 0) */
-    qtest_memread(r.qts, pw_addr(d, 0, 0), pw, sizeof(pw));
-    pattern(data, sizeof(data), 503);
-    sd_put(&r, 1, SRC + 0x2000, data, 300);
+    qtest_memread(r.d.qts, dn2q_pw_addr(d, 0, 0), pw, sizeof(pw));
+    dn2q_pattern(data, sizeof(data), 503);
+    dn2q_sdfile_put(&r.mem, 1, SRC + 0x2000, data, 300);
     rsend(&r, 1, 1, dn2_req_upper(SRC + 0x2000, 0x677),
           dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 0, 1, 300), DN2_PC_RVS,
           "RVS (Command1) WID 1 -> WID 0 PW 0x677");
     expect_status(&r, 0, st_lower(DN2_OP_RVS, 0, 0, 1, 300), LM_ALL,
                   dn2_req_upper(0x677, 0), "RVS (Command1) WID 1 -> WID 0");
     memcpy(pw + 0x677, data, 300);
-    sd_put(&r, 0, SRC + 0x3000, data + 300, 200);
+    dn2q_sdfile_put(&r.mem, 0, SRC + 0x3000, data + 300, 200);
     rsend(&r, 0, 1, dn2_req_upper(SRC + 0x3000, 0x10),
           dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 0, 1, 200), DN2_PC_RVS,
           "RVS (Command1) WID 0 -> WID 0 PW 0x10");
     expect_status(&r, 0, st_lower(DN2_OP_RVS, 0, 0, 0, 200), LM_ALL,
                   dn2_req_upper(0x10, 0), "RVS (Command1) WID 0 -> WID 0");
     memcpy(pw + 0x10, data + 300, 200);
-    qtest_memread(r.qts, pw_addr(d, 0, 0), got, sizeof(got));
-    mem_eq("RVS (Command1) into WID 0's Prefetch Window", got, pw, sizeof(pw), 0);
-    EXPECT_HEX(pwf(d, 0), 0xffff, "WID 0's flags");
+    dn2q_pw_expect(d, 0, pw, "RVS (Command1) into WID 0's Prefetch Window");
+    EXPECT_HEX(dn2q_pwf(d, 0), 0xffff, "WID 0's flags");
     rig_stop(&r);
 }
 
@@ -1365,23 +1040,21 @@ typedef struct ExCase {
 static void test_rvs_command_ex(void)
 {
     static const ExCase cases[] = {
-        { DN2_FORM_STRIDE, DN2_DTYPE_4B, 100, DN2_FORM_CONTIG, MTU_512 },
-        { DN2_FORM_STRIDE, DN2_DTYPE_8B, 200, DN2_FORM_CONTIG, MTU_512 },
-        { DN2_FORM_STRIDE, DN2_DTYPE_1B, 255, DN2_FORM_CONTIG, MTU_256 },
-        { DN2_FORM_LIST, DN2_DTYPE_4B, 50, DN2_FORM_CONTIG, MTU_512 },
-        { DN2_FORM_LIST, DN2_DTYPE_128B, 9, DN2_FORM_CONTIG, MTU_256 },
-        { DN2_FORM_LIST, DN2_DTYPE_16B, 255, DN2_FORM_CONTIG, MTU_4K },
-        { DN2_FORM_STRIDE, DN2_DTYPE_8B, 60, DN2_FORM_STRIDE, MTU_256 },
-        { DN2_FORM_LIST, DN2_DTYPE_32B, 30, DN2_FORM_STRIDE, MTU_1K },
-        { DN2_FORM_STRIDE, DN2_DTYPE_4B, 77, DN2_FORM_LIST, MTU_512 },
+        { DN2_FORM_STRIDE, DN2_DTYPE_4B, 100, DN2_FORM_CONTIG, DN2Q_MTU_512 },
+        { DN2_FORM_STRIDE, DN2_DTYPE_8B, 200, DN2_FORM_CONTIG, DN2Q_MTU_512 },
+        { DN2_FORM_STRIDE, DN2_DTYPE_1B, 255, DN2_FORM_CONTIG, DN2Q_MTU_256 },
+        { DN2_FORM_LIST, DN2_DTYPE_4B, 50, DN2_FORM_CONTIG, DN2Q_MTU_512 },
+        { DN2_FORM_LIST, DN2_DTYPE_128B, 9, DN2_FORM_CONTIG, DN2Q_MTU_256 },
+        { DN2_FORM_LIST, DN2_DTYPE_16B, 255, DN2_FORM_CONTIG, DN2Q_MTU_4K },
+        { DN2_FORM_STRIDE, DN2_DTYPE_8B, 60, DN2_FORM_STRIDE, DN2Q_MTU_256 },
+        { DN2_FORM_LIST, DN2_DTYPE_32B, 30, DN2_FORM_STRIDE, DN2Q_MTU_1K },
+        { DN2_FORM_STRIDE, DN2_DTYPE_4B, 77, DN2_FORM_LIST, DN2Q_MTU_512 },
     };
     Rig r;
     DN2 *d;
     unsigned c, i;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_512, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_512);
     for (c = 0; c < G_N_ELEMENTS(cases) && !d->dead; c++) {
         const ExCase *x = &cases[c];
         int s = c & 1, t = !s;
@@ -1402,7 +1075,7 @@ static void test_rvs_command_ex(void)
             dn2_mtu_bytes(x->code));
         uint64_t lower;
 
-        sr_wr(d, DN2_SR_MTU, x->code);
+        dn2q_sr_wr(d, DN2_SR_MTU, x->code);
         srcimg = sd_bg(&r, s, SRC, sspan, 3000 + c);
         for (i = 0; i < n; i++) {
             uint32_t pos = x->form == DN2_FORM_STRIDE ? i * lstride : perm(n - 1 - i, n) * lslot;
@@ -1433,7 +1106,7 @@ static void test_rvs_command_ex(void)
                       x->remote_form == DN2_FORM_CONTIG ? LM_ALL : LM_NO_IT,
                       dn2_req_upper(DST, 0), what);
         sd_expect(&r, t, DST - 16, model, dspan + 32, what);
-        EXPECT_HEX(cs(d, s) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
+        EXPECT_HEX(dn2q_cs(d, s) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
     }
     rig_stop(&r);
 }
@@ -1454,31 +1127,29 @@ typedef struct RvlCase {
 static void test_rvl(void)
 {
     static const RvlCase cases[] = {
-        { 0, 1, DN2_FORM_CONTIG, 0, 0, 1, -1, MTU_1K },
-        { 0, 1, DN2_FORM_CONTIG, 0, 0, 100, -1, MTU_1K },
-        { 0, 1, DN2_FORM_CONTIG, 0, 0, 3000, -1, MTU_1K },
-        { 1, 0, DN2_FORM_CONTIG, 0, 0, 1008, -1, MTU_1K },
-        { 1, 0, DN2_FORM_CONTIG, 0, 0, 1009, -1, MTU_1K },
-        { 0, 0, DN2_FORM_CONTIG, 0, 0, 5000, -1, MTU_4K },
-        { 1, 1, DN2_FORM_CONTIG, 0, 0, 0, -1, MTU_256 },
-        { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_4B, 100, 0, -1, MTU_256 },
-        { 1, 0, DN2_FORM_STRIDE, DN2_DTYPE_128B, 20, 0, -1, MTU_512 },
-        { 0, 0, DN2_FORM_STRIDE, DN2_DTYPE_1B, 255, 0, -1, MTU_2K },
-        { 0, 1, DN2_FORM_LIST, DN2_DTYPE_8B, 255, 0, -1, MTU_1K },
-        { 1, 0, DN2_FORM_LIST, DN2_DTYPE_2B, 33, 0, -1, MTU_256 },
+        { 0, 1, DN2_FORM_CONTIG, 0, 0, 1, -1, DN2Q_MTU_1K },
+        { 0, 1, DN2_FORM_CONTIG, 0, 0, 100, -1, DN2Q_MTU_1K },
+        { 0, 1, DN2_FORM_CONTIG, 0, 0, 3000, -1, DN2Q_MTU_1K },
+        { 1, 0, DN2_FORM_CONTIG, 0, 0, 1008, -1, DN2Q_MTU_1K },
+        { 1, 0, DN2_FORM_CONTIG, 0, 0, 1009, -1, DN2Q_MTU_1K },
+        { 0, 0, DN2_FORM_CONTIG, 0, 0, 5000, -1, DN2Q_MTU_4K },
+        { 1, 1, DN2_FORM_CONTIG, 0, 0, 0, -1, DN2Q_MTU_256 },
+        { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_4B, 100, 0, -1, DN2Q_MTU_256 },
+        { 1, 0, DN2_FORM_STRIDE, DN2_DTYPE_128B, 20, 0, -1, DN2Q_MTU_512 },
+        { 0, 0, DN2_FORM_STRIDE, DN2_DTYPE_1B, 255, 0, -1, DN2Q_MTU_2K },
+        { 0, 1, DN2_FORM_LIST, DN2_DTYPE_8B, 255, 0, -1, DN2Q_MTU_1K },
+        { 1, 0, DN2_FORM_LIST, DN2_DTYPE_2B, 33, 0, -1, DN2Q_MTU_256 },
         /* Command Ex on the requester: the landing pattern */
-        { 0, 1, DN2_FORM_CONTIG, DN2_DTYPE_8B, 100, 800, DN2_FORM_STRIDE, MTU_256 },
-        { 1, 0, DN2_FORM_CONTIG, DN2_DTYPE_4B, 60, 240, DN2_FORM_LIST, MTU_512 },
-        { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_16B, 40, 0, DN2_FORM_STRIDE, MTU_1K },
-        { 1, 1, DN2_FORM_LIST, DN2_DTYPE_4B, 90, 0, DN2_FORM_STRIDE, MTU_256 },
+        { 0, 1, DN2_FORM_CONTIG, DN2_DTYPE_8B, 100, 800, DN2_FORM_STRIDE, DN2Q_MTU_256 },
+        { 1, 0, DN2_FORM_CONTIG, DN2_DTYPE_4B, 60, 240, DN2_FORM_LIST, DN2Q_MTU_512 },
+        { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_16B, 40, 0, DN2_FORM_STRIDE, DN2Q_MTU_1K },
+        { 1, 1, DN2_FORM_LIST, DN2_DTYPE_4B, 90, 0, DN2_FORM_STRIDE, DN2Q_MTU_256 },
     };
     Rig r;
     DN2 *d;
     unsigned c, i;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_1K, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_1K);
     for (c = 0; c < G_N_ELEMENTS(cases) && !d->dead; c++) {
         const RvlCase *x = &cases[c];
         int q = x->q, p = x->p;
@@ -1509,7 +1180,7 @@ static void test_rvl(void)
         } else {
             npk = DIV_ROUND_UP(n, (mtu - 3 * DN2_LINE) / esz);
         }
-        sr_wr(d, DN2_SR_MTU, x->code);
+        dn2q_sr_wr(d, DN2_SR_MTU, x->code);
         /* the responder's data */
         srcimg = sd_bg(&r, p, src, sspan + 1, 4000 + c);
         for (i = 0; i < (x->form == DN2_FORM_CONTIG ? 1 : n); i++) {
@@ -1540,8 +1211,8 @@ static void test_rvl(void)
                               x->form == DN2_FORM_CONTIG ? 0 : n, MY_CLID, p, 1,
                               x->form == DN2_FORM_CONTIG ? bytes :
                               x->form == DN2_FORM_STRIDE ? sstride : LIST + 0x40000 * q);
-        ur_wr(d, q, DN2_UR_PKT_COUNTER, 0);
-        ur_wr(d, p, DN2_UR_PKT_COUNTER, 0);
+        dn2q_ur_wr(d, q, DN2_UR_PKT_COUNTER, 0);
+        dn2q_ur_wr(d, p, DN2_UR_PKT_COUNTER, 0);
         if (x->ex_form < 0) {
             rsend(&r, q, 0, upper, lower, DN2_PC_RVL, what);
         } else {
@@ -1554,8 +1225,8 @@ static void test_rvl(void)
         expect_status(&r, q, st_lower(rop, x->ex_form < 0 ? 0 : x->dt,
                                       x->ex_form < 0 ? 0 : n, p, bytes),
                       x->ex_form < 0 ? LM_NO_DI : LM_NO_IT, dn2_req_upper(dst, 0), what);
-        pq = pkts(d, q);
-        pp = pkts(d, p);
+        pq = dn2q_pkts(d, q);
+        pp = dn2q_pkts(d, p);
         if (q == p) {
             EXPECT_HEX(pq, npk + 1, "%s: Packet Counter (request + data packets)", what);
         } else {
@@ -1565,7 +1236,7 @@ static void test_rvl(void)
         sd_expect(&r, q, dst - 16, model, dspan + 32, what);
         expect_no_status(&r, q, what);
         expect_no_status(&r, p, what);
-        EXPECT_HEX(cs(d, q) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
+        EXPECT_HEX(dn2q_cs(d, q) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
     }
 
     /* no eflag: no record, the data still arrives */
@@ -1573,12 +1244,12 @@ static void test_rvl(void)
         g_autofree uint8_t *m = NULL;
         uint8_t data[64];
 
-        sr_wr(d, DN2_SR_MTU, MTU_2K);
-        pattern(data, sizeof(data), 4500);
-        sd_put(&r, 1, SRC, data, sizeof(data));
+        dn2q_sr_wr(d, DN2_SR_MTU, DN2Q_MTU_2K);
+        dn2q_pattern(data, sizeof(data), 4500);
+        dn2q_sdfile_put(&r.mem, 1, SRC, data, sizeof(data));
         m = sd_bg(&r, 0, DST, 80, 4501);
         memcpy(m + 8, data, 64);
-        ur_wr(d, 0, DN2_UR_PKT_COUNTER, 0);
+        dn2q_ur_wr(d, 0, DN2_UR_PKT_COUNTER, 0);
         rsend(&r, 0, 0, dn2_req_upper(SRC, DST + 8),
               dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 1, 0, 64), DN2_PC_RVL,
               "RVL without eflag");
@@ -1586,7 +1257,7 @@ static void test_rvl(void)
         sd_expect(&r, 0, DST, m, 80, "RVL without eflag");
         expect_no_status(&r, 0, "RVL without eflag");
     }
-    EXPECT_HEX(pcf(d, 0, DN2_PC_RVS) + pcf(d, 1, DN2_PC_RVS), 0,
+    EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_RVS) + dn2q_pcf(d, 1, DN2_PC_RVS), 0,
                "RVL replies do not count as the host's RVS");
     rig_stop(&r);
 }
@@ -1596,75 +1267,69 @@ static void test_rvl_command1(void)
 {
     Rig r;
     DN2 *d;
-    uint8_t data[1024], pw[DN2_WIN_AREA], got[DN2_WIN_AREA];
+    uint8_t data[1024], pw[DN2_WIN_AREA];
     uint64_t stalls;
     int i;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_1K, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_1K);
 
     /* WID 1 reads 0x1f0 bytes of WID 0 into its PW 0x210 (window 1) */
-    pattern(data, sizeof(data), 600);
-    sd_put(&r, 0, SRC, data, sizeof(data));
-    qtest_memread(r.qts, pw_addr(d, 1, 0), pw, sizeof(pw));
+    dn2q_pattern(data, sizeof(data), 600);
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
+    qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, 0), pw, sizeof(pw));
     rsend(&r, 1, 1, dn2_req_upper(SRC, 0x210),
           dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 0, 1, 0x1f0), DN2_PC_RVL,
           "RVL (Command1) into PW 0x210");
-    poll_ur(d, 1, DN2_UR_PW_FLAG, ~0ULL, DN2_PWF_ALL, MAX_POLL,
-            "PW flags all set once the RVL data is in");
+    dn2q_poll_ur(d, 1, DN2_UR_PW_FLAG, ~0ULL, DN2_PWF_ALL, DN2Q_MAX_POLL,
+                 "PW flags all set once the RVL data is in");
     expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 0x1f0), LM_NO_DI,
                   dn2_req_upper(0x210, 0), "RVL (Command1) into PW 0x210");
     memcpy(pw + 0x210, data, 0x1f0);
-    qtest_memread(r.qts, pw_addr(d, 1, 0), got, sizeof(got));
-    mem_eq("RVL (Command1) data in WID 1's PW", got, pw, sizeof(pw), 0);
+    dn2q_pw_expect(d, 1, pw, "RVL (Command1) data in WID 1's PW");
 
     /* Make the flags observable in flight: WID 1's status ring is full, so
      * the last (eflag) packet waits; packet 1 (PW 0x210..0x2ff, lines 0-1
      * of window 1) is in, packet 2 (0x300..0x3ef, lines 2-3) is not. */
-    sr_wr(d, DN2_SR_MTU, MTU_256);
-    status_setup(&r, 1, 0x600, 0x01);
+    dn2q_sr_wr(d, DN2_SR_MTU, DN2Q_MTU_256);
+    dn2q_status_setup(d, 1, 0x600, 0x01);
     for (i = 0; i < 3; i++) {
         rsend(&r, 0, 0, dn2_req_upper(SRC, DST),
               dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 8), DN2_PC_RVS,
               "RVS filling WID 1's status ring");
     }
-    poll_ur(d, 1, DN2_UR_CTL_STATUS, DN2_CS_STATUS_FULL, DN2_CS_STATUS_FULL, MAX_POLL,
-            "WID 1's status ring full");
-    pattern(data, sizeof(data), 601);
-    sd_put(&r, 0, SRC + 0x1000, data, 480);
+    dn2q_poll_ur(d, 1, DN2_UR_CTL_STATUS, DN2_CS_STATUS_FULL, DN2_CS_STATUS_FULL, DN2Q_MAX_POLL,
+                 "WID 1's status ring full");
+    dn2q_pattern(data, sizeof(data), 601);
+    dn2q_sdfile_put(&r.mem, 0, SRC + 0x1000, data, 480);
     stalls = rstat(&r, "stat-rx-stalls");
     rsend(&r, 1, 1, dn2_req_upper(SRC + 0x1000, 0x210),
           dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 0, 1, 480), DN2_PC_RVL,
           "RVL (Command1) of 480 bytes with WID 1's status ring full");
     wait_stalls(&r, stalls + 1, "the eflag packet waits for the status ring");
-    EXPECT_HEX(pwf(d, 1), 0xff3f,
+    EXPECT_HEX(dn2q_pwf(d, 1), 0xff3f,
                "PW#1 flags: lines 0-1 written, lines 2-3 reset at issue and not yet written");
     memcpy(pw + 0x210, data, 240);
-    qtest_memread(r.qts, pw_addr(d, 1, 0), got, sizeof(got));
-    mem_eq("first packet in, second not yet", got, pw, sizeof(pw), 0);
-    ur_wr(d, 1, DN2_UR_STATUS_ADDR, 0x630);     /* free everything */
-    r.st_head[1] = 0x630;
-    poll_ur(d, 1, DN2_UR_PW_FLAG, ~0ULL, DN2_PWF_ALL, MAX_POLL,
-            "PW flags 0xf once the last packet is in");
+    dn2q_pw_expect(d, 1, pw, "first packet in, second not yet");
+    dn2q_ur_wr(d, 1, DN2_UR_STATUS_ADDR, 0x630);     /* free everything */
+    r.d.st[1].head = 0x630;
+    dn2q_poll_ur(d, 1, DN2_UR_PW_FLAG, ~0ULL, DN2_PWF_ALL, DN2Q_MAX_POLL,
+                 "PW flags 0xf once the last packet is in");
     expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 480), LM_NO_DI,
                   dn2_req_upper(0x210, 0), "RVL (Command1) of 480 bytes");
     memcpy(pw + 0x210, data, 480);
-    qtest_memread(r.qts, pw_addr(d, 1, 0), got, sizeof(got));
-    mem_eq("RVL (Command1) complete", got, pw, sizeof(pw), 0);
+    dn2q_pw_expect(d, 1, pw, "RVL (Command1) complete");
 
     /* WID 0 reads its own SO-DIMM into its PW, across windows 2 and 3 */
-    qtest_memread(r.qts, pw_addr(d, 0, 0), pw, sizeof(pw));
-    sd_put(&r, 0, SRC + 0x3000, data, 700);
+    qtest_memread(r.d.qts, dn2q_pw_addr(d, 0, 0), pw, sizeof(pw));
+    dn2q_sdfile_put(&r.mem, 0, SRC + 0x3000, data, 700);
     rsend(&r, 0, 1, dn2_req_upper(SRC + 0x3000, 0x500),
           dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 0, 1, 700), DN2_PC_RVL,
           "RVL (Command1) WID 0 from itself into PW 0x500");
     expect_status(&r, 0, st_lower(DN2_OP_RVS, 0, 0, 0, 700), LM_NO_DI,
                   dn2_req_upper(0x500, 0), "RVL (Command1) WID 0 from itself");
-    EXPECT_HEX(pwf(d, 0), DN2_PWF_ALL, "WID 0's flags after the RVL");
+    EXPECT_HEX(dn2q_pwf(d, 0), DN2_PWF_ALL, "WID 0's flags after the RVL");
     memcpy(pw + 0x500, data, 700);
-    qtest_memread(r.qts, pw_addr(d, 0, 0), got, sizeof(got));
-    mem_eq("RVL (Command1) WID 0 from itself", got, pw, sizeof(pw), 0);
+    dn2q_pw_expect(d, 0, pw, "RVL (Command1) WID 0 from itself");
     rig_stop(&r);
 }
 
@@ -1680,10 +1345,10 @@ static void ipush_one(Rig *r, RingM *m, uint32_t src, const uint8_t *data, uint3
     DN2 *d = &r->d;
     uint32_t P = (mtu - 2 * DN2_LINE) & ~(DN2_LINE - 1);
     unsigned npk = len ? DIV_ROUND_UP(len, P) : 1, k;
-    uint64_t p0 = pkts(d, m->dwid);
+    uint64_t p0 = dn2q_pkts(d, m->dwid);
     uint32_t pos = m->tail;
 
-    sd_put(r, m->swid, src, data, len);
+    dn2q_sdfile_put(&r->mem, m->swid, src, data, len);
     rsend(r, m->swid, 0, dn2_req_upper(src, 0xdead0000),
           dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, m->dwid, eflag, len), DN2_PC_IPUSH,
           what);
@@ -1712,15 +1377,13 @@ static void test_ipush(void)
     uint64_t st0, noproc;
     unsigned k;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_256, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_256);
     ring_setup(&r, &a, 0, 1, 0x1000, 1024);
     ring_setup(&r, &b, 1, 0, 0x2000, 512);
 
     for (k = 0; k < G_N_ELEMENTS(lens); k++) {
         g_autofree char *what = g_strdup_printf("IPUSH of %u bytes WID 0 -> WID 1", lens[k]);
-        pattern(data, lens[k], 700 + k);
+        dn2q_pattern(data, lens[k], 700 + k);
         ipush_one(&r, &a, SRC + 0x1000 * k, data, lens[k], true, 256, what);
     }
     EXPECT_HEX(a.tail, 824, "(model) ring tail after the first messages");
@@ -1728,14 +1391,14 @@ static void test_ipush(void)
     /* 192 bytes free (one 8-byte slot stays free): a 232-byte message
      * waits until the host advances Head in LLCM, then wraps. */
     {
-        uint64_t stalls = rstat(&r, "stat-rx-stalls"), p0 = pkts(d, 1);
-        pattern(data, 232, 710);
-        sd_put(&r, 0, SRC + 0x8000, data, 232);
+        uint64_t stalls = rstat(&r, "stat-rx-stalls"), p0 = dn2q_pkts(d, 1);
+        dn2q_pattern(data, 232, 710);
+        dn2q_sdfile_put(&r.mem, 0, SRC + 0x8000, data, 232);
         rsend(&r, 0, 0, dn2_req_upper(SRC + 0x8000, 0),
               dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 1, 232), DN2_PC_IPUSH,
               "IPUSH into a full ring");
         wait_stalls(&r, stalls + 1, "IPUSH ring full: back-pressure");
-        EXPECT_HEX(pkts(d, 1), p0, "nothing accepted while the ring is full");
+        EXPECT_HEX(dn2q_pkts(d, 1), p0, "nothing accepted while the ring is full");
         EXPECT_HEX(ring_tail(&r, &a), 824, "Tail unchanged while the ring is full");
         expect_no_status(&r, 1, "IPUSH into a full ring");
         ring_set_head(&r, &a, 216);
@@ -1748,14 +1411,14 @@ static void test_ipush(void)
     }
     /* the other direction, a message that is not a multiple of 8, and one
      * gathered with Command Ex (strided), without status */
-    pattern(data, 300, 720);
+    dn2q_pattern(data, 300, 720);
     ipush_one(&r, &b, SRC + 0x9000, data, 300, true, 256, "IPUSH WID 1 -> WID 0 (300 bytes)");
-    pattern(data, 21, 721);
+    dn2q_pattern(data, 21, 721);
     ipush_one(&r, &b, SRC + 0xa000, data, 21, false, 256, "IPUSH WID 1 -> WID 0 (21 bytes)");
     {
         uint8_t gathered[40 * 4];
         g_autofree uint8_t *img = sd_bg(&r, 1, SRC + 0xb000, 40 * 12, 722);
-        uint64_t p0 = pkts(d, 0);
+        uint64_t p0 = dn2q_pkts(d, 0);
         uint32_t pos = b.tail, i;
 
         for (i = 0; i < 40; i++) {
@@ -1775,22 +1438,22 @@ static void test_ipush(void)
 
     /* IPUSH Area Size 0 disables IPUSH reception: dropped, nothing written */
     noproc = rstat(&r, "stat-rx-drop-noproc");
-    st0 = pkts(d, 1);
-    ur_wr(d, 1, DN2_UR_IPUSH_AREA_SIZE, 0);
-    pattern(data, 64, 730);
-    sd_put(&r, 0, SRC, data, 64);
+    st0 = dn2q_pkts(d, 1);
+    dn2q_ur_wr(d, 1, DN2_UR_IPUSH_AREA_SIZE, 0);
+    dn2q_pattern(data, 64, 730);
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, 64);
     rsend(&r, 0, 0, dn2_req_upper(SRC, 0), dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 1, 64),
           DN2_PC_IPUSH, "IPUSH with IPUSH Area Size 0");
     wait_stat(&r, "stat-rx-drop-noproc", noproc + 1, "IPUSH with IPUSH Area Size 0 dropped");
     EXPECT_HEX(ring_tail(&r, &a), a.tail, "IPUSH Area Size 0: Tail unchanged");
-    EXPECT_HEX(pkts(d, 1), st0, "IPUSH Area Size 0: not counted as received");
+    EXPECT_HEX(dn2q_pkts(d, 1), st0, "IPUSH Area Size 0: not counted as received");
     expect_no_status(&r, 1, "IPUSH with IPUSH Area Size 0");
-    ur_wr(d, 1, DN2_UR_IPUSH_AREA_SIZE, IPUSH_UNITS);
+    dn2q_ur_wr(d, 1, DN2_UR_IPUSH_AREA_SIZE, IPUSH_UNITS);
     ipush_one(&r, &a, SRC, data, 64, true, 256, "IPUSH after restoring IPUSH Area Size");
 
     /* no AMT entry for the sender: Controller Reset empties the table */
-    sr_wr(d, DN2_SR_CTL_RESET, 0);
-    bringup(&r, MTU_256, PGID, PGID);
+    dn2q_sr_wr(d, DN2_SR_CTL_RESET, 0);
+    bringup(d, DN2Q_MTU_256, PGID, PGID);
     noproc = rstat(&r, "stat-rx-drop-noproc");
     rsend(&r, 0, 0, dn2_req_upper(SRC, 0), dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 1, 64),
           DN2_PC_IPUSH, "IPUSH with no AMT entry");
@@ -1799,8 +1462,8 @@ static void test_ipush(void)
           DN2_PC_IPUSH, "LHSv1 with no AMT entry");
     wait_stat(&r, "stat-rx-drop-noproc", noproc + 2, "LHSv1 with no AMT entry dropped");
     EXPECT_HEX(ring_tail(&r, &a), a.tail, "no AMT entry: Tail in LLCM unchanged");
-    EXPECT_HEX(pkts(d, 1), 0, "no AMT entry: nothing received");
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "no AMT entry: no LH entry");
+    EXPECT_HEX(dn2q_pkts(d, 1), 0, "no AMT entry: nothing received");
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "no AMT entry: no LH entry");
     expect_no_status(&r, 1, "IPUSH with no AMT entry");
     rig_stop(&r);
 }
@@ -1818,35 +1481,32 @@ static void test_ipush_backpressure(void)
     uint64_t c0, c1;
     int idle = 0;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_256, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_256);
     ring_setup(&r, &a, 0, 1, 0x10000, 4096);
-    pattern(want, total, 800);
-    sd_put(&r, 0, SRC, want, big);
+    dn2q_pattern(want, total, 800);
+    dn2q_sdfile_put(&r.mem, 0, SRC, want, big);
     for (k = 0; k < nsmall; k++) {
-        sd_put(&r, 0, SRC + 0x20000 + 8 * k, want + big + 8 * k, 8);
+        dn2q_sdfile_put(&r.mem, 0, SRC + 0x20000 + 8 * k, want + big + 8 * k, 8);
     }
-    rissue(&r, 0, 0, dn2_req_upper(SRC, 0),
-           dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 0, big));
+    dn2q_issue(d, 0, 0, dn2_req_upper(SRC, 0),
+               dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 0, big));
     wait_stalls(&r, 1, "the IPUSH ring fills up");
-    poll_ur(d, 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_IPUSH, MAX_POLL,
-            "Module State: the Window Controller holds the IPUSH");
+    dn2q_poll_ur(d, 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_IPUSH, DN2Q_MAX_POLL,
+                 "Module State: the Window Controller holds the IPUSH");
     /* keep issuing: the Request FIFO fills (bit 2), then bit 0 */
     for (k = 0; k < nsmall; k++) {
-        ur_wr(d, 0, DN2_UR_CMD0_UPPER, dn2_req_upper(SRC + 0x20000 + 8 * k, 0));
-        ur_wr(d, 0, DN2_UR_CMD0_LOWER,
-              dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 0, 8));
+        dn2q_doorbell(d, 0, 0, dn2_req_upper(SRC + 0x20000 + 8 * k, 0),
+                      dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 0, 8));
     }
-    c0 = cs(d, 0);
-    c1 = cs(d, 1);
+    c0 = dn2q_cs(d, 0);
+    c1 = dn2q_cs(d, 1);
     EXPECT_HEX(c0 & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL),
                DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL,
                "sender stalled: Request FIFO almost full and a request pending (WID 0)");
     EXPECT_HEX(c1 & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL), DN2_CS_FIFO_AFULL,
                "the Request FIFO is shared (WID 1 sees bit 2, not bit 0)");
-    EXPECT_HEX(mstate(d), 1 + DN2_OP_IPUSH, "Module State still shows the IPUSH");
-    EXPECT_HEX(pcf(d, 0, DN2_PC_IPUSH), 0, "the IPUSH has not completed");
+    EXPECT_HEX(dn2q_wc_state(d), 1 + DN2_OP_IPUSH, "Module State still shows the IPUSH");
+    EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_IPUSH), 0, "the IPUSH has not completed");
     EXPECT_HEX(rstat(&r, "stat-overrun"), 0, "no request lost to an overrun");
 
     /* the host drains the ring: read [Head, Tail), then advance Head */
@@ -1868,11 +1528,11 @@ static void test_ipush_backpressure(void)
         ring_set_head(&r, &a, head);
     }
     EXPECT_HEX(done, total, "bytes received through the ring");
-    mem_eq("IPUSH stream through a full ring (nothing lost, in order)", got, want, done, 0);
-    wait_pc(d, 0, DN2_PC_IPUSH, 1 + nsmall, "every IPUSH completes");
-    EXPECT_HEX(cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL), 0, "FIFO drained");
-    EXPECT_HEX(mstate(d), 0, "Window Controller idle");
-    EXPECT_HEX(pkts(d, 1), 300 + nsmall, "packets received");
+    dn2q_mem_eq("IPUSH stream through a full ring (nothing lost, in order)", got, want, done, 0);
+    dn2q_wait_pc(d, 0, DN2_PC_IPUSH, 1 + nsmall, "every IPUSH completes");
+    EXPECT_HEX(dn2q_cs(d, 0) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL), 0, "FIFO drained");
+    EXPECT_HEX(dn2q_wc_state(d), 0, "Window Controller idle");
+    EXPECT_HEX(dn2q_pkts(d, 1), 300 + nsmall, "packets received");
     expect_no_status(&r, 1, "IPUSH without eflag");
     rig_stop(&r);
 }
@@ -1890,7 +1550,7 @@ typedef struct LhMsg {
 /* Build a message: envelope + pattern. */
 static void lh_build(uint8_t *buf, const LhMsg *m, uint32_t seed)
 {
-    pattern(buf, m->len, seed);
+    dn2q_pattern(buf, m->len, seed);
     if (m->len >= 8) {
         stq_le_p(buf, dn2_envelope(m->ctx, m->rank, m->tag));
     }
@@ -1906,7 +1566,7 @@ static void lh_check(Rig *r, int wid, uint32_t entry, const LhMsg *msg, const ui
     uint64_t l0, l1, ptr;
     uint32_t in = MIN(msg->len, DN2_LINE + DN2_LHB_DATA) - DN2_LINE;
 
-    qtest_memread(r->qts, lhb_addr(&r->d, wid, entry), e, sizeof(e));
+    qtest_memread(r->d.qts, dn2q_lhb_addr(&r->d, wid, entry), e, sizeof(e));
     l0 = ldq_le_p(e);
     l1 = ldq_le_p(e + 8);
     EXPECT_HEX(DN2_GET(l0, 31, 16), msg->ctx, "%s: LH entry Context", what);
@@ -1914,7 +1574,7 @@ static void lh_check(Rig *r, int wid, uint32_t entry, const LhMsg *msg, const ui
     EXPECT_HEX(l0 & (DN2_LH_VALID | DN2_LH_COMPLETE), vc, "%s: LH entry Valid/Complete", what);
     EXPECT_HEX(DN2_GET(l1, 63, 32), msg->tag, "%s: LH entry Tag", what);
     EXPECT_HEX(DN2_GET(l1, 31, 0), msg->len - DN2_LINE, "%s: LH entry Size", what);
-    mem_eq(what, e + 2 * DN2_LINE, buf + DN2_LINE, in, 0);
+    dn2q_mem_eq(what, e + 2 * DN2_LINE, buf + DN2_LINE, in, 0);
     if (msg->len > DN2_LINE + DN2_LHB_DATA) {
         ptr = DN2_GET(l0, 63, 32);
         EXPECT_TRUE(ptr >= m->base && ptr < m->base + m->size,
@@ -1922,6 +1582,18 @@ static void lh_check(Rig *r, int wid, uint32_t entry, const LhMsg *msg, const ui
         ring_expect(r, m, ptr - m->base, buf + DN2_LINE + DN2_LHB_DATA,
                     msg->len - DN2_LINE - DN2_LHB_DATA, what);
     }
+}
+
+/* Build `msg` in buf, put it in the sender's SO-DIMM and send it to m's
+ * receiver as an LHSv1. */
+static void lhs1_send(Rig *r, RingM *m, const LhMsg *msg, uint8_t *buf, uint32_t seed,
+                      bool eflag, const char *what)
+{
+    lh_build(buf, msg, seed);
+    dn2q_sdfile_put(&r->mem, m->swid, SRC + 0x40000, buf, msg->len);
+    rsend(r, m->swid, 0, dn2_req_upper(SRC + 0x40000, 0),
+          dn2_req_lower(DN2_OP_LHSV1, 0, 0, MY_CLID, m->dwid, eflag, msg->len),
+          DN2_PC_IPUSH, what);
 }
 
 /* Send an LHSv1 message and check everything about it. */
@@ -1932,16 +1604,12 @@ static void lhs1_one(Rig *r, RingM *m, const LhMsg *msg, uint32_t seed, bool efl
     g_autofree uint8_t *buf = g_malloc(msg->len + 1);
     uint32_t P = mtu - 2 * DN2_LINE;
     unsigned npk = DIV_ROUND_UP(msg->len, P), k;
-    uint32_t entry = ur_rd(d, m->dwid, DN2_UR_LHB_ADDR);
+    uint32_t entry = dn2q_ur_rd(d, m->dwid, DN2_UR_LHB_ADDR);
     uint32_t over = msg->len > 56 ? ROUND_UP(msg->len - 56, DN2_RING_ALIGN) : 0;
     uint32_t ptr = m->base + m->tail;
-    uint64_t p0 = pkts(d, m->dwid);
+    uint64_t p0 = dn2q_pkts(d, m->dwid);
 
-    lh_build(buf, msg, seed);
-    sd_put(r, m->swid, SRC + 0x40000, buf, msg->len);
-    rsend(r, m->swid, 0, dn2_req_upper(SRC + 0x40000, 0),
-          dn2_req_lower(DN2_OP_LHSV1, 0, 0, MY_CLID, m->dwid, eflag, msg->len),
-          DN2_PC_IPUSH, what);
+    lhs1_send(r, m, msg, buf, seed, eflag, what);
     if (eflag) {
         for (k = 0; k < npk; k++) {
             expect_status_any(r, m->dwid, st_lower(DN2_OP_IPUSH, 0, 0, m->swid, msg->len),
@@ -1949,13 +1617,13 @@ static void lhs1_one(Rig *r, RingM *m, const LhMsg *msg, uint32_t seed, bool efl
         }
     }
     wait_pkts(r, m->dwid, p0 + npk, what);
-    EXPECT_HEX(ur_rd(d, m->dwid, DN2_UR_LHB_ADDR), (entry + DN2_LHB_ENTRY) % DN2_LHB_AREA,
+    EXPECT_HEX(dn2q_ur_rd(d, m->dwid, DN2_UR_LHB_ADDR), (entry + DN2_LHB_ENTRY) % DN2_LHB_AREA,
                "%s: LH Buffer tail advanced by 64", what);
     m->tail = (m->tail + over) % m->size;
     EXPECT_HEX(ring_tail(r, m), m->tail, "%s: IPUSH ring Tail after the overflow", what);
     lh_check(r, m->dwid, entry, msg, buf, vc, m, what);
     if (over) {
-        EXPECT_HEX(qtest_readl(r->qts, lhb_addr(d, m->dwid, entry + 4)), ptr,
+        EXPECT_HEX(qtest_readl(r->d.qts, dn2q_lhb_addr(d, m->dwid, entry + 4)), ptr,
                    "%s: Pointer = where the overflow went", what);
     }
     expect_no_status(r, m->dwid, what);
@@ -1976,11 +1644,9 @@ static void test_lhs_v1(void)
     unsigned k;
     uint64_t stalls, p0;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_256, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_256);
     ring_setup(&r, &m, 0, 1, 0x4000, 8192);
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "LH Buffer tail at start");
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "LH Buffer tail at start");
     for (k = 0; k < G_N_ELEMENTS(first); k++) {
         g_autofree char *what = g_strdup_printf("LHSv1 message of %u bytes (entry %u)",
                                                 first[k].len, k);
@@ -1992,23 +1658,19 @@ static void test_lhs_v1(void)
         g_autofree char *what = g_strdup_printf("LHSv1 message %u (%u bytes)", k, msg.len);
         lhs1_one(&r, &m, &msg, 900 + k, false, 256, DN2_LH_VALID | DN2_LH_COMPLETE, what);
     }
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), 63 * DN2_LHB_ENTRY, "63 entries used");
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 63 * DN2_LHB_ENTRY, "63 entries used");
     {
         LhMsg msg = { 0x63, 0x63, 0x6363, 40 };
         g_autofree uint8_t *buf = g_malloc(40);
         stalls = rstat(&r, "stat-rx-stalls");
-        p0 = pkts(d, 1);
-        lh_build(buf, &msg, 963);
-        sd_put(&r, 0, SRC + 0x40000, buf, 40);
-        rsend(&r, 0, 0, dn2_req_upper(SRC + 0x40000, 0),
-              dn2_req_lower(DN2_OP_LHSV1, 0, 0, MY_CLID, 1, 0, 40), DN2_PC_IPUSH,
-              "LHSv1 into a full LH Buffer");
+        p0 = dn2q_pkts(d, 1);
+        lhs1_send(&r, &m, &msg, buf, 963, false, "LHSv1 into a full LH Buffer");
         wait_stalls(&r, stalls + 1, "LH Buffer full: back-pressure");
-        EXPECT_HEX(pkts(d, 1), p0, "nothing accepted while the LH Buffer is full");
-        EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), 63 * DN2_LHB_ENTRY, "tail stays");
-        ur_wr(d, 1, DN2_UR_LHB_ADDR, DN2_LHB_ENTRY);        /* host consumed entry 0 */
+        EXPECT_HEX(dn2q_pkts(d, 1), p0, "nothing accepted while the LH Buffer is full");
+        EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 63 * DN2_LHB_ENTRY, "tail stays");
+        dn2q_ur_wr(d, 1, DN2_UR_LHB_ADDR, DN2_LHB_ENTRY);        /* host consumed entry 0 */
         wait_pkts(&r, 1, p0 + 1, "the LHSv1 arrives after the head write");
-        EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "tail wraps to 0");
+        EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "tail wraps to 0");
         lh_check(&r, 1, 63 * DN2_LHB_ENTRY, &msg, buf, DN2_LH_VALID | DN2_LH_COMPLETE, &m,
                  "LHSv1 in the last entry");
     }
@@ -2017,18 +1679,14 @@ static void test_lhs_v1(void)
         LhMsg msg = { 0x4242, 0x0042, 0x42424242, 120 };
         g_autofree uint8_t *buf = g_malloc(120);
         stalls = rstat(&r, "stat-rx-stalls");
-        p0 = pkts(d, 1);
-        lh_build(buf, &msg, 964);
-        sd_put(&r, 0, SRC + 0x40000, buf, 120);
-        rsend(&r, 0, 0, dn2_req_upper(SRC + 0x40000, 0),
-              dn2_req_lower(DN2_OP_LHSV1, 0, 0, MY_CLID, 1, 1, 120), DN2_PC_IPUSH,
-              "LHSv1 into entry 0 the second time");
+        p0 = dn2q_pkts(d, 1);
+        lhs1_send(&r, &m, &msg, buf, 964, true, "LHSv1 into entry 0 the second time");
         wait_stalls(&r, stalls + 1, "LH Buffer full again (63 used)");
-        ur_wr(d, 1, DN2_UR_LHB_ADDR, 2 * DN2_LHB_ENTRY);
+        dn2q_ur_wr(d, 1, DN2_UR_LHB_ADDR, 2 * DN2_LHB_ENTRY);
         expect_status(&r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 120), LM_ALL,
                       dn2_req_upper(0, 0), "LHSv1 into entry 0 the second time");
         wait_pkts(&r, 1, p0 + 1, "LHSv1 into entry 0 the second time");
-        EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "tail 0x40");
+        EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "tail 0x40");
         lh_check(&r, 1, 0, &msg, buf, 0, &m, "LHSv1 into entry 0 after the wrap (toggled)");
         m.tail = (m.tail + ROUND_UP(120 - 56, 8)) % m.size;
         EXPECT_HEX(ring_tail(&r, &m), m.tail, "ring tail after the toggled entry");
@@ -2052,28 +1710,26 @@ static void test_lhs_v2(void)
     uint8_t ww[DN2_WIN_AREA];
     unsigned c, k;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_256, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_256);
     ring_setup(&r, &m, 1, 0, 0x8000, 4096);
     for (c = 0; c < G_N_ELEMENTS(cases) && !d->dead; c++) {
         const V2 *x = &cases[c];
         uint32_t len = x->ww_len + x->sd_len;
         LhMsg msg = { 0x100 + c, 0x200 + c, 0xabc00000 + c, len };
         g_autofree uint8_t *buf = g_malloc(len + 8);
-        uint32_t entry = ur_rd(d, 0, DN2_UR_LHB_ADDR);
+        uint32_t entry = dn2q_ur_rd(d, 0, DN2_UR_LHB_ADDR);
         uint32_t over = len > 56 ? ROUND_UP(len - 56, DN2_RING_ALIGN) : 0;
         unsigned npk = DIV_ROUND_UP(len, 240);
-        uint64_t p0 = pkts(d, 0);
+        uint64_t p0 = dn2q_pkts(d, 0);
         g_autofree char *what = g_strdup_printf(
             "LHSv2 WID 1 -> WID 0: %u bytes from WW offset 0x%x + %u from SO-DIMM",
             x->ww_len, x->ww_off, x->sd_len);
 
         lh_build(buf, &msg, 1000 + c);
-        pattern(ww, sizeof(ww), 1100 + c);
+        dn2q_pattern(ww, sizeof(ww), 1100 + c);
         memcpy(ww + x->ww_off, buf, x->ww_len);
-        qtest_memwrite(r.qts, ww_addr(d, 1, 0), ww, sizeof(ww));
-        sd_put(&r, 1, SRC + 0x100 * c, buf + x->ww_len, x->sd_len);
+        qtest_memwrite(r.d.qts, dn2q_ww_addr(d, 1, 0), ww, sizeof(ww));
+        dn2q_sdfile_put(&r.mem, 1, SRC + 0x100 * c, buf + x->ww_len, x->sd_len);
         rsend(&r, 1, 0, dn2_req_upper(SRC + 0x100 * c, dn2_lhsv2_dst(x->ww_len, x->ww_off)),
               dn2_req_lower(DN2_OP_LHSV2, 0, 0, MY_CLID, 0, 1, len), DN2_PC_IPUSH, what);
         for (k = 0; k < npk; k++) {
@@ -2081,13 +1737,13 @@ static void test_lhs_v2(void)
                               dn2_req_upper(entry, 0), what);
         }
         wait_pkts(&r, 0, p0 + npk, what);
-        EXPECT_HEX(ur_rd(d, 0, DN2_UR_LHB_ADDR), entry + DN2_LHB_ENTRY,
+        EXPECT_HEX(dn2q_ur_rd(d, 0, DN2_UR_LHB_ADDR), entry + DN2_LHB_ENTRY,
                    "%s: LH Buffer tail", what);
         lh_check(&r, 0, entry, &msg, buf, DN2_LH_VALID | DN2_LH_COMPLETE, &m, what);
         m.tail = (m.tail + over) % m.size;
         EXPECT_HEX(ring_tail(&r, &m), m.tail, "%s: IPUSH ring Tail", what);
         expect_no_status(&r, 0, what);
-        EXPECT_HEX(cs(d, 1) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
+        EXPECT_HEX(dn2q_cs(d, 1) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
     }
     rig_stop(&r);
 }
@@ -2106,13 +1762,12 @@ static void test_protection(void)
     struct dn2_hdr h;
     uint64_t l1, v, rt;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, 0x11, 0x22);
+    d = rig_start(&r);
+    bringup(d, DN2Q_MTU_2K, 0x11, 0x22);
     ring_setup(&r, &a, 0, 1, 0x1000, 1024);
-    pattern(data, sizeof(data), 1200);
-    sd_put(&r, 0, SRC, data, sizeof(data));
-    sd_put(&r, 1, SRC, data, sizeof(data));
+    dn2q_pattern(data, sizeof(data), 1200);
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
+    dn2q_sdfile_put(&r.mem, 1, SRC, data, sizeof(data));
     bg = sd_bg(&r, 1, DST, 0x400, 1201);
     g_free(sd_bg(&r, 0, DST, 0x400, 1202));
 
@@ -2140,18 +1795,18 @@ static void test_protection(void)
     botf_image(&r, 0, 0, &h, &l1, 1, data, 64);
     botf(&r, 0, 0, 80, "BOTF with the receiver's PGID forged in the image");
     wait_stat(&r, "stat-rx-drop-pgid", v + 7, "packets dropped for a PGID mismatch");
-    EXPECT_HEX(pkts(d, 1), 0, "PGID mismatch: nothing accepted by WID 1");
-    EXPECT_HEX(pkts(d, 0), 0, "PGID mismatch: nothing came back to WID 0");
+    EXPECT_HEX(dn2q_pkts(d, 1), 0, "PGID mismatch: nothing accepted by WID 1");
+    EXPECT_HEX(dn2q_pkts(d, 0), 0, "PGID mismatch: nothing came back to WID 0");
     sd_expect(&r, 1, DST, bg, 0x400, "PGID mismatch: WID 1's SO-DIMM not written");
     EXPECT_HEX(ring_tail(&r, &a), 0, "PGID mismatch: IPUSH ring untouched");
-    EXPECT_HEX(ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "PGID mismatch: no LH entry");
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "PGID mismatch: no LH entry");
     expect_no_status(&r, 1, "PGID mismatch");
     expect_no_status(&r, 0, "PGID mismatch (RVL)");
-    EXPECT_HEX(pwf(d, 1), DN2_PWF_ALL, "PGID mismatch: PW flags untouched");
+    EXPECT_HEX(dn2q_pwf(d, 1), DN2_PWF_ALL, "PGID mismatch: PW flags untouched");
     {
         uint8_t pw[64], zero[64] = { 0 };
-        qtest_memread(r.qts, pw_addr(d, 1, 0x100), pw, sizeof(pw));
-        mem_eq("PGID mismatch: WID 1's Prefetch Window not written", pw, zero, 64, 0x100);
+        qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, 0x100), pw, sizeof(pw));
+        dn2q_mem_eq("PGID mismatch: WID 1's Prefetch Window not written", pw, zero, 64, 0x100);
     }
     /* equal PGIDs (same WID) still work */
     rsend(&r, 0, 0, dn2_req_upper(SRC, DST), dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 0, 1, 100),
@@ -2160,7 +1815,7 @@ static void test_protection(void)
                   "RVS WID 0 -> WID 0");
     sd_expect(&r, 0, DST, data, 100, "RVS WID 0 -> WID 0");
     /* making the PGIDs equal opens the path */
-    sr_wr(d, DN2_SR_PGID1, 0x11);
+    dn2q_sr_wr(d, DN2_SR_PGID1, 0x11);
     rsend(&r, 0, 0, dn2_req_upper(SRC, DST), dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 100),
           DN2_PC_RVS, "RVS WID 0 -> WID 1 with equal PGIDs");
     expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 100), LM_ALL, dn2_req_upper(DST, 0),
@@ -2179,18 +1834,17 @@ static void test_protection(void)
           "RVS to LID 0x22");
     EXPECT_HEX(rstat(&r, "stat-rx-drop-route") + rstat(&r, "stat-tx-drops"), rt + 2,
                "packets to other LIDs dropped (stat-rx-drop-route / stat-tx-drops)");
-    EXPECT_HEX(pkts(d, 1), 1, "packets to other LIDs not received");
+    EXPECT_HEX(dn2q_pkts(d, 1), 1, "packets to other LIDs not received");
     sd_expect(&r, 1, DST + 0x300, bg + 0x300, 0x100, "packets to other LIDs not written");
     expect_no_status(&r, 1, "packets to other LIDs");
     rig_stop(&r);
 
     /* a WID whose PGID was never written has no process (choice #32) */
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, PGID, -1);
+    d = rig_start(&r);
+    bringup(d, DN2Q_MTU_2K, PGID, -1);
     g_free(bg);
     bg = sd_bg(&r, 1, DST, 0x100, 1203);
-    sd_put(&r, 0, SRC, data, sizeof(data));
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
     v = rstat(&r, "stat-rx-drop-noproc");
     rsend(&r, 0, 0, dn2_req_upper(SRC, DST), dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 100),
           DN2_PC_RVS, "RVS to a WID with no process");
@@ -2200,7 +1854,7 @@ static void test_protection(void)
     botf(&r, 0, 0, 80, "BOTF to a WID with no process");
     wait_stat(&r, "stat-rx-drop-noproc", v + 2, "packets for a WID with no process");
     EXPECT_HEX(rstat(&r, "stat-rx-drop-pgid"), 0, "counted as noproc, not as PGID mismatch");
-    EXPECT_HEX(pkts(d, 1), 0, "no process: nothing accepted");
+    EXPECT_HEX(dn2q_pkts(d, 1), 0, "no process: nothing accepted");
     sd_expect(&r, 1, DST, bg, 0x100, "no process: nothing written");
     expect_no_status(&r, 1, "no process");
     rig_stop(&r);
@@ -2214,12 +1868,12 @@ static void test_protection(void)
 
 static void err_reset(Rig *r, const char *what)
 {
-    sr_wr(&r->d, DN2_SR_CTL_RESET, 0);
-    EXPECT_HEX(cs(&r->d, 0) & RX_BITS, 0, "%s: Controller Reset clears bits 17-19 (WID 0)",
+    dn2q_sr_wr(&r->d, DN2_SR_CTL_RESET, 0);
+    EXPECT_HEX(dn2q_cs(&r->d, 0) & RX_BITS, 0, "%s: Controller Reset clears bits 17-19 (WID 0)",
                what);
-    EXPECT_HEX(cs(&r->d, 1) & RX_BITS, 0, "%s: Controller Reset clears bits 17-19 (WID 1)",
+    EXPECT_HEX(dn2q_cs(&r->d, 1) & RX_BITS, 0, "%s: Controller Reset clears bits 17-19 (WID 1)",
                what);
-    bringup(r, MTU_2K, PGID, PGID);
+    bringup(&r->d, DN2Q_MTU_2K, PGID, PGID);
 }
 
 /* A malformed BOTF image: dropped (stat-rx-drop-bad), error state `err`. */
@@ -2230,14 +1884,14 @@ static void bad_botf(Rig *r, const struct dn2_hdr *h, const uint64_t *more, unsi
     g_autofree uint8_t *bg = NULL;
     uint64_t bad = rstat(r, "stat-rx-drop-bad");
 
-    pattern(data, sizeof(data), 1300);
+    dn2q_pattern(data, sizeof(data), 1300);
     bg = sd_bg(r, h->dwid, DST, 0x400, 1301);
     botf_image(r, 0, 2, h, more, nmore, data, dlen);
     botf(r, 0, 2, size, what);
     wait_stat(r, "stat-rx-drop-bad", bad + 1, what);
-    EXPECT_HEX(cs(&r->d, h->dwid) & RX_BITS, (uint64_t)err << DN2_CS_RX_ERR_SHIFT,
+    EXPECT_HEX(dn2q_cs(&r->d, h->dwid) & RX_BITS, (uint64_t)err << DN2_CS_RX_ERR_SHIFT,
                "%s: Controller Status [19:17]", what);
-    EXPECT_HEX(pkts(&r->d, h->dwid), 0, "%s: not received", what);
+    EXPECT_HEX(dn2q_pkts(&r->d, h->dwid), 0, "%s: not received", what);
     sd_expect(r, h->dwid, DST, bg, 0x400, what);
     expect_no_status(r, h->dwid, what);
     err_reset(r, what);
@@ -2253,9 +1907,7 @@ static void test_rx_errors(void)
     g_autofree uint8_t *bg = NULL;
     g_autofree uint8_t *bg1 = NULL;
 
-    rig_start(&r, ",loopback=on");
-    d = &r.d;
-    bringup(&r, MTU_2K, PGID, PGID);
+    d = rig_up(&r, DN2Q_MTU_2K);
 
     /* hflag does not match TYPE: 10 */
     h = mkhdr(DN2_OP_RVS, 0, 1, LID);
@@ -2313,8 +1965,8 @@ static void test_rx_errors(void)
     bad_botf(&r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = NOP");
 
     /* data past the receive area: bit 17, only what fits written */
-    pattern(data, sizeof(data), 1400);
-    sd_put(&r, 0, SRC, data, 300);
+    dn2q_pattern(data, sizeof(data), 1400);
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, 300);
     bg = sd_bg(&r, 0, AREA - 200, 200, 1401);
     bg1 = sd_bg(&r, 1, 0, 256, 1402);
     rsend(&r, 0, 0, dn2_req_upper(SRC, AREA - 100),
@@ -2324,40 +1976,40 @@ static void test_rx_errors(void)
     memcpy(bg + 100, data, 100);
     sd_expect(&r, 0, AREA - 200, bg, 200, "RVS past the area end: the part that fits");
     sd_expect(&r, 1, 0, bg1, 256, "RVS past the area end: WID 1's area untouched");
-    EXPECT_HEX(cs(d, 0) & RX_BITS, DN2_CS_RX_OVF, "RVS past the area end: bit 17");
+    EXPECT_HEX(dn2q_cs(d, 0) & RX_BITS, DN2_CS_RX_OVF, "RVS past the area end: bit 17");
     err_reset(&r, "RVS past the SO-DIMM area end");
 
     h = mkhdr(DN2_OP_RVS, 0, 1, LID);
     h.rflag = 1;
     more[0] = dn2_hdr1_encode(DN2_WIN_AREA - 16, DN2_WIN_AREA - 16);
-    qtest_memread(r.qts, pw_addr(d, 1, DN2_WIN_AREA), got, 64);    /* beyond WID 1's PW */
+    qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA), got, 64);    /* beyond WID 1's PW */
     botf_image(&r, 0, 0, &h, more, 1, data, 64);
     botf(&r, 0, 0, 80, "BOTF into the PW past its end");
     wait_pkts(&r, 1, 1, "BOTF into the PW past its end");
-    EXPECT_HEX(cs(d, 1) & RX_BITS, DN2_CS_RX_OVF, "PW past its end: bit 17");
+    EXPECT_HEX(dn2q_cs(d, 1) & RX_BITS, DN2_CS_RX_OVF, "PW past its end: bit 17");
     {
         uint8_t pw[16], after[64];
-        qtest_memread(r.qts, pw_addr(d, 1, DN2_WIN_AREA - 16), pw, 16);
-        mem_eq("PW past its end: the 16 bytes that fit", pw, data, 16, DN2_WIN_AREA - 16);
-        qtest_memread(r.qts, pw_addr(d, 1, DN2_WIN_AREA), after, 64);
-        mem_eq("PW past its end: nothing beyond WID 1's PW area", after, got, 64, 0);
+        qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA - 16), pw, 16);
+        dn2q_mem_eq("PW past its end: the 16 bytes that fit", pw, data, 16, DN2_WIN_AREA - 16);
+        qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA), after, 64);
+        dn2q_mem_eq("PW past its end: nothing beyond WID 1's PW area", after, got, 64, 0);
     }
     err_reset(&r, "PW past its end");
 
     h = mkhdr(DN2_OP_RVS, 1, 0, LID);
     h.lflag = 1;
     more[0] = dn2_hdr1_encode(DN2_LLCM_AREA - 16, DN2_LLCM_AREA - 16);
-    qtest_memread(r.qts, llcm_addr(d, 1, 0), got, 64);              /* WID 1's LLCM start */
+    qtest_memread(r.d.qts, dn2q_llcm_addr(d, 1, 0), got, 64);       /* WID 1's LLCM start */
     botf_image(&r, 1, 3, &h, more, 1, data + 100, 64);
     botf(&r, 1, 3, 80, "BOTF into the LLCM past its end");
     wait_pkts(&r, 0, 1, "BOTF into the LLCM past its end");
-    EXPECT_HEX(cs(d, 0) & RX_BITS, DN2_CS_RX_OVF, "LLCM past its end: bit 17");
+    EXPECT_HEX(dn2q_cs(d, 0) & RX_BITS, DN2_CS_RX_OVF, "LLCM past its end: bit 17");
     {
         uint8_t l[16], after[64];
-        qtest_memread(r.qts, llcm_addr(d, 0, DN2_LLCM_AREA - 16), l, 16);
-        mem_eq("LLCM past its end: the 16 bytes that fit", l, data + 100, 16, 0);
-        qtest_memread(r.qts, llcm_addr(d, 1, 0), after, 64);
-        mem_eq("LLCM past its end: WID 1's LLCM untouched", after, got, 64, 0);
+        qtest_memread(r.d.qts, dn2q_llcm_addr(d, 0, DN2_LLCM_AREA - 16), l, 16);
+        dn2q_mem_eq("LLCM past its end: the 16 bytes that fit", l, data + 100, 16, 0);
+        qtest_memread(r.d.qts, dn2q_llcm_addr(d, 1, 0), after, 64);
+        dn2q_mem_eq("LLCM past its end: WID 1's LLCM untouched", after, got, 64, 0);
     }
     err_reset(&r, "LLCM past its end");
     rig_stop(&r);

@@ -13,7 +13,8 @@
  * discrepancy does not hide the others.
  *
  * Firmware: libqtest passes no -L, so every QEMU gets -L $DN2_FIRMWARE_DIR
- * (default ~/.cache/dimmnet2/firmware).
+ * (default ~/.cache/dimmnet2/firmware).  The helpers shared with the other
+ * qtests are in dimmnet2-qtest-util.c.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -112,15 +113,6 @@ static void stall(DN2 *d, int wid)
                   dn2_req_lower(DN2_OP_RVS, 0, 0, 1, 0, 1, 64));
     dn2q_poll_ur(d, wid, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS,
                  DN2Q_MAX_POLL, "Module State showing the stalled RVS");
-}
-
-/* The whole Prefetch Window area of WID 0 holds `model`. */
-static bool pw_expect(DN2 *d, const uint8_t *model, const char *what)
-{
-    uint8_t got[DN2_WIN_AREA];
-
-    qtest_memread(d->qts, dn2q_pw_addr(d, 0, 0), got, sizeof(got));
-    return dn2q_mem_eq(what, got, model, sizeof(got), 0);
 }
 
 /* SO-DIMM access through the windows (WW#0 / PW#0 of the WID). */
@@ -297,7 +289,8 @@ static void test_ring_pointers(void)
                "empty ring after Status Initial Address");
     /* head one record ahead of the tail: one slot left = full (choice #24) */
     dn2q_ur_wr(&d, 0, DN2_UR_STATUS_ADDR, 0x1240);
-    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x1230, "head write does not move the tail");
+    EXPECT_HEX(dn2q_ur_rd(&d, 0, DN2_UR_STATUS_ADDR), 0x1230,
+               "head write does not move the tail");
     EXPECT_HEX(dn2q_cs(&d, 0) & (DN2_CS_STATUS_FULL | DN2_CS_STATUS_EMPTY), DN2_CS_STATUS_FULL,
                "ring with one free slot is full (bit 3), not empty");
     EXPECT_HEX(dn2q_cs(&d, 1), DN2_CS_STATUS_EMPTY, "WID 1's ring is independent");
@@ -370,7 +363,8 @@ static void test_access_rules(void)
     bad = dn2q_qom_u64(qts, "dn", "stat-bad-access");
     EXPECT_HEX(bad, 0, "stat-bad-access at start");
 
-    EXPECT_HEX(qtest_readb(qts, dn2q_ur_addr(&d, 0, DN2_UR_CTL_STATUS)), 0, "1-byte read ignored");
+    EXPECT_HEX(qtest_readb(qts, dn2q_ur_addr(&d, 0, DN2_UR_CTL_STATUS)), 0,
+               "1-byte read ignored");
     EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 1, "1-byte read counted");
     EXPECT_HEX(qtest_readw(qts, dn2q_ur_addr(&d, 0, DN2_UR_PW_FLAG)), 0, "2-byte read ignored");
     EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 2, "2-byte read counted");
@@ -388,7 +382,8 @@ static void test_access_rules(void)
     qtest_writel(qts, dn2q_ur_addr(&d, 0, DN2_UR_CMD0_LOWER),
                  (uint32_t)dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 0));
     EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-bad-access"), bad + 6, "4-byte doorbell counted");
-    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-requests"), 0, "a 4-byte Lower write is no doorbell");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-requests"), 0,
+               "a 4-byte Lower write is no doorbell");
     /* misaligned 64-bit write */
     qtest_writeq(qts, d.base + DN2_SR_BASE + DN2_SR_SDIMM_INIT + 4, 0x0000000100000001ULL);
     EXPECT_TRUE(dn2q_qom_u64(qts, "dn", "stat-bad-access") >= bad + 7,
@@ -413,7 +408,8 @@ static void test_access_rules(void)
     qtest_writeb(qts, dn2q_ww_addr(&d, 1, 0x7ff), 0x5a);
     EXPECT_HEX(qtest_readb(qts, dn2q_ww_addr(&d, 1, 0x7ff)), 0x5a, "byte access to WW");
     qtest_writel(qts, dn2q_llcm_addr(&d, 0, 0x7ffc), 0xa5a5c3c3);
-    EXPECT_HEX(qtest_readl(qts, dn2q_llcm_addr(&d, 0, 0x7ffc)), 0xa5a5c3c3, "long access to LLCM");
+    EXPECT_HEX(qtest_readl(qts, dn2q_llcm_addr(&d, 0, 0x7ffc)), 0xa5a5c3c3,
+               "long access to LLCM");
 
     /* Prefetch Window and LH Buffer: host writes are discarded (choice #6) */
     for (wid = 0; wid < 2; wid++) {
@@ -582,7 +578,7 @@ static void test_contiguous(void)
     for (i = 0; i < G_N_ELEMENTS(vlc); i++) {
         st = vl(&d, 0, vlc[i].src, vlc[i].dst, vlc[i].size);
         memcpy(pwm + vlc[i].dst, model + vlc[i].src, vlc[i].size);
-        pw_expect(&d, pwm, "contiguous VL into the Prefetch Window");
+        dn2q_pw_expect(&d, 0, pwm, "contiguous VL into the Prefetch Window");
         EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags all 1 after VL #%zu", i);
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VL #%zu: no request error", i);
     }
@@ -612,7 +608,7 @@ static void test_contiguous(void)
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, 0x3000, 0x5f0, 0x40);
     memcpy(pwm + 0x5f0, model + 0x3000, 16);
-    pw_expect(&d, pwm, "VL clipped at the end of PW#2");
+    dn2q_pw_expect(&d, 0, pwm, "VL clipped at the end of PW#2");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VL window clipping is no request error");
     EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after a clipped VL");
 
@@ -631,7 +627,7 @@ static void test_contiguous(void)
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, AREA_DEFAULT - 8, 0x100, 16);
     memcpy(pwm + 0x100, ww + 0x400, 8);
-    pw_expect(&d, pwm, "VL past the SO-DIMM area end");
+    dn2q_pw_expect(&d, 0, pwm, "VL past the SO-DIMM area end");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR, "VL past the area end sets bit 20");
     qtest_quit(qts);
 }
@@ -685,7 +681,7 @@ static void test_strided_list(void)
         memcpy(pwm + 0x200, ww, it * esz);
         /* sd_check used PW#0: refresh that part of the model */
         qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
-        pw_expect(&d, pwm, "VLS packs the elements into PW#1");
+        dn2q_pw_expect(&d, 0, pwm, "VLS packs the elements into PW#1");
         EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after VLS dtype %u", dt);
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS dtype %u: no error", dt);
 
@@ -708,7 +704,7 @@ static void test_strided_list(void)
         st = vli(&d, 0, lbase, 0x400, dt, it, LIST);
         qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
         memcpy(pwm + 0x400, ww + 0x400, it * esz);
-        pw_expect(&d, pwm, "VLI gathers the elements into PW#2");
+        dn2q_pw_expect(&d, 0, pwm, "VLI gathers the elements into PW#2");
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLI dtype %u: no error", dt);
     }
 
@@ -724,7 +720,7 @@ static void test_strided_list(void)
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     vls(&d, 0, 0x0, 0x600, 2, 0, 4);
     vli(&d, 0, 0x0, 0x600, 2, 0, LIST);
-    pw_expect(&d, pwm, "VLS/VLI with Iteration 0 write nothing");
+    dn2q_pw_expect(&d, 0, pwm, "VLS/VLI with Iteration 0 write nothing");
     EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after Iteration 0");
 
     /* Iteration 255 */
@@ -742,7 +738,7 @@ static void test_strided_list(void)
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vls(&d, 0, 0x2000, 0x600, 2, 255, 4);
     memcpy(pwm + 0x600, model + 0x2000, 512);
-    pw_expect(&d, pwm, "VLS 4 B x 255 clipped to one window");
+    dn2q_pw_expect(&d, 0, pwm, "VLS 4 B x 255 clipped to one window");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS window clipping is no request error");
 
     /* whole-element clipping (choice #16, §4.6.4) */
@@ -753,15 +749,15 @@ static void test_strided_list(void)
     sd_check(&d, 0, 0x3000, model + 0x3000, 48, "only the whole element was stored");
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vls(&d, 0, 0x3000, 0x1fc, 3, 2, 8);
-    pw_expect(&d, pwm, "VLS with 4 bytes of room for 8-byte elements writes nothing");
+    dn2q_pw_expect(&d, 0, pwm, "VLS with 4 bytes of room for 8-byte elements writes nothing");
     EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after an empty VLS");
     st = vls(&d, 0, 0x3000, 0x3f0, 3, 4, 16);
     memcpy(pwm + 0x3f0, model + 0x3000, 8);
     memcpy(pwm + 0x3f8, model + 0x3010, 8);
-    pw_expect(&d, pwm, "VLS clipped to 2 whole elements");
+    dn2q_pw_expect(&d, 0, pwm, "VLS clipped to 2 whole elements");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS element clipping is no request error");
     st = vli(&d, 0, 0x18000, 0x7fe, 2, 4, LIST);
-    pw_expect(&d, pwm, "VLI with 2 bytes of room for 4-byte elements writes nothing");
+    dn2q_pw_expect(&d, 0, pwm, "VLI with 2 bytes of room for 4-byte elements writes nothing");
 
     /* negative stride: 32-bit wrap-around (choice #17) */
     dn2q_pattern(ww, sizeof(ww), 91);
@@ -773,7 +769,7 @@ static void test_strided_list(void)
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     vls(&d, 0, 0x20c00, 0x300, 2, 4, (uint32_t)-16);
     memcpy(pwm + 0x300, ww + 0x600, 16);
-    pw_expect(&d, pwm, "VLS with stride -16");
+    dn2q_pw_expect(&d, 0, pwm, "VLS with stride -16");
 
     /* an element outside the area: skipped, bit 7, the others stored */
     st = vss(&d, 0, 0x600, 0x20e00, 2, 2, 0x80000000u);
@@ -817,7 +813,7 @@ static void test_small_sodimm(void)
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, A - 50, 0x200, 100);
     memcpy(pwm + 0x200, ww + 0x200 + 50, 50);
-    pw_expect(&d, pwm, "VL across the area end: part read, rest kept");
+    dn2q_pw_expect(&d, 0, pwm, "VL across the area end: part read, rest kept");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR, "VL across the area end: bit 20");
     pc_reset(&d, 0);
 
@@ -840,7 +836,7 @@ static void test_small_sodimm(void)
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vls(&d, 0, A - 8, 0x100, 3, 3, 8);
     memcpy(pwm + 0x100, ww, 8);
-    pw_expect(&d, pwm, "VLS across the area end");
+    dn2q_pw_expect(&d, 0, pwm, "VLS across the area end");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR, "VLS across the area end: bit 20");
     pc_reset(&d, 0);
 
@@ -1235,10 +1231,30 @@ static void test_copy_large(void)
     copy_src(&d, 0, DN2_OP_VL, 0, 0, src + ssrc, slen);
     copy_dst(&d, 0, DN2_OP_VS, 0, 0, sdst, slen);
     sd_read(&d, 0, sdst, got, slen);
-    dn2q_mem_eq("64 KiB copy read back through the Prefetch Window", got, data + ssrc, slen,
-                sdst);
+    dn2q_mem_eq("64 KiB copy read back through the Prefetch Window", got, data + ssrc,
+                slen, sdst);
     qtest_quit(qts);
     dn2q_sdfile_destroy(&f);
+}
+
+/* The backing file holds buf at offset off of WID wid's area, byte by byte
+ * in the documented interleave; stops at the first difference.  Returns
+ * the number of non-zero bytes checked. */
+static uint64_t file_expect(DN2SdFile *f, int wid, uint64_t off, const uint8_t *buf,
+                            size_t len)
+{
+    uint64_t i, nz = 0;
+
+    for (i = 0; i < len; i++) {
+        uint64_t p = dn2q_sdfile_pos(f, wid, off + i);
+        if (f->map[p] != buf[i]) {
+            EXPECT_HEX(f->map[p], buf[i], "WID %d byte 0x%" PRIx64 " at file offset 0x%"
+                       PRIx64, wid, off + i, p);
+            break;
+        }
+        nz += buf[i] != 0;
+    }
+    return nz;
 }
 
 /* memdev: file-backed SO-DIMMs in the documented interleave (choice #10) */
@@ -1261,24 +1277,8 @@ static void test_memdev_file(void)
     qtest_memwrite(qts, dn2q_ww_addr(&d, 1, 0x200), b, sizeof(b));
     vs(&d, 0, 0, 0x1003, sizeof(a));
     vs(&d, 1, 0x200, 0x25, sizeof(b));
-    for (i = 0; i < sizeof(a); i++) {
-        uint64_t p = dn2q_sdfile_pos(&f, 0, 0x1003 + i);
-        if (f.map[p] != a[i]) {
-            EXPECT_HEX(f.map[p], a[i], "WID 0 byte 0x%" PRIx64 " at file offset 0x%" PRIx64,
-                       0x1003 + i, p);
-            break;
-        }
-        want_nz += a[i] != 0;
-    }
-    for (i = 0; i < sizeof(b); i++) {
-        uint64_t p = dn2q_sdfile_pos(&f, 1, 0x25 + i);
-        if (f.map[p] != b[i]) {
-            EXPECT_HEX(f.map[p], b[i], "WID 1 byte 0x%" PRIx64 " at file offset 0x%" PRIx64,
-                       0x25 + i, p);
-            break;
-        }
-        want_nz += b[i] != 0;
-    }
+    want_nz += file_expect(&f, 0, 0x1003, a, sizeof(a));
+    want_nz += file_expect(&f, 1, 0x25, b, sizeof(b));
     /* the first 8 bytes of the store went to module 0, the next 8 to module 1 */
     EXPECT_HEX(f.map[0x803], a[0], "board byte 0x1003 = module 0 offset 0x803");
     EXPECT_HEX(f.map[4 * MiB_ + 0x800], a[5], "board byte 0x1008 = module 1 offset 0x800");
@@ -1418,8 +1418,10 @@ static void fifo_fill(DN2 *d, unsigned depth, bool reset_by_read)
     } else {
         dn2q_sr_wr(d, DN2_SR_CTL_RESET, 0xdead);
     }
-    EXPECT_HEX(dn2q_cs(d, 0), DN2_CS_STATUS_EMPTY, "UR0 Controller Status after Controller Reset");
-    EXPECT_HEX(dn2q_cs(d, 1), DN2_CS_STATUS_EMPTY, "UR1 Controller Status after Controller Reset");
+    EXPECT_HEX(dn2q_cs(d, 0), DN2_CS_STATUS_EMPTY,
+               "UR0 Controller Status after Controller Reset");
+    EXPECT_HEX(dn2q_cs(d, 1), DN2_CS_STATUS_EMPTY,
+               "UR1 Controller Status after Controller Reset");
     EXPECT_HEX(dn2q_mstate(d), 0, "Module State idle after Controller Reset");
     EXPECT_HEX(dn2q_pc(d, 0), 0, "Primitive Counter after Controller Reset");
     dn2q_board_init(d, 0x01);
@@ -1635,8 +1637,8 @@ static void test_system_reset(void)
     stall(&d, 1);
     qtest_system_reset(qts);
     for (w = 0; w < 2; w++) {
-        EXPECT_HEX(dn2q_cs(&d, w), DN2_CS_STATUS_EMPTY, "UR%d Controller Status after system_reset",
-                   w);
+        EXPECT_HEX(dn2q_cs(&d, w), DN2_CS_STATUS_EMPTY,
+                   "UR%d Controller Status after system_reset", w);
         EXPECT_HEX(dn2q_pc(&d, w), 0, "UR%d Primitive Counter after system_reset", w);
         EXPECT_HEX(dn2q_pwf(&d, w), DN2_PWF_ALL, "UR%d PW flags after system_reset", w);
         EXPECT_HEX(dn2q_ur_rd(&d, w, DN2_UR_STATUS_ADDR), 0, "UR%d status tail", w);
@@ -1799,7 +1801,8 @@ static void test_two_boards(void)
     dn2q_open(&a, qts, DN2_DEFAULT_BASE0);
     dn2q_open(&b, qts, DN2_DEFAULT_BASE1);
     dn2q_board_init(&a, 0x01);
-    EXPECT_HEX(dn2q_cs(&b, 0) & DN2_CS_SDIMM_READY, 0, "board b not initialised by board a's Init");
+    EXPECT_HEX(dn2q_cs(&b, 0) & DN2_CS_SDIMM_READY, 0,
+               "board b not initialised by board a's Init");
     dn2q_board_init(&b, 0x01);
     dn2q_pattern(x, sizeof(x), 231);
     dn2q_pattern(y, sizeof(y), 232);
