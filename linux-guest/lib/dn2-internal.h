@@ -30,6 +30,7 @@ struct dn2 {
 uint64_t dn2i_now_us(void);
 void dn2i_refresh_info(struct dn2 *d);
 void dn2i_forget_state(struct dn2 *d);
+void dn2i_lh_sync(struct dn2 *d);
 /* Driver-mode administration (open-dev.c). */
 int dn2i_drv_reset(struct dn2 *d);
 int dn2i_drv_sdimm_init(struct dn2 *d, unsigned capacity_code, long timeout_us);

@@ -91,7 +91,7 @@ int dn2_open(dn2_t **out, const char *path)
         goto fail;
     }
     d->ur = p;
-    d->lh_head = dn2_ur_read(d, DN2_UR_LHB_ADDR) & DN2_LHB_ADDR_MASK;
+    dn2i_lh_sync(d);
     dn2i_refresh_info(d);
     *out = d;
     return 0;

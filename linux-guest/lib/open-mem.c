@@ -58,9 +58,22 @@ int dn2_open_mem(dn2_t **out, uint64_t phys_base, int wid)
     dn2_set_pieces(d, win);
     /* Where the driver is absent, software owns the whole board: learn
      * what it can from the registers. */
-    d->lh_head = dn2_ur_read(d, DN2_UR_LHB_ADDR) & DN2_LHB_ADDR_MASK;
+    dn2i_lh_sync(d);
     *out = d;
     return 0;
+}
+
+/* Learn the LH Buffer's state from the board: the head, and each entry's
+ * toggle parity (an earlier process on this WID may have used entries). */
+void dn2i_lh_sync(struct dn2 *d)
+{
+    int i;
+
+    d->lh_head = dn2_ur_read(d, DN2_UR_LHB_ADDR) & DN2_LHB_ADDR_MASK;
+    for (i = 0; i < (int)DN2_LHB_ENTRIES; i++) {
+        uint64_t l0 = *(const volatile uint64_t *)(d->lhb + i * DN2_LHB_ENTRY);
+        d->lh_uses[i] = (l0 & DN2_LH_VALID) ? 1 : 0;
+    }
 }
 
 void dn2_close(dn2_t *d)

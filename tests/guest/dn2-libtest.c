@@ -84,7 +84,7 @@ int main(int argc, char **argv)
     uint16_t lid = 0;
     int r, i, n;
 
-    printf("1..24\n");
+    printf("1..25\n");
     r = dn2_open_mem(&w0, base, 0);
     if (!r) {
         r = dn2_open_mem(&w1, base, 1);
@@ -239,6 +239,26 @@ int main(int argc, char **argv)
         CHECK(r == 0 && !memcmp(b, img + 56, 8) && !memcmp(b + 8, a, 100),
               "LHSv2 overflow = rest of the WW part, then the SO-DIMM part");
         dn2_lh_release(w1);
+    }
+
+    /* A new handle on WID 1 (another process, in real use) must pick up the
+     * LH Buffer's head and toggle parity the previous one left. */
+    dn2_close(w1);
+    r = dn2_open_mem(&w1, base, 1);
+    if (!r) r = dn2_status_ring_init(w1, 0x7000, 1024);
+    {
+        uint64_t env = dn2_envelope(5, 2, 99);
+        memcpy(a, &env, 8);
+        pattern(a + 8, 40, 8);
+        if (!r) r = sd_write(w0, 0x90000, a, 48);
+        if (!r) r = dn2_lhsv1(w0, lid, 1, 0x90000, 48, 0);
+        n = r ? r : dn2_lh_next(w1, &lh, TMO);
+        CHECK(n == 1 && lh.tag == 99 && lh.size == 40 && !memcmp(lh.data, a + 8, 40),
+              "a reopened handle receives the next LHS message (toggle parity kept)");
+        if (n == 1) {
+            dn2_lh_wait_complete(w1, &lh, TMO);
+            dn2_lh_release(w1);
+        }
     }
 
     /* Protection: change WID 1's PGID; a packet from WID 0 is dropped. */
