@@ -1,0 +1,291 @@
+#!/usr/bin/env bash
+# The thesis's chapter 6/7 measurements on two Linux guests, each with a
+# DIMMnet-2 board on one dn2-switch, next to UDP between the same two guests
+# over virtio-net, measured in the same run (docs/benchmarks-guest.md).
+#
+#   scripts/bench-cluster.sh [options] [-- extra dn2-bench arguments]
+#
+#   --full            the long sweeps (every size range of the thesis, 4x the
+#                     iterations; about 4 minutes under TCG; default: ~1 min)
+#   --demo            the short version for scripts/demo.sh: BOTF and RVS
+#                     tables at 7 sizes (8 B .. 1 MiB), UDP at the same sizes
+#   --only LIST       dn2-bench tables: botf, botf-big, rvs, ipush, lhs, probe
+#   --poll P          how the guest waits for the board (dn2-bench --poll:
+#                     sleep[:US] (default), hybrid[:US], spin[:US], tight)
+#   --no-udp          skip the UDP baseline
+#   -t, --timeout S   seconds for the whole cluster run (default 900)
+#   -o, --output F    the report (default build/bench/guest-<date>.txt)
+#   -q, --quiet       no progress lines on stderr
+#
+# Steps: builds dn2-bench, udp-bench, dn2-up, dn2-switch (meson) and the
+# guest module (linux-guest/driver/build.sh), copies them into
+# build/guest/export/ (the guests see it as /opt/dn2), then boots 2 nodes
+# with scripts/cluster.sh.  Each node: insmod dimmnet2.ko, dn2-up, a second
+# NIC (virtio-net on a QEMU dgram network joining only the two guests,
+# 192.168.77.<node+1>/24), udp-bench (rank 0 client, rank 1 server), then
+# dn2-bench --udp.  Rank 0's tables are printed and saved, with the host's
+# load and the boards' fabric statistics (read over QMP) appended.
+#
+# cluster.sh gives every node the same extra QEMU arguments, so the
+# per-node NIC (its own UDP ports and MAC) is added by a small QEMU wrapper
+# generated here (build/bench/qemu-node.sh), passed to cluster.sh as $QEMU.
+#
+# Exit status: 0 every table measured; 1 a benchmark failed (the report says
+# where); 2+ cluster.sh's status (boot failure, timeout...).
+# Environment: QEMU (the real binary), DN2_ACCEL, DN2_CACHE as cluster.sh.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+full=
+demo=
+only=
+poll=
+udp=1
+timeout_s=900
+output=
+quiet=
+dn2_extra=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --full) full=1; shift ;;
+        --demo) demo=1; shift ;;
+        --only) only=${2:?$1 needs a list}; shift 2 ;;
+        --poll) poll=${2:?$1 needs a policy}; shift 2 ;;
+        --no-udp) udp=; shift ;;
+        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
+        -o|--output) output=${2:?$1 needs a file}; shift 2 ;;
+        -q|--quiet) quiet=1; shift ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        --) shift; dn2_extra=("$@"); break ;;
+        *) die "unknown argument: $1 (see --help)" ;;
+    esac
+done
+case $timeout_s in ''|*[!0-9]*) die "--timeout wants seconds" ;; esac
+[ -n "$full" ] && [ "$timeout_s" = 900 ] && timeout_s=2400
+
+bench_dir=$DN2_TOP/build/bench
+export_dir=${DN2_GUEST_EXPORT:-$DN2_TOP/build/guest/export}
+stamp=$(date +%Y%m%d-%H%M%S)
+name=bench-$stamp
+output=${output:-$bench_dir/guest-$stamp.txt}
+mkdir -p "$bench_dir" "$export_dir/bin"
+progress() { [ -n "$quiet" ] || printf '[bench] %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- build
+progress "building dn2-bench, udp-bench, dn2-up, dn2-switch and the guest module"
+if [ ! -f "$DN2_TOP/build/build.ninja" ]; then
+    meson setup "$DN2_TOP/build" "$DN2_TOP" > "$bench_dir/build.log" 2>&1 \
+        || { tail -20 "$bench_dir/build.log"; die "meson setup failed (log: $bench_dir/build.log)"; }
+fi
+meson compile -C "$DN2_TOP/build" dn2-bench udp-bench dn2-up dn2-switch >> "$bench_dir/build.log" 2>&1 \
+    || { tail -20 "$bench_dir/build.log"; die "building the benchmark programs failed (log: $bench_dir/build.log)"; }
+bash "$DN2_TOP/linux-guest/driver/build.sh" >> "$bench_dir/build.log" 2>&1 \
+    || { tail -20 "$bench_dir/build.log"; die "building the guest module failed (log: $bench_dir/build.log)"; }
+real_qemu=$(dn2_find_qemu) || die "no QEMU with the dimmnet2 device: run scripts/build-qemu.sh (or scripts/test.sh)"
+for p in dn2-bench udp-bench dn2-up; do
+    cmp -s "$DN2_TOP/build/linux-guest/$p" "$export_dir/bin/$p" \
+        || cp "$DN2_TOP/build/linux-guest/$p" "$export_dir/bin/$p" || die "cannot copy $p into $export_dir/bin"
+done
+dn2_accel || exit 4
+command -v python3 > /dev/null || die "python3 is needed (cluster.sh's job server, QMP statistics)"
+
+# ------------------------------------------------- the per-node second NIC
+# Two free UDP ports on 127.0.0.1: node0 <-> node1 over QEMU's dgram netdev.
+read -r port0 port1 < <(python3 - <<'PY'
+import socket
+s = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*(x.getsockname()[1] for x in s))
+PY
+) || die "cannot find two free UDP ports"
+# Per-run files live in a private directory (QMP sockets want short paths);
+# copies of the wrapper and the node script stay in build/bench/.
+qmp_dir=$(mktemp -d "${TMPDIR:-/tmp}/dn2-bench.XXXXXX") || die "mktemp failed"
+trap 'rm -rf "$qmp_dir"' EXIT
+wrapper=$qmp_dir/qemu-node.sh
+cat > "$wrapper" <<EOF
+#!/bin/bash
+# Generated by scripts/bench-cluster.sh: cluster.sh runs this as \$QEMU.
+# Adds node N's own NIC on the guest-to-guest dgram network (ports $port0 /
+# $port1, MAC 52:54:00:77:00:0<N+1>) and a QMP socket for the statistics.
+real=$(printf '%q' "$real_qemu")
+n=; prev=
+for a in "\$@"; do [ "\$prev" = -name ] && n=\${a#node}; prev=\$a; done
+case \$n in 0) l=$port0 r=$port1 ;; 1) l=$port1 r=$port0 ;; *) exec "\$real" "\$@" ;; esac
+exec "\$real" "\$@" \\
+    -qmp "unix:$qmp_dir/node\$n.qmp,server=on,wait=off" \\
+    -netdev "dgram,id=bench,local.type=inet,local.host=127.0.0.1,local.port=\$l,remote.type=inet,remote.host=127.0.0.1,remote.port=\$r" \\
+    -device "virtio-net-pci,netdev=bench,mac=52:54:00:77:00:0\$((n + 1)),romfile="
+EOF
+chmod +x "$wrapper"
+
+# ----------------------------------------------------------- node command
+dn2_args=()
+[ -n "$udp" ] && dn2_args+=(--udp /tmp/udp.txt)
+[ -n "$full" ] && dn2_args+=(--full)
+[ -n "$only" ] && dn2_args+=(--only "$only")
+[ -n "$poll" ] && dn2_args+=(--poll "$poll")
+udp_args=()
+[ -n "$full" ] && udp_args+=(--full)
+if [ -n "$demo" ]; then
+    demo_sizes=8,64,496,1984,4096,65536,1048576
+    [ -n "$only" ] || dn2_args+=(--only botf,rvs)
+    dn2_args+=(--sizes "$demo_sizes")
+    udp_args+=(--sizes "$demo_sizes")
+fi
+dn2_args+=("${dn2_extra[@]}")
+node_sh=$qmp_dir/node.sh
+{
+    echo '# Generated by scripts/bench-cluster.sh: what every node runs.'
+    echo 'insmod /opt/dn2/dimmnet2.ko || { echo "bench: insmod dimmnet2.ko failed"; exit 1; }'
+    echo 'dn2-up -q > /tmp/dn2-lid || { echo "bench: dn2-up failed"; exit 1; }'
+    if [ -n "$udp" ]; then
+        cat <<'EOF'
+ifc=
+for i in /sys/class/net/*; do
+    case $(cat "$i/address" 2>/dev/null) in 52:54:00:77:00:*) ifc=${i##*/} ;; esac
+done
+if [ -n "$ifc" ] && ip link set "$ifc" up && ip addr add "192.168.77.$((DN2_NODE + 1))/24" dev "$ifc"; then
+EOF
+        printf '    udp-bench %s > /tmp/udp.txt || echo "bench: udp-bench failed (rc $?)" >&2\n' "${udp_args[*]}"
+        cat <<'EOF'
+else
+    echo "bench: no second NIC (52:54:00:77:00:*): no UDP baseline" >&2
+fi
+EOF
+    fi
+    printf 'dn2-bench'
+    printf ' %q' "${dn2_args[@]}"
+    printf '\nrc=$?\n'
+    echo 'sleep 2    # the host reads the boards'"'"' statistics meanwhile'
+    echo 'exit $rc'
+} > "$node_sh"
+
+cp "$wrapper" "$bench_dir/qemu-node.sh" && cp "$node_sh" "$bench_dir/node.sh"
+
+# -------------------------------------------------------------------- run
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+others=$(pgrep -f qemu-system | wc -l)
+rundir=$DN2_TOP/build/cluster/$name
+progress "booting 2 nodes ($DN2_ACCEL_NAME; cluster $rundir); $([ -n "$full" ] && echo "about 4 minutes" || echo "about a minute")"
+QEMU=$wrapper "$here/cluster.sh" -q -n 2 --name "$name" -t "$timeout_s" -f "$node_sh" \
+    > "$qmp_dir/cluster.out" 2> "$qmp_dir/cluster.err" &
+cpid=$!
+# A non-interactive shell starts background jobs with SIGINT ignored, so
+# cluster.sh would not see a Ctrl-C: pass it on as SIGTERM (it cleans up).
+trap 'trap - INT TERM; kill -TERM "$cpid" 2> /dev/null; wait "$cpid"; echo "[bench] interrupted" >&2; exit 130' INT TERM
+
+# Progress from rank 0's console, and the boards' statistics over QMP.
+qmp_py='
+import json, socket, sys
+def stats(path):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(path)
+    f = s.makefile("rw"); f.readline()
+    def cmd(c, a=None):
+        m = {"execute": c}
+        if a: m["arguments"] = a
+        f.write(json.dumps(m) + "\n"); f.flush()
+        while True:
+            r = json.loads(f.readline())
+            if "return" in r or "error" in r: return r
+    cmd("qmp_capabilities")
+    out = {}
+    for d in cmd("qom-list", {"path": "/machine/peripheral-anon"}).get("return", []):
+        p = "/machine/peripheral-anon/" + d["name"]
+        if not d["type"].startswith("child<") or cmd("qom-get", {"path": p, "property": "type"}).get("return") != "dimmnet2":
+            continue
+        for pr in cmd("qom-list", {"path": p})["return"]:
+            if pr["name"].startswith("stat-"):
+                out[pr["name"][5:]] = cmd("qom-get", {"path": p, "property": pr["name"]}).get("return")
+    return out
+try:
+    st = stats(sys.argv[1])
+    if st: print(" ".join("%s=%s" % kv for kv in sorted(st.items())))
+except Exception:
+    pass
+'
+seen=0
+while kill -0 "$cpid" 2> /dev/null; do
+    sleep 1
+    for i in 0 1; do
+        [ -S "$qmp_dir/node$i.qmp" ] || continue
+        s=$(python3 -c "$qmp_py" "$qmp_dir/node$i.qmp" 2> /dev/null)
+        [ -n "$s" ] && printf '%s\n' "$s" > "$qmp_dir/stats$i"
+    done
+    if [ -z "$quiet" ] && [ -f "$rundir/node0.log" ]; then
+        lines=$(tr -d '\r' < "$rundir/node0.log" | grep -E '^\[(dn2|udp)-bench\]|^bench: |FAILED' )
+        n=$(printf '%s' "$lines" | grep -c '')
+        if [ "$n" -gt "$seen" ]; then
+            printf '%s\n' "$lines" | tail -n +"$((seen + 1))" | sed 's/^\[\(dn2\|udp\)-bench\] /[bench]   /' >&2
+            seen=$n
+        fi
+    fi
+done
+wait "$cpid"
+crc=$?
+# cluster.sh's own output goes with the run's other files.
+if [ -d "$rundir" ]; then
+    cp "$qmp_dir/cluster.out" "$rundir/bench-cluster.out"
+    cp "$qmp_dir/cluster.err" "$rundir/bench-cluster.err"
+    clog=$rundir/bench-cluster.err
+else
+    cp "$qmp_dir/cluster.err" "$bench_dir/$name.cluster.err"
+    clog=$bench_dir/$name.cluster.err
+fi
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ----------------------------------------------------------------- report
+out0=$rundir/node0.out
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+{
+    echo "DIMMnet-2 for QEMU: guest benchmarks (scripts/bench-cluster.sh, $(date '+%Y-%m-%d %H:%M'))"
+    echo "2 Linux guests ($DN2_ACCEL_NAME, 1 vCPU, 256 MiB each), one board each on one dn2-switch;"
+    echo "host: $(nproc) CPUs ($cpu_model), load average $load_before -> $load_after;"
+    [ "$others" -gt 0 ] && echo "  note: $others other QEMU process(es) were running when this started: figures are noisier"
+    echo "the figures are emulator figures; the meaningful comparison is DIMMnet-2 vs UDP in the same run"
+    echo
+    if [ -s "$out0" ]; then
+        grep -v -E '^\[(dn2|udp)-bench\]' "$out0"
+    else
+        echo "(no output from rank 0)"
+    fi
+    if [ -s "$qmp_dir/stats0" ] || [ -s "$qmp_dir/stats1" ]; then
+        echo
+        echo "== Fabric statistics (the boards' QOM counters, read over QMP at the end) =="
+        for i in 0 1; do
+            [ -s "$qmp_dir/stats$i" ] || continue
+            awk -v n="$i" '{
+                for (k = 1; k <= NF; k++) { split($k, kv, "="); v[kv[1]] = kv[2] }
+                tx = v["link-dgrams-tx"] + 0; re = v["link-retransmits"] + 0
+                printf "node%d: %s packets sent, %s received; fabric datagrams %s out / %s in, %s retransmitted (%.1f%%); link drops %s; rx stalls %s; rx drops %s/%s/%s/%s (bad/pgid/noproc/route)\n",
+                    n, v["tx-packets"], v["rx-packets"], v["link-dgrams-tx"], v["link-dgrams-rx"], re,
+                    tx ? 100 * re / tx : 0, v["link-drops"], v["rx-stalls"], v["rx-drop-bad"],
+                    v["rx-drop-pgid"], v["rx-drop-noproc"], v["rx-drop-route"] }' "$qmp_dir/stats$i"
+        done
+    fi
+    if grep -q '^verdict:' "$out0" 2> /dev/null; then
+        echo
+        echo "== Summary =="
+        grep '^verdict:' "$out0" | sed 's/^verdict: /  /'
+    fi
+} > "$output"
+
+cat "$output"
+echo
+echo "report: $output"
+status=0
+if [ "$crc" -ne 0 ]; then
+    echo "cluster.sh exit status $crc; its messages ($clog):"
+    tail -25 "$clog"
+    for i in 0 1; do
+        if grep -q 'FAILED\|bench: ' "$rundir/node$i.out" 2> /dev/null; then
+            echo "---- node$i ----"
+            grep -A6 'FAILED\|bench: ' "$rundir/node$i.out" | head -20
+        fi
+    done
+    status=$([ "$crc" -eq 1 ] && echo 1 || echo "$crc")
+elif grep -q 'FAILED' "$out0" 2> /dev/null; then
+    status=1
+fi
+exit "$status"
