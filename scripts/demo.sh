@@ -1,29 +1,36 @@
 #!/usr/bin/env bash
-# The main demo: from a fresh Debian 12 machine to a Linux guest driving an
-# emulated DIMMnet-2 board.
+# The main demo: from a fresh Debian 12 machine to two Linux guests whose
+# emulated DIMMnet-2 boards talk over the UDP fabric.
 #
-#   scripts/demo.sh [-v] [--boards N]
+#   scripts/demo.sh [-v] [--board-only] [--boards N]
 #
 # 1. scripts/setup.sh           packages, QEMU source, firmware, guest kernel
-# 2. scripts/build-qemu.sh      QEMU 10.0.2 with -device dimmnet2
-# 3. scripts/build-initramfs.sh busybox + dn2-probe
-# 4. scripts/run-guest.sh       boots q35 + Linux with the board(s); inside,
-#                               dn2-probe finds the board through ACPI, maps
-#                               its window, decodes registers and runs a
-#                               VS/VL round trip through the on-board SO-DIMM
-# and prints what the guest reported.  Each step is incremental; build output
-# goes to build/demo/*.log (shown only on failure).  -v also prints the raw
-# TAP.  Exit status: 0 when every check in the guest passed.
+# 2. meson compile              QEMU 10.0.2 with -device dimmnet2, dn2-switch,
+#                               the guest driver, library, tools, benchmarks
+# 3. one guest, one board       dn2-probe finds the board through ACPI, maps
+#                               its window, checks registers and runs a VS/VL
+#                               round trip through the on-board SO-DIMM
+# 4. a 2-node cluster           both boards on one dn2-switch; each node loads
+#                               the driver and brings its board up, then BOTF
+#                               ping-pong and RVS bandwidth run between the
+#                               nodes (scripts/bench-cluster.sh) and the
+#                               tables are printed next to the thesis's and
+#                               next to UDP between the same two guests
+# Each step is incremental; build output goes to build/demo/*.log (shown only
+# on failure).  -v also prints the raw TAP of step 3; --board-only stops
+# after step 3.  Exit status: 0 when every step succeeded.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 verbose=
 boards=1
+board_only=
 while [ $# -gt 0 ]; do
     case $1 in
         -v|--verbose) verbose=1; shift ;;
         -n|--boards) boards=${2:?$1 needs a number}; shift 2 ;;
+        --board-only) board_only=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
     esac
@@ -37,7 +44,7 @@ if [ -t 1 ]; then B=$'\e[1m'; G=$'\e[32m'; R=$'\e[31m'; D=$'\e[2m'; N=$'\e[0m'; 
 step() { # step N TITLE LOGNAME COMMAND...
     local n=$1 title=$2 name=$3 t0=$SECONDS rc
     shift 3
-    printf '%s[%s/4]%s %-34s ' "$B" "$n" "$N" "$title"
+    printf '%s[%s/%s]%s %-34s ' "$B" "$n" "$nsteps" "$N" "$title"
     "$@" > "$logs/$name.log" 2>&1
     rc=$?
     if [ $rc -ne 0 ]; then
@@ -49,21 +56,31 @@ step() { # step N TITLE LOGNAME COMMAND...
     printf '%sdone%s %s(%s s)%s\n' "$G" "$N" "$D" "$((SECONDS - t0))" "$N"
 }
 
+nsteps=4
+[ -n "$board_only" ] && nsteps=3
 echo "${B}DIMMnet-2 for QEMU: demo${N}"
 if [ "$(id -u)" = 0 ]; then
     step 1 "setup (packages, kernel, firmware)" setup bash "$here/setup.sh"
 else
     step 1 "setup (already done? not root)" setup bash "$here/setup.sh"
 fi
-step 2 "build QEMU $QEMU_VERSION + dimmnet2" build-qemu bash "$here/build-qemu.sh"
-QEMU=$(tail -1 "$logs/build-qemu.log")     # build-qemu.sh ends with the binary's path
+meson_build() {
+    cd "$DN2_TOP" || return 1
+    if [ -f build/meson-private/coredata.dat ]; then
+        meson setup --reconfigure build || return 1
+    else
+        meson setup build || return 1
+    fi
+    meson compile -C build
+}
+step 2 "build QEMU $QEMU_VERSION, fabric, guest" build meson_build
+QEMU=$(bash "$here/build-qemu.sh" --print-env 2>/dev/null | sed -n 's/^QEMU_BIN=//p')
 if [ -x "$QEMU" ]; then export QEMU; else unset QEMU; fi
-step 3 "build guest initramfs" initramfs bash "$here/build-initramfs.sh"
 
 accel=TCG
 if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then accel=KVM; fi
 case ${DN2_ACCEL:-auto} in kvm|tcg) accel=${DN2_ACCEL^^} ;; esac
-printf '%s[4/4]%s %-34s ' "$B" "$N" "boot Linux guest ($accel, $boards board$([ "$boards" -gt 1 ] && echo s))"
+printf '%s[3/%s]%s %-34s ' "$B" "$nsteps" "$N" "one guest, $boards board$([ "$boards" -gt 1 ] && echo s) ($accel)"
 t0=$SECONDS
 run="r=0; for b in $(seq -s ' ' 0 $((boards - 1))); do dn2-probe \$b || r=1; done; exit \$r"
 tap=$(bash "$here/run-guest.sh" -n "$boards" -r "$run" -a "loglevel=0" -l "$logs/guest-console.log" 2> "$logs/guest.log")
@@ -99,9 +116,24 @@ while IFS= read -r line; do
     esac
 done <<< "$tap"
 echo
-if [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]; then
-    echo "${G}${B}All $pass checks passed${N} (console log: $logs/guest-console.log)"
-    exit 0
+if [ "$fail" -ne 0 ] || [ "$pass" -eq 0 ]; then
+    echo "${R}${B}$fail of $((pass + fail)) checks failed${N} (console log: $logs/guest-console.log)"
+    exit 1
 fi
-echo "${R}${B}$fail of $((pass + fail)) checks failed${N} (console log: $logs/guest-console.log)"
-exit 1
+echo "${G}${B}All $pass checks passed${N} (console log: $logs/guest-console.log)"
+[ -n "$board_only" ] && exit 0
+
+# Step 4: two nodes, ping-pong and bandwidth between them.
+echo
+printf '%s[4/4]%s %s\n' "$B" "$N" "a 2-node cluster: BOTF ping-pong and RVS bandwidth between the boards"
+echo "      ${D}(two TCG guests on one dn2-switch; about a minute; log: $logs/cluster.log)${N}"
+if ! bash "$here/bench-cluster.sh" --demo -q -o "$logs/cluster-tables.txt" > "$logs/cluster.log" 2>&1; then
+    echo "${R}failed${N}; last lines of $logs/cluster.log:"
+    tail -30 "$logs/cluster.log"
+    exit 1
+fi
+echo
+cat "$logs/cluster-tables.txt"
+echo
+echo "${G}${B}Demo complete.${N} More: docs/user-guide.md; a cluster of your own: scripts/cluster.sh -n 4 -i"
+exit 0
