@@ -48,34 +48,47 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
     }
 }
 
+static int sd_write_h(dn2_t *h, uint32_t dst, const uint8_t *src, size_t len);
+static int sd_read_h(dn2_t *h, uint32_t src, uint8_t *dst, size_t len);
+
 static int sd_write(uint32_t dst, const uint8_t *src, size_t len)
+{
+    return sd_write_h(d, dst, src, len);
+}
+
+static int sd_read(uint32_t src, uint8_t *dst, size_t len)
+{
+    return sd_read_h(d, src, dst, len);
+}
+
+static int sd_write_h(dn2_t *h, uint32_t dst, const uint8_t *src, size_t len)
 {
     size_t off;
     int r;
 
     for (off = 0; off < len; off += DN2_WIN_SIZE) {
         size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
-        dn2_ww_write(d, 0, src + off, n);
-        if ((r = dn2_vs(d, 0, dst + (uint32_t)off, (uint32_t)n)) ||
-            (r = dn2_wait_vs(d, 0, TMO))) {
+        dn2_ww_write(h, 0, src + off, n);
+        if ((r = dn2_vs(h, 0, dst + (uint32_t)off, (uint32_t)n)) ||
+            (r = dn2_wait_vs(h, 0, TMO))) {
             return r;
         }
     }
     return 0;
 }
 
-static int sd_read(uint32_t src, uint8_t *dst, size_t len)
+static int sd_read_h(dn2_t *h, uint32_t src, uint8_t *dst, size_t len)
 {
     size_t off;
     int r;
 
     for (off = 0; off < len; off += DN2_WIN_SIZE) {
         size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
-        if ((r = dn2_vl(d, src + (uint32_t)off, 0, (uint32_t)n)) ||
-            (r = dn2_wait_pw(d, 0, TMO))) {
+        if ((r = dn2_vl(h, src + (uint32_t)off, 0, (uint32_t)n)) ||
+            (r = dn2_wait_pw(h, 0, TMO))) {
             return r;
         }
-        dn2_pw_read(d, 0, dst + off, n);
+        dn2_pw_read(h, 0, dst + off, n);
     }
     return 0;
 }
@@ -103,7 +116,7 @@ static void verdict(int peer, int waiter, int ok, const char *what)
     if (waiter) {
         struct dn2_msg_status st;
         int r = dn2_recv(c, peer, TAG_SYNC, &v, sizeof(v), &st);
-        CHECK(!r && v == 1, "%s", what);
+        CHECK(!r && v == 1 && ok, "%s", what);
     } else {
         dn2_send(c, peer, TAG_SYNC, &v, sizeof(v));
         CHECK(ok, "%s", what);
@@ -113,6 +126,9 @@ static void verdict(int peer, int waiter, int ok, const char *what)
 static void pair_tests(int peer)
 {
     static uint8_t a[1 << 16], b[1 << 16];
+    struct dn2_ring ring;
+    dn2_t *w1r = NULL;
+    uint64_t pkt_before = 0;
     int sender = !(me & 1), r, ok, i, step = 0;
     uint16_t plid = 0;
 
@@ -232,6 +248,147 @@ static void pair_tests(int peer)
     }
     verdict(peer, sender, ok, "RVLS gathers 64 strided elements from the peer");
 
+    /* RVLI: the odd rank pulls 8 elements of 32 bytes listed in the
+     * sender's SO-DIMM (the list lives on the responder). */
+    step++;
+    if (sender) {
+        uint32_t list[8];
+        for (i = 0; i < 8; i++) {
+            list[i] = 256u * (7 - i) + 32u;
+        }
+        sd_write(SD_BASE + 0x500000, (uint8_t *)list, sizeof(list));
+        note(peer, step);
+        ok = 1;
+    } else {
+        ok = !wait_note(peer, step);
+    }
+    step++;
+    if (!sender) {
+        r = dn2_rvli(d, plid, 0, SD_BASE, 0x600, DN2_DTYPE_32B, 8, SD_BASE + 0x500000,
+                     NULL, DN2_F_TO_PW);
+        if (!r) r = dn2_wait_pw(d, 3, TMO);
+        dn2_pw_read(d, 0x600, b, 256);
+        for (i = 0, ok = !r; i < 8 && ok; i++) {
+            ok = !memcmp(b + 32 * i, a + 256 * (7 - i) + 32, 32);
+        }
+        note(peer, step);
+    } else {
+        ok = !wait_note(peer, step);
+    }
+    verdict(peer, sender, ok, "RVLI gathers 8 listed elements from the peer");
+
+    /* IPUSH and LHSv1 from the even rank's WID 1 to the odd rank's WID 1:
+     * a second process on each board, with its own ring, status ring and
+     * LH Buffer (dn2msg owns those of WID 0). */
+    step++;
+    if (!sender) {
+        dn2_t *ctl;
+        r = dn2_open(&w1r, NULL);
+        if (!r && dn2_wid(w1r) != 1) r = -EBUSY;
+        if (!r) r = dn2_ring_init(w1r, &ring, (DN2_LLCM_WID_STRIDE + 0x6800) / DN2_AMT_UNIT,
+                                  SD_BASE + 0x700000, 64 * 1024);
+        if (!r) r = dn2_status_ring_init(w1r, 0x7000, 1024);
+        if (!r && !(r = dn2_open_control(&ctl, NULL))) {
+            r = dn2_admin_amt(ctl, plid, 1, ring.amt_value);
+            dn2_close(ctl);
+        }
+        ok = !r;
+        note(peer, step);
+    } else {
+        ok = !wait_note(peer, step);
+    }
+    step++;
+    if (sender) {
+        dn2_t *w1;
+        uint64_t env = dn2_envelope(4, 3, 0x5151);
+        uint8_t msg[208];
+        r = dn2_open(&w1, NULL);
+        if (!r && dn2_wid(w1) != 1) r = -EBUSY;
+        if (!r) {
+            memcpy(msg, &env, 8);
+            memcpy(msg + 8, a + 1000, 200);
+            r = sd_write_h(w1, 0, a, 3000);
+            if (!r) r = sd_write_h(w1, 0x4000, msg, sizeof(msg));
+            if (!r) r = dn2_ipush(w1, plid, 1, 0, 3000, DN2_F_EFLAG);
+            if (!r) r = dn2_lhsv1(w1, plid, 1, 0x4000, sizeof(msg), 0);
+            dn2_close(w1);
+        }
+        ok = !r;
+        note(peer, step);
+    } else {
+        uint32_t at, got = 0;
+        struct dn2_lh_msg lh;
+        ok = !wait_note(peer, step) && w1r;
+        /* The IPUSH data lands packet by packet (a record for each). */
+        while (ok && got < 3000) {
+            struct dn2_rx_status st;
+            if (dn2_status_next(w1r, &st, TMO) != 1 || st.type != DN2_OP_IPUSH ||
+                dn2_ring_avail(w1r, &ring, &at) < st.size || at != st.addr ||
+                sd_read_h(w1r, at, b + got, st.size)) {
+                ok = 0;
+                break;
+            }
+            dn2_ring_consume(w1r, &ring, st.size);
+            got += st.size;
+        }
+        ok = ok && got == 3000 && !memcmp(b, a, 3000);
+        if (ok) {
+            int n = dn2_lh_next(w1r, &lh, TMO);
+            ok = n == 1 && !dn2_lh_wait_complete(w1r, &lh, TMO) && lh.context == 4 &&
+                 lh.rank == 3 && lh.tag == 0x5151 && lh.size == 200 &&
+                 !memcmp(lh.data, a + 1000, 48) && !sd_read_h(w1r, lh.pointer, b, 152) &&
+                 !memcmp(b, a + 1048, 152);
+            if (n == 1) {
+                dn2_lh_release(w1r);
+                dn2_ring_consume(w1r, &ring, 152);
+            }
+        }
+        if (w1r) {
+            dn2_close(w1r);
+            w1r = NULL;
+        }
+    }
+    verdict(peer, sender, ok, "IPUSH 3000 bytes and an LHSv1 message between the two "
+            "boards' WID 1, through an IPUSH ring and the LH Buffer");
+
+    /* Local strided/list forms and the SO-DIMM copy, on each board. */
+    {
+        uint32_t list[16];
+        step++;
+        fill(a, 4096, 40 + me);
+        r = sd_write(SD_BASE + 0x800000, a, 4096);
+        dn2_ww_write(d, 0, a, 512);         /* VSS/VSI take their data from WW0 */
+        if (!r) r = dn2_vss(d, 0, SD_BASE + 0x810000, DN2_DTYPE_8B, 64, 24);
+        if (!r) r = dn2_wait_vs(d, 0, TMO);
+        if (!r) r = sd_read(SD_BASE + 0x810000, b, 64 * 24);
+        ok = !r;
+        for (i = 0; i < 64 && ok; i++) {
+            ok = !memcmp(b + 24 * i, a + 8 * i, 8);
+        }
+        for (i = 0; i < 16; i++) {
+            list[i] = 128u * (15 - i);
+        }
+        if (ok) ok = !sd_write(SD_BASE + 0x820000, (uint8_t *)list, sizeof(list));
+        dn2_ww_write(d, 0, a, 512);
+        if (ok) ok = !dn2_vsi(d, 0, SD_BASE + 0x830000, DN2_DTYPE_16B, 16, SD_BASE + 0x820000) &&
+                     !dn2_wait_vs(d, 0, TMO) && !sd_read(SD_BASE + 0x830000, b, 2048);
+        for (i = 0; i < 16 && ok; i++) {
+            ok = !memcmp(b + 128 * (15 - i), a + 16 * i, 16);
+        }
+        if (ok) ok = !dn2_vli(d, SD_BASE + 0x800000, 0x200, DN2_DTYPE_8B, 16,
+                              SD_BASE + 0x820000) && !dn2_wait_pw(d, 1, TMO);
+        if (ok) {
+            dn2_pw_read(d, 0x200, b, 128);
+            for (i = 0; i < 16 && ok; i++) {
+                ok = !memcmp(b + 8 * i, a + 128 * (15 - i), 8);
+            }
+        }
+        if (ok) ok = !dn2_copy(d, SD_BASE + 0x800000, NULL, SD_BASE + 0x840000, NULL, 4096) &&
+                     !dn2_wait_vs(d, 3, TMO) && !sd_read(SD_BASE + 0x840000, b, 4096) &&
+                     !memcmp(a, b, 4096);
+        verdict(peer, sender, ok, "local VSS, VSI, VLI and the SO-DIMM copy on the peer's board");
+    }
+
     /* Protection: the receiver gives WID 1 another PGID; a BOTF from the
      * sender to WID 1 must be dropped, not written. */
     step++;
@@ -239,8 +396,13 @@ static void pair_tests(int peer)
         dn2_t *ctl;
         r = dn2_open_control(&ctl, NULL);
         if (!r) {
+            dn2_t *t;
             r = dn2_admin_pgid(ctl, 1, 200);
             dn2_close(ctl);
+            if (!r && !(r = dn2_open(&t, NULL))) {
+                pkt_before = dn2_packet_counter(t);
+                dn2_close(t);
+            }
         }
         note(peer, step);
         ok = !r;
@@ -262,7 +424,7 @@ static void pair_tests(int peer)
             fill(a, 64, 77);
             usleep(200000);
             ok = ok && memcmp((const void *)(dn2_llcm(w1) + LL_BASE), a, 64) &&
-                 dn2_packet_counter(w1) == 0;
+                 dn2_packet_counter(w1) == pkt_before;
             dn2_close(w1);
         } else {
             ok = 0;
@@ -334,7 +496,7 @@ int main(void)
     }
     nranks = dn2_comm_size(c);
     if (me == 0) {
-        printf("1..%d\n", 11 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);
+        printf("1..%d\n", 14 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);
     }
     CHECK(dn2_wid(d) == 0, "rank %d opened its board through the driver (WID %d) "
           "in a job of %d ranks", me, dn2_wid(d), nranks);
@@ -342,7 +504,7 @@ int main(void)
     if ((me ^ 1) < nranks) {
         pair_tests(me ^ 1);
     } else {
-        for (k = 0; k < 10; k++) {
+        for (k = 0; k < 13; k++) {
             CHECK(1, "rank %d has no pair partner (odd job size)", me);
         }
     }
