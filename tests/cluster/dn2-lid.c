@@ -34,29 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../guest/dn2-sysfs.h"
 #include "dimmnet2/dn2_abi.h"
 
 #define ACPI_DIR "/sys/bus/acpi/devices"
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    buf[0] = 0;
-    if (!f) {
-        return -1;
-    }
-    if (!fgets(buf, (int)len, f)) {
-        buf[0] = 0;
-    }
-    fclose(f);
-    n = strlen(buf);
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) {
-        buf[--n] = 0;
-    }
-    return 0;
-}
 
 /* The ACPI device name (e.g. "DNET0002:00") of the board with _UID board. */
 static int find_acpi(int board, char *name, size_t len)

@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dn2-sysfs.h"
 #include "dimmnet2/dn2_abi.h"
 #include "dimmnet2/dn2_uapi.h"
 
@@ -177,26 +178,6 @@ static void show_klog(void)
 
 /* ------------------------------------------------------------ sysfs */
 
-static int read_file(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    buf[0] = 0;
-    if (!f) {
-        snprintf(buf, len, "(%s)", strerror(errno));
-        return -1;
-    }
-    if (!fgets(buf, (int)len, f)) {
-        buf[0] = 0;
-    }
-    fclose(f);
-    n = strlen(buf);
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) {
-        buf[--n] = 0;
-    }
-    return 0;
-}
 
 static const char *sysfs(const char *dir, const char *attr)
 {
@@ -206,7 +187,7 @@ static const char *sysfs(const char *dir, const char *attr)
     char *b = bufs[k++ & 7];
 
     snprintf(path, sizeof(path), "%s/%s", dir, attr);
-    read_file(path, b, sizeof(bufs[0]));
+    read_line(path, b, sizeof(bufs[0]));
     return b;
 }
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "dn2-sysfs.h"
 #include "dimmnet2/dn2_abi.h"
 
 #define POLL_TIMEOUT_NS   (5ULL * 1000 * 1000 * 1000)   /* 5 s: TCG is slow */
@@ -202,25 +203,6 @@ static void decode_pc(const char *when, uint64_t v)
 
 /* ------------------------------------------------------------ ACPI */
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    buf[0] = 0;
-    if (!f) {
-        return -1;
-    }
-    if (!fgets(buf, (int)len, f)) {
-        buf[0] = 0;
-    }
-    fclose(f);
-    n = strlen(buf);
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) {
-        buf[--n] = 0;
-    }
-    return 0;
-}
 
 /*
  * Finds /sys/bus/acpi/devices/DNET0002:* with _UID == board.  Fills the
