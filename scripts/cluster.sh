@@ -641,6 +641,16 @@ scan() {
     if [ "$panic" = 1 ]; then p=failed; st_why[i]="kernel panic"; fi
     if [ "$p" != failed ] && [ "$p" != "done" ] && ! alive "${qemu_pids[i]}"; then
         wait "${qemu_pids[i]}" 2>/dev/null; qemu_rc[i]=$?
+        # The guest may have printed its end line and powered off between
+        # reading the log above and this check: read it once more.
+        end=$(tr -d '\r' < "$rundir/node$i.log" 2>/dev/null |
+              sed -n 's/^DN2-GUEST-END rc=//p' | head -1)
+        if [ -n "$end" ] && [ "$interactive" = 0 ]; then
+            st_rc[i]=$end
+            [ -n "${t_done[i]}" ] || t_done[i]=$(elapsed_f)
+            st_phase[i]=done
+            return
+        fi
         p=failed
         st_why[i]="QEMU exited (status ${qemu_rc[i]}) before the command finished"
         [ -s "$rundir/node$i.stderr" ] && st_why[i]+=": $(tail -1 "$rundir/node$i.stderr")"
