@@ -27,10 +27,7 @@ elapsed=$((SECONDS - start))
 
 n=0
 results=()
-emit() { # emit OK|NOT-OK DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" = ok ]; then results+=("ok $n - $2"); else results+=("not ok $n - $2"); fi
-}
+. "$(dirname "$0")/tap-lib.sh"
 
 diags=()
 # 1. the guest booted, ran the command and powered off in time
@@ -48,17 +45,8 @@ fi
 for b in $(seq 0 $((boards - 1))); do
     section=$(printf '%s\n' "$out" | sed -n "/^DN2-PROBE-BEGIN $b\$/,/^DN2-PROBE-END $b rc=/p")
     plan=$(printf '%s\n' "$section" | sed -n -E 's/^1\.\.([0-9]+).*/\1/p' | head -1)
-    count=0
-    while IFS= read -r line; do
-        case $line in
-            'ok '*|'not ok '*)
-                count=$((count + 1))
-                desc=$(printf '%s\n' "$line" | sed -E 's/^(not )?ok [0-9]+ ?-? ?//')
-                if [ "${line#not }" = "$line" ]; then emit ok "$desc"; else emit not-ok "$desc"; fi
-                ;;
-            '#'*) results+=("$line") ;;
-        esac
-    done <<< "$section"
+    forward_tap "$section"
+    count=$tap_count
     probe_rc=$(printf '%s\n' "$section" | sed -n -E "s/^DN2-PROBE-END $b rc=([0-9]+)\$/\1/p")
     if [ -n "$plan" ] && [ "$count" -eq "$plan" ]; then
         emit ok "board $b: probe ran its plan of $plan checks (exit status $probe_rc)"

@@ -34,11 +34,8 @@ mkdir -p "$(dirname "$log")" "$root/bin"
 
 n=0
 results=()
+. "$(dirname "$0")/tap-lib.sh"
 diags=()
-emit() { # emit ok|not-ok DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" = ok ]; then results+=("ok $n - $2"); else results+=("not ok $n - $2"); fi
-}
 finish() {
     echo "1..$n"
     printf '%s\n' "${diags[@]}" "${results[@]}" | grep -v '^$'
@@ -99,17 +96,8 @@ fi
 
 section=$(printf '%s\n' "$out" | sed -n '/^DN2-DRVTEST-BEGIN$/,/^DN2-DRVTEST-END rc=/p')
 plan=$(printf '%s\n' "$section" | sed -n -E 's/^1\.\.([0-9]+).*/\1/p' | tail -1)
-count=0
-while IFS= read -r line; do
-    case $line in
-        'ok '*|'not ok '*)
-            count=$((count + 1))
-            desc=$(printf '%s\n' "$line" | sed -E 's/^(not )?ok [0-9]+ ?-? ?//')
-            if [ "${line#not }" = "$line" ]; then emit ok "$desc"; else emit not-ok "$desc"; fi
-            ;;
-        '#'*) results+=("$line") ;;
-    esac
-done <<< "$section"
+forward_tap "$section"
+count=$tap_count
 test_rc=$(printf '%s\n' "$section" | sed -n -E 's/^DN2-DRVTEST-END rc=([0-9]+)$/\1/p')
 if [ -n "$plan" ] && [ "$count" -eq "$plan" ]; then
     emit ok "dn2-drvtest ran its plan of $plan checks (exit status $test_rc)"
