@@ -258,9 +258,10 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
             awk -v n="$i" '{
                 for (k = 1; k <= NF; k++) { split($k, kv, "="); v[kv[1]] = kv[2] }
                 tx = v["link-dgrams-tx"] + 0; re = v["link-retransmits"] + 0
-                printf "node%d: %s packets sent, %s received; fabric datagrams %s out / %s in, %s retransmitted (%.1f%%); link drops %s; rx stalls %s; rx drops %s/%s/%s/%s (bad/pgid/noproc/route)\n",
+                printf "node%d: %s packets sent, %s received; fabric datagrams %s out / %s in, %s retransmitted (%.1f%%; %s timer expiries, %s on SACK holes); duplicates %s; back-pressure %s; link drops %s; rx stalls %s; rx drops %s/%s/%s/%s (bad/pgid/noproc/route)\n",
                     n, v["tx-packets"], v["rx-packets"], v["link-dgrams-tx"], v["link-dgrams-rx"], re,
-                    tx ? 100 * re / tx : 0, v["link-drops"], v["rx-stalls"], v["rx-drop-bad"],
+                    tx ? 100 * re / tx : 0, v["link-timeouts"], v["link-fast-retransmits"],
+                    v["link-duplicates"], v["link-busy"], v["link-drops"], v["rx-stalls"], v["rx-drop-bad"],
                     v["rx-drop-pgid"], v["rx-drop-noproc"], v["rx-drop-route"] }' "$qmp_dir/stats$i"
         done
     fi

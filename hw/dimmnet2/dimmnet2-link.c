@@ -11,9 +11,23 @@
  * credit-based back-pressure; the SMA LID register shows the LID the subnet
  * manager assigned and the link state (SMA [17:16] = 3 when ready).
  *
- * Everything here runs in the main loop under the BQL: the socket's fd
- * handler, a QEMU_CLOCK_REALTIME timer for retransmissions, and the
- * Window Controller's bottom half.
+ * Everything here runs under the BQL: a QEMU_CLOCK_REALTIME timer for
+ * retransmissions and the Window Controller's bottom half in the main loop,
+ * and the socket's receive side in one of two places:
+ *
+ *   rx-thread=on   (default) a thread of the board's own waits in a
+ *                  blocking recvfrom() and takes the BQL for each burst
+ *                  of datagrams, as a vCPU does for an MMIO access.  A
+ *                  thread asleep in recvfrom() is woken by the sender's
+ *                  sendto() directly, usually on the sender's CPU; a main
+ *                  loop asleep in ppoll() is woken through poll wait
+ *                  queues and often on another, idle CPU, which costs tens
+ *                  of microseconds per packet on small virtual machines
+ *                  (docs/benchmarks.md, "Targets").
+ *   rx-thread=off  an fd handler in the main loop.
+ *
+ * The socket itself is blocking for the thread's sake; every other call
+ * on it passes MSG_DONTWAIT.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -23,6 +37,9 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qemu/sockets.h"
+#include "qemu/thread.h"
+#include "qemu/atomic.h"
+#include "qemu/error-report.h"
 #include "qapi/error.h"
 #include "migration/blocker.h"
 #include "dimmnet2.h"
@@ -34,9 +51,13 @@
 struct DN2Link {
     struct dn2f_ep *ep;
     int fd;
+    struct dn2f_addr local;     /* the address the socket is bound to */
     QEMUTimer *timer;
     Error *blocker;
     uint8_t *rxbuf;
+    bool thread_on;             /* rx-thread=on: the thread owns receive */
+    QemuThread thread;
+    bool quit;                  /* atomic: the thread must leave */
 };
 
 typedef struct DN2LoopPkt {
@@ -91,7 +112,7 @@ static int dn2_fab_send(void *opaque, const struct dn2f_addr *to,
     ssize_t r;
 
     do {
-        r = sendto(s->link->fd, buf, len, 0, &to->u.sa, to->len);
+        r = sendto(s->link->fd, buf, len, MSG_DONTWAIT, &to->u.sa, to->len);
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
         return (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) ?
@@ -134,17 +155,18 @@ static void dn2_fab_rearm(DN2State *s)
     }
 }
 
-static void dn2_fab_read(void *opaque)
+/* Feed datagrams to the endpoint until the socket is empty (at most 256 per
+ * call, so that timers and the guest get their turn).  Under the BQL. */
+static void dn2_fab_drain(DN2State *s, int budget)
 {
-    DN2State *s = opaque;
     DN2Link *l = s->link;
     int i;
 
-    for (i = 0; i < 256; i++) {
+    for (i = 0; i < budget; i++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         struct dn2f_addr from;
-        ssize_t n = recvfrom(l->fd, l->rxbuf, DN2F_DGRAM_MAX, 0,
+        ssize_t n = recvfrom(l->fd, l->rxbuf, DN2F_DGRAM_MAX, MSG_DONTWAIT,
                              (struct sockaddr *)&ss, &sl);
         if (n < 0) {
             break;              /* EAGAIN: drained */
@@ -152,9 +174,108 @@ static void dn2_fab_read(void *opaque)
         dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
         dn2f_ep_input(l->ep, &from, l->rxbuf, n);
     }
-    dn2f_ep_flush(l->ep);
-    dn2_fab_rearm(s);
-    dn2_kick(s);
+}
+
+/* After a burst of input or a timer: let the Window Controller go on if it
+ * can (an RVL to answer, credits back), then send what the endpoint queued
+ * (ACKs ride on the answer) and re-arm its timer. */
+static void dn2_fab_after_input(DN2State *s)
+{
+    if (!dn2_link_news(s)) {
+        dn2f_ep_flush(s->link->ep);
+        dn2_fab_rearm(s);
+    }
+}
+
+/* rx-thread=off: the main loop's fd handler. */
+static void dn2_fab_read(void *opaque)
+{
+    DN2State *s = opaque;
+
+    dn2_fab_drain(s, 256);
+    dn2_fab_after_input(s);
+}
+
+/*
+ * rx-thread=on: the board's receive thread.  It sleeps in recvfrom() with
+ * its own buffer and no lock held, then takes the BQL to hand the datagram
+ * and whatever else has arrived meanwhile to the endpoint.  The endpoint,
+ * the device state and guest memory are touched only under the BQL, as by
+ * the main loop and the vCPUs.
+ */
+static void *dn2_fab_rx_thread(void *opaque)
+{
+    DN2State *s = opaque;
+    DN2Link *l = s->link;
+    uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
+    unsigned errors = 0;
+
+    while (!qatomic_read(&l->quit)) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        struct dn2f_addr from;
+        ssize_t n = recvfrom(l->fd, buf, DN2F_DGRAM_MAX, 0,
+                             (struct sockaddr *)&ss, &sl);
+
+        if (qatomic_read(&l->quit)) {
+            break;
+        }
+        if (n < 0) {
+            if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK &&
+                errno != ECONNREFUSED) {
+                /* Not expected on a bound UDP socket: say so once, and do
+                 * not spin if it persists. */
+                if (errors++ == 0) {
+                    warn_report("dimmnet2: board %d: receive failed: %s",
+                                s->index, strerror(errno));
+                }
+                g_usleep(1000);
+            }
+            continue;
+        }
+        bql_lock();
+        if (qatomic_read(&l->quit)) {
+            bql_unlock();
+            break;
+        }
+        dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
+        dn2f_ep_input(l->ep, &from, buf, n);
+        dn2_fab_drain(s, 255);
+        dn2_fab_after_input(s);
+        bql_unlock();
+    }
+    g_free(buf);
+    return NULL;
+}
+
+/* Stop the receive thread.  Under the BQL, which it may be waiting for. */
+static void dn2_fab_rx_thread_stop(DN2State *s)
+{
+    DN2Link *l = s->link;
+    struct dn2f_addr self = l->local;
+    bool locked = bql_locked();
+
+    qatomic_set(&l->quit, true);
+    /* Wake it: an empty datagram to itself (to the loopback address when
+     * bound to a wildcard), and shutdown(), which wakes blocked receivers
+     * of UDP sockets on Linux. */
+    if (self.u.sa.sa_family == AF_INET &&
+        self.u.in.sin_addr.s_addr == htonl(INADDR_ANY)) {
+        self.u.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    } else if (self.u.sa.sa_family == AF_INET6 &&
+               IN6_IS_ADDR_UNSPECIFIED(&self.u.in6.sin6_addr)) {
+        self.u.in6.sin6_addr = in6addr_loopback;
+    }
+    (void)sendto(l->fd, "", 0, MSG_DONTWAIT, &self.u.sa, self.len);
+    (void)shutdown(l->fd, SHUT_RD);
+    if (locked) {
+        bql_unlock();
+    }
+    qemu_thread_join(&l->thread);
+    if (locked) {
+        bql_lock();
+    }
+    l->thread_on = false;
 }
 
 static void dn2_fab_timer(void *opaque)
@@ -162,9 +283,7 @@ static void dn2_fab_timer(void *opaque)
     DN2State *s = opaque;
 
     dn2f_ep_tick(s->link->ep);
-    dn2f_ep_flush(s->link->ep);
-    dn2_fab_rearm(s);
-    dn2_kick(s);
+    dn2_fab_after_input(s);
 }
 
 static bool dn2_fab_init(DN2State *s, Error **errp)
@@ -190,7 +309,7 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
         dn2f_addr_parse(&local, cfg.sw.u.sa.sa_family == AF_INET6 ? "[::]:0"
                                                                   : "0.0.0.0:0");
     }
-    l->fd = dn2f_udp_open(&local, 8 * 1024 * 1024);
+    l->fd = dn2f_udp_open(&local, 8 * 1024 * 1024);    /* local := bound */
     if (l->fd < 0) {
         error_setg_errno(errp, -l->fd, "dimmnet2: cannot open a UDP socket "
                          "on %s", s->local_addr ? s->local_addr : "any address");
@@ -206,13 +325,23 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
         g_free(l);
         return false;
     }
+    l->local = local;
     l->rxbuf = g_malloc(DN2F_DGRAM_MAX);
     l->timer = timer_new_ns(QEMU_CLOCK_REALTIME, dn2_fab_timer, s);
     s->link = l;
-    qemu_socket_set_nonblock(l->fd);
-    qemu_set_fd_handler(l->fd, dn2_fab_read, NULL, s);
     dn2f_ep_flush(l->ep);       /* the first HELLO */
     dn2_fab_rearm(s);
+    if (s->rx_thread) {
+        char name[32];
+
+        qemu_socket_set_block(l->fd);
+        l->thread_on = true;
+        snprintf(name, sizeof(name), "dimmnet2-rx%d", s->index);
+        qemu_thread_create(&l->thread, name, dn2_fab_rx_thread, s,
+                           QEMU_THREAD_JOINABLE);
+    } else {
+        qemu_set_fd_handler(l->fd, dn2_fab_read, NULL, s);
+    }
     return true;
 }
 
@@ -264,7 +393,11 @@ void dn2_link_fini(DN2State *s)
         s->rx_retry = NULL;
     }
     if (s->link) {
-        qemu_set_fd_handler(s->link->fd, NULL, NULL, NULL);
+        if (s->link->thread_on) {
+            dn2_fab_rx_thread_stop(s);
+        } else {
+            qemu_set_fd_handler(s->link->fd, NULL, NULL, NULL);
+        }
         timer_free(s->link->timer);
         dn2f_ep_free(s->link->ep);
         close(s->link->fd);
@@ -378,21 +511,38 @@ void dn2_link_resume(DN2State *s)
     }
 }
 
-/* For QOM statistics. */
-void dn2_link_stats(DN2State *s, uint64_t *retransmits, uint64_t *dgrams_tx,
-                    uint64_t *dgrams_rx, uint64_t *drops)
+/* For QOM statistics: one counter of the fabric endpoint (0 without one). */
+uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which)
 {
     const struct dn2f_ep_stats *st;
+    uint64_t drops = 0;
     int i;
 
-    *retransmits = *dgrams_tx = *dgrams_rx = *drops = 0;
-    if (s->link_kind == DN2_LINK_FABRIC && s->link) {
-        st = dn2f_ep_stats(s->link->ep);
-        *retransmits = st->retransmits;
-        *dgrams_tx = st->tx_dgrams;
-        *dgrams_rx = st->rx_dgrams;
+    if (s->link_kind != DN2_LINK_FABRIC || !s->link) {
+        return 0;
+    }
+    st = dn2f_ep_stats(s->link->ep);
+    switch (which) {
+    case DN2_LS_DROPS:
         for (i = 0; i < DN2F_DROP_MAX; i++) {
-            *drops += st->drop[i];
+            drops += st->drop[i];
         }
+        return drops;
+    case DN2_LS_RETRANSMITS:
+        return st->retransmits;
+    case DN2_LS_TIMEOUTS:
+        return st->timeouts;
+    case DN2_LS_FAST_RETRANSMITS:
+        return st->fast_retransmits;
+    case DN2_LS_DUPLICATES:
+        return st->duplicates;
+    case DN2_LS_BUSY:
+        return st->busy;
+    case DN2_LS_DGRAMS_TX:
+        return st->tx_dgrams;
+    case DN2_LS_DGRAMS_RX:
+        return st->rx_dgrams;
+    default:
+        return 0;
     }
 }

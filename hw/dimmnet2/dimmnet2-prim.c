@@ -247,6 +247,23 @@ void dn2_kick(DN2State *s)
     }
 }
 
+/*
+ * The link had news (datagrams in, a timer): ACKs and credits may let a
+ * stalled request go on, and a Receive Controller request (an RVL to
+ * answer) may be waiting.  Run the Window Controller here, under the BQL
+ * and outside any fabric endpoint call, so the answer leaves in the same
+ * burst (and carries the ACK); with nothing to do, do nothing rather than
+ * wake the main loop.  Returns whether it ran (and so flushed the link).
+ */
+bool dn2_link_news(DN2State *s)
+{
+    if (s->exec.active ? !s->exec.stalled : !(s->fifo_count || s->rc_count)) {
+        return false;
+    }
+    dn2_exec_bh(s);
+    return true;
+}
+
 uint64_t dn2_module_state(DN2State *s)
 {
     uint64_t v = 0;

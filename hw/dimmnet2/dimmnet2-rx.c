@@ -248,7 +248,8 @@ static int dn2_rx_rvl(DN2State *s, const struct dn2_hdr *h, uint16_t slid)
     e.from_rc = 1;
     s->rc_fifo[(s->rc_head + s->rc_count) % DN2_RC_FIFO] = e;
     s->rc_count++;
-    dn2_kick(s);
+    /* The link runs the Window Controller once this burst of input is in
+     * (dn2_link_news(); the loopback bottom half kicks it). */
     return 1;
 }
 

@@ -821,25 +821,44 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_STRING("switch", DN2State, switch_addr),
     DEFINE_PROP_STRING("local", DN2State, local_addr),
     DEFINE_PROP_BOOL("loopback", DN2State, loopback, false),
+    DEFINE_PROP_BOOL("rx-thread", DN2State, rx_thread, true),
     DEFINE_PROP_UINT64("guid", DN2State, guid, 0),
+};
+
+static const struct {
+    const char *name;
+    const char *desc;
+} dn2_link_stat_props[DN2_LS__MAX] = {
+    [DN2_LS_DROPS] = { "stat-link-drops",
+        "datagrams and packets the fabric endpoint dropped (malformed, stale "
+        "epoch, unknown peer, ...)" },
+    [DN2_LS_RETRANSMITS] = { "stat-link-retransmits",
+        "packets the fabric endpoint sent again (timeouts, SACK holes, link "
+        "back up)" },
+    [DN2_LS_TIMEOUTS] = { "stat-link-timeouts",
+        "retransmission timer expiries" },
+    [DN2_LS_FAST_RETRANSMITS] = { "stat-link-fast-retransmits",
+        "packets resent because later ones were acknowledged" },
+    [DN2_LS_DUPLICATES] = { "stat-link-duplicates",
+        "packets received a second time (and dropped)" },
+    [DN2_LS_BUSY] = { "stat-link-busy",
+        "packets offered to the board while it had no room (back-pressure)" },
+    [DN2_LS_DGRAMS_TX] = { "stat-link-dgrams-tx", "UDP datagrams sent" },
+    [DN2_LS_DGRAMS_RX] = { "stat-link-dgrams-rx", "UDP datagrams received" },
 };
 
 static void dn2_get_link_stat(Object *obj, Visitor *v, const char *name,
                               void *opaque, Error **errp)
 {
-    DN2State *s = DIMMNET2(obj);
-    uint64_t drops, retx, tx, rx, val;
-    const char *what = opaque;
+    uint64_t val = dn2_link_stat(DIMMNET2(obj), (DN2LinkStat)(uintptr_t)opaque);
 
-    dn2_link_stats(s, &retx, &tx, &rx, &drops);
-    val = !strcmp(what, "drops") ? drops : !strcmp(what, "retransmits") ? retx :
-          !strcmp(what, "tx") ? tx : rx;
     visit_type_uint64(v, name, &val, errp);
 }
 
 static void dn2_instance_init(Object *obj)
 {
     DN2State *s = DIMMNET2(obj);
+    int i;
 
     object_property_add_uint64_ptr(obj, "stat-requests", &s->stat_requests,
                                    OBJ_PROP_FLAG_READ);
@@ -873,19 +892,12 @@ static void dn2_instance_init(Object *obj)
                                    &s->stat_rx_drop_route, OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "stat-rx-stalls", &s->stat_rx_stalls,
                                    OBJ_PROP_FLAG_READ);
-    object_property_add(obj, "stat-link-drops", "uint64", dn2_get_link_stat,
-                        NULL, NULL, (void *)"drops");
-    object_property_add(obj, "stat-link-retransmits", "uint64",
-                        dn2_get_link_stat, NULL, NULL, (void *)"retransmits");
-    object_property_add(obj, "stat-link-dgrams-tx", "uint64", dn2_get_link_stat,
-                        NULL, NULL, (void *)"tx");
-    object_property_add(obj, "stat-link-dgrams-rx", "uint64", dn2_get_link_stat,
-                        NULL, NULL, (void *)"rx");
-    object_property_set_description(obj, "stat-link-drops",
-        "datagrams the fabric endpoint dropped (malformed, stale epoch, "
-        "unknown peer, ...)");
-    object_property_set_description(obj, "stat-link-retransmits",
-        "packets the fabric endpoint retransmitted");
+    for (i = 0; i < DN2_LS__MAX; i++) {
+        object_property_add(obj, dn2_link_stat_props[i].name, "uint64",
+                            dn2_get_link_stat, NULL, NULL, (void *)(uintptr_t)i);
+        object_property_set_description(obj, dn2_link_stat_props[i].name,
+                                        dn2_link_stat_props[i].desc);
+    }
     object_property_set_description(obj, "stat-requests",
         "requests written to a Command Lower register");
     object_property_set_description(obj, "stat-refused",
@@ -950,6 +962,10 @@ static void dn2_class_init(ObjectClass *klass, void *data)
         "HOST:PORT to bind the board's UDP socket to (default: any)");
     object_class_property_set_description(klass, "loopback",
         "cable the port to itself: LID 1, packets to LID 1 come back");
+    object_class_property_set_description(klass, "rx-thread",
+        "with switch=: receive in a thread of the board's own, blocked in "
+        "recvfrom() and taking the BQL per burst (on, the default: lowest "
+        "latency), or in the main loop's fd handlers (off)");
     object_class_property_set_description(klass, "guid",
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");

@@ -122,6 +122,7 @@ struct DN2State {
     char *switch_addr;          /* HOST:PORT of the dn2-switch */
     char *local_addr;           /* HOST:PORT to bind, optional */
     bool loopback;              /* the port cabled to itself */
+    bool rx_thread;             /* receive in a thread of its own */
     uint64_t guid;              /* board GUID for the subnet manager */
     Error *blocker;             /* migration blocker while linked */
 
@@ -215,6 +216,7 @@ void dn2_prim_init(DN2State *s);
 void dn2_prim_reset(DN2State *s);
 void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower);
 void dn2_kick(DN2State *s);
+bool dn2_link_news(DN2State *s);
 bool dn2_fifo_almost_full(DN2State *s);
 uint64_t dn2_module_state(DN2State *s);
 uint64_t dn2_sdimm_area(DN2State *s);
@@ -247,7 +249,19 @@ void dn2_link_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len);
 void dn2_link_flush(DN2State *s);
 void dn2_link_resume(DN2State *s);
 void dn2_link_sma_reset(DN2State *s);
-void dn2_link_stats(DN2State *s, uint64_t *retransmits, uint64_t *dgrams_tx,
-                    uint64_t *dgrams_rx, uint64_t *drops);
+
+/* Fabric endpoint counters shown as QOM stat-link-* properties. */
+typedef enum DN2LinkStat {
+    DN2_LS_DROPS,               /* datagrams / packets dropped, all reasons */
+    DN2_LS_RETRANSMITS,         /* packets sent again, any cause */
+    DN2_LS_TIMEOUTS,            /* retransmission timer expiries */
+    DN2_LS_FAST_RETRANSMITS,    /* packets resent on SACK evidence */
+    DN2_LS_DUPLICATES,          /* packets received twice */
+    DN2_LS_BUSY,                /* offered to the board while it had no room */
+    DN2_LS_DGRAMS_TX,
+    DN2_LS_DGRAMS_RX,
+    DN2_LS__MAX
+} DN2LinkStat;
+uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which);
 
 #endif
