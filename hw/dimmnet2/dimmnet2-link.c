@@ -15,19 +15,19 @@
  * retransmissions and the Window Controller's bottom half in the main loop,
  * and the socket's receive side in one of two places:
  *
- *   rx-thread=on   (default) a thread of the board's own waits in a
- *                  blocking recvfrom() and takes the BQL for each burst
- *                  of datagrams, as a vCPU does for an MMIO access.  A
- *                  thread asleep in recvfrom() is woken by the sender's
- *                  sendto() directly, usually on the sender's CPU; a main
- *                  loop asleep in ppoll() is woken through poll wait
- *                  queues and often on another, idle CPU, which costs tens
- *                  of microseconds per packet on small virtual machines
- *                  (docs/benchmarks.md, "Targets").
- *   rx-thread=off  an fd handler in the main loop.
+ *   rx-thread=off  (default) an fd handler in the main loop;
+ *   rx-thread=on   a thread of the board's own waits in a blocking
+ *                  recvfrom() and takes the BQL for each burst of
+ *                  datagrams, as a vCPU does for an MMIO access.  A thread
+ *                  asleep in recvfrom() is woken by the sender's sendto()
+ *                  directly, a main loop asleep in ppoll() through poll
+ *                  wait queues.  It pays off when the main loop is idle and
+ *                  CPUs are to spare; when the main loop is busy (a qtest
+ *                  driver polling, say) the two contend for the BQL, and on
+ *                  2 CPUs bandwidth halved (docs/benchmarks.md, "Targets").
  *
- * The socket itself is blocking for the thread's sake; every other call
- * on it passes MSG_DONTWAIT.
+ * With the thread the socket is blocking for its sake; every other call on
+ * it passes MSG_DONTWAIT.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -821,7 +821,7 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_STRING("switch", DN2State, switch_addr),
     DEFINE_PROP_STRING("local", DN2State, local_addr),
     DEFINE_PROP_BOOL("loopback", DN2State, loopback, false),
-    DEFINE_PROP_BOOL("rx-thread", DN2State, rx_thread, true),
+    DEFINE_PROP_BOOL("rx-thread", DN2State, rx_thread, false),
     DEFINE_PROP_UINT64("guid", DN2State, guid, 0),
 };
 
@@ -964,8 +964,8 @@ static void dn2_class_init(ObjectClass *klass, void *data)
         "cable the port to itself: LID 1, packets to LID 1 come back");
     object_class_property_set_description(klass, "rx-thread",
         "with switch=: receive in a thread of the board's own, blocked in "
-        "recvfrom() and taking the BQL per burst (on, the default: lowest "
-        "latency), or in the main loop's fd handlers (off)");
+        "recvfrom() and taking the BQL per burst (on), or in the main loop's "
+        "fd handler (off, the default; see docs/benchmarks.md)");
     object_class_property_set_description(klass, "guid",
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");

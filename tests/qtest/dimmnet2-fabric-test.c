@@ -275,12 +275,12 @@ static void board_start(Board *b, char name, int sw_port, uint64_t guid, int loc
 {
     g_autofree char *local = local_port ?
         g_strdup_printf(",local=127.0.0.1:%d", local_port) : g_strdup("");
-    /* Board B receives in the main loop (rx-thread=off), the others in a
-     * receive thread of their own (the default): every case crossing
-     * boards exercises both receive paths. */
+    /* Board B receives in a thread of its own (rx-thread=on), the others
+     * in the main loop (the default): every case crossing boards exercises
+     * both receive paths. */
     g_autofree char *props = g_strdup_printf(",switch=127.0.0.1:%d,guid=0x%" PRIx64 "%s%s",
                                              sw_port, guid, local,
-                                             name == 'B' ? ",rx-thread=off" : "");
+                                             name == 'B' ? ",rx-thread=on" : "");
 
     memset(b, 0, sizeof(*b));
     b->name = name;
