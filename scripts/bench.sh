@@ -58,6 +58,7 @@ mkdir -p "$bdir"
 cc=${CC:-cc}
 "$cc" -O2 -Wall -Wextra -o "$bdir/udp-baseline" tools/bench/udp-baseline.c
 "$cc" -O2 -Wall -Wextra -I include -o "$bdir/dn2-bench-qtest" tools/bench/dn2-bench-qtest.c
+"$cc" -O2 -Wall -Wextra -I include -pthread -o "$bdir/udp-board" tools/bench/udp-board.c
 [ -n "$out" ] || out=$bdir/bench-$(date +%Y%m%d-%H%M%S).txt
 : > "$out"
 
@@ -68,12 +69,18 @@ else
 fi
 
 run() { "$@" | tee -a "$out"; }
+pin=
+command -v taskset > /dev/null && taskset -c 0 true 2> /dev/null && pin="taskset -c 0"
 {
     echo "host cpus=$(nproc) kernel=$(uname -r) load_start=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
     echo "qemu bin=$qemu"
 } | tee -a "$out"
 log "raw UDP baseline"
 run "$bdir/udp-baseline" pingpong 24 "$ppiters"
+if [ -n "$pin" ]; then
+    $pin "$bdir/udp-baseline" pingpong 24 "$ppiters" | sed 's/^pingpong /pingpong-one-cpu /' |
+        tee -a "$out"
+fi
 run "$bdir/udp-baseline" pingpong 512 "$ppiters"
 run "$bdir/udp-baseline" pingpong-poll 24 "$ppiters"
 for s in ${sizes//,/ }; do
@@ -84,7 +91,18 @@ for s in ${sizes//,/ }; do
 done
 log "two boards over dn2-switch (qtest driven)"
 run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
-    --iters "$iters" --reps "$reps" --sizes "$sizes"
+    --iters "$iters" --reps "$reps" --sizes "$sizes" --no-trace --place main
+# Latency: the boards, then two udp-board processes in their place under the
+# same driver (the harness's own share), with free placement and all on one
+# CPU (as the raw UDP ping-pong's two processes end up).
+log "latency: boards and the udp-board control, free placement"
+run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+    --iters "$iters" --latency-only --control "$bdir/udp-board" --place free
+if [ -n "$pin" ]; then
+    log "latency: the same on one CPU ($pin)"
+    run $pin "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+        --iters "$iters" --latency-only --control "$bdir/udp-board" --place one-cpu
+fi
 echo "host load_end=\"$(cut -d' ' -f1-3 /proc/loadavg)\"" | tee -a "$out"
 
 # ------------------------------------------------------------------ table
@@ -134,16 +152,42 @@ lat("raw UDP ping-pong RTT/2, 512 B (blocking recv)", get('pingpong', size=512))
 print("  %-52s %7.1f us (readq) %.1f us (writeq)" % ("qtest command round trip, idle boards",
       f(cmd, 'readq_median_us'), f(cmd, 'writeq_median_us')))
 for b in (24, 512):
-    kv = get('botf', bytes=b)
+    kv = get('botf', bytes=b, place='main')
     lat("BOTF %d B, qtest ping-pong RTT/2" % b, kv)
     print("  %-52s %7.1f us (readq) %.1f us (writeq)" % (
         "  qtest commands timed during that ping-pong", f(kv, 'readq_us'), f(kv, 'writeq_us')))
     lat("BOTF %d B, RTT/2 minus 1 writeq + 1 readq (driver)" % b, kv, 'net_median_us',
         'net_p99_us')
-tr = get('trace', bytes=24)
+tr = get('trace', bytes=24, sys='qemu', place='free')
 lat("BOTF 24 B, board to board (trace stamps, no driver)", tr)
+lat("BOTF carrying an RVL, B's board answers: RTT/2 on A", get('echo', bytes=24, sys='qemu',
+                                                              place='free'))
 print("  thesis: BOTF ping-pong RTT/2 1.82 us (to SO-DIMM), 1.73 us (conclusion);"
       " BOTF minimum one-way 0.632 us")
+print()
+print("BOTF 24 B against plain UDP in the same harness: two udp-board processes (a UDP socket")
+print("speaking the same qtest subset) in place of the two QEMUs; medians, one-way")
+print("  %-40s %-8s %10s %10s %7s" % ("", "CPUs", "QEMU+board", "udp-board", "ratio"))
+target = {}
+for pl, pname in (('free', 'free'), ('one-cpu', 'one CPU')):
+    for kind, name in (('botf', 'qtest ping-pong RTT/2 (driver in it)'),
+                       ('trace', 'board to board (trace stamps)'),
+                       ('echo', 'BOTF+RVL echo RTT/2, timed on A')):
+        q = f(get(kind, bytes=24, sys='qemu', place=pl), 'oneway_median_us')
+        u = f(get(kind, bytes=24, sys='udp', place=pl), 'oneway_median_us')
+        if q != q and u != u:
+            continue
+        print("  %-40s %-8s %7.1f us %7.1f us %6.2fx" % (name, pname, q, u, q / u if u else float('nan')))
+        if kind == 'trace':
+            target[pname] = (q, u)
+raw1 = f(get('pingpong-one-cpu', size=24), 'oneway_median_us')
+print("  raw UDP ping-pong RTT/2 (two processes, no driver): %.1f us free, %.1f us on one CPU"
+      % (raw, raw1))
+for pname, (q, u) in target.items():
+    r = raw if pname == 'free' else raw1
+    print("  target \"BOTF within 2x raw UDP one-way\", %s: board to board / udp-board %.2fx (%s);"
+          " / bare ping-pong %.1fx" % (pname, q / u if u else float('nan'),
+                                      'met' if u and q / u <= 2 else 'NOT met', q / r if r else float('nan')))
 print()
 print("RVS SO-DIMM -> SO-DIMM, MTU 4096 (MB/s = 10^6 B/s)")
 print("  %8s %10s %10s %10s %10s %9s %9s" % ("size", "1 request", "streamed", "UDP 4K dg",

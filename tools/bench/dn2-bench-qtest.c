@@ -12,6 +12,17 @@
  *
  *   dn2-bench-qtest --qemu BIN --switch BIN [--fw DIR] [--iters N]
  *                   [--sizes 4K,16K,...] [--reps N] [--no-trace]
+ *                   [--latency-only] [--control UDP_BOARD] [--place TAG]
+ *                   [--device-opts OPTS] [--settle-us US]
+ *
+ *   --latency-only  only the 24-byte latency figures (botf, trace, echo)
+ *   --control BIN   then the same latency figures with BIN (udp-board: a
+ *                   plain UDP process speaking the same qtest subset)
+ *                   standing in for each QEMU: the harness's own share
+ *   --place TAG     label the lines place=TAG (scripts/bench.sh runs a
+ *                   second pass under taskset -c 0 as place=one-cpu)
+ *   --device-opts   appended to -device dimmnet2,... (e.g. rx-thread=off)
+ *   --settle-us     sleep this long after each BOTF before polling
  *
  * Measures, printing one key=value line per figure:
  *   cmd       the driver's own cost: one qtest command round trip (readq
@@ -27,6 +38,10 @@
  *             dimmnet2_done (sender: BOTF handed to the port) and
  *             dimmnet2_rx (receiver: packet written) logged with
  *             gettimeofday() stamps (-msg timestamp=on);
+ *   echo      a board-level ping-pong timed on A alone (trace stamps): a
+ *             BOTF carrying an RVL request, which B's Receive Controller
+ *             answers with a 24-byte RVS; one-way = RTT / 2; B's host does
+ *             nothing and only A is traced;
  *   rvs       RVS SO-DIMM to SO-DIMM, MTU 4096, per size: one request at a
  *             time (issue -> status record seen on B) and, streamed, as
  *             many requests as the Request FIFO takes back to back.
@@ -62,7 +77,13 @@
 #define ST_FREE_AT  64              /* free the ring every 64 records */
 
 static const char *qemu_bin, *switch_bin, *fw_dir;
-static char tmpdir[] = "/tmp/dn2-bench-XXXXXX";
+/* What the latency lines are about: sys=qemu (two QEMUs with boards) or
+ * sys=udp (two udp-board processes, --control); place= the CPU placement
+ * the caller chose (--place, e.g. "one-cpu" under taskset). */
+static const char *sysname = "qemu", *place = "free";
+/* On tmpfs when there is one: the trace log lines are written between a
+ * stamp and the sendto() they time, so keep that write cheap. */
+static char tmpdir[64];
 
 static uint64_t now_ns(void)
 {
@@ -175,6 +196,8 @@ typedef struct Q {
     uint32_t st_head, st_seen;
 } Q;
 
+static const char *dev_opts;    /* --device-opts: appended to -device */
+
 static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
                     const char *trace_log)
 {
@@ -205,11 +228,14 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
     /* the SO-DIMMs in RAM: 512 MiB, 256 MiB per process */
     snprintf(memobj, sizeof(memobj), "memory-backend-ram,id=m,size=512M");
     snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m,switch=127.0.0.1:%d,guid=0x%" PRIx64
-             "%s", switch_port, guid, extra_dev ? extra_dev : "");
+             "%s%s%s", switch_port, guid, extra_dev ? extra_dev : "", dev_opts ? "," : "",
+             dev_opts ? dev_opts : "");
     snprintf(qt, sizeof(qt), "unix:%s", sock);
     argv[n++] = (char *)qemu_bin;
     argv[n++] = "-qtest";
     argv[n++] = qt;
+    argv[n++] = "-qtest-log";       /* the default logs every command to stderr */
+    argv[n++] = "none";
     argv[n++] = "-accel";
     argv[n++] = "qtest";
     argv[n++] = "-display";
@@ -486,6 +512,8 @@ static void botf_image(Q *from, Q *to, unsigned bytes)
 
 /* Ping-pong of n round trips; fills rt[] (ns); returns the mean number of
  * status polls per one-way trip. */
+static unsigned settle_us;      /* sleep this long before polling */
+
 static double pingpong(Q *a, Q *b, unsigned bytes, unsigned n, uint64_t *rt)
 {
     uint64_t lower = dn2_botf_lower(0, bytes);
@@ -498,10 +526,16 @@ static double pingpong(Q *a, Q *b, unsigned bytes, unsigned n, uint64_t *rt)
         uint64_t t0 = now_ns(), t1, tw;
         ur_w(a, DN2_UR_CMD0_LOWER, lower);
         cmd_note(1, now_ns() - t0);
+        if (settle_us) {
+            usleep(settle_us);
+        }
         polls += st_wait(b, 5000000000ull);
         tw = now_ns();
         ur_w(b, DN2_UR_CMD0_LOWER, lower);
         cmd_note(1, now_ns() - tw);
+        if (settle_us) {
+            usleep(settle_us);
+        }
         polls += st_wait(a, 5000000000ull);
         t1 = now_ns();
         if (i >= warm) {
@@ -543,6 +577,79 @@ static unsigned read_stamps(const char *path, const char *event, uint64_t *t, un
     return n;
 }
 
+/* BOTF image carrying an RVL request: B's Receive Controller answers it
+ * with an RVS of `bytes` from its SO-DIMM into A's SO-DIMM, with eflag, so
+ * A gets a status record and B's host does nothing.  A board-level
+ * ping-pong: the BOTF goes out, the answer comes back. */
+static void echo_image(Q *from, Q *to, unsigned bytes)
+{
+    uint8_t img[DN2_HDR_LINES_RVL * DN2_LINE];
+    struct dn2_hdr h;
+    uint64_t w0, w1;
+    unsigned i;
+
+    memset(&h, 0, sizeof(h));
+    memset(img, 0, sizeof(img));
+    h.type = DN2_OP_RVL;
+    h.hflag = 1;
+    h.dlid = to->lid;
+    h.eflag = 1;
+    h.size = dn2_pkt_size_field(sizeof(img));
+    w0 = dn2_hdr0_encode(&h);
+    w1 = dn2_hdr1_encode(0x40000, 0x80000);     /* B's source, A's target */
+    for (i = 0; i < 8; i++) {
+        img[i] = (uint8_t)(w0 >> (8 * i));
+        img[8 + i] = (uint8_t)(w1 >> (8 * i));
+        img[16 + i] = (uint8_t)((uint64_t)bytes >> (8 * i));   /* total, stride 0 */
+    }
+    q_write(from, from->base + DN2_WW_OFF(0, 0), img, sizeof(img));
+}
+
+/* Echo ping-pong, timed on A alone by trace stamps: BOTF done -> answer
+ * in.  Tracing only A keeps B's path free of log writes. */
+static void trace_echo(unsigned bytes, unsigned n)
+{
+    char la[256];
+    Q a, b;
+    unsigned max = 2 * n + 100, nd, nr, i, k = 0, off;
+    uint64_t *ad = calloc(max, 8), *arx = calloc(max, 8), *ow = calloc(max, 8);
+    uint64_t lower = dn2_botf_lower(0, DN2_HDR_LINES_RVL * DN2_LINE);
+    double med, p99;
+
+    snprintf(la, sizeof(la), "%s/trace-echo.log", tmpdir);
+    q_start(&a, 'a', 0x7c, NULL, la);
+    q_start(&b, 'b', 0x7d, NULL, NULL);
+    board_up(&a);
+    board_up(&b);
+    echo_image(&a, &b, bytes);
+    for (i = 0; i < n + n / 10 + 10; i++) {
+        ur_w(&a, DN2_UR_CMD0_LOWER, lower);
+        st_wait(&a, 5000000000ull);
+        st_free(&a, false);
+    }
+    st_free(&a, true);
+    q_stop(&a);
+    q_stop(&b);
+    nd = read_stamps(la, "dimmnet2_done", ad, max);
+    nr = read_stamps(la, "dimmnet2_rx", arx, max);
+    if (nd != nr || !nd) {
+        printf("echo bytes=%u sys=%s place=%s failed=1 done=%u rx=%u\n", bytes, sysname, place,
+               nd, nr);
+        goto out;
+    }
+    off = nd / 10 + 10;
+    for (i = off; i < nd; i++) {
+        ow[k++] = (arx[i] - ad[i]) * 1000 / 2;
+    }
+    stats("echo", ow, k, &med, &p99);
+    printf("echo bytes=%u sys=%s place=%s samples=%u oneway_median_us=%.2f "
+           "oneway_p99_us=%.2f\n", bytes, sysname, place, k, med, p99);
+out:
+    free(ad);
+    free(arx);
+    free(ow);
+}
+
 static void trace_oneway(unsigned bytes, unsigned n)
 {
     char la[256], lb[256];
@@ -567,7 +674,8 @@ static void trace_oneway(unsigned bytes, unsigned n)
     nb_done = read_stamps(lb, "dimmnet2_done", bd, max);
     nb_rx = read_stamps(lb, "dimmnet2_rx", brx, max);
     if (na_done != nb_rx || nb_done != na_rx || !na_done) {
-        printf("trace bytes=%u failed=1 a_done=%u b_rx=%u b_done=%u a_rx=%u\n", bytes,
+        printf("trace bytes=%u sys=%s place=%s failed=1 a_done=%u b_rx=%u b_done=%u a_rx=%u\n",
+               bytes, sysname, place,
                na_done, nb_rx, nb_done, na_rx);
         goto out;
     }
@@ -580,7 +688,8 @@ static void trace_oneway(unsigned bytes, unsigned n)
         ow[k++] = (arx[i] - bd[i]) * 1000;
     }
     stats("trace", ow, k, &med, &p99);
-    printf("trace bytes=%u samples=%u oneway_median_us=%.1f oneway_p99_us=%.1f\n", bytes, k,
+    printf("trace bytes=%u sys=%s place=%s samples=%u oneway_median_us=%.1f "
+           "oneway_p99_us=%.1f\n", bytes, sysname, place, k,
            med, p99);
 out:
     free(rt);
@@ -659,6 +768,42 @@ static void rvs_stream(Q *a, Q *b, uint64_t size, unsigned n, unsigned reps)
     free(t);
 }
 
+/* BOTF ping-pong RTT/2 (24 B, and 512 B when nsizes is 2), driven
+ * through qtest, with the driver's own command cost timed alongside. */
+static void botf_pingpongs(Q *a, Q *b, unsigned iters, unsigned nsizes)
+{
+    uint64_t *rt = calloc(iters, sizeof(*rt));
+    double med, p99, polls;
+    unsigned i;
+
+    cmd_cap = 64 * iters;
+    cmd_t[0] = calloc(cmd_cap, sizeof(uint64_t));
+    cmd_t[1] = calloc(cmd_cap, sizeof(uint64_t));
+    for (i = 0; i < nsizes; i++) {
+        unsigned bytes = i ? DN2_BOTF_MAX : 24;
+        double ir, iw, ovh, x;
+
+        cmd_n[0] = cmd_n[1] = 0;
+        polls = pingpong(a, b, bytes, iters, rt);
+        stats("botf", rt, iters, &med, &p99);
+        /* the commands' own round trips, timed inside this ping-pong */
+        stats("readq", cmd_t[0], cmd_n[0], &ir, &x);
+        stats("writeq", cmd_t[1], cmd_n[1], &iw, &x);
+        /* one-way = RTT/2.  Per one-way trip the driver issues one writeq
+         * (the BOTF) and at least one readq (the poll that sees the
+         * record): that much is the driver's, not the boards'. */
+        ovh = iw + ir;
+        printf("botf bytes=%u sys=%s place=%s iters=%u oneway_median_us=%.1f "
+               "oneway_p99_us=%.1f polls_per_trip=%.2f readq_us=%.1f writeq_us=%.1f "
+               "driver_overhead_us=%.1f net_median_us=%.1f net_p99_us=%.1f\n", bytes, sysname,
+               place, iters, med / 2, p99 / 2, polls, ir, iw, ovh, med / 2 - ovh, p99 / 2 - ovh);
+    }
+    free(cmd_t[0]);
+    free(cmd_t[1]);
+    cmd_t[0] = cmd_t[1] = NULL;
+    free(rt);
+}
+
 static uint64_t parse_size(const char *s)
 {
     char *e;
@@ -676,10 +821,10 @@ int main(int argc, char **argv)
     unsigned iters = 2000, reps = 5, i, nsizes = 0;
     uint64_t sizes[32];
     const char *sizes_s = "4K,16K,64K,256K,1M,4M,16M,64M";
-    bool trace = true;
+    bool trace = true, trace_only = false;
     Q a, b;
-    uint64_t *rt;
-    double med, p99, cr, cw, polls;
+    double cr, cw;
+    const char *control = NULL;
 
     char *tok, *dup;
 
@@ -698,11 +843,23 @@ int main(int argc, char **argv)
             reps = strtoul(argv[++i], NULL, 0);
         } else if (!strcmp(argv[i], "--sizes") && i + 1 < (unsigned)argc) {
             sizes_s = argv[++i];
+        } else if (!strcmp(argv[i], "--device-opts") && i + 1 < (unsigned)argc) {
+            dev_opts = argv[++i];
+        } else if (!strcmp(argv[i], "--settle-us") && i + 1 < (unsigned)argc) {
+            settle_us = strtoul(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--latency-only")) {
+            trace_only = true;
+        } else if (!strcmp(argv[i], "--control") && i + 1 < (unsigned)argc) {
+            control = argv[++i];
+        } else if (!strcmp(argv[i], "--place") && i + 1 < (unsigned)argc) {
+            place = argv[++i];
         } else if (!strcmp(argv[i], "--no-trace")) {
             trace = false;
         } else {
             fprintf(stderr, "usage: dn2-bench-qtest --qemu BIN --switch BIN [--fw DIR] "
-                    "[--iters N] [--reps N] [--sizes 4K,1M,...] [--no-trace]\n");
+                    "[--iters N] [--reps N] [--sizes 4K,1M,...] [--no-trace] [--latency-only]\n"
+                    "       [--control UDP_BOARD] [--place TAG] [--device-opts OPTS] "
+                    "[--settle-us US]\n");
             return 2;
         }
     }
@@ -714,12 +871,24 @@ int main(int argc, char **argv)
         sizes[nsizes++] = parse_size(tok);
     }
     free(dup);
+    snprintf(tmpdir, sizeof(tmpdir), "%s/dn2-bench-XXXXXX",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(tmpdir)) {
         die("mkdtemp: %s", strerror(errno));
     }
     signal(SIGPIPE, SIG_IGN);
 
     switch_start();
+    if (trace_only) {
+        q_start(&a, 'A', 0xa1, NULL, NULL);
+        q_start(&b, 'B', 0xb1, NULL, NULL);
+        board_up(&a);
+        board_up(&b);
+        botf_pingpongs(&a, &b, iters, 1);
+        q_stop(&a);
+        q_stop(&b);
+        goto traced;
+    }
     q_start(&a, 'A', 0xa1, NULL, NULL);
     q_start(&b, 'B', 0xb1, NULL, NULL);
     board_up(&a);
@@ -731,34 +900,7 @@ int main(int argc, char **argv)
     cw = cmd_cost(&a, true, 20000);
     printf("cmd readq_median_us=%.2f writeq_median_us=%.2f\n", cr, cw);
 
-    rt = calloc(iters, sizeof(*rt));
-    cmd_cap = 64 * iters;
-    cmd_t[0] = calloc(cmd_cap, sizeof(uint64_t));
-    cmd_t[1] = calloc(cmd_cap, sizeof(uint64_t));
-    for (i = 0; i < 2; i++) {
-        unsigned bytes = i ? DN2_BOTF_MAX : 24;
-        double ir, iw, ovh, x;
-
-        cmd_n[0] = cmd_n[1] = 0;
-        polls = pingpong(&a, &b, bytes, iters, rt);
-        stats("botf", rt, iters, &med, &p99);
-        /* the commands' own round trips, timed inside this ping-pong */
-        stats("readq", cmd_t[0], cmd_n[0], &ir, &x);
-        stats("writeq", cmd_t[1], cmd_n[1], &iw, &x);
-        /* one-way = RTT/2.  Per one-way trip the driver issues one writeq
-         * (the BOTF) and at least one readq (the poll that sees the
-         * record): that much is the driver's, not the boards'. */
-        ovh = iw + ir;
-        printf("botf bytes=%u iters=%u oneway_median_us=%.1f oneway_p99_us=%.1f "
-               "polls_per_trip=%.2f readq_us=%.1f writeq_us=%.1f driver_overhead_us=%.1f "
-               "net_median_us=%.1f net_p99_us=%.1f\n", bytes, iters, med / 2, p99 / 2,
-               polls, ir, iw, ovh, med / 2 - ovh, p99 / 2 - ovh);
-    }
-    free(cmd_t[0]);
-    free(cmd_t[1]);
-    cmd_t[0] = cmd_t[1] = NULL;
-    free(rt);
-
+    botf_pingpongs(&a, &b, iters, 2);
     for (i = 0; i < nsizes; i++) {
         uint64_t s = sizes[i];
         unsigned r = s <= (1u << 20) ? 50 : s <= (16u << 20) ? 10 : reps;
@@ -775,8 +917,26 @@ int main(int argc, char **argv)
     q_stop(&a);
     q_stop(&b);
 
+traced:
     if (trace) {
         trace_oneway(24, iters);
+        trace_echo(24, iters);
+    }
+    if (control) {
+        /* The same latency measurements on two plain UDP processes. */
+        qemu_bin = control;
+        sysname = "udp";
+        q_start(&a, 'C', 0xc1, NULL, NULL);
+        q_start(&b, 'D', 0xd1, NULL, NULL);
+        board_up(&a);
+        board_up(&b);
+        botf_pingpongs(&a, &b, iters, 1);
+        q_stop(&a);
+        q_stop(&b);
+        if (trace) {
+            trace_oneway(24, iters);
+            trace_echo(24, iters);
+        }
     }
     reap(switch_pid, SIGTERM);
     {
