@@ -1645,6 +1645,16 @@ static void test_faults(void)
                 switch_stat(&f.sw, "injected_drop"));
     EXPECT_TRUE(switch_stat(&f.sw, "injected_dup") > 0, "the switch injected duplicates");
     EXPECT_TRUE(switch_stat(&f.sw, "injected_reorder") > 0, "the switch reordered");
+    /* The boards' own view (QOM stat-link-*): B dropped the duplicates, A
+     * resent what was lost, on SACK evidence or a timer. */
+    EXPECT_TRUE(qom_u64(B, "stat-link-duplicates") > 0,
+                "B counted duplicates (stat-link-duplicates=%" PRIu64 ")",
+                qom_u64(B, "stat-link-duplicates"));
+    EXPECT_TRUE(qom_u64(A, "stat-link-retransmits") > 0 &&
+                qom_u64(A, "stat-link-fast-retransmits") + qom_u64(A, "stat-link-timeouts") > 0,
+                "A retransmitted (retransmits=%" PRIu64 " fast=%" PRIu64 " timeouts=%" PRIu64 ")",
+                qom_u64(A, "stat-link-retransmits"), qom_u64(A, "stat-link-fast-retransmits"),
+                qom_u64(A, "stat-link-timeouts"));
 out:
     fab_down(&f);
 }
