@@ -1433,7 +1433,10 @@ static void input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m)
     }
 }
 
-void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf, size_t len)
+/* One datagram in; what it makes due (ACKs, HELLO answers, credit
+ * updates) is sent by the next flush. */
+static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
+                     size_t len)
 {
     struct dn2f_msg m;
     struct peer *p;
@@ -1512,7 +1515,18 @@ void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void 
         ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
         return;
     }
+}
+
+void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf, size_t len)
+{
+    ep_input(ep, from, buf, len);
     flush_internal(ep);
+}
+
+void dn2f_ep_input_noflush(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
+                           size_t len)
+{
+    ep_input(ep, from, buf, len);
 }
 
 void dn2f_ep_resume(struct dn2f_ep *ep)

@@ -408,6 +408,13 @@ int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
 void dn2f_ep_flush(struct dn2f_ep *ep);
 /* A datagram from the socket.  Ends with a flush. */
 void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf, size_t len);
+/* The same without the flush, for a caller that feeds a burst of datagrams
+ * and may answer them (queue packets with dn2f_ep_send) before it calls
+ * dn2f_ep_flush() once: the ACKs for the burst then ride on the answer
+ * instead of leaving ahead of it as datagrams of their own.  The caller
+ * must flush before it sleeps. */
+void dn2f_ep_input_noflush(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
+                           size_t len);
 /* The board has room again: retry deliveries refused with -EBUSY. */
 void dn2f_ep_resume(struct dn2f_ep *ep);
 /* Absolute time (now_ns clock) of the next dn2f_ep_tick(); UINT64_MAX = none. */

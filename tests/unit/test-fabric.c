@@ -1243,6 +1243,119 @@ static bool t_peer_gone(void)
     return true;
 }
 
+/* Take the first queued datagram to node `to` of the given type out of the
+ * simulated network (the others stay queued). */
+static bool take_dgram(int to, unsigned type, struct qitem *out)
+{
+    static struct qitem keep[4096];
+    unsigned nk = 0, i;
+    bool found = false;
+
+    while (sim.nq && nk < sizeof(keep) / sizeof(keep[0])) {
+        struct qitem it = heap_pop();
+        struct dn2f_msg m;
+        if (!found && it.to == to && dn2f_decode(it.buf, it.len, &m) == 0 && m.h.type == type) {
+            *out = it;
+            found = true;
+        } else {
+            keep[nk++] = it;
+        }
+    }
+    for (i = 0; i < nk; i++) {
+        heap_push(keep[i]);
+    }
+    return found;
+}
+
+/* Datagrams from node `from` still queued; *data_ack: one of them is DATA
+ * carrying an ACK block, *acks: how many are bare ACKs. */
+static unsigned queued_from(int from, bool *data_ack, unsigned *acks)
+{
+    unsigned i, n = 0;
+
+    *data_ack = false;
+    *acks = 0;
+    for (i = 0; i < sim.nq; i++) {
+        struct dn2f_msg m;
+        if (!dn2f_addr_equal(&sim.heap[i].from, &sim.nodes[from].addr) ||
+            dn2f_decode(sim.heap[i].buf, sim.heap[i].len, &m)) {
+            continue;
+        }
+        n++;
+        if (m.h.type == DN2F_T_DATA && m.u.data.has_ack) {
+            *data_ack = true;
+        } else if (m.h.type == DN2F_T_ACK) {
+            (*acks)++;
+        }
+    }
+    return n;
+}
+
+/* dn2f_ep_input_noflush: what the input makes due (the ACK) waits for the
+ * caller's flush, so a board that answers in the same burst (an RVL turned
+ * into RVS) sends one datagram, the answer with the ACK in it, instead of
+ * a bare ACK ahead of the answer.  dn2f_ep_input still ACKs at once. */
+static bool t_ack_rides_answer(void)
+{
+    uint8_t pkt[4096];
+    uint16_t l1, l2;
+    unsigned before, after, acks, round;
+    bool data_ack;
+    struct qitem it;
+    size_t len;
+    char msg[200];
+
+    sim_reset(13, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    sim_run(NULL, 10000000ULL);
+    l1 = dn2f_ep_lid(EP(1));
+    l2 = dn2f_ep_lid(EP(2));
+    for (round = 0; round < 2; round++) {
+        /* node 1 -> node 2: packet #round */
+        len = pkt_len_for(l1, round);
+        fill_pkt(pkt, len, l2, l1, 0, round);
+        CHECK(dn2f_ep_send(EP(1), l2, pkt, len) == 0, "send 1->2");
+        dn2f_ep_flush(EP(1));
+        CHECK(take_dgram(2, DN2F_T_DATA, &it), "no DATA on its way to node 2");
+        before = queued_from(2, &data_ack, &acks);
+        if (round == 0) {
+            dn2f_ep_input_noflush(EP(2), &it.from, it.buf, it.len);
+        } else {
+            dn2f_ep_input(EP(2), &it.from, it.buf, it.len);
+        }
+        free(it.buf);
+        CHECK(APP(2)->got_total == round + 1, "round %u: not delivered", round);
+        after = queued_from(2, &data_ack, &acks);
+        if (round == 0) {
+            CHECK(after == before, "noflush: node 2 sent %u datagram(s) before answering",
+                  after - before);
+        } else {
+            CHECK(after == before + 1 && acks == 1, "input: expected one bare ACK at once, "
+                  "got %u datagram(s), %u ACK(s)", after - before, acks);
+        }
+        /* node 2 answers: packet #round back to node 1, then flushes */
+        len = pkt_len_for(l2, round);
+        fill_pkt(pkt, len, l1, l2, 0, round);
+        CHECK(dn2f_ep_send(EP(2), l1, pkt, len) == 0, "send 2->1");
+        dn2f_ep_flush(EP(2));
+        if (round == 0) {
+            after = queued_from(2, &data_ack, &acks);
+            CHECK(after == before + 1 && data_ack && acks == 0,
+                  "noflush: expected one DATA with the ACK in it, got %u datagram(s), "
+                  "ACK in DATA %d, bare ACKs %u", after - before, data_ack, acks);
+        }
+        CHECK(sim_run(NULL, 50000000ULL), "simulation stuck");
+        CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+        CHECK(APP(1)->got_total == round + 1, "round %u: answer not delivered", round);
+        CHECK(dn2f_ep_pending(EP(1), l2) == 0 && dn2f_ep_pending(EP(2), l1) == 0,
+              "round %u: unacknowledged packets left (%u, %u)", round,
+              dn2f_ep_pending(EP(1), l2), dn2f_ep_pending(EP(2), l1));
+    }
+    CHECK(dn2f_ep_stats(EP(1))->retransmits == 0 && dn2f_ep_stats(EP(2))->retransmits == 0,
+          "retransmissions on a clean network");
+    return true;
+}
+
 /* ================================================================ main */
 static const struct {
     const char *name;
@@ -1265,6 +1378,7 @@ static const struct {
     { "multicast to 3 members, 10% loss", t_multicast },
     { "hostile input to an endpoint", t_hostile_input },
     { "peer gone: orphan grace, then drop", t_peer_gone },
+    { "input without flush: the ACK rides on the answer", t_ack_rides_answer },
 };
 
 int main(int argc, char **argv)
