@@ -48,13 +48,28 @@
 
 #define DN2_LOOP_LID 1
 
+/*
+ * Receive buffers for one recvmmsg(): up to DN2_RX_BATCH datagrams per
+ * system call.  A burst comes in with one call instead of one per
+ * datagram, and the call that finds the socket empty (EAGAIN) is not needed
+ * when fewer than DN2_RX_BATCH came: the latency path of a single packet is
+ * one receive call.
+ */
+#define DN2_RX_BATCH 8
+typedef struct DN2RxBatch {
+    struct mmsghdr msg[DN2_RX_BATCH];
+    struct iovec iov[DN2_RX_BATCH];
+    struct sockaddr_storage ss[DN2_RX_BATCH];
+    uint8_t *buf;               /* DN2_RX_BATCH x DN2F_DGRAM_MAX */
+} DN2RxBatch;
+
 struct DN2Link {
     struct dn2f_ep *ep;
     int fd;
     struct dn2f_addr local;     /* the address the socket is bound to */
     QEMUTimer *timer;
     Error *blocker;
-    uint8_t *rxbuf;
+    DN2RxBatch rxb;             /* the main loop's (and drain's) */
     bool thread_on;             /* rx-thread=on: the thread owns receive */
     QemuThread thread;
     bool quit;                  /* atomic: the thread must leave */
@@ -146,33 +161,83 @@ static const struct dn2f_ep_ops dn2_fab_ops = {
 
 static void dn2_fab_rearm(DN2State *s)
 {
-    uint64_t d = dn2f_ep_next_deadline(s->link->ep);
+    DN2Link *l = s->link;
+    uint64_t d = dn2f_ep_next_deadline(l->ep);
 
+    if (l->thread_on && qemu_thread_is_self(&l->thread)) {
+        /* From the receive thread, only ever move the timer earlier.
+         * Re-arming it on every packet (a retransmission deadline per
+         * send) makes it the first timer of the main loop each time, and
+         * QEMU then wakes the main loop through its event notifier: a
+         * write, a poll and a read per packet on the latency path, and the
+         * main loop competing with this thread for the CPU and the BQL.  A
+         * timer left armed too early fires in the main loop, finds nothing
+         * due and is set there to the endpoint's real next deadline. */
+        if (d != UINT64_MAX) {
+            timer_mod_anticipate_ns(l->timer, d);
+        }
+        return;
+    }
+    /* In the main loop (which recomputes its poll timeout itself): exact. */
     if (d == UINT64_MAX) {
-        timer_del(s->link->timer);
+        timer_del(l->timer);
     } else {
-        timer_mod(s->link->timer, d);
+        timer_mod(l->timer, d);
     }
 }
 
-/* Feed datagrams to the endpoint until the socket is empty (at most 256 per
- * call, so that timers and the guest get their turn).  Under the BQL. */
-static void dn2_fab_drain(DN2State *s, int budget)
+static void dn2_rxb_init(DN2RxBatch *b)
 {
-    DN2Link *l = s->link;
+    b->buf = g_malloc(DN2_RX_BATCH * DN2F_DGRAM_MAX);
+}
+
+/* One recvmmsg() into b: the number of datagrams, or -1 (errno). */
+static int dn2_rxb_recv(DN2RxBatch *b, int fd, int flags)
+{
     int i;
 
-    for (i = 0; i < budget; i++) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
+    for (i = 0; i < DN2_RX_BATCH; i++) {
+        b->iov[i].iov_base = b->buf + (size_t)i * DN2F_DGRAM_MAX;
+        b->iov[i].iov_len = DN2F_DGRAM_MAX;
+        memset(&b->msg[i], 0, sizeof(b->msg[i]));
+        b->msg[i].msg_hdr.msg_name = &b->ss[i];
+        b->msg[i].msg_hdr.msg_namelen = sizeof(b->ss[i]);
+        b->msg[i].msg_hdr.msg_iov = &b->iov[i];
+        b->msg[i].msg_hdr.msg_iovlen = 1;
+    }
+    return recvmmsg(fd, b->msg, DN2_RX_BATCH, flags, NULL);
+}
+
+/* Hand n received datagrams to the endpoint, without flushing: the ACKs
+ * for the burst then ride on whatever the board answers with. */
+static void dn2_rxb_feed(DN2State *s, DN2RxBatch *b, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
         struct dn2f_addr from;
-        ssize_t n = recvfrom(l->fd, l->rxbuf, DN2F_DGRAM_MAX, MSG_DONTWAIT,
-                             (struct sockaddr *)&ss, &sl);
-        if (n < 0) {
+
+        dn2f_addr_from_sa(&from, (struct sockaddr *)&b->ss[i], b->msg[i].msg_hdr.msg_namelen);
+        dn2f_ep_input_noflush(s->link->ep, &from, b->iov[i].iov_base, b->msg[i].msg_len);
+    }
+}
+
+/* Feed datagrams to the endpoint until the socket is empty (at most about
+ * budget per call, so that timers and the guest get their turn).  Under the
+ * BQL. */
+static void dn2_fab_drain(DN2State *s, DN2RxBatch *b, int budget)
+{
+    while (budget > 0) {
+        int n = dn2_rxb_recv(b, s->link->fd, MSG_DONTWAIT);
+
+        if (n <= 0) {
             break;              /* EAGAIN: drained */
         }
-        dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
-        dn2f_ep_input(l->ep, &from, l->rxbuf, n);
+        dn2_rxb_feed(s, b, n);
+        if (n < DN2_RX_BATCH) {
+            break;              /* that was all there was */
+        }
+        budget -= n;
     }
 }
 
@@ -192,7 +257,7 @@ static void dn2_fab_read(void *opaque)
 {
     DN2State *s = opaque;
 
-    dn2_fab_drain(s, 256);
+    dn2_fab_drain(s, &s->link->rxb, 256);
     dn2_fab_after_input(s);
 }
 
@@ -207,21 +272,19 @@ static void *dn2_fab_rx_thread(void *opaque)
 {
     DN2State *s = opaque;
     DN2Link *l = s->link;
-    uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
+    DN2RxBatch *b = g_new0(DN2RxBatch, 1);
     unsigned errors = 0;
 
+    dn2_rxb_init(b);
     while (!qatomic_read(&l->quit)) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        struct dn2f_addr from;
-        ssize_t n = recvfrom(l->fd, buf, DN2F_DGRAM_MAX, 0,
-                             (struct sockaddr *)&ss, &sl);
+        /* Sleep until at least one datagram is in, take what else is. */
+        int n = dn2_rxb_recv(b, l->fd, MSG_WAITFORONE);
 
         if (qatomic_read(&l->quit)) {
             break;
         }
-        if (n < 0) {
-            if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK &&
+        if (n <= 0) {
+            if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK &&
                 errno != ECONNREFUSED) {
                 /* Not expected on a bound UDP socket: say so once, and do
                  * not spin if it persists. */
@@ -238,13 +301,15 @@ static void *dn2_fab_rx_thread(void *opaque)
             bql_unlock();
             break;
         }
-        dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
-        dn2f_ep_input(l->ep, &from, buf, n);
-        dn2_fab_drain(s, 255);
+        dn2_rxb_feed(s, b, n);
+        if (n == DN2_RX_BATCH) {
+            dn2_fab_drain(s, b, 256 - n);
+        }
         dn2_fab_after_input(s);
         bql_unlock();
     }
-    g_free(buf);
+    g_free(b->buf);
+    g_free(b);
     return NULL;
 }
 
@@ -326,7 +391,7 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
         return false;
     }
     l->local = local;
-    l->rxbuf = g_malloc(DN2F_DGRAM_MAX);
+    dn2_rxb_init(&l->rxb);
     l->timer = timer_new_ns(QEMU_CLOCK_REALTIME, dn2_fab_timer, s);
     s->link = l;
     dn2f_ep_flush(l->ep);       /* the first HELLO */
@@ -401,7 +466,7 @@ void dn2_link_fini(DN2State *s)
         timer_free(s->link->timer);
         dn2f_ep_free(s->link->ep);
         close(s->link->fd);
-        g_free(s->link->rxbuf);
+        g_free(s->link->rxb.buf);
         g_free(s->link);
         s->link = NULL;
     }
