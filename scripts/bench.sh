@@ -103,6 +103,19 @@ if [ -n "$pin" ]; then
     run $pin "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
         --iters "$iters" --latency-only --control "$bdir/udp-board" --place one-cpu
 fi
+# The quiet path: both boards on CPU 0, the driver on CPU 1 of its own,
+# busy-waiting (for qtest answers, and on A's SO-DIMM for the echo's answer,
+# as a guest polls its memory) so that nobody wakes it across CPUs.  With the
+# board's receive thread (rx-thread=on) and, for comparison, in the main loop.
+if [ "$(nproc)" -ge 2 ] && taskset -c 1 true 2> /dev/null; then
+    log "latency: boards on CPU 0, the driver busy-waiting on CPU 1"
+    run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+        --iters "$iters" --latency-only --control "$bdir/udp-board" --place split \
+        --boards-cpu 0 --driver-cpu 1 --device-opts rx-thread=on
+    run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+        --iters "$iters" --latency-only --place split-mainloop \
+        --boards-cpu 0 --driver-cpu 1 --device-opts rx-thread=off
+fi
 echo "host load_end=\"$(cut -d' ' -f1-3 /proc/loadavg)\"" | tee -a "$out"
 
 # ------------------------------------------------------------------ table
@@ -188,6 +201,25 @@ for pname, (q, u) in target.items():
     print("  target \"BOTF within 2x raw UDP one-way\", %s: board to board / udp-board %.2fx (%s);"
           " / bare ping-pong %.1fx" % (pname, q / u if u else float('nan'),
                                       'met' if u and q / u <= 2 else 'NOT met', q / r if r else float('nan')))
+sq = get('echo-spin', bytes=24, sys='qemu', place='split')
+if sq:
+    su = f(get('echo-spin', bytes=24, sys='udp', place='split'), 'oneway_median_us')
+    sm = f(get('echo-spin', bytes=24, sys='qemu', place='split-mainloop'), 'oneway_median_us')
+    q = f(sq, 'oneway_median_us')
+    print()
+    print("The quiet path: both boards on CPU 0, the driver on CPU 1 busy-waiting; echo = a BOTF")
+    print("carrying an RVL, answered by B's board; RTT/2 from A's \"BOTF done\" stamp to the answer's")
+    print("last word seen in A's SO-DIMM (shared memory), no qtest command on the way")
+    print("  %-52s %7.1f us %7.1f us" % ("echo, board receive thread (rx-thread=on)", q,
+                                         f(sq, 'oneway_p99_us')))
+    print("  %-52s %7.1f us" % ("echo, receive in the main loop (rx-thread=off)", sm))
+    print("  %-52s %7.1f us" % ("echo, udp-board control (same harness)", su))
+    print("  %-52s %7.1f us" % ("raw UDP ping-pong RTT/2, both on one CPU", raw1))
+    print("  target \"BOTF within 2x raw UDP one-way\", quiet path: echo / udp-board %.2fx (%s);"
+          " / bare ping-pong %.1fx (%s)" % (q / su if su else float('nan'),
+                                          'met' if su and q / su <= 2 else 'NOT met',
+                                          q / raw1 if raw1 else float('nan'),
+                                          'met' if raw1 and q / raw1 <= 2 else 'NOT met'))
 print()
 print("RVS SO-DIMM -> SO-DIMM, MTU 4096 (MB/s = 10^6 B/s)")
 print("  %8s %10s %10s %10s %10s %9s %9s" % ("size", "1 request", "streamed", "UDP 4K dg",

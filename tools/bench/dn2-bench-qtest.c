@@ -14,6 +14,7 @@
  *                   [--sizes 4K,16K,...] [--reps N] [--no-trace]
  *                   [--latency-only] [--control UDP_BOARD] [--place TAG]
  *                   [--device-opts OPTS] [--settle-us US]
+ *                   [--boards-cpu N --driver-cpu M]
  *
  *   --latency-only  only the 24-byte latency figures (botf, trace, echo)
  *   --control BIN   then the same latency figures with BIN (udp-board: a
@@ -23,6 +24,10 @@
  *                   second pass under taskset -c 0 as place=one-cpu)
  *   --device-opts   appended to -device dimmnet2,... (e.g. rx-thread=off)
  *   --settle-us     sleep this long after each BOTF before polling
+ *   --boards-cpu N  run the switch and the QEMUs (udp-boards) on CPU N
+ *   --driver-cpu M  run this driver on CPU M, busy-waiting for QEMU's
+ *                   answers instead of sleeping (scripts/bench.sh: boards
+ *                   on CPU 0, driver on CPU 1, place=split)
  *
  * Measures, printing one key=value line per figure:
  *   cmd       the driver's own cost: one qtest command round trip (readq
@@ -42,6 +47,11 @@
  *             BOTF carrying an RVL request, which B's Receive Controller
  *             answers with a 24-byte RVS; one-way = RTT / 2; B's host does
  *             nothing and only A is traced;
+ *   echo-spin the echo with nobody driving A while the answer travels: the
+ *             SO-DIMMs are shared files, the driver busy-waits on the
+ *             answer's last word in A's SO-DIMM as a guest polls its own
+ *             memory, and stamps its arrival; RTT = that stamp - A's "BOTF
+ *             done" trace stamp (the QEMUs run no qtest command on the way);
  *   rvs       RVS SO-DIMM to SO-DIMM, MTU 4096, per size: one request at a
  *             time (issue -> status record seen on B) and, streamed, as
  *             many requests as the Request FIFO takes back to back.
@@ -54,6 +64,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -62,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -116,6 +128,16 @@ static int cmp_u64(const void *a, const void *b)
 /* Processes                                                           */
 /* ------------------------------------------------------------------ */
 
+/* --boards-cpu: the processes this driver starts (switch, QEMUs or
+ * udp-boards) run on that CPU; -1 = wherever the scheduler puts them. */
+static int boards_cpu = -1;
+/* --driver-cpu: the driver then has a CPU of its own and busy-waits for
+ * QEMU's answers instead of sleeping in read(): a sleeping driver on
+ * another CPU costs the QEMU that wakes it an inter-processor interrupt,
+ * tens of microseconds on a virtual machine, in the middle of the path
+ * being timed. */
+static bool spin_io;
+
 static pid_t spawn(char *const argv[], const char *out)
 {
     pid_t pid = fork();
@@ -126,6 +148,14 @@ static pid_t spawn(char *const argv[], const char *out)
     if (pid == 0) {
         int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (boards_cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(boards_cpu, &set);
+            if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                _exit(126);
+            }
+        }
         if (fd >= 0) {
             dup2(fd, 1);
             dup2(fd, 2);
@@ -194,7 +224,16 @@ typedef struct Q {
     uint64_t base;
     uint16_t lid;
     uint32_t st_head, st_seen;
+    char mempath[256];          /* the SO-DIMM backend file when shared */
+    uint8_t *mem;               /* ... mapped here (q_map) */
+    size_t memsz;
 } Q;
+
+/* Echo QEMUs get their SO-DIMMs from a shared file on tmpfs, so that the
+ * driver can watch the answer land in memory as a polling guest would,
+ * without a qtest command in the way. */
+#define SHM_SODIMM (16u << 20)
+static bool shm_next;           /* the next q_start shares its SO-DIMMs */
 
 static const char *dev_opts;    /* --device-opts: appended to -device */
 
@@ -225,8 +264,14 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 1) < 0) {
         die("qtest socket %s: %s", sock, strerror(errno));
     }
-    /* the SO-DIMMs in RAM: 512 MiB, 256 MiB per process */
-    snprintf(memobj, sizeof(memobj), "memory-backend-ram,id=m,size=512M");
+    if (shm_next) {
+        snprintf(q->mempath, sizeof(q->mempath), "%s", mem);
+        snprintf(memobj, sizeof(memobj), "memory-backend-file,id=m,size=%u,mem-path=%s,share=on",
+                 SHM_SODIMM, mem);
+    } else {
+        /* the SO-DIMMs in RAM: 512 MiB, 256 MiB per process */
+        snprintf(memobj, sizeof(memobj), "memory-backend-ram,id=m,size=512M");
+    }
     snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m,switch=127.0.0.1:%d,guid=0x%" PRIx64
              "%s%s%s", switch_port, guid, extra_dev ? extra_dev : "", dev_opts ? "," : "",
              dev_opts ? dev_opts : "");
@@ -262,7 +307,6 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
         argv[n++] = (char *)trace_log;
     }
     argv[n] = NULL;
-    (void)mem;
     q->pid = spawn(argv, log);
     p.fd = lfd;
     p.events = POLLIN;
@@ -277,8 +321,37 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
     }
 }
 
+/* Map the shared SO-DIMM file (after board_up: the board exists). */
+static void q_map(Q *q)
+{
+    int fd = open(q->mempath, O_RDWR);
+    struct stat st;
+
+    if (fd < 0 || fstat(fd, &st) < 0 || (size_t)st.st_size < SHM_SODIMM) {
+        die("SO-DIMM file %s: %s", q->mempath, fd < 0 ? strerror(errno) : "too small");
+    }
+    q->memsz = SHM_SODIMM;
+    q->mem = mmap(NULL, q->memsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (q->mem == MAP_FAILED) {
+        die("mmap %s: %s", q->mempath, strerror(errno));
+    }
+}
+
+/* The host address of board-global SO-DIMM byte g (8-byte aligned): the
+ * two modules are the two halves of the backend, interleaved by 8 bytes. */
+static volatile uint64_t *sd_word(Q *q, uint64_t g)
+{
+    return (volatile uint64_t *)(q->mem + dn2_sdimm_module(g) * (q->memsz / 2) +
+                                 dn2_sdimm_module_offset(g));
+}
+
 static void q_stop(Q *q)
 {
+    if (q->mem) {
+        munmap(q->mem, q->memsz);
+        q->mem = NULL;
+    }
     if (q->fd > 0) {
         close(q->fd);
     }
@@ -307,9 +380,10 @@ static const char *q_cmd(Q *q, const char *cmd, size_t len)
         if (nl) {
             break;
         }
-        ssize_t r = read(q->fd, q->buf + q->have, sizeof(q->buf) - 1 - q->have);
+        ssize_t r = recv(q->fd, q->buf + q->have, sizeof(q->buf) - 1 - q->have,
+                         spin_io ? MSG_DONTWAIT : 0);
         if (r <= 0) {
-            if (r < 0 && errno == EINTR) {
+            if (r < 0 && (errno == EINTR || (spin_io && errno == EAGAIN))) {
                 continue;
             }
             die("QEMU %c: qtest connection closed", q->name);
@@ -624,6 +698,9 @@ static void trace_echo(unsigned bytes, unsigned n)
     echo_image(&a, &b, bytes);
     for (i = 0; i < n + n / 10 + 10; i++) {
         ur_w(&a, DN2_UR_CMD0_LOWER, lower);
+        if (settle_us) {
+            usleep(settle_us);
+        }
         st_wait(&a, 5000000000ull);
         st_free(&a, false);
     }
@@ -647,6 +724,89 @@ static void trace_echo(unsigned bytes, unsigned n)
 out:
     free(ad);
     free(arx);
+    free(ow);
+}
+
+static uint64_t real_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The echo again, but nobody drives A while the answer is on its way: the
+ * driver watches A's SO-DIMM in shared memory (as a guest polls its own
+ * memory) and stamps the moment the answer's last word lands.  RTT = that
+ * stamp - A's "BOTF done" trace stamp; neither QEMU runs a qtest command
+ * during the trip, so this is the board-to-board-and-back path alone. */
+static void spin_echo(unsigned bytes, unsigned n)
+{
+    const uint64_t src = 0x40000, dst = 0x80000;
+    char la[256];
+    Q a, b;
+    unsigned max = n + n / 10 + 10, nd, i, k = 0, off;
+    uint64_t *ad = calloc(max + 100, 8), *t1 = calloc(max, 8), *ow = calloc(max, 8);
+    uint64_t lower = dn2_botf_lower(0, DN2_HDR_LINES_RVL * DN2_LINE);
+    uint64_t last = dst + ((bytes - 1) & ~7ull), w;
+    double med, p99;
+
+    snprintf(la, sizeof(la), "%s/trace-spin.log", tmpdir);
+    shm_next = true;
+    q_start(&a, 'a', 0x7e, NULL, la);
+    q_start(&b, 'b', 0x7f, NULL, NULL);
+    shm_next = false;
+    board_up(&a);
+    board_up(&b);
+    q_map(&a);
+    q_map(&b);
+    for (w = 0; w < bytes; w += 8) {
+        *sd_word(&b, src + w) = 0x5a5a5a5a00000001ull + w;
+    }
+    echo_image(&a, &b, bytes);
+    for (i = 0; i < max; i++) {
+        uint64_t t0 = now_ns();
+        for (w = 0; w < bytes; w += 8) {
+            *sd_word(&a, dst + w) = 0;
+        }
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        ur_w(&a, DN2_UR_CMD0_LOWER, lower);
+        while (!*sd_word(&a, last)) {
+            if (now_ns() - t0 > 5000000000ull) {
+                printf("echo-spin bytes=%u sys=%s place=%s failed=1 at=%u\n", bytes, sysname,
+                       place, i);
+                goto out;
+            }
+        }
+        t1[i] = real_ns();
+        st_wait(&a, 5000000000ull);     /* the status record, off the clock */
+        st_free(&a, false);
+    }
+    st_free(&a, true);
+out:
+    q_stop(&a);
+    q_stop(&b);
+    if (i < max) {
+        goto free;
+    }
+    nd = read_stamps(la, "dimmnet2_done", ad, max + 100);
+    if (nd != max) {
+        printf("echo-spin bytes=%u sys=%s place=%s failed=1 done=%u kicks=%u\n", bytes, sysname,
+               place, nd, max);
+        goto free;
+    }
+    off = max - n;
+    for (i = off; i < max; i++) {
+        /* the trace stamp is truncated to the microsecond: +0.5 us */
+        int64_t rtt = (int64_t)t1[i] - (int64_t)(ad[i] * 1000 + 500);
+        ow[k++] = rtt > 0 ? (uint64_t)rtt / 2 : 0;
+    }
+    stats("echo-spin", ow, k, &med, &p99);
+    printf("echo-spin bytes=%u sys=%s place=%s samples=%u oneway_median_us=%.2f "
+           "oneway_p99_us=%.2f\n", bytes, sysname, place, k, med, p99);
+free:
+    free(ad);
+    free(t1);
     free(ow);
 }
 
@@ -845,6 +1005,16 @@ int main(int argc, char **argv)
             sizes_s = argv[++i];
         } else if (!strcmp(argv[i], "--device-opts") && i + 1 < (unsigned)argc) {
             dev_opts = argv[++i];
+        } else if (!strcmp(argv[i], "--boards-cpu") && i + 1 < (unsigned)argc) {
+            boards_cpu = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--driver-cpu") && i + 1 < (unsigned)argc) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(atoi(argv[++i]), &set);
+            if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                die("--driver-cpu: %s", strerror(errno));
+            }
+            spin_io = true;
         } else if (!strcmp(argv[i], "--settle-us") && i + 1 < (unsigned)argc) {
             settle_us = strtoul(argv[++i], NULL, 0);
         } else if (!strcmp(argv[i], "--latency-only")) {
@@ -859,7 +1029,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: dn2-bench-qtest --qemu BIN --switch BIN [--fw DIR] "
                     "[--iters N] [--reps N] [--sizes 4K,1M,...] [--no-trace] [--latency-only]\n"
                     "       [--control UDP_BOARD] [--place TAG] [--device-opts OPTS] "
-                    "[--settle-us US]\n");
+                    "[--settle-us US]\n"
+                    "       [--boards-cpu N --driver-cpu M]\n");
             return 2;
         }
     }
@@ -921,6 +1092,7 @@ traced:
     if (trace) {
         trace_oneway(24, iters);
         trace_echo(24, iters);
+        spin_echo(24, iters);
     }
     if (control) {
         /* The same latency measurements on two plain UDP processes. */
@@ -936,6 +1108,7 @@ traced:
         if (trace) {
             trace_oneway(24, iters);
             trace_echo(24, iters);
+            spin_echo(24, iters);
         }
     }
     reap(switch_pid, SIGTERM);

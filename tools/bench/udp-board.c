@@ -39,6 +39,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <netinet/in.h>
@@ -49,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -78,6 +80,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the "BQL" */
 static uint8_t ww[DN2_BOTF_MAX];
 static uint32_t st_init, st_bytes = 4096, st_tail;
 static uint16_t peer_port[4096];
+/* -object memory-backend-file,...,mem-path=P,size=S: SO-DIMM memory shared
+ * with the driver (dn2-bench-qtest's echo-spin), interleaved as the board's
+ * (two modules, the halves of the file, 8 bytes at a time). */
+static uint8_t *mem;
+static uint64_t memsz;
 
 static void die(const char *fmt, const char *arg)
 {
@@ -133,6 +140,25 @@ static void send_to_lid(uint16_t dlid, const void *buf, size_t len)
     }
 }
 
+/* Copy between SO-DIMM offset off and buf, 8-byte aligned words. */
+static void mem_rw(uint64_t off, uint8_t *buf, size_t len, bool write)
+{
+    size_t i;
+
+    if (!mem || (off & 7) || off > memsz || len > memsz - off) {
+        return;
+    }
+    for (i = 0; i + 8 <= len; i += 8) {
+        uint64_t g = off + i;
+        uint8_t *m = mem + dn2_sdimm_module(g) * (memsz / 2) + dn2_sdimm_module_offset(g);
+        if (write) {
+            memcpy(m, buf + i, 8);
+        } else {
+            memcpy(buf + i, m, 8);
+        }
+    }
+}
+
 static void *rx_thread(void *arg)
 {
     uint8_t buf[8192];
@@ -141,7 +167,9 @@ static void *rx_thread(void *arg)
     (void)arg;
     for (;;) {
         struct dn2_hdr h;
-        ssize_t n = recvfrom(ufd, buf, sizeof(buf), 0, NULL, NULL);
+        struct sockaddr_in from;
+        socklen_t fl = sizeof(from);
+        ssize_t n = recvfrom(ufd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
         if (n < 16) {
             if (n < 0 && errno != EINTR) {
                 break;
@@ -154,18 +182,29 @@ static void *rx_thread(void *arg)
                  "bytes", (unsigned)(ldq(buf + 8) >> 48), h.type == DN2_OP_RVL ? "RVL" : "RVS",
                  (unsigned)n - 16);
         if (h.type != DN2_OP_RVL) {
+            /* An RVS: its data to the Initial DSTOff, then the record. */
+            mem_rw((uint32_t)ldq(buf + 8), buf + 16, (size_t)n - 16, true);
             stamp(line);
             st_tail = (st_tail + DN2_STATUS_REC_SIZE) % st_bytes;
         } else {
-            /* The Receive Controller's answer: header + Total bytes. */
+            /* The Receive Controller's answer: an RVS of Total bytes from
+             * SRCOff to the requester's DSTOff, sent back where it came
+             * from. */
             uint32_t total = (uint32_t)ldq(buf + 16);
+            uint64_t w1 = ldq(buf + 8);
             uint8_t out[16 + 4096];
+            struct dn2_hdr a;
             if (total > 4096) {
                 total = 4096;
             }
             memset(out, 0, 16 + total);
-            stq(out + 8, (uint64_t)lid << 48);
-            send_to_lid((uint16_t)(ldq(buf + 8) >> 48), out, 16 + total);
+            memset(&a, 0, sizeof(a));
+            a.type = DN2_OP_RVS;
+            a.eflag = 1;
+            stq(out, dn2_hdr0_encode(&a));
+            stq(out + 8, dn2_hdr1_encode((uint32_t)(w1 >> 32), 0));
+            mem_rw((uint32_t)w1, out + 16, total, false);
+            (void)sendto(ufd, out, 16 + total, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
         }
         pthread_mutex_unlock(&lock);
     }
@@ -200,9 +239,6 @@ static void writeq(uint64_t addr, uint64_t v)
             size = DN2_BOTF_MAX;
         }
         dn2_hdr0_decode(&h, ldq(ww));
-        /* The board stamps its LID as the source in the 2nd line's top
-         * (here: so an RVL can be answered). */
-        stq(ww + 8, (ldq(ww + 8) & ~(0xffffull << 48)) | ((uint64_t)lid << 48));
         stamp("dimmnet2_done board 0 WID 0 BOTF done, 24 bytes");
         send_to_lid(h.dlid, ww, size);
     }
@@ -250,7 +286,7 @@ static const char *command(char *l, char *reply, size_t cap)
 
 int main(int argc, char **argv)
 {
-    const char *qtest = NULL, *dev = NULL, *logpath = NULL, *g;
+    const char *qtest = NULL, *dev = NULL, *logpath = NULL, *memobj = NULL, *g;
     struct sockaddr_un un = { .sun_family = AF_UNIX };
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     socklen_t al = sizeof(a);
@@ -268,6 +304,27 @@ int main(int argc, char **argv)
             dev = argv[++i];
         } else if (!strcmp(argv[i], "-D")) {
             logpath = argv[++i];
+        } else if (!strcmp(argv[i], "-object") && strstr(argv[i + 1], "mem-path=")) {
+            memobj = argv[++i];
+        }
+    }
+    if (memobj) {
+        char path[256];
+        const char *mp = strstr(memobj, "mem-path="), *sz = strstr(memobj, "size=");
+        int fd;
+        snprintf(path, sizeof(path), "%.*s", (int)strcspn(mp + 9, ","), mp + 9);
+        memsz = sz ? strtoull(sz + 5, NULL, 0) : 0;
+        if (memsz < 2u << 20 || (memsz & (memsz - 1))) {
+            die("-object %s: size= must be a power of two of at least 2 MiB", memobj);
+        }
+        fd = open(path, O_RDWR | O_CREAT, 0600);
+        if (fd < 0 || ftruncate(fd, (off_t)memsz) < 0) {
+            die("cannot create %s", path);
+        }
+        mem = mmap(NULL, memsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (mem == MAP_FAILED) {
+            die("cannot map %s", path);
         }
     }
     if (!qtest || strncmp(qtest, "unix:", 5) || strlen(qtest + 5) >= sizeof(un.sun_path)) {
