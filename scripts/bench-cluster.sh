@@ -13,6 +13,8 @@
 #   --poll P          how the guest waits for the board (dn2-bench --poll:
 #                     sleep[:US] (default), hybrid[:US], spin[:US], tight)
 #   --no-udp          skip the UDP baseline
+#   --device-opts S   board properties for both nodes (cluster.sh
+#                     --device-opts), e.g. rx-thread=off
 #   -t, --timeout S   seconds for the whole cluster run (default 900)
 #   -o, --output F    the report (default build/bench/guest-<date>.txt)
 #   -q, --quiet       no progress lines on stderr
@@ -46,6 +48,7 @@ timeout_s=900
 output=
 quiet=
 dn2_extra=()
+device_opts=
 while [ $# -gt 0 ]; do
     case $1 in
         --full) full=1; shift ;;
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
         --only) only=${2:?$1 needs a list}; shift 2 ;;
         --poll) poll=${2:?$1 needs a policy}; shift 2 ;;
         --no-udp) udp=; shift ;;
+        --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
         -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
         -o|--output) output=${2:?$1 needs a file}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
@@ -170,6 +174,7 @@ others=$(pgrep -f qemu-system | wc -l)
 rundir=$DN2_TOP/build/cluster/$name
 progress "booting 2 nodes ($DN2_ACCEL_NAME; cluster $rundir); $([ -n "$full" ] && echo "about 4 minutes" || echo "about a minute")"
 QEMU=$wrapper "$here/cluster.sh" -q -n 2 --name "$name" -t "$timeout_s" -f "$node_sh" \
+    ${device_opts:+--device-opts "$device_opts"} \
     > "$qmp_dir/cluster.out" 2> "$qmp_dir/cluster.err" &
 cpid=$!
 # A non-interactive shell starts background jobs with SIGINT ignored, so

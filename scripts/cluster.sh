@@ -28,6 +28,8 @@
 #       --http-port P     TCP port of the job/file server (default 0: free)
 #       --switch-opts S   extra dn2-switch options (word-split), e.g.
 #                         "--pcap build/cap.pcap" or "--drop 0.01"
+#       --device-opts S   appended to every node's -device dimmnet2,...
+#                         (e.g. "rx-thread=off", "fifo-depth=16")
 #   -a, --append ARGS     extra kernel command-line arguments
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
@@ -345,6 +347,7 @@ name=
 switch_port=0
 http_port=0
 switch_opts=
+device_opts=
 append_extra=
 quiet=0
 extra=()
@@ -364,6 +367,7 @@ while [ $# -gt 0 ]; do
         --switch-port) switch_port=${2:?$1 needs a port}; shift 2 ;;
         --http-port) http_port=${2:?$1 needs a port}; shift 2 ;;
         --switch-opts) switch_opts=${2?$1 needs options}; shift 2 ;;
+        --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) usage_help; exit 0 ;;
@@ -577,7 +581,7 @@ for ((i = 0; i < nodes; i++)); do
          -nodefaults -display none -no-reboot -name "node$i" -L "$firmware"
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"
-         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))"
+         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))${device_opts:+,$device_opts}"
          -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
          "${extra[@]}")
     printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"
