@@ -22,8 +22,14 @@
  *   Status Initial Address / Area Size writes, Status Address reads: a
  *     receive-status ring that advances by one record per datagram in;
  *   an arriving image whose TYPE is RVL is answered from the receive
- *     thread at once with a datagram of header + Total bytes, as the board's
- *     Receive Controller answers an RVL with an RVS.
+ *     thread at once with a datagram of header + Total bytes, sent back to
+ *     where the request came from, as the board's Receive Controller answers
+ *     an RVL with an RVS;
+ *   -object memory-backend-file,...,size=S,mem-path=P: SO-DIMM memory in
+ *     that file (created), shared with the driver and interleaved as the
+ *     board's: an RVL answer carries SRCOff's bytes, an arriving RVS is
+ *     written at its Initial DSTOff before its status record counts
+ *     (dn2-bench-qtest's echo-spin watches it land).
  *
  * Like the board (rx-thread=on), a receive thread sleeps in recvfrom() and
  * takes a lock shared with the command loop, which waits in poll() as
