@@ -7,7 +7,9 @@
  *   per peer:  ACTIVE (in the routing table) <-> ORPHAN (missing from it,
  *              kept peer_grace_ns so that a switch restart loses nothing)
  *
- * Reliability is end to end between boards: per peer and direction a 32-bit
+ * Reliability is end to end between boards: per peer, direction and lane (a
+ * lane = the DWID of the packets it carries, so one process's back-pressure
+ * does not stop the other's traffic) a 32-bit
  * sequence space starting at 0 for each pair of epochs, a send ring of
  * tx_window slots (the retransmit queue), cumulative ACK + SACK bitmap,
  * RTO with exponential backoff (never gives up while the peer exists),
@@ -55,17 +57,8 @@ struct rxslot {
     uint8_t present;
 };
 
-struct peer {
-    struct peer *prev, *next;
-    uint16_t lid;
-    uint64_t epoch;
-    uint64_t gen;               /* unique per (creation, reset) */
-    struct dn2f_addr addr;
-    bool direct;
-    enum peer_state st;
-    uint64_t orphan_since;
-    unsigned mark;
-
+/* One reliable, in-order stream in each direction between two boards. */
+struct lane {
     /* send side */
     struct txslot *tx;
     uint32_t una, nxt, end, limit;
@@ -83,10 +76,23 @@ struct peer {
     struct rxslot *rx;
     uint32_t base, cum;
     unsigned rx_ooo;            /* buffered beyond cum */
-    bool rx_blocked;
-    bool ack_pending;
-    uint64_t ack_due;
+    bool rx_blocked;            /* deliver() said -EBUSY: wait for resume */
     size_t rx_bytes;
+};
+
+struct peer {
+    struct peer *prev, *next;
+    uint16_t lid;
+    uint64_t epoch;
+    uint64_t gen;               /* unique per (creation, reset) */
+    struct dn2f_addr addr;
+    bool direct;
+    enum peer_state st;
+    uint64_t orphan_since;
+    unsigned mark;
+    bool ack_pending;           /* an ACK (all lanes) is due */
+    uint64_t ack_due;
+    struct lane ln[DN2F_NUM_LANES];
 };
 
 struct group {
@@ -96,6 +102,7 @@ struct group {
 
 struct mcref {
     uint16_t lid;
+    uint8_t lane;
     uint32_t seq;
     uint64_t gen;
     struct pbuf *pb;
@@ -153,6 +160,7 @@ struct dn2f_ep {
     /* datagram builders */
     uint8_t *dgbuf;             /* unicast / ack / control */
     uint32_t *txb_seqs;
+    uint8_t *txb_lanes;
     uint8_t *mcbuf;             /* multicast origin builder */
     struct dn2f_wbuf mcw;
     uint16_t mc_group;
@@ -216,24 +224,24 @@ static const struct dn2f_addr *next_hop(struct dn2f_ep *ep, struct peer *p)
     return &ep->cfg.sw;
 }
 
-static uint64_t cur_rto(struct dn2f_ep *ep, struct peer *p)
+static uint64_t cur_rto(struct dn2f_ep *ep, struct lane *L)
 {
-    uint64_t r = p->rto;
-    unsigned b = p->backoff;
+    uint64_t r = L->rto;
+    unsigned b = L->backoff;
     while (b-- && r < ep->cfg.rto_max_ns) {
         r <<= 1;
     }
     return r > ep->cfg.rto_max_ns ? ep->cfg.rto_max_ns : r;
 }
 
-static inline struct txslot *txs(struct dn2f_ep *ep, struct peer *p, uint32_t seq)
+static inline struct txslot *txs(struct dn2f_ep *ep, struct lane *L, uint32_t seq)
 {
-    return &p->tx[seq & (ep->cfg.tx_window - 1)];
+    return &L->tx[seq & (ep->cfg.tx_window - 1)];
 }
 
-static inline struct rxslot *rxs(struct dn2f_ep *ep, struct peer *p, uint32_t seq)
+static inline struct rxslot *rxs(struct dn2f_ep *ep, struct lane *L, uint32_t seq)
 {
-    return &p->rx[seq & (ep->cfg.rx_window - 1)];
+    return &L->rx[seq & (ep->cfg.rx_window - 1)];
 }
 
 static void pb_unref(struct pbuf *pb)
@@ -267,12 +275,12 @@ static void send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
 }
 
 /* --------------------------------------------------------------- peers */
-static void peer_clear_tx(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+static void lane_clear_tx(struct dn2f_ep *ep, struct lane *L, unsigned reason)
 {
     uint32_t s;
-    if (p->tx) {
-        for (s = p->una; s != p->end; s++) {
-            struct txslot *t = txs(ep, p, s);
+    if (L->tx) {
+        for (s = L->una; s != L->end; s++) {
+            struct txslot *t = txs(ep, L, s);
             if (t->pb) {
                 ep->st.drop[reason]++;
                 ep->tx_total -= t->pb->len;
@@ -281,42 +289,45 @@ static void peer_clear_tx(struct dn2f_ep *ep, struct peer *p, unsigned reason)
             memset(t, 0, sizeof(*t));
         }
     }
-    p->una = p->nxt = p->end = 0;
-    p->limit = DN2F_INITIAL_CREDIT;
-    p->tx_bytes = p->inflight = 0;
-    p->srtt = p->rttvar = 0;
-    p->rto = ep->cfg.rto_init_ns;
-    p->backoff = p->probe_backoff = 0;
-    p->rto_due = p->probe_due = NO_DEADLINE;
-    p->force_retx = false;
-    p->cwnd = 4ULL * ep->cfg.max_dgram;
-    p->ssthresh = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
-    p->recovery = false;
-    p->rack_ts = 0;
+    L->una = L->nxt = L->end = 0;
+    L->limit = DN2F_INITIAL_CREDIT;
+    L->tx_bytes = L->inflight = 0;
+    L->srtt = L->rttvar = 0;
+    L->rto = ep->cfg.rto_init_ns;
+    L->backoff = L->probe_backoff = 0;
+    L->rto_due = L->probe_due = NO_DEADLINE;
+    L->force_retx = false;
+    L->cwnd = 4ULL * ep->cfg.max_dgram;
+    L->ssthresh = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
+    L->recovery = false;
+    L->rack_ts = 0;
 }
 
-static void peer_clear_rx(struct dn2f_ep *ep, struct peer *p)
+static void lane_clear_rx(struct dn2f_ep *ep, struct lane *L)
 {
     uint32_t i;
-    if (p->rx) {
+    if (L->rx) {
         for (i = 0; i < ep->cfg.rx_window; i++) {
-            free(p->rx[i].data);
-            memset(&p->rx[i], 0, sizeof(p->rx[i]));
+            free(L->rx[i].data);
+            memset(&L->rx[i], 0, sizeof(L->rx[i]));
         }
     }
-    ep->rx_total -= p->rx_bytes;
-    p->rx_bytes = 0;
-    p->base = p->cum = 0;
-    p->rx_ooo = 0;
-    p->rx_blocked = false;
-    p->ack_pending = false;
-    p->ack_due = NO_DEADLINE;
+    ep->rx_total -= L->rx_bytes;
+    L->rx_bytes = 0;
+    L->base = L->cum = 0;
+    L->rx_ooo = 0;
+    L->rx_blocked = false;
 }
 
 static void peer_reset(struct dn2f_ep *ep, struct peer *p, unsigned reason)
 {
-    peer_clear_tx(ep, p, reason);
-    peer_clear_rx(ep, p);
+    unsigned l;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        lane_clear_tx(ep, &p->ln[l], reason);
+        lane_clear_rx(ep, &p->ln[l]);
+    }
+    p->ack_pending = false;
+    p->ack_due = NO_DEADLINE;
     p->gen = ++ep->gen_counter;
 }
 
@@ -342,6 +353,7 @@ static struct peer *peer_new(struct dn2f_ep *ep, uint16_t lid, uint64_t epoch)
 
 static void peer_free(struct dn2f_ep *ep, struct peer *p, unsigned reason)
 {
+    unsigned l;
     peer_reset(ep, p, reason);
     if (p->prev) {
         p->prev->next = p->next;
@@ -353,25 +365,27 @@ static void peer_free(struct dn2f_ep *ep, struct peer *p, unsigned reason)
     }
     ep->peers[dn2f_lid_index(p->lid)] = NULL;
     ep->npeers--;
-    free(p->tx);
-    free(p->rx);
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        free(p->ln[l].tx);
+        free(p->ln[l].rx);
+    }
     free(p);
 }
 
-static bool peer_tx_alloc(struct dn2f_ep *ep, struct peer *p)
+static bool lane_tx_alloc(struct dn2f_ep *ep, struct lane *L)
 {
-    if (!p->tx) {
-        p->tx = calloc(ep->cfg.tx_window, sizeof(*p->tx));
+    if (!L->tx) {
+        L->tx = calloc(ep->cfg.tx_window, sizeof(*L->tx));
     }
-    return p->tx != NULL;
+    return L->tx != NULL;
 }
 
-static bool peer_rx_alloc(struct dn2f_ep *ep, struct peer *p)
+static bool lane_rx_alloc(struct dn2f_ep *ep, struct lane *L)
 {
-    if (!p->rx) {
-        p->rx = calloc(ep->cfg.rx_window, sizeof(*p->rx));
+    if (!L->rx) {
+        L->rx = calloc(ep->cfg.rx_window, sizeof(*L->rx));
     }
-    return p->rx != NULL;
+    return L->rx != NULL;
 }
 
 static struct peer *peer_get(struct dn2f_ep *ep, uint16_t lid)
@@ -383,28 +397,47 @@ static struct peer *peer_get(struct dn2f_ep *ep, uint16_t lid)
 }
 
 /* ------------------------------------------------------------- ACK build */
-static void put_ack_for(struct dn2f_ep *ep, struct peer *p, struct dn2f_wbuf *w)
+static void put_ack_lane(struct dn2f_ep *ep, struct lane *L, unsigned lane, bool more,
+                         struct dn2f_wbuf *w)
 {
     uint8_t bits[DN2F_SACK_MAX_BITS / 8];
     unsigned nbits = 0, i, span;
-    uint32_t limit = p->base + ep->cfg.rx_window;
+    uint32_t limit = L->base + ep->cfg.rx_window;
 
-    if (p->rx_ooo && p->rx) {
-        span = (unsigned)dn2f_seqdiff(limit, p->cum);
+    if (L->rx_ooo && L->rx) {
+        span = (unsigned)dn2f_seqdiff(limit, L->cum);
         span = span ? span - 1 : 0;
         if (span > DN2F_SACK_MAX_BITS) {
             span = DN2F_SACK_MAX_BITS;
         }
         memset(bits, 0, sizeof(bits));
         for (i = 0; i < span; i++) {
-            if (rxs(ep, p, p->cum + 1 + i)->present) {
+            if (rxs(ep, L, L->cum + 1 + i)->present) {
                 bits[i >> 3] |= (uint8_t)(1u << (i & 7));
                 nbits = i + 1;
             }
         }
         nbits = (nbits + 31) & ~31u;
     }
-    dn2f_put_ack(w, p->cum, limit, (uint16_t)nbits, bits);
+    dn2f_put_ack(w, lane, more, L->cum, limit, (uint16_t)nbits, bits);
+}
+
+/* The ACK blocks toward p: one per lane that has received anything (lane 0
+ * alone when none has), so one datagram carries the state of every lane. */
+static void put_acks(struct dn2f_ep *ep, struct peer *p, struct dn2f_wbuf *w)
+{
+    unsigned l, want[DN2F_NUM_LANES], n = 0, i;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        if (p->ln[l].rx) {
+            want[n++] = l;
+        }
+    }
+    if (!n) {
+        want[n++] = 0;
+    }
+    for (i = 0; i < n; i++) {
+        put_ack_lane(ep, &p->ln[want[i]], want[i], i + 1 < n, w);
+    }
 }
 
 static void send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq)
@@ -415,7 +448,7 @@ static void send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq)
     dn2f_wbuf_init(&w, ep->dgbuf, DN2F_DGRAM_MAX);
     dn2f_put_hdr(&w, DN2F_T_ACK, ackreq ? DN2F_F_ACKREQ : 0, ep->lid, p->lid,
                  ep->epoch, p->epoch);
-    put_ack_for(ep, p, &w);
+    put_acks(ep, p, &w);
     len = dn2f_finish(&w);
     if (send_dgram(ep, next_hop(ep, p), ep->dgbuf, len) == 0) {
         ep->st.tx_ack_dgrams++;
@@ -425,13 +458,13 @@ static void send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq)
 }
 
 /* ------------------------------------------------- unicast data builder */
+/* Records of any lane toward one peer, batched into datagrams. */
 struct txb {
     struct dn2f_ep *ep;
     struct peer *p;
     struct dn2f_wbuf w;
     unsigned n;
     bool open, retx, with_ack, failed;
-    size_t new_bytes;
 };
 
 static void txb_open(struct txb *b)
@@ -444,10 +477,9 @@ static void txb_open(struct txb *b)
     dn2f_put_hdr(&b->w, DN2F_T_DATA, b->with_ack ? DN2F_F_ACK : 0, ep->lid, p->lid,
                  ep->epoch, p->epoch);
     if (b->with_ack) {
-        put_ack_for(ep, p, &b->w);
+        put_acks(ep, p, &b->w);
     }
     b->n = 0;
-    b->new_bytes = 0;
     b->open = true;
 }
 
@@ -476,10 +508,11 @@ static bool txb_emit(struct txb *b)
     }
     t = now(ep);
     for (i = 0; i < b->n; i++) {
-        struct txslot *s = txs(ep, p, ep->txb_seqs[i]);
+        struct lane *L = &p->ln[ep->txb_lanes[i]];
+        struct txslot *s = txs(ep, L, ep->txb_seqs[i]);
         if (!s->sent) {
             s->sent = 1;
-            p->inflight += s->pb->len;
+            L->inflight += s->pb->len;
         } else {
             ep->st.retransmits++;
         }
@@ -487,19 +520,19 @@ static bool txb_emit(struct txb *b)
         if (s->ntx < UINT16_MAX) {
             s->ntx++;
         }
-        if (p->rto_due == NO_DEADLINE || p->rto_due > t + cur_rto(ep, p)) {
-            p->rto_due = t + cur_rto(ep, p);
+        if (L->rto_due == NO_DEADLINE || L->rto_due > t + cur_rto(ep, L)) {
+            L->rto_due = t + cur_rto(ep, L);
         }
     }
     return true;
 }
 
-/* Add seq to the datagram being built; false if sending failed. */
-static bool txb_add(struct txb *b, uint32_t seq)
+/* Add (lane, seq) to the datagram being built; false if sending failed. */
+static bool txb_add(struct txb *b, unsigned lane, uint32_t seq)
 {
-    struct txslot *s = txs(b->ep, b->p, seq);
+    struct txslot *s = txs(b->ep, &b->p->ln[lane], seq);
     unsigned kind = s->group ? DN2F_REC_MCAST_COPY : DN2F_REC_UNICAST;
-    unsigned rf = (b->retx || s->sent) ? DN2F_RF_RETX : 0;
+    unsigned rf = ((b->retx || s->sent) ? DN2F_RF_RETX : 0) | (lane ? DN2F_RF_LANE1 : 0);
 
     if (b->failed) {
         return false;
@@ -519,23 +552,22 @@ static bool txb_add(struct txb *b, uint32_t seq)
             return false;       /* cannot happen: max_dgram >= 8 KiB */
         }
     }
-    b->ep->txb_seqs[b->n++] = seq;
-    if (!s->sent) {
-        b->new_bytes += s->pb->len;
-    }
+    b->ep->txb_seqs[b->n] = seq;
+    b->ep->txb_lanes[b->n] = (uint8_t)lane;
+    b->n++;
     return true;
 }
 
-/* Earliest retransmission deadline of p (scan of the outstanding slots). */
-static void peer_rearm(struct dn2f_ep *ep, struct peer *p)
+/* Earliest retransmission deadline of a lane (scan of the outstanding slots). */
+static void lane_rearm(struct dn2f_ep *ep, struct lane *L)
 {
     uint32_t s;
-    uint64_t due = NO_DEADLINE, r = cur_rto(ep, p);
+    uint64_t due = NO_DEADLINE, r = cur_rto(ep, L);
     bool outstanding = false;
 
-    if (p->tx) {
-        for (s = p->una; s != p->end; s++) {
-            struct txslot *t = txs(ep, p, s);
+    if (L->tx) {
+        for (s = L->una; s != L->end; s++) {
+            struct txslot *t = txs(ep, L, s);
             if (t->pb && t->sent && !t->sacked) {
                 outstanding = true;
                 if (t->last_tx + r < due) {
@@ -544,71 +576,92 @@ static void peer_rearm(struct dn2f_ep *ep, struct peer *p)
             }
         }
     }
-    p->rto_due = due;
-    /* Zero-credit probe: the board is held back by credits and nothing is
+    L->rto_due = due;
+    /* Zero-credit probe: the lane is held back by credits and nothing is
      * in flight that would bring an ACK back. */
-    if (!outstanding && dn2f_seqdiff(p->limit, p->end) <= 0) {
-        if (p->probe_due == NO_DEADLINE) {
-            uint64_t iv = cur_rto(ep, p);
-            unsigned b = p->probe_backoff;
+    if (!outstanding && dn2f_seqdiff(L->limit, L->end) <= 0) {
+        if (L->probe_due == NO_DEADLINE) {
+            uint64_t iv = cur_rto(ep, L);
+            unsigned b = L->probe_backoff;
             while (b-- && iv < ep->cfg.rto_max_ns) {
                 iv <<= 1;
             }
             if (iv > ep->cfg.rto_max_ns) {
                 iv = ep->cfg.rto_max_ns;
             }
-            p->probe_due = now(ep) + iv;
+            L->probe_due = now(ep) + iv;
         }
     } else {
-        p->probe_due = NO_DEADLINE;
-        p->probe_backoff = 0;
+        L->probe_due = NO_DEADLINE;
+        L->probe_backoff = 0;
     }
 }
 
-/* First transmission of queued packets, within the congestion window. */
+static void peer_rearm(struct dn2f_ep *ep, struct peer *p)
+{
+    unsigned l;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        lane_rearm(ep, &p->ln[l]);
+    }
+}
+
+/* First transmission of queued packets, each lane within its congestion
+ * window; the lanes share the datagrams. */
 static bool peer_transmit_new(struct dn2f_ep *ep, struct peer *p)
 {
     struct txb b = { .ep = ep, .p = p };
     uint32_t s;
+    unsigned l;
     bool ok = true;
 
-    if (!p->tx || p->st != PEER_ACTIVE) {
+    if (p->st != PEER_ACTIVE) {
         return true;
     }
-    for (s = p->nxt; s != p->end; s++) {
-        struct txslot *t = txs(ep, p, s);
-        if (!t->pb || t->sent || t->mc_pending) {
+    for (l = 0; l < DN2F_NUM_LANES && ok; l++) {
+        struct lane *L = &p->ln[l];
+        size_t new_bytes = 0;
+        if (!L->tx) {
             continue;
         }
-        if (p->inflight + b.new_bytes > 0 &&
-            p->inflight + b.new_bytes + t->pb->len > p->cwnd) {
-            break;
-        }
-        if (!txb_add(&b, s)) {
-            ok = false;
-            break;
+        for (s = L->nxt; s != L->end; s++) {
+            struct txslot *t = txs(ep, L, s);
+            if (!t->pb || t->sent || t->mc_pending) {
+                continue;
+            }
+            if (L->inflight + new_bytes > 0 &&
+                L->inflight + new_bytes + t->pb->len > L->cwnd) {
+                break;
+            }
+            if (!txb_add(&b, l, s)) {
+                ok = false;
+                break;
+            }
+            new_bytes += t->pb->len;
         }
     }
     if (ok) {
         ok = txb_emit(&b);
     }
-    while (p->nxt != p->end) {
-        struct txslot *t = txs(ep, p, p->nxt);
-        if (t->pb && !t->sent) {
-            break;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        struct lane *L = &p->ln[l];
+        while (L->tx && L->nxt != L->end) {
+            struct txslot *t = txs(ep, L, L->nxt);
+            if (t->pb && !t->sent) {
+                break;
+            }
+            L->nxt++;
         }
-        p->nxt++;
     }
     return ok;
 }
 
-static bool peer_retransmit(struct dn2f_ep *ep, struct peer *p, const uint32_t *seqs,
-                            unsigned n)
+static bool lane_retransmit(struct dn2f_ep *ep, struct peer *p, unsigned lane,
+                            const uint32_t *seqs, unsigned n)
 {
     struct txb b = { .ep = ep, .p = p, .retx = true };
     unsigned i;
     for (i = 0; i < n; i++) {
-        if (!txb_add(&b, seqs[i])) {
+        if (!txb_add(&b, lane, seqs[i])) {
             return false;
         }
     }
@@ -622,8 +675,8 @@ static void mc_discard(struct dn2f_ep *ep)
     for (i = 0; i < ep->mc_nrefs; i++) {
         struct mcref *r = &ep->mcrefs[i];
         struct peer *p = peer_get(ep, r->lid);
-        if (p && p->gen == r->gen && p->tx) {
-            struct txslot *t = txs(ep, p, r->seq);
+        if (p && p->gen == r->gen && p->ln[r->lane].tx) {
+            struct txslot *t = txs(ep, &p->ln[r->lane], r->seq);
             if (t->pb == r->pb) {
                 t->mc_pending = 0;      /* falls back to unicast copies */
             }
@@ -653,16 +706,17 @@ static void mc_emit(struct dn2f_ep *ep)
     for (i = 0; i < ep->mc_nrefs; i++) {
         struct mcref *r = &ep->mcrefs[i];
         struct peer *p = peer_get(ep, r->lid);
-        if (p && p->gen == r->gen && p->tx) {
-            struct txslot *s = txs(ep, p, r->seq);
+        if (p && p->gen == r->gen && p->ln[r->lane].tx) {
+            struct lane *L = &p->ln[r->lane];
+            struct txslot *s = txs(ep, L, r->seq);
             if (s->pb == r->pb && s->mc_pending && !s->sent) {
                 s->mc_pending = 0;
                 s->sent = 1;
                 s->ntx = 1;
                 s->last_tx = t;
-                p->inflight += s->pb->len;
-                if (p->rto_due == NO_DEADLINE) {
-                    p->rto_due = t + cur_rto(ep, p);
+                L->inflight += s->pb->len;
+                if (L->rto_due == NO_DEADLINE) {
+                    L->rto_due = t + cur_rto(ep, L);
                 }
             }
         }
@@ -673,6 +727,17 @@ static void mc_emit(struct dn2f_ep *ep)
 }
 
 /* ---------------------------------------------------------------- flush */
+static bool peer_has_new(const struct peer *p)
+{
+    unsigned l;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        if (p->ln[l].tx && p->ln[l].nxt != p->ln[l].end) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void flush_internal(struct dn2f_ep *ep)
 {
     struct peer *p;
@@ -687,7 +752,7 @@ static void flush_internal(struct dn2f_ep *ep)
     if (ep->link == DN2F_LINK_UP) {
         mc_emit(ep);
         for (p = ep->plist; p; p = p->next) {
-            if (!ep->blocked_until && p->tx && p->nxt != p->end) {
+            if (!ep->blocked_until && peer_has_new(p)) {
                 if (!peer_transmit_new(ep, p)) {
                     return;
                 }
@@ -711,18 +776,19 @@ void dn2f_ep_flush(struct dn2f_ep *ep)
 }
 
 /* ----------------------------------------------------------------- send */
-static bool peer_room(struct dn2f_ep *ep, struct peer *p, size_t len)
+static bool lane_room(struct dn2f_ep *ep, struct peer *p, unsigned lane, size_t len)
 {
+    struct lane *L = &p->ln[lane];
     if (p->st != PEER_ACTIVE) {
         return false;
     }
-    if ((uint32_t)(p->end - p->una) >= ep->cfg.tx_window) {
+    if ((uint32_t)(L->end - L->una) >= ep->cfg.tx_window) {
         return false;
     }
-    if (dn2f_seqdiff(p->limit, p->end) <= 0) {
+    if (dn2f_seqdiff(L->limit, L->end) <= 0) {
         return false;           /* no credits */
     }
-    if (p->tx_bytes + len > (size_t)ep->cfg.tx_window * DN2F_PKT_MAX) {
+    if (L->tx_bytes + len > (size_t)ep->cfg.tx_window * DN2F_PKT_MAX) {
         return false;
     }
     return true;
@@ -744,9 +810,11 @@ static unsigned group_members(struct dn2f_ep *ep, uint16_t glid, struct peer **o
     return n;
 }
 
-bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len)
+/* lanes: bit l = lane l must have room. */
+static bool can_send_lanes(struct dn2f_ep *ep, uint16_t dlid, unsigned lanes, size_t len)
 {
     struct peer *p;
+    unsigned l;
 
     if (ep->link != DN2F_LINK_UP || len < DN2F_PKT_MIN || len > DN2F_PKT_MAX) {
         return false;
@@ -758,8 +826,10 @@ bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len)
         struct peer *m[DN2F_MCAST_MAX_MEMBERS];
         unsigned i, n = group_members(ep, dlid, m);
         for (i = 0; i < n; i++) {
-            if (!peer_room(ep, m[i], len)) {
-                return false;
+            for (l = 0; l < DN2F_NUM_LANES; l++) {
+                if (((lanes >> l) & 1) && !lane_room(ep, m[i], l, len)) {
+                    return false;
+                }
             }
         }
         return true;
@@ -768,7 +838,25 @@ bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len)
     if (!p) {
         return true;            /* not routable: dn2f_ep_send drops it */
     }
-    return peer_room(ep, p, len);
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        if (((lanes >> l) & 1) && !lane_room(ep, p, l, len)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len)
+{
+    return can_send_lanes(ep, dlid, (1u << DN2F_NUM_LANES) - 1, len);
+}
+
+bool dn2f_ep_can_send_lane(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, size_t len)
+{
+    if (lane >= DN2F_NUM_LANES) {
+        return false;
+    }
+    return can_send_lanes(ep, dlid, 1u << lane, len);
 }
 
 static struct pbuf *pb_new(const void *pkt, size_t len)
@@ -782,20 +870,21 @@ static struct pbuf *pb_new(const void *pkt, size_t len)
     return pb;
 }
 
-static void slot_fill(struct dn2f_ep *ep, struct peer *p, struct pbuf *pb, uint16_t group)
+static void slot_fill(struct dn2f_ep *ep, struct lane *L, struct pbuf *pb, uint16_t group)
 {
-    struct txslot *t = txs(ep, p, p->end);
+    struct txslot *t = txs(ep, L, L->end);
     memset(t, 0, sizeof(*t));
     t->pb = pb;
     pb->refs++;
     t->group = group;
     t->mc_pending = group ? 1 : 0;
-    p->end++;
-    p->tx_bytes += pb->len;
+    L->end++;
+    L->tx_bytes += pb->len;
     ep->tx_total += pb->len;
 }
 
-static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
+static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const void *pkt,
+                      size_t len)
 {
     struct peer *m[DN2F_MCAST_MAX_MEMBERS];
     uint16_t mlid[DN2F_MCAST_MAX_MEMBERS];
@@ -809,7 +898,7 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t
         return -EHOSTUNREACH;
     }
     for (i = 0; i < n; i++) {
-        if (!peer_tx_alloc(ep, m[i])) {
+        if (!lane_tx_alloc(ep, &m[i]->ln[lane])) {
             return -ENOMEM;
         }
     }
@@ -828,18 +917,20 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t
         ep->mc_group = dlid;
     }
     for (i = 0; i < n; i++) {
+        struct lane *L = &m[i]->ln[lane];
         mlid[i] = m[i]->lid;
-        mseq[i] = m[i]->end;
+        mseq[i] = L->end;
         mep[i] = m[i]->epoch;
         ep->mcrefs[ep->mc_nrefs].lid = m[i]->lid;
-        ep->mcrefs[ep->mc_nrefs].seq = m[i]->end;
+        ep->mcrefs[ep->mc_nrefs].lane = (uint8_t)lane;
+        ep->mcrefs[ep->mc_nrefs].seq = L->end;
         ep->mcrefs[ep->mc_nrefs].gen = m[i]->gen;
         ep->mcrefs[ep->mc_nrefs].pb = pb;
         ep->mc_nrefs++;
-        slot_fill(ep, m[i], pb, dlid);
+        slot_fill(ep, L, pb, dlid);
     }
-    if (!dn2f_put_rec(&ep->mcw, DN2F_REC_MCAST_ORIGIN, 0, 0, dlid, n, mlid, mseq, mep,
-                      pkt, len)) {
+    if (!dn2f_put_rec(&ep->mcw, DN2F_REC_MCAST_ORIGIN, lane ? DN2F_RF_LANE1 : 0, 0, dlid, n,
+                      mlid, mseq, mep, pkt, len)) {
         /* cannot happen (checked above); the slots go out as unicast copies */
         mc_discard(ep);
     } else {
@@ -855,38 +946,40 @@ int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
 {
     struct peer *p;
     struct pbuf *pb;
+    unsigned lane;
 
     if (!pkt || len < DN2F_PKT_MIN || len > DN2F_PKT_MAX ||
         dn2f_pkt_dlid(pkt) != dlid) {
         return -EINVAL;
     }
-    if (!dn2f_ep_can_send(ep, dlid, len)) {
+    lane = dn2f_pkt_dwid(pkt);
+    if (!can_send_lanes(ep, dlid, 1u << lane, len)) {
         return -EAGAIN;
     }
     if (dn2f_lid_is_mcast(dlid)) {
-        return send_mcast(ep, dlid, pkt, len);
+        return send_mcast(ep, dlid, lane, pkt, len);
     }
     p = peer_get(ep, dlid);
     if (!p) {
         ep->st.drop[DN2F_DROP_NO_ROUTE]++;
         return -EHOSTUNREACH;
     }
-    if (!peer_tx_alloc(ep, p)) {
+    if (!lane_tx_alloc(ep, &p->ln[lane])) {
         return -ENOMEM;
     }
     pb = pb_new(pkt, len);
     if (!pb) {
         return -ENOMEM;
     }
-    slot_fill(ep, p, pb, 0);
+    slot_fill(ep, &p->ln[lane], pb, 0);
     ep->st.tx_pkts++;
     ep->st.tx_bytes += len;
     return 0;
 }
 
 /* -------------------------------------------------------------- receive */
-static bool rx_deliver_one(struct dn2f_ep *ep, struct peer *p, const uint8_t *pkt,
-                           size_t len, bool *consumed)
+static bool rx_deliver_one(struct dn2f_ep *ep, struct peer *p, struct lane *L,
+                           const uint8_t *pkt, size_t len, bool *consumed)
 {
     int rc;
     ep->in_deliver = true;
@@ -894,7 +987,7 @@ static bool rx_deliver_one(struct dn2f_ep *ep, struct peer *p, const uint8_t *pk
     ep->in_deliver = false;
     if (rc == -EBUSY) {
         ep->st.busy++;
-        p->rx_blocked = true;
+        L->rx_blocked = true;   /* this lane only: the other WID goes on */
         *consumed = false;
         return false;
     }
@@ -908,53 +1001,59 @@ static bool rx_deliver_one(struct dn2f_ep *ep, struct peer *p, const uint8_t *pk
     return true;
 }
 
-/* Deliver buffered in-order packets [base, cum). */
-static void rx_drain(struct dn2f_ep *ep, struct peer *p)
+static void ack_due_now(struct dn2f_ep *ep, struct peer *p)
 {
-    uint32_t old = p->base;
-    while (!p->rx_blocked && p->base != p->cum && p->rx) {
-        struct rxslot *s = rxs(ep, p, p->base);
+    p->ack_pending = true;
+    if (p->ack_due == NO_DEADLINE) {
+        p->ack_due = now(ep) + ep->cfg.ack_delay_ns;
+    }
+}
+
+/* Deliver buffered in-order packets [base, cum) of one lane. */
+static void rx_drain(struct dn2f_ep *ep, struct peer *p, struct lane *L)
+{
+    uint32_t old = L->base;
+    while (!L->rx_blocked && L->base != L->cum && L->rx) {
+        struct rxslot *s = rxs(ep, L, L->base);
         bool consumed;
         if (!s->present) {
             break;              /* cannot happen */
         }
-        rx_deliver_one(ep, p, s->data, s->len, &consumed);
+        rx_deliver_one(ep, p, L, s->data, s->len, &consumed);
         if (!consumed) {
             break;
         }
         ep->rx_total -= s->len;
-        p->rx_bytes -= s->len;
+        L->rx_bytes -= s->len;
         free(s->data);
         memset(s, 0, sizeof(*s));
-        p->base++;
-        /* peer_get may have been reset from the callback: re-check */
-        if (!p->rx) {
+        L->base++;
+        /* the lane may have been reset from the callback: re-check */
+        if (!L->rx) {
             break;
         }
     }
-    if (p->base != old) {
-        p->ack_pending = true;      /* credits opened */
-        if (p->ack_due == NO_DEADLINE) {
-            p->ack_due = now(ep) + ep->cfg.ack_delay_ns;
-        }
+    if (L->base != old) {
+        ack_due_now(ep, p);     /* credits opened */
     }
 }
 
-static void rx_advance_cum(struct dn2f_ep *ep, struct peer *p)
+static void rx_advance_cum(struct dn2f_ep *ep, struct lane *L)
 {
-    while (dn2f_seqdiff(p->cum, p->base + ep->cfg.rx_window) < 0) {
-        struct rxslot *s = rxs(ep, p, p->cum);
+    while (dn2f_seqdiff(L->cum, L->base + ep->cfg.rx_window) < 0) {
+        struct rxslot *s = rxs(ep, L, L->cum);
         if (!s->present) {
             break;
         }
-        p->cum++;
-        p->rx_ooo--;
+        L->cum++;
+        L->rx_ooo--;
     }
 }
 
 static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec *r)
 {
-    int32_t d = dn2f_seqdiff(r->seq, p->base);
+    struct lane *L = &p->ln[r->lane];
+    int32_t d = dn2f_seqdiff(r->seq, L->base);
     struct rxslot *s;
     bool consumed;
 
@@ -963,7 +1062,7 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
         ep->st.drop[DN2F_DROP_BAD_DLID]++;
         return;
     }
-    if (d < 0 || dn2f_seqdiff(r->seq, p->cum) < 0) {
+    if (d < 0 || dn2f_seqdiff(r->seq, L->cum) < 0) {
         ep->st.duplicates++;
         return;
     }
@@ -971,22 +1070,22 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
         ep->st.drop[DN2F_DROP_WINDOW]++;
         return;
     }
-    if (!peer_rx_alloc(ep, p)) {
+    if (!lane_rx_alloc(ep, L)) {
         ep->st.drop[DN2F_DROP_NO_BUFFER]++;
         return;
     }
-    s = rxs(ep, p, r->seq);
+    s = rxs(ep, L, r->seq);
     if (s->present) {
         ep->st.duplicates++;
         return;
     }
-    if (r->seq == p->base && p->base == p->cum && !p->rx_blocked) {
+    if (r->seq == L->base && L->base == L->cum && !L->rx_blocked) {
         /* The common case: in order, nothing waiting: no copy. */
-        if (rx_deliver_one(ep, p, r->pkt, r->len, &consumed)) {
-            p->base++;
-            p->cum++;
-            rx_advance_cum(ep, p);
-            rx_drain(ep, p);
+        if (rx_deliver_one(ep, p, L, r->pkt, r->len, &consumed)) {
+            L->base++;
+            L->cum++;
+            rx_advance_cum(ep, L);
+            rx_drain(ep, p, L);
             return;
         }
         /* -EBUSY: keep a copy below. */
@@ -1004,95 +1103,95 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
     s->len = r->len;
     s->present = 1;
     ep->rx_total += r->len;
-    p->rx_bytes += r->len;
-    if (r->seq != p->cum) {
+    L->rx_bytes += r->len;
+    if (r->seq != L->cum) {
         ep->st.out_of_order++;
     }
-    p->rx_ooo++;
-    rx_advance_cum(ep, p);
+    L->rx_ooo++;
+    rx_advance_cum(ep, L);
 }
 
-/* ACK processing (our send stream toward p).  Returns false if bogus. */
+/* ACK processing (our send stream toward p on lane a->lane).  False if bogus. */
 static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ack *a)
 {
+    struct lane *L = &p->ln[a->lane];
     int32_t d;
     uint32_t s;
     uint64_t t = now(ep), sample = 0;
-    bool have_sample = false, progressed = false;
+    bool have_sample = false;
     size_t acked_bytes = 0;
     uint32_t retx[DN2F_SACK_MAX_BITS];
     unsigned nretx = 0;
 
-    if (!p->tx) {
+    if (!L->tx) {
         if (a->cum != 0) {
             ep->st.drop[DN2F_DROP_BAD_ACK]++;
             return false;
         }
-        if (dn2f_seqdiff(a->limit, p->limit) > 0) {
-            p->limit = a->limit;
+        if (dn2f_seqdiff(a->limit, L->limit) > 0) {
+            L->limit = a->limit;
         }
         return true;
     }
-    d = dn2f_seqdiff(a->cum, p->una);
-    if (dn2f_seqdiff(a->cum, p->end) > 0) {
+    d = dn2f_seqdiff(a->cum, L->una);
+    if (dn2f_seqdiff(a->cum, L->end) > 0) {
         ep->st.drop[DN2F_DROP_BAD_ACK]++;
         return false;
     }
     if (d > 0) {
         /* every acknowledged slot must have been sent */
-        for (s = p->una; s != a->cum; s++) {
-            if (!txs(ep, p, s)->sent) {
+        for (s = L->una; s != a->cum; s++) {
+            if (!txs(ep, L, s)->sent) {
                 ep->st.drop[DN2F_DROP_BAD_ACK]++;
                 return false;
             }
         }
-        for (s = p->una; s != a->cum; s++) {
-            struct txslot *ts = txs(ep, p, s);
+        for (s = L->una; s != a->cum; s++) {
+            struct txslot *ts = txs(ep, L, s);
             if (!ts->sacked) {
-                p->inflight -= ts->pb->len;
+                L->inflight -= ts->pb->len;
             }
             if (ts->ntx == 1) {
                 sample = t - ts->last_tx;
                 have_sample = true;
             }
-            if (ts->last_tx > p->rack_ts) {
-                p->rack_ts = ts->last_tx;
+            if (ts->last_tx > L->rack_ts) {
+                L->rack_ts = ts->last_tx;
             }
             acked_bytes += ts->pb->len;
-            p->tx_bytes -= ts->pb->len;
+            L->tx_bytes -= ts->pb->len;
             ep->tx_total -= ts->pb->len;
             pb_unref(ts->pb);
             memset(ts, 0, sizeof(*ts));
         }
-        p->una = a->cum;
-        if (dn2f_seqdiff(p->nxt, p->una) < 0) {
-            p->nxt = p->una;
+        L->una = a->cum;
+        if (dn2f_seqdiff(L->nxt, L->una) < 0) {
+            L->nxt = L->una;
         }
-        p->backoff = 0;
-        progressed = true;
+        L->backoff = 0;
     }
-    if (dn2f_seqdiff(a->limit, p->limit) > 0) {
-        p->limit = a->limit;
-        p->probe_backoff = 0;
+    if (dn2f_seqdiff(a->limit, L->limit) > 0) {
+        L->limit = a->limit;
+        L->probe_backoff = 0;
     }
     /* SACK (only meaningful when relative to our current una) */
     if (d >= 0 && a->nbits) {
-        unsigned i, above = 0;
+        unsigned i;
         int hi = -1;
         for (i = 0; i < a->nbits; i++) {
             uint32_t q = a->cum + 1 + i;
             struct txslot *ts;
-            if (dn2f_seqdiff(q, p->end) >= 0) {
+            if (dn2f_seqdiff(q, L->end) >= 0) {
                 break;
             }
-            ts = txs(ep, p, q);
+            ts = txs(ep, L, q);
             if (dn2f_ack_sacked(a, i) && ts->pb && ts->sent) {
                 if (!ts->sacked) {
                     ts->sacked = 1;
-                    p->inflight -= ts->pb->len;
+                    L->inflight -= ts->pb->len;
                     acked_bytes += ts->pb->len;
-                    if (ts->last_tx > p->rack_ts) {
-                        p->rack_ts = ts->last_tx;
+                    if (ts->last_tx > L->rack_ts) {
+                        L->rack_ts = ts->last_tx;
                     }
                     if (ts->ntx == 1) {
                         sample = t - ts->last_tx;
@@ -1106,10 +1205,9 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
          * packet sent after it (by more than a reordering window) has
          * arrived.  Packets batched in one datagram or flush share a send
          * time, so reordering inside the network is not taken for loss. */
-        if (hi >= 0 && dn2f_seqdiff(p->end, a->cum) > 0) {
-            uint64_t reo = p->srtt / 4;
+        if (hi >= 0 && dn2f_seqdiff(L->end, a->cum) > 0) {
+            uint64_t reo = L->srtt / 4;
             uint32_t q;
-            (void)above;
             if (reo < 20000) {
                 reo = 20000;
             }
@@ -1118,61 +1216,70 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
             }
             for (q = a->cum; dn2f_seqdiff(q, a->cum + 1 + (uint32_t)hi) < 0 &&
                              nretx < DN2F_SACK_MAX_BITS; q++) {
-                struct txslot *ts = txs(ep, p, q);
-                if (ts->pb && ts->sent && !ts->sacked && ts->last_tx + reo < p->rack_ts) {
+                struct txslot *ts = txs(ep, L, q);
+                if (ts->pb && ts->sent && !ts->sacked && ts->last_tx + reo < L->rack_ts) {
                     retx[nretx++] = q;
                 }
             }
         }
     }
     if (have_sample) {
-        if (!p->srtt) {
-            p->srtt = sample;
-            p->rttvar = sample / 2;
+        if (!L->srtt) {
+            L->srtt = sample;
+            L->rttvar = sample / 2;
         } else {
-            uint64_t dev = sample > p->srtt ? sample - p->srtt : p->srtt - sample;
-            p->rttvar = (3 * p->rttvar + dev) / 4;
-            p->srtt = (7 * p->srtt + sample) / 8;
+            uint64_t dev = sample > L->srtt ? sample - L->srtt : L->srtt - sample;
+            L->rttvar = (3 * L->rttvar + dev) / 4;
+            L->srtt = (7 * L->srtt + sample) / 8;
         }
-        p->rto = p->srtt + 4 * p->rttvar;
-        if (p->rto < ep->cfg.rto_min_ns) {
-            p->rto = ep->cfg.rto_min_ns;
+        L->rto = L->srtt + 4 * L->rttvar;
+        if (L->rto < ep->cfg.rto_min_ns) {
+            L->rto = ep->cfg.rto_min_ns;
         }
-        if (p->rto > ep->cfg.rto_max_ns) {
-            p->rto = ep->cfg.rto_max_ns;
+        if (L->rto > ep->cfg.rto_max_ns) {
+            L->rto = ep->cfg.rto_max_ns;
         }
     }
     /* congestion window */
-    if (acked_bytes && !p->recovery) {
+    if (acked_bytes && !L->recovery) {
         uint64_t cmax = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
-        if (p->cwnd < p->ssthresh) {
-            p->cwnd += acked_bytes;
+        if (L->cwnd < L->ssthresh) {
+            L->cwnd += acked_bytes;
         } else {
-            p->cwnd += (uint64_t)ep->cfg.max_dgram * acked_bytes / p->cwnd + 1;
+            L->cwnd += (uint64_t)ep->cfg.max_dgram * acked_bytes / L->cwnd + 1;
         }
-        if (p->cwnd > cmax) {
-            p->cwnd = cmax;
+        if (L->cwnd > cmax) {
+            L->cwnd = cmax;
         }
     }
-    if (p->recovery && dn2f_seqdiff(p->una, p->recover) >= 0) {
-        p->recovery = false;
+    if (L->recovery && dn2f_seqdiff(L->una, L->recover) >= 0) {
+        L->recovery = false;
     }
     if (nretx) {
-        if (!p->recovery) {
+        if (!L->recovery) {
             uint64_t floor = ep->cfg.max_dgram;
-            p->ssthresh = p->cwnd / 2 > floor ? p->cwnd / 2 : floor;
-            p->cwnd = p->ssthresh;
-            p->recovery = true;
-            p->recover = p->end;
+            L->ssthresh = L->cwnd / 2 > floor ? L->cwnd / 2 : floor;
+            L->cwnd = L->ssthresh;
+            L->recovery = true;
+            L->recover = L->end;
         }
         ep->st.fast_retransmits += nretx;
         if (ep->link == DN2F_LINK_UP) {
-            peer_retransmit(ep, p, retx, nretx);
+            lane_retransmit(ep, p, a->lane, retx, nretx);
         }
     }
-    (void)progressed;
-    peer_rearm(ep, p);
+    lane_rearm(ep, L);
     return true;
+}
+
+static bool process_acks(struct dn2f_ep *ep, struct peer *p, const struct dn2f_acks *as)
+{
+    unsigned i;
+    bool ok = true;
+    for (i = 0; i < as->n; i++) {
+        ok &= process_ack(ep, p, &as->a[i]);
+    }
+    return ok;
 }
 
 /* ------------------------------------------------------------- routing */
@@ -1254,8 +1361,10 @@ static void routes_apply(struct dn2f_ep *ep)
         p->direct = (r->flags & DN2F_RT_DIRECT) && dn2f_addr_to_family(&a, fam);
         p->addr = a;
         if (p->st == PEER_ORPHAN) {
-            p->force_retx = true;   /* back: resend what is outstanding */
-            p->rto_due = t;
+            for (j = 0; j < DN2F_NUM_LANES; j++) {
+                p->ln[j].force_retx = true;     /* back: resend what is outstanding */
+                p->ln[j].rto_due = t;
+            }
         }
         p->st = PEER_ACTIVE;
         p->mark = mark;
@@ -1302,9 +1411,11 @@ static void routes_apply(struct dn2f_ep *ep)
         ep->ka_due = t + ep->cfg.keepalive_ns;
         for (p = ep->plist; p; p = nx) {
             nx = p->next;
-            p->force_retx = true;   /* resend what was in flight, now */
-            p->backoff = 0;
-            p->rto_due = t;
+            for (j = 0; j < DN2F_NUM_LANES; j++) {
+                p->ln[j].force_retx = true;     /* resend what was in flight, now */
+                p->ln[j].backoff = 0;
+                p->ln[j].rto_due = t;
+            }
         }
         if (ep->ops.link_state) {
             ep->ops.link_state(ep->opaque, true, ep->lid);
@@ -1488,11 +1599,12 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
             ep->last_sw_rx = now(ep);
         }
         if (m.h.type == DN2F_T_ACK) {
-            process_ack(ep, p, &m.u.ack);
+            process_acks(ep, p, &m.u.acks);
         } else {
             struct dn2f_iter it;
             struct dn2f_rec r;
-            if (m.u.data.has_ack && !process_ack(ep, p, &m.u.data.ack)) {
+            unsigned l;
+            if (m.u.data.acks.n && !process_acks(ep, p, &m.u.data.acks)) {
                 return;
             }
             dn2f_data_iter(&m, &it);
@@ -1502,7 +1614,9 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
                     return;     /* cannot happen: callbacks may not reset */
                 }
             }
-            rx_drain(ep, p);
+            for (l = 0; l < DN2F_NUM_LANES; l++) {
+                rx_drain(ep, p, &p->ln[l]);
+            }
         }
         if (m.h.type == DN2F_T_DATA || (m.h.flags & DN2F_F_ACKREQ)) {
             if (!p->ack_pending) {
@@ -1536,9 +1650,12 @@ void dn2f_ep_resume(struct dn2f_ep *ep)
         return;
     }
     for (p = ep->plist; p; p = p->next) {
-        if (p->rx_blocked) {
-            p->rx_blocked = false;
-            rx_drain(ep, p);
+        unsigned l;
+        for (l = 0; l < DN2F_NUM_LANES; l++) {
+            if (p->ln[l].rx_blocked) {
+                p->ln[l].rx_blocked = false;
+                rx_drain(ep, p, &p->ln[l]);
+            }
         }
     }
     flush_internal(ep);
@@ -1577,13 +1694,17 @@ uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep)
             continue;
         }
         if (ep->link == DN2F_LINK_UP) {
-            d = min64(d, p->rto_due);
-            d = min64(d, p->probe_due);
-            if (!ep->blocked_until && p->tx && p->nxt != p->end) {
-                struct txslot *ts = txs(ep, p, p->nxt);
-                if (ts->pb && !ts->sent && !ts->mc_pending &&
-                    (p->inflight == 0 || p->inflight + ts->pb->len <= p->cwnd)) {
-                    d = min64(d, t);        /* sendable: flush due */
+            unsigned l;
+            for (l = 0; l < DN2F_NUM_LANES; l++) {
+                struct lane *L = &p->ln[l];
+                d = min64(d, L->rto_due);
+                d = min64(d, L->probe_due);
+                if (!ep->blocked_until && L->tx && L->nxt != L->end) {
+                    struct txslot *ts = txs(ep, L, L->nxt);
+                    if (ts->pb && !ts->sent && !ts->mc_pending &&
+                        (L->inflight == 0 || L->inflight + ts->pb->len <= L->cwnd)) {
+                        d = min64(d, t);        /* sendable: flush due */
+                    }
                 }
             }
         }
@@ -1594,53 +1715,65 @@ uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep)
     return d;
 }
 
-static void peer_tick(struct dn2f_ep *ep, struct peer *p, uint64_t t)
+static bool lane_tick(struct dn2f_ep *ep, struct peer *p, unsigned lane, uint64_t t)
 {
-    if (!p->tx) {
-        p->rto_due = NO_DEADLINE;
-        p->force_retx = false;
+    struct lane *L = &p->ln[lane];
+    if (!L->tx) {
+        L->rto_due = NO_DEADLINE;
+        L->force_retx = false;
     }
-    if (p->tx && p->rto_due != NO_DEADLINE && t >= p->rto_due) {
-        uint64_t r = cur_rto(ep, p);
+    if (L->tx && L->rto_due != NO_DEADLINE && t >= L->rto_due) {
+        uint64_t r = cur_rto(ep, L);
         uint32_t s;
         unsigned n = 0;
-        bool forced = p->force_retx;
+        bool forced = L->force_retx;
         /* collect first (txb uses txb_seqs itself): retransmit in chunks */
         uint32_t list[256];
-        for (s = p->una; s != p->end; s++) {
-            struct txslot *ts = txs(ep, p, s);
+        for (s = L->una; s != L->end; s++) {
+            struct txslot *ts = txs(ep, L, s);
             if (ts->pb && ts->sent && !ts->sacked && (forced || ts->last_tx + r <= t)) {
                 list[n++] = s;
                 if (n == 256) {
-                    if (!peer_retransmit(ep, p, list, n)) {
-                        return;
+                    if (!lane_retransmit(ep, p, lane, list, n)) {
+                        return false;
                     }
                     n = 0;
                 }
             }
         }
-        if (n && !peer_retransmit(ep, p, list, n)) {
-            return;
+        if (n && !lane_retransmit(ep, p, lane, list, n)) {
+            return false;
         }
-        p->force_retx = false;
+        L->force_retx = false;
         if (!forced) {
             ep->st.timeouts++;
-            if (p->backoff < 16) {
-                p->backoff++;
+            if (L->backoff < 16) {
+                L->backoff++;
             }
-            p->ssthresh = p->cwnd / 2 > ep->cfg.max_dgram ? p->cwnd / 2 : ep->cfg.max_dgram;
-            p->cwnd = ep->cfg.max_dgram;
-            p->recovery = false;
+            L->ssthresh = L->cwnd / 2 > ep->cfg.max_dgram ? L->cwnd / 2 : ep->cfg.max_dgram;
+            L->cwnd = ep->cfg.max_dgram;
+            L->recovery = false;
         }
-        peer_rearm(ep, p);
+        lane_rearm(ep, L);
     }
-    if (p->probe_due != NO_DEADLINE && t >= p->probe_due) {
+    if (L->probe_due != NO_DEADLINE && t >= L->probe_due) {
         send_ack(ep, p, true);
-        p->probe_due = NO_DEADLINE;
-        if (p->probe_backoff < 16) {
-            p->probe_backoff++;
+        L->probe_due = NO_DEADLINE;
+        if (L->probe_backoff < 16) {
+            L->probe_backoff++;
         }
-        peer_rearm(ep, p);
+        lane_rearm(ep, L);
+    }
+    return true;
+}
+
+static void peer_tick(struct dn2f_ep *ep, struct peer *p, uint64_t t)
+{
+    unsigned l;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        if (!lane_tick(ep, p, l, t)) {
+            return;
+        }
     }
 }
 
@@ -1719,10 +1852,12 @@ struct dn2f_ep *dn2f_ep_new(const struct dn2f_ep_config *cfg,
     ep->dgbuf = malloc(DN2F_DGRAM_MAX);
     ep->mcbuf = malloc(DN2F_DGRAM_MAX);
     ep->txb_seqs = malloc(MAX_RECS_PER_DGRAM * sizeof(uint32_t));
+    ep->txb_lanes = malloc(MAX_RECS_PER_DGRAM);
     ep->mcrefs = malloc(MC_MAX_REFS * sizeof(struct mcref));
     ep->asm_routes = malloc(DN2F_NUM_CLID * sizeof(struct pend_route));
     ep->asm_groups = malloc(DN2F_NUM_GROUPS * sizeof(*ep->asm_groups));
-    if (!ep->dgbuf || !ep->mcbuf || !ep->txb_seqs || !ep->mcrefs || !ep->asm_routes ||
+    if (!ep->dgbuf || !ep->mcbuf || !ep->txb_seqs || !ep->txb_lanes || !ep->mcrefs ||
+        !ep->asm_routes ||
         !ep->asm_groups) {
         dn2f_ep_free(ep);
         errno = ENOMEM;
@@ -1750,6 +1885,7 @@ void dn2f_ep_free(struct dn2f_ep *ep)
     free(ep->dgbuf);
     free(ep->mcbuf);
     free(ep->txb_seqs);
+    free(ep->txb_lanes);
     free(ep->mcrefs);
     free(ep->asm_routes);
     free(ep->asm_groups);
@@ -1815,8 +1951,11 @@ bool dn2f_ep_idle(const struct dn2f_ep *ep)
         return false;
     }
     for (p = ep->plist; p; p = p->next) {
-        if (p->una != p->end) {
-            return false;
+        unsigned l;
+        for (l = 0; l < DN2F_NUM_LANES; l++) {
+            if (p->ln[l].una != p->ln[l].end) {
+                return false;
+            }
         }
     }
     return true;
@@ -1825,11 +1964,18 @@ bool dn2f_ep_idle(const struct dn2f_ep *ep)
 unsigned dn2f_ep_pending(const struct dn2f_ep *ep, uint16_t lid)
 {
     const struct peer *p;
+    unsigned l, n = 0;
     if (!dn2_lid_assignable(lid)) {
         return 0;
     }
     p = ep->peers[dn2f_lid_index(lid)];
-    return p ? (unsigned)(p->end - p->una) : 0;
+    if (!p) {
+        return 0;
+    }
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        n += (unsigned)(p->ln[l].end - p->ln[l].una);
+    }
+    return n;
 }
 
 unsigned dn2f_ep_group_members(struct dn2f_ep *ep, uint16_t group_lid)

@@ -79,6 +79,11 @@ uint16_t dn2f_pkt_dlid(const uint8_t *pkt)
     return dn2f_ld16(pkt + 4);      /* 1st DW little-endian, bits [47:32] */
 }
 
+unsigned dn2f_pkt_dwid(const uint8_t *pkt)
+{
+    return (dn2f_ld32(pkt) >> DN2_H0_DWID_BIT) & 1;
+}
+
 bool dn2f_lid_is_mcast(uint16_t lid)
 {
     return (lid & 0x0f00) == 0 && dn2_clid_is_mcast(dn2_lid_to_clid(lid));
@@ -552,7 +557,7 @@ size_t dn2f_ack_len(unsigned nbits)
     return DN2F_ACK_HDR_LEN + nbits / 8;
 }
 
-void dn2f_put_ack(struct dn2f_wbuf *b, uint32_t cum, uint32_t limit,
+void dn2f_put_ack(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum, uint32_t limit,
                   uint16_t nbits, const uint8_t *bits)
 {
     uint8_t *p;
@@ -565,6 +570,8 @@ void dn2f_put_ack(struct dn2f_wbuf *b, uint32_t cum, uint32_t limit,
         dn2f_st32(p, cum);
         dn2f_st32(p + 4, limit);
         dn2f_st16(p + 8, nbits);
+        p[10] = (uint8_t)lane;
+        p[11] = more ? 1 : 0;
         if (nbits && bits) {
             memcpy(p + 12, bits, nbits / 8);
         }
@@ -676,7 +683,7 @@ void dn2f_put_portstat(struct dn2f_wbuf *b, const struct dn2f_portstat *ps)
 }
 
 /* ------------------------------------------------------------------ decode */
-static int dec_ack(const uint8_t *p, size_t avail, struct dn2f_ack *a, size_t *used)
+static int dec_ack(const uint8_t *p, size_t avail, struct dn2f_ack *a, size_t *used, bool *more)
 {
     uint16_t nbits;
     if (avail < DN2F_ACK_HDR_LEN) {
@@ -685,8 +692,13 @@ static int dec_ack(const uint8_t *p, size_t avail, struct dn2f_ack *a, size_t *u
     a->cum = dn2f_ld32(p);
     a->limit = dn2f_ld32(p + 4);
     nbits = dn2f_ld16(p + 8);
-    if (dn2f_ld16(p + 10)) {
-        return -DN2F_E_RESERVED;
+    a->lane = p[10];
+    if (p[11] > 1) {
+        return -DN2F_E_FIELD;
+    }
+    *more = p[11] == 1;
+    if (a->lane >= DN2F_NUM_LANES) {
+        return -DN2F_E_FIELD;
     }
     if ((nbits & 31) || nbits > DN2F_SACK_MAX_BITS) {
         return -DN2F_E_FIELD;
@@ -702,6 +714,35 @@ static int dec_ack(const uint8_t *p, size_t avail, struct dn2f_ack *a, size_t *u
     a->nbits = nbits;
     a->bits = nbits ? p + DN2F_ACK_HDR_LEN : NULL;
     *used = dn2f_ack_len(nbits);
+    return 0;
+}
+
+/* 1..DN2F_NUM_LANES ACK blocks, each naming a different lane. */
+static int dec_acks(const uint8_t *p, size_t avail, struct dn2f_acks *as, size_t *used)
+{
+    size_t off = 0, u;
+    bool more = true;
+    unsigned i;
+    int rc;
+
+    as->n = 0;
+    while (more) {
+        if (as->n == DN2F_NUM_LANES) {
+            return -DN2F_E_FIELD;
+        }
+        rc = dec_ack(p + off, avail - off, &as->a[as->n], &u, &more);
+        if (rc) {
+            return rc;
+        }
+        for (i = 0; i < as->n; i++) {
+            if (as->a[i].lane == as->a[as->n].lane) {
+                return -DN2F_E_FIELD;
+            }
+        }
+        as->n++;
+        off += u;
+    }
+    *used = off;
     return 0;
 }
 
@@ -731,9 +772,10 @@ static int dec_rec(const uint8_t *p, size_t avail, uint16_t dst, struct dn2f_rec
     if (r->len < DN2F_PKT_MIN || r->len > DN2F_PKT_MAX) {
         return -DN2F_E_FIELD;
     }
-    if (r->rflags & ~DN2F_RF_RETX) {
+    if (r->rflags & ~DN2F_RF_ALL) {
         return -DN2F_E_FLAGS;
     }
+    r->lane = (r->rflags & DN2F_RF_LANE1) ? 1 : 0;
     switch (r->kind) {
     case DN2F_REC_UNICAST:
         break;
@@ -798,7 +840,11 @@ static int dec_rec(const uint8_t *p, size_t avail, uint16_t dst, struct dn2f_rec
     if (!all_zero(p + off + r->len, padded - r->len)) {
         return -DN2F_E_RESERVED;
     }
-    /* The packet's DLID must agree with the fabric header. */
+    /* The packet's DWID names its lane; its DLID must agree with the
+     * fabric header. */
+    if (dn2f_pkt_dwid(r->pkt) != r->lane) {
+        return -DN2F_E_FIELD;
+    }
     if (r->kind == DN2F_REC_UNICAST) {
         if (dn2f_pkt_dlid(r->pkt) != dst) {
             return -DN2F_E_FIELD;
@@ -816,9 +862,9 @@ static int dec_data(const uint8_t *body, size_t blen, struct dn2f_msg *m)
     struct dn2f_rec r;
     int rc;
 
-    m->u.data.has_ack = (m->h.flags & DN2F_F_ACK) != 0;
-    if (m->u.data.has_ack) {
-        rc = dec_ack(body, blen, &m->u.data.ack, &used);
+    m->u.data.acks.n = 0;
+    if (m->h.flags & DN2F_F_ACK) {
+        rc = dec_acks(body, blen, &m->u.data.acks, &used);
         if (rc) {
             return rc;
         }
@@ -844,7 +890,7 @@ static int dec_data(const uint8_t *body, size_t blen, struct dn2f_msg *m)
      * or unicast / MCAST_COPY records to one board. */
     if (m->u.data.kinds & (1u << DN2F_REC_MCAST_ORIGIN)) {
         if (m->u.data.kinds != (1u << DN2F_REC_MCAST_ORIGIN) ||
-            !dn2f_lid_is_mcast(m->h.dst_lid) || m->u.data.has_ack) {
+            !dn2f_lid_is_mcast(m->h.dst_lid) || m->u.data.acks.n) {
             return -DN2F_E_FIELD;
         }
     } else if (!dn2_lid_assignable(m->h.dst_lid)) {
@@ -1071,7 +1117,7 @@ int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m)
         if (!dn2_lid_assignable(m->h.src_lid) || !dn2_lid_assignable(m->h.dst_lid)) {
             return -DN2F_E_FIELD;
         }
-        rc = dec_ack(body, blen, &m->u.ack, &used);
+        rc = dec_acks(body, blen, &m->u.acks, &used);
         if (rc) {
             return rc;
         }

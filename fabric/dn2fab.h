@@ -41,7 +41,7 @@ extern "C" {
  * 1. Wire format (all multi-byte fields little-endian)
  * ====================================================================== */
 #define DN2F_MAGIC            0x46324e44u   /* bytes 'D' 'N' '2' 'F' */
-#define DN2F_VERSION          1
+#define DN2F_VERSION          2             /* 2: lanes (docs/fabric.md) */
 #define DN2F_HDR_LEN          32
 #define DN2F_DGRAM_MAX        65507         /* largest UDP payload (IPv4) */
 #define DN2F_DGRAM_DEFAULT    61440         /* default batching limit */
@@ -59,6 +59,7 @@ extern "C" {
 #define DN2F_ROUTE_LEN        36
 #define DN2F_ACK_HDR_LEN      12
 #define DN2F_PORTSTAT_LEN     92
+#define DN2F_NUM_LANES        2             /* one reliable stream per DWID */
 #define DN2F_STATS_HDR_LEN    80
 
 enum dn2f_type {
@@ -88,6 +89,8 @@ enum dn2f_rec_kind {
     DN2F_REC_MCAST_COPY = 2,    /* a multicast packet in a member's stream */
 };
 #define DN2F_RF_RETX          0x01    /* a retransmission (statistics only) */
+#define DN2F_RF_LANE1         0x02    /* lane 1 (= the packet's DWID); 0: lane 0 */
+#define DN2F_RF_ALL           0x03
 
 enum dn2f_route_mode {
     DN2F_ROUTE_DIRECT = 1,      /* unicast board-to-board; multicast via switch */
@@ -153,10 +156,17 @@ struct dn2f_hdr {
 };
 
 struct dn2f_ack {
+    uint8_t  lane;              /* the stream it acknowledges (0..DN2F_NUM_LANES-1) */
     uint32_t cum;               /* next sequence number expected */
     uint32_t limit;             /* the sender may send seqs < limit (credits) */
     uint16_t nbits;             /* SACK bits (multiple of 32): bit i = cum+1+i received */
     const uint8_t *bits;
+};
+
+/* The ACK blocks of one datagram: 1..DN2F_NUM_LANES, distinct lanes. */
+struct dn2f_acks {
+    unsigned n;
+    struct dn2f_ack a[DN2F_NUM_LANES];
 };
 
 struct dn2f_hello {
@@ -207,6 +217,7 @@ struct dn2f_rec {
     uint16_t len;               /* packet bytes */
     uint8_t  kind;              /* enum dn2f_rec_kind */
     uint8_t  rflags;
+    uint8_t  lane;              /* from rflags (validated = the packet's DWID) */
     uint16_t group;             /* MCAST_*: the group LID */
     uint16_t nmemb;             /* MCAST_ORIGIN: members */
     const uint8_t *members;     /* nmemb x 16 bytes: see dn2f_rec_member() */
@@ -225,14 +236,13 @@ struct dn2f_msg {
             size_t body_len;
         } routes;
         struct {
-            bool has_ack;
-            struct dn2f_ack ack;
+            struct dn2f_acks acks;  /* n = 0 unless the ACK flag is set */
             unsigned nrecs;
             uint8_t kinds;      /* bit (1 << kind) for each kind present */
             const uint8_t *recs;
             size_t recs_len;
         } data;
-        struct dn2f_ack ack;
+        struct dn2f_acks acks;  /* type ACK */
         struct { uint32_t gen; } keepalive;
         struct { uint32_t reason; } bye;
         struct { uint32_t cookie; } stats_req;
@@ -284,8 +294,9 @@ void dn2f_put_routes_hdr(struct dn2f_wbuf *b, uint32_t gen, uint16_t chunk, uint
 void dn2f_put_route(struct dn2f_wbuf *b, const struct dn2f_route *r);
 void dn2f_put_group(struct dn2f_wbuf *b, uint16_t group, uint16_t n, const uint16_t *lids);
 size_t dn2f_group_len(unsigned n);
-/* ACK block; bits may be NULL when nbits == 0 (nbits: multiple of 32). */
-void dn2f_put_ack(struct dn2f_wbuf *b, uint32_t cum, uint32_t limit,
+/* ACK block of one lane; more: another block follows.  bits may be NULL
+ * when nbits == 0 (nbits: multiple of 32). */
+void dn2f_put_ack(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum, uint32_t limit,
                   uint16_t nbits, const uint8_t *bits);
 size_t dn2f_ack_len(unsigned nbits);
 /* One DATA record; false (nothing written) if it does not fit. */
@@ -302,6 +313,7 @@ void dn2f_put_portstat(struct dn2f_wbuf *b, const struct dn2f_portstat *ps);
 
 /* Helpers on DIMMnet-2 packets and LIDs (via dn2_abi.h). */
 uint16_t dn2f_pkt_dlid(const uint8_t *pkt);         /* 1st DW [47:32] */
+unsigned dn2f_pkt_dwid(const uint8_t *pkt);         /* 1st DW bit 28: the lane */
 bool dn2f_lid_is_mcast(uint16_t lid);               /* a multicast group LID */
 static inline unsigned dn2f_lid_index(uint16_t lid) { return dn2_lid_to_clid(lid); }
 
@@ -399,6 +411,11 @@ void dn2f_ep_reset(struct dn2f_ep *ep, uint64_t new_epoch);
  * routing table within peer_grace_ns.  True for a LID that is not routable
  * (dn2f_ep_send then drops it, as the real switch would). */
 bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len);
+/* The same for one lane only (lane = the packet's DWID, 1st DW bit 28): a
+ * lane held back by the receiver's WID (credits) does not make the other
+ * lane's packets wait.  dn2f_ep_can_send() is true only when both lanes
+ * have room, so a caller that does not know the DWID yet stays safe. */
+bool dn2f_ep_can_send_lane(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, size_t len);
 /* Queue one DIMMnet-2 packet (DN2F_PKT_MIN..DN2F_PKT_MAX bytes; its 1st DW
  * DLID must equal dlid).  Copies pkt.  0, -EAGAIN (cannot send now: not
  * queued), -EINVAL, -EHOSTUNREACH (no route: dropped and counted). */

@@ -264,7 +264,7 @@ int main(int argc, char **argv)
         uint8_t bits[4] = { 0x05, 0, 0, 0 };
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACK, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
-        dn2f_put_ack(&w, 0, 64, 32, bits);
+        dn2f_put_ack(&w, 0, false, 0, 64, 32, bits);
         memset(pkt, 0x11, sizeof(pkt));
         pkt[4] = FZ_LID;
         pkt[5] = 0;
@@ -295,7 +295,7 @@ int main(int argc, char **argv)
         uint8_t bits[8] = { 0xff, 0x0f, 0, 0, 0, 0, 0, 0x80 };
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
-        dn2f_put_ack(&w, 1, 65, 64, bits);
+        dn2f_put_ack(&w, 0, false, 1, 65, 64, bits);
         n = dn2f_finish(&w);
         put_seed(dir, "ack-sack", 1 | (8 << 3), buf, n);
     }

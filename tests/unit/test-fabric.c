@@ -44,13 +44,16 @@ struct node;
 struct app {
     /* sender side: a stream of numbered packets toward each destination */
     uint16_t dst[MAX_NODES];
+    uint8_t dwid[MAX_NODES];        /* the stream's DWID (= its lane) */
     unsigned ndst;
     uint32_t to_send[MAX_NODES];    /* packets still to send per dst */
     uint32_t sent[MAX_NODES];
     uint32_t stream_id;             /* bumps when the board restarts */
-    /* receiver side: expected next number per (source LID) */
-    uint32_t expect[4096];
+    /* receiver side: expected next number per (DWID, source LID) */
+    uint32_t expect[DN2F_NUM_LANES][4096];
     uint32_t got_total;
+    uint32_t got_wid[DN2F_NUM_LANES];
+    uint8_t refuse_wids;            /* bit w: deliver() says -EBUSY to DWID w */
     uint64_t got_bytes;
     bool error;
     char errmsg[200];
@@ -209,6 +212,12 @@ static void fill_pkt(uint8_t *p, size_t len, uint16_t dlid, uint16_t slid, uint3
     }
 }
 
+/* The 1st DW's DWID (bit 28): the packet's lane. */
+static void set_dwid(uint8_t *p, unsigned dwid)
+{
+    p[3] = (uint8_t)((p[3] & ~0x10) | ((dwid & 1) << 4));
+}
+
 static size_t pkt_len_for(uint16_t slid, uint32_t n)
 {
     /* deterministic "random" sizes 16..4096 */
@@ -224,8 +233,9 @@ static int s_deliver(void *o, uint16_t slid, const uint8_t *pkt, size_t len)
     uint32_t n, stream;
     uint8_t ref[4096];
     unsigned idx = dn2f_lid_index(slid);
+    unsigned w = len >= 8 ? dn2f_pkt_dwid(pkt) : 0;
 
-    if (a->busy) {
+    if (a->busy || ((a->refuse_wids >> w) & 1)) {
         a->busy_stalls++;
         return -EBUSY;
     }
@@ -236,10 +246,11 @@ static int s_deliver(void *o, uint16_t slid, const uint8_t *pkt, size_t len)
     }
     memcpy(&n, pkt + 8, 4);
     memcpy(&stream, pkt + 12, 4);
-    if (n != a->expect[idx]) {
+    if (n != a->expect[w][idx]) {
         if (!a->error) {
-            snprintf(a->errmsg, sizeof(a->errmsg), "node %d from 0x%x: got #%u, expected #%u",
-                     nd->idx, slid, n, a->expect[idx]);
+            snprintf(a->errmsg, sizeof(a->errmsg),
+                     "node %d from 0x%x WID %u: got #%u, expected #%u",
+                     nd->idx, slid, w, n, a->expect[w][idx]);
         }
         a->error = true;
         return 0;
@@ -250,13 +261,15 @@ static int s_deliver(void *o, uint16_t slid, const uint8_t *pkt, size_t len)
         return 0;
     }
     fill_pkt(ref, len, dn2f_pkt_dlid(pkt), slid, stream, n);
+    set_dwid(ref, w);
     if (memcmp(ref, pkt, len) != 0) {
         a->error = true;
         snprintf(a->errmsg, sizeof(a->errmsg), "corrupt payload in #%u", n);
         return 0;
     }
-    a->expect[idx]++;
+    a->expect[w][idx]++;
     a->got_total++;
+    a->got_wid[w]++;
     a->got_bytes += len;
     if (a->busy_every && a->got_total % a->busy_every == 0) {
         a->busy = true;                 /* the board's ring is full for a while */
@@ -292,11 +305,12 @@ static void pump(struct node *nd)
         while (a->sent[i] < a->to_send[i]) {
             uint8_t pkt[4096];
             size_t len = pkt_len_for(me, a->sent[i]);
-            if (!dn2f_ep_can_send(nd->ep, a->dst[i], len)) {
+            if (!dn2f_ep_can_send_lane(nd->ep, a->dst[i], a->dwid[i], len)) {
                 a->stall_seen++;
                 break;
             }
             fill_pkt(pkt, len, a->dst[i], me, a->stream_id, a->sent[i]);
+            set_dwid(pkt, a->dwid[i]);
             if (dn2f_ep_send(nd->ep, a->dst[i], pkt, len) != 0) {
                 break;
             }
@@ -549,14 +563,20 @@ static bool cond_idle(void)
     return true;
 }
 
-static void stream(int from, int to, uint32_t n)
+static void stream_wid(int from, int to, unsigned dwid, uint32_t n)
 {
     struct app *a = APP(from);
     unsigned k = a->ndst++;
     a->dst[k] = dn2f_ep_lid(EP(to));
+    a->dwid[k] = (uint8_t)dwid;
     a->to_send[k] = n;
     a->sent[k] = 0;
     g_want[to] += n;
+}
+
+static void stream(int from, int to, uint32_t n)
+{
+    stream_wid(from, to, 0, n);
 }
 
 static void print_stats(const char *what, int i)
@@ -622,7 +642,7 @@ static size_t build_sample(int kind, uint8_t *buf)
         uint64_t me[2] = { 100, 200 };
         (void)ml; (void)ms; (void)me;
         dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACK, 1, 2, 11, 22);
-        dn2f_put_ack(&w, 100, 612, 32, bits);
+        dn2f_put_ack(&w, 0, false, 100, 612, 32, bits);
         fill_pkt(pkt, 37, 2, 1, 0, 0);
         dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, 100, 0, 0, NULL, NULL, NULL, pkt, 37);
         fill_pkt(pkt, 600, 0xc005, 1, 0, 1);
@@ -641,7 +661,7 @@ static size_t build_sample(int kind, uint8_t *buf)
     }
     case 5:
         dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, 1, 2, 3, 4);
-        dn2f_put_ack(&w, 5, 69, 0, NULL);
+        dn2f_put_ack(&w, 1, false, 5, 69, 0, NULL);
         break;
     case 6:
         dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, 1, 0, 3, 4);
@@ -726,10 +746,11 @@ static bool t_wire_roundtrip(void)
 
     len = build_sample(3, g_buf);
     dn2f_decode(g_buf, len, &m);
-    CHECK(m.u.data.has_ack && m.u.data.ack.cum == 100 && m.u.data.ack.limit == 612 &&
-          m.u.data.ack.nbits == 32 && dn2f_ack_sacked(&m.u.data.ack, 0) &&
-          !dn2f_ack_sacked(&m.u.data.ack, 1) && dn2f_ack_sacked(&m.u.data.ack, 2) &&
-          dn2f_ack_sacked(&m.u.data.ack, 31) && m.u.data.nrecs == 2, "data+ack");
+    CHECK(m.u.data.acks.n == 1 && m.u.data.acks.a[0].cum == 100 &&
+          m.u.data.acks.a[0].limit == 612 && m.u.data.acks.a[0].lane == 0 &&
+          m.u.data.acks.a[0].nbits == 32 && dn2f_ack_sacked(&m.u.data.acks.a[0], 0) &&
+          !dn2f_ack_sacked(&m.u.data.acks.a[0], 1) && dn2f_ack_sacked(&m.u.data.acks.a[0], 2) &&
+          dn2f_ack_sacked(&m.u.data.acks.a[0], 31) && m.u.data.nrecs == 2, "data+ack");
     dn2f_data_iter(&m, &it);
     CHECK(dn2f_data_next(&it, &r) && r.seq == 100 && r.len == 37 && r.kind == DN2F_REC_UNICAST
           && dn2f_pkt_dlid(r.pkt) == 2, "rec 1");
@@ -817,9 +838,9 @@ static bool t_wire_oversized_and_fields(void)
         g_buf[0] ^= 1;
         CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_MAGIC, "magic %d", k);
         g_buf[0] ^= 1;
-        g_buf[4] = 2;
+        g_buf[4] = DN2F_VERSION + 1;
         CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_VERSION, "version %d", k);
-        g_buf[4] = 1;
+        g_buf[4] = DN2F_VERSION;
         g_buf[5] = 0;
         CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_TYPE, "type %d", k);
         len = build_sample(k, g_buf);
@@ -864,7 +885,7 @@ static bool t_wire_garbage(void)
         }
         if (i & 1 && len >= 16) {       /* plausible header, random body */
             buf[0] = 'D'; buf[1] = 'N'; buf[2] = '2'; buf[3] = 'F';
-            buf[4] = 1;
+            buf[4] = DN2F_VERSION;
             buf[5] = (uint8_t)(1 + dn2f_rng_next(&r) % (DN2F_T_MAX - 1));
             buf[6] = buf[7] = 0;
             if (len >= 16) {
@@ -1115,6 +1136,11 @@ static bool cond_group3(void)
     return dn2f_ep_group_members(EP(1), g_group) == 3;
 }
 
+static bool cond_group2(void)
+{
+    return dn2f_ep_group_members(EP(1), g_group) == 2;
+}
+
 static bool t_multicast(void)
 {
     char msg[200];
@@ -1182,7 +1208,7 @@ static bool t_hostile_input(void)
         case 2:                         /* forged ACK far ahead */
             dn2f_wbuf_init(&w, buf, sizeof(buf));
             dn2f_put_hdr(&w, DN2F_T_ACK, 0, l1, l2, dn2f_ep_epoch(EP(1)), dn2f_ep_epoch(EP(2)));
-            dn2f_put_ack(&w, (uint32_t)dn2f_rng_next(&r), 0, 0, NULL);
+            dn2f_put_ack(&w, 0, false, (uint32_t)dn2f_rng_next(&r), 0, 0, NULL);
             len = dn2f_finish(&w);
             break;
         default:                        /* forged control "from the switch" */
@@ -1243,6 +1269,103 @@ static bool t_peer_gone(void)
     return true;
 }
 
+/* Defect 9: a board's two processes (WID 0 and WID 1) share the link to a
+ * peer.  WID 0's receive ring stays full for a long time (deliver() says
+ * -EBUSY to every DWID 0 packet); WID 1's packets from the same peer must
+ * keep flowing meanwhile.  Before the lanes, one -EBUSY blocked the peer's
+ * whole stream (rx_blocked per peer, and the credit limit with it), so WID 1
+ * received nothing until WID 0 had room: this test then fails at "WID 1
+ * starved".  Afterwards WID 0 resumes and gets everything, in order. */
+static uint32_t g_lane_want;
+static bool cond_wid1_done(void)
+{
+    return APP(2)->got_wid[1] >= g_lane_want || APP(2)->error;
+}
+
+static bool lanes(int mode, uint64_t seed, double loss)
+{
+    char msg[200];
+    const uint32_t n = 3000;
+    uint64_t t0, t_done;
+    const uint64_t refuse_ns = 20ULL * 1000000000;
+
+    sim_reset(seed, loss, loss / 2, loss);
+    CHECK(bring_up(mode, 2), "link did not come up");
+    APP(2)->refuse_wids = 1;            /* WID 0's ring is full ... */
+    stream_wid(1, 2, 0, n);
+    stream_wid(1, 2, 1, n);
+    g_lane_want = n;
+    t0 = sim.now;
+    CHECK(sim_run(cond_wid1_done, refuse_ns), "WID 1 starved while WID 0 refused: "
+          "WID 1 got %u/%u, WID 0 %u", APP(2)->got_wid[1], n, APP(2)->got_wid[0]);
+    t_done = sim.now;
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_wid[0] == 0, "WID 0 got %u packets while refusing", APP(2)->got_wid[0]);
+    CHECK(dn2f_ep_stats(EP(2))->busy > 0, "deliver never refused");
+    /* the sender: lane 0 waits for credits, lane 1 does not */
+    CHECK(!dn2f_ep_can_send_lane(EP(1), dn2f_ep_lid(EP(2)), 0, 64),
+          "lane 0 should be out of credits");
+    CHECK(!dn2f_ep_can_send(EP(1), dn2f_ep_lid(EP(2)), 64), "can_send: both lanes");
+    CHECK(dn2f_ep_can_send_lane(EP(1), dn2f_ep_lid(EP(2)), 1, 64), "lane 1 stalled");
+    /* ... for a long while more: WID 0 stays refused, nothing is lost */
+    sim_run(NULL, 5ULL * 1000000000);
+    CHECK(APP(2)->got_wid[0] == 0, "delivered while refused");
+    APP(2)->refuse_wids = 0;
+    dn2f_ep_resume(EP(2));
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete after resume: WID 0 %u/%u",
+          APP(2)->got_wid[0], n);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_wid[0] == n && APP(2)->got_wid[1] == n, "exactly once: %u %u",
+          APP(2)->got_wid[0], APP(2)->got_wid[1]);
+    CHECK(sim_run(cond_idle, 20ULL * 1000000000), "not idle at the end");
+    fprintf(stderr, "#   WID 1 complete after %.3f s with WID 0 refused; %llu refusals, "
+            "probes kept it alive\n", (double)(t_done - t0) / 1e9,
+            (unsigned long long)dn2f_ep_stats(EP(2))->busy);
+    return true;
+}
+
+static bool t_lanes_direct(void) { return lanes(DN2F_ROUTE_DIRECT, 21, 0); }
+static bool t_lanes_lossy(void) { return lanes(DN2F_ROUTE_SWITCH, 22, 0.05); }
+
+/* Multicast copies travel in the lane of their DWID: a member whose WID 0
+ * refuses still gets the group's DWID 1 packets. */
+static bool cond_mc_lane(void)
+{
+    return (APP(2)->got_wid[1] >= 1000 && APP(3)->got_wid[1] >= 1000) || APP(2)->error ||
+           APP(3)->error;
+}
+
+static bool t_lanes_mcast(void)
+{
+    char msg[200];
+    sim_reset(23, 0.05, 0.02, 0.05);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 3), "link did not come up");
+    g_group = dn2_clid_to_lid(0xc07);
+    CHECK(dn2f_ep_mcast_join(EP(2), g_group) == 0 && dn2f_ep_mcast_join(EP(3), g_group) == 0,
+          "join");
+    CHECK(sim_run(cond_group2, 30ULL * 1000000000), "membership not propagated");
+    APP(2)->refuse_wids = 1;
+    stream_wid(1, 2, 0, 1000);                  /* unicast to WID 0 of node 2: blocked */
+    APP(1)->dst[1] = g_group;                   /* the group, DWID 1 */
+    APP(1)->dwid[1] = 1;
+    APP(1)->to_send[1] = 1000;
+    APP(1)->sent[1] = 0;
+    APP(1)->ndst = 2;
+    CHECK(sim_run(cond_mc_lane, 20ULL * 1000000000), "multicast lane starved: %u %u",
+          APP(2)->got_wid[1], APP(3)->got_wid[1]);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_wid[0] == 0, "WID 0 delivered while refused");
+    APP(2)->refuse_wids = 0;
+    dn2f_ep_resume(EP(2));
+    g_want[2] = 2000;
+    g_want[3] = 1000;
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete after resume");
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_wid[0] == 1000 && APP(2)->got_wid[1] == 1000 &&
+          APP(3)->got_wid[1] == 1000, "exactly once");
+    return true;
+}
+
 /* Take the first queued datagram to node `to` of the given type out of the
  * simulated network (the others stay queued). */
 static bool take_dgram(int to, unsigned type, struct qitem *out)
@@ -1282,7 +1405,7 @@ static unsigned queued_from(int from, bool *data_ack, unsigned *acks)
             continue;
         }
         n++;
-        if (m.h.type == DN2F_T_DATA && m.u.data.has_ack) {
+        if (m.h.type == DN2F_T_DATA && m.u.data.acks.n) {
             *data_ack = true;
         } else if (m.h.type == DN2F_T_ACK) {
             (*acks)++;
@@ -1379,6 +1502,9 @@ static const struct {
     { "hostile input to an endpoint", t_hostile_input },
     { "peer gone: orphan grace, then drop", t_peer_gone },
     { "input without flush: the ACK rides on the answer", t_ack_rides_answer },
+    { "lanes: WID 0 refused for 25 s, WID 1 flows, then all in order (direct)", t_lanes_direct },
+    { "lanes: the same at 5% loss + dup + reorder via the switch", t_lanes_lossy },
+    { "lanes: multicast copies in the lane of their DWID", t_lanes_mcast },
 };
 
 int main(int argc, char **argv)

@@ -107,6 +107,8 @@ local ff = {
     a_cum = ProtoField.uint32("dn2f.ack.cum", "Next expected seq (cumulative)", base.DEC),
     a_limit = ProtoField.uint32("dn2f.ack.limit", "Credit limit", base.DEC),
     a_nbits = ProtoField.uint16("dn2f.ack.nbits", "SACK bits", base.DEC),
+    a_lane = ProtoField.uint8("dn2f.ack.lane", "Lane (DWID)", base.DEC),
+    a_more = ProtoField.uint8("dn2f.ack.more", "Another ACK block follows", base.DEC),
     a_sacked = ProtoField.string("dn2f.ack.sacked", "SACKed"),
     rec = ProtoField.bytes("dn2f.rec", "Record"),
     rec_seq = ProtoField.uint32("dn2f.rec.seq", "Seq", base.DEC),
@@ -114,6 +116,7 @@ local ff = {
     rec_kind = ProtoField.uint8("dn2f.rec.kind", "Kind", base.DEC, kinds),
     rec_flags = ProtoField.uint8("dn2f.rec.flags", "Record flags", base.HEX),
     rec_retx = ProtoField.bool("dn2f.rec.retx", "Retransmission", 8, nil, 0x01),
+    rec_lane = ProtoField.uint8("dn2f.rec.lane", "Lane (= the packet's DWID)", base.DEC, nil, 0x02),
     rec_group = ProtoField.uint16("dn2f.rec.group", "Group LID", base.HEX),
     rec_nmemb = ProtoField.uint16("dn2f.rec.nmemb", "Members", base.DEC),
     m_lid = ProtoField.uint16("dn2f.member.lid", "Member LID", base.HEX),
@@ -238,13 +241,19 @@ local function add_addr(t, r, fam)
     end
 end
 
-local function dissect_ack(r, off, tree)
+-- One ACK block (lane, cumulative point, credit limit, SACK bitmap).
+local function dissect_ack1(r, off, tree)
     local t = tree:add(fab, r:range(off, 12), "ACK block")
     t:add_le(ff.a_cum, r:range(off, 4))
     t:add_le(ff.a_limit, r:range(off + 4, 4))
     t:add_le(ff.a_nbits, r:range(off + 8, 2))
+    t:add(ff.a_lane, r:range(off + 10, 1))
+    t:add(ff.a_more, r:range(off + 11, 1))
     local cum = r:range(off, 4):le_uint()
     local nbits = r:range(off + 8, 2):le_uint()
+    local lane = r:range(off + 10, 1):uint()
+    local more = r:range(off + 11, 1):uint() == 1
+    t:append_text(string.format(" lane %d", lane))
     if nbits > 0 and off + 12 + nbits / 8 <= r:len() then
         local s = {}
         for i = 0, nbits - 1 do
@@ -256,7 +265,19 @@ local function dissect_ack(r, off, tree)
         end
         t:add(ff.a_sacked, r:range(off + 12, nbits / 8), table.concat(s, " "))
     end
-    return off + 12 + nbits / 8, string.format("cum %d lim %d", cum, r:range(off + 4, 4):le_uint())
+    return off + 12 + nbits / 8, more,
+           string.format("L%d cum %d lim %d", lane, cum, r:range(off + 4, 4):le_uint())
+end
+
+-- The ACK blocks of a datagram (one per lane, chained by the "more" byte).
+local function dissect_ack(r, off, tree)
+    local parts, more = {}, true
+    local s
+    while more and #parts < 2 and off + 12 <= r:len() do
+        off, more, s = dissect_ack1(r, off, tree)
+        parts[#parts + 1] = s
+    end
+    return off, table.concat(parts, "; ")
 end
 
 local function dissect_fabric(r, pinfo, tree)
@@ -350,13 +371,15 @@ local function dissect_fabric(r, pinfo, tree)
                     break
                 end
                 local e = t:add(fab, r:range(o, total),
-                    string.format("Record seq %d, %s, %d bytes%s", seq, kinds[kind] or "?", plen,
+                    string.format("Record lane %d seq %d, %s, %d bytes%s", bit32.band(rf, 2) / 2,
+                                  seq, kinds[kind] or "?", plen,
                                   bit32.band(rf, 1) == 1 and " (retransmission)" or ""))
                 e:add_le(ff.rec_seq, r:range(o, 4))
                 e:add_le(ff.rec_len, r:range(o + 4, 2))
                 e:add(ff.rec_kind, r:range(o + 6, 1))
                 local rfi = e:add(ff.rec_flags, r:range(o + 7, 1))
                 rfi:add(ff.rec_retx, r:range(o + 7, 1))
+                rfi:add(ff.rec_lane, r:range(o + 7, 1))
                 if kind == 1 or kind == 2 then
                     e:add_le(ff.rec_group, r:range(o + 8, 2))
                 end
