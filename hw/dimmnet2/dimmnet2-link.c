@@ -42,6 +42,7 @@
 #include "qemu/error-report.h"
 #include "qapi/error.h"
 #include "migration/blocker.h"
+#include "crypto/secret_common.h"
 #include "dimmnet2.h"
 #include "fabric/dn2fab.h"
 #include "trace.h"
@@ -73,9 +74,12 @@ struct DN2Link {
     bool thread_on;             /* rx-thread=on: the thread owns receive */
     QemuThread thread;
     bool quit;                  /* atomic: the thread must leave */
+    uint8_t *secret;            /* the cluster secret (secret=), or NULL */
+    size_t secret_len;
 };
 
 typedef struct DN2LoopPkt {
+    uint64_t seq;               /* order of sending, over all queues */
     size_t len;
     uint8_t data[];
 } DN2LoopPkt;
@@ -84,19 +88,56 @@ typedef struct DN2LoopPkt {
 /* Loopback                                                            */
 /* ------------------------------------------------------------------ */
 
+/* The loopback queue of a packet: its destination WID and whether it is
+ * an RVL-family request (which waits on the RC FIFO) or anything else
+ * (which waits only on the destination process's own rings). */
+static unsigned dn2_loop_queue(uint64_t h0)
+{
+    unsigned type = DN2_GET(h0, DN2_H0_TYPE_HI, DN2_H0_TYPE_LO);
+    unsigned dwid = (h0 >> DN2_H0_DWID_BIT) & 1;
+
+    return dwid * 2 + dn2_otype_is_rvl(type);
+}
+
+/*
+ * Each queue is in order on its own, and a queue whose head must wait does
+ * not hold the others up: data overtakes RVL requests that wait for room in
+ * the RC FIFO.  The other way round is not allowed: an RVL is delivered
+ * only once every data packet sent before it to the same process is, so a
+ * read after a write reads what was written (choice #47).
+ */
+static bool dn2_loop_rvl_may_go(DN2State *s, unsigned q, const DN2LoopPkt *p)
+{
+    const DN2LoopPkt *d = g_queue_peek_head(&s->loop_q[q & ~1u]);
+
+    return !d || d->seq > p->seq;
+}
+
 static void dn2_loop_bh(void *opaque)
 {
     DN2State *s = opaque;
-    DN2LoopPkt *p;
-    int n = 0;
+    bool more = false;
+    unsigned q;
 
-    while ((p = g_queue_peek_head(&s->loop_q)) && n++ < DN2_LOOP_MAX) {
-        if (dn2_rx_packet(s, DN2_LOOP_LID, p->data, p->len) == -EBUSY) {
-            return;             /* the rx retry timer or a host write resumes */
+    /* Data queues first (q even), then the RVL queue of the same WID. */
+    for (q = 0; q < DN2_LOOP_QUEUES; q++) {
+        DN2LoopPkt *p;
+        int n = 0;
+
+        while ((p = g_queue_peek_head(&s->loop_q[q])) && n++ < DN2_LOOP_MAX) {
+            if ((q & 1) && !dn2_loop_rvl_may_go(s, q, p)) {
+                break;          /* its data queue moving on resumes it */
+            }
+            if (dn2_rx_packet(s, DN2_LOOP_LID, p->data, p->len) == -EBUSY) {
+                break;          /* the rx retry timer or a host write resumes */
+            }
+            g_free(g_queue_pop_head(&s->loop_q[q]));
         }
-        g_free(g_queue_pop_head(&s->loop_q));
+        if (p && n > DN2_LOOP_MAX) {
+            more = true;
+        }
     }
-    if (!g_queue_is_empty(&s->loop_q)) {
+    if (more) {
         qemu_bh_schedule(s->loop_bh);
     }
     dn2_kick(s);                /* the Window Controller may wait for room */
@@ -105,9 +146,12 @@ static void dn2_loop_bh(void *opaque)
 static void dn2_loop_flush_all(DN2State *s)
 {
     DN2LoopPkt *p;
+    unsigned q;
 
-    while ((p = g_queue_pop_head(&s->loop_q))) {
-        g_free(p);
+    for (q = 0; q < DN2_LOOP_QUEUES; q++) {
+        while ((p = g_queue_pop_head(&s->loop_q[q]))) {
+            g_free(p);
+        }
     }
 }
 
@@ -359,7 +403,14 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
 
     dn2f_ep_config_default(&cfg);
     if (dn2f_addr_parse(&cfg.sw, s->switch_addr) < 0) {
-        error_setg(errp, "dimmnet2: switch=%s is not HOST:PORT", s->switch_addr);
+        error_setg(errp, "dimmnet2: switch=%s is not HOST:PORT (e.g. "
+                   "127.0.0.1:4791 or [::1]:4791)", s->switch_addr);
+        g_free(l);
+        return false;
+    }
+    if (dn2f_addr_port(&cfg.sw) == 0) {
+        error_setg(errp, "dimmnet2: switch=%s: port 0 is no switch's port; give "
+                   "the port dn2-switch --listen was given", s->switch_addr);
         g_free(l);
         return false;
     }
@@ -368,6 +419,31 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
         error_setg(errp, "dimmnet2: local=%s is not HOST:PORT", s->local_addr);
         g_free(l);
         return false;
+    }
+    if (local.len && local.u.sa.sa_family != cfg.sw.u.sa.sa_family) {
+        error_setg(errp, "dimmnet2: local=%s is %s but switch=%s is %s: the "
+                   "board could never reach its switch; give both of one family",
+                   s->local_addr, local.u.sa.sa_family == AF_INET6 ? "IPv6" : "IPv4",
+                   s->switch_addr,
+                   cfg.sw.u.sa.sa_family == AF_INET6 ? "IPv6" : "IPv4");
+        g_free(l);
+        return false;
+    }
+    if (s->secret_id) {
+        if (qcrypto_secret_lookup(s->secret_id, &l->secret, &l->secret_len,
+                                  errp) < 0) {
+            error_prepend(errp, "dimmnet2: secret=%s: ", s->secret_id);
+            g_free(l);
+            return false;
+        }
+        if (!l->secret_len) {
+            error_setg(errp, "dimmnet2: secret=%s is empty; the cluster secret "
+                       "must be the same non-empty bytes as dn2-switch's "
+                       "--secret-file", s->secret_id);
+            g_free(l->secret);
+            g_free(l);
+            return false;
+        }
     }
     if (!local.len) {
         /* Any address of the switch's family, any port. */
@@ -378,6 +454,7 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
     if (l->fd < 0) {
         error_setg_errno(errp, -l->fd, "dimmnet2: cannot open a UDP socket "
                          "on %s", s->local_addr ? s->local_addr : "any address");
+        g_free(l->secret);
         g_free(l);
         return false;
     }
@@ -387,6 +464,7 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
     if (!l->ep) {
         error_setg(errp, "dimmnet2: cannot create the fabric endpoint");
         close(l->fd);
+        g_free(l->secret);
         g_free(l);
         return false;
     }
@@ -420,7 +498,9 @@ bool dn2_link_init(DN2State *s, Error **errp)
         error_setg(errp, "dimmnet2: give either switch= or loopback=on, not both");
         return false;
     }
-    g_queue_init(&s->loop_q);
+    for (unsigned q = 0; q < DN2_LOOP_QUEUES; q++) {
+        g_queue_init(&s->loop_q[q]);
+    }
     dn2_rx_init(s);
     if (s->loopback) {
         s->link_kind = DN2_LINK_LOOPBACK;
@@ -467,18 +547,60 @@ void dn2_link_fini(DN2State *s)
         dn2f_ep_free(s->link->ep);
         close(s->link->fd);
         g_free(s->link->rxb.buf);
+        if (s->link->secret) {
+            memset(s->link->secret, 0, s->link->secret_len);
+            g_free(s->link->secret);
+        }
         g_free(s->link);
         s->link = NULL;
     }
 }
 
-/* Power-on and Controller Reset: the port forgets packets in flight. */
+/*
+ * The SMA LID register and link state, read from the port itself: the
+ * loopback cable is always up with LID 1, the fabric endpoint knows whether
+ * its link is up and its LID, and no cable is no link.  A reset or an
+ * incoming migration re-reads them; they are never taken from a stream or
+ * left zero while the port is up.
+ */
+void dn2_link_refresh(DN2State *s)
+{
+    bool up = false;
+    uint16_t lid = 0;
+
+    switch (s->link_kind) {
+    case DN2_LINK_LOOPBACK:
+        up = true;
+        lid = DN2_LOOP_LID;
+        break;
+    case DN2_LINK_FABRIC:
+        if (s->link && dn2f_ep_link(s->link->ep) == DN2F_LINK_UP) {
+            up = true;
+            lid = dn2f_ep_lid(s->link->ep);
+        }
+        break;
+    default:
+        break;
+    }
+    s->sma_lid = up ? lid : 0;
+    s->link_state = up ? DN2_SMA_LINK_READY : 0;
+    trace_dimmnet2_link_refresh(s->index, up, lid);
+}
+
+/* Power-on and Controller Reset: the loopback cable forgets packets in
+ * flight (the fabric keeps its streams: they belong to the peers too), the
+ * SMA is re-read from the port, and whatever the Receive Controller had
+ * refused for want of room is offered again, now that the rings are gone:
+ * no reset leaves a peer's stream held. */
 void dn2_link_reset(DN2State *s)
 {
     dn2_loop_flush_all(s);
-    if (s->link_kind == DN2_LINK_LOOPBACK) {
-        s->sma_lid = DN2_LOOP_LID;
-        s->link_state = DN2_SMA_LINK_READY;
+    dn2_link_refresh(s);
+    if (s->link_kind == DN2_LINK_FABRIC && s->link) {
+        dn2f_ep_resume(s->link->ep);
+        /* What that delivered (or dropped) is acknowledged by the next
+         * flush: the Window Controller's, or the timer's. */
+        dn2_kick(s);
     }
 }
 
@@ -506,11 +628,13 @@ uint16_t dn2_link_lid(DN2State *s)
     return s->sma_lid;
 }
 
-bool dn2_link_can_send(DN2State *s, uint16_t dlid, size_t len)
+bool dn2_link_can_send(DN2State *s, uint64_t h0, size_t len)
 {
+    uint16_t dlid = DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
+
     switch (s->link_kind) {
     case DN2_LINK_LOOPBACK:
-        return g_queue_get_length(&s->loop_q) < DN2_LOOP_MAX;
+        return g_queue_get_length(&s->loop_q[dn2_loop_queue(h0)]) < DN2_LOOP_MAX;
     case DN2_LINK_FABRIC:
         return dn2f_ep_can_send(s->link->ep, dlid, len);
     default:
@@ -528,9 +652,10 @@ void dn2_link_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
             return;
         }
         p = g_malloc(sizeof(*p) + len);
+        p->seq = s->loop_seq++;
         p->len = len;
         memcpy(p->data, pkt, len);
-        g_queue_push_tail(&s->loop_q, p);
+        g_queue_push_tail(&s->loop_q[dn2_loop_queue(ldq_le_p(pkt))], p);
         qemu_bh_schedule(s->loop_bh);
         break;
     }
@@ -562,9 +687,7 @@ void dn2_link_resume(DN2State *s)
 {
     switch (s->link_kind) {
     case DN2_LINK_LOOPBACK:
-        if (!g_queue_is_empty(&s->loop_q)) {
-            qemu_bh_schedule(s->loop_bh);
-        }
+        qemu_bh_schedule(s->loop_bh);
         break;
     case DN2_LINK_FABRIC:
         dn2f_ep_resume(s->link->ep);

@@ -229,7 +229,8 @@ void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
         w->pending = 1;
         trace_dimmnet2_fifo_wait(s->index, wid);
     }
-    if (!s->exec.active && s->fifo_count == 1 && !s->rc_count && !s->rx_stalled) {
+    if (!s->exec.active && !s->rc_exec.active && s->fifo_count == 1 &&
+        !s->rc_count && !s->rx_stalled) {
         /* An idle Window Controller takes the request at once, as the
          * hardware does: no bottom-half round trip on the latency path.
          * The run is bounded like any other; what is left goes on in the
@@ -257,21 +258,27 @@ void dn2_kick(DN2State *s)
  */
 bool dn2_link_news(DN2State *s)
 {
-    if (s->exec.active ? !s->exec.stalled : !(s->fifo_count || s->rc_count)) {
+    bool host = s->exec.active ? s->exec.stalled : s->fifo_count != 0;
+    bool rc = s->rc_exec.active ? s->rc_exec.stalled : s->rc_count != 0;
+
+    if (!host && !rc) {
         return false;
     }
     dn2_exec_bh(s);
     return true;
 }
 
+/* Module State shows the request the Window Controller is on: the host's
+ * when there is one, else the Receive Controller's. */
 uint64_t dn2_module_state(DN2State *s)
 {
-    uint64_t v = 0;
+    const DN2Exec *x = s->exec.active ? &s->exec :
+                       s->rc_exec.active ? &s->rc_exec : NULL;
 
-    if (s->exec.active) {
-        v |= (uint64_t)(1 + (s->exec.ent.lower & 0x1f)) << DN2_MS_WC_SHIFT;
+    if (!x) {
+        return 0;
     }
-    return v;
+    return (uint64_t)(1 + (x->ent.lower & 0x1f)) << DN2_MS_WC_SHIFT;
 }
 
 /* ------------------------------------------------------------------ */
@@ -474,7 +481,8 @@ static uint64_t dn2_pattern_bytes(int form, uint32_t arg, unsigned dtype,
     return form == DN2_FORM_CONTIG ? arg : (uint64_t)iter * dn2_dtype_bytes(dtype);
 }
 
-static int dn2_exec_copy(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+static int dn2_exec_copy(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                         uint64_t *budget)
 {
     DN2Wid *w = &s->wid[r->wid];
     DN2CopySrc *c = &w->copy;
@@ -484,7 +492,7 @@ static int dn2_exec_copy(DN2State *s, const struct dn2_req *r, uint64_t *budget)
     uint64_t amount;
     uint32_t i;
 
-    if (s->exec.done == 0) {
+    if (x->done == 0) {
         w->ww_status &= ~DN2_CS_WW_MASK(n);
         if (form == DN2_FORM_LIST) {
             dn2_refuse(s, r, "VSI cannot be the destination of a SO-DIMM copy");
@@ -514,27 +522,40 @@ static int dn2_exec_copy(DN2State *s, const struct dn2_req *r, uint64_t *budget)
                 w->ww_status |= DN2_CS_WW_DST_OVF(n);
             }
         }
-        s->exec.total = amount;
+        x->total = amount;
         trace_dimmnet2_exec(s->index, r->wid, "COPY", c->src, r->dst,
                             (uint32_t)amount, r->dtype, r->iter);
     }
 
     if (c->form == DN2_FORM_CONTIG && form == DN2_FORM_CONTIG) {
         /* Stream through the internal buffer, a chunk per step. */
-        while (s->exec.done < s->exec.total) {
-            uint64_t chunk = MIN(DN2_COPY_CHUNK, s->exec.total - s->exec.done);
-            dn2_sdimm_rw(s, r->wid, c->src + s->exec.done, s->copy_buf, chunk, false);
-            dn2_sdimm_rw(s, r->wid, r->dst + s->exec.done, s->copy_buf, chunk, true);
-            s->exec.done += chunk;
+        while (x->done < x->total) {
+            uint64_t chunk = MIN(DN2_COPY_CHUNK, x->total - x->done);
+            /* The area may have shrunk since the start (a smaller SO-DIMM
+             * Capacity written meanwhile): stop there rather than write a
+             * stale buffer, and say so. */
+            if (!dn2_sdimm_rw(s, r->wid, c->src + x->done, s->copy_buf, chunk,
+                              false)) {
+                w->req_error = 1;
+                x->total = x->done;
+                break;
+            }
+            if (!dn2_sdimm_rw(s, r->wid, r->dst + x->done, s->copy_buf, chunk,
+                              true)) {
+                w->ww_status |= DN2_CS_WW_DST_OVF(n);
+                x->total = x->done;
+                break;
+            }
+            x->done += chunk;
             *budget -= MIN(*budget, chunk);
-            if (!*budget && s->exec.done < s->exec.total) {
+            if (!*budget && x->done < x->total) {
                 return DN2_STEP_MORE;
             }
         }
     } else {
         /* One side is strided: at most 255 x 128 bytes.  Gather the source
          * stream into the buffer, then scatter it. */
-        uint32_t total = (uint32_t)MIN(s->exec.total, DN2_COPY_CHUNK);
+        uint32_t total = (uint32_t)MIN(x->total, DN2_COPY_CHUNK);
         uint32_t esz, got = 0;
 
         memset(s->copy_buf, 0, total);
@@ -574,15 +595,15 @@ static int dn2_exec_copy(DN2State *s, const struct dn2_req *r, uint64_t *budget)
                 dn2_sdimm_rw(s, r->wid, a, s->copy_buf + got, l, true);
             }
         }
-        s->exec.done = total;
+        x->done = total;
         *budget -= MIN(*budget, (uint64_t)total);
     }
 
     c->valid = 0;
     w->ww_status |= DN2_CS_WW_DONE(n);
     dn2_count(s, r->wid, DN2_PC_VS);
-    s->stat_bytes_local += s->exec.total;
-    trace_dimmnet2_done(s->index, r->wid, "COPY", s->exec.total);
+    s->stat_bytes_local += x->total;
+    trace_dimmnet2_done(s->index, r->wid, "COPY", x->total);
     return DN2_STEP_DONE;
 }
 
@@ -590,7 +611,8 @@ static int dn2_exec_copy(DN2State *s, const struct dn2_req *r, uint64_t *budget)
 /* VS family: Write Window -> local SO-DIMM                             */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_vs(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+static int dn2_exec_vs(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                       uint64_t *budget)
 {
     DN2Wid *w = &s->wid[r->wid];
     int form = dn2_otype_form(r->otype);
@@ -600,7 +622,7 @@ static int dn2_exec_vs(DN2State *s, const struct dn2_req *r, uint64_t *budget)
     const uint8_t *ww;
 
     if (r->src == DN2_COPY_OFF) {
-        return dn2_exec_copy(s, r, budget);
+        return dn2_exec_copy(s, x, r, budget);
     }
 
     /* Per-window status is keyed by the source window, SRCOff[10:9]; a new
@@ -681,13 +703,13 @@ static int dn2_exec_vs(DN2State *s, const struct dn2_req *r, uint64_t *budget)
 /* The executor                                                        */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_step(DN2State *s, uint64_t *budget)
+static int dn2_exec_step(DN2State *s, DN2Exec *x, uint64_t *budget)
 {
-    DN2FifoEntry *e = &s->exec.ent;
+    DN2FifoEntry *e = &x->ent;
     struct dn2_req r;
 
     dn2_req_decode(&r, e->lower, e->upper, e->ex, e->has_ex, e->rflag, e->wid);
-    if (s->exec.done == 0 && !s->exec.stalled) {
+    if (x->done == 0 && !x->stalled) {
         trace_dimmnet2_exec(s->index, r.wid, dn2_otype_name(r.otype), r.src,
                             r.dst, r.arg, r.dtype, r.iter);
     }
@@ -699,7 +721,7 @@ static int dn2_exec_step(DN2State *s, uint64_t *budget)
     case DN2_OP_VS:
     case DN2_OP_VSS:
     case DN2_OP_VSI:
-        return dn2_exec_vs(s, &r, budget);
+        return dn2_exec_vs(s, x, &r, budget);
     case DN2_OP_BOTF:
         if (dn2_botf_size(e->lower) == 0) {
             /* "Size 0 is treated as an invalid request and dropped." */
@@ -717,8 +739,8 @@ static int dn2_exec_step(DN2State *s, uint64_t *budget)
     case DN2_OP_IPUSH:
     case DN2_OP_LHSV1:
     case DN2_OP_LHSV2: {
-        int ret = dn2_exec_remote(s, &r, budget);
-        if (ret == DN2_STEP_STALL && !s->exec.stalled) {
+        int ret = dn2_exec_remote(s, x, &r, budget);
+        if (ret == DN2_STEP_STALL && !x->stalled) {
             trace_dimmnet2_stall(s->index, r.wid, dn2_otype_name(r.otype));
         }
         return ret;
@@ -733,27 +755,76 @@ static int dn2_exec_step(DN2State *s, uint64_t *budget)
 
 #define DN2_EXEC_MAX_REQS 64
 
-/* Take the next request: the host's Request FIFO and the Receive
- * Controller's (RVL turned into RVS) take turns. */
-static bool dn2_next_request(DN2State *s)
+/* Give executor x its next request, from the host's Request FIFO or the
+ * Receive Controller's.  False when that FIFO is empty. */
+static bool dn2_next_request(DN2State *s, DN2Exec *x)
 {
-    bool rc = s->rc_count && (s->rc_turn || !s->fifo_count);
-
-    if (!rc && !s->fifo_count) {
-        return false;
-    }
-    memset(&s->exec, 0, sizeof(s->exec));
-    if (rc) {
-        s->exec.ent = s->rc_fifo[s->rc_head];
+    if (x == &s->rc_exec) {
+        if (!s->rc_count) {
+            return false;
+        }
+        memset(x, 0, sizeof(*x));
+        x->ent = s->rc_fifo[s->rc_head];
         s->rc_head = (s->rc_head + 1) % DN2_RC_FIFO;
         s->rc_count--;
-        s->rc_turn = 0;
     } else {
-        dn2_fifo_pop(s, &s->exec.ent);
-        s->rc_turn = 1;
+        dn2_fifo_refill(s);
+        if (!s->fifo_count) {
+            return false;
+        }
+        memset(x, 0, sizeof(*x));
+        dn2_fifo_pop(s, &x->ent);
+        dn2_fifo_refill(s);
     }
-    s->exec.active = 1;
+    x->active = 1;
     return true;
+}
+
+/*
+ * An RC answer that stalls (no credits from its requester, or the link
+ * down) is given rc-timeout-ms to make progress; the timer then abandons it.
+ */
+static void dn2_rc_progress(DN2State *s, int ret)
+{
+    DN2Exec *x = &s->rc_exec;
+
+    if (ret != DN2_STEP_STALL) {
+        s->rc_stall_since = 0;
+        return;
+    }
+    if (!s->rc_stall_since || x->done != s->rc_stall_done) {
+        s->rc_stall_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        s->rc_stall_done = x->done;
+        if (s->rc_timer && s->rc_timeout_ms) {
+            timer_mod(s->rc_timer, s->rc_stall_since +
+                      (int64_t)s->rc_timeout_ms * SCALE_MS);
+        }
+    }
+}
+
+/* One run of executor x: false when it could not go on (idle or stalled)
+ * or the run's budget is spent. */
+static int dn2_exec_one(DN2State *s, DN2Exec *x, uint64_t *budget, int *reqs)
+{
+    int ret;
+
+    if (!x->active && !dn2_next_request(s, x)) {
+        return DN2_STEP_STALL;          /* nothing to do */
+    }
+    ret = dn2_exec_step(s, x, budget);
+    if (x == &s->rc_exec) {
+        dn2_rc_progress(s, ret);
+    }
+    if (ret == DN2_STEP_STALL) {
+        x->stalled = 1;
+        return ret;                     /* dn2_kick() resumes */
+    }
+    x->stalled = 0;
+    if (ret == DN2_STEP_DONE) {
+        x->active = 0;
+        (*reqs)++;
+    }
+    return ret;
 }
 
 static void dn2_exec_bh(void *opaque)
@@ -767,44 +838,97 @@ static void dn2_exec_bh(void *opaque)
         s->rx_stalled = 0;
         dn2_link_resume(s);
     }
+    /* The two executors take turns, a request (or a budget's worth of one)
+     * at a time; one that is stalled does not hold the other up. */
     for (;;) {
-        int ret;
+        DN2Exec *first = s->rc_turn ? &s->rc_exec : &s->exec;
+        DN2Exec *second = s->rc_turn ? &s->exec : &s->rc_exec;
+        int a, b;
 
-        if (!s->exec.active) {
-            dn2_fifo_refill(s);
-            if (!s->fifo_count && !s->rc_count) {
-                break;
-            }
-            if (reqs >= DN2_EXEC_MAX_REQS || !budget) {
+        if (reqs >= DN2_EXEC_MAX_REQS || !budget) {
+            if (s->exec.active || s->rc_exec.active || s->fifo_count ||
+                s->rc_count) {
                 qemu_bh_schedule(s->bh);    /* let the vCPUs run */
-                break;
             }
-            dn2_next_request(s);
-            dn2_fifo_refill(s);
-        }
-        ret = dn2_exec_step(s, &budget);
-        if (ret == DN2_STEP_STALL) {
-            s->exec.stalled = 1;
-            break;                          /* dn2_kick() resumes */
-        }
-        s->exec.stalled = 0;
-        if (ret == DN2_STEP_MORE) {
-            qemu_bh_schedule(s->bh);
             break;
         }
-        s->exec.active = 0;
-        reqs++;
+        a = dn2_exec_one(s, first, &budget, &reqs);
+        s->rc_turn = !s->rc_turn;
+        if (!budget) {
+            continue;
+        }
+        b = dn2_exec_one(s, second, &budget, &reqs);
+        if (a == DN2_STEP_STALL && b == DN2_STEP_STALL) {
+            break;                          /* both idle or stalled */
+        }
     }
     /* Everything this run produced leaves now, batched. */
     dn2_link_flush(s);
+}
+
+/* The RC answer made no progress for rc-timeout-ms: its requester stopped
+ * granting credits (or went away).  Abandon it and the requests queued
+ * from the same requester, count them, and go on with the others. */
+static void dn2_rc_timeout(void *opaque)
+{
+    DN2State *s = opaque;
+    DN2Exec *x = &s->rc_exec;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    uint32_t i, kept = 0, dropped = 1;
+    unsigned dclid;
+    DN2FifoEntry keep[DN2_RC_FIFO];
+
+    if (!x->active || !x->stalled || !s->rc_stall_since ||
+        now - s->rc_stall_since < (int64_t)s->rc_timeout_ms * SCALE_MS) {
+        return;
+    }
+    dclid = dn2_req_dclid(x->ent.lower);
+    for (i = 0; i < s->rc_count; i++) {
+        DN2FifoEntry *e = &s->rc_fifo[(s->rc_head + i) % DN2_RC_FIFO];
+        if (dn2_req_dclid(e->lower) == dclid) {
+            dropped++;
+        } else {
+            keep[kept++] = *e;
+        }
+    }
+    memset(s->rc_fifo, 0, sizeof(s->rc_fifo));
+    memcpy(s->rc_fifo, keep, kept * sizeof(keep[0]));
+    s->rc_head = 0;
+    s->rc_count = kept;
+    memset(x, 0, sizeof(*x));
+    s->rc_stall_since = 0;
+    s->stat_rc_abandoned += dropped;
+    trace_dimmnet2_rc_abandoned(s->index, dn2_clid_to_lid(dclid), dropped);
+    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d abandoned %u RVL "
+                  "answer(s) to LID 0x%x: no progress for %u ms (the requester "
+                  "grants no credits)\n", s->index, dropped,
+                  dn2_clid_to_lid(dclid), s->rc_timeout_ms);
+    dn2_kick(s);
 }
 
 void dn2_prim_init(DN2State *s)
 {
     s->bh = qemu_bh_new_guarded(dn2_exec_bh, s,
                                 &DEVICE(s)->mem_reentrancy_guard);
+    s->rc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, dn2_rc_timeout, s);
     s->copy_buf = g_malloc(DN2_COPY_CHUNK);
     s->pkt_buf = g_malloc(DN2_PKT_MAX + DN2_LINE);
+}
+
+void dn2_prim_fini(DN2State *s)
+{
+    if (s->bh) {
+        qemu_bh_delete(s->bh);
+        s->bh = NULL;
+    }
+    if (s->rc_timer) {
+        timer_free(s->rc_timer);
+        s->rc_timer = NULL;
+    }
+    g_free(s->copy_buf);
+    s->copy_buf = NULL;
+    g_free(s->pkt_buf);
+    s->pkt_buf = NULL;
 }
 
 void dn2_prim_reset(DN2State *s)
@@ -813,6 +937,11 @@ void dn2_prim_reset(DN2State *s)
     s->fifo_head = 0;
     s->fifo_count = 0;
     memset(&s->exec, 0, sizeof(s->exec));
+    memset(&s->rc_exec, 0, sizeof(s->rc_exec));
+    s->rc_stall_since = 0;
+    if (s->rc_timer) {
+        timer_del(s->rc_timer);
+    }
     dn2_rx_reset(s);
     dn2_link_reset(s);
 }

@@ -162,9 +162,10 @@ static void dn2_emit(DN2State *s, struct dn2_hdr *h, unsigned lines,
 /* BOTF: send the packet image in a Write Window (§4.6.2)              */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_botf(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+static int dn2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                         uint64_t *budget)
 {
-    const DN2FifoEntry *e = &s->exec.ent;
+    const DN2FifoEntry *e = &x->ent;
     unsigned n = dn2_botf_ww(e->lower);
     uint32_t size = MIN(dn2_botf_size(e->lower), DN2_BOTF_MAX);
     uint32_t bytes = ROUND_UP(size, DN2_LINE);
@@ -174,14 +175,17 @@ static int dn2_exec_botf(DN2State *s, const struct dn2_req *r, uint64_t *budget)
     memcpy(s->pkt_buf, s->ww_ptr + r->wid * DN2_WW_WID_STRIDE + n * DN2_WIN_SIZE,
            bytes);
     memset(s->pkt_buf + size, 0, bytes - size);
-    /* The NIC stamps the privileged PGID and the requested size. */
+    /* The NIC stamps the privileged PGID, the requested size and the
+     * issuing process's WID as SWID: a process cannot speak for the other
+     * process of its board (choice #48). */
     h0 = ldq_le_p(s->pkt_buf);
-    h0 = (h0 & ~DN2_H0_BOTF_PATCH_MASK) |
+    h0 = (h0 & ~(DN2_H0_BOTF_PATCH_MASK | DN2_BIT(DN2_H0_SWID_BIT))) |
          DN2_PUT(dn2_pkt_size_field(size), DN2_H0_SIZE_HI, DN2_H0_SIZE_LO) |
-         DN2_PUT(s->pgid[r->wid], DN2_H0_PGID_HI, DN2_H0_PGID_LO);
+         DN2_PUT(s->pgid[r->wid], DN2_H0_PGID_HI, DN2_H0_PGID_LO) |
+         ((uint64_t)(r->wid & 1) << DN2_H0_SWID_BIT);
     stq_le_p(s->pkt_buf, h0);
     dlid = DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
-    if (!dn2_link_can_send(s, dlid, bytes)) {
+    if (!dn2_link_can_send(s, h0, bytes)) {
         return DN2_STEP_STALL;
     }
     dn2_link_send(s, dlid, s->pkt_buf, bytes);
@@ -197,7 +201,8 @@ static int dn2_exec_botf(DN2State *s, const struct dn2_req *r, uint64_t *budget)
 /* RVL family: a 4-line request packet (§4.6.5, §5.3.6)                */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_rvl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+static int dn2_exec_rvl(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                        uint64_t *budget)
 {
     struct dn2_hdr h;
 
@@ -212,8 +217,8 @@ static int dn2_exec_rvl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
         h.total = r->iter * dn2_dtype_bytes(r->dtype);
         h.stride = r->arg;
     }
-    h.ex = (r->has_ex && r->ex_otype) ? s->exec.ent.ex : 0;
-    if (!dn2_link_can_send(s, h.dlid, DN2_HDR_LINES_RVL * DN2_LINE)) {
+    h.ex = (r->has_ex && r->ex_otype) ? x->ent.ex : 0;
+    if (!dn2_link_can_send(s, dn2_hdr0_encode(&h), DN2_HDR_LINES_RVL * DN2_LINE)) {
         return DN2_STEP_STALL;
     }
     dn2_emit(s, &h, DN2_HDR_LINES_RVL, 0);
@@ -227,9 +232,9 @@ static int dn2_exec_rvl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
 /* RVS family and IPUSH family: data packets                            */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_stream(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                           uint64_t *budget)
 {
-    DN2Exec *x = &s->exec;
     bool ipush = (r->otype & 0x18) == 0x18;
     int form = ipush ? DN2_FORM_CONTIG : dn2_otype_form(r->otype);
     uint32_t esz = dn2_dtype_bytes(r->dtype);
@@ -250,15 +255,19 @@ static int dn2_exec_stream(DN2State *s, const struct dn2_req *r, uint64_t *budge
         }
         p.ww_off = wwoff;
         p.ww_len = MIN(MIN(wwlen, DN2_WIN_AREA - wwoff), want);
-        p.len = want - p.ww_len;
-        p.len += p.ww_len;
+        /* The message is the Write Window prefix followed by the SO-DIMM
+         * part: with Command Ex, the Ex pattern's bytes; without, the rest
+         * of Size, contiguous from SRCOff (choice #49). */
+        p.len = p.ww_len + ((r->has_ex && r->ex_otype) ? p.len : want - p.ww_len);
     }
     if (!x->started) {
         uint64_t total = MIN(want, p.len);
-        if (p.form == DN2_FORM_CONTIG && !p.ww_len) {
+        if (p.form == DN2_FORM_CONTIG) {
+            /* The SO-DIMM part stops at the end of the process's area,
+             * whether or not a Write Window prefix comes first. */
             uint64_t room = r->src < area ? area - r->src : 0;
-            if (total > room) {
-                total = room;
+            if (total > p.ww_len + room) {
+                total = p.ww_len + room;
                 s->wid[r->wid].req_error = 1;
             }
         }
@@ -305,7 +314,7 @@ static int dn2_exec_stream(DN2State *s, const struct dn2_req *r, uint64_t *budge
                          s->pkt_buf + lines * DN2_LINE, dlen);
         }
         h.eflag = r->eflag && last;
-        if (!dn2_link_can_send(s, h.dlid, lines * DN2_LINE + dlen)) {
+        if (!dn2_link_can_send(s, dn2_hdr0_encode(&h), lines * DN2_LINE + dlen)) {
             return DN2_STEP_STALL;
         }
         dn2_emit(s, &h, lines, dlen);
@@ -319,7 +328,7 @@ static int dn2_exec_stream(DN2State *s, const struct dn2_req *r, uint64_t *budge
         }
     } while (1);
 
-    if (!s->exec.ent.from_rc) {
+    if (!x->ent.from_rc) {
         dn2_count(s, r->wid, ipush ? DN2_PC_IPUSH : DN2_PC_RVS);
     }
     trace_dimmnet2_done(s->index, r->wid, dn2_otype_name(r->otype),
@@ -327,20 +336,21 @@ static int dn2_exec_stream(DN2State *s, const struct dn2_req *r, uint64_t *budge
     return DN2_STEP_DONE;
 }
 
-int dn2_exec_remote(DN2State *s, const struct dn2_req *r, uint64_t *budget)
+int dn2_exec_remote(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                    uint64_t *budget)
 {
     if (!dn2_link_ready(s)) {
         return DN2_STEP_STALL;
     }
     switch (r->otype) {
     case DN2_OP_BOTF:
-        return dn2_exec_botf(s, r, budget);
+        return dn2_exec_botf(s, x, r, budget);
     case DN2_OP_RVL:
     case DN2_OP_RVLS:
     case DN2_OP_RVLI:
-        return dn2_exec_rvl(s, r, budget);
+        return dn2_exec_rvl(s, x, r, budget);
     default:
-        return dn2_exec_stream(s, r, budget);
+        return dn2_exec_stream(s, x, r, budget);
     }
 }
 
@@ -356,7 +366,7 @@ void dn2_remote_on_issue(DN2State *s, const struct dn2_req *r)
     uint64_t total, end;
     uint32_t first, last, i;
 
-    if ((r->otype & 0x1c) != DN2_OP_RVL || !r->rflag || r->dst >= DN2_WIN_AREA) {
+    if (!dn2_otype_is_rvl(r->otype) || !r->rflag || r->dst >= DN2_WIN_AREA) {
         return;
     }
     total = dn2_otype_form(r->otype) == DN2_FORM_CONTIG ? r->arg :

@@ -26,7 +26,11 @@
 #include "dimmnet2.h"
 #include "trace.h"
 
-#define DN2_RX_RETRY_NS (100 * SCALE_US)
+/* Retry delays while the host keeps a ring full: from 100 us, doubling up
+ * to 2 ms, so a long wait costs next to no CPU (a register write that frees
+ * room resumes at once anyway). */
+#define DN2_RX_RETRY_MIN_NS (100 * SCALE_US)
+#define DN2_RX_RETRY_MAX_NS (2 * SCALE_MS)
 
 static int dn2_rx_drop(DN2State *s, uint64_t *counter, uint16_t slid,
                        const char *why)
@@ -36,10 +40,18 @@ static int dn2_rx_drop(DN2State *s, uint64_t *counter, uint16_t slid,
     return 0;
 }
 
-static int dn2_rx_bad(DN2State *s, uint16_t slid, unsigned err, const char *why)
+/* A malformed packet: counted, and its error state shown in the Controller
+ * Status of the process it was for (wid), or of both when it is too short
+ * to say (wid < 0), never in the other process's (choice #50). */
+static int dn2_rx_bad(DN2State *s, int wid, uint16_t slid, unsigned err,
+                      const char *why)
 {
-    if (err) {
-        s->rx_err = err;
+    int i;
+
+    for (i = 0; err && i < DN2_NUM_WID; i++) {
+        if (wid < 0 || wid == i) {
+            s->wid[i].rx_err = err;
+        }
     }
     qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: packet from LID 0x%x dropped: %s\n",
                   slid, why);
@@ -55,7 +67,9 @@ static int dn2_rx_busy(DN2State *s, const char *why, uint16_t slid)
         trace_dimmnet2_rx_stall(s->index, slid, why);
     }
     s->rx_stalled = 1;
-    timer_mod(s->rx_retry, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + DN2_RX_RETRY_NS);
+    s->rx_retry_ns = !s->rx_retry_ns ? DN2_RX_RETRY_MIN_NS :
+                     MIN(2 * s->rx_retry_ns, DN2_RX_RETRY_MAX_NS);
+    timer_mod(s->rx_retry, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + s->rx_retry_ns);
     return -EBUSY;
 }
 
@@ -125,7 +139,7 @@ static void dn2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
     }
     n = a < area ? MIN((uint64_t)len, area - a) : 0;
     if (n < len) {
-        s->rx_ovf = 1;
+        s->wid[wid].rx_ovf = 1;
         trace_dimmnet2_rx_clip(s->index, wid, a, len);
     }
     if (!n) {
@@ -171,7 +185,7 @@ static int dn2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid, "SO-DIMM not ready");
     }
     if (form != DN2_FORM_CONTIG && (uint64_t)h->iter * esz > dlen) {
-        return dn2_rx_bad(s, slid, DN2_RX_ERR_EARLY_SOP,
+        return dn2_rx_bad(s, h->dwid, slid, DN2_RX_ERR_EARLY_SOP,
                           "fewer data bytes than Iteration elements");
     }
     if (status && !dn2_status_has_room(s, w)) {
@@ -190,7 +204,7 @@ static int dn2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                 uint32_t off;
                 if (!s->sdimm_ready ||
                     !dn2_list_entry(s, h->dwid, h->stride, idx, &off)) {
-                    s->rx_ovf = 1;
+                    s->wid[h->dwid].rx_ovf = 1;
                     continue;
                 }
                 a = h->w1_lo + off;
@@ -272,7 +286,7 @@ static bool dn2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                          dn2_sdimm_area(s));
     uint32_t lo = h->dwid * DN2_LLCM_WID_STRIDE;
 
-    if (!(v & 0x8000) || !w->ipush_area || !s->sdimm_ready) {
+    if (!(v & DN2_AMT_VALID) || !w->ipush_area || !s->sdimm_ready) {
         return false;
     }
     r->entry_off = (v & DN2_AMT_VALUE_MASK) * DN2_AMT_UNIT;
@@ -328,7 +342,7 @@ static int dn2_rx_ipush(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                            "no valid IPUSH ring for this sender");
     }
     if (need > r.size - DN2_RING_ALIGN) {
-        s->rx_ovf = 1;
+        s->wid[h->dwid].rx_ovf = 1;
         return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
                            "packet larger than the IPUSH ring");
     }
@@ -412,7 +426,7 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                            "no valid IPUSH ring for this LHS sender");
     }
     if (off + (uint64_t)dlen > total || (off == 0 && total < DN2_LINE)) {
-        return dn2_rx_bad(s, slid, 0, "LHS packet outside its message");
+        return dn2_rx_bad(s, h->dwid, slid, 0, "LHS packet outside its message");
     }
     if (status && !dn2_status_has_room(s, w)) {
         return dn2_rx_busy(s, "status ring full", slid);
@@ -422,17 +436,18 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         uint32_t over = total > inline_end ? ROUND_UP(total - inline_end,
                                                        DN2_RING_ALIGN) : 0;
         uint32_t used = (w->lhb_tail - w->lhb_head + DN2_LHB_AREA) % DN2_LHB_AREA;
-        uint64_t env = ldq_le_p(data);
+        uint64_t env;
         int i;
 
         if (dlen < DN2_LINE) {
-            return dn2_rx_bad(s, slid, 0, "LHS first packet without envelope");
+            return dn2_rx_bad(s, h->dwid, slid, 0, "LHS first packet without envelope");
         }
+        env = ldq_le_p(data);   /* only now: the packet may end at its header */
         if (used + DN2_LHB_ENTRY >= DN2_LHB_AREA) {
             return dn2_rx_busy(s, "LH Buffer full", slid);
         }
         if (over > r.size - DN2_RING_ALIGN) {
-            s->rx_ovf = 1;
+            s->wid[h->dwid].rx_ovf = 1;
             return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
                                "LHS overflow larger than the IPUSH ring");
         }
@@ -475,7 +490,7 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         stq_le_p(ent, l0);
     } else {
         if (!m || off != m->got) {
-            return dn2_rx_bad(s, slid, 0, "LHS continuation without its start");
+            return dn2_rx_bad(s, h->dwid, slid, 0, "LHS continuation without its start");
         }
         dn2_lhs_place(s, h->dwid, m, &r, off, data, dlen);
     }
@@ -507,11 +522,13 @@ int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
     int ret;
 
     if (len > DN2_PKT_MAX) {
-        return dn2_rx_bad(s, slid, 0, "packet longer than the largest MTU");
+        return dn2_rx_bad(s, len >= 8 ? (int)((ldq_le_p(pkt) >> DN2_H0_DWID_BIT) & 1) : -1,
+                          slid, 0, "packet longer than the largest MTU");
     }
     if (len < DN2_HDR_LINES_SHORT * DN2_LINE) {
         /* Fewer lines than any header: the packet ended early. */
-        return dn2_rx_bad(s, slid, DN2_RX_ERR_EARLY_SOP,
+        return dn2_rx_bad(s, len >= 8 ? (int)((ldq_le_p(pkt) >> DN2_H0_DWID_BIT) & 1) : -1,
+                          slid, DN2_RX_ERR_EARLY_SOP,
                           "packet shorter than a 2-line header");
     }
     dn2_hdr0_decode(&h, ldq_le_p(pkt));
@@ -521,20 +538,20 @@ int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
     case DN2_OP_IPUSH:
         break;
     default:
-        return dn2_rx_bad(s, slid, 0, "TYPE is not a network primitive");
+        return dn2_rx_bad(s, h.dwid, slid, 0, "TYPE is not a network primitive");
     }
     lines = dn2_hdr_lines(h.type);
     if (h.hflag != (lines > DN2_HDR_LINES_SHORT)) {
-        return dn2_rx_bad(s, slid, DN2_RX_ERR_HFLAG, "hflag does not match TYPE");
+        return dn2_rx_bad(s, h.dwid, slid, DN2_RX_ERR_HFLAG, "hflag does not match TYPE");
     }
     psize = dn2_pkt_size_bytes(h.size);
     if (len < lines * DN2_LINE || psize < lines * DN2_LINE || psize > len) {
-        return dn2_rx_bad(s, slid, DN2_RX_ERR_EARLY_SOP,
+        return dn2_rx_bad(s, h.dwid, slid, DN2_RX_ERR_EARLY_SOP,
                           "packet shorter than its header or Packet Size");
     }
     dlen = psize - lines * DN2_LINE;
     if (lines == DN2_HDR_LINES_RVL && dlen) {
-        return dn2_rx_bad(s, slid, DN2_RX_ERR_RVL_DATA, "RVL packet with data");
+        return dn2_rx_bad(s, h.dwid, slid, DN2_RX_ERR_RVL_DATA, "RVL packet with data");
     }
     h.w1_lo = ldl_le_p(pkt + 8);
     h.w1_hi = ldl_le_p(pkt + 12);
@@ -574,6 +591,7 @@ int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
     if (ret < 0) {
         return ret;
     }
+    s->rx_retry_ns = 0;
     if (ret > 0) {
         s->wid[h.dwid].pkt_counter++;
         s->stat_rx_packets++;
@@ -596,6 +614,7 @@ void dn2_rx_init(DN2State *s)
 void dn2_rx_reset(DN2State *s)
 {
     s->rx_stalled = 0;
+    s->rx_retry_ns = 0;
     if (s->rx_retry) {
         timer_del(s->rx_retry);
     }

@@ -63,10 +63,10 @@ static uint64_t dn2_ctl_status(DN2State *s, int wid)
     }
     v |= (uint64_t)w->ww_status & (DN2_CS_WW_MASK(0) | DN2_CS_WW_MASK(1) |
                                    DN2_CS_WW_MASK(2) | DN2_CS_WW_MASK(3));
-    if (s->rx_ovf) {
+    if (w->rx_ovf) {
         v |= DN2_CS_RX_OVF;
     }
-    v |= (uint64_t)(s->rx_err & 3) << DN2_CS_RX_ERR_SHIFT;
+    v |= (uint64_t)(w->rx_err & 3) << DN2_CS_RX_ERR_SHIFT;
     if (w->req_error) {
         v |= DN2_CS_REQ_ERROR;
     }
@@ -136,8 +136,12 @@ static void dn2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
         dn2_doorbell(s, wid, 1, v);
         break;
     case DN2_UR_PRIM_COUNTER:
+        /* Also clears this process's error bits 17-20, so they are not
+         * sticky until a Controller Reset (choice #50). */
         memset(w->prim_counter, 0, sizeof(w->prim_counter));
         w->req_error = 0;
+        w->rx_err = 0;
+        w->rx_ovf = 0;
         break;
     case DN2_UR_PKT_COUNTER:
         w->pkt_counter = 0;
@@ -241,7 +245,7 @@ static void dn2_sr_write(DN2State *s, hwaddr off, uint64_t v)
         uint16_t slid = (v >> DN2_AMT_LID_SHIFT) & 0xffff;
         uint32_t idx = ((uint32_t)dn2_lid_to_clid(slid) << 1) | swid;
 
-        s->amt[idx] = 0x8000 | value;
+        s->amt[idx] = DN2_AMT_VALID | value;
         trace_dimmnet2_amt_set(s->index, slid, swid, value);
         break;
     }
@@ -414,8 +418,6 @@ static void dn2_core_reset(DN2State *s)
     s->mtu_reg = 0;
     s->lid = 0;
     s->pgid[0] = s->pgid[1] = 0;
-    s->rx_err = 0;
-    s->rx_ovf = 0;
     memset(s->amt, 0, sizeof(s->amt));
     for (i = 0; i < DN2_NUM_WID; i++) {
         memset(&s->wid[i], 0, sizeof(s->wid[i]));
@@ -451,9 +453,8 @@ static void dn2_reset_hold(Object *obj, ResetType type)
     memory_region_set_dirty(&s->ww, 0, DN2_REGION_SIZE);
     memory_region_set_dirty(&s->pw, 0, DN2_REGION_SIZE);
     memory_region_set_dirty(&s->llcm, 0, DN2_REGION_SIZE);
-    s->sma_lid = 0;
-    s->link_state = 0;
-    dn2_link_reset(s);
+    /* The SMA was re-read from the port by the core reset (a reboot does
+     * not unplug the cable): dn2_link_reset(). */
 }
 
 /* ------------------------------------------------------------------ */
@@ -546,7 +547,7 @@ static bool dn2_pick_base(DN2State *s, Error **errp)
                    s->base);
         return false;
     }
-    if (s->base + DN2_WINDOW_SIZE > 4 * GiB) {
+    if (s->base > 4 * GiB - DN2_WINDOW_SIZE) {      /* no wrap-around */
         error_setg(errp, "dimmnet2: base 0x%" PRIx64 " puts the 0x%x-byte "
                    "window above 4 GiB", s->base, DN2_WINDOW_SIZE);
         return false;
@@ -558,6 +559,45 @@ static bool dn2_pick_base(DN2State *s, Error **errp)
         return false;
     }
     s->index = c.count;
+    return true;
+}
+
+/* The window must not cover anything already in the address space (RAM,
+ * the BIOS ROM, the IOAPIC, another device): QEMU would otherwise start
+ * with two regions at one address and, for a ROM, fail in its reset. */
+static bool dn2_check_free(DN2State *s, MemoryRegion *as, Error **errp)
+{
+    MemoryRegionSection sec = memory_region_find(as, s->base, DN2_WINDOW_SIZE);
+
+    if (sec.mr) {
+        error_setg(errp, "dimmnet2: base 0x%" PRIx64 ": the 0x%x-byte window "
+                   "would overlap '%s' at 0x%" PRIx64 "; choose a free range "
+                   "(the default 0xfec10000 is free on pc and q35)",
+                   s->base, DN2_WINDOW_SIZE, memory_region_name(sec.mr),
+                   (uint64_t)sec.offset_within_address_space);
+        memory_region_unref(sec.mr);
+        return false;
+    }
+    return true;
+}
+
+/* Properties that only mean something with a cable. */
+static bool dn2_check_link_props(DN2State *s, Error **errp)
+{
+    if (!s->switch_addr) {
+        const char *bad = s->local_addr ? "local" : s->rx_thread ? "rx-thread" :
+                          s->guid ? "guid" : s->secret_id ? "secret" : NULL;
+        if (bad) {
+            error_setg(errp, "dimmnet2: %s= needs switch=HOST:PORT (it only "
+                       "applies to a board attached to a dn2-switch)", bad);
+            return false;
+        }
+    }
+    if (s->rc_timeout_ms > 3600 * 1000) {
+        error_setg(errp, "dimmnet2: rc-timeout-ms=%u is over an hour; give "
+                   "0 (never abandon) or at most 3600000", s->rc_timeout_ms);
+        return false;
+    }
     return true;
 }
 
@@ -589,9 +629,15 @@ static void dn2_realize(DeviceState *dev, Error **errp)
     if (!dn2_pick_base(s, errp)) {
         return;
     }
+    if (!dn2_check_free(s, isa_address_space(ISA_DEVICE(dev)), errp)) {
+        return;
+    }
     if (s->fifo_depth < 2 || s->fifo_depth > DN2_FIFO_MAX) {
         error_setg(errp, "dimmnet2: fifo-depth %u out of range 2..%d",
                    s->fifo_depth, DN2_FIFO_MAX);
+        return;
+    }
+    if (!dn2_check_link_props(s, errp)) {
         return;
     }
 
@@ -608,6 +654,16 @@ static void dn2_realize(DeviceState *dev, Error **errp)
     } else {
         g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".sodimm",
                                                 s->base);
+        /* Checked before any memory is made of it. */
+        if (s->sodimm_size < 2 * MiB || (s->sodimm_size & (s->sodimm_size - 1)) ||
+            s->sodimm_size > DN2_SODIMM_MAX) {
+            error_setg(errp, "dimmnet2: sodimm-size 0x%" PRIx64 " must be a "
+                       "power of two from 2 MiB (two interleaved modules) to "
+                       "%u GiB (two 8 GiB modules, the largest Capacity "
+                       "setting)", s->sodimm_size,
+                       (unsigned)(DN2_SODIMM_MAX / GiB));
+            return;
+        }
         if (!memory_region_init_ram(&s->sodimm_own, OBJECT(s), name,
                                     s->sodimm_size, errp)) {
             return;
@@ -615,10 +671,11 @@ static void dn2_realize(DeviceState *dev, Error **errp)
         s->sodimm_mr = &s->sodimm_own;
     }
     s->sodimm_bytes = memory_region_size(s->sodimm_mr);
-    if (s->sodimm_bytes < 2 * MiB || (s->sodimm_bytes & (s->sodimm_bytes - 1))) {
-        error_setg(errp, "dimmnet2: SO-DIMM memory must be a power of two of "
-                   "at least 2 MiB (two interleaved modules), not 0x%" PRIx64,
-                   s->sodimm_bytes);
+    if (s->sodimm_bytes < 2 * MiB || (s->sodimm_bytes & (s->sodimm_bytes - 1)) ||
+        s->sodimm_bytes > DN2_SODIMM_MAX) {
+        error_setg(errp, "dimmnet2: SO-DIMM memory must be a power of two from "
+                   "2 MiB (two interleaved modules) to %u GiB, not 0x%" PRIx64,
+                   (unsigned)(DN2_SODIMM_MAX / GiB), s->sodimm_bytes);
         goto fail_sodimm;
     }
     s->sodimm_ptr = memory_region_get_ram_ptr(s->sodimm_mr);
@@ -647,6 +704,8 @@ static void dn2_realize(DeviceState *dev, Error **errp)
 
     dn2_prim_init(s);
     if (!dn2_link_init(s, errp)) {
+        dn2_link_fini(s);
+        dn2_prim_fini(s);
         goto fail_sodimm;
     }
     trace_dimmnet2_realize(s->index, s->base, s->sodimm_bytes);
@@ -712,14 +771,16 @@ static const VMStateDescription vmstate_dn2_lhs = {
 
 static const VMStateDescription vmstate_dn2_wid = {
     .name = "dimmnet2/wid",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT64_ARRAY(upper, DN2Wid, 2),
         VMSTATE_UINT64(ex, DN2Wid),
         VMSTATE_UINT8(ex_flag, DN2Wid),
         VMSTATE_UINT8(pending, DN2Wid),
         VMSTATE_UINT8(req_error, DN2Wid),
+        VMSTATE_UINT8(rx_err, DN2Wid),
+        VMSTATE_UINT8(rx_ovf, DN2Wid),
         VMSTATE_STRUCT(pending_req, DN2Wid, 1, vmstate_dn2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT32(ww_status, DN2Wid),
         VMSTATE_UINT16_ARRAY(prim_counter, DN2Wid, DN2_PC_NUM),
@@ -755,32 +816,124 @@ static const VMStateDescription vmstate_dn2_exec = {
     }
 };
 
+/* A request as the guest could have written it: a WID, flags that are
+ * bits.  Everything else in it is checked when it executes. */
+static bool dn2_entry_ok(const DN2FifoEntry *e)
+{
+    return e->wid < DN2_NUM_WID && e->rflag <= 1 && e->has_ex <= 1 &&
+           e->from_rc <= 1;
+}
+
+static bool dn2_exec_ok(DN2State *s, const DN2Exec *x)
+{
+    if (!x->active) {
+        return true;
+    }
+    return x->stalled <= 1 && x->started <= 1 && dn2_entry_ok(&x->ent) &&
+           x->done <= x->total &&
+           /* A copy is at most a process's area; a stream at most 4 GiB
+            * (Size is 32 bits) or 255 elements. */
+           x->total <= MAX(dn2_sdimm_area(s), 4 * GiB);
+}
+
+#define DN2_LOAD_CHECK(cond, ...) do { \
+        if (!(cond)) { \
+            error_report("dimmnet2: incoming migration refused: " __VA_ARGS__); \
+            return -EINVAL; \
+        } \
+    } while (0)
+
+/*
+ * Never trust the stream more than a guest: every field is checked against
+ * what a guest could have produced through the registers, before anything
+ * uses it as an index or an offset.  A stream that fails is refused whole
+ * with a message naming the field.  The SMA (LID and link state) is not
+ * taken from the stream at all: it is re-read from this QEMU's own port.
+ */
 static int dn2_post_load(void *opaque, int version_id)
 {
     DN2State *s = opaque;
-    int i;
+    uint32_t i;
+    int w, j;
 
-    /* Never trust the stream more than a guest: re-validate indices. */
-    if (s->fifo_head >= s->fifo_depth || s->fifo_count > s->fifo_depth ||
-        s->rc_head >= DN2_RC_FIFO || s->rc_count > DN2_RC_FIFO) {
-        return -EINVAL;
+    DN2_LOAD_CHECK(s->fifo_head < s->fifo_depth && s->fifo_count <= s->fifo_depth,
+                   "Request FIFO head %u / count %u outside depth %u",
+                   s->fifo_head, s->fifo_count, s->fifo_depth);
+    DN2_LOAD_CHECK(s->rc_head < DN2_RC_FIFO && s->rc_count <= DN2_RC_FIFO,
+                   "RC FIFO head %u / count %u", s->rc_head, s->rc_count);
+    for (i = 0; i < s->fifo_count; i++) {
+        DN2_LOAD_CHECK(dn2_entry_ok(&s->fifo[(s->fifo_head + i) % s->fifo_depth]),
+                       "Request FIFO entry %u", i);
     }
-    for (i = 0; i < DN2_NUM_WID; i++) {
-        DN2Wid *w = &s->wid[i];
-        w->status_init &= DN2_STATUS_INIT_MASK;
-        w->status_head &= DN2_STATUS_ADDR_MASK;
-        w->status_tail &= DN2_STATUS_ADDR_MASK;
-        w->lhb_head &= DN2_LHB_ADDR_MASK;
-        w->lhb_tail &= DN2_LHB_ADDR_MASK;
+    for (i = 0; i < s->rc_count; i++) {
+        DN2_LOAD_CHECK(dn2_entry_ok(&s->rc_fifo[(s->rc_head + i) % DN2_RC_FIFO]),
+                       "RC FIFO entry %u", i);
     }
+    DN2_LOAD_CHECK(s->sdimm_ready <= 1 && s->rc_turn <= 1, "flag fields");
+    DN2_LOAD_CHECK(!(s->sdimm_cap_reg & ~0x3fu), "SO-DIMM Capacity 0x%x",
+                   s->sdimm_cap_reg);
+    DN2_LOAD_CHECK(!(s->mtu_reg & ~0x1fu), "MTU 0x%x", s->mtu_reg);
+    for (i = 0; i < DN2_AMT_ENTRIES; i++) {
+        DN2_LOAD_CHECK(!(s->amt[i] & ~(DN2_AMT_VALID | DN2_AMT_VALUE_MASK)),
+                       "AMT Address Table entry %u = 0x%x", i, s->amt[i]);
+    }
+    DN2_LOAD_CHECK(dn2_exec_ok(s, &s->exec), "executor state");
+    DN2_LOAD_CHECK(dn2_exec_ok(s, &s->rc_exec), "RC executor state");
+
+    for (w = 0; w < DN2_NUM_WID; w++) {
+        DN2Wid *d = &s->wid[w];
+        uint32_t size = dn2_status_ring_bytes(d);
+
+        DN2_LOAD_CHECK(d->ex_flag <= 1 && d->pending <= 1 && d->req_error <= 1 &&
+                       d->pgid_set <= 1 && d->rx_ovf <= 1 && d->rx_err <= 3,
+                       "WID %d flag fields", w);
+        DN2_LOAD_CHECK(!d->pending || dn2_entry_ok(&d->pending_req),
+                       "WID %d pending request", w);
+        DN2_LOAD_CHECK(!(d->ww_status & ~(DN2_CS_WW_MASK(0) | DN2_CS_WW_MASK(1) |
+                                          DN2_CS_WW_MASK(2) | DN2_CS_WW_MASK(3))),
+                       "WID %d Write Window status 0x%x", w, d->ww_status);
+        DN2_LOAD_CHECK(!(d->status_size_reg & ~0x7fu), "WID %d Status Area Size", w);
+        /* The ring as the registers make it: 16-byte records inside the
+         * process's 32 KiB of LLCM, head and tail inside the ring. */
+        DN2_LOAD_CHECK(d->status_init <= DN2_STATUS_INIT_MASK &&
+                       !(d->status_init % DN2_STATUS_REC_SIZE),
+                       "WID %d Status Initial Address 0x%x", w, d->status_init);
+        /* The host may write any head (it is only compared modulo the
+         * ring); the tail is the board's and never leaves the ring. */
+        DN2_LOAD_CHECK(d->status_head <= DN2_STATUS_ADDR_MASK &&
+                       !(d->status_head % DN2_STATUS_REC_SIZE) &&
+                       d->status_tail >= d->status_init &&
+                       d->status_tail < d->status_init + size &&
+                       !(d->status_tail % DN2_STATUS_REC_SIZE),
+                       "WID %d status ring head 0x%x / tail 0x%x outside "
+                       "[0x%x, 0x%x)", w, d->status_head, d->status_tail,
+                       d->status_init, d->status_init + size);
+        DN2_LOAD_CHECK(d->lhb_head < DN2_LHB_AREA && !(d->lhb_head % DN2_LHB_ENTRY) &&
+                       d->lhb_tail < DN2_LHB_AREA && !(d->lhb_tail % DN2_LHB_ENTRY),
+                       "WID %d LH Buffer head 0x%x / tail 0x%x", w, d->lhb_head,
+                       d->lhb_tail);
+        DN2_LOAD_CHECK(d->copy.valid <= 1 && d->copy.form <= DN2_FORM_LIST &&
+                       d->copy.dtype <= 7, "WID %d copy source", w);
+        for (j = 0; j < DN2_LHS_SLOTS; j++) {
+            DN2LhsMsg *m = &d->lhs[j];
+            DN2_LOAD_CHECK(m->valid <= 1 && m->swid < DN2_NUM_WID &&
+                           m->entry < DN2_LHB_AREA && !(m->entry % DN2_LHB_ENTRY) &&
+                           m->got <= m->total,
+                           "WID %d LHS reassembly slot %d", w, j);
+        }
+    }
+    dn2_link_refresh(s);
+    s->rc_stall_since = 0;
     dn2_kick(s);
     return 0;
 }
 
+/* Version 2: per-WID receive error bits, the Receive Controller's executor
+ * of its own; version 1 streams are refused (docs/device-model.md). */
 static const VMStateDescription vmstate_dn2 = {
     .name = "dimmnet2",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .post_load = dn2_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT8(sdimm_ready, DN2State),
@@ -790,15 +943,14 @@ static const VMStateDescription vmstate_dn2 = {
         VMSTATE_UINT16(lid, DN2State),
         VMSTATE_UINT16(sma_lid, DN2State),
         VMSTATE_UINT8(link_state, DN2State),
-        VMSTATE_UINT8(rx_err, DN2State),
-        VMSTATE_UINT8(rx_ovf, DN2State),
         VMSTATE_UINT16_ARRAY(amt, DN2State, DN2_AMT_ENTRIES),
-        VMSTATE_STRUCT_ARRAY(wid, DN2State, DN2_NUM_WID, 1, vmstate_dn2_wid, DN2Wid),
+        VMSTATE_STRUCT_ARRAY(wid, DN2State, DN2_NUM_WID, 2, vmstate_dn2_wid, DN2Wid),
         VMSTATE_STRUCT_ARRAY(fifo, DN2State, DN2_FIFO_MAX, 1,
                              vmstate_dn2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT32(fifo_head, DN2State),
         VMSTATE_UINT32(fifo_count, DN2State),
         VMSTATE_STRUCT(exec, DN2State, 1, vmstate_dn2_exec, DN2Exec),
+        VMSTATE_STRUCT(rc_exec, DN2State, 2, vmstate_dn2_exec, DN2Exec),
         VMSTATE_STRUCT_ARRAY(rc_fifo, DN2State, DN2_RC_FIFO, 1,
                              vmstate_dn2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT32(rc_head, DN2State),
@@ -823,6 +975,9 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_BOOL("loopback", DN2State, loopback, false),
     DEFINE_PROP_BOOL("rx-thread", DN2State, rx_thread, false),
     DEFINE_PROP_UINT64("guid", DN2State, guid, 0),
+    DEFINE_PROP_UINT32("rc-timeout-ms", DN2State, rc_timeout_ms,
+                       DN2_RC_TIMEOUT_MS_DEFAULT),
+    DEFINE_PROP_STRING("secret", DN2State, secret_id),
 };
 
 static const struct {
@@ -892,6 +1047,11 @@ static void dn2_instance_init(Object *obj)
                                    &s->stat_rx_drop_route, OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "stat-rx-stalls", &s->stat_rx_stalls,
                                    OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-rc-abandoned", &s->stat_rc_abandoned,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_set_description(obj, "stat-rc-abandoned",
+        "RVL answers abandoned because their requester granted no credits "
+        "for rc-timeout-ms");
     for (i = 0; i < DN2_LS__MAX; i++) {
         object_property_add(obj, dn2_link_stat_props[i].name, "uint64",
                             dn2_get_link_stat, NULL, NULL, (void *)(uintptr_t)i);
@@ -916,15 +1076,8 @@ static void dn2_unrealize(DeviceState *dev)
 {
     DN2State *s = DIMMNET2(dev);
 
-    if (s->bh) {
-        qemu_bh_delete(s->bh);
-        s->bh = NULL;
-    }
     dn2_link_fini(s);
-    g_free(s->copy_buf);
-    s->copy_buf = NULL;
-    g_free(s->pkt_buf);
-    s->pkt_buf = NULL;
+    dn2_prim_fini(s);
     if (s->hostmem) {
         vmstate_unregister_ram(s->sodimm_mr, dev);
         host_memory_backend_set_mapped(s->hostmem, false);
@@ -966,6 +1119,13 @@ static void dn2_class_init(ObjectClass *klass, void *data)
         "with switch=: receive in a thread of the board's own, blocked in "
         "recvfrom() and taking the BQL per burst (on), or in the main loop's "
         "fd handler (off, the default; see docs/benchmarks.md)");
+    object_class_property_set_description(klass, "rc-timeout-ms",
+        "abandon (and count in stat-rc-abandoned) an RVL answer whose "
+        "requester grants no credits for this long, so no peer can hold the "
+        "Window Controller; 0 = never (default 5000)");
+    object_class_property_set_description(klass, "secret",
+        "id of a -object secret holding the cluster secret shared with the "
+        "dn2-switch (--secret-file): joining and data are authenticated");
     object_class_property_set_description(klass, "guid",
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");

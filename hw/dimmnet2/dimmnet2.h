@@ -26,7 +26,9 @@ OBJECT_DECLARE_SIMPLE_TYPE(DN2State, DIMMNET2)
 #define DN2_FIFO_MAX          64      /* upper bound of the fifo-depth property */
 #define DN2_FIFO_DEFAULT      16      /* [EMU] Request FIFO depth */
 #define DN2_AMT_ENTRIES       8192    /* index {CLID(12), WID(1)} */
+#define DN2_AMT_VALID         0x8000u /* s->amt[]: entry written (else empty) */
 #define DN2_SODIMM_DEFAULT    (2 * DN2_SDIMM_CAP_DEFAULT)   /* 2 x 256 MiB */
+#define DN2_SODIMM_MAX        (2 * dn2_sdimm_module_bytes(0x20))  /* 2 x 8 GiB */
 #define DN2_EXEC_BUDGET       (1u << 20)  /* bytes moved per executor run */
 #define DN2_COPY_CHUNK        (64u * 1024)
 
@@ -71,7 +73,8 @@ typedef struct DN2Wid {
     uint8_t ex_flag;            /* Command Ex Flag bit 0 */
     uint8_t pending;            /* Controller Status bit 0 */
     uint8_t req_error;          /* [EMU] Controller Status bit 20 */
-    uint8_t pad;
+    uint8_t rx_err;             /* Controller Status [19:18], this WID's packets */
+    uint8_t rx_ovf;             /* Controller Status bit 17, likewise */
     DN2FifoEntry pending_req;   /* waiting in the register for FIFO room */
     uint32_t ww_status;         /* Controller Status bits 5..16 */
     uint16_t prim_counter[DN2_PC_NUM];
@@ -90,7 +93,12 @@ typedef struct DN2Wid {
 } DN2Wid;
 
 /* Progress of the request being executed (resumable, for long copies and
- * for primitives that wait on the link). */
+ * for primitives that wait on the link).  The Window Controller has two:
+ * one for the host's Request FIFO and one for the Receive Controller's
+ * (RVL requests from the network turned into RVS answers), so that an
+ * answer never waits behind a host request stalled on the link, and a host
+ * request never waits behind an answer stalled on its requester (choice
+ * #47). */
 typedef struct DN2Exec {
     uint8_t active;
     uint8_t stalled;            /* waiting for the link */
@@ -101,7 +109,12 @@ typedef struct DN2Exec {
 } DN2Exec;
 
 #define DN2_RC_FIFO 16          /* Request FIFO for the Receive Controller */
-#define DN2_LOOP_MAX 256        /* packets in flight on the loopback link */
+#define DN2_LOOP_MAX 256        /* packets in flight per loopback queue */
+/* Loopback queues: one per destination WID and class (RVL requests apart
+ * from everything else), as the fabric's lanes, so that neither a full RC
+ * FIFO nor one process's full ring holds the other traffic up. */
+#define DN2_LOOP_QUEUES (DN2_NUM_WID * 2)
+#define DN2_RC_TIMEOUT_MS_DEFAULT 5000  /* an RC answer with no progress */
 
 typedef enum DN2LinkKind {
     DN2_LINK_NONE,              /* no cable */
@@ -124,6 +137,8 @@ struct DN2State {
     bool loopback;              /* the port cabled to itself */
     bool rx_thread;             /* receive in a thread of its own */
     uint64_t guid;              /* board GUID for the subnet manager */
+    uint32_t rc_timeout_ms;     /* abandon an RC answer stalled this long */
+    char *secret_id;            /* -object secret id: the cluster secret */
     Error *blocker;             /* migration blocker while linked */
 
     /* the window */
@@ -144,8 +159,6 @@ struct DN2State {
     uint16_t lid;
     uint16_t sma_lid;           /* LID assigned by the subnet manager */
     uint8_t link_state;         /* SMA LID [17:16] */
-    uint8_t rx_err;             /* Controller Status [19:18] */
-    uint8_t rx_ovf;             /* Controller Status bit 17 */
     uint16_t amt[DN2_AMT_ENTRIES]; /* bit 15 = valid, [11:0] = value */
 
     /* User Registers */
@@ -155,11 +168,15 @@ struct DN2State {
     DN2FifoEntry fifo[DN2_FIFO_MAX];
     uint32_t fifo_head;
     uint32_t fifo_count;
-    DN2Exec exec;
+    DN2Exec exec;               /* host requests */
+    DN2Exec rc_exec;            /* Receive Controller requests (RVL answers) */
     DN2FifoEntry rc_fifo[DN2_RC_FIFO];
     uint32_t rc_head;
     uint32_t rc_count;
     uint8_t rc_turn;            /* alternate host and RC requests */
+    QEMUTimer *rc_timer;        /* abandons an RC answer that makes no progress */
+    int64_t rc_stall_since;     /* realtime ns; 0 = making progress */
+    uint64_t rc_stall_done;     /* rc_exec.done when the stall began */
     QEMUBH *bh;
     uint8_t *copy_buf;
     uint8_t *pkt_buf;           /* one outgoing packet */
@@ -167,10 +184,12 @@ struct DN2State {
     /* the port */
     DN2LinkKind link_kind;
     DN2Link *link;
-    GQueue loop_q;              /* loopback packets not yet delivered */
+    GQueue loop_q[DN2_LOOP_QUEUES]; /* loopback packets not yet delivered */
     QEMUBH *loop_bh;
+    uint64_t loop_seq;          /* next loopback packet's sequence number */
     QEMUTimer *rx_retry;        /* receive stalled on host-owned memory */
     uint8_t rx_stalled;
+    uint32_t rx_retry_ns;       /* next retry delay (backs off) */
 
     /* statistics (QOM read-only properties) */
     uint64_t stat_requests;
@@ -189,6 +208,7 @@ struct DN2State {
     uint64_t stat_rx_drop_route;    /* not for this board */
     uint64_t stat_rx_stalls;        /* back-pressure events */
     uint64_t stat_tx_drops;         /* no route to the destination LID */
+    uint64_t stat_rc_abandoned;     /* RVL answers abandoned (no progress) */
 };
 
 /* The receive-status ring of a process: [init, init + size) in its LLCM,
@@ -213,6 +233,7 @@ static inline uint32_t dn2_status_ring_used(const DN2Wid *w)
 
 /* dimmnet2-prim.c */
 void dn2_prim_init(DN2State *s);
+void dn2_prim_fini(DN2State *s);
 void dn2_prim_reset(DN2State *s);
 void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower);
 void dn2_kick(DN2State *s);
@@ -223,7 +244,8 @@ uint64_t dn2_sdimm_area(DN2State *s);
 bool dn2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf, uint64_t len,
                   bool is_write);
 
-int dn2_exec_remote(DN2State *s, const struct dn2_req *r, uint64_t *budget);
+int dn2_exec_remote(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                    uint64_t *budget);
 void dn2_remote_on_issue(DN2State *s, const struct dn2_req *r);
 void dn2_count(DN2State *s, int wid, int family);
 bool dn2_list_entry(DN2State *s, int wid, uint32_t list, uint32_t i,
@@ -244,11 +266,13 @@ void dn2_link_fini(DN2State *s);
 void dn2_link_reset(DN2State *s);
 bool dn2_link_ready(DN2State *s);
 uint16_t dn2_link_lid(DN2State *s);
-bool dn2_link_can_send(DN2State *s, uint16_t dlid, size_t len);
+/* h0: the packet's first header word (DLID, DWID, TYPE are read). */
+bool dn2_link_can_send(DN2State *s, uint64_t h0, size_t len);
 void dn2_link_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len);
 void dn2_link_flush(DN2State *s);
 void dn2_link_resume(DN2State *s);
 void dn2_link_sma_reset(DN2State *s);
+void dn2_link_refresh(DN2State *s);
 
 /* Fabric endpoint counters shown as QOM stat-link-* properties. */
 typedef enum DN2LinkStat {

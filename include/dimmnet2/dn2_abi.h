@@ -270,6 +270,11 @@ enum dn2_otype {
 #define DN2_FORM_STRIDE        1
 #define DN2_FORM_LIST          2
 static inline int dn2_otype_form(unsigned otype) { return (int)(otype & 3); }
+/* The RVL family (RVL, RVLS, RVLI): a request the receiver answers. */
+static inline int dn2_otype_is_rvl(unsigned otype)
+{
+    return otype == DN2_OP_RVL || otype == DN2_OP_RVLS || otype == DN2_OP_RVLI;
+}
 static inline int dn2_otype_valid(unsigned otype)
 {
     switch (otype) {
@@ -394,6 +399,11 @@ static inline void dn2_req_decode(struct dn2_req *r, uint64_t lower, uint64_t up
     r->ex_dtype = (uint8_t)DN2_GET(ex, 7, 5);
     r->ex_iter = (uint8_t)DN2_GET(ex, 15, 8);
     r->ex_arg = (uint32_t)DN2_GET(ex, 63, 32);
+}
+/* The destination CLID of a request's Lower word. */
+static inline unsigned dn2_req_dclid(uint64_t lower)
+{
+    return (unsigned)DN2_GET(lower, 29, 18);
 }
 static inline uint64_t dn2_req_encode_lower(const struct dn2_req *r)
 {

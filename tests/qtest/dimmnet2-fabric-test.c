@@ -270,6 +270,9 @@ typedef struct Board {
     uint16_t lid;
 } Board;
 
+/* Extra -device properties for every board a case starts (",prop=v"). */
+static const char *g_board_props = "";
+
 static void board_start(Board *b, char name, int sw_port, uint64_t guid, int local_port,
                         uint64_t memsize)
 {
@@ -278,9 +281,10 @@ static void board_start(Board *b, char name, int sw_port, uint64_t guid, int loc
     /* Board B receives in a thread of its own (rx-thread=on), the others
      * in the main loop (the default): every case crossing boards exercises
      * both receive paths. */
-    g_autofree char *props = g_strdup_printf(",switch=127.0.0.1:%d,guid=0x%" PRIx64 "%s%s",
+    g_autofree char *props = g_strdup_printf(",switch=127.0.0.1:%d,guid=0x%" PRIx64 "%s%s%s",
                                              sw_port, guid, local,
-                                             name == 'B' ? ",rx-thread=on" : "");
+                                             name == 'B' ? ",rx-thread=on" : "",
+                                             g_board_props);
 
     memset(b, 0, sizeof(*b));
     b->name = name;
@@ -2139,6 +2143,148 @@ out:
     fab_down(&f);
 }
 
+/* ------------------------------------------------------------------ */
+/* Resets and hostile requesters                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * B holds A's stream (its status ring is full) and gets a Controller
+ * Reset, the first step of every driver load.  The packets it held are
+ * dropped and counted (no process is set up at that moment), and A's
+ * stream flows again: nothing waits for a resume that never comes.
+ */
+static void test_reset_backpressured(void)
+{
+    Fab f;
+    Board *A, *B;
+    uint8_t data[256];
+    uint64_t noproc0;
+    int i;
+
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    dn2q_pattern(data, sizeof(data), 80);
+    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
+    dn2q_status_setup(&B->d, 0, ST_OFF, 0x01);          /* 3 records */
+    for (i = 0; i < 6; i++) {
+        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 64, 0x100000, i * 64);
+    }
+    wait_qom(B, "stat-rx-stalls", 1, T_SHORT, "B's full ring holds A's stream");
+    noproc0 = qom_u64(B, "stat-rx-drop-noproc");
+    dn2q_sr_rd(&B->d, DN2_SR_CTL_RESET);
+    board_net_init(B, PG, PG);
+    wait_qom(B, "stat-rx-drop-noproc", noproc0 + 1, T_SHORT,
+             "the held packets are dropped and counted by the reset");
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 256, 0x100000, 0x20000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x20000, T_SHORT,
+              "an RVS from A after B's Controller Reset");
+    sd_expect(B, 0, 0x20000, data, 256, "an RVS from A after B's Controller Reset");
+out:
+    fab_down(&f);
+}
+
+/*
+ * A guest reboot (system_reset) of B: the cable stays plugged, so the SMA
+ * shows the same LID, link ready, at once; after the driver's bring-up
+ * both directions work and nothing is dropped as "not for this LID".
+ */
+static void test_reboot_keeps_link(void)
+{
+    Fab f;
+    Board *A, *B;
+    uint8_t data[512];
+    uint16_t lid;
+    uint64_t route0;
+
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    lid = B->lid;
+    dn2q_pattern(data, sizeof(data), 81);
+    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
+    dn2q_sdfile_put(&B->mem, 0, 0x100000, data, sizeof(data));
+    qtest_qmp_assert_success(B->d.qts, "{'execute': 'system_reset'}");
+    /* the reset happens in B's main loop: wait for its effect (PGIDs gone) */
+    poll_ur(B, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, 0, T_SHORT,
+            "B's reset took effect (SO-DIMM not ready)");
+    if (board_wait_link(B, T_SHORT)) {
+        EXPECT_HEX(B->lid, lid, "the same LID after the reboot");
+    }
+    board_net_init(B, PG, PG);
+    route0 = qom_u64(B, "stat-rx-drop-route");
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 512, 0x100000, 0x40000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 512, 0x40000, T_SHORT,
+              "A -> B after B's reboot");
+    sd_expect(B, 0, 0x40000, data, 512, "A -> B after B's reboot");
+    rreq(B, 0, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 1, 512, 0x100000, 0x40000);
+    st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 512, 0x40000, T_SHORT,
+              "B -> A after B's reboot");
+    sd_expect(A, 0, 0x40000, data, 512, "B -> A after B's reboot");
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-route"), route0,
+               "nothing dropped as not for B's LID");
+out:
+    fab_down(&f);
+}
+
+/*
+ * A fabric member asks B for 2 MiB (one RVL) and never acknowledges the
+ * answer.  B's own process keeps working meanwhile, the answer is
+ * abandoned and counted after rc-timeout-ms, and B answers others again.
+ */
+static void test_rc_hostage(void)
+{
+    Fab f;
+    Board *A, *B;
+    RawPeer rp;
+    uint8_t *pk[1];
+    size_t pl[1];
+    struct dn2_hdr h;
+    uint8_t data[1024];
+    int64_t t0;
+
+    g_board_props = ",rc-timeout-ms=500";
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    if (!rawpeer_register(&rp, f.sw.port, B->lid)) {
+        goto out;
+    }
+    dn2q_pattern(data, sizeof(data), 82);
+    dn2q_sdfile_put(&B->mem, 0, 0x100000, data, sizeof(data));
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVL;
+    h.hflag = 1;
+    h.dlid = B->lid;
+    h.pgid = PG;
+    h.w1_lo = 0;                    /* from B's SO-DIMM 0 ... */
+    h.w1_hi = 0;
+    h.total = 2 * MiB_;             /* ... 2 MiB */
+    pk[0] = g_malloc0(64);
+    pl[0] = mkpkt(pk[0], &h, NULL, 0);
+    rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+    poll_ur(B, 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS, T_SHORT,
+            "B answers the RVL and waits for credits that never come");
+    /* B's own process: a local VS runs while the answer is stuck */
+    t0 = now_ms();
+    qtest_memwrite(B->d.qts, dn2q_ww_addr(&B->d, 0, 0), data, 256);
+    issue(B, 0, 0, dn2_req_upper(0, 0x200000),
+          dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 256), false, 0);
+    wait_pc(B, 0, DN2_PC_VS, 1, 400, "B's own VS does not wait behind the RC answer");
+    EXPECT_TRUE(now_ms() - t0 < 400, "B's VS took %" PRId64 " ms", now_ms() - t0);
+    wait_qom(B, "stat-rc-abandoned", 1, T_SHORT, "the stuck answer is abandoned");
+    /* and B answers A */
+    rreq(A, 0, 0, DN2_OP_RVL, 0, 0, B->lid, 0, 1, 1024, 0x100000, 0x50000);
+    st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1024, 0x50000, T_SHORT,
+              "B answers A's RVL after abandoning the hostage");
+    sd_expect(A, 0, 0x50000, data, 1024, "B answers A's RVL");
+    g_free(pk[0]);
+    close(rp.fd);
+out:
+    g_board_props = "";
+    fab_down(&f);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -2167,6 +2313,9 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/faults", test_faults);
         qtest_add_func("/dimmnet2-fabric/switch-restart", test_switch_restart);
         qtest_add_func("/dimmnet2-fabric/hostile", test_hostile);
+        qtest_add_func("/dimmnet2-fabric/reset-backpressured", test_reset_backpressured);
+        qtest_add_func("/dimmnet2-fabric/reboot-keeps-link", test_reboot_keeps_link);
+        qtest_add_func("/dimmnet2-fabric/rc-hostage", test_rc_hostage);
     }
     ret = g_test_run();
     g_free(switch_path);

@@ -2015,6 +2015,204 @@ static void test_rx_errors(void)
     rig_stop(&r);
 }
 
+/* ================================================================== */
+/* Hardening: request sequences that must not wedge or corrupt a board */
+/* ================================================================== */
+
+/*
+ * A process storms its own board with RVLs.  While a long SO-DIMM copy
+ * keeps the Window Controller busy, 60 RVL doorbells of 64 KiB each fill
+ * a 64-deep Request FIFO; then they all go out at once.  With one loopback
+ * queue for requests and answers, the 17th RVL waited at the head for room
+ * in the 16-entry RC FIFO while the answers that would have made room
+ * queued behind it: the board stayed in RVL for ever.  Every answer must
+ * land, and the board must be idle again.
+ */
+static void test_hard_rvl_storm(void)
+{
+    const unsigned n = 60;
+    const uint32_t sz = 256 * KiB_, copy = 192 * MiB_;
+    DN2 dd, *d = &dd;
+    unsigned i;
+    int64_t end;
+
+    dn2q_open(d, dn2q_vm_start("q35", "-device dimmnet2,id=dn,loopback=on,fifo-depth=64"),
+              DN2_DEFAULT_BASE0);
+    bringup(d, DN2Q_MTU_4K, PGID, PGID);
+    /* the copy: VL half (source) then VS half (destination) */
+    dn2q_issue(d, 0, 0, dn2_req_upper(0, DN2_COPY_OFF),
+               dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, copy));
+    dn2q_issue(d, 0, 0, dn2_req_upper(DN2_COPY_OFF, 0x8000000),
+               dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, copy));
+    for (i = 0; i < n && !d->dead; i++) {
+        dn2q_issue(d, 0, 0, dn2_req_upper(0, 0x4000000 + i * sz),
+                   dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 0, 0, sz));
+    }
+    dn2q_wait_pc(d, 0, DN2_PC_RVL, n, "every RVL of the storm sent");
+    /* each RVL is one packet in, its answer 16 more (4 KiB MTU) */
+    end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while ((dn2q_pkts(d, 0) != n * 66 || dn2q_wc_state(d)) &&
+           g_get_monotonic_time() < end) {
+        g_usleep(1000);
+    }
+    EXPECT_HEX(dn2q_pkts(d, 0), n * 66, "every RVL answered (Packet Counter)");
+    EXPECT_HEX(dn2q_wc_state(d), 0, "Window Controller idle after the storm");
+    EXPECT_HEX(dn2q_cs(d, 0) & DN2_CS_REQ_ERROR, 0, "no request refused");
+    qtest_quit(d->qts);
+}
+
+/*
+ * An RVL queued behind a write to the same process must read what the
+ * write wrote, even when the write waits (a full status ring) and the RVL
+ * could have gone first.
+ */
+static void test_hard_rvl_after_write(void)
+{
+    Rig r;
+    DN2 *d;
+    g_autofree uint8_t *a = NULL;
+    g_autofree uint8_t *b = NULL;
+    uint64_t stalls;
+    int k;
+
+    d = rig_up(&r, DN2Q_MTU_2K);
+    a = sd_bg(&r, 0, SRC, 256, 4200);           /* what the RVS writes */
+    b = sd_bg(&r, 1, DST, 256, 4201);           /* what WID 1 had there */
+    /* WID 1's status ring: 64 bytes, so three records fill it */
+    dn2q_status_setup(d, 1, ST_INIT, 0x01);
+    stalls = rstat(&r, "stat-rx-stalls");
+    for (k = 0; k < 4; k++) {
+        /* RVS WID 0 -> WID 1 with a status record each: the 4th waits */
+        dn2q_issue(d, 0, 0, dn2_req_upper(SRC, DST),
+                   dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 256));
+    }
+    wait_stalls(&r, stalls + 1, "the 4th RVS waits for room in WID 1's ring");
+    /* WID 0 reads WID 1's DST back into its own SO-DIMM */
+    dn2q_issue(d, 0, 0, dn2_req_upper(DST, DST + 0x10000),
+               dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 1, 0, 256));
+    g_usleep(100 * 1000);
+    /* free the ring: the 4th RVS lands, then the RVL reads */
+    for (k = 0; k < 4; k++) {
+        g_autofree char *w = g_strdup_printf("RVS %d's status record on WID 1", k);
+        expect_status_any(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 256), LM_ALL,
+                          dn2_req_upper(DST, 0), w);
+    }
+    wait_pkts(&r, 0, 1, "the RVL's answer");
+    sd_expect(&r, 0, DST + 0x10000, a, 256,
+              "the RVL read what the RVS before it wrote, not the old data");
+    (void)b;
+    rig_stop(&r);
+}
+
+/* An LHS first packet that ends at its header (no envelope): dropped as
+ * malformed, and never read past its end (this case runs under a memory
+ * checker in the memcheck suite). */
+static void test_hard_lhs_empty_first(void)
+{
+    Rig r;
+    DN2 *d;
+    RingM m;
+    struct dn2_hdr h;
+    uint64_t more[1];
+    uint64_t bad;
+
+    d = rig_up(&r, DN2Q_MTU_2K);
+    ring_setup(&r, &m, 0, 1, 0x4000, 8192);
+    h = mkhdr(DN2_OP_IPUSH, 0, 1, LID);
+    h.lflag = 1;
+    more[0] = dn2_hdr1_encode(64, 0);           /* a 64-byte message, offset 0 */
+    bad = rstat(&r, "stat-rx-drop-bad");
+    botf_image(&r, 0, 1, &h, more, 1, NULL, 0);
+    botf(&r, 0, 1, 2 * DN2_LINE, "LHS first packet with no data");
+    wait_stat(&r, "stat-rx-drop-bad", bad + 1, "LHS first packet with no data");
+    EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "no LH entry taken");
+    EXPECT_HEX(dn2q_pkts(d, 1), 0, "nothing received");
+    rig_stop(&r);
+}
+
+/* LHSv2 of Size 0xffffffff with a Write Window prefix: the SO-DIMM part
+ * stops at the end of the area, as for LHSv1, instead of 4 GiB of packets. */
+static void test_hard_lhsv2_clip(void)
+{
+    const uint32_t src = AREA - 64, ww_len = 40;
+    Rig r;
+    DN2 *d;
+    RingM m;
+    uint8_t ww[DN2_WIN_SIZE];
+    LhMsg msg = { 0x77, 0x7, 0x7777, ww_len + 64 };
+    g_autofree uint8_t *buf = g_malloc(msg.len);
+    int64_t end;
+
+    d = rig_up(&r, DN2Q_MTU_2K);
+    ring_setup(&r, &m, 0, 1, 0x4000, 8192);
+    lh_build(buf, &msg, 4300);
+    memset(ww, 0, sizeof(ww));
+    memcpy(ww, buf, ww_len);
+    qtest_memwrite(r.d.qts, dn2q_ww_addr(d, 0, 0), ww, sizeof(ww));
+    dn2q_sdfile_put(&r.mem, 0, src, buf + ww_len, 64);
+    dn2q_issue(d, 0, 0, dn2_req_upper(src, dn2_lhsv2_dst(ww_len, 0)),
+               dn2_req_lower(DN2_OP_LHSV2, 0, 0, MY_CLID, 1, 0, 0xffffffffu));
+    end = g_get_monotonic_time() + 2 * G_USEC_PER_SEC;
+    while (dn2q_wc_state(d) && g_get_monotonic_time() < end) {
+        g_usleep(1000);
+    }
+    EXPECT_HEX(dn2q_wc_state(d), 0, "the clipped LHSv2 is done within 2 s");
+    EXPECT_TRUE(dn2q_cs(d, 0) & DN2_CS_REQ_ERROR, "clipped: Controller Status bit 20");
+    wait_pkts(&r, 1, 1, "the clipped message, one packet");
+    lh_check(&r, 1, 0, &msg, buf, DN2_LH_VALID | DN2_LH_COMPLETE, &m,
+             "LHSv2 clipped to the prefix + what is left of the area");
+    rig_stop(&r);
+}
+
+/* A BOTF image that claims the other WID of its board as SWID: the board
+ * stamps the issuing WID (as it stamps PGID). */
+static void test_hard_botf_swid(void)
+{
+    Rig r;
+    struct dn2_hdr h;
+    uint64_t more[1];
+    uint8_t data[64];
+
+    rig_up(&r, DN2Q_MTU_2K);
+    dn2q_pattern(data, sizeof(data), 4400);
+    h = mkhdr(DN2_OP_RVS, 1, 1, LID);           /* WID 0 claims to be WID 1 */
+    h.eflag = 1;
+    more[0] = dn2_hdr1_encode(DST, DST);
+    botf_image(&r, 0, 0, &h, more, 1, data, sizeof(data));
+    botf(&r, 0, 0, 16 + sizeof(data), "BOTF claiming SWID 1 from WID 0");
+    expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 64), LM_ALL,
+                  dn2_req_upper(DST, 0), "the record names the real sender, WID 0");
+    rig_stop(&r);
+}
+
+/* A malformed packet for WID 1 shows in WID 1's Controller Status only,
+ * and a Primitive Counter Reset clears it (not only a Controller Reset). */
+static void test_hard_rx_error_per_wid(void)
+{
+    Rig r;
+    DN2 *d;
+    struct dn2_hdr h;
+    uint64_t more[3];
+    uint8_t data[8] = { 0 };
+    uint64_t bad;
+
+    d = rig_up(&r, DN2Q_MTU_2K);
+    h = mkhdr(DN2_OP_RVL, 0, 1, LID);
+    more[0] = dn2_hdr1_encode(SRC, DST);
+    more[1] = dn2_hdr1_encode(64, 0);
+    more[2] = 0;
+    bad = rstat(&r, "stat-rx-drop-bad");
+    botf_image(&r, 0, 2, &h, more, 3, data, 8);
+    botf(&r, 0, 2, 32 + 8, "RVL with data for WID 1");
+    wait_stat(&r, "stat-rx-drop-bad", bad + 1, "RVL with data for WID 1");
+    EXPECT_HEX(dn2q_cs(d, 1) & RX_BITS, (uint64_t)DN2_RX_ERR_RVL_DATA << DN2_CS_RX_ERR_SHIFT,
+               "WID 1 shows the error");
+    EXPECT_HEX(dn2q_cs(d, 0) & RX_BITS, 0, "WID 0 does not show WID 1's error");
+    dn2q_ur_wr(d, 1, DN2_UR_PRIM_COUNTER, 0);
+    EXPECT_HEX(dn2q_cs(d, 1) & RX_BITS, 0, "a Primitive Counter Reset clears WID 1's bits");
+    rig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2037,5 +2235,11 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/lhs/v2", test_lhs_v2);
     qtest_add_func("/dimmnet2-remote/protection", test_protection);
     qtest_add_func("/dimmnet2-remote/rx-errors", test_rx_errors);
+    qtest_add_func("/dimmnet2-remote/hardening/rvl-storm", test_hard_rvl_storm);
+    qtest_add_func("/dimmnet2-remote/hardening/rvl-after-write", test_hard_rvl_after_write);
+    qtest_add_func("/dimmnet2-remote/hardening/lhs-empty-first", test_hard_lhs_empty_first);
+    qtest_add_func("/dimmnet2-remote/hardening/lhsv2-clip", test_hard_lhsv2_clip);
+    qtest_add_func("/dimmnet2-remote/hardening/botf-swid", test_hard_botf_swid);
+    qtest_add_func("/dimmnet2-remote/hardening/rx-error-per-wid", test_hard_rx_error_per_wid);
     return g_test_run();
 }

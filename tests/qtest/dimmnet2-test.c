@@ -1882,51 +1882,80 @@ static int spawn_qemu(const char *const *args, char **out, char **err)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/*
+ * Every property's bad values: QEMU refuses to start with a message naming
+ * the board and what is wrong, and never crashes (an exit by signal, e.g.
+ * SIGSEGV in rom_reset for a window over the BIOS, or SIGABRT for a
+ * zero-sized SO-DIMM, fails the case).
+ */
+typedef struct BadCase {
+    const char *args[8];
+    const char *want;           /* in stderr */
+} BadCase;
+
 static void test_bad_config(void)
 {
-    static const char *const cases[][4] = {
-        { "-device", "dimmnet2,base=0xfec18000", NULL },          /* not 64 KiB aligned */
-        { "-device", "dimmnet2,base=0xfec10001", NULL },
-        { "-device", "dimmnet2,base=0xfffd0000", NULL },          /* window crosses 4 GiB */
-        { "-device", "dimmnet2,base=0x100000000", NULL },         /* above 4 GiB */
-        { "-device", "dimmnet2,base=0xfec10000", "-device", "dimmnet2,base=0xfec60000" },
-        { "-device", "dimmnet2,base=0xfec70000", "-device", "dimmnet2,base=0xfec70000" },
-        { "-device", "dimmnet2,fifo-depth=1", NULL },
-        { "-device", "dimmnet2,fifo-depth=65", NULL },
-        { "-device", "dimmnet2,sodimm-size=3M", NULL },           /* not a power of two */
+    static const BadCase cases[] = {
+        { { "-device", "dimmnet2,base=0xfec18000" }, "64 KiB aligned" },
+        { { "-device", "dimmnet2,base=0xfec10001" }, "64 KiB aligned" },
+        { { "-device", "dimmnet2,base=0xfffd0000" }, "above 4 GiB" },
+        { { "-device", "dimmnet2,base=0x100000000" }, "above 4 GiB" },
+        { { "-device", "dimmnet2,base=0xffffffffffff0000" }, "above 4 GiB" },
+        { { "-device", "dimmnet2,base=0xfffa0000" }, "overlap" },      /* BIOS ROM */
+        { { "-device", "dimmnet2,base=0xfec00000" }, "overlap" },      /* IOAPIC */
+        { { "-device", "dimmnet2,base=0x100000" }, "overlap" },        /* RAM */
+        { { "-device", "dimmnet2,base=0xfec10000", "-device", "dimmnet2,base=0xfec60000" },
+          "another dimmnet2" },
+        { { "-device", "dimmnet2,base=0xfec70000", "-device", "dimmnet2,base=0xfec70000" },
+          "another dimmnet2" },
+        { { "-device", "dimmnet2", "-device", "dimmnet2", "-device", "dimmnet2" },
+          "both default addresses" },
+        { { "-device", "dimmnet2,fifo-depth=1" }, "fifo-depth" },
+        { { "-device", "dimmnet2,fifo-depth=65" }, "fifo-depth" },
+        { { "-device", "dimmnet2,sodimm-size=3M" }, "sodimm-size" },
+        { { "-device", "dimmnet2,sodimm-size=0" }, "sodimm-size" },
+        { { "-device", "dimmnet2,sodimm-size=1M" }, "sodimm-size" },
+        { { "-device", "dimmnet2,sodimm-size=32G" }, "sodimm-size" },
+        { { "-object", "memory-backend-ram,id=m,size=3M", "-device", "dimmnet2,memdev=m" },
+          "power of two" },
+        { { "-device", "dimmnet2,memdev=nosuch" }, "nosuch" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:0" }, "port 0" },
+        { { "-device", "dimmnet2,switch=127.0.0.1" }, "HOST:PORT" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:99999" }, "HOST:PORT" },
+        { { "-device", "dimmnet2,switch=[::1]:4791,local=127.0.0.1:0" }, "IPv" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,local=bad" }, "local=" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,loopback=on" }, "either" },
+        { { "-device", "dimmnet2,local=127.0.0.1:0" }, "needs switch" },
+        { { "-device", "dimmnet2,rx-thread=on" }, "needs switch" },
+        { { "-device", "dimmnet2,guid=5" }, "needs switch" },
+        { { "-device", "dimmnet2,rc-timeout-ms=4000000" }, "rc-timeout-ms" },
+        { { "-object", "secret,id=s0,data=x", "-device", "dimmnet2,secret=s0" },
+          "needs switch" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,secret=nosuch" }, "nosuch" },
+        { { "-object", "secret,id=s0,data=", "-device",
+            "dimmnet2,switch=127.0.0.1:4791,secret=s0" }, "empty" },
     };
     size_t i;
 
     for (i = 0; i < G_N_ELEMENTS(cases); i++) {
-        const char *args[16] = {
-            "-M", "q35", "-nodefaults", "-display", "none", "-accel", "qtest", "-S",
+        const char *args[24] = {
+            "-M", "q35", "-m", "64M", "-nodefaults", "-display", "none", "-accel",
+            "qtest", "-S",
         };
         g_autofree char *out = NULL, *err = NULL;
-        int j, n = 8, rc;
+        g_autofree char *line = g_strjoinv(" ", (char **)cases[i].args);
+        int j, n = 10, rc;
 
-        for (j = 0; j < 4 && cases[i][j]; j++) {
-            args[n++] = cases[i][j];
+        for (j = 0; j < 8 && cases[i].args[j]; j++) {
+            args[n++] = cases[i].args[j];
         }
         args[n] = NULL;
         rc = spawn_qemu(args, &out, &err);
         EXPECT_TRUE(rc != 0 && rc != 124 && rc < 128,
-                    "QEMU exits with an error for %s %s (exit %d)", cases[i][1],
-                    cases[i][3] ? cases[i][3] : "", rc);
-        EXPECT_TRUE(err && strstr(err, "dimmnet2"),
-                    "error message names dimmnet2 for %s (stderr: %s)", cases[i][1],
-                    err ? err : "");
-    }
-    /* three boards without base=: only two defaults exist */
-    {
-        const char *args[] = {
-            "-M", "q35", "-nodefaults", "-display", "none", "-accel", "qtest", "-S",
-            "-device", "dimmnet2", "-device", "dimmnet2", "-device", "dimmnet2", NULL,
-        };
-        g_autofree char *out = NULL, *err = NULL;
-        int rc = spawn_qemu(args, &out, &err);
-        EXPECT_TRUE(rc != 0 && rc != 124 && rc < 128,
-                    "three boards without base= fail (exit %d)", rc);
-        EXPECT_TRUE(err && strstr(err, "dimmnet2"), "error message for a third board");
+                    "QEMU exits with an error, not a signal, for %s (exit %d)", line, rc);
+        EXPECT_TRUE(err && strstr(err, "dimmnet2") && strstr(err, cases[i].want),
+                    "the message for %s names dimmnet2 and says '%s' (stderr: %s)", line,
+                    cases[i].want, err ? err : "");
     }
 }
 
@@ -2089,6 +2118,160 @@ static void test_vmstate(void)
     sd_check(&d, 0, 0x1000, s0, sizeof(s0), "migrated WID 0 SO-DIMM");
     sd_check(&d, 1, A - sizeof(s1), s1, sizeof(s1) - 4, "migrated WID 1 SO-DIMM");
     qtest_quit(dst);
+}
+
+/*
+ * A crafted migration stream: every field a guest could not have produced
+ * is refused with a clean error (the destination keeps running), and the
+ * SMA is never taken from the stream.  The stream is the real one, patched
+ * at the offsets of the version 2 layout (found through a marker written
+ * into the registers, and checked before use).
+ */
+#define MIG_MARK_LEN 13
+#define MIG_WID0     16400          /* after the marker's fields and the AMT */
+#define MIG_WID_SIZE 254
+#define MIG_FIFO     (MIG_WID0 + 2 * MIG_WID_SIZE)
+#define MIG_FCOUNT   (MIG_FIFO + 64 * 28 + 4)
+#define MIG_EXEC     (MIG_FCOUNT + 4)
+
+typedef struct MigPatch {
+    const char *what;
+    int off;                        /* from the marker */
+    int len;                        /* 1, 2, 4 or 8 (big endian) */
+    uint64_t val;
+    int off2, len2;                 /* a second field, len2 = 0: none */
+    uint64_t val2;
+    bool accepted;
+} MigPatch;
+
+static void put_be(uint8_t *p, int len, uint64_t v)
+{
+    int i;
+
+    for (i = len - 1; i >= 0; i--, v >>= 8) {
+        p[i] = v & 0xff;
+    }
+}
+
+static uint64_t get_be(const uint8_t *p, int len)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 0; i < len; i++) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+static const char *incoming_status(QTestState *qts)
+{
+    static char st[32];
+    int i;
+
+    for (i = 0; i < 20000; i++) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'query-migrate'}");
+        QDict *ret = qdict_get_qdict(rsp, "return");
+        g_strlcpy(st, ret && qdict_haskey(ret, "status") ? qdict_get_str(ret, "status") : "",
+                  sizeof(st));
+        qobject_unref(rsp);
+        if (!strcmp(st, "completed") || !strcmp(st, "failed")) {
+            return st;
+        }
+        g_usleep(1000);
+    }
+    return "timeout";
+}
+
+static void test_vmstate_refuses(void)
+{
+    static const uint8_t mark[MIG_MARK_LEN] = {
+        0x01, 0xa7, 0x5c, 0, 0, 0, 0x01, 0, 0, 0, 0x04, 0xd2, 0xe9,
+    };
+    const int w1 = MIG_WID0 + MIG_WID_SIZE;
+    const MigPatch cases[] = {
+        { "status ring not on 16-byte records (init 0x7fd8, head = tail 0x7ff7)",
+          w1 + 89, 2, 0x7fd8, w1 + 95, 2, 0x7ff7 },
+        { "status tail outside its ring", w1 + 95, 2, 0x0300 },
+        { "LH Buffer tail not on an entry", MIG_WID0 + 87, 2, 0x0fff },
+        { "LH Buffer head outside the buffer", MIG_WID0 + 85, 2, 0x2000 },
+        { "LHS slot whose entry is outside the LH Buffer", MIG_WID0 + 110, 1, 1,
+          MIG_WID0 + 114, 2, 0x2000 },
+        { "a copy that never ends (2^40 bytes)", MIG_EXEC, 1, 1, MIG_EXEC + 39, 8,
+          1ULL << 40 },
+        { "a FIFO entry of WID 7", MIG_FCOUNT, 4, 1, MIG_FIFO + 25, 1, 7 },
+        { "an AMT entry with bits no register write sets", 16 + 2 * 5, 2, 0xffff },
+        { "SO-DIMM Capacity 0xff", 3, 4, 0xff },
+        { "an SMA LID and link state (ignored: re-read from the port)", 13, 2, 0x1234, 15,
+          1, 3, true },
+    };
+    const char *args = "-device dimmnet2,id=dn";
+    QTestState *src = dn2q_vm_start("q35", "%s", args);
+    g_autofree char *dir = g_dir_make_tmp("dn2-migbad-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "state", NULL);
+    g_autofree char *bad = g_build_filename(dir, "bad", NULL);
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree char *bad_uri = g_strdup_printf("file:%s", bad);
+    g_autofree uint8_t *img = NULL;
+    gsize len = 0;
+    uint8_t *m = NULL;
+    DN2 d;
+    size_t i;
+
+    dn2q_open(&d, src, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    dn2q_sr_wr(&d, DN2_SR_MTU, 0x04);
+    dn2q_sr_wr(&d, DN2_SR_LID, 0xd2e9);
+    dn2q_set_pgids(&d, 0xa7, 0x5c);
+    dn2q_status_setup(&d, 1, 0x0400, 0x40);
+    qtest_qmp_assert_success(src, "{'execute': 'migrate', 'arguments': {'uri': %s}}", uri);
+    wait_migration(src, "outgoing");
+    qtest_quit(src);
+    g_assert_true(g_file_get_contents(file, (gchar **)&img, &len, NULL));
+    m = memmem(img, len, mark, sizeof(mark));
+    EXPECT_TRUE(m && (size_t)(m - img) + MIG_EXEC + 47 < len,
+                "the board's section is found in the stream");
+    if (!m || (size_t)(m - img) + MIG_EXEC + 47 >= len) {
+        goto out;
+    }
+    EXPECT_HEX(get_be(m + w1 + 89, 2), 0x0400, "layout check: WID 1 Status Initial Address");
+    EXPECT_HEX(get_be(m + w1 + 91, 2), 0x40, "layout check: WID 1 Status Area Size");
+    if (get_be(m + w1 + 89, 2) != 0x0400) {
+        goto out;                   /* the layout moved: update the offsets above */
+    }
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const MigPatch *c = &cases[i];
+        g_autofree uint8_t *copy = g_memdup2(img, len);
+        uint8_t *cm = copy + (m - img);
+        QTestState *dst;
+        const char *st;
+
+        put_be(cm + c->off, c->len, c->val);
+        if (c->len2) {
+            put_be(cm + c->off2, c->len2, c->val2);
+        }
+        g_assert_true(g_file_set_contents(bad, (char *)copy, len, NULL));
+        dst = dn2q_vm_start("q35", "%s -incoming defer", args);
+        qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming', 'arguments': "
+                                 "{'uri': %s, 'exit-on-error': false}}", bad_uri);
+        st = incoming_status(dst);
+        EXPECT_TRUE(!strcmp(st, c->accepted ? "completed" : "failed"),
+                    "%s: incoming migration %s (wanted %s)", c->what, st,
+                    c->accepted ? "completed" : "failed");
+        if (c->accepted) {
+            EXPECT_HEX(qtest_readq(dst, DN2_DEFAULT_BASE0 + DN2_SR_BASE + DN2_SR_SMA), 0,
+                       "%s: the SMA reads the live port (no cable), not the stream", c->what);
+        } else {
+            /* still alive and answering */
+            EXPECT_HEX(qtest_readq(dst, DN2_DEFAULT_BASE0 + DN2_SR_BASE + DN2_SR_SMA), 0,
+                       "%s: the destination still answers", c->what);
+        }
+        qtest_quit(dst);
+    }
+out:
+    unlink(file);
+    unlink(bad);
+    rmdir(dir);
 }
 
 static void test_vmstate_stalled(void)
@@ -2264,6 +2447,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/memdev/file-interleave", test_memdev_file);
     qtest_add_func("/dimmnet2/migration/vmstate", test_vmstate);
     qtest_add_func("/dimmnet2/migration/vmstate-stalled", test_vmstate_stalled);
+    qtest_add_func("/dimmnet2/migration/refuses-bad-fields", test_vmstate_refuses);
     qtest_add_func("/dimmnet2/hostile/fuzz", test_fuzz);
     return g_test_run();
 }
