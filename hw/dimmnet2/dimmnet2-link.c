@@ -636,7 +636,9 @@ bool dn2_link_can_send(DN2State *s, uint64_t h0, size_t len)
     case DN2_LINK_LOOPBACK:
         return g_queue_get_length(&s->loop_q[dn2_loop_queue(h0)]) < DN2_LOOP_MAX;
     case DN2_LINK_FABRIC:
-        return dn2f_ep_can_send(s->link->ep, dlid, len);
+        /* The packet's lane is its DWID: credits one process of the peer
+         * withholds do not hold up packets for the other. */
+        return dn2f_ep_can_send_lane(s->link->ep, dlid, (h0 >> DN2_H0_DWID_BIT) & 1, len);
     default:
         return false;
     }

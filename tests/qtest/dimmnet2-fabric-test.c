@@ -1786,7 +1786,7 @@ typedef struct RawPeer {
     struct dn2f_addr victim_addr;
     uint16_t victim_lid;
     uint64_t victim_epoch;
-    uint32_t seq;
+    uint32_t seq[DN2F_NUM_LANES];   /* next sequence number, per lane (DWID) */
 } RawPeer;
 
 static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
@@ -1851,40 +1851,60 @@ static bool rawpeer_send(RawPeer *rp, uint8_t **pkts, const size_t *lens, unsign
     g_autofree uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
     g_autofree uint8_t *rbuf = g_malloc(DN2F_DGRAM_MAX);
     int64_t end = now_ms() + (want_ack ? 2000 : 0), next = 0;
-    unsigned i;
+    unsigned cnt[DN2F_NUM_LANES] = { 0 };
+    bool acked[DN2F_NUM_LANES] = { false };
+    unsigned i, l;
 
+    for (i = 0; i < n; i++) {
+        cnt[dn2f_pkt_dwid(pkts[i])]++;
+    }
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        acked[l] = !cnt[l];
+    }
     do {
         if (now_ms() >= next) {
             struct dn2f_wbuf w;
+            unsigned k[DN2F_NUM_LANES] = { 0 };
             dn2f_wbuf_init(&w, buf, DN2F_DGRAM_MAX);
             dn2f_put_hdr(&w, DN2F_T_DATA, 0, rp->lid, rp->victim_lid, src_epoch, dst_epoch);
             for (i = 0; i < n; i++) {
-                g_assert_true(dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, rp->seq + i, 0, 0,
-                                           NULL, NULL, NULL, pkts[i], lens[i]));
+                /* each packet in the lane of its DWID, with that lane's seq */
+                l = dn2f_pkt_dwid(pkts[i]);
+                g_assert_true(dn2f_put_rec(&w, DN2F_REC_UNICAST, l ? DN2F_RF_LANE1 : 0,
+                                           rp->seq[l] + k[l]++, 0, 0, NULL, NULL, NULL,
+                                           pkts[i], lens[i]));
             }
             raw_send(from_fd, &rp->victim_addr, buf, dn2f_finish(&w));
             next = now_ms() + 100;
         }
         while (want_ack) {
             struct dn2f_msg m;
-            const struct dn2f_ack *a = NULL;
+            const struct dn2f_acks *as = NULL;
             if (!raw_recv(rp->fd, rbuf, DN2F_DGRAM_MAX, &m, 10)) {
                 break;
             }
             if (m.h.type == DN2F_T_ACK) {
-                a = &m.u.ack;
-            } else if (m.h.type == DN2F_T_DATA && m.u.data.has_ack) {
-                a = &m.u.data.ack;
+                as = &m.u.acks;
+            } else if (m.h.type == DN2F_T_DATA) {
+                as = &m.u.data.acks;
             }
-            if (a && m.h.src_lid == rp->victim_lid && a->cum >= rp->seq + n) {
-                rp->seq += n;
+            for (i = 0; as && m.h.src_lid == rp->victim_lid && i < as->n; i++) {
+                l = as->a[i].lane;
+                if (cnt[l] && as->a[i].cum >= rp->seq[l] + cnt[l]) {
+                    acked[l] = true;
+                }
+            }
+            if (acked[0] && acked[1]) {
+                for (l = 0; l < DN2F_NUM_LANES; l++) {
+                    rp->seq[l] += cnt[l];
+                }
                 return true;
             }
         }
     } while (now_ms() < end);
     if (want_ack) {
-        g_test_message("FAIL hostile peer: the victim did not acknowledge seq %u..%u",
-                       rp->seq, rp->seq + n - 1);
+        g_test_message("FAIL hostile peer: the victim did not acknowledge seq %u.. (lane 0) / "
+                       "%u.. (lane 1)", rp->seq[0], rp->seq[1]);
         g_test_fail();
     }
     return false;
@@ -2285,6 +2305,108 @@ out:
     fab_down(&f);
 }
 
+/*
+ * One process's full status ring holds back only its own traffic: while
+ * B's WID 0 refuses A's packets, A's packets for B's WID 1 still arrive
+ * (the fabric's lanes, one per DWID).
+ */
+static void test_per_wid_backpressure(void)
+{
+    Fab f;
+    Board *A, *B;
+    uint8_t data[256];
+    int i;
+
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    dn2q_pattern(data, sizeof(data), 83);
+    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
+    dn2q_status_setup(&B->d, 0, ST_OFF, 0x01);          /* 3 records */
+    for (i = 0; i < 6; i++) {
+        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 64, 0x100000, i * 64);
+    }
+    wait_qom(B, "stat-rx-stalls", 1, T_SHORT, "B's WID 0 ring is full");
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 1, 1, 256, 0x100000, 0x30000);
+    st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x30000, T_SHORT,
+              "A -> B WID 1 while B's WID 0 holds its traffic back");
+    sd_expect(B, 1, 0x30000, data, 256, "A -> B WID 1 while WID 0 is full");
+    /* WID 0 frees its ring: all six arrive, in order */
+    for (i = 0; i < 6; i++) {
+        g_autofree char *w = g_strdup_printf("A -> B WID 0 RVS %d after the ring is freed", i);
+        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 64, i * 64, T_SHORT, w);
+    }
+out:
+    fab_down(&f);
+}
+
+/*
+ * Two boards storm each other with RVLs, 60 leaving each board at once.
+ * Each board's host requests are first held back (an RVS to the other
+ * board's WID 1, whose ring is full, runs out of credits), so the RVLs
+ * pile up in the 64-deep Request FIFO; freeing both rings lets them all
+ * go.  A's RC FIFO fills with B's requests while B's answers to A must
+ * still get through, and the other way round: every answer arrives, none
+ * is abandoned.
+ */
+static void test_rvl_storm_pair(void)
+{
+    const unsigned n = 60;
+    const uint32_t sz = 1 * MiB_, big = 4 * MiB_;
+    Fab f;
+    Board *A, *B, *X[2];
+    int64_t end;
+    unsigned i, k, r;
+
+    g_board_props = ",fifo-depth=64";
+    if (!fab_up_ab(&f, NULL, 256 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    X[0] = A;
+    X[1] = B;
+    for (k = 0; k < 2; k++) {
+        dn2q_status_setup(&X[k]->d, 1, ST_OFF, 0x01);       /* 3 records */
+    }
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < 4; i++) {
+            rreq(X[k], 1, 0, DN2_OP_RVS, 0, 0, X[!k]->lid, 1, 1, 64, 0, i * 64);
+        }
+        rreq(X[k], 1, 0, DN2_OP_RVS, 0, 0, X[!k]->lid, 1, 0, big, 0, 0x800000);
+    }
+    for (k = 0; k < 2; k++) {
+        poll_ur(X[k], 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS, T_SHORT,
+                "the host's RVS waits for credits");
+    }
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < 2; k++) {
+            rreq(X[k], 0, 0, DN2_OP_RVL, 0, 0, X[!k]->lid, 0, 0, sz, 0,
+                 0x1000000 + i * sz);
+        }
+    }
+    /* free both rings: the big RVS goes on, then 60 RVLs each way at once */
+    for (k = 0; k < 2; k++) {
+        for (r = 0; r < 4; r++) {
+            uint64_t lo, up;
+            st_pop(X[k], 1, &lo, &up, T_SHORT, "a record in WID 1's ring");
+        }
+    }
+    /* each side receives n RVLs and n answers of sz / 4080 packets */
+    end = deadline(T_LONG);
+    for (k = 0; k < 2; k++) {
+        uint64_t want = n + n * DIV_ROUND_UP(sz, 4080);
+        while (dn2q_pkts(&X[k]->d, 0) < want && now_ms() < end) {
+            g_usleep(2000);
+        }
+        EXPECT_HEX(dn2q_pkts(&X[k]->d, 0), want, "board %c received every RVL and answer",
+                   X[k]->name);
+        EXPECT_HEX(qom_u64(X[k], "stat-rc-abandoned"), 0, "board %c abandoned no answer",
+                   X[k]->name);
+    }
+out:
+    g_board_props = "";
+    fab_down(&f);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -2316,6 +2438,8 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/reset-backpressured", test_reset_backpressured);
         qtest_add_func("/dimmnet2-fabric/reboot-keeps-link", test_reboot_keeps_link);
         qtest_add_func("/dimmnet2-fabric/rc-hostage", test_rc_hostage);
+        qtest_add_func("/dimmnet2-fabric/per-wid-backpressure", test_per_wid_backpressure);
+        qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
     }
     ret = g_test_run();
     g_free(switch_path);
