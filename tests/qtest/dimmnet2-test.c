@@ -30,6 +30,7 @@
 #define QUICK_POLL 2000     /* for effects that must be (nearly) immediate */
 
 #define AREA_DEFAULT (256 * MiB_)   /* per-process SO-DIMM area, 512M default */
+#define DN2_COPY_CHUNK_QTEST (64 * KiB_) /* the device copies in chunks of this */
 
 /* ------------------------------------------------------------------ */
 /* Requests                                                            */
@@ -1258,6 +1259,49 @@ static uint64_t file_expect(DN2SdFile *f, int wid, uint64_t off, const uint8_t *
 }
 
 /* memdev: file-backed SO-DIMMs in the documented interleave (choice #10) */
+/*
+ * A SO-DIMM copy whose source leaves the process's area mid-copy (the
+ * host writes a smaller SO-DIMM Capacity while it runs): the copy stops
+ * there and flags bit 20; it never writes a stale buffer where the rest
+ * of the data would have gone.
+ */
+static void test_copy_shrink(void)
+{
+    const uint64_t src = 400 * MiB_, len = 64 * MiB_;
+    DN2SdFile f;
+    DN2 d;
+    g_autofree uint8_t *pat = g_malloc(len);
+    g_autofree uint8_t *got = g_malloc(len);
+    uint64_t k, i;
+
+    dn2q_sdfile_create(&f, 1024 * MiB_, "dn2-shrink-XXXXXX", true);
+    dn2q_open(&d, dn2q_start_memdev(&f, ""), DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x02);                  /* 512 MiB per module */
+    dn2q_pattern(pat, len, 77);
+    dn2q_sdfile_put(&f, 0, src, pat, len);
+    dn2q_issue(&d, 0, 0, dn2_req_upper(src, DN2_COPY_OFF),
+               dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, len));
+    dn2q_issue(&d, 0, 0, dn2_req_upper(DN2_COPY_OFF, 0),
+               dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, len));
+    dn2q_sr_wr(&d, DN2_SR_SDIMM_CAPACITY, 0x01);   /* 256 MiB: the source is gone */
+    dn2q_wait_pc(&d, 0, DN2_PC_VS, 1, "the copy ends");
+    dn2q_sdfile_get(&f, 0, 0, got, len);
+    for (k = 0; k < len && got[k] == pat[k]; k++) {
+    }
+    k &= ~(uint64_t)(DN2_COPY_CHUNK_QTEST - 1);
+    if (k >= len) {
+        g_test_message("the capacity write came after the copy: nothing to check");
+    } else {
+        for (i = k; i < len && !got[i]; i++) {
+        }
+        EXPECT_HEX(i, len, "after the shrink (at 0x%" PRIx64 ") nothing more is written "
+                   "(first non-zero byte past it)", k);
+        EXPECT_TRUE(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, "the cut copy sets bit 20");
+    }
+    qtest_quit(d.qts);
+    dn2q_sdfile_destroy(&f);
+}
+
 static void test_memdev_file(void)
 {
     DN2SdFile f;
@@ -2432,6 +2476,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/prim/primitive-counter", test_prim_counter);
     qtest_add_func("/dimmnet2/prim/sodimm-copy", test_sodimm_copy);
     qtest_add_func("/dimmnet2/prim/copy-large", test_copy_large);
+    qtest_add_func("/dimmnet2/prim/copy-shrink", test_copy_shrink);
     qtest_add_func("/dimmnet2/prim/command-ex", test_command_ex);
     qtest_add_func("/dimmnet2/fifo/depth16", test_fifo);
     qtest_add_func("/dimmnet2/fifo/depth4", test_fifo_depth4);
