@@ -382,6 +382,46 @@ static uint8_t *dn2_lhb_entry(DN2State *s, int wid, uint32_t off)
     return s->lhb_ptr + wid * DN2_LHB_WID_STRIDE + off;
 }
 
+/*
+ * Every reassembly slot is taken.  A sender that died (or was reset) in
+ * the middle of a message never finishes it; one whose last packet is
+ * older than DN2_LHS_TIMEOUT_MS gives its slot up: its LH entry is
+ * completed with what arrived, and the process's Controller Status bit 17
+ * says data was lost (choice #51).  NULL while every slot is recent.
+ */
+static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
+{
+    DN2Wid *w = &s->wid[wid];
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    DN2LhsMsg *old = NULL;
+    uint8_t *ent;
+    int i;
+
+    for (i = 0; i < DN2_LHS_SLOTS; i++) {
+        DN2LhsMsg *m = &w->lhs[i];
+        if (m->valid && now - m->last_ns >= DN2_LHS_TIMEOUT_MS * SCALE_MS &&
+            (!old || m->last_ns < old->last_ns)) {
+            old = m;
+        }
+    }
+    if (!old) {
+        return NULL;
+    }
+    ent = dn2_lhb_entry(s, wid, old->entry);
+    smp_wmb();
+    stq_le_p(ent, ldq_le_p(ent) ^ DN2_LH_COMPLETE);
+    memory_region_set_dirty(&s->lhb, wid * DN2_LHB_WID_STRIDE + old->entry, DN2_LHB_ENTRY);
+    w->rx_ovf = 1;
+    s->stat_lhs_abandoned++;
+    trace_dimmnet2_lhs_abandoned(s->index, wid, old->slid, old->got, old->total);
+    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d WID %d: LHS message from LID "
+                  "0x%x abandoned after %u of %u bytes (no packet for %d ms; its slot "
+                  "is needed by LID 0x%x)\n", s->index, wid, old->slid, old->got,
+                  old->total, DN2_LHS_TIMEOUT_MS, slid);
+    old->valid = 0;
+    return old;
+}
+
 /* Put message bytes [off, off + len) of an LHS message where they belong:
  * [0, 8) is the envelope (already decoded), [8, 56) the entry's data lines,
  * the rest the overflow area in the ring. */
@@ -457,10 +497,10 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         if (!m) {
             for (i = 0; i < DN2_LHS_SLOTS && w->lhs[i].valid; i++) {
             }
-            if (i == DN2_LHS_SLOTS) {
+            m = i < DN2_LHS_SLOTS ? &w->lhs[i] : dn2_lhs_reclaim(s, h->dwid, slid);
+            if (!m) {
                 return dn2_rx_busy(s, "too many LHS messages in progress", slid);
             }
-            m = &w->lhs[i];
         }
         /* A sender's new message abandons an unfinished one: the NIC has
          * no way to recover it (it cannot happen with in-order delivery). */
@@ -471,6 +511,7 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         m->pointer = r.base + r.tail;
         m->total = total;
         m->got = 0;
+        m->last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         w->lhb_tail = (w->lhb_tail + DN2_LHB_ENTRY) % DN2_LHB_AREA;
         if (over) {
             dn2_ring_set_tail(s, &r, (r.tail + over) % r.size);
@@ -492,6 +533,7 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         if (!m || off != m->got) {
             return dn2_rx_bad(s, h->dwid, slid, 0, "LHS continuation without its start");
         }
+        m->last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         dn2_lhs_place(s, h->dwid, m, &r, off, data, dlen);
     }
     m->got += dlen;

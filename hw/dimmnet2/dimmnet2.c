@@ -22,6 +22,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/units.h"
+#include "qemu/timer.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
@@ -922,6 +923,11 @@ static int dn2_post_load(void *opaque, int version_id)
                            "WID %d LHS reassembly slot %d", w, j);
         }
     }
+    for (w = 0; w < DN2_NUM_WID; w++) {
+        for (j = 0; j < DN2_LHS_SLOTS; j++) {
+            s->wid[w].lhs[j].last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        }
+    }
     dn2_link_refresh(s);
     s->rc_stall_since = 0;
     dn2_kick(s);
@@ -1049,6 +1055,11 @@ static void dn2_instance_init(Object *obj)
                                    OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "stat-rc-abandoned", &s->stat_rc_abandoned,
                                    OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "stat-lhs-abandoned", &s->stat_lhs_abandoned,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_set_description(obj, "stat-lhs-abandoned",
+        "LHS messages completed unfinished because their sender went silent "
+        "and another sender needed the reassembly slot");
     object_property_set_description(obj, "stat-rc-abandoned",
         "RVL answers abandoned because their requester granted no credits "
         "for rc-timeout-ms");

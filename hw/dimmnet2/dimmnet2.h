@@ -64,7 +64,11 @@ typedef struct DN2LhsMsg {
     uint32_t pointer;           /* SO-DIMM offset of the overflow data */
     uint32_t total;             /* message bytes, envelope included */
     uint32_t got;               /* bytes received so far */
+    int64_t last_ns;            /* realtime of its last packet (not migrated) */
 } DN2LhsMsg;
+/* A message with no packet for this long gives its slot up when another
+ * sender needs one (its sender died mid-message). */
+#define DN2_LHS_TIMEOUT_MS    1000
 
 /* Per-process (WID) User Register state. */
 typedef struct DN2Wid {
@@ -209,6 +213,7 @@ struct DN2State {
     uint64_t stat_rx_stalls;        /* back-pressure events */
     uint64_t stat_tx_drops;         /* no route to the destination LID */
     uint64_t stat_rc_abandoned;     /* RVL answers abandoned (no progress) */
+    uint64_t stat_lhs_abandoned;    /* LHS messages whose sender went silent */
 };
 
 /* The receive-status ring of a process: [init, init + size) in its LLCM,

@@ -50,6 +50,7 @@
 #define CAP_256M    0x01u
 #define T_SHORT     5000        /* ms: a packet or a small primitive */
 #define T_LONG      60000       /* ms: megabytes, with faults */
+#define DN2Q_LHS_TIMEOUT_MS 1000 /* the device's silent-LHS-sender timeout */
 
 /* ------------------------------------------------------------------ */
 /* Bounded waits                                                       */
@@ -1789,6 +1790,8 @@ typedef struct RawPeer {
     uint32_t seq[DN2F_NUM_LANES];   /* next sequence number, per lane (DWID) */
 } RawPeer;
 
+static unsigned rawpeer_count;
+
 static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
 {
     g_autofree uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
@@ -1797,6 +1800,7 @@ static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
     int64_t end = now_ms() + T_SHORT, next = 0;
 
     memset(rp, 0, sizeof(*rp));
+    rawpeer_count++;
     dn2f_addr_parse(&me, "127.0.0.1:0");
     rp->fd = dn2f_udp_open(&me, 0);
     g_assert_cmpint(rp->fd, >=, 0);
@@ -1807,7 +1811,9 @@ static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
         struct dn2f_msg m;
         if (now_ms() >= next) {
             struct dn2f_wbuf w;
-            struct dn2f_hello hl = { .guid = 0xbadbadbad0000000ULL | getpid(),
+            /* a GUID of its own per hostile peer */
+            struct dn2f_hello hl = { .guid = 0xbadbad0000000000ULL |
+                                             ((uint64_t)getpid() << 16) | rawpeer_count,
                                      .lid_hint = 0 };
             dn2f_wbuf_init(&w, buf, 256);
             dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, rp->epoch, 0);
@@ -2407,6 +2413,66 @@ out:
     fab_down(&f);
 }
 
+/*
+ * Eight senders (four hostile peers, two WIDs each) start an LHS message
+ * to B's WID 0 and die before finishing it: every reassembly slot is
+ * taken.  A live sender's LHS must still get through: the oldest silent
+ * message gives its slot up (its LH entry completed, bit 17 set, counted).
+ */
+static void test_lhs_slot_leak(void)
+{
+    Fab f;
+    Board *A, *B;
+    RawPeer rp[4];
+    uint8_t env[64];
+    int p, w;
+
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    ipush_setup(B, A->lid, 0);
+    dn2q_pattern(env, sizeof(env), 84);
+    for (p = 0; p < 4; p++) {
+        if (!rawpeer_register(&rp[p], f.sw.port, B->lid)) {
+            goto out;
+        }
+        for (w = 0; w < 2; w++) {
+            struct dn2_hdr h;
+            uint8_t *pk[1];
+            size_t pl[1];
+
+            dn2q_amt_setup(&B->d, 0, AMT_OFF, w, rp[p].lid, RING_BASE, RING_SIZE);
+            memset(&h, 0, sizeof(h));
+            h.type = DN2_OP_IPUSH;
+            h.lflag = 1;
+            h.dlid = B->lid;
+            h.pgid = PG;
+            h.swid = w;
+            h.w1_lo = 1000;             /* a 1000-byte message ... */
+            h.w1_hi = 0;                /* ... whose first 64 bytes come */
+            pk[0] = g_malloc0(DN2_PKT_MAX);
+            pl[0] = mkpkt(pk[0], &h, env, sizeof(env));
+            rawpeer_send(&rp[p], pk, pl, 1, rp[p].epoch, rp[p].victim_epoch, rp[p].fd, true);
+            g_free(pk[0]);
+        }
+    }
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_LHB_ADDR), 8 * DN2_LHB_ENTRY,
+               "eight unfinished messages hold eight LH entries");
+    /* A's message needs a slot: it waits for the oldest to time out */
+    ipush_setup(B, A->lid, 0);
+    issue(A, 0, 0, dn2_req_upper(0x100000, 0),
+          dn2_req_lower(DN2_OP_LHSV1, 0, 0, dn2_lid_to_clid(B->lid), 0, 1, 40), false, 0);
+    st_expect(B, 0, DN2_OP_IPUSH, 0, 0, A->lid, 0, 40, 8 * DN2_LHB_ENTRY,
+              T_SHORT + DN2Q_LHS_TIMEOUT_MS, "A's LHS once a silent sender's slot is freed");
+    EXPECT_TRUE(qom_u64(B, "stat-lhs-abandoned") >= 1, "the silent message is counted");
+    EXPECT_TRUE(dn2q_cs(&B->d, 0) & DN2_CS_RX_OVF, "and flagged (bit 17)");
+    for (p = 0; p < 4; p++) {
+        close(rp[p].fd);
+    }
+out:
+    fab_down(&f);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -2440,6 +2506,7 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/rc-hostage", test_rc_hostage);
         qtest_add_func("/dimmnet2-fabric/per-wid-backpressure", test_per_wid_backpressure);
         qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
+        qtest_add_func("/dimmnet2-fabric/lhs-slot-leak", test_lhs_slot_leak);
     }
     ret = g_test_run();
     g_free(switch_path);
