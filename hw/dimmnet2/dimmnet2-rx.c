@@ -399,7 +399,7 @@ static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
 
     for (i = 0; i < DN2_LHS_SLOTS; i++) {
         DN2LhsMsg *m = &w->lhs[i];
-        if (m->valid && now - m->last_ns >= DN2_LHS_TIMEOUT_MS * SCALE_MS &&
+        if (m->valid && now - m->last_ns >= (int64_t)DN2_LHS_TIMEOUT_MS * SCALE_MS &&
             (!old || m->last_ns < old->last_ns)) {
             old = m;
         }
