@@ -333,17 +333,25 @@ static int stats_client(const char *target)
         fprintf(stderr, "%s: socket: %s\n", prog, strerror(-fd));
         return 1;
     }
-    for (attempt = 0; attempt < 4 && (!nchunks || got < nchunks); attempt++) {
-        uint8_t req[64];
-        struct dn2f_wbuf w;
+    /* One padded request per chunk (the switch answers each with that chunk
+     * only): chunk 0 first, which tells how many there are, then the rest. */
+    for (attempt = 0; attempt < 6 && (!nchunks || got < nchunks); attempt++) {
         uint64_t until = now_ns() + 500000000ULL;
-        dn2f_wbuf_init(&w, req, sizeof(req));
-        dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
-        dn2f_put_u32pair(&w, cookie, 0);
-        if (sendto(fd, req, dn2f_finish(&w), 0, &sw.u.sa, sw.len) < 0) {
-            fprintf(stderr, "%s: send to %s: %s\n", prog, target, strerror(errno));
-            close(fd);
-            return 1;
+        unsigned c, want = nchunks ? nchunks : 1;
+        for (c = 0; c < want; c++) {
+            uint8_t req[DN2F_STATS_REQ_MIN];
+            struct dn2f_wbuf w;
+            if (have[c]) {
+                continue;
+            }
+            dn2f_wbuf_init(&w, req, sizeof(req));
+            dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
+            dn2f_put_stats_req(&w, cookie, (uint16_t)c, DN2F_STATS_REQ_MIN);
+            if (sendto(fd, req, dn2f_finish(&w), 0, &sw.u.sa, sw.len) < 0) {
+                fprintf(stderr, "%s: send to %s: %s\n", prog, target, strerror(errno));
+                close(fd);
+                return 1;
+            }
         }
         while ((!nchunks || got < nchunks) && now_ns() < until) {
             struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -375,7 +383,12 @@ static int stats_client(const char *target)
             }
             have[m.u.stats.chunk] = 1;
             got++;
-            sum = m.u.stats.sum;
+            if (m.u.stats.chunk == 0) {
+                sum = m.u.stats.sum;
+            }
+            if (got < nchunks && attempt == 0 && m.u.stats.chunk == 0) {
+                break;          /* now ask for the others */
+            }
             dn2f_stats_iter(&m, &it);
             while (dn2f_stats_next(&it, &ps) && nports < DN2F_NUM_CLID) {
                 ports[nports++] = ps;
@@ -385,7 +398,8 @@ static int stats_client(const char *target)
     close(fd);
     free(buf);
     if (!nchunks || got < nchunks) {
-        fprintf(stderr, "%s: no answer from a switch at %s\n", prog, target);
+        fprintf(stderr, "%s: no answer from a switch at %s (a switch answers only its own host "
+                "and its members' hosts)\n", prog, target);
         free(ports);
         return 1;
     }
