@@ -1034,11 +1034,22 @@ static void ack_due_now(struct dn2f_ep *ep, struct peer *p)
     }
 }
 
+/* Packets are handed to deliver() only while the link is UP: the device
+ * knows its LID (link_state(up, lid)) only then and refuses packets "not for
+ * this LID" before.  Meanwhile they wait in the receive ring; they were
+ * acknowledged because they are held here, and go to deliver() when the
+ * link comes up.  So an ACK means: delivered, deliberately refused and
+ * counted, or held by the endpoint. */
+static inline bool can_deliver(const struct dn2f_ep *ep)
+{
+    return ep->link == DN2F_LINK_UP;
+}
+
 /* Deliver buffered in-order packets [base, cum) of one lane. */
 static void rx_drain(struct dn2f_ep *ep, struct peer *p, struct lane *L)
 {
     uint32_t old = L->base;
-    while (!L->rx_blocked && L->base != L->cum && L->rx) {
+    while (can_deliver(ep) && !L->rx_blocked && L->base != L->cum && L->rx) {
         struct rxslot *s = rxs(ep, L, L->base);
         bool consumed;
         if (!s->present) {
@@ -1104,7 +1115,7 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
         ep->st.duplicates++;
         return;
     }
-    if (r->seq == L->base && L->base == L->cum && !L->rx_blocked) {
+    if (r->seq == L->base && L->base == L->cum && !L->rx_blocked && can_deliver(ep)) {
         /* The common case: in order, nothing waiting: no copy. */
         if (rx_deliver_one(ep, p, L, r->pkt, r->len, &consumed)) {
             L->base++;
@@ -1456,6 +1467,12 @@ static void routes_apply(struct dn2f_ep *ep)
         }
         if (ep->ops.link_state) {
             ep->ops.link_state(ep->opaque, true, ep->lid);
+        }
+        /* what arrived while the link was not up */
+        for (p = ep->plist; p; p = p->next) {
+            for (j = 0; j < DN2F_NUM_LANES; j++) {
+                rx_drain(ep, p, &p->ln[j]);
+            }
         }
     }
 }

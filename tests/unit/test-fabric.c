@@ -54,6 +54,8 @@ struct app {
     uint32_t got_total;
     uint32_t got_wid[DN2F_NUM_LANES];
     uint8_t refuse_wids;            /* bit w: deliver() says -EBUSY to DWID w */
+    bool like_device;               /* deliver() refuses while the link is down */
+    uint32_t refused_link_down;
     uint64_t got_bytes;
     bool error;
     char errmsg[200];
@@ -238,6 +240,12 @@ static int s_deliver(void *o, uint16_t slid, const uint8_t *pkt, size_t len)
     if (a->busy || ((a->refuse_wids >> w) & 1)) {
         a->busy_stalls++;
         return -EBUSY;
+    }
+    if (a->like_device && !a->link_up) {
+        /* the device: its LID register is 0 while the link is down, so it
+         * drops the packet as "not for this LID" */
+        a->refused_link_down++;
+        return -EINVAL;
     }
     if (len < 16) {
         a->error = true;
@@ -1527,6 +1535,51 @@ static bool t_one_sided_reset(void)
     return true;
 }
 
+/* Defect 4: acknowledge only what is delivered, deliberately refused, or
+ * held.  Board 2's link goes down (a BYE from the switch, then the switch
+ * is silent for 50 ms) while board 1, still up, streams to it directly.
+ * The device's LID register is 0 while its link is down, so its deliver()
+ * drops packets "not for this LID" (like_device).  Before, the endpoint
+ * handed it the packets that arrived meanwhile and acknowledged them: they
+ * were lost (this test then fails with refused_link_down > 0 and a gap).
+ * Now they wait in the endpoint until the link is up again. */
+static bool cond_got2(void)
+{
+    return APP(2)->got_total >= g_lane_want;
+}
+
+static bool t_hold_while_down(void)
+{
+    char msg[200];
+    uint8_t buf[128];
+    struct dn2f_wbuf w;
+
+    sim_reset(41, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    APP(2)->like_device = true;
+    stream(1, 2, 20000);
+    g_lane_want = 2000;
+    CHECK(sim_run(cond_got2, 10ULL * 1000000000), "no traffic");
+    CHECK(APP(2)->got_total > 0 && APP(2)->got_total < 20000, "mid-stream: %u",
+          APP(2)->got_total);
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_BYE, 0, 0, dn2f_ep_lid(EP(2)), dn2f_sw_epoch(sim.nodes[0].sw),
+                 dn2f_ep_epoch(EP(2)));
+    dn2f_put_u32pair(&w, DN2F_BYE_SHUTDOWN, 0);
+    dn2f_ep_input(EP(2), &sim.nodes[0].addr, buf, dn2f_finish(&w));
+    CHECK(!APP(2)->link_up, "BYE did not take the link down");
+    sim.nodes[0].alive = false;
+    sim_run(NULL, 50000000ULL);
+    sim.nodes[0].alive = true;
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete: %u (refused while down "
+          "%u)", APP(2)->got_total, APP(2)->refused_link_down);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->refused_link_down == 0, "%u packets handed over while the link was down",
+          APP(2)->refused_link_down);
+    CHECK(APP(2)->got_total == 20000 && APP(2)->link_downs == 1, "exactly once");
+    return true;
+}
+
 /* ------------------------------------------- a switch core on its own */
 /* What the switch sent, for tests that drive dn2f_sw_input() directly. */
 static struct {
@@ -1820,6 +1873,7 @@ static const struct {
     { "switch: an impostor HELLO and a same-GUID twin cannot take a live port", t_hijack_and_twin },
     { "sessions: a one-sided reset (peer stopped past the grace) heals both ways", t_one_sided_reset },
     { "switch: STATS only to this host or members, padded, one chunk, rate-limited", t_stats_restricted },
+    { "endpoint: packets that arrive while the link is down wait for it", t_hold_while_down },
 };
 
 int main(int argc, char **argv)
