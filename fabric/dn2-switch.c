@@ -72,6 +72,8 @@ static void usage(FILE *f)
 "  --seed S             fault injection seed (default 1): same seed, same\n"
 "                       decisions for the same sequence of datagrams\n"
 "  --timeout-ms N       a silent board is gone after N ms (default 3000)\n"
+"  --max-ports-per-host N  live ports one host address may have (default 256,\n"
+"                       0 = no limit)\n"
 "  --ready-file F       write the bound port to F once serving\n"
 "  --quiet              no log on stderr\n"
 "  --stats ADDR:PORT    ask a running switch for its port table and exit\n"
@@ -468,7 +470,7 @@ static void parse_mcast(const char *s, struct mcast_opt *mo)
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
-           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS };
+           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST };
     static const struct option opts[] = {
         { "listen", required_argument, NULL, O_LISTEN },
         { "route", required_argument, NULL, O_ROUTE },
@@ -484,6 +486,7 @@ int main(int argc, char **argv)
         { "ready-file", required_argument, NULL, O_READY },
         { "quiet", no_argument, NULL, O_QUIET },
         { "stats", required_argument, NULL, O_STATS },
+        { "max-ports-per-host", required_argument, NULL, O_MAXHOST },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -539,6 +542,9 @@ int main(int argc, char **argv)
         case O_READY: ready = optarg; break;
         case O_QUIET: c.quiet = true; break;
         case O_STATS: stats_s = optarg; break;
+        case O_MAXHOST:
+            cfg.max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
+            break;
         case 'h': usage(stdout); return 0;
         case '?':
         default:

@@ -33,6 +33,8 @@
 #define NO_DEADLINE UINT64_MAX
 #define HOUSEKEEP_NS 50000000ULL        /* 50 ms */
 #define ROUTES_COALESCE_NS 2000000ULL   /* 2 ms */
+#define ROUTES_GAP_NS 20000000ULL       /* at least 20 ms between publications ... */
+#define ROUTES_GAP_PER_PORT_NS 20000ULL /* ... + 20 us per live port */
 #define REORDER_HOLD_NS 1000000ULL      /* a held datagram waits at most 1 ms */
 #define BYE_TOKENS_PER_S 100
 #define LOG_TOKENS_PER_S 10             /* refusal / auth log lines */
@@ -86,6 +88,7 @@ struct dn2f_sw {
     uint32_t gen;
     bool dirty;
     uint64_t dirty_due;
+    uint64_t last_publish;
     /* the routing table of generation gen, as sent */
     uint16_t *rt_lids;          /* active LIDs, ascending */
     unsigned rt_n;
@@ -122,6 +125,7 @@ void dn2f_sw_config_default(struct dn2f_sw_config *c)
     c->port_timeout_ns = 3000000000ULL;
     c->fault_queue_max = 4096;
     c->fault_queue_bytes = 64u << 20;
+    c->max_ports_per_host = 256;
 }
 
 static uint64_t now(struct dn2f_sw *sw)
@@ -218,11 +222,18 @@ static struct swport *src_port(struct dn2f_sw *sw, const struct dn2f_addr *from,
     return p;
 }
 
+/* A new routing table is due: coalesced (2 ms), and paced so that churn
+ * cannot keep the switch republishing (each publication sends the whole
+ * table to every live port). */
 static void mark_dirty(struct dn2f_sw *sw)
 {
     if (!sw->dirty) {
+        uint64_t t = now(sw), gap = ROUTES_GAP_NS + (uint64_t)sw->nactive * ROUTES_GAP_PER_PORT_NS;
         sw->dirty = true;
-        sw->dirty_due = now(sw) + ROUTES_COALESCE_NS;
+        sw->dirty_due = t + ROUTES_COALESCE_NS;
+        if (sw->last_publish && sw->dirty_due < sw->last_publish + gap) {
+            sw->dirty_due = sw->last_publish + gap;
+        }
     }
 }
 
@@ -493,6 +504,7 @@ static void routes_publish(struct dn2f_sw *sw)
     unsigned i;
     sw->dirty = false;
     sw->gen++;
+    sw->last_publish = now(sw);
     routes_rebuild(sw);
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
         struct swport *p = sw->ports[i];
@@ -576,6 +588,32 @@ static struct swport *port_by_guid(struct dn2f_sw *sw, uint64_t guid)
     return NULL;
 }
 
+static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b);
+
+/* Live ports at from's host, other than except. */
+static unsigned host_ports(struct dn2f_sw *sw, const struct dn2f_addr *from,
+                           const struct swport *except)
+{
+    unsigned i, n = 0;
+    for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
+        struct swport *p = sw->ports[i];
+        if (p && p != except && p->state == PORT_ACTIVE && same_host(&p->addr, from) &&
+            !dn2f_addr_equal(&p->addr, from)) {
+            n++;
+        }
+    }
+    return n;
+}
+
+static bool host_full(struct dn2f_sw *sw, const struct dn2f_addr *from, const struct swport *p)
+{
+    if (!sw->cfg.max_ports_per_host || (p && p->state == PORT_ACTIVE) ||
+        sw->nactive < sw->cfg.max_ports_per_host) {
+        return false;           /* no limit, already counted, or cannot be full */
+    }
+    return host_ports(sw, from, p) >= sw->cfg.max_ports_per_host;
+}
+
 static void refuse(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t epoch,
                    uint64_t guid, unsigned reason, const char *why)
 {
@@ -621,6 +659,10 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
         refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
         return;
     }
+    if (host_full(sw, from, p)) {
+        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "too many ports from that host");
+        return;
+    }
     lid = p ? p->lid : pick_lid(sw, h->lid_hint);
     if (!lid) {
         refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "no LID left");
@@ -653,6 +695,10 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
     p = port_by_guid(sw, k->guid);
     if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
         refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
+        return;
+    }
+    if (host_full(sw, from, p)) {
+        refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_FULL, "too many ports from that host");
         return;
     }
     q = port_by_lid(sw, lid);

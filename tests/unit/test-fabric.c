@@ -1731,6 +1731,63 @@ static bool t_stats_restricted(void)
     return true;
 }
 
+/* Defect 7: ~3000 sockets HELLOing with random GUIDs took every LID
+ * (pick_lid() then returned 0 for a real board) and the switch spent its
+ * time republishing tables.  Here 3000 "sockets" send 30000 HELLOs with
+ * random GUIDs, and 400 more run complete joins from one other host, while
+ * a real board joins: HELLOs alone create nothing (no port, no LID, no
+ * table), complete joins from one host stop at max_ports_per_host, and the
+ * real board gets a LID.  Before, the real join failed after 3071 HELLOs. */
+static bool t_lid_flood(void)
+{
+    struct dn2f_sw *sw = h_switch();
+    struct dn2f_addr real, a;
+    struct dn2f_rng r;
+    char s[40];
+    unsigned i, routes_before;
+    uint16_t lid;
+
+    CHECK(sw, "switch");
+    dn2f_rng_seed(&r, 77);
+    dn2f_addr_parse(&real, "127.0.0.1:9000");
+    for (i = 0; i < 30000; i++) {
+        snprintf(s, sizeof(s), "127.0.%u.%u:%u", 1 + (i % 3000) / 250, 1 + (i % 250), 20000 + i % 3000);
+        dn2f_addr_parse(&a, s);
+        h_hello(sw, &a, dn2f_rng_next(&r) | 1, dn2f_rng_next(&r) | 1);
+        hs.now += 1000;                 /* 1 us apart */
+        if (i == 15000) {
+            lid = h_join(sw, &real, 0xabcdef, 0x1234);
+            CHECK(lid && dn2f_sw_active_ports(sw) == 1, "real board: LID 0x%x, %u ports", lid,
+                  dn2f_sw_active_ports(sw));
+        }
+    }
+    CHECK(dn2f_sw_active_ports(sw) == 1, "HELLOs created %u ports", dn2f_sw_active_ports(sw));
+    /* complete joins (tickets returned) from one host: capped */
+    for (i = 0; i < 400; i++) {
+        snprintf(s, sizeof(s), "127.0.0.2:%u", 30000 + i);
+        dn2f_addr_parse(&a, s);
+        h_join(sw, &a, 0x77000000u + i, 0x99000000u + i);
+        hs.now += 10000;
+    }
+    CHECK(dn2f_sw_active_ports(sw) == 1 + 256, "one host has %u ports",
+          dn2f_sw_active_ports(sw) - 1);
+    /* the routing table was not republished for each of them */
+    h_reset_counts();
+    for (i = 0; i < 100; i++) {
+        hs.now += 1000000;
+        dn2f_sw_tick(sw);
+    }
+    routes_before = hs.n_by_type[DN2F_T_ROUTES];
+    CHECK(routes_before <= 2 * 257 * 4, "ROUTES datagrams %u", routes_before);
+    /* and a second real board still joins */
+    dn2f_addr_parse(&a, "127.0.0.1:9001");
+    CHECK(h_join(sw, &a, 0xabcdf0, 0x5678), "second real board refused");
+    fprintf(stderr, "#   30000 random HELLOs: 0 ports; 400 full joins from one host: 256 "
+            "ports; real boards joined\n");
+    dn2f_sw_free(sw);
+    return true;
+}
+
 /* Take the first queued datagram to node `to` of the given type out of the
  * simulated network (the others stay queued). */
 static bool take_dgram(int to, unsigned type, struct qitem *out)
@@ -1874,6 +1931,7 @@ static const struct {
     { "sessions: a one-sided reset (peer stopped past the grace) heals both ways", t_one_sided_reset },
     { "switch: STATS only to this host or members, padded, one chunk, rate-limited", t_stats_restricted },
     { "endpoint: packets that arrive while the link is down wait for it", t_hold_while_down },
+    { "switch: a HELLO flood takes no LID; one host is capped; members join", t_lid_flood },
 };
 
 int main(int argc, char **argv)
