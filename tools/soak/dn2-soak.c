@@ -1782,6 +1782,7 @@ static uint64_t known_good_seq;     /* patterns of the known-good transfers */
  * timeout (a hang) or a wrong byte.
  */
 static unsigned foreign_records;
+static const char *check_ctx = "";     /* what came before, for a report */
 
 static void wait_record(Board *at, uint64_t lower, uint64_t upper, const char *what)
 {
@@ -1804,8 +1805,8 @@ static void wait_record(Board *at, uint64_t lower, uint64_t upper, const char *w
             return;
         }
         if (now_ms() > end) {
-            hang("%s: no status record on board %s within %u ms (wanted 0x%016" PRIx64
-                 " 0x%" PRIx64 ")", what, at->name, T_XFER, lower, upper);
+            hang("%s%s: no status record on board %s within %u ms (wanted 0x%016" PRIx64
+                 " 0x%" PRIx64 ")", what, check_ctx, at->name, T_XFER, lower, upper);
             return;
         }
         usleep(500);
@@ -2186,7 +2187,54 @@ static void fz_step(Board *b, FuzzCtx *f)
     }
 }
 
-/* Every board: Controller Reset, bring-up, link, then the round trips. */
+/*
+ * Back-pressure, then a Controller Reset of the board that applies it: d's
+ * status ring shrinks to 3 records, s streams 6 RVS with eflag at it, d's
+ * ring fills and its port refuses packets (s stalls); then d is reset and
+ * brought up again, as a guest driver reloading would.  The round trips
+ * that follow must get through: no reset may leave s's stream hung.
+ */
+static unsigned bp_seen;
+
+static void backpressure_reset(Board *s, Board *d)
+{
+    static char ctx[160];
+    uint64_t end, cs = 0;
+    int k;
+
+    ur_w(d, 0, DN2_UR_STATUS_INIT, ST_OFF);
+    ur_w(d, 0, DN2_UR_STATUS_SIZE, 0x01);        /* 64 bytes: 3 usable records */
+    d->st_head[0] = ST_OFF;
+    for (k = 0; k < 6; k++) {
+        if (!fifo_room(s, 0, T_XFER)) {
+            hang("back-pressure setup: no room in board %s's Request FIFO", s->name);
+        }
+        issue(s, 0, dn2_req_upper(0x900000 + k * 4096, 0xa00000 + k * 4096),
+              dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(d->lid), 0, 1, 4096));
+    }
+    end = now_ms() + 5000;
+    do {
+        cs = ur(d, 0, DN2_UR_CTL_STATUS);
+        if (cs & DN2_CS_STATUS_FULL) {
+            bp_seen++;
+            break;
+        }
+        usleep(500);
+    } while (now_ms() < end);
+    if (!(cs & DN2_CS_STATUS_FULL)) {
+        note("mmio: board %s's 3-record status ring did not fill (Controller Status 0x%"
+             PRIx64 ")", d->name, cs);
+    }
+    msleep(5);
+    sr_w(d, DN2_SR_CTL_RESET, 0);
+    board_bringup(d, PG, PG);
+    snprintf(ctx, sizeof(ctx), " (after a Controller Reset of board %s while it back-"
+             "pressured board %s's stream)", d->name, s->name);
+    check_ctx = ctx;
+}
+
+/* Every board: Controller Reset, bring-up, link; back-pressure and a
+ * reset; then the round trips. */
 static void mmio_check(Board **bs, int n, Rng *r)
 {
     int i;
@@ -2203,9 +2251,13 @@ static void mmio_check(Board **bs, int n, Rng *r)
         }
         qom(bs[i], "stat-requests");        /* QMP answers too */
     }
+    backpressure_reset(bs[0], bs[1]);
     round_trip(bs[0], bs[1], 0x100000, 0x200000, 0x300000, 0x400000, len);
+    backpressure_reset(bs[1], bs[0]);
     round_trip(bs[1], bs[0], 0x500000, 0x600000, 0x700000, 0x800000, len);
+    backpressure_reset(bs[2], bs[2]);
     round_trip(bs[2], bs[2], 0x100000, 0x200000, 0x300000, 0x400000, len);
+    check_ctx = "";
     P1.checks++;
     P1.in_check = false;
     vnote("mmio check %" PRIu64 " passed (%zu-byte round trips)", P1.checks, len);
@@ -3745,8 +3797,9 @@ int main(int argc, char **argv)
             P1.doorbells, P1.ctl_resets, P1.sma_resets, P1.secs, P1.fuzz_failures,
             P1.segments);
         tap(P1.checks_ok, "mmio: %" PRIu64 " checks passed, %u failed: every board still "
-            "answers, and after a Controller Reset and bring-up RVS and RVL round trips are "
-            "byte-exact", P1.checks, P1.check_failures);
+            "answers; after a Controller Reset and bring-up, and after a Controller Reset of a "
+            "board back-pressuring its peer (%u rings filled), RVS and RVL round trips are "
+            "byte-exact", P1.checks, P1.check_failures, bp_seen);
     }
     if (do_hostile) {
         run_phase("hostile", phase_hostile);
@@ -3780,8 +3833,40 @@ int main(int argc, char **argv)
         crash_notes);
     tap(n_hangs == 0, "no hang: %u (every qtest/QMP answer and every wait within its "
         "timeout)%s%s", n_hangs, n_hangs ? ": " : "", hang_notes);
-    note("summary: seed=%" PRIu64 " elapsed=%.1fs qtest-commands=%" PRIu64
-         " crashes=%u hangs=%u failed=%u", opt_seed, elapsed_s(), total_qtest_cmds,
-         n_crashes, n_hangs, tap_bad);
+    printf("# ---------------------------------------------------------------- summary\n");
+    printf("# seed %" PRIu64 " (%s run; reproduce: scripts/soak.sh%s --seed %" PRIu64 ")\n",
+           opt_seed, quick ? "quick" : "full", quick ? " --quick" : "", opt_seed);
+    if (P1.ran) {
+        printf("# mmio      %" PRIu64 " random MMIO operations (%" PRIu64 " doorbells) on 3 boards"
+               " in %.1f s (%.0f/s); %" PRIu64 " checks passed, %u failed; %u board sets\n",
+               P1.ops, P1.doorbells, P1.secs, P1.secs > 0 ? P1.ops / P1.secs : 0, P1.checks,
+               P1.check_failures, P1.segments);
+    }
+    if (P2.ran) {
+        printf("# hostile   %" PRIu64 " datagrams sent (A %" PRIu64 ", B %" PRIu64 ", switch %"
+               PRIu64 ") in %.1f s; received by the boards %" PRIu64 " + %" PRIu64
+               "; fabric drops %" PRIu64 " + %" PRIu64 "; peer packets accepted %" PRIu64
+               " + %" PRIu64 "; switch 'bad' %" PRIu64 "\n", P2.sent, P2.to_board[0],
+               P2.to_board[1], P2.to_switch, P2.secs, P2.rx_board[0], P2.rx_board[1],
+               P2.drops_board[0], P2.drops_board[1], P2.accepted_board[0],
+               P2.accepted_board[1], P2.sw_bad);
+    }
+    if (P3.ran) {
+        printf("# rvs       %" PRIu64 " MiB moved, %" PRIu64 " MiB verified byte for byte, in %.1f s "
+               "(%.0f MB/s) through 20 %% faults; %" PRIu64 " transfers (%" PRIu64 " re-issued)\n",
+               P3.moved / MiB, P3.verified / MiB, P3.secs,
+               P3.secs > 0 ? P3.moved / (P3.secs * 1e6) : 0, P3.transfers, P3.reissued);
+        printf("# links     retransmissions %" PRIu64 " (timeouts %" PRIu64 ", fast %" PRIu64
+               "), duplicates dropped %" PRIu64 ", drops %" PRIu64 ", busy %" PRIu64
+               " (stat-link-*, 4 boards); switch injected drop %" PRIu64 " dup %" PRIu64
+               " reorder %" PRIu64 "\n", P3.link[0], P3.link[1], P3.link[2], P3.link[3],
+               P3.link[4], P3.link[5], P3.inj_drop, P3.inj_dup, P3.inj_reorder);
+    }
+    printf("# resets    %" PRIu64 " Controller Resets and %" PRIu64 " SMA resets (mmio), %" PRIu64
+           " checks' Controller Resets, %u system_reset, %u switch restart\n",
+           P1.ctl_resets, P1.sma_resets, P1.checks * 3, P3.resets, P3.restarts);
+    printf("# result    crashes %u, hangs %u, failed properties %u of %u; elapsed %.1f s; %" PRIu64
+           " qtest commands\n", n_crashes, n_hangs, tap_bad, tap_n, elapsed_s(),
+           total_qtest_cmds);
     return tap_bad ? 1 : 0;
 }
