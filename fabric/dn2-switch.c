@@ -72,6 +72,8 @@ static void usage(FILE *f)
 "  --seed S             fault injection seed (default 1): same seed, same\n"
 "                       decisions for the same sequence of datagrams\n"
 "  --timeout-ms N       a silent board is gone after N ms (default 3000)\n"
+"  --max-ports-per-host N  live ports one host address may have (default 256,\n"
+"                       0 = no limit)\n"
 "  --ready-file F       write the bound port to F once serving\n"
 "  --quiet              no log on stderr\n"
 "  --stats ADDR:PORT    ask a running switch for its port table and exit\n"
@@ -333,17 +335,25 @@ static int stats_client(const char *target)
         fprintf(stderr, "%s: socket: %s\n", prog, strerror(-fd));
         return 1;
     }
-    for (attempt = 0; attempt < 4 && (!nchunks || got < nchunks); attempt++) {
-        uint8_t req[64];
-        struct dn2f_wbuf w;
+    /* One padded request per chunk (the switch answers each with that chunk
+     * only): chunk 0 first, which tells how many there are, then the rest. */
+    for (attempt = 0; attempt < 6 && (!nchunks || got < nchunks); attempt++) {
         uint64_t until = now_ns() + 500000000ULL;
-        dn2f_wbuf_init(&w, req, sizeof(req));
-        dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
-        dn2f_put_u32pair(&w, cookie, 0);
-        if (sendto(fd, req, dn2f_finish(&w), 0, &sw.u.sa, sw.len) < 0) {
-            fprintf(stderr, "%s: send to %s: %s\n", prog, target, strerror(errno));
-            close(fd);
-            return 1;
+        unsigned c, want = nchunks ? nchunks : 1;
+        for (c = 0; c < want; c++) {
+            uint8_t req[DN2F_STATS_REQ_MIN];
+            struct dn2f_wbuf w;
+            if (have[c]) {
+                continue;
+            }
+            dn2f_wbuf_init(&w, req, sizeof(req));
+            dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
+            dn2f_put_stats_req(&w, cookie, (uint16_t)c, DN2F_STATS_REQ_MIN);
+            if (sendto(fd, req, dn2f_finish(&w), 0, &sw.u.sa, sw.len) < 0) {
+                fprintf(stderr, "%s: send to %s: %s\n", prog, target, strerror(errno));
+                close(fd);
+                return 1;
+            }
         }
         while ((!nchunks || got < nchunks) && now_ns() < until) {
             struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -375,7 +385,12 @@ static int stats_client(const char *target)
             }
             have[m.u.stats.chunk] = 1;
             got++;
-            sum = m.u.stats.sum;
+            if (m.u.stats.chunk == 0) {
+                sum = m.u.stats.sum;
+            }
+            if (got < nchunks && attempt == 0 && m.u.stats.chunk == 0) {
+                break;          /* now ask for the others */
+            }
             dn2f_stats_iter(&m, &it);
             while (dn2f_stats_next(&it, &ps) && nports < DN2F_NUM_CLID) {
                 ports[nports++] = ps;
@@ -385,7 +400,8 @@ static int stats_client(const char *target)
     close(fd);
     free(buf);
     if (!nchunks || got < nchunks) {
-        fprintf(stderr, "%s: no answer from a switch at %s\n", prog, target);
+        fprintf(stderr, "%s: no answer from a switch at %s (a switch answers only its own host "
+                "and its members' hosts)\n", prog, target);
         free(ports);
         return 1;
     }
@@ -454,7 +470,7 @@ static void parse_mcast(const char *s, struct mcast_opt *mo)
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
-           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS };
+           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST };
     static const struct option opts[] = {
         { "listen", required_argument, NULL, O_LISTEN },
         { "route", required_argument, NULL, O_ROUTE },
@@ -470,6 +486,7 @@ int main(int argc, char **argv)
         { "ready-file", required_argument, NULL, O_READY },
         { "quiet", no_argument, NULL, O_QUIET },
         { "stats", required_argument, NULL, O_STATS },
+        { "max-ports-per-host", required_argument, NULL, O_MAXHOST },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -525,6 +542,9 @@ int main(int argc, char **argv)
         case O_READY: ready = optarg; break;
         case O_QUIET: c.quiet = true; break;
         case O_STATS: stats_s = optarg; break;
+        case O_MAXHOST:
+            cfg.max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
+            break;
         case 'h': usage(stdout); return 0;
         case '?':
         default:

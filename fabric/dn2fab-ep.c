@@ -90,6 +90,7 @@ struct peer {
     enum peer_state st;
     uint64_t orphan_since;
     unsigned mark;
+    uint32_t peer_sess;         /* the peer's session toward us (0: not known yet) */
     bool ack_pending;           /* an ACK (all lanes) is due */
     uint64_t ack_due;
     struct lane ln[DN2F_NUM_LANES];
@@ -130,6 +131,8 @@ struct dn2f_ep {
     uint64_t last_sw_rx;
     uint64_t hello_due, ka_due;
     uint64_t blocked_until;
+    struct dn2f_ticket ticket;  /* from the ASSIGN: returned in KEEPALIVE until UP */
+    unsigned refusal;           /* enum dn2f_bye_reason of the last refusal, 0 = none */
 
     struct peer *peers[DN2F_NUM_CLID];
     struct peer *plist;
@@ -254,7 +257,7 @@ static void pb_unref(struct pbuf *pb)
 /* ------------------------------------------------------------ control tx */
 static void send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
 {
-    uint8_t buf[64];
+    uint8_t buf[128];
     struct dn2f_wbuf w;
     size_t len;
 
@@ -265,6 +268,10 @@ static void send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
         dn2f_put_hello(&w, &h);
     } else if (type == DN2F_T_MCAST_JOIN || type == DN2F_T_MCAST_LEAVE) {
         dn2f_put_mcast(&w, (uint16_t)a);
+    } else if (type == DN2F_T_KEEPALIVE) {
+        /* while joining, the ASSIGN's ticket proves we receive at our address */
+        dn2f_put_keepalive(&w, a, ep->cfg.guid,
+                           ep->link == DN2F_LINK_ASSIGNED ? &ep->ticket : NULL);
     } else {
         dn2f_put_u32pair(&w, a, b);
     }
@@ -319,7 +326,8 @@ static void lane_clear_rx(struct dn2f_ep *ep, struct lane *L)
     L->rx_blocked = false;
 }
 
-static void peer_reset(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+/* Forget everything exchanged with p (both directions, all lanes). */
+static void peer_clear(struct dn2f_ep *ep, struct peer *p, unsigned reason)
 {
     unsigned l;
     for (l = 0; l < DN2F_NUM_LANES; l++) {
@@ -328,7 +336,23 @@ static void peer_reset(struct dn2f_ep *ep, struct peer *p, unsigned reason)
     }
     p->ack_pending = false;
     p->ack_due = NO_DEADLINE;
-    p->gen = ++ep->gen_counter;
+}
+
+/* Our own decision to start over with p (it restarted, it left, we are
+ * someone else now): a new session, so that p resets its side too when it
+ * sees it, and p's session is unknown until it tells us. */
+static void peer_reset(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+{
+    peer_clear(ep, p, reason);
+    do {
+        p->gen = ++ep->gen_counter;
+    } while ((uint32_t)p->gen == 0);
+    p->peer_sess = 0;
+}
+
+static inline uint32_t my_sess(const struct peer *p)
+{
+    return (uint32_t)p->gen;
 }
 
 static struct peer *peer_new(struct dn2f_ep *ep, uint16_t lid, uint64_t epoch)
@@ -448,6 +472,7 @@ static void send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq)
     dn2f_wbuf_init(&w, ep->dgbuf, DN2F_DGRAM_MAX);
     dn2f_put_hdr(&w, DN2F_T_ACK, ackreq ? DN2F_F_ACKREQ : 0, ep->lid, p->lid,
                  ep->epoch, p->epoch);
+    dn2f_hdr_set_sessions(&w, my_sess(p), p->peer_sess);
     put_acks(ep, p, &w);
     len = dn2f_finish(&w);
     if (send_dgram(ep, next_hop(ep, p), ep->dgbuf, len) == 0) {
@@ -476,6 +501,7 @@ static void txb_open(struct txb *b)
     b->with_ack = p->ack_pending;
     dn2f_put_hdr(&b->w, DN2F_T_DATA, b->with_ack ? DN2F_F_ACK : 0, ep->lid, p->lid,
                  ep->epoch, p->epoch);
+    dn2f_hdr_set_sessions(&b->w, my_sess(p), p->peer_sess);
     if (b->with_ack) {
         put_acks(ep, p, &b->w);
     }
@@ -887,9 +913,7 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
                       size_t len)
 {
     struct peer *m[DN2F_MCAST_MAX_MEMBERS];
-    uint16_t mlid[DN2F_MCAST_MAX_MEMBERS];
-    uint32_t mseq[DN2F_MCAST_MAX_MEMBERS];
-    uint64_t mep[DN2F_MCAST_MAX_MEMBERS];
+    struct dn2f_member mb[DN2F_MCAST_MAX_MEMBERS];
     unsigned i, n = group_members(ep, dlid, m);
     struct pbuf *pb;
 
@@ -918,9 +942,11 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
     }
     for (i = 0; i < n; i++) {
         struct lane *L = &m[i]->ln[lane];
-        mlid[i] = m[i]->lid;
-        mseq[i] = L->end;
-        mep[i] = m[i]->epoch;
+        mb[i].lid = m[i]->lid;
+        mb[i].seq = L->end;
+        mb[i].epoch = m[i]->epoch;
+        mb[i].src_sess = my_sess(m[i]);
+        mb[i].dst_sess = m[i]->peer_sess;
         ep->mcrefs[ep->mc_nrefs].lid = m[i]->lid;
         ep->mcrefs[ep->mc_nrefs].lane = (uint8_t)lane;
         ep->mcrefs[ep->mc_nrefs].seq = L->end;
@@ -929,8 +955,7 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
         ep->mc_nrefs++;
         slot_fill(ep, L, pb, dlid);
     }
-    if (!dn2f_put_rec(&ep->mcw, DN2F_REC_MCAST_ORIGIN, lane ? DN2F_RF_LANE1 : 0, 0, dlid, n,
-                      mlid, mseq, mep, pkt, len)) {
+    if (!dn2f_put_origin(&ep->mcw, lane ? DN2F_RF_LANE1 : 0, dlid, n, mb, pkt, len)) {
         /* cannot happen (checked above); the slots go out as unicast copies */
         mc_discard(ep);
     } else {
@@ -1009,11 +1034,22 @@ static void ack_due_now(struct dn2f_ep *ep, struct peer *p)
     }
 }
 
+/* Packets are handed to deliver() only while the link is UP: the device
+ * knows its LID (link_state(up, lid)) only then and refuses packets "not for
+ * this LID" before.  Meanwhile they wait in the receive ring; they were
+ * acknowledged because they are held here, and go to deliver() when the
+ * link comes up.  So an ACK means: delivered, deliberately refused and
+ * counted, or held by the endpoint. */
+static inline bool can_deliver(const struct dn2f_ep *ep)
+{
+    return ep->link == DN2F_LINK_UP;
+}
+
 /* Deliver buffered in-order packets [base, cum) of one lane. */
 static void rx_drain(struct dn2f_ep *ep, struct peer *p, struct lane *L)
 {
     uint32_t old = L->base;
-    while (!L->rx_blocked && L->base != L->cum && L->rx) {
+    while (can_deliver(ep) && !L->rx_blocked && L->base != L->cum && L->rx) {
         struct rxslot *s = rxs(ep, L, L->base);
         bool consumed;
         if (!s->present) {
@@ -1079,7 +1115,7 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
         ep->st.duplicates++;
         return;
     }
-    if (r->seq == L->base && L->base == L->cum && !L->rx_blocked) {
+    if (r->seq == L->base && L->base == L->cum && !L->rx_blocked && can_deliver(ep)) {
         /* The common case: in order, nothing waiting: no copy. */
         if (rx_deliver_one(ep, p, L, r->pkt, r->len, &consumed)) {
             L->base++;
@@ -1283,6 +1319,17 @@ static bool process_acks(struct dn2f_ep *ep, struct peer *p, const struct dn2f_a
 }
 
 /* ------------------------------------------------------------- routing */
+static void note_refusal(struct dn2f_ep *ep, unsigned reason)
+{
+    ep->st.refusals++;
+    if (ep->refusal != reason) {
+        ep->refusal = reason;
+        if (ep->ops.refused) {
+            ep->ops.refused(ep->opaque, reason);
+        }
+    }
+}
+
 static void link_set_down(struct dn2f_ep *ep)
 {
     bool was_up = ep->link == DN2F_LINK_UP;
@@ -1408,6 +1455,7 @@ static void routes_apply(struct dn2f_ep *ep)
     if (ep->link == DN2F_LINK_ASSIGNED) {
         ep->link = DN2F_LINK_UP;
         ep->st.link_ups++;
+        ep->refusal = 0;
         ep->ka_due = t + ep->cfg.keepalive_ns;
         for (p = ep->plist; p; p = nx) {
             nx = p->next;
@@ -1419,6 +1467,12 @@ static void routes_apply(struct dn2f_ep *ep)
         }
         if (ep->ops.link_state) {
             ep->ops.link_state(ep->opaque, true, ep->lid);
+        }
+        /* what arrived while the link was not up */
+        for (p = ep->plist; p; p = p->next) {
+            for (j = 0; j < DN2F_NUM_LANES; j++) {
+                rx_drain(ep, p, &p->ln[j]);
+            }
         }
     }
 }
@@ -1484,6 +1538,7 @@ static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
         return;
     }
     ep->last_sw_rx = t;
+    ep->ticket = a->ticket;     /* the newest one */
     if (ep->link != DN2F_LINK_DOWN && a->lid == ep->lid && m->h.src_epoch == ep->sw_epoch) {
         return;                 /* a repeated ASSIGN */
     }
@@ -1500,7 +1555,7 @@ static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
     ep->link = DN2F_LINK_ASSIGNED;
     ep->routes_ok = false;
     ep->asm_active = false;
-    ep->ka_due = t + ep->cfg.hello_interval_ns;
+    ep->ka_due = t;             /* the ticket goes back at once */
 }
 
 static void input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m)
@@ -1531,6 +1586,20 @@ static void input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m)
         ep->last_sw_rx = t;
         return;
     case DN2F_T_BYE:
+        if (m->u.bye.reason >= DN2F_BYE_GUID_IN_USE) {
+            /* The switch refuses our join; we keep trying at the HELLO
+             * interval (the GUID's old port may time out, a LID free up). */
+            if (m->h.dst_epoch != ep->epoch || ep->link == DN2F_LINK_UP) {
+                ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
+                return;
+            }
+            note_refusal(ep, m->u.bye.reason);
+            if (ep->link == DN2F_LINK_ASSIGNED) {
+                link_set_down(ep);
+                ep->hello_due = t + ep->cfg.hello_interval_ns;
+            }
+            return;
+        }
         if (ep->link != DN2F_LINK_DOWN &&
             (m->h.src_epoch == ep->sw_epoch || m->u.bye.reason == DN2F_BYE_UNKNOWN)) {
             link_set_down(ep);
@@ -1594,6 +1663,32 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
         if (m.h.src_epoch != p->epoch || m.h.dst_epoch != ep->epoch) {
             ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
             return;
+        }
+        /* Sessions (docs/fabric.md 4).  dst_sess: ours as the sender
+         * knows it, 0 when it does not know it yet (its state toward us is
+         * fresh); anything else is addressed to a previous session of ours:
+         * drop, and tell it the current one. */
+        if (m.h.dst_sess && m.h.dst_sess != my_sess(p)) {
+            ep->st.drop[DN2F_DROP_STALE_SESSION]++;
+            ack_due_now(ep, p);
+            return;
+        }
+        /* src_sess: a newer one means the peer started over with us (its
+         * sequence numbers begin again, it forgot what it had from us):
+         * reset our side too, both directions, instead of taking its
+         * packets for duplicates and it ours for out of window.  We keep
+         * our session (our old datagrams name its old one, so it drops
+         * them).  An older one is a late datagram of a previous session. */
+        if (m.h.src_sess != p->peer_sess) {
+            if (p->peer_sess && dn2f_seqdiff(m.h.src_sess, p->peer_sess) < 0) {
+                ep->st.drop[DN2F_DROP_STALE_SESSION]++;
+                return;
+            }
+            if (p->peer_sess) {
+                peer_clear(ep, p, DN2F_DROP_PEER_RESET);
+                ep->st.session_resets++;
+            }
+            p->peer_sess = m.h.src_sess;
         }
         if (from_sw) {
             ep->last_sw_rx = now(ep);
@@ -1939,6 +2034,7 @@ int dn2f_ep_mcast_leave(struct dn2f_ep *ep, uint16_t group_lid)
 }
 
 enum dn2f_link dn2f_ep_link(const struct dn2f_ep *ep) { return ep->link; }
+unsigned dn2f_ep_refusal(const struct dn2f_ep *ep) { return ep->refusal; }
 uint16_t dn2f_ep_lid(const struct dn2f_ep *ep) { return ep->lid; }
 uint64_t dn2f_ep_epoch(const struct dn2f_ep *ep) { return ep->epoch; }
 int dn2f_ep_route_mode(const struct dn2f_ep *ep) { return ep->mode; }

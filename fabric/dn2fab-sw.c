@@ -2,10 +2,19 @@
 /*
  * dn2fab switch core.  See dn2fab-sw.h and docs/fabric.md.
  *
- * Port states: (none) --HELLO--> ACTIVE --timeout / BYE / address taken-->
- * GONE (the GUID -> LID binding is remembered, so a board that comes back
- * gets its LID again; a GONE entry is reclaimed only when LIDs run out or
- * another board asks for that LID as its hint).
+ * Joining is stateless until the board proves it receives at its address:
+ * HELLO is answered by an ASSIGN carrying a ticket (the switch's MAC over
+ * GUID, epoch, LID, address and time) and nothing is stored; the board's
+ * first KEEPALIVE returns the ticket and only then is the port created.
+ * A flood of HELLOs (spoofed or not) therefore takes no LID and no memory.
+ *
+ * Port states: (none) --ticketed KEEPALIVE--> ACTIVE --timeout / BYE /
+ * address taken--> GONE (the GUID -> LID binding is remembered, so a board
+ * that comes back gets its LID again; a GONE entry is reclaimed only when
+ * LIDs run out or another board asks for that LID as its hint).  While a
+ * port is ACTIVE its GUID stays bound to its address: a HELLO for that GUID
+ * from elsewhere is refused (BYE "GUID in use"); from the same address with
+ * a new epoch it is the same board after a reset.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
@@ -15,15 +24,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include "dn2fab-int.h"
+#include "dn2fab-hmac.h"
 #include "dn2fab-sw.h"
 
 #define NO_DEADLINE UINT64_MAX
 #define HOUSEKEEP_NS 50000000ULL        /* 50 ms */
 #define ROUTES_COALESCE_NS 2000000ULL   /* 2 ms */
+#define ROUTES_GAP_NS 20000000ULL       /* at least 20 ms between publications ... */
+#define ROUTES_GAP_PER_PORT_NS 20000ULL /* ... + 20 us per live port */
 #define REORDER_HOLD_NS 1000000ULL      /* a held datagram waits at most 1 ms */
 #define BYE_TOKENS_PER_S 100
+#define LOG_TOKENS_PER_S 10             /* refusal / auth log lines */
+#define STATS_TOKENS_PER_S 1000         /* STATS_RESP chunks */
+#define TICKET_LIFE_S 10
 
 enum port_state { PORT_ACTIVE = 1, PORT_GONE = 2 };
 
@@ -72,6 +88,7 @@ struct dn2f_sw {
     uint32_t gen;
     bool dirty;
     uint64_t dirty_due;
+    uint64_t last_publish;
     /* the routing table of generation gen, as sent */
     uint16_t *rt_lids;          /* active LIDs, ascending */
     unsigned rt_n;
@@ -83,6 +100,12 @@ struct dn2f_sw {
     uint64_t housekeep_due;
     double bye_tokens;
     uint64_t bye_last;
+    double log_tokens;
+    uint64_t log_last;
+    unsigned log_suppressed;
+    double stats_tokens;
+    uint64_t stats_last;
+    struct dn2f_hmac_key ticket_key;    /* random per switch incarnation */
 
     struct fq *fq_head, *fq_tail;
     unsigned fq_n;
@@ -102,6 +125,7 @@ void dn2f_sw_config_default(struct dn2f_sw_config *c)
     c->port_timeout_ns = 3000000000ULL;
     c->fault_queue_max = 4096;
     c->fault_queue_bytes = 64u << 20;
+    c->max_ports_per_host = 256;
 }
 
 static uint64_t now(struct dn2f_sw *sw)
@@ -122,6 +146,47 @@ static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     sw->ops.log(sw->opaque, msg);
+}
+
+/* Token bucket: true if one token was taken. */
+static bool bucket_take(double *tokens, uint64_t *last, uint64_t t, double rate, double burst)
+{
+    *tokens += (double)(t - *last) * rate / 1e9;
+    *last = t;
+    if (*tokens > burst) {
+        *tokens = burst;
+    }
+    if (*tokens < 1) {
+        return false;
+    }
+    *tokens -= 1;
+    return true;
+}
+
+/* Log lines a stranger can provoke (refusals, bad MACs): rate-limited. */
+static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    if (!sw->ops.log) {
+        return;
+    }
+    if (!bucket_take(&sw->log_tokens, &sw->log_last, now(sw), LOG_TOKENS_PER_S,
+                     LOG_TOKENS_PER_S)) {
+        sw->log_suppressed++;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (sw->log_suppressed) {
+        logf_(sw, "%s (%u similar lines suppressed)", msg, sw->log_suppressed);
+        sw->log_suppressed = 0;
+    } else {
+        sw->ops.log(sw->opaque, msg);
+    }
 }
 
 static void capture(struct dn2f_sw *sw, unsigned ev, unsigned flags, unsigned reason,
@@ -157,11 +222,18 @@ static struct swport *src_port(struct dn2f_sw *sw, const struct dn2f_addr *from,
     return p;
 }
 
+/* A new routing table is due: coalesced (2 ms), and paced so that churn
+ * cannot keep the switch republishing (each publication sends the whole
+ * table to every live port). */
 static void mark_dirty(struct dn2f_sw *sw)
 {
     if (!sw->dirty) {
+        uint64_t t = now(sw), gap = ROUTES_GAP_NS + (uint64_t)sw->nactive * ROUTES_GAP_PER_PORT_NS;
         sw->dirty = true;
-        sw->dirty_due = now(sw) + ROUTES_COALESCE_NS;
+        sw->dirty_due = t + ROUTES_COALESCE_NS;
+        if (sw->last_publish && sw->dirty_due < sw->last_publish + gap) {
+            sw->dirty_due = sw->last_publish + gap;
+        }
     }
 }
 
@@ -180,31 +252,37 @@ static void send_ctrl_buf(struct dn2f_sw *sw, const struct dn2f_addr *to, uint16
     raw_send(sw, to, buf, len);
 }
 
+/* KEEPALIVE (a = routes generation) or BYE (a = reason). */
 static void send_small(struct dn2f_sw *sw, const struct dn2f_addr *to, unsigned type,
                        uint16_t dst, uint64_t dst_epoch, uint32_t a)
 {
-    uint8_t buf[64];
+    uint8_t buf[128];
     struct dn2f_wbuf w;
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, type, 0, 0, dst, sw->epoch, dst_epoch);
-    dn2f_put_u32pair(&w, a, 0);
+    if (type == DN2F_T_KEEPALIVE) {
+        dn2f_put_keepalive(&w, a, 0, NULL);
+    } else {
+        dn2f_put_u32pair(&w, a, 0);
+    }
     send_ctrl_buf(sw, to, dst, buf, dn2f_finish(&w));
 }
 
-/* Rate-limited "who are you?" to an unknown source (it will HELLO again). */
-static void send_bye_unknown(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch)
+/* Rate-limited BYE to a source that is not (or not yet) a port: "unknown"
+ * (it will HELLO again) or a refusal of its join. */
+static void send_bye_to(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch,
+                        unsigned reason)
 {
-    uint64_t t = now(sw);
-    sw->bye_tokens += (double)(t - sw->bye_last) * BYE_TOKENS_PER_S / 1e9;
-    sw->bye_last = t;
-    if (sw->bye_tokens > BYE_TOKENS_PER_S) {
-        sw->bye_tokens = BYE_TOKENS_PER_S;
-    }
-    if (sw->bye_tokens < 1) {
+    if (!bucket_take(&sw->bye_tokens, &sw->bye_last, now(sw), BYE_TOKENS_PER_S,
+                     BYE_TOKENS_PER_S)) {
         return;
     }
-    sw->bye_tokens -= 1;
-    send_small(sw, to, DN2F_T_BYE, 0, dst_epoch, DN2F_BYE_UNKNOWN);
+    send_small(sw, to, DN2F_T_BYE, 0, dst_epoch, reason);
+}
+
+static void send_bye_unknown(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch)
+{
+    send_bye_to(sw, to, dst_epoch, DN2F_BYE_UNKNOWN);
 }
 
 /* ------------------------------------------------------ fault injection */
@@ -426,6 +504,7 @@ static void routes_publish(struct dn2f_sw *sw)
     unsigned i;
     sw->dirty = false;
     sw->gen++;
+    sw->last_publish = now(sw);
     routes_rebuild(sw);
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
         struct swport *p = sw->ports[i];
@@ -474,32 +553,163 @@ static uint16_t pick_lid(struct dn2f_sw *sw, uint16_t hint)
     return oldest ? oldest->lid : 0;
 }
 
+/* The ticket of a join: who (GUID, epoch), which LID, where (address), when. */
+static void ticket_mac(struct dn2f_sw *sw, uint64_t guid, uint64_t epoch, uint16_t lid,
+                       const struct dn2f_addr *addr, uint32_t time, uint8_t *out)
+{
+    uint8_t msg[8 + 8 + 2 + 24 + 4], mac[DN2F_SHA256_LEN];
+    struct dn2f_hmac h;
+
+    memset(msg, 0, sizeof(msg));
+    dn2f_st64(msg, guid);
+    dn2f_st64(msg + 8, epoch);
+    dn2f_st16(msg + 16, lid);
+    dn2f_enc_addr(msg + 18, msg + 19, msg + 21, msg + 25, addr);
+    dn2f_st32(msg + 42, time);
+    dn2f_hmac_start(&h, &sw->ticket_key);
+    dn2f_hmac_update(&h, msg, sizeof(msg));
+    dn2f_hmac_finish(&h, mac);
+    memcpy(out, mac, DN2F_TICKET_LEN);
+}
+
+static uint32_t sw_seconds(struct dn2f_sw *sw)
+{
+    return (uint32_t)((now(sw) - sw->start) / 1000000000ULL);
+}
+
+static struct swport *port_by_guid(struct dn2f_sw *sw, uint64_t guid)
+{
+    unsigned i;
+    for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
+        if (sw->ports[i] && sw->ports[i]->guid == guid) {
+            return sw->ports[i];
+        }
+    }
+    return NULL;
+}
+
+static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b);
+
+/* Live ports at from's host, other than except. */
+static unsigned host_ports(struct dn2f_sw *sw, const struct dn2f_addr *from,
+                           const struct swport *except)
+{
+    unsigned i, n = 0;
+    for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
+        struct swport *p = sw->ports[i];
+        if (p && p != except && p->state == PORT_ACTIVE && same_host(&p->addr, from) &&
+            !dn2f_addr_equal(&p->addr, from)) {
+            n++;
+        }
+    }
+    return n;
+}
+
+static bool host_full(struct dn2f_sw *sw, const struct dn2f_addr *from, const struct swport *p)
+{
+    if (!sw->cfg.max_ports_per_host || (p && p->state == PORT_ACTIVE) ||
+        sw->nactive < sw->cfg.max_ports_per_host) {
+        return false;           /* no limit, already counted, or cannot be full */
+    }
+    return host_ports(sw, from, p) >= sw->cfg.max_ports_per_host;
+}
+
+static void refuse(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t epoch,
+                   uint64_t guid, unsigned reason, const char *why)
+{
+    char a[80];
+    sw->sum.bad++;
+    logf_limited(sw, "refused GUID 0x%016llx from %s: %s", (unsigned long long)guid,
+                 dn2f_addr_str(from, a, sizeof(a)), why);
+    send_bye_to(sw, from, epoch, reason);
+}
+
+static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t guid,
+                        uint64_t epoch, uint16_t lid)
+{
+    uint8_t buf[128];
+    struct dn2f_wbuf w;
+    struct dn2f_assign as;
+
+    memset(&as, 0, sizeof(as));
+    as.guid = guid;
+    as.lid = lid;
+    as.link_state = DN2_SMA_LINK_READY;
+    as.route_mode = (uint8_t)sw->cfg.route_mode;
+    as.ticket.time = sw_seconds(sw);
+    ticket_mac(sw, guid, epoch, lid, to, as.ticket.time, as.ticket.mac);
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_ASSIGN, 0, 0, lid, sw->epoch, epoch);
+    dn2f_put_assign(&w, &as);
+    send_ctrl_buf(sw, to, lid, buf, dn2f_finish(&w));
+}
+
+/* HELLO: answer with an ASSIGN and its ticket; store nothing. */
 static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
                          const struct dn2f_msg *m)
 {
     const struct dn2f_hello *h = &m->u.hello;
-    struct swport *p = NULL;
-    unsigned i;
+    struct swport *p = port_by_guid(sw, h->guid);
+    uint16_t lid;
+
+    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
+        /* The GUID belongs to a live board elsewhere: a twin, or someone
+         * claiming its identity.  It keeps its port until its BYE or
+         * timeout. */
+        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
+        return;
+    }
+    if (host_full(sw, from, p)) {
+        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "too many ports from that host");
+        return;
+    }
+    lid = p ? p->lid : pick_lid(sw, h->lid_hint);
+    if (!lid) {
+        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "no LID left");
+        return;
+    }
+    send_assign(sw, from, h->guid, m->h.src_epoch, lid);
+}
+
+/* A KEEPALIVE returning a valid ticket: the board receives at its address;
+ * create (or move, or renew) its port. */
+static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
+                      const struct dn2f_msg *m)
+{
+    const struct dn2f_keepalive *k = &m->u.keepalive;
+    uint8_t mac[DN2F_TICKET_LEN];
+    uint16_t lid = m->h.src_lid;
+    uint32_t t_s = sw_seconds(sw);
+    struct swport *p, *q;
     bool changed = false;
-    uint64_t t = now(sw);
+    unsigned i;
     char a[80];
 
-    for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
-        if (sw->ports[i] && sw->ports[i]->guid == h->guid) {
-            p = sw->ports[i];
-            break;
-        }
+    ticket_mac(sw, k->guid, m->h.src_epoch, lid, from, k->ticket.time, mac);
+    if (!dn2f_ct_equal(mac, k->ticket.mac, DN2F_TICKET_LEN) ||
+        (uint32_t)(t_s - k->ticket.time) > TICKET_LIFE_S || !dn2_lid_assignable(lid)) {
+        sw->sum.bad++;
+        send_bye_unknown(sw, from, m->h.src_epoch);     /* stale: HELLO again */
+        return;
+    }
+    p = port_by_guid(sw, k->guid);
+    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
+        refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
+        return;
+    }
+    if (host_full(sw, from, p)) {
+        refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_FULL, "too many ports from that host");
+        return;
+    }
+    q = port_by_lid(sw, lid);
+    if (p ? p->lid != lid : (q && q->state == PORT_ACTIVE)) {
+        /* the LID of the ticket went to someone else meanwhile */
+        send_bye_unknown(sw, from, m->h.src_epoch);
+        return;
     }
     if (!p) {
-        uint16_t lid = pick_lid(sw, h->lid_hint);
-        struct swport *old;
-        if (!lid) {
-            logf_(sw, "no LID left for GUID 0x%016llx", (unsigned long long)h->guid);
-            return;
-        }
-        old = port_by_lid(sw, lid);
-        if (old) {
-            free(old);          /* a GONE binding, reclaimed */
+        if (q) {
+            free(q);            /* a GONE binding, reclaimed */
         }
         p = calloc(1, sizeof(*p));
         if (!p) {
@@ -507,16 +717,16 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
             return;
         }
         p->lid = lid;
-        p->guid = h->guid;
+        p->guid = k->guid;
         p->state = PORT_GONE;
         sw->ports[dn2f_lid_index(lid)] = p;
         changed = true;
     }
     /* Another live board at this address is dead (its process was replaced). */
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
-        struct swport *q = sw->ports[i];
-        if (q && q != p && q->state == PORT_ACTIVE && dn2f_addr_equal(&q->addr, from)) {
-            port_gone(sw, q, "address reused");
+        struct swport *o = sw->ports[i];
+        if (o && o != p && o->state == PORT_ACTIVE && dn2f_addr_equal(&o->addr, from)) {
+            port_gone(sw, o, "address reused");
         }
     }
     if (p->state != PORT_ACTIVE || p->epoch != m->h.src_epoch ||
@@ -535,19 +745,7 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
     p->state = PORT_ACTIVE;
     p->epoch = m->h.src_epoch;
     p->addr = *from;
-    p->last_seen = t;
-    {
-        uint8_t buf[64];
-        struct dn2f_wbuf w;
-        struct dn2f_assign as = {
-            .guid = p->guid, .lid = p->lid, .link_state = DN2_SMA_LINK_READY,
-            .route_mode = (uint8_t)sw->cfg.route_mode,
-        };
-        dn2f_wbuf_init(&w, buf, sizeof(buf));
-        dn2f_put_hdr(&w, DN2F_T_ASSIGN, 0, 0, p->lid, sw->epoch, p->epoch);
-        dn2f_put_assign(&w, &as);
-        send_ctrl_buf(sw, from, p->lid, buf, dn2f_finish(&w));
-    }
+    p->last_seen = now(sw);
     if (changed) {
         mark_dirty(sw);         /* everyone (this board too) gets the new table */
     } else if (!sw->dirty) {
@@ -597,9 +795,8 @@ static void replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_m
     while (dn2f_data_next(&it, &r)) {
         unsigned i;
         for (i = 0; i < r.nmemb; i++) {
-            uint16_t lid, l2;
-            uint32_t seq, s2;
-            uint64_t ep, e2;
+            struct dn2f_member mb, m2;
+            uint16_t lid;
             unsigned idx;
             struct swport *out;
             struct dn2f_iter it2;
@@ -607,7 +804,8 @@ static void replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_m
             struct dn2f_wbuf w;
             uint64_t pkts = 0, bytes = 0;
 
-            dn2f_rec_member(&r, i, &lid, &seq, &ep);
+            dn2f_rec_member_full(&r, i, &mb);
+            lid = mb.lid;
             idx = dn2f_lid_index(lid);
             if (done[idx >> 4] & (1u << (idx & 15))) {
                 continue;
@@ -615,21 +813,23 @@ static void replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_m
             done[idx >> 4] |= (uint16_t)(1u << (idx & 15));
             ndone++;
             out = live_port(sw, lid);
-            if (!out) {
+            if (!out || !mb.src_sess) {
                 in->drops++;
                 continue;       /* the sender's retransmissions sort it out */
             }
             dn2f_wbuf_init(&w, sw->obuf, DN2F_DGRAM_MAX);
-            dn2f_put_hdr(&w, DN2F_T_DATA, 0, m->h.src_lid, lid, m->h.src_epoch, ep);
+            dn2f_put_hdr(&w, DN2F_T_DATA, 0, m->h.src_lid, lid, m->h.src_epoch, mb.epoch);
+            dn2f_hdr_set_sessions(&w, mb.src_sess, mb.dst_sess);
             /* this and later records that list lid (with the same epoch) */
             it2 = it;
             r2 = r;
             for (;;) {
                 unsigned j;
                 for (j = 0; j < r2.nmemb; j++) {
-                    dn2f_rec_member(&r2, j, &l2, &s2, &e2);
-                    if (l2 == lid && e2 == ep) {
-                        dn2f_put_rec(&w, DN2F_REC_MCAST_COPY, r2.rflags, s2, r2.group,
+                    dn2f_rec_member_full(&r2, j, &m2);
+                    if (m2.lid == lid && m2.epoch == mb.epoch && m2.src_sess == mb.src_sess &&
+                        m2.dst_sess == mb.dst_sess) {
+                        dn2f_put_rec(&w, DN2F_REC_MCAST_COPY, r2.rflags, m2.seq, r2.group,
                                      0, NULL, NULL, NULL, r2.pkt, r2.len);
                         pkts++;
                         bytes += r2.len;
@@ -724,46 +924,93 @@ uint64_t dn2f_sw_epoch(const struct dn2f_sw *sw)
     return sw->epoch;
 }
 
-static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to, uint32_t cookie)
+/* Same host address (any port), IPv4-mapped IPv6 = IPv4. */
+static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b)
+{
+    struct dn2f_addr x = *a, y = *b;
+    if (dn2f_addr_to_family(&x, AF_INET) && dn2f_addr_to_family(&y, AF_INET)) {
+        return x.u.in.sin_addr.s_addr == y.u.in.sin_addr.s_addr;
+    }
+    x = *a;
+    y = *b;
+    return x.len >= sizeof(struct sockaddr_in6) && y.len >= sizeof(struct sockaddr_in6) &&
+           x.u.sa.sa_family == AF_INET6 && y.u.sa.sa_family == AF_INET6 &&
+           memcmp(&x.u.in6.sin6_addr, &y.u.in6.sin6_addr, 16) == 0;
+}
+
+static bool is_loopback(const struct dn2f_addr *a)
+{
+    struct dn2f_addr x = *a;
+    if (dn2f_addr_to_family(&x, AF_INET)) {
+        return (ntohl(x.u.in.sin_addr.s_addr) >> 24) == 127;
+    }
+    return x.len >= sizeof(struct sockaddr_in6) && x.u.sa.sa_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&x.u.in6.sin6_addr);
+}
+
+/* Who may read the port table: this host, or the host of a live member. */
+static bool stats_allowed(struct dn2f_sw *sw, const struct dn2f_addr *from)
+{
+    unsigned i;
+    if (is_loopback(from)) {
+        return true;
+    }
+    for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
+        struct swport *p = sw->ports[i];
+        if (p && p->state == PORT_ACTIVE && same_host(&p->addr, from)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One STATS_RESP chunk per request (the requester asks for each), so one
+ * padded request of DN2F_STATS_REQ_MIN bytes gets at most ~8 KiB back. */
+static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to,
+                             const struct dn2f_msg *m, size_t len)
 {
     struct dn2f_swsummary s;
     unsigned per = (DN2F_CHUNK_BYTES) / DN2F_PORTSTAT_LEN, total = 0, nchunks, c, i;
+    unsigned first, n;
     struct dn2f_portstat ps;
-    unsigned idx[DN2F_NUM_CLID];
+    struct dn2f_wbuf w;
+    char a[80];
 
+    if (len < DN2F_STATS_REQ_MIN || !stats_allowed(sw, to)) {
+        sw->sum.bad++;
+        logf_limited(sw, "STATS_REQ from %s ignored (%s)", dn2f_addr_str(to, a, sizeof(a)),
+                     len < DN2F_STATS_REQ_MIN ? "not padded" : "not this host nor a member's");
+        return;
+    }
+    if (!bucket_take(&sw->stats_tokens, &sw->stats_last, now(sw), STATS_TOKENS_PER_S,
+                     STATS_TOKENS_PER_S)) {
+        sw->sum.bad++;
+        return;
+    }
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
         if (sw->ports[i]) {
-            idx[total++] = i;
+            total++;
         }
     }
     nchunks = total ? (total + per - 1) / per : 1;
-    dn2f_sw_summary(sw, &s);
-    for (c = 0; c < nchunks; c++) {
-        unsigned first = c * per, n = total - first < per ? total - first : per;
-        struct dn2f_wbuf w;
-        if (!total) {
-            n = 0;
-        }
-        dn2f_wbuf_init(&w, sw->obuf, DN2F_DGRAM_MAX);
-        dn2f_put_hdr(&w, DN2F_T_STATS_RESP, 0, 0, 0, sw->epoch, 0);
-        dn2f_put_stats_hdr(&w, cookie, (uint16_t)c, (uint16_t)nchunks, (uint16_t)n, &s);
-        for (i = 0; i < n; i++) {
-            struct swport *p = sw->ports[idx[first + i]];
-            ps.lid = p->lid;
-            ps.state = (uint8_t)p->state;
-            ps.addr = p->addr;
-            ps.guid = p->guid;
-            ps.epoch = p->epoch;
-            ps.rx_pkts = p->rx_pkts;
-            ps.rx_bytes = p->rx_bytes;
-            ps.tx_pkts = p->tx_pkts;
-            ps.tx_bytes = p->tx_bytes;
-            ps.drops = p->drops;
-            ps.retx = p->retx;
-            dn2f_put_portstat(&w, &ps);
-        }
-        send_ctrl_buf(sw, to, 0, sw->obuf, dn2f_finish(&w));
+    c = m->u.stats_req.chunk;
+    if (c >= nchunks) {
+        return;
     }
+    first = c * per;
+    n = total ? (total - first < per ? total - first : per) : 0;
+    dn2f_sw_summary(sw, &s);
+    dn2f_wbuf_init(&w, sw->obuf, DN2F_DGRAM_MAX);
+    dn2f_put_hdr(&w, DN2F_T_STATS_RESP, 0, 0, 0, sw->epoch, 0);
+    dn2f_put_stats_hdr(&w, m->u.stats_req.cookie, (uint16_t)c, (uint16_t)nchunks,
+                       (uint16_t)n, &s);
+    for (i = 0; i < n; i++) {
+        if (!dn2f_sw_port(sw, first + i, &ps)) {
+            break;
+        }
+        dn2f_put_portstat(&w, &ps);
+    }
+    send_ctrl_buf(sw, to, 0, sw->obuf, dn2f_finish(&w));
 }
 
 /* ------------------------------------------------------------ mcast */
@@ -846,6 +1093,10 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
         return;
     case DN2F_T_KEEPALIVE:
         p = src_port(sw, from, &m);
+        if (!p && m.u.keepalive.guid) {
+            establish(sw, from, &m);    /* a joining board returns its ticket */
+            return;
+        }
         if (!p) {
             sw->sum.bad++;
             send_bye_unknown(sw, from, m.h.src_epoch);
@@ -864,7 +1115,7 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
         }
         return;
     case DN2F_T_STATS_REQ:
-        handle_stats_req(sw, from, m.u.stats_req.cookie);
+        handle_stats_req(sw, from, &m, len);
         return;
     case DN2F_T_MCAST_JOIN:
     case DN2F_T_MCAST_LEAVE:
@@ -968,6 +1219,17 @@ struct dn2f_sw *dn2f_sw_new(const struct dn2f_sw_config *cfg,
     sw->start = now(sw);
     sw->bye_last = sw->start;
     sw->bye_tokens = BYE_TOKENS_PER_S;
+    sw->log_last = sw->stats_last = sw->start;
+    sw->log_tokens = LOG_TOKENS_PER_S;
+    sw->stats_tokens = STATS_TOKENS_PER_S;
+    {
+        uint8_t key[32];
+        unsigned i;
+        for (i = 0; i < 4; i++) {
+            dn2f_st64(key + 8 * i, dn2f_random_u64());
+        }
+        dn2f_hmac_setkey(&sw->ticket_key, key, sizeof(key));
+    }
     dn2f_rng_seed(&sw->rng, cfg->seed);
     sw->faults = cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 ||
                  (cfg->delay_ns > 0 && cfg->delay_frac > 0);

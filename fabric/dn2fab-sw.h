@@ -49,6 +49,9 @@ struct dn2f_sw_config {
     uint64_t epoch;             /* switch incarnation; 0 = random */
     unsigned fault_queue_max;   /* datagrams held for delay/reorder */
     size_t fault_queue_bytes;
+    /* Live ports per host address (IP, any port); 0 = no limit.  Default
+     * 256: 64 boards on 127.0.0.1 with room to spare. */
+    unsigned max_ports_per_host;
 };
 void dn2f_sw_config_default(struct dn2f_sw_config *c);
 

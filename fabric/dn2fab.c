@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "dn2fab-int.h"
+#include "dn2fab-hmac.h"
 
 /* ------------------------------------------------------------------ names */
 const char *dn2f_strerror(int err)
@@ -52,6 +53,19 @@ const char *dn2f_type_name(unsigned type)
     return type < DN2F_T_MAX && names[type] ? names[type] : "?";
 }
 
+const char *dn2f_bye_name(unsigned reason)
+{
+    static const char *const names[DN2F_BYE_MAX] = {
+        [DN2F_BYE_LEAVING] = "leaving",
+        [DN2F_BYE_SHUTDOWN] = "switch shutting down",
+        [DN2F_BYE_UNKNOWN] = "unknown to the switch",
+        [DN2F_BYE_GUID_IN_USE] = "GUID in use by another live board",
+        [DN2F_BYE_AUTH] = "authentication failed (cluster secret missing or different)",
+        [DN2F_BYE_FULL] = "no LID left or too many ports from this host",
+    };
+    return reason < DN2F_BYE_MAX && names[reason] ? names[reason] : "?";
+}
+
 const char *dn2f_drop_name(unsigned reason)
 {
     static const char *const names[DN2F_DROP_MAX] = {
@@ -69,6 +83,7 @@ const char *dn2f_drop_name(unsigned reason)
         [DN2F_DROP_PEER_GONE] = "peer_gone",
         [DN2F_DROP_PEER_RESET] = "peer_reset",
         [DN2F_DROP_NOT_READY] = "link_not_ready",
+        [DN2F_DROP_STALE_SESSION] = "stale_session",
     };
     return reason < DN2F_DROP_MAX && names[reason] ? names[reason] : "?";
 }
@@ -481,6 +496,14 @@ void dn2f_put_hdr(struct dn2f_wbuf *b, unsigned type, unsigned flags,
     dn2f_st64(p + 24, dst_epoch);
 }
 
+void dn2f_hdr_set_sessions(struct dn2f_wbuf *b, uint32_t src_sess, uint32_t dst_sess)
+{
+    if (!b->overflow && b->len >= DN2F_HDR_LEN) {
+        dn2f_st32(b->p + 32, src_sess);
+        dn2f_st32(b->p + 36, dst_sess);
+    }
+}
+
 size_t dn2f_finish(struct dn2f_wbuf *b)
 {
     if (b->overflow || b->len < DN2F_HDR_LEN) {
@@ -492,7 +515,7 @@ size_t dn2f_finish(struct dn2f_wbuf *b)
 
 void dn2f_put_hello(struct dn2f_wbuf *b, const struct dn2f_hello *h)
 {
-    uint8_t *p = wb_reserve(b, 16);
+    uint8_t *p = wb_reserve(b, DN2F_HELLO_LEN);
     if (p) {
         dn2f_st64(p, h->guid);
         dn2f_st16(p + 8, h->lid_hint);
@@ -501,12 +524,39 @@ void dn2f_put_hello(struct dn2f_wbuf *b, const struct dn2f_hello *h)
 
 void dn2f_put_assign(struct dn2f_wbuf *b, const struct dn2f_assign *a)
 {
-    uint8_t *p = wb_reserve(b, 16);
+    uint8_t *p = wb_reserve(b, DN2F_ASSIGN_LEN);
     if (p) {
         dn2f_st64(p, a->guid);
         dn2f_st16(p + 8, a->lid);
         p[10] = a->link_state;
         p[11] = a->route_mode;
+        dn2f_st32(p + 12, a->ticket.time);
+        memcpy(p + 16, a->ticket.mac, DN2F_TICKET_LEN);
+        memcpy(p + 32, a->token, DN2F_TOKEN_LEN);
+    }
+}
+
+void dn2f_put_keepalive(struct dn2f_wbuf *b, uint32_t gen, uint64_t guid,
+                        const struct dn2f_ticket *t)
+{
+    uint8_t *p = wb_reserve(b, DN2F_KEEPALIVE_LEN);
+    if (p) {
+        dn2f_st32(p, gen);
+        if (t) {
+            dn2f_st32(p + 4, t->time);
+            dn2f_st64(p + 8, guid);
+            memcpy(p + 16, t->mac, DN2F_TICKET_LEN);
+        }
+    }
+}
+
+void dn2f_put_stats_req(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, size_t total)
+{
+    size_t n = total > b->len + 8 ? total - b->len : 8;
+    uint8_t *p = wb_reserve(b, n);
+    if (p) {
+        dn2f_st32(p, cookie);
+        dn2f_st16(p + 4, chunk);
     }
 }
 
@@ -587,6 +637,36 @@ size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len)
         n += 4;
     }
     return n;
+}
+
+bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsigned nmemb,
+                     const struct dn2f_member *m, const void *pkt, size_t len)
+{
+    size_t need = dn2f_rec_len(DN2F_REC_MCAST_ORIGIN, nmemb, len);
+    uint8_t *p;
+    unsigned i;
+
+    if (b->overflow || need > b->cap - b->len) {
+        return false;
+    }
+    p = wb_reserve(b, need);
+    dn2f_st16(p + 4, (uint16_t)len);
+    p[6] = DN2F_REC_MCAST_ORIGIN;
+    p[7] = (uint8_t)rflags;
+    p += DN2F_REC_HDR_LEN;
+    dn2f_st16(p, group);
+    dn2f_st16(p + 2, (uint16_t)nmemb);
+    p += 4;
+    for (i = 0; i < nmemb; i++) {
+        dn2f_st16(p, m[i].lid);
+        dn2f_st32(p + 4, m[i].seq);
+        dn2f_st64(p + 8, m[i].epoch);
+        dn2f_st32(p + 16, m[i].src_sess);
+        dn2f_st32(p + 20, m[i].dst_sess);
+        p += DN2F_MEMBER_LEN;
+    }
+    memcpy(p, pkt, len);
+    return true;
 }
 
 bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
@@ -1051,6 +1131,8 @@ int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m)
     m->h.length = dn2f_ld32(p + 12);
     m->h.src_epoch = dn2f_ld64(p + 16);
     m->h.dst_epoch = dn2f_ld64(p + 24);
+    m->h.src_sess = dn2f_ld32(p + 32);
+    m->h.dst_sess = dn2f_ld32(p + 36);
     if (m->h.version != DN2F_VERSION) {
         return -DN2F_E_VERSION;
     }
@@ -1068,17 +1150,27 @@ int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m)
     if (m->h.flags & ~allowed) {
         return -DN2F_E_FLAGS;
     }
+    /* Sessions: only between boards (DATA to a board, ACK), where the
+     * sender's is never 0. */
+    if (m->h.type == DN2F_T_ACK ||
+        (m->h.type == DN2F_T_DATA && !dn2f_lid_is_mcast(m->h.dst_lid))) {
+        if (m->h.src_sess == 0) {
+            return -DN2F_E_FIELD;
+        }
+    } else if (m->h.src_sess || m->h.dst_sess) {
+        return -DN2F_E_RESERVED;
+    }
     body = p + DN2F_HDR_LEN;
     blen = len - DN2F_HDR_LEN;
 
     switch (m->h.type) {
     case DN2F_T_HELLO:
-        if (blen != 16) {
+        if (blen != DN2F_HELLO_LEN) {
             return -DN2F_E_LENGTH;
         }
         m->u.hello.guid = dn2f_ld64(body);
         m->u.hello.lid_hint = dn2f_ld16(body + 8);
-        if (dn2f_ld16(body + 10) || dn2f_ld32(body + 12)) {
+        if (!all_zero(body + 10, DN2F_HELLO_LEN - 10)) {
             return -DN2F_E_RESERVED;
         }
         if (m->u.hello.guid == 0 || m->h.src_epoch == 0 || m->h.dst_lid != 0 ||
@@ -1087,16 +1179,16 @@ int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m)
         }
         return 0;
     case DN2F_T_ASSIGN:
-        if (blen != 16) {
+        if (blen != DN2F_ASSIGN_LEN) {
             return -DN2F_E_LENGTH;
         }
         m->u.assign.guid = dn2f_ld64(body);
         m->u.assign.lid = dn2f_ld16(body + 8);
         m->u.assign.link_state = body[10];
         m->u.assign.route_mode = body[11];
-        if (dn2f_ld32(body + 12)) {
-            return -DN2F_E_RESERVED;
-        }
+        m->u.assign.ticket.time = dn2f_ld32(body + 12);
+        memcpy(m->u.assign.ticket.mac, body + 16, DN2F_TICKET_LEN);
+        memcpy(m->u.assign.token, body + 32, DN2F_TOKEN_LEN);
         if (m->u.assign.link_state > 3 ||
             (m->u.assign.route_mode != DN2F_ROUTE_DIRECT &&
              m->u.assign.route_mode != DN2F_ROUTE_SWITCH) ||
@@ -1124,23 +1216,35 @@ int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m)
         return used == blen ? 0 : -DN2F_E_LENGTH;
     }
     case DN2F_T_KEEPALIVE:
+        if (blen != DN2F_KEEPALIVE_LEN) {
+            return -DN2F_E_LENGTH;
+        }
+        m->u.keepalive.gen = dn2f_ld32(body);
+        m->u.keepalive.ticket.time = dn2f_ld32(body + 4);
+        m->u.keepalive.guid = dn2f_ld64(body + 8);
+        memcpy(m->u.keepalive.ticket.mac, body + 16, DN2F_TICKET_LEN);
+        return 0;
     case DN2F_T_BYE:
-    case DN2F_T_STATS_REQ:
         if (blen != 8) {
             return -DN2F_E_LENGTH;
         }
         if (dn2f_ld32(body + 4)) {
             return -DN2F_E_RESERVED;
         }
-        if (m->h.type == DN2F_T_KEEPALIVE) {
-            m->u.keepalive.gen = dn2f_ld32(body);
-        } else if (m->h.type == DN2F_T_BYE) {
-            m->u.bye.reason = dn2f_ld32(body);
-            if (m->u.bye.reason > DN2F_BYE_UNKNOWN) {
-                return -DN2F_E_FIELD;
-            }
-        } else {
-            m->u.stats_req.cookie = dn2f_ld32(body);
+        m->u.bye.reason = dn2f_ld32(body);
+        if (m->u.bye.reason >= DN2F_BYE_MAX) {
+            return -DN2F_E_FIELD;
+        }
+        return 0;
+    case DN2F_T_STATS_REQ:
+        /* cookie, chunk, u16 0, then zero padding of any length */
+        if (blen < 8) {
+            return -DN2F_E_LENGTH;
+        }
+        m->u.stats_req.cookie = dn2f_ld32(body);
+        m->u.stats_req.chunk = dn2f_ld16(body + 4);
+        if (!all_zero(body + 6, blen - 6)) {
+            return -DN2F_E_RESERVED;
         }
         return 0;
     case DN2F_T_STATS_RESP:
@@ -1185,6 +1289,16 @@ bool dn2f_data_next(struct dn2f_iter *it, struct dn2f_rec *r)
     it->p += used;
     it->left--;
     return true;
+}
+
+void dn2f_rec_member_full(const struct dn2f_rec *r, unsigned i, struct dn2f_member *mb)
+{
+    const uint8_t *m = r->members + (size_t)i * DN2F_MEMBER_LEN;
+    mb->lid = dn2f_ld16(m);
+    mb->seq = dn2f_ld32(m + 4);
+    mb->epoch = dn2f_ld64(m + 8);
+    mb->src_sess = dn2f_ld32(m + 16);
+    mb->dst_sess = dn2f_ld32(m + 20);
 }
 
 void dn2f_rec_member(const struct dn2f_rec *r, unsigned i,
@@ -1279,4 +1393,184 @@ bool dn2f_stats_next(struct dn2f_iter *it, struct dn2f_portstat *ps)
     it->p += DN2F_PORTSTAT_LEN;
     it->left--;
     return true;
+}
+
+/* ------------------------------------------------- SHA-256 / HMAC-SHA256 */
+/* Here rather than in a file of its own: the QEMU device build compiles
+ * dn2fab.c and dn2fab-ep.c only (hw/dimmnet2/meson.build). */
+static const uint32_t K256[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2,
+};
+
+static inline uint32_t ror(uint32_t x, unsigned n)
+{
+    return (x >> n) | (x << (32 - n));
+}
+
+static void compress(uint32_t h[8], const uint8_t *p)
+{
+    uint32_t w[64], a, b, c, d, e, f, g, hh, t1, t2;
+    unsigned i;
+
+    for (i = 0; i < 16; i++) {
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    }
+    for (i = 16; i < 64; i++) {
+        uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    a = h[0]; b = h[1]; c = h[2]; d = h[3]; e = h[4]; f = h[5]; g = h[6]; hh = h[7];
+    for (i = 0; i < 64; i++) {
+        t1 = hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K256[i] + w[i];
+        t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+void dn2f_sha256_init(struct dn2f_sha256 *c)
+{
+    static const uint32_t iv[8] = {
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+    };
+    memcpy(c->h, iv, sizeof(iv));
+    c->bytes = 0;
+    c->n = 0;
+}
+
+void dn2f_sha256_update(struct dn2f_sha256 *c, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    c->bytes += len;
+    if (c->n) {
+        size_t k = 64 - c->n < len ? 64 - c->n : len;
+        memcpy(c->buf + c->n, p, k);
+        c->n += k;
+        p += k;
+        len -= k;
+        if (c->n < 64) {
+            return;
+        }
+        compress(c->h, c->buf);
+        c->n = 0;
+    }
+    while (len >= 64) {
+        compress(c->h, p);
+        p += 64;
+        len -= 64;
+    }
+    if (len) {
+        memcpy(c->buf, p, len);
+        c->n = len;
+    }
+}
+
+void dn2f_sha256_final(struct dn2f_sha256 *c, uint8_t out[DN2F_SHA256_LEN])
+{
+    uint64_t bits = c->bytes * 8;
+    unsigned i;
+
+    c->buf[c->n++] = 0x80;
+    if (c->n > 56) {
+        memset(c->buf + c->n, 0, 64 - c->n);
+        compress(c->h, c->buf);
+        c->n = 0;
+    }
+    memset(c->buf + c->n, 0, 56 - c->n);
+    for (i = 0; i < 8; i++) {
+        c->buf[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
+    }
+    compress(c->h, c->buf);
+    for (i = 0; i < 8; i++) {
+        out[4 * i] = (uint8_t)(c->h[i] >> 24);
+        out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
+        out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
+        out[4 * i + 3] = (uint8_t)c->h[i];
+    }
+}
+
+void dn2f_sha256(const void *data, size_t len, uint8_t out[DN2F_SHA256_LEN])
+{
+    struct dn2f_sha256 c;
+    dn2f_sha256_init(&c);
+    dn2f_sha256_update(&c, data, len);
+    dn2f_sha256_final(&c, out);
+}
+
+void dn2f_hmac_setkey(struct dn2f_hmac_key *k, const void *key, size_t len)
+{
+    uint8_t kb[64], pad[64];
+    unsigned i;
+
+    memset(kb, 0, sizeof(kb));
+    if (len > 64) {
+        dn2f_sha256(key, len, kb);
+    } else if (len) {
+        memcpy(kb, key, len);
+    }
+    for (i = 0; i < 64; i++) {
+        pad[i] = kb[i] ^ 0x36;
+    }
+    dn2f_sha256_init(&k->inner);
+    dn2f_sha256_update(&k->inner, pad, 64);
+    for (i = 0; i < 64; i++) {
+        pad[i] = kb[i] ^ 0x5c;
+    }
+    dn2f_sha256_init(&k->outer);
+    dn2f_sha256_update(&k->outer, pad, 64);
+    memset(kb, 0, sizeof(kb));
+    memset(pad, 0, sizeof(pad));
+}
+
+void dn2f_hmac_start(struct dn2f_hmac *h, const struct dn2f_hmac_key *k)
+{
+    h->inner = k->inner;
+    h->outer = k->outer;
+}
+
+void dn2f_hmac_update(struct dn2f_hmac *h, const void *data, size_t len)
+{
+    dn2f_sha256_update(&h->inner, data, len);
+}
+
+void dn2f_hmac_finish(struct dn2f_hmac *h, uint8_t out[DN2F_SHA256_LEN])
+{
+    uint8_t ih[DN2F_SHA256_LEN];
+    dn2f_sha256_final(&h->inner, ih);
+    dn2f_sha256_update(&h->outer, ih, sizeof(ih));
+    dn2f_sha256_final(&h->outer, out);
+}
+
+void dn2f_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+                      uint8_t out[DN2F_SHA256_LEN])
+{
+    struct dn2f_hmac_key k;
+    struct dn2f_hmac h;
+    dn2f_hmac_setkey(&k, key, klen);
+    dn2f_hmac_start(&h, &k);
+    dn2f_hmac_update(&h, msg, mlen);
+    dn2f_hmac_finish(&h, out);
+}
+
+bool dn2f_ct_equal(const void *a, const void *b, size_t n)
+{
+    const volatile uint8_t *x = a, *y = b;
+    uint8_t d = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        d |= (uint8_t)(x[i] ^ y[i]);
+    }
+    return d == 0;
 }

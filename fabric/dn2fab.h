@@ -42,7 +42,7 @@ extern "C" {
  * ====================================================================== */
 #define DN2F_MAGIC            0x46324e44u   /* bytes 'D' 'N' '2' 'F' */
 #define DN2F_VERSION          2             /* 2: lanes (docs/fabric.md) */
-#define DN2F_HDR_LEN          32
+#define DN2F_HDR_LEN          40
 #define DN2F_DGRAM_MAX        65507         /* largest UDP payload (IPv4) */
 #define DN2F_DGRAM_DEFAULT    61440         /* default batching limit */
 #define DN2F_PKT_MIN          8             /* a DIMMnet-2 packet: >= the 1st DW */
@@ -55,11 +55,17 @@ extern "C" {
 #define DN2F_INITIAL_CREDIT   64            /* packets a sender may send before the first ACK */
 #define DN2F_NUM_CLID         4096
 #define DN2F_REC_HDR_LEN      8
-#define DN2F_MEMBER_LEN       16
+#define DN2F_MEMBER_LEN       24
 #define DN2F_ROUTE_LEN        36
 #define DN2F_ACK_HDR_LEN      12
 #define DN2F_PORTSTAT_LEN     92
 #define DN2F_NUM_LANES        2             /* one reliable stream per DWID */
+#define DN2F_HELLO_LEN        48            /* HELLO body: padded to the ASSIGN's size */
+#define DN2F_ASSIGN_LEN       48
+#define DN2F_KEEPALIVE_LEN    32
+#define DN2F_TICKET_LEN       16
+#define DN2F_TOKEN_LEN        16
+#define DN2F_STATS_REQ_MIN    1024          /* a STATS_REQ is padded to this (no amplifier) */
 #define DN2F_STATS_HDR_LEN    80
 
 enum dn2f_type {
@@ -102,7 +108,13 @@ enum dn2f_bye_reason {
     DN2F_BYE_LEAVING = 0,       /* board shuts down */
     DN2F_BYE_SHUTDOWN = 1,      /* switch shuts down */
     DN2F_BYE_UNKNOWN = 2,       /* switch: who are you?  (HELLO again) */
+    /* Refusals of a HELLO / join (the board stays down and keeps trying): */
+    DN2F_BYE_GUID_IN_USE = 3,   /* a live port of another address has this GUID */
+    DN2F_BYE_AUTH = 4,          /* authentication failed: secret missing / different */
+    DN2F_BYE_FULL = 5,          /* no LID left, or too many ports from this host */
+    DN2F_BYE_MAX
 };
+const char *dn2f_bye_name(unsigned reason);
 
 /* Decode errors (negative return of dn2f_decode). */
 enum dn2f_err {
@@ -153,6 +165,12 @@ struct dn2f_hdr {
     uint32_t length;            /* whole datagram, header included */
     uint64_t src_epoch;
     uint64_t dst_epoch;         /* the receiver's epoch as the sender knows it */
+    /* DATA / ACK between boards: the sender's session toward the receiver
+     * (nonzero) and the receiver's as the sender knows it (0 = not yet).
+     * A session is renewed whenever a side resets its state toward the
+     * other, so both sides always reset together.  0 in other types. */
+    uint32_t src_sess;
+    uint32_t dst_sess;
 };
 
 struct dn2f_ack {
@@ -174,11 +192,35 @@ struct dn2f_hello {
     uint16_t lid_hint;
 };
 
+/* A join ticket: the switch's MAC over (GUID, epoch, LID, address, time).
+ * The switch keeps no state for a HELLO: the board proves it receives at
+ * its address by returning the ticket in its first KEEPALIVE. */
+struct dn2f_ticket {
+    uint32_t time;              /* switch seconds when issued */
+    uint8_t  mac[DN2F_TICKET_LEN];
+};
+
 struct dn2f_assign {
     uint64_t guid;
     uint16_t lid;
     uint8_t  link_state;        /* DN2_SMA_LINK_READY when usable */
     uint8_t  route_mode;
+    struct dn2f_ticket ticket;
+    uint8_t  token[DN2F_TOKEN_LEN];     /* with a secret: the per-join token (sealed) */
+};
+
+struct dn2f_keepalive {
+    uint32_t gen;               /* routes generation (board: the one it has) */
+    uint64_t guid;              /* board, while joining: its GUID ... */
+    struct dn2f_ticket ticket;  /* ... and the ASSIGN's ticket; else 0 */
+};
+
+/* A multicast origin record's member entry. */
+struct dn2f_member {
+    uint16_t lid;
+    uint32_t seq;               /* in the member's stream of the record's lane */
+    uint64_t epoch;
+    uint32_t src_sess, dst_sess;        /* the header sessions of the member's copy */
 };
 
 struct dn2f_route {
@@ -243,9 +285,9 @@ struct dn2f_msg {
             size_t recs_len;
         } data;
         struct dn2f_acks acks;  /* type ACK */
-        struct { uint32_t gen; } keepalive;
+        struct dn2f_keepalive keepalive;
         struct { uint32_t reason; } bye;
-        struct { uint32_t cookie; } stats_req;
+        struct { uint32_t cookie; uint16_t chunk; } stats_req;
         struct {
             uint32_t cookie;
             uint16_t chunk, nchunks, nports;
@@ -264,6 +306,7 @@ void dn2f_data_iter(const struct dn2f_msg *m, struct dn2f_iter *it);
 bool dn2f_data_next(struct dn2f_iter *it, struct dn2f_rec *r);
 void dn2f_rec_member(const struct dn2f_rec *r, unsigned i,
                      uint16_t *lid, uint32_t *seq, uint64_t *epoch);
+void dn2f_rec_member_full(const struct dn2f_rec *r, unsigned i, struct dn2f_member *m);
 bool dn2f_ack_sacked(const struct dn2f_ack *a, unsigned i);
 
 void dn2f_routes_iter(const struct dn2f_msg *m, struct dn2f_iter *it);
@@ -282,9 +325,11 @@ struct dn2f_wbuf {
     bool overflow;
 };
 void dn2f_wbuf_init(struct dn2f_wbuf *b, void *mem, size_t cap);
-/* Header (length patched by dn2f_finish). */
+/* Header (length patched by dn2f_finish), sessions 0. */
 void dn2f_put_hdr(struct dn2f_wbuf *b, unsigned type, unsigned flags,
                   uint16_t src, uint16_t dst, uint64_t src_epoch, uint64_t dst_epoch);
+/* Set the header's sessions (DATA / ACK between boards). */
+void dn2f_hdr_set_sessions(struct dn2f_wbuf *b, uint32_t src_sess, uint32_t dst_sess);
 /* Patch the length field; returns the datagram length, 0 on overflow. */
 size_t dn2f_finish(struct dn2f_wbuf *b);
 void dn2f_put_hello(struct dn2f_wbuf *b, const struct dn2f_hello *h);
@@ -299,13 +344,21 @@ size_t dn2f_group_len(unsigned n);
 void dn2f_put_ack(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum, uint32_t limit,
                   uint16_t nbits, const uint8_t *bits);
 size_t dn2f_ack_len(unsigned nbits);
-/* One DATA record; false (nothing written) if it does not fit. */
+/* A multicast origin record (members with their sessions). */
+bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsigned nmemb,
+                     const struct dn2f_member *m, const void *pkt, size_t len);
+/* One DATA record; false (nothing written) if it does not fit.  (Kind 1
+ * through here gets member sessions 0: use dn2f_put_origin.) */
 bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
                   uint16_t group, unsigned nmemb, const uint16_t *mlid,
                   const uint32_t *mseq, const uint64_t *mepoch,
                   const void *pkt, size_t len);
 size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len);
-void dn2f_put_u32pair(struct dn2f_wbuf *b, uint32_t a, uint32_t c);   /* KEEPALIVE, BYE, STATS_REQ */
+void dn2f_put_u32pair(struct dn2f_wbuf *b, uint32_t a, uint32_t c);   /* BYE */
+void dn2f_put_keepalive(struct dn2f_wbuf *b, uint32_t gen, uint64_t guid,
+                        const struct dn2f_ticket *t);                  /* t may be NULL */
+/* STATS_REQ for one chunk, zero-padded so the datagram is total bytes. */
+void dn2f_put_stats_req(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, size_t total);
 void dn2f_put_mcast(struct dn2f_wbuf *b, uint16_t group);
 void dn2f_put_stats_hdr(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, uint16_t nchunks,
                         uint16_t nports, const struct dn2f_swsummary *s);
@@ -337,6 +390,11 @@ struct dn2f_ep_ops {
     int (*deliver)(void *opaque, uint16_t slid, const uint8_t *pkt, size_t len);
     /* Link transitions (up = ready to communicate). */
     void (*link_state)(void *opaque, bool up, uint16_t lid);
+    /* Optional: the switch refused this board's join (reason: enum
+     * dn2f_bye_reason, e.g. DN2F_BYE_GUID_IN_USE; dn2f_bye_name() says it
+     * in words).  Called when the reason changes, not on every retry; the
+     * board keeps trying.  dn2f_ep_refusal() returns the current one. */
+    void (*refused)(void *opaque, unsigned reason);
 };
 
 struct dn2f_ep_config {
@@ -375,6 +433,7 @@ enum dn2f_drop {
     DN2F_DROP_PEER_GONE,        /* queued packets of a peer that left */
     DN2F_DROP_PEER_RESET,       /* queued packets of a peer that restarted / our LID changed */
     DN2F_DROP_NOT_READY,        /* data while the link is not up */
+    DN2F_DROP_STALE_SESSION,    /* DATA/ACK of an older session of the pair */
     DN2F_DROP_MAX
 };
 const char *dn2f_drop_name(unsigned reason);
@@ -394,6 +453,8 @@ struct dn2f_ep_stats {
     uint64_t mcast_tx;                  /* multicast packets sent */
     uint64_t link_ups, link_downs;
     uint64_t drop[DN2F_DROP_MAX];
+    uint64_t refusals;                  /* joins refused by the switch (any reason) */
+    uint64_t session_resets;            /* a peer renewed its session: state toward it reset */
 };
 
 struct dn2f_ep;
@@ -444,6 +505,9 @@ int dn2f_ep_mcast_join(struct dn2f_ep *ep, uint16_t group_lid);
 int dn2f_ep_mcast_leave(struct dn2f_ep *ep, uint16_t group_lid);
 
 enum dn2f_link dn2f_ep_link(const struct dn2f_ep *ep);
+/* Why the switch refuses this board (enum dn2f_bye_reason, 0 = it does
+ * not): DN2F_BYE_GUID_IN_USE, _AUTH, _FULL.  Cleared when the link comes up. */
+unsigned dn2f_ep_refusal(const struct dn2f_ep *ep);
 uint16_t dn2f_ep_lid(const struct dn2f_ep *ep);        /* 0 = none yet */
 uint64_t dn2f_ep_epoch(const struct dn2f_ep *ep);
 int dn2f_ep_route_mode(const struct dn2f_ep *ep);

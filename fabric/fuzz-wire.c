@@ -264,12 +264,18 @@ int main(int argc, char **argv)
         uint8_t bits[4] = { 0x05, 0, 0, 0 };
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACK, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
-        dn2f_put_ack(&w, 0, false, 0, 64, 32, bits);
+        dn2f_hdr_set_sessions(&w, 5, 0);
+        dn2f_put_ack(&w, 0, true, 0, 64, 32, bits);
+        dn2f_put_ack(&w, 1, false, 0, 64, 0, NULL);
         memset(pkt, 0x11, sizeof(pkt));
+        pkt[3] = 0x01;          /* DWID 0: lane 0 */
         pkt[4] = FZ_LID;
         pkt[5] = 0;
         dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, 0, 0, 0, NULL, NULL, NULL, pkt, 40);
         dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_RETX, 2, 0, 0, NULL, NULL, NULL, pkt, 100);
+        pkt[3] = 0x10;          /* DWID 1: lane 1 */
+        dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_LANE1, 0, 0, 0, NULL, NULL, NULL, pkt, 40);
+        pkt[3] = 0x01;
         pkt[4] = FZ_GROUP & 0xff;
         pkt[5] = FZ_GROUP >> 8;
         dn2f_put_rec(&w, DN2F_REC_MCAST_COPY, 0, 1, FZ_GROUP, 0, NULL, NULL, NULL, pkt, 600);
@@ -279,15 +285,16 @@ int main(int argc, char **argv)
         put_seed(dir, "data-busy", 1 | 4, buf, n);
     }
     {   /* multicast origin, as a board sends it to the switch */
-        uint16_t ml[2] = { FZ_LID, FZ_PEER };
-        uint32_t ms[2] = { 0, 0 };
-        uint64_t me[2] = { FZ_EPOCH, FZ_PEER_EP };
+        struct dn2f_member mb[2] = {
+            { .lid = FZ_LID, .epoch = FZ_EPOCH, .src_sess = 3, .dst_sess = 0 },
+            { .lid = FZ_PEER, .epoch = FZ_PEER_EP, .src_sess = 4, .dst_sess = 9 },
+        };
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_DATA, 0, FZ_PEER, FZ_GROUP, FZ_PEER_EP, 0);
         memset(pkt, 0x22, sizeof(pkt));
         pkt[4] = FZ_GROUP & 0xff;
         pkt[5] = FZ_GROUP >> 8;
-        dn2f_put_rec(&w, DN2F_REC_MCAST_ORIGIN, 0, 0, FZ_GROUP, 2, ml, ms, me, pkt, 64);
+        dn2f_put_origin(&w, 0, FZ_GROUP, 2, mb, pkt, 64);
         n = dn2f_finish(&w);
         put_seed(dir, "mcast-origin-to-switch", 3 | 4, buf, n);
     }
@@ -295,6 +302,7 @@ int main(int argc, char **argv)
         uint8_t bits[8] = { 0xff, 0x0f, 0, 0, 0, 0, 0, 0x80 };
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
+        dn2f_hdr_set_sessions(&w, 5, 0);
         dn2f_put_ack(&w, 0, false, 1, 65, 64, bits);
         n = dn2f_finish(&w);
         put_seed(dir, "ack-sack", 1 | (8 << 3), buf, n);
@@ -309,15 +317,27 @@ int main(int argc, char **argv)
     }
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, 0, FZ_LID, FZ_SWEPOCH, FZ_EPOCH);
-    dn2f_put_u32pair(&w, 1, 0);
+    dn2f_put_keepalive(&w, 1, 0, NULL);
     put_seed(dir, "keepalive", 0 | (31 << 3), buf, dn2f_finish(&w));
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_BYE, 0, 0, FZ_LID, FZ_SWEPOCH, FZ_EPOCH);
     dn2f_put_u32pair(&w, DN2F_BYE_SHUTDOWN, 0);
     put_seed(dir, "bye", 0, buf, dn2f_finish(&w));
     dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_BYE, 0, 0, 0, FZ_SWEPOCH, FZ_EPOCH);
+    dn2f_put_u32pair(&w, DN2F_BYE_GUID_IN_USE, 0);
+    put_seed(dir, "bye-guid-in-use", 0, buf, dn2f_finish(&w));
+    {   /* a joining board returns its ticket (garbage MAC: the switch says who are you) */
+        struct dn2f_ticket tk = { .time = 1 };
+        memset(tk.mac, 0xab, sizeof(tk.mac));
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, FZ_PEER, 0, FZ_PEER_EP, 0);
+        dn2f_put_keepalive(&w, 0xffffffffu, 77, &tk);
+        put_seed(dir, "keepalive-ticket", 3, buf, dn2f_finish(&w));
+    }
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
-    dn2f_put_u32pair(&w, 1234, 0);
+    dn2f_put_stats_req(&w, 1234, 0, DN2F_STATS_REQ_MIN);
     put_seed(dir, "stats-req", 3, buf, dn2f_finish(&w));
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_MCAST_JOIN, 0, FZ_PEER, 0, FZ_PEER_EP, 0);

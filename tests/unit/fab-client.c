@@ -11,6 +11,11 @@
  *   fab-client hostile --switch ADDR:PORT [--count N]
  *       Sends N hostile datagrams to the switch: random bytes, truncated
  *       headers, forged LIDs, oversized datagrams, HELLO floods.
+ *   fab-client flood --switch ADDR:PORT [--sockets N] [--seconds S]
+ *                    [--bind IP] [--echo]
+ *       From N sockets (bound to IP, default 127.0.0.1), HELLOs with random
+ *       GUIDs as fast as possible for S seconds; with --echo, each ASSIGN's
+ *       ticket is returned (complete joins, no keepalives after).
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -393,10 +398,75 @@ static int do_hostile(const struct dn2f_addr *sw, uint32_t count)
     return 0;
 }
 
+static int do_flood(const struct dn2f_addr *sw, unsigned nsock, unsigned secs,
+                    const char *bind_ip, bool echo)
+{
+    int *fds = calloc(nsock, sizeof(int));
+    struct dn2f_rng r;
+    uint8_t buf[512];
+    uint64_t end = now_ns() + (uint64_t)secs * 1000000000ULL, hellos = 0, joins = 0;
+    unsigned i, n = 0;
+    char a[80];
+
+    if (!fds) {
+        return 1;
+    }
+    for (i = 0; i < nsock; i++) {
+        struct dn2f_addr me;
+        snprintf(a, sizeof(a), "%s:0", bind_ip);
+        if (dn2f_addr_parse(&me, a) < 0) {
+            return 2;
+        }
+        fds[i] = dn2f_udp_open(&me, 1 << 16);
+        if (fds[i] < 0) {
+            fprintf(stderr, "fab-client: flood: socket %u: %s\n", i, strerror(-fds[i]));
+            break;
+        }
+        n++;
+    }
+    dn2f_rng_seed(&r, (uint64_t)getpid());
+    while (now_ns() < end) {
+        for (i = 0; i < n; i++) {
+            struct dn2f_wbuf w;
+            struct dn2f_hello h = { .guid = dn2f_rng_next(&r) | 1 };
+            ssize_t got;
+            dn2f_wbuf_init(&w, buf, sizeof(buf));
+            dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, dn2f_rng_next(&r) | 1, 0);
+            dn2f_put_hello(&w, &h);
+            if (sendto(fds[i], buf, dn2f_finish(&w), 0, &sw->u.sa, sw->len) > 0) {
+                hellos++;
+            }
+            while ((got = recv(fds[i], buf, sizeof(buf), 0)) > 0) {
+                struct dn2f_msg m;
+                if (!echo || dn2f_decode(buf, (size_t)got, &m) != 0 ||
+                    m.h.type != DN2F_T_ASSIGN) {
+                    continue;
+                }
+                dn2f_wbuf_init(&w, buf, sizeof(buf));
+                dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, m.u.assign.lid, 0, m.h.dst_epoch,
+                             m.h.src_epoch);
+                dn2f_put_keepalive(&w, 0xffffffffu, m.u.assign.guid, &m.u.assign.ticket);
+                if (sendto(fds[i], buf, dn2f_finish(&w), 0, &sw->u.sa, sw->len) > 0) {
+                    joins++;
+                }
+            }
+        }
+        usleep(100);
+    }
+    for (i = 0; i < n; i++) {
+        close(fds[i]);
+    }
+    free(fds);
+    printf("flood sent %llu HELLOs from %u sockets, returned %llu tickets\n",
+           (unsigned long long)hellos, n, (unsigned long long)joins);
+    return 0;
+}
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: fab-client transfer|hostile --switch ADDR:PORT [--count N] "
-            "[--progress FILE] [--timeout S] [--size N] [--fast]\n");
+    fprintf(stderr, "usage: fab-client transfer|hostile|flood --switch ADDR:PORT [--count N] "
+            "[--progress FILE] [--timeout S] [--size N] [--fast] [--sockets N] "
+            "[--seconds S] [--bind IP] [--echo]\n");
     exit(2);
 }
 
@@ -404,7 +474,9 @@ int main(int argc, char **argv)
 {
     const char *mode, *sws = NULL, *prog = NULL;
     uint32_t count = 10000;
-    unsigned timeout_s = 120;
+    unsigned timeout_s = 120, nsock = 100, secs = 2;
+    const char *bind_ip = "127.0.0.1";
+    bool echo = false;
     struct dn2f_addr sw;
     int i;
 
@@ -430,6 +502,14 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
             timeout_s = (unsigned)strtoul(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--sockets") && i + 1 < argc) {
+            nsock = (unsigned)strtoul(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            secs = (unsigned)strtoul(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--bind") && i + 1 < argc) {
+            bind_ip = argv[++i];
+        } else if (!strcmp(argv[i], "--echo")) {
+            echo = true;
         } else {
             usage();
         }
@@ -442,6 +522,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "hostile")) {
         return do_hostile(&sw, count);
+    }
+    if (!strcmp(mode, "flood")) {
+        return do_flood(&sw, nsock, secs, bind_ip, echo);
     }
     usage();
     return 2;

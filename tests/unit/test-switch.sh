@@ -47,14 +47,14 @@ start_switch() {
     return 1
 }
 
-echo "1..13"
+echo "1..14"
 
 # 1. start on port 0
 if start_switch 0 "${FAULTS[@]}" --pcap "$tmp/cap.pcap" && [ "${PORT:-0}" -gt 0 ]; then
     ok "switch starts on 127.0.0.1:0 and reports port $PORT"
 else
     notok "switch starts on 127.0.0.1:0"; diagf "$tmp/switch.err"
-    for i in $(seq 2 13); do notok "skipped: no switch"; done
+    for i in $(seq 2 14); do notok "skipped: no switch"; done
     exit 1
 fi
 grep -q "listening on 127.0.0.1:$PORT" "$tmp/switch.out"
@@ -144,7 +144,34 @@ else
 fi
 head -1 "$tmp/stats2.out" | diagf
 
-# 11. SIGTERM: clean exit, pcap complete.  (The capture of the first switch
+# 11. LID flood (review defect 7): 3000 sockets' worth of random-GUID HELLOs
+# from 127.0.0.1 and complete joins (tickets returned) from 300 sockets on
+# 127.0.0.2, for 3 s, while two real boards join and exchange packets.  The
+# real ones get LIDs and finish; 127.0.0.2 stops at --max-ports-per-host; the
+# switch's CPU time over the flood is reported (not asserted).
+kill -9 "$swpid" 2>/dev/null; wait "$swpid" 2>/dev/null; swpid=
+start_switch 0 --max-ports-per-host 64 --quiet
+cpu0=$(awk '{print $14 + $15}' /proc/$swpid/stat 2>/dev/null || echo 0)
+"$FC" flood --switch "127.0.0.1:$PORT" --sockets 3000 --seconds 3 >"$tmp/fl1.out" 2>"$tmp/fl1.err" &
+fl1=$!
+"$FC" flood --switch "127.0.0.1:$PORT" --sockets 300 --seconds 3 --bind 127.0.0.2 --echo \
+    >"$tmp/fl2.out" 2>"$tmp/fl2.err" &
+fl2=$!
+sleep 0.5
+"$FC" transfer --switch "127.0.0.1:$PORT" --count 3000 --timeout 60 >"$tmp/fc6.out" 2>"$tmp/fc6.err"
+st=$?
+wait $fl1 $fl2
+cpu1=$(awk '{print $14 + $15}' /proc/$swpid/stat 2>/dev/null || echo 0)
+"$SW" --stats "127.0.0.1:$PORT" >"$tmp/stats3.out" 2>&1
+from2=$(grep -c ' active .* 127\.0\.0\.2:' "$tmp/stats3.out")
+active=$(grep -c ' active ' "$tmp/stats3.out")
+if [ $st = 0 ] && [ "$from2" -le 64 ]; then
+    ok "LID flood: real boards joined and finished; 127.0.0.2 holds $from2 ports (cap 64), $active active in all; switch CPU $(( (cpu1 - cpu0) * 10 )) ms over ~3 s ($(cat "$tmp/fl1.out" | tr -d '\n'); $(cat "$tmp/fl2.out" | tr -d '\n'))"
+else
+    notok "LID flood: transfer $st, ports from 127.0.0.2: $from2"; diagf "$tmp/fc6.err" "$tmp/fl1.err" "$tmp/fl2.err" "$tmp/stats3.out"
+fi
+
+# 12. SIGTERM: clean exit, pcap complete.  (The capture of the first switch
 # instance was cut by kill -9; this one is written by a fresh instance.)
 kill -9 "$swpid" 2>/dev/null; wait "$swpid" 2>/dev/null; swpid=
 start_switch 0 --pcap "$tmp/cap2.pcap" --drop 0.05 --seed 3
@@ -158,7 +185,7 @@ else
     notok "SIGTERM / pcap (exit $st, magic $magic, linktype $linktype)"
 fi
 
-# 12. the Wireshark dissector decodes the capture (skipped without tshark)
+# 13. the Wireshark dissector decodes the capture (skipped without tshark)
 if command -v tshark >/dev/null 2>&1; then
     if tshark -n -r "$tmp/cap2.pcap" -X "lua_script:$top/tools/wireshark/dimmnet2.lua" \
             -Y 'dn2f.type == 4 && dn2.dlid' -T fields -e dn2f.type -e dn2.type -e dn2.dlid \

@@ -40,7 +40,9 @@ local types = {
 }
 local kinds = { [0] = "unicast", [1] = "multicast origin", [2] = "multicast copy" }
 local route_modes = { [1] = "direct", [2] = "switch" }
-local bye_reasons = { [0] = "leaving", [1] = "switch shutdown", [2] = "unknown (HELLO again)" }
+local bye_reasons = { [0] = "leaving", [1] = "switch shutdown", [2] = "unknown (HELLO again)",
+                      [3] = "refused: GUID in use", [4] = "refused: authentication",
+                      [5] = "refused: no LID / host limit" }
 local families = { [0] = "none", [4] = "IPv4", [6] = "IPv6" }
 -- OTYPE names (dn2_abi.h enum dn2_otype)
 local otypes = {
@@ -83,6 +85,12 @@ local ff = {
     length = ProtoField.uint32("dn2f.length", "Length", base.DEC),
     src_epoch = ProtoField.uint64("dn2f.src_epoch", "Source epoch", base.HEX),
     dst_epoch = ProtoField.uint64("dn2f.dst_epoch", "Destination epoch", base.HEX),
+    src_sess = ProtoField.uint32("dn2f.src_sess", "Source session", base.HEX),
+    dst_sess = ProtoField.uint32("dn2f.dst_sess", "Destination session", base.HEX),
+    ticket_time = ProtoField.uint32("dn2f.ticket.time", "Ticket time (switch s)", base.DEC),
+    ticket = ProtoField.bytes("dn2f.ticket", "Join ticket"),
+    token = ProtoField.bytes("dn2f.token", "Per-join token (sealed)"),
+    chunk_req = ProtoField.uint16("dn2f.stats.chunk", "Chunk asked for", base.DEC),
     guid = ProtoField.uint64("dn2f.guid", "Board GUID", base.HEX),
     lid_hint = ProtoField.uint16("dn2f.lid_hint", "LID hint", base.HEX),
     lid = ProtoField.uint16("dn2f.lid", "LID", base.HEX),
@@ -122,6 +130,8 @@ local ff = {
     m_lid = ProtoField.uint16("dn2f.member.lid", "Member LID", base.HEX),
     m_seq = ProtoField.uint32("dn2f.member.seq", "Member seq", base.DEC),
     m_epoch = ProtoField.uint64("dn2f.member.epoch", "Member epoch", base.HEX),
+    m_ssess = ProtoField.uint32("dn2f.member.src_sess", "Copy source session", base.HEX),
+    m_dsess = ProtoField.uint32("dn2f.member.dst_sess", "Copy destination session", base.HEX),
     u32a = ProtoField.uint32("dn2f.value", "Value", base.DEC),
     reason = ProtoField.uint32("dn2f.bye_reason", "Reason", base.DEC, bye_reasons),
     cookie = ProtoField.uint32("dn2f.cookie", "Cookie", base.HEX),
@@ -283,7 +293,7 @@ end
 local function dissect_fabric(r, pinfo, tree)
     local len = r:len()
     local t = tree:add(fab, r)
-    if len < 32 or r:range(0, 4):string() ~= "DN2F" then
+    if len < 40 or r:range(0, 4):string() ~= "DN2F" then
         t:add_expert_info(PI_MALFORMED, PI_WARN, "not a fabric datagram")
         return "invalid"
     end
@@ -298,25 +308,30 @@ local function dissect_fabric(r, pinfo, tree)
     t:add_le(ff.length, r:range(12, 4))
     t:add_le(ff.src_epoch, r:range(16, 8))
     t:add_le(ff.dst_epoch, r:range(24, 8))
+    t:add_le(ff.src_sess, r:range(32, 4))
+    t:add_le(ff.dst_sess, r:range(36, 4))
     local ty = r:range(5, 1):uint()
     local flags = r:range(6, 2):le_uint()
     local src, dst = r:range(8, 2):le_uint(), r:range(10, 2):le_uint()
     local tname = types[ty] or "?"
     local info = string.format("%s 0x%04x -> 0x%04x", tname, src, dst)
     t:append_text(", " .. info)
-    local o = 32
+    local o = 40
     local ok, err = pcall(function()
-        if ty == 1 and len >= 48 then
+        if ty == 1 and len >= o + 48 then
             t:add_le(ff.guid, r:range(o, 8))
             t:add_le(ff.lid_hint, r:range(o + 8, 2))
             info = info .. string.format(" guid %s", r:range(o, 8):le_uint64():tohex())
-        elseif ty == 2 and len >= 48 then
+        elseif ty == 2 and len >= o + 48 then
             t:add_le(ff.guid, r:range(o, 8))
             t:add_le(ff.lid, r:range(o + 8, 2))
             t:add(ff.link_state, r:range(o + 10, 1))
             t:add(ff.route_mode, r:range(o + 11, 1))
+            t:add_le(ff.ticket_time, r:range(o + 12, 4))
+            t:add(ff.ticket, r:range(o + 16, 16))
+            t:add(ff.token, r:range(o + 32, 16))
             info = info .. string.format(" LID 0x%04x", r:range(o + 8, 2):le_uint())
-        elseif ty == 3 and len >= 48 then
+        elseif ty == 3 and len >= o + 16 then
             t:add_le(ff.gen, r:range(o, 4))
             t:add_le(ff.chunk, r:range(o + 4, 2))
             t:add_le(ff.nchunks, r:range(o + 6, 2))
@@ -362,7 +377,7 @@ local function dissect_fabric(r, pinfo, tree)
                 local seq, plen = r:range(o, 4):le_uint(), r:range(o + 4, 2):le_uint()
                 local kind, rf = r:range(o + 6, 1):uint(), r:range(o + 7, 1):uint()
                 local extra = 0
-                if kind == 1 then extra = 4 + 16 * r:range(o + 10, 2):le_uint()
+                if kind == 1 then extra = 4 + 24 * r:range(o + 10, 2):le_uint()
                 elseif kind == 2 then extra = 4 end
                 local padded = plen + (4 - plen % 4) % 4
                 local total = 8 + extra + padded
@@ -387,12 +402,14 @@ local function dissect_fabric(r, pinfo, tree)
                     local nm = r:range(o + 10, 2):le_uint()
                     e:add_le(ff.rec_nmemb, r:range(o + 10, 2))
                     for j = 0, nm - 1 do
-                        local mo = o + 12 + 16 * j
-                        local m = e:add(fab, r:range(mo, 16), string.format("Member 0x%04x seq %d",
+                        local mo = o + 12 + 24 * j
+                        local m = e:add(fab, r:range(mo, 24), string.format("Member 0x%04x seq %d",
                             r:range(mo, 2):le_uint(), r:range(mo + 4, 4):le_uint()))
                         m:add_le(ff.m_lid, r:range(mo, 2))
                         m:add_le(ff.m_seq, r:range(mo + 4, 4))
                         m:add_le(ff.m_epoch, r:range(mo + 8, 8))
+                        m:add_le(ff.m_ssess, r:range(mo + 16, 4))
+                        m:add_le(ff.m_dsess, r:range(mo + 20, 4))
                     end
                 end
                 pnames[#pnames + 1] = dissect_packet(r:range(o + 8 + extra, plen), e)
@@ -406,19 +423,28 @@ local function dissect_fabric(r, pinfo, tree)
                                              first, last, table.concat(pnames, ",", 1, math.min(#pnames, 4)))
                 if #pnames > 4 then info = info .. ",..." end
             end
-        elseif (ty == 6 or ty == 8) and len >= 40 then
-            t:add_le(ty == 6 and ff.gen or ff.cookie, r:range(o, 4))
-        elseif ty == 7 and len >= 40 then
+        elseif ty == 6 and len >= o + 32 then
+            t:add_le(ff.gen, r:range(o, 4))
+            if r:range(o + 8, 8):le_uint64() ~= UInt64(0) then
+                t:add_le(ff.ticket_time, r:range(o + 4, 4))
+                t:add_le(ff.guid, r:range(o + 8, 8))
+                t:add(ff.ticket, r:range(o + 16, 16))
+                info = info .. " (returns its join ticket)"
+            end
+        elseif ty == 8 and len >= o + 8 then
+            t:add_le(ff.cookie, r:range(o, 4))
+            t:add_le(ff.chunk_req, r:range(o + 4, 2))
+        elseif ty == 7 and len >= o + 8 then
             t:add_le(ff.reason, r:range(o, 4))
             info = info .. " " .. (bye_reasons[r:range(o, 4):le_uint()] or "?")
-        elseif ty == 9 and len >= 112 then
+        elseif ty == 9 and len >= o + 80 then
             t:add_le(ff.cookie, r:range(o, 4))
             t:add_le(ff.chunk, r:range(o + 4, 2))
             t:add_le(ff.nchunks, r:range(o + 6, 2))
             t:add_le(ff.nports, r:range(o + 8, 2))
             t:add(ff.route_mode, r:range(o + 10, 1))
             t:add_le(ff.gen, r:range(o + 12, 4))
-        elseif (ty == 10 or ty == 11) and len >= 40 then
+        elseif (ty == 10 or ty == 11) and len >= o + 8 then
             t:add_le(ff.g_group, r:range(o, 2))
             info = info .. string.format(" group 0x%04x", r:range(o, 2):le_uint())
         end

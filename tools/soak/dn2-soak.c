@@ -1,0 +1,3872 @@
+/*
+ * dn2-soak: a bounded soak / fuzz run of DIMMnet-2 boards (docs/reliability.md,
+ * scripts/soak.sh).
+ *
+ * Like tools/bench/dn2-bench-qtest.c it is a qtest client of its own: it
+ * starts QEMUs with -accel qtest, speaks the qtest text protocol on the UNIX
+ * socket each QEMU connects to (commands pipelined: a batch of commands is
+ * written at once and the answers read back together) and QMP on a second
+ * socket (qom-get of the board's counters, system_reset).  No guest OS.
+ *
+ *   dn2-soak --qemu BIN --switch BIN --fw DIR [--quick] [--seed S]
+ *            [--phases mmio,hostile,rvs] [--mmio-ops N] [--datagrams N]
+ *            [--rvs-mib N] [--reset-board N] [--keep] [--verbose]
+ *
+ * Phases (each with QEMUs and a switch of its own; a failed phase is
+ * reported with the boards' state and the run goes on with the next):
+ *
+ *   mmio     random guest MMIO (sizes 1/2/4/8, anywhere in the 0x60000-byte
+ *            window, biased toward the User/System Register pages and toward
+ *            valid-looking requests: Upper/Ex then a doorbell with random
+ *            opcodes, offsets, sizes, strides; now and then a Controller
+ *            Reset) on two boards linked by a switch and one in loopback;
+ *            at intervals every board gets a Controller Reset, a normal
+ *            bring-up and known-good RVS and RVL round trips that must be
+ *            byte-exact within a timeout.
+ *   hostile  random and mutated fabric datagrams from 127.0.0.1 sockets to
+ *            two boards' UDP ports and to the switch's: random bytes, valid
+ *            headers with random bodies, truncated / extended / bit-flipped
+ *            well-formed messages of every type, DATA forged from another
+ *            board's LID with the right epochs, and from a peer that
+ *            registered with the switch (HELLO), fabric-valid DATA records
+ *            in sequence carrying random DIMMnet-2 packets.  Round trips
+ *            between the boards in between and afterwards; the region only
+ *            forged packets aim at must stay zero.
+ *   rvs      N MiB of RVS across 4 boards (4 QEMUs) through one dn2-switch
+ *            with 20 % drop + duplicate + reorder, SO-DIMMs in shared files
+ *            (seeded patterns written and every byte compared from here);
+ *            the switch is killed and restarted on the same port at 40 %,
+ *            one board gets a QMP system_reset at 75 %: its bring-up is done
+ *            again and the transfers the reset aborted are issued again
+ *            (as halves, so that their status records cannot be taken for
+ *            the old ones).
+ *
+ * Output: TAP (one point per property, "# " lines with details) and a
+ * summary; exit status 1 if anything failed.  Every wait is bounded; child
+ * processes die with this one (PR_SET_PDEATHSIG, and a cleanup on exit and
+ * on SIGINT/SIGTERM); the temporary directory is removed.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE 1
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dimmnet2/dn2_abi.h"
+#include "dn2fab.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB ((uint64_t)1024 * 1024)
+
+#define PG          0x5a        /* the process group of the known-good traffic */
+#define PG2         0x3c        /* hostile phase: the victims' WID 1 */
+#define ST_OFF      0x7000u     /* status ring: the last 4 KiB of each LLCM */
+#define ST_SIZE_REG 0x40u       /* one-hot: 64 << 6 = 4096 bytes */
+#define ST_BYTES    4096u
+#define CAP_256M    0x01u
+#define MTU_4K      0x10u
+
+/* Timeouts (ms) */
+#define T_CMD       15000       /* one qtest / QMP answer */
+#define T_START     30000       /* QEMU connecting to our sockets */
+#define T_LINK      15000       /* link ready (SMA LID register) */
+#define T_XFER      20000       /* a known-good round trip */
+#define T_PROGRESS  60000       /* rvs: no status record for this long */
+
+/* ================================================================== */
+/* Basics                                                              */
+/* ================================================================== */
+
+static const char *qemu_bin, *switch_bin, *fw_dir;
+static char tmpdir[128];
+static bool keep_tmp, verbose;
+static uint64_t t_start;
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t now_ms(void)
+{
+    return now_ns() / 1000000;
+}
+
+static double elapsed_s(void)
+{
+    return (now_ns() - t_start) / 1e9;
+}
+
+static void msleep(unsigned ms)
+{
+    usleep(ms * 1000);
+}
+
+/* "# " lines: diagnostics in the TAP stream. */
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("# [%7.1fs] ", elapsed_s());
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void vnote(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void vnote(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!verbose) {
+        return;
+    }
+    printf("# [%7.1fs] ", elapsed_s());
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "dn2-soak: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    exit(2);
+}
+
+/* xoshiro256** seeded by splitmix64: the run's randomness, from --seed. */
+typedef struct Rng {
+    uint64_t s[4];
+} Rng;
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(Rng *r, uint64_t seed)
+{
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        r->s[i] = splitmix(&seed);
+    }
+}
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rnd(Rng *r)
+{
+    uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return res;
+}
+
+/* [0, n) */
+static uint64_t rndn(Rng *r, uint64_t n)
+{
+    return n ? rnd(r) % n : 0;
+}
+
+/* The seeded data pattern: a pure function of (seed, 8-byte word index),
+ * so data can be checked anywhere without keeping a copy. */
+static inline uint64_t pat64(uint64_t seed, uint64_t idx)
+{
+    uint64_t z = seed ^ (idx * 0xd1342543de82ef95ull + 0x2545f4914f6cdd1dull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void fill_bytes(uint8_t *p, size_t n, uint64_t seed)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        p[i] = (uint8_t)(pat64(seed, i / 8) >> (8 * (i % 8)));
+    }
+}
+
+/* ================================================================== */
+/* Results                                                             */
+/* ================================================================== */
+
+static unsigned n_crashes, n_hangs, n_fail_other;
+static char crash_notes[4096], hang_notes[4096];
+
+static void add_note(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_note(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t l = strlen(buf);
+    va_list ap;
+
+    if (l + 4 >= cap) {
+        return;
+    }
+    if (l) {
+        buf[l++] = ';';
+        buf[l++] = ' ';
+        buf[l] = 0;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf + l, cap - l, fmt, ap);
+    va_end(ap);
+}
+
+/* TAP: points are numbered as they are printed. */
+static unsigned tap_n, tap_bad;
+
+static void tap(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tap(bool ok, const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("%sok %u - ", ok ? "" : "not ", ++tap_n);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    if (!ok) {
+        tap_bad++;
+    }
+}
+
+/* ================================================================== */
+/* Child processes                                                     */
+/* ================================================================== */
+
+#define MAXCHILD 32
+static pid_t children[MAXCHILD];
+
+static void child_add(pid_t p)
+{
+    int i;
+
+    for (i = 0; i < MAXCHILD; i++) {
+        if (!children[i]) {
+            children[i] = p;
+            return;
+        }
+    }
+}
+
+static void child_del(pid_t p)
+{
+    int i;
+
+    for (i = 0; i < MAXCHILD; i++) {
+        if (children[i] == p) {
+            children[i] = 0;
+        }
+    }
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void cleanup(void)
+{
+    int i;
+
+    for (i = 0; i < MAXCHILD; i++) {
+        if (children[i] > 0) {
+            kill(children[i], SIGKILL);
+            waitpid(children[i], NULL, 0);
+            children[i] = 0;
+        }
+    }
+    if (tmpdir[0] && !keep_tmp) {
+        nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        tmpdir[0] = 0;
+    }
+}
+
+static void on_signal(int sig)
+{
+    int i;
+
+    /* async-signal-safe part: kill the children; exit() runs cleanup() */
+    for (i = 0; i < MAXCHILD; i++) {
+        if (children[i] > 0) {
+            kill(children[i], SIGKILL);
+        }
+    }
+    fprintf(stderr, "dn2-soak: interrupted by signal %d\n", sig);
+    exit(130);
+}
+
+/* cwd: run there with core dumps on (a crash gets a backtrace). */
+static pid_t spawn_in(char *const argv[], const char *out, const char *cwd)
+{
+    pid_t pid = fork();
+
+    if (pid < 0) {
+        die("fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (cwd) {
+            struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+            if (chdir(cwd) == 0) {
+                setrlimit(RLIMIT_CORE, &rl);
+            }
+        }
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    child_add(pid);
+    return pid;
+}
+
+static pid_t spawn(char *const argv[], const char *out)
+{
+    return spawn_in(argv, out, NULL);
+}
+
+/* Wait for pid up to ms; true and *status when it exited. */
+static bool wait_exit(pid_t pid, int *status, unsigned ms)
+{
+    uint64_t end = now_ms() + ms;
+
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid) {
+            child_del(pid);
+            return true;
+        }
+        if (r < 0 && errno == ECHILD) {
+            child_del(pid);
+            *status = 0;
+            return true;
+        }
+        if (now_ms() >= end) {
+            return false;
+        }
+        usleep(2000);
+    }
+}
+
+/* Lines of a child's log that show a crash or a sanitizer report. */
+static unsigned scan_log(const char *path, const char *who)
+{
+    static const char *const pats[] = {
+        "Assertion", "assertion", "Segmentation", "AddressSanitizer",
+        "UndefinedBehaviorSanitizer", "LeakSanitizer", "ThreadSanitizer",
+        "runtime error:", "core dumped", "stack smashing", "double free",
+        "free(): invalid", "malloc(): ", "Aborted", "**ERROR**",
+    };
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    unsigned n = 0, i;
+
+    if (!f) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        for (i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
+            if (strstr(line, pats[i])) {
+                line[strcspn(line, "\n")] = 0;
+                if (n < 5) {
+                    note("CRASH? %s log: %s", who, line);
+                }
+                n++;
+                break;
+            }
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+static void log_tail(const char *path, const char *who, unsigned lines)
+{
+    char cmd[512];
+    FILE *p;
+    char line[512];
+
+    snprintf(cmd, sizeof(cmd), "tail -n %u '%s' 2>/dev/null", lines, path);
+    p = popen(cmd, "r");
+    if (!p) {
+        return;
+    }
+    while (fgets(line, sizeof(line), p)) {
+        line[strcspn(line, "\n")] = 0;
+        note("  %s log: %s", who, line);
+    }
+    pclose(p);
+}
+
+static int run_capture(char *const argv[], char *out, size_t cap, unsigned ms);
+
+/* A core file left in dir by binary: gdb's backtrace as notes. */
+static void core_backtrace(const char *binary, const char *dir, const char *who)
+{
+    char core[700], *out;
+    char *argv[] = { "/usr/bin/gdb", "-nx", "-batch", "-ex", "bt 30", (char *)binary, core, NULL };
+    struct stat st;
+
+    snprintf(core, sizeof(core), "%s/core", dir);
+    if (stat(core, &st) < 0) {
+        char cmd[400];
+        FILE *p;
+        snprintf(cmd, sizeof(cmd), "ls '%s' 2>/dev/null | grep '^core' | head -1", dir);
+        p = popen(cmd, "r");
+        if (!p || !fgets(cmd, sizeof(cmd), p)) {
+            if (p) {
+                pclose(p);
+            }
+            note("  (no core file in %s: core_pattern is '%s')", dir, "see /proc/sys/kernel/"
+                 "core_pattern");
+            return;
+        }
+        pclose(p);
+        cmd[strcspn(cmd, "\n")] = 0;
+        snprintf(core, sizeof(core), "%s/%s", dir, cmd);
+    }
+    if (access(argv[0], X_OK) != 0) {
+        note("  core file %s (no gdb for a backtrace)", core);
+        return;
+    }
+    out = malloc(65536);
+    run_capture(argv, out, 65536, 60000);
+    note("  %s: backtrace from %s:", who, core);
+    for (char *l = out, *nl; *l; l = nl + 1) {
+        nl = strchr(l, '\n');
+        if (nl) {
+            *nl = 0;
+        }
+        if (*l == '#' || strstr(l, "signal") || strstr(l, "SIG")) {
+            note("    %s", l);
+        }
+        if (!nl) {
+            break;
+        }
+    }
+    free(out);
+    unlink(core);
+}
+
+/* How a child that we did not kill hard ended: a crash if by a signal,
+ * a failure if with a non-zero status.  binary/dir: where to look for a
+ * core file. */
+static void judge_exit2(const char *who, int status, bool killed_hard, const char *log,
+                        const char *binary, const char *dir)
+{
+    if (WIFSIGNALED(status) && !killed_hard) {
+        n_crashes++;
+        add_note(crash_notes, sizeof(crash_notes), "%s killed by signal %d", who,
+                 WTERMSIG(status));
+        note("CRASH: %s ended by signal %d (%s)", who, WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+        if (log) {
+            log_tail(log, who, 15);
+        }
+        if (binary && dir) {
+            core_backtrace(binary, dir, who);
+        }
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        n_crashes++;
+        add_note(crash_notes, sizeof(crash_notes), "%s exited with status %d", who,
+                 WEXITSTATUS(status));
+        note("CRASH: %s exited with status %d", who, WEXITSTATUS(status));
+        if (log) {
+            log_tail(log, who, 15);
+        }
+    }
+    if (log) {
+        unsigned n = scan_log(log, who);
+        if (n) {
+            n_crashes++;
+            add_note(crash_notes, sizeof(crash_notes), "%s: %u crash/sanitizer line(s) in %s",
+                     who, n, log);
+        }
+    }
+}
+
+static void judge_exit(const char *who, int status, bool killed_hard, const char *log)
+{
+    judge_exit2(who, status, killed_hard, log, NULL, NULL);
+}
+
+/* Run argv, capture stdout (at most cap-1 bytes) within ms; exit status or -1. */
+static int run_capture(char *const argv[], char *out, size_t cap, unsigned ms)
+{
+    int pfd[2], status = -1;
+    size_t have = 0;
+    uint64_t end = now_ms() + ms;
+    pid_t pid;
+
+    if (pipe(pfd) < 0) {
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(pfd[1], 1);
+        if (dn >= 0) {
+            dup2(dn, 2);
+        }
+        close(pfd[0]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    child_add(pid);
+    close(pfd[1]);
+    for (;;) {
+        struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+        int left = (int)(end - now_ms());
+        ssize_t r;
+        if (left <= 0 || poll(&p, 1, left) <= 0) {
+            break;
+        }
+        r = read(pfd[0], out + have, cap - 1 - have);
+        if (r <= 0) {
+            break;
+        }
+        have += (size_t)r;
+        if (have >= cap - 1) {
+            break;
+        }
+    }
+    out[have] = 0;
+    close(pfd[0]);
+    if (!wait_exit(pid, &status, (unsigned)(end > now_ms() ? end - now_ms() : 0) + 100)) {
+        kill(pid, SIGKILL);
+        wait_exit(pid, &status, 2000);
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ================================================================== */
+/* Phases: failure handling                                            */
+/* ================================================================== */
+
+/*
+ * A phase that cannot go on (a hang, a crash, a wrong byte where the rest
+ * depends on it) reports why, prints the boards' state, and jumps back to
+ * the phase runner, which stops the phase's processes and reports its TAP
+ * points.  While collecting that state (diag > 0) failures only return.
+ */
+static jmp_buf phase_env;
+static bool in_phase;
+static int diag;
+static const char *phase_name = "-";
+static char phase_why[512];
+
+static void dump_state(void);
+
+static void phase_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void phase_fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (diag) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(phase_why, sizeof(phase_why), fmt, ap);
+    va_end(ap);
+    note("FAIL in phase %s: %s", phase_name, phase_why);
+    diag++;
+    dump_state();
+    diag--;
+    if (in_phase) {
+        longjmp(phase_env, 1);
+    }
+    exit(1);
+}
+
+static void hang(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void hang(const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (diag) {
+        note("  (while collecting state) %s", msg);
+        return;
+    }
+    n_hangs++;
+    add_note(hang_notes, sizeof(hang_notes), "%s: %s", phase_name, msg);
+    phase_fail("HANG: %s", msg);
+}
+
+/* ================================================================== */
+/* The switch                                                          */
+/* ================================================================== */
+
+typedef struct Sw {
+    pid_t pid;
+    int port;
+    char log[256];
+    char ready[256];
+    char *args[16];
+    int nargs;
+    unsigned starts;
+} Sw;
+
+static bool sw_start(Sw *s, int port)
+{
+    char listen[64];
+    char *argv[32];
+    int n = 0, i, st;
+    uint64_t end;
+
+    snprintf(s->ready, sizeof(s->ready), "%s/switch.port", tmpdir);
+    snprintf(s->log, sizeof(s->log), "%s/switch.log", tmpdir);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    unlink(s->ready);
+    argv[n++] = (char *)switch_bin;
+    argv[n++] = "--listen";
+    argv[n++] = listen;
+    argv[n++] = "--ready-file";
+    argv[n++] = s->ready;
+    argv[n++] = "--quiet";
+    for (i = 0; i < s->nargs; i++) {
+        argv[n++] = s->args[i];
+    }
+    argv[n] = NULL;
+    s->pid = spawn(argv, s->log);
+    s->starts++;
+    end = now_ms() + 10000;
+    while (now_ms() < end) {
+        FILE *f = fopen(s->ready, "r");
+        if (f) {
+            int p = 0, ok = fscanf(f, "%d", &p) == 1 && p > 0;
+            fclose(f);
+            if (ok) {
+                s->port = p;
+                return true;
+            }
+        }
+        if (wait_exit(s->pid, &st, 0)) {
+            s->pid = 0;
+            judge_exit("dn2-switch (at start)", st, false, s->log);
+            return false;
+        }
+        usleep(5000);
+    }
+    return false;
+}
+
+/* SIGTERM: the switch says BYE and exits 0; SIGKILL: it vanishes. */
+static void sw_stop(Sw *s, int sig)
+{
+    int st = 0;
+
+    if (!s->pid) {
+        return;
+    }
+    kill(s->pid, sig);
+    if (!wait_exit(s->pid, &st, 5000)) {
+        n_hangs++;
+        add_note(hang_notes, sizeof(hang_notes), "dn2-switch did not exit within 5 s of "
+                 "signal %d", sig);
+        note("HANG: dn2-switch did not exit within 5 s of signal %d", sig);
+        kill(s->pid, SIGKILL);
+        wait_exit(s->pid, &st, 5000);
+        sig = SIGKILL;
+    }
+    judge_exit("dn2-switch", st, sig == SIGKILL, s->log);
+    s->pid = 0;
+}
+
+/* `dn2-switch --stats`: the summary line, or "" when it did not answer. */
+static bool sw_stats(Sw *s, char *out, size_t cap)
+{
+    char addr[64];
+    char *argv[] = { (char *)switch_bin, "--stats", addr, NULL };
+    int rc;
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", s->port);
+    rc = run_capture(argv, out, cap, 5000);
+    return rc == 0 && strstr(out, "uptime_ms=");
+}
+
+static int64_t stat_key(const char *text, const char *key)
+{
+    char pat[64];
+    const char *p;
+
+    snprintf(pat, sizeof(pat), " %s=", key);
+    p = strstr(text, pat);
+    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+static int free_udp_port(void)
+{
+    struct dn2f_addr a;
+    int fd, port;
+
+    dn2f_addr_parse(&a, "127.0.0.1:0");
+    fd = dn2f_udp_open(&a, 0);
+    if (fd < 0) {
+        die("cannot open a UDP socket: %s", strerror(-fd));
+    }
+    port = dn2f_addr_port(&a);
+    close(fd);
+    return port;
+}
+
+/* ================================================================== */
+/* Boards: a QEMU each, driven over qtest and QMP                      */
+/* ================================================================== */
+
+#define QBUF (1 << 18)
+
+typedef struct Board {
+    char name[8];
+    pid_t pid;
+    int qfd, mfd;               /* qtest, QMP */
+    char *qin;                  /* answers read, not yet consumed */
+    size_t qhave, qpos;
+    char *qout;                 /* commands queued (pipelined) */
+    size_t qolen;
+    char *qprev;                /* the batch before (for a report) */
+    size_t qprevlen;
+    unsigned qon;               /* ... how many */
+    char *min;
+    size_t mhave;
+    char last[QBUF];            /* the last qtest answer line */
+    char mline[8192];           /* the last QMP answer line */
+    uint64_t base;
+    uint16_t lid;
+    uint64_t guid;
+    int udp_port;               /* local=127.0.0.1:PORT (0: none / any) */
+    bool loopback;
+    bool dead;                  /* crashed or hung: no more commands */
+    bool killed_hard;
+    char log[256], mempath[256], cwd[256];
+    uint8_t *mem;               /* the SO-DIMM file, mapped */
+    uint64_t memsz, area;       /* area: one process's SO-DIMM bytes */
+    uint32_t st_head[2];        /* the host's status-ring read pointers */
+    uint64_t cmds;              /* qtest commands answered */
+    unsigned sysresets;
+    unsigned reset_events;      /* QMP RESET events seen */
+} Board;
+
+#define MAXB 8
+static Board *pboards[MAXB];    /* the boards of the running phase */
+static int npboards;
+static Sw *psw;                 /* ... and its switch */
+
+static uint64_t total_qtest_cmds;
+
+static const char *proc_state(pid_t pid)
+{
+    static char st[64];
+    char path[64], buf[512], *p;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f) {
+        return "gone";
+    }
+    if (!fgets(buf, sizeof(buf), f)) {
+        fclose(f);
+        return "?";
+    }
+    fclose(f);
+    p = strrchr(buf, ')');
+    snprintf(st, sizeof(st), "%c", p && p[1] ? p[2] : '?');
+    return st;
+}
+
+/* The last two batches of qtest commands sent to a board that failed:
+ * into build/soak-style file for a replay, and the last few as notes. */
+static void save_cmds(Board *b)
+{
+    char path[300];
+    FILE *f;
+    const char *p, *e;
+    unsigned n = 0;
+
+    snprintf(path, sizeof(path), "%s/last-commands-%s.txt", tmpdir, b->name);
+    f = fopen(path, "w");
+    if (!f) {
+        return;
+    }
+    if (b->qprev && b->qprevlen) {
+        fwrite(b->qprev, 1, b->qprevlen, f);
+    }
+    fprintf(f, "# ---- the batch in progress ----\n");
+    if (b->qout && b->qolen) {
+        fwrite(b->qout, 1, b->qolen, f);
+    }
+    fclose(f);
+    note("  board %s: its last qtest commands are in %s (kept with --keep)", b->name, path);
+    if (b->qout && b->qolen) {
+        /* the last 6 commands of the batch in progress */
+        for (e = b->qout + b->qolen, p = e; p > b->qout && n < 7; p--) {
+            n += p[-1] == '\n';
+        }
+        note("  board %s: the batch in progress (%u commands) ended with:", b->name, b->qon);
+        while (p < e) {
+            const char *nl = memchr(p, '\n', (size_t)(e - p));
+            if (!nl) {
+                break;
+            }
+            if (nl > p) {
+                note("    %.*s", (int)(nl - p), p);
+            }
+            p = nl + 1;
+        }
+    }
+}
+
+/* The board's QEMU is gone (EOF on a socket): how did it end? */
+static void board_died(Board *b, const char *when)
+{
+    int st = 0;
+
+    b->dead = true;
+    if (wait_exit(b->pid, &st, 3000)) {
+        b->pid = 0;
+        judge_exit2(b->name, st, false, b->log, qemu_bin, b->cwd);
+        save_cmds(b);
+        if (!(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st)))) {
+            n_crashes++;
+            add_note(crash_notes, sizeof(crash_notes), "board %s: QEMU exited (status 0) "
+                     "while in use", b->name);
+        }
+        phase_fail("board %s: QEMU ended %s (status 0x%x)", b->name, when, st);
+    } else {
+        n_crashes++;
+        add_note(crash_notes, sizeof(crash_notes), "board %s closed its socket", b->name);
+        phase_fail("board %s: QEMU closed its socket %s but is still running (state %s)",
+                   b->name, when, proc_state(b->pid));
+    }
+}
+
+/* Queue one qtest command (pipelined until q_flush). */
+static void qq(Board *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void qq(Board *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->qolen + 4096 > QBUF) {
+        die("qtest batch too large");
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(b->qout + b->qolen, QBUF - b->qolen, fmt, ap);
+    va_end(ap);
+    b->qolen += (size_t)n;
+    b->qout[b->qolen++] = '\n';
+    b->qon++;
+}
+
+/* The k-th command of the batch, for a report. */
+static void batch_cmd(Board *b, unsigned k, char *out, size_t cap)
+{
+    const char *p = b->qout, *e = b->qout + b->qolen;
+
+    while (k-- && p < e) {
+        p = memchr(p, '\n', (size_t)(e - p));
+        p = p ? p + 1 : e;
+    }
+    snprintf(out, cap, "%.*s", (int)strcspn(p, "\n"), p);
+}
+
+/*
+ * Send the queued commands and read one answer line each, writing and
+ * reading at the same time (a big batch must not fill both directions).
+ * The last answer is left in b->last.  false (after reporting) when the
+ * board is dead; in a phase that does not return.
+ */
+static bool q_flush(Board *b, unsigned timeout_ms)
+{
+    size_t off = 0;
+    unsigned got = 0, n = b->qon;
+    uint64_t end = now_ms() + timeout_ms;
+
+    if (b->dead) {
+        b->qolen = b->qon = 0;
+        if (diag) {
+            return false;
+        }
+        phase_fail("board %s is dead (earlier failure)", b->name);
+        return false;
+    }
+    while (got < n || off < b->qolen) {
+        struct pollfd p;
+        int left;
+
+        while (got < n) {
+            char *s = b->qin + b->qpos, *nl = memchr(s, '\n', b->qhave - b->qpos);
+            size_t l;
+            if (!nl) {
+                break;
+            }
+            l = (size_t)(nl - s);
+            if (l < 2 || strncmp(s, "OK", 2)) {
+                char c[160];
+                batch_cmd(b, got, c, sizeof(c));
+                n_fail_other++;
+                b->qolen = b->qon = 0;
+                b->qpos = nl + 1 - b->qin;
+                if (!diag) {
+                    phase_fail("board %s: qtest answered '%.*s' to '%s'", b->name,
+                               (int)(l < 100 ? l : 100), s, c);
+                }
+                return false;
+            }
+            if (got == n - 1) {
+                memcpy(b->last, s, l);
+                b->last[l] = 0;
+            }
+            b->qpos = nl + 1 - b->qin;
+            got++;
+        }
+        if (got == n && off == b->qolen) {
+            break;
+        }
+        if (b->qpos) {
+            memmove(b->qin, b->qin + b->qpos, b->qhave - b->qpos);
+            b->qhave -= b->qpos;
+            b->qpos = 0;
+        }
+        left = (int)(end - now_ms());
+        if (left <= 0) {
+            char c[160];
+            batch_cmd(b, got, c, sizeof(c));
+            save_cmds(b);
+            b->qolen = b->qon = 0;
+            b->dead = true;
+            hang("board %s: no qtest answer to '%s' (%u of %u answered) within %u ms; "
+                 "QEMU state %s", b->name, c, got, n, timeout_ms, proc_state(b->pid));
+            return false;
+        }
+        p.fd = b->qfd;
+        p.events = POLLIN | (off < b->qolen ? POLLOUT : 0);
+        p.revents = 0;
+        if (poll(&p, 1, left) < 0 && errno != EINTR) {
+            die("poll: %s", strerror(errno));
+        }
+        if (p.revents & POLLOUT) {
+            ssize_t w = write(b->qfd, b->qout + off, b->qolen - off);
+            if (w > 0) {
+                off += (size_t)w;
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                board_died(b, "(qtest write failed)");
+                b->qolen = b->qon = 0;
+                return false;
+            }
+        }
+        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t r = read(b->qfd, b->qin + b->qhave, QBUF - 1 - b->qhave);
+            if (r > 0) {
+                b->qhave += (size_t)r;
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                board_died(b, "(qtest connection closed)");
+                b->qolen = b->qon = 0;
+                return false;
+            }
+        }
+    }
+    b->cmds += n;
+    total_qtest_cmds += n;
+    {
+        char *t = b->qprev;     /* keep this batch; reuse the older buffer */
+        b->qprev = b->qout;
+        b->qprevlen = b->qolen;
+        b->qout = t;
+    }
+    b->qolen = b->qon = 0;
+    return true;
+}
+
+/* One command now (after whatever is queued); its answer line. */
+static const char *q1(Board *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *q1(Board *b, const char *fmt, ...)
+{
+    va_list ap;
+    char c[512];
+
+    va_start(ap, fmt);
+    vsnprintf(c, sizeof(c), fmt, ap);
+    va_end(ap);
+    qq(b, "%s", c);
+    if (!q_flush(b, T_CMD)) {
+        return NULL;
+    }
+    return b->last;
+}
+
+static uint64_t rdq(Board *b, uint64_t addr)
+{
+    const char *r = q1(b, "readq 0x%" PRIx64, addr);
+
+    return r ? strtoull(r + 3, NULL, 16) : 0;
+}
+
+static void wrq(Board *b, uint64_t addr, uint64_t v)
+{
+    q1(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, addr, v);
+}
+
+static uint64_t ur_addr(Board *b, int wid, uint32_t off)
+{
+    return b->base + DN2_UR_OFF(wid) + off;
+}
+
+static uint64_t sr_addr(Board *b, uint32_t off)
+{
+    return b->base + DN2_SR_BASE + off;
+}
+
+static uint64_t ur(Board *b, int wid, uint32_t off)
+{
+    return rdq(b, ur_addr(b, wid, off));
+}
+
+static void ur_w(Board *b, int wid, uint32_t off, uint64_t v)
+{
+    wrq(b, ur_addr(b, wid, off), v);
+}
+
+static uint64_t sr(Board *b, uint32_t off)
+{
+    return rdq(b, sr_addr(b, off));
+}
+
+static void sr_w(Board *b, uint32_t off, uint64_t v)
+{
+    wrq(b, sr_addr(b, off), v);
+}
+
+/* Read len bytes of guest memory (one `read` command). */
+static bool q_read(Board *b, uint64_t addr, uint8_t *out, size_t len)
+{
+    const char *r = q1(b, "read 0x%" PRIx64 " 0x%zx", addr, len);
+    size_t i;
+
+    if (!r || strncmp(r, "OK 0x", 5) || strlen(r) < 5 + 2 * len) {
+        return false;
+    }
+    for (i = 0; i < len; i++) {
+        char h[3] = { r[5 + 2 * i], r[6 + 2 * i], 0 };
+        out[i] = (uint8_t)strtoul(h, NULL, 16);
+    }
+    return true;
+}
+
+static void qq_write(Board *b, uint64_t addr, const uint8_t *data, size_t len)
+{
+    char hex[2 * 600 + 1];
+    size_t i;
+
+    if (len > 600) {
+        len = 600;
+    }
+    for (i = 0; i < len; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", data[i]);
+    }
+    qq(b, "write 0x%" PRIx64 " 0x%zx 0x%s", addr, len, hex);
+}
+
+/* --- QMP ------------------------------------------------------------ */
+
+/* Read one line from the QMP socket into b->mline within the deadline. */
+static bool qmp_line(Board *b, uint64_t end)
+{
+    for (;;) {
+        char *nl = memchr(b->min, '\n', b->mhave);
+        if (nl) {
+            size_t l = (size_t)(nl - b->min);
+            size_t c = l < sizeof(b->mline) - 1 ? l : sizeof(b->mline) - 1;
+            memcpy(b->mline, b->min, c);
+            b->mline[c] = 0;
+            memmove(b->min, nl + 1, b->mhave - l - 1);
+            b->mhave -= l + 1;
+            return true;
+        }
+        if (b->mhave >= QBUF - 1) {
+            b->mhave = 0;       /* an absurd line: drop it */
+        }
+        {
+            struct pollfd p = { .fd = b->mfd, .events = POLLIN };
+            int left = (int)(end - now_ms());
+            ssize_t r;
+            if (left <= 0) {
+                return false;
+            }
+            if (poll(&p, 1, left) <= 0) {
+                continue;
+            }
+            r = read(b->mfd, b->min + b->mhave, QBUF - 1 - b->mhave);
+            if (r > 0) {
+                b->mhave += (size_t)r;
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                board_died(b, "(QMP connection closed)");
+                return false;
+            }
+        }
+    }
+}
+
+/* A QMP command; its answer line (events skipped), NULL after a failure. */
+static const char *qmp(Board *b, const char *json)
+{
+    uint64_t end = now_ms() + T_CMD;
+    size_t len = strlen(json), off = 0;
+
+    if (b->dead) {
+        if (!diag) {
+            phase_fail("board %s is dead (earlier failure)", b->name);
+        }
+        return NULL;
+    }
+    while (off < len) {
+        ssize_t w = write(b->mfd, json + off, len - off);
+        if (w < 0 && errno != EINTR && errno != EAGAIN) {
+            board_died(b, "(QMP write failed)");
+            return NULL;
+        }
+        if (w > 0) {
+            off += (size_t)w;
+        }
+    }
+    if (write(b->mfd, "\n", 1) != 1) {
+        board_died(b, "(QMP write failed)");
+        return NULL;
+    }
+    for (;;) {
+        if (!qmp_line(b, end)) {
+            if (!b->dead) {
+                b->dead = true;
+                hang("board %s: no QMP answer to %s within %u ms; QEMU state %s", b->name,
+                     json, T_CMD, proc_state(b->pid));
+            }
+            return NULL;
+        }
+        if (strstr(b->mline, "\"return\"") || strstr(b->mline, "\"error\"")) {
+            return b->mline;
+        }
+        if (strstr(b->mline, "\"event\"") && strstr(b->mline, "\"RESET\"")) {
+            b->reset_events++;
+        }
+    }
+}
+
+/* Wait for the QMP RESET event (a system_reset is only requested by the
+ * command; the main loop performs it later). */
+static bool qmp_wait_reset(Board *b, unsigned seen_before, unsigned ms)
+{
+    uint64_t end = now_ms() + ms;
+
+    while (b->reset_events == seen_before) {
+        if (!qmp_line(b, end)) {
+            return false;
+        }
+        if (strstr(b->mline, "\"event\"") && strstr(b->mline, "\"RESET\"")) {
+            b->reset_events++;
+        }
+    }
+    return true;
+}
+
+static uint64_t qom(Board *b, const char *prop)
+{
+    char j[256];
+    const char *r, *p;
+
+    snprintf(j, sizeof(j), "{\"execute\":\"qom-get\",\"arguments\":{\"path\":"
+             "\"/machine/peripheral/dn\",\"property\":\"%s\"}}", prop);
+    r = qmp(b, j);
+    if (!r || !(p = strstr(r, "\"return\":"))) {
+        if (r && !diag) {
+            n_fail_other++;
+            phase_fail("board %s: qom-get %s: %s", b->name, prop, r);
+        }
+        return 0;
+    }
+    return strtoull(p + 9, NULL, 10);
+}
+
+/* --- Start and stop ------------------------------------------------ */
+
+static int listen_unix(const char *path)
+{
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+    unlink(path);
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        die("socket path too long: %s", path);
+    }
+    strcpy(a.sun_path, path);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0) {
+        die("socket %s: %s", path, strerror(errno));
+    }
+    return fd;
+}
+
+static int accept_within(Board *b, int lfd, const char *what)
+{
+    struct pollfd p = { .fd = lfd, .events = POLLIN };
+    uint64_t end = now_ms() + T_START;
+    int st;
+
+    while (now_ms() < end) {
+        if (poll(&p, 1, 100) > 0) {
+            int fd = accept(lfd, NULL, NULL);
+            if (fd >= 0) {
+                return fd;
+            }
+        }
+        if (wait_exit(b->pid, &st, 0)) {
+            b->pid = 0;
+            b->dead = true;
+            log_tail(b->log, b->name, 20);
+            judge_exit2(b->name, st, false, b->log, qemu_bin, b->cwd);
+            phase_fail("board %s: QEMU exited at start-up (status 0x%x)", b->name, st);
+            return -1;
+        }
+    }
+    b->dead = true;
+    hang("board %s: QEMU did not connect to its %s socket within %u ms", b->name, what,
+         T_START);
+    return -1;
+}
+
+/* Start a QEMU with one board.  devprops: after "dimmnet2,id=dn,memdev=m". */
+static void board_start(Board *b, const char *name, uint64_t memsz, const char *devprops)
+{
+    char qs[256], ms[256], qsa[300], memobj[512], dev[512], chr[300];
+    char *argv[40];
+    int n = 0, lq, lm, fd;
+
+    memset(b, 0, sizeof(*b));
+    snprintf(b->name, sizeof(b->name), "%s", name);
+    b->qin = malloc(QBUF);
+    b->qout = malloc(QBUF);
+    b->qprev = malloc(QBUF);
+    b->min = malloc(QBUF);
+    if (!b->qin || !b->qout || !b->qprev || !b->min) {
+        die("out of memory");
+    }
+    b->base = DN2_DEFAULT_BASE0;
+    b->memsz = memsz;
+    b->area = memsz / 2 < DN2_SDIMM_CAP_DEFAULT ? memsz / 2 : DN2_SDIMM_CAP_DEFAULT;
+    snprintf(b->log, sizeof(b->log), "%s/qemu-%s.log", tmpdir, name);
+    snprintf(b->mempath, sizeof(b->mempath), "%s/sodimm-%s", tmpdir, name);
+    snprintf(b->cwd, sizeof(b->cwd), "%s/run-%s", tmpdir, name);
+    mkdir(b->cwd, 0700);
+    snprintf(qs, sizeof(qs), "%s/q-%s.sock", tmpdir, name);
+    snprintf(ms, sizeof(ms), "%s/m-%s.sock", tmpdir, name);
+    fd = open(b->mempath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)memsz) < 0) {
+        die("SO-DIMM file %s: %s", b->mempath, strerror(errno));
+    }
+    b->mem = mmap(NULL, memsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (b->mem == MAP_FAILED) {
+        die("mmap %s: %s", b->mempath, strerror(errno));
+    }
+    lq = listen_unix(qs);
+    lm = listen_unix(ms);
+    snprintf(qsa, sizeof(qsa), "unix:%s", qs);
+    snprintf(chr, sizeof(chr), "socket,id=qmp,path=%s", ms);
+    snprintf(memobj, sizeof(memobj), "memory-backend-file,id=m,size=%" PRIu64
+             ",mem-path=%s,share=on", memsz, b->mempath);
+    snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m%s%s", devprops && *devprops ? "," : "",
+             devprops ? devprops : "");
+    b->loopback = devprops && strstr(devprops, "loopback=on");
+    argv[n++] = (char *)qemu_bin;
+    argv[n++] = "-qtest";
+    argv[n++] = qsa;
+    argv[n++] = "-qtest-log";
+    argv[n++] = "none";
+    argv[n++] = "-accel";
+    argv[n++] = "qtest";
+    argv[n++] = "-display";
+    argv[n++] = "none";
+    argv[n++] = "-L";
+    argv[n++] = (char *)fw_dir;
+    argv[n++] = "-M";
+    argv[n++] = "q35";
+    argv[n++] = "-nodefaults";
+    argv[n++] = "-m";
+    argv[n++] = "64M";
+    argv[n++] = "-chardev";
+    argv[n++] = chr;
+    argv[n++] = "-mon";
+    argv[n++] = "chardev=qmp,mode=control";
+    argv[n++] = "-object";
+    argv[n++] = memobj;
+    argv[n++] = "-device";
+    argv[n++] = dev;
+    argv[n] = NULL;
+    pboards[npboards++] = b;
+    b->pid = spawn_in(argv, b->log, b->cwd);
+    b->qfd = accept_within(b, lq, "qtest");
+    b->mfd = accept_within(b, lm, "QMP");
+    close(lq);
+    close(lm);
+    unlink(qs);
+    unlink(ms);
+    fcntl(b->qfd, F_SETFL, fcntl(b->qfd, F_GETFL) | O_NONBLOCK);
+    /* QMP: greeting, capabilities */
+    if (!qmp_line(b, now_ms() + T_CMD)) {
+        hang("board %s: no QMP greeting", b->name);
+    }
+    qmp(b, "{\"execute\":\"qmp_capabilities\"}");
+    vnote("board %s: QEMU pid %d, -device %s", b->name, (int)b->pid, dev);
+}
+
+/* SIGTERM (QEMU exits 0), then judge how it ended. */
+static void board_stop(Board *b)
+{
+    int st = 0;
+    bool hard = b->killed_hard;
+
+    if (b->pid) {
+        kill(b->pid, SIGTERM);
+        if (!wait_exit(b->pid, &st, 10000)) {
+            if (!b->dead) {
+                n_hangs++;
+                add_note(hang_notes, sizeof(hang_notes), "board %s: QEMU did not exit within "
+                         "10 s of SIGTERM", b->name);
+                note("HANG: board %s: QEMU did not exit within 10 s of SIGTERM", b->name);
+            }
+            kill(b->pid, SIGKILL);
+            wait_exit(b->pid, &st, 5000);
+            hard = true;
+        }
+        judge_exit2(b->name, st, hard, b->log, qemu_bin, b->cwd);
+        b->pid = 0;
+    }
+    if (b->qfd > 0) {
+        close(b->qfd);
+    }
+    if (b->mfd > 0) {
+        close(b->mfd);
+    }
+    b->qfd = b->mfd = -1;
+    if (b->mem) {
+        munmap(b->mem, b->memsz);
+        b->mem = NULL;
+    }
+    unlink(b->mempath);
+    free(b->qin);
+    free(b->qout);
+    free(b->qprev);
+    free(b->min);
+    b->qin = b->qout = b->qprev = b->min = NULL;
+}
+
+/* --- SO-DIMM contents through the shared file ----------------------- */
+
+/* Board-global byte g (WID w's offset o is g = w * area + o) lives in
+ * module (g >> 3) & 1 at ((g >> 4) << 3) | (g & 7): the 8-byte interleave. */
+static uint8_t *sd_at(Board *b, uint64_t g)
+{
+    return b->mem + ((g >> 3) & 1) * (b->memsz / 2) + (((g >> 4) << 3) | (g & 7));
+}
+
+static void sd_put(Board *b, uint64_t g, const uint8_t *p, size_t len)
+{
+    while (len) {
+        size_t n = 8 - (g & 7);
+        if (n > len) {
+            n = len;
+        }
+        memcpy(sd_at(b, g), p, n);
+        g += n;
+        p += n;
+        len -= n;
+    }
+}
+
+static void sd_get(Board *b, uint64_t g, uint8_t *p, size_t len)
+{
+    while (len) {
+        size_t n = 8 - (g & 7);
+        if (n > len) {
+            n = len;
+        }
+        memcpy(p, sd_at(b, g), n);
+        g += n;
+        p += n;
+        len -= n;
+    }
+}
+
+static void sd_zero(Board *b, uint64_t g, size_t len)
+{
+    static const uint8_t z[4096];
+
+    while (len) {
+        size_t n = len < sizeof(z) ? len : sizeof(z);
+        sd_put(b, g, z, n);
+        g += n;
+        len -= n;
+    }
+}
+
+/* 16-aligned regions: logical word i of [g, g+len) is in module i & 1 at
+ * g/2 + (i/2)*8; each module's share is contiguous in the file. */
+static void sd_fill_pattern(Board *b, uint64_t g, uint64_t len, uint64_t seed)
+{
+    uint64_t *m0 = (uint64_t *)(b->mem + g / 2);
+    uint64_t *m1 = (uint64_t *)(b->mem + b->memsz / 2 + g / 2);
+    uint64_t i, w0 = g / 8;
+
+    for (i = 0; i < len / 16; i++) {
+        m0[i] = pat64(seed, w0 + 2 * i);
+        m1[i] = pat64(seed, w0 + 2 * i + 1);
+    }
+}
+
+/* First byte (from g) that differs from the pattern, or -1. */
+static int64_t sd_check_pattern(Board *b, uint64_t g, uint64_t len, uint64_t seed)
+{
+    const uint64_t *m0 = (const uint64_t *)(b->mem + g / 2);
+    const uint64_t *m1 = (const uint64_t *)(b->mem + b->memsz / 2 + g / 2);
+    uint64_t i, w0 = g / 8;
+
+    for (i = 0; i < len / 16; i++) {
+        if (m0[i] != pat64(seed, w0 + 2 * i)) {
+            return (int64_t)(16 * i);
+        }
+        if (m1[i] != pat64(seed, w0 + 2 * i + 1)) {
+            return (int64_t)(16 * i + 8);
+        }
+    }
+    return -1;
+}
+
+/* Compare [gd, gd+len) on board d with [gs, gs+len) on board s (both
+ * 16-aligned, len a multiple of 16): bytes differing and the first. */
+static uint64_t sd_compare(Board *d, uint64_t gd, Board *s, uint64_t gs, uint64_t len,
+                           int64_t *first)
+{
+    const uint8_t *d0 = d->mem + gd / 2, *d1 = d->mem + d->memsz / 2 + gd / 2;
+    const uint8_t *s0 = s->mem + gs / 2, *s1 = s->mem + s->memsz / 2 + gs / 2;
+    uint64_t n = 0, i;
+
+    *first = -1;
+    if (!memcmp(d0, s0, len / 2) && !memcmp(d1, s1, len / 2)) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        uint64_t h = (i / 16) * 8 + (i % 8);
+        uint8_t x = (i & 8) ? d1[h] : d0[h], y = (i & 8) ? s1[h] : s0[h];
+        if (x != y) {
+            if (*first < 0) {
+                *first = (int64_t)i;
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+static bool sd_is_zero(Board *b, uint64_t g, uint64_t len, int64_t *first)
+{
+    uint8_t buf[4096];
+    uint64_t off = 0;
+
+    while (off < len) {
+        size_t n = len - off < sizeof(buf) ? (size_t)(len - off) : sizeof(buf), i;
+        sd_get(b, g + off, buf, n);
+        for (i = 0; i < n; i++) {
+            if (buf[i]) {
+                *first = (int64_t)(off + i);
+                return false;
+            }
+        }
+        off += n;
+    }
+    *first = -1;
+    return true;
+}
+
+/* --- State for reports ---------------------------------------------- */
+
+static const char *const link_props[] = {
+    "stat-link-retransmits", "stat-link-timeouts", "stat-link-fast-retransmits",
+    "stat-link-duplicates", "stat-link-drops", "stat-link-busy", "stat-link-dgrams-tx",
+    "stat-link-dgrams-rx",
+};
+#define NLINKP (sizeof(link_props) / sizeof(link_props[0]))
+
+static void board_dump(Board *b)
+{
+    static const char *const props[] = {
+        "stat-requests", "stat-refused", "stat-ignored", "stat-tx-packets", "stat-tx-drops",
+        "stat-rx-packets", "stat-rx-drop-bad", "stat-rx-drop-pgid", "stat-rx-drop-noproc",
+        "stat-rx-drop-route", "stat-rx-stalls",
+    };
+    char line[1024];
+    size_t l = 0;
+    unsigned i;
+    uint64_t sma, ms;
+
+    if (b->dead || !b->pid) {
+        note("  board %s: %s (QEMU pid %d state %s)", b->name, b->dead ? "dead" : "stopped",
+             (int)b->pid, b->pid ? proc_state(b->pid) : "-");
+        return;
+    }
+    sma = sr(b, DN2_SR_SMA);
+    ms = ur(b, 0, DN2_UR_MODULE_STATE);
+    note("  board %s: SMA LID register 0x%" PRIx64 " (LID 0x%x, link %s), Module State 0x%"
+         PRIx64 " (Window Controller %s), LID 0x%x", b->name, sma,
+         (unsigned)(sma & DN2_SMA_LID_MASK),
+         DN2_GET(sma, 17, 16) == DN2_SMA_LINK_READY ? "ready" : "NOT ready", ms,
+         (ms & DN2_MASK(16, 0)) ? dn2_otype_name((unsigned)((ms & DN2_MASK(16, 0)) - 1)) :
+         "idle", b->lid);
+    for (i = 0; i < 2 && !b->dead; i++) {
+        note("  board %s WID %u: Controller Status 0x%" PRIx64 ", Primitive Counter 0x%"
+             PRIx64 ", Packet Counter %" PRIu64 ", status tail 0x%" PRIx64 " head 0x%x",
+             b->name, i, ur(b, i, DN2_UR_CTL_STATUS), ur(b, i, DN2_UR_PRIM_COUNTER),
+             ur(b, i, DN2_UR_PKT_COUNTER), ur(b, i, DN2_UR_STATUS_ADDR), b->st_head[i]);
+    }
+    for (i = 0; i < sizeof(props) / sizeof(props[0]) && !b->dead; i++) {
+        l += (size_t)snprintf(line + l, sizeof(line) - l, " %s=%" PRIu64, props[i] + 5,
+                              qom(b, props[i]));
+    }
+    note("  board %s:%s", b->name, line);
+    l = 0;
+    for (i = 0; i < NLINKP && !b->dead && !b->loopback; i++) {
+        l += (size_t)snprintf(line + l, sizeof(line) - l, " %s=%" PRIu64, link_props[i] + 5,
+                              qom(b, link_props[i]));
+    }
+    if (l) {
+        note("  board %s:%s", b->name, line);
+    }
+}
+
+static void dump_state(void)
+{
+    int i;
+    char out[2048];
+
+    note("state of the phase's boards:");
+    for (i = 0; i < npboards; i++) {
+        board_dump(pboards[i]);
+    }
+    if (psw && psw->pid) {
+        if (sw_stats(psw, out, sizeof(out))) {
+            char *nl;
+            for (char *s = out; *s; s = nl + 1) {
+                nl = strchr(s, '\n');
+                if (!nl) {
+                    note("  %s", s);
+                    break;
+                }
+                *nl = 0;
+                note("  %s", s);
+            }
+        } else {
+            note("  dn2-switch (pid %d, state %s) did not answer --stats", (int)psw->pid,
+                 proc_state(psw->pid));
+        }
+    }
+}
+
+/* --- Bring-up and requests ------------------------------------------ */
+
+static bool wait_link(Board *b, unsigned ms)
+{
+    uint64_t end = now_ms() + ms, v;
+
+    do {
+        v = sr(b, DN2_SR_SMA);
+        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
+            b->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
+            return true;
+        }
+        msleep(2);
+    } while (now_ms() < end);
+    return false;
+}
+
+/* What a driver does after a reset: SO-DIMMs, MTU, PGIDs, status rings. */
+static void board_bringup(Board *b, int pgid0, int pgid1)
+{
+    int wid;
+    uint64_t end = now_ms() + T_LINK, v;
+
+    sr_w(b, DN2_SR_SDIMM_CAPACITY, CAP_256M);
+    sr_w(b, DN2_SR_SDIMM_INIT, 1);
+    sr_w(b, DN2_SR_MTU, MTU_4K);
+    if (pgid0 >= 0) {
+        sr_w(b, DN2_SR_PGID0, (uint64_t)pgid0);
+    }
+    if (pgid1 >= 0) {
+        sr_w(b, DN2_SR_PGID1, (uint64_t)pgid1);
+    }
+    for (wid = 0; wid < 2; wid++) {
+        ur_w(b, wid, DN2_UR_CMD_EX_FLAG, 0);
+        ur_w(b, wid, DN2_UR_STATUS_INIT, ST_OFF);
+        ur_w(b, wid, DN2_UR_STATUS_SIZE, ST_SIZE_REG);
+        b->st_head[wid] = ST_OFF;
+    }
+    do {
+        v = ur(b, 0, DN2_UR_CTL_STATUS);
+        if (v & DN2_CS_SDIMM_READY) {
+            return;
+        }
+        msleep(1);
+    } while (now_ms() < end);
+    hang("board %s: SO-DIMM never ready after bring-up (Controller Status 0x%" PRIx64 ")",
+         b->name, v);
+}
+
+static uint32_t st_next(uint32_t pos)
+{
+    return ST_OFF + (pos - ST_OFF + DN2_STATUS_REC_SIZE) % ST_BYTES;
+}
+
+typedef struct Rec {
+    uint64_t lower, upper;
+} Rec;
+
+/* Take every record in WID wid's status ring (at most max); frees them. */
+static unsigned st_take(Board *b, int wid, Rec *out, unsigned max)
+{
+    uint32_t tail = (uint32_t)ur(b, wid, DN2_UR_STATUS_ADDR), h = b->st_head[wid];
+    unsigned n = 0;
+
+    if (tail < ST_OFF || tail >= ST_OFF + ST_BYTES || (tail & 15)) {
+        phase_fail("board %s WID %d: status tail 0x%x outside the ring", b->name, wid, tail);
+        return 0;
+    }
+    while (h != tail && n < max) {
+        /* the records up to the ring's end or the tail, in one read */
+        uint32_t stop = tail > h ? tail : ST_OFF + ST_BYTES;
+        uint32_t cnt = (stop - h) / DN2_STATUS_REC_SIZE, i;
+        uint8_t buf[ST_BYTES];
+        if (cnt > max - n) {
+            cnt = max - n;
+        }
+        if (!q_read(b, b->base + DN2_LLCM_OFF(wid) + h, buf, cnt * DN2_STATUS_REC_SIZE)) {
+            phase_fail("board %s: reading the status ring failed", b->name);
+            return n;
+        }
+        for (i = 0; i < cnt; i++) {
+            uint64_t lo = 0, up = 0;
+            int k;
+            for (k = 7; k >= 0; k--) {
+                lo = (lo << 8) | buf[16 * i + k];
+                up = (up << 8) | buf[16 * i + 8 + k];
+            }
+            out[n].lower = lo;
+            out[n].upper = up;
+            n++;
+            h = st_next(h);
+        }
+    }
+    if (h != b->st_head[wid]) {
+        b->st_head[wid] = h;
+        ur_w(b, wid, DN2_UR_STATUS_ADDR, h);
+    }
+    return n;
+}
+
+static uint64_t rec_lower(unsigned otype, uint16_t slid, unsigned swid, uint32_t size)
+{
+    return dn2_req_lower(otype, 0, 0, dn2_lid_to_clid(slid), swid, 1, size);
+}
+
+/* Room in the Request FIFO (bits 0 and 2 clear), within ms. */
+static bool fifo_room(Board *b, int wid, unsigned ms)
+{
+    uint64_t end = now_ms() + ms, v;
+
+    do {
+        v = ur(b, wid, DN2_UR_CTL_STATUS);
+        if (!(v & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL))) {
+            return true;
+        }
+        if (ms) {
+            usleep(200);
+        }
+    } while (now_ms() < end);
+    return false;
+}
+
+static void issue(Board *b, int wid, uint64_t upper, uint64_t lower)
+{
+    qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, ur_addr(b, wid, DN2_UR_CMD0_UPPER), upper);
+    qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, ur_addr(b, wid, DN2_UR_CMD0_LOWER), lower);
+    q_flush(b, T_CMD);
+}
+
+static uint64_t known_good_seq;     /* patterns of the known-good transfers */
+
+/*
+ * A known-good round trip: RVS src -> dst of len bytes (src's WID 0 soff
+ * to dst's WID 0 doff, eflag: a record at dst), then an RVL by dst from
+ * src (src's roff lands at dst's loff: a record at dst again).  Data is
+ * put in place through the SO-DIMM files, the landing areas zeroed first;
+ * records that are not ours are counted and skipped.  Fails the phase on a
+ * timeout (a hang) or a wrong byte.
+ */
+static unsigned foreign_records;
+static const char *check_ctx = "";     /* what came before, for a report */
+
+static void wait_record(Board *at, uint64_t lower, uint64_t upper, const char *what)
+{
+    uint64_t end = now_ms() + T_XFER;
+    Rec r[256];
+
+    for (;;) {
+        unsigned n = st_take(at, 0, r, 256), i;
+        bool found = false;
+        for (i = 0; i < n; i++) {
+            if (r[i].lower == lower && r[i].upper == upper && !found) {
+                found = true;
+            } else {
+                foreign_records++;
+                vnote("board %s: record 0x%016" PRIx64 " 0x%" PRIx64 " is not the %s's",
+                      at->name, r[i].lower, r[i].upper, what);
+            }
+        }
+        if (found) {
+            return;
+        }
+        if (now_ms() > end) {
+            hang("%s%s: no status record on board %s within %u ms (wanted 0x%016" PRIx64
+                 " 0x%" PRIx64 ")", what, check_ctx, at->name, T_XFER, lower, upper);
+            return;
+        }
+        usleep(500);
+    }
+}
+
+static void expect_data(Board *d, uint64_t doff, const uint8_t *want, size_t len,
+                        const char *what)
+{
+    uint8_t *got = malloc(len);
+    size_t i, bad = 0, first = 0;
+
+    sd_get(d, doff, got, len);
+    for (i = 0; i < len; i++) {
+        if (got[i] != want[i]) {
+            if (!bad++) {
+                first = i;
+            }
+        }
+    }
+    if (bad) {
+        uint8_t g = got[first], w = want[first];
+        free(got);
+        phase_fail("%s: %zu of %zu bytes wrong at board %s SO-DIMM 0x%" PRIx64
+                   "; first at +0x%zx: 0x%02x, expected 0x%02x", what, bad, len, d->name,
+                   doff, first, g, w);
+    }
+    free(got);
+}
+
+static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_t roff,
+                       uint64_t loff, size_t len)
+{
+    uint8_t *a = malloc(len), *c = malloc(len);
+    char what[96];
+
+    fill_bytes(a, len, 0x5eed0000 + known_good_seq++);
+    fill_bytes(c, len, 0x5eed0000 + known_good_seq++);
+    /* RVS s -> d */
+    snprintf(what, sizeof(what), "known-good RVS %s->%s %zu B", s->name, d->name, len);
+    sd_put(s, soff, a, len);
+    sd_zero(d, doff, len);
+    if (!fifo_room(s, 0, T_XFER)) {
+        hang("%s: no room in board %s's Request FIFO", what, s->name);
+    }
+    issue(s, 0, dn2_req_upper((uint32_t)soff, (uint32_t)doff),
+          dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(d->lid), 0, 1, (uint32_t)len));
+    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), doff, what);
+    expect_data(d, doff, a, len, what);
+    /* RVL: d asks s for roff, lands at d's loff */
+    snprintf(what, sizeof(what), "known-good RVL %s<-%s %zu B", d->name, s->name, len);
+    sd_put(s, roff, c, len);
+    sd_zero(d, loff, len);
+    if (!fifo_room(d, 0, T_XFER)) {
+        hang("%s: no room in board %s's Request FIFO", what, d->name);
+    }
+    issue(d, 0, dn2_req_upper((uint32_t)roff, (uint32_t)loff),
+          dn2_req_lower(DN2_OP_RVL, 0, 0, dn2_lid_to_clid(s->lid), 0, 1, (uint32_t)len));
+    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), loff, what);
+    expect_data(d, loff, c, len, what);
+    free(a);
+    free(c);
+}
+
+/* Stop the phase's boards and switch; forget them. */
+static void phase_cleanup(void)
+{
+    int i;
+
+    for (i = 0; i < npboards; i++) {
+        board_stop(pboards[i]);
+    }
+    npboards = 0;
+    if (psw) {
+        sw_stop(psw, SIGTERM);
+        psw = NULL;
+    }
+}
+
+/* ================================================================== */
+/* Phase 1: random guest MMIO                                          */
+/* ================================================================== */
+
+static uint64_t opt_mmio_ops = 1000000, opt_datagrams = 1000000, opt_rvs_mib = 1024;
+static uint64_t opt_seed;
+static int opt_reset_board = 3;
+
+static struct {
+    uint64_t ops, doorbells, ctl_resets, sma_resets, checks, foreign;
+    double secs;
+    unsigned segments, fuzz_failures, check_failures;
+    bool ran, ops_ok, checks_ok, in_check;
+} P1;
+
+static const uint32_t ur_regs[] = {
+    DN2_UR_CMD0_LOWER, DN2_UR_CMD0_UPPER, DN2_UR_CMD_EX, DN2_UR_CMD1_LOWER, DN2_UR_CMD1_UPPER,
+    DN2_UR_CTL_STATUS, DN2_UR_PRIM_COUNTER, DN2_UR_PW_FLAG, DN2_UR_PKT_COUNTER,
+    DN2_UR_IPUSH_AREA_SIZE, DN2_UR_LHB_ADDR, DN2_UR_MODULE_STATE, DN2_UR_STATUS_INIT,
+    DN2_UR_STATUS_SIZE, DN2_UR_STATUS_ADDR, DN2_UR_CMD_EX_FLAG,
+};
+static const uint32_t sr_regs[] = {
+    DN2_SR_SDIMM_INIT, DN2_SR_SDIMM_CAPACITY, DN2_SR_MTU, DN2_SR_SMA, DN2_SR_LID,
+    DN2_SR_PGID0, DN2_SR_PGID1, DN2_SR_CTL_RESET, DN2_SR_AMT,
+};
+static const uint8_t valid_ops[] = {
+    DN2_OP_BOTF, DN2_OP_VL, DN2_OP_VLS, DN2_OP_VLI, DN2_OP_VS, DN2_OP_VSS, DN2_OP_VSI,
+    DN2_OP_RVL, DN2_OP_RVLS, DN2_OP_RVLI, DN2_OP_RVS, DN2_OP_RVSS, DN2_OP_RVSI,
+    DN2_OP_IPUSH, DN2_OP_LHSV1, DN2_OP_LHSV2,
+};
+
+typedef struct FuzzCtx {
+    Rng *r;
+    uint16_t own, peer;         /* LIDs */
+    uint8_t fp;                 /* the fuzz PGID (never PG) */
+    uint64_t area;
+} FuzzCtx;
+
+static uint32_t fz_off(FuzzCtx *f)
+{
+    Rng *r = f->r;
+
+    switch (rndn(r, 10)) {
+    case 0: case 1: case 2: case 3:
+        return (uint32_t)rndn(r, DN2_WIN_AREA + 64);            /* window offsets */
+    case 4: case 5: case 6:
+        return (uint32_t)rndn(r, f->area + 4096) & ~(uint32_t)(rndn(r, 2) ? 7 : 0);
+    case 7:
+        return DN2_COPY_OFF;
+    default:
+        return (uint32_t)rnd(r);
+    }
+}
+
+static uint32_t fz_arg(FuzzCtx *f, bool remote)
+{
+    Rng *r = f->r;
+    unsigned k = (unsigned)rndn(r, 100);
+
+    if (k < 55) {
+        return (uint32_t)rndn(r, 4097);
+    }
+    if (k < 85) {
+        return (uint32_t)rndn(r, 64 * KiB);
+    }
+    if (k < 93) {
+        return (uint32_t)rndn(r, remote ? MiB : 16 * MiB);
+    }
+    if (k < 96) {
+        static const uint32_t sp[] = { 0, 1, 8, 512, 2048, 4096, 0xffffffffu, 0x80000000u };
+        return sp[rndn(r, 8)];
+    }
+    return remote && rndn(r, 4) ? (uint32_t)rndn(r, 4 * MiB) : (uint32_t)rnd(r);
+}
+
+static uint64_t fz_lower(FuzzCtx *f)
+{
+    Rng *r = f->r;
+    unsigned k = (unsigned)rndn(r, 100), otype, clid;
+
+    otype = k < 75 ? valid_ops[rndn(r, sizeof(valid_ops))] : k < 85 ? 0 : (unsigned)rndn(r, 32);
+    k = (unsigned)rndn(r, 100);
+    clid = k < 45 ? dn2_lid_to_clid(f->peer) : k < 65 ? dn2_lid_to_clid(f->own) :
+           k < 75 ? (unsigned)(DN2_CLID_MCAST_FIRST + rndn(r, 0x400)) : (unsigned)rndn(r, 4096);
+    if (otype == DN2_OP_BOTF && rndn(r, 2)) {
+        return dn2_botf_lower((unsigned)rndn(r, 4), (unsigned)rndn(r, 600));
+    }
+    return dn2_req_lower(otype, (unsigned)rndn(r, 8),
+                         rndn(r, 2) ? (unsigned)rndn(r, 17) : (unsigned)rndn(r, 256), clid,
+                         (unsigned)rndn(r, 2), (unsigned)rndn(r, 2), fz_arg(f, otype >= 0x10));
+}
+
+static uint64_t fz_ex(FuzzCtx *f)
+{
+    static const uint8_t ex_ops[] = { DN2_OP_VL, DN2_OP_VLS, DN2_OP_VLI, DN2_OP_VS, DN2_OP_VSS,
+                                      DN2_OP_VSI };
+    Rng *r = f->r;
+
+    if (rndn(r, 8) == 0) {
+        return rnd(r);
+    }
+    return dn2_req_ex(ex_ops[rndn(r, sizeof(ex_ops))], (unsigned)rndn(r, 8),
+                      (unsigned)rndn(r, 256), fz_arg(f, false));
+}
+
+/* A register value: plausible for the register most of the time. */
+static uint64_t fz_regval(FuzzCtx *f, bool system, uint32_t reg)
+{
+    Rng *r = f->r;
+
+    if (rndn(r, 6) == 0) {
+        return rnd(r);
+    }
+    if (system) {
+        switch (reg) {
+        case DN2_SR_SDIMM_CAPACITY: return 1u << rndn(r, 7);
+        case DN2_SR_MTU: return 1u << rndn(r, 6);
+        case DN2_SR_SDIMM_INIT: return rndn(r, 4);
+        case DN2_SR_LID: return rndn(r, 2) ? f->own : rnd(r) & 0xffff;
+        case DN2_SR_PGID0: case DN2_SR_PGID1: return rndn(r, 3) ? f->fp : rnd(r) & 0xff;
+        case DN2_SR_AMT:
+            return dn2_amt_encode((uint32_t)rndn(r, 0x1000), (uint32_t)rndn(r, 2),
+                                  rndn(r, 2) ? f->peer : f->own);
+        default: return rnd(r);
+        }
+    }
+    switch (reg) {
+    case DN2_UR_CMD0_UPPER: case DN2_UR_CMD1_UPPER:
+        return dn2_req_upper(fz_off(f), fz_off(f));
+    case DN2_UR_CMD_EX: return fz_ex(f);
+    case DN2_UR_CMD0_LOWER: case DN2_UR_CMD1_LOWER: return fz_lower(f);
+    case DN2_UR_STATUS_INIT: return rndn(r, DN2_LLCM_AREA) & ~15ull;
+    case DN2_UR_STATUS_SIZE: return 1u << rndn(r, 8);
+    case DN2_UR_STATUS_ADDR: return rndn(r, DN2_LLCM_AREA) & ~15ull;
+    case DN2_UR_LHB_ADDR: return rndn(r, 4096);
+    case DN2_UR_IPUSH_AREA_SIZE: return rndn(r, 0x10000);
+    case DN2_UR_CMD_EX_FLAG: return rndn(r, 2);
+    default: return rnd(r);
+    }
+}
+
+/*
+ * Writes that would end the fuzzing's own premise are tamed: a PGID of PG
+ * (the known-good traffic's) becomes the fuzz PGID; an SMA software reset
+ * (the link renegotiates: ~0.1 s of waiting) stays rare.  Controller
+ * Resets come from fz_step's own draw.
+ */
+static bool fz_tame(FuzzCtx *f, uint64_t addr_off, unsigned size, uint64_t *v)
+{
+    if (addr_off < DN2_SR_BASE || addr_off >= DN2_SR_BASE + DN2_SR_PAGE) {
+        return true;
+    }
+    addr_off -= DN2_SR_BASE;
+    if (size != 8 || (addr_off & 7)) {
+        return true;                    /* ignored by the device */
+    }
+    if ((addr_off == DN2_SR_PGID0 || addr_off == DN2_SR_PGID1) && (*v & 0xff) == PG) {
+        *v = (*v & ~0xffull) | f->fp;
+    }
+    if (addr_off == DN2_SR_SMA) {
+        if (rndn(f->r, 100)) {
+            return false;
+        }
+        P1.sma_resets++;
+    }
+    if (addr_off == DN2_SR_CTL_RESET) {
+        if (rndn(f->r, 20)) {
+            return false;
+        }
+        P1.ctl_resets++;
+    }
+    return true;
+}
+
+static const char *const wr_cmd[4] = { "writeb", "writew", "writel", "writeq" };
+static const char *const rd_cmd[4] = { "readb", "readw", "readl", "readq" };
+
+/* One step of fuzzing on board b: one or a few commands, queued. */
+static void fz_step(Board *b, FuzzCtx *f)
+{
+    Rng *r = f->r;
+    unsigned k = (unsigned)rndn(r, 1000), wid = (unsigned)rndn(r, 2);
+
+    if (k < 380) {
+        /* a request: [Ex Flag], Upper, [Ex], Lower */
+        unsigned cmd = (unsigned)rndn(r, 2);
+        bool ex = rndn(r, 4) == 0;
+        if (ex || rndn(r, 10) == 0) {
+            qq(b, "writeq 0x%" PRIx64 " 0x%x", ur_addr(b, wid, DN2_UR_CMD_EX_FLAG), ex);
+        }
+        if (rndn(r, 8)) {
+            qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64,
+               ur_addr(b, wid, cmd ? DN2_UR_CMD1_UPPER : DN2_UR_CMD0_UPPER),
+               dn2_req_upper(fz_off(f), fz_off(f)));
+        }
+        if (ex) {
+            qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, ur_addr(b, wid, DN2_UR_CMD_EX), fz_ex(f));
+        }
+        qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64,
+           ur_addr(b, wid, cmd ? DN2_UR_CMD1_LOWER : DN2_UR_CMD0_LOWER), fz_lower(f));
+        P1.doorbells++;
+    } else if (k < 600) {
+        /* a register, plausible value, mostly 64-bit aligned */
+        bool system = rndn(r, 4) == 0;
+        uint32_t reg = system ? sr_regs[rndn(r, sizeof(sr_regs) / 4)] :
+                                (uint32_t)(wid * DN2_UR_WID_STRIDE) +
+                                ur_regs[rndn(r, sizeof(ur_regs) / 4)];
+        uint64_t off = (system ? DN2_SR_BASE : DN2_UR_BASE) + reg;
+        unsigned sz = rndn(r, 5) ? 3 : (unsigned)rndn(r, 4);
+        if (rndn(r, 10) == 0) {
+            off += rndn(r, 8);
+        }
+        if (rndn(r, 2)) {
+            qq(b, "%s 0x%" PRIx64, rd_cmd[sz], b->base + off);
+        } else {
+            uint64_t v = fz_regval(f, system, reg);
+            if (sz < 3) {
+                v &= (1ull << (8u << sz)) - 1;
+            }
+            if (!fz_tame(f, off, 1u << sz, &v)) {
+                qq(b, "readq 0x%" PRIx64, ur_addr(b, wid, DN2_UR_CTL_STATUS));
+            } else {
+                qq(b, "%s 0x%" PRIx64 " 0x%" PRIx64, wr_cmd[sz], b->base + off, v);
+            }
+        }
+    } else if (k < 700) {
+        /* a packet image in a Write Window, then a BOTF of it (or not) */
+        uint8_t img[DN2_BOTF_MAX];
+        struct dn2_hdr h;
+        unsigned n = 16 + (unsigned)rndn(r, 200), ww = (unsigned)rndn(r, 4), i;
+        uint64_t w0, w1;
+        memset(&h, 0, sizeof(h));
+        h.type = rndn(r, 4) ? valid_ops[7 + rndn(r, 9)] : (uint8_t)rndn(r, 32);
+        h.dtype = (uint8_t)rndn(r, 8);
+        h.pgid = f->fp;
+        h.dlid = rndn(r, 3) ? f->peer : rndn(r, 2) ? f->own : (uint16_t)rnd(r);
+        h.iter = (uint8_t)rnd(r);
+        h.dwid = (uint8_t)rndn(r, 2);
+        h.eflag = (uint8_t)rndn(r, 2);
+        h.rflag = (uint8_t)rndn(r, 2);
+        h.hflag = (uint8_t)rndn(r, 2);
+        h.lflag = (uint8_t)rndn(r, 2);
+        h.pflag = (uint8_t)rndn(r, 2);
+        h.size = (uint16_t)(rndn(r, 4) ? n : rndn(r, 4096));
+        w0 = dn2_hdr0_encode(&h);
+        w1 = dn2_hdr1_encode(fz_off(f), fz_off(f));
+        for (i = 0; i < 8; i++) {
+            img[i] = (uint8_t)(w0 >> (8 * i));
+            img[8 + i] = (uint8_t)(w1 >> (8 * i));
+        }
+        for (i = 16; i < n; i++) {
+            img[i] = (uint8_t)rnd(r);
+        }
+        qq_write(b, b->base + DN2_WW_OFF(wid, ww), img, n);
+        if (rndn(r, 3)) {
+            qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, ur_addr(b, wid, DN2_UR_CMD0_LOWER),
+               dn2_botf_lower(ww, rndn(r, 5) ? n : (unsigned)rndn(r, 1024)));
+            P1.doorbells++;
+        }
+    } else if (k < 850) {
+        /* a read anywhere in the window */
+        unsigned sz = (unsigned)rndn(r, 4);
+        uint64_t off = rndn(r, 3) ? rndn(r, DN2_WINDOW_SIZE) :
+                                    DN2_UR_BASE + rndn(r, 2 * DN2_REGION_SIZE);
+        if (off == DN2_SR_BASE + DN2_SR_CTL_RESET && rndn(r, 20)) {
+            off += 8;   /* a read of 0xa00 resets: keep those rare */
+        }
+        qq(b, "%s 0x%" PRIx64, rd_cmd[sz], b->base + off);
+    } else if (k < 998) {
+        /* a write anywhere in the window (buffers, registers, holes) */
+        unsigned sz = (unsigned)rndn(r, 4);
+        uint64_t off = rndn(r, 2) ? rndn(r, DN2_WINDOW_SIZE) :
+                                    DN2_UR_BASE + rndn(r, 2 * DN2_REGION_SIZE);
+        uint64_t v = rnd(r);
+        if (sz < 3) {
+            v &= (1ull << (8u << sz)) - 1;
+        }
+        if (fz_tame(f, off, 1u << sz, &v)) {
+            qq(b, "%s 0x%" PRIx64 " 0x%" PRIx64, wr_cmd[sz], b->base + off, v);
+        }
+    } else {
+        /* a Controller Reset (write or read of 0xa00), then maybe part
+         * of a bring-up with fuzz values */
+        if (rndn(r, 2)) {
+            qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, sr_addr(b, DN2_SR_CTL_RESET), rnd(r));
+        } else {
+            qq(b, "readq 0x%" PRIx64, sr_addr(b, DN2_SR_CTL_RESET));
+        }
+        P1.ctl_resets++;
+        if (rndn(r, 2)) {
+            qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, sr_addr(b, DN2_SR_SDIMM_CAPACITY),
+               (uint64_t)1 << rndn(r, 3));
+            qq(b, "writeq 0x%" PRIx64 " 0x1", sr_addr(b, DN2_SR_SDIMM_INIT));
+            qq(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, sr_addr(b, DN2_SR_MTU),
+               (uint64_t)1 << rndn(r, 5));
+            qq(b, "writeq 0x%" PRIx64 " 0x%x", sr_addr(b, DN2_SR_PGID0), f->fp);
+            qq(b, "writeq 0x%" PRIx64 " 0x%x", sr_addr(b, DN2_SR_PGID1), f->fp);
+        }
+    }
+}
+
+/*
+ * Back-pressure, then a Controller Reset of the board that applies it: d's
+ * status ring shrinks to 3 records, s streams 6 RVS with eflag at it, d's
+ * ring fills and its port refuses packets (s stalls); then d is reset and
+ * brought up again, as a guest driver reloading would.  The round trips
+ * that follow must get through: no reset may leave s's stream hung.
+ */
+static unsigned bp_seen;
+
+static void backpressure_reset(Board *s, Board *d)
+{
+    static char ctx[160];
+    uint64_t end, cs = 0;
+    int k;
+
+    ur_w(d, 0, DN2_UR_STATUS_INIT, ST_OFF);
+    ur_w(d, 0, DN2_UR_STATUS_SIZE, 0x01);        /* 64 bytes: 3 usable records */
+    d->st_head[0] = ST_OFF;
+    for (k = 0; k < 6; k++) {
+        if (!fifo_room(s, 0, T_XFER)) {
+            hang("back-pressure setup: no room in board %s's Request FIFO", s->name);
+        }
+        issue(s, 0, dn2_req_upper(0x900000 + k * 4096, 0xa00000 + k * 4096),
+              dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(d->lid), 0, 1, 4096));
+    }
+    end = now_ms() + 5000;
+    do {
+        cs = ur(d, 0, DN2_UR_CTL_STATUS);
+        if (cs & DN2_CS_STATUS_FULL) {
+            bp_seen++;
+            break;
+        }
+        usleep(500);
+    } while (now_ms() < end);
+    if (!(cs & DN2_CS_STATUS_FULL)) {
+        note("mmio: board %s's 3-record status ring did not fill (Controller Status 0x%"
+             PRIx64 ")", d->name, cs);
+    }
+    msleep(5);
+    sr_w(d, DN2_SR_CTL_RESET, 0);
+    board_bringup(d, PG, PG);
+    snprintf(ctx, sizeof(ctx), " (after a Controller Reset of board %s while it back-"
+             "pressured board %s's stream)", d->name, s->name);
+    check_ctx = ctx;
+}
+
+/* Every board: Controller Reset, bring-up, link; back-pressure and a
+ * reset; then the round trips. */
+static void mmio_check(Board **bs, int n, Rng *r)
+{
+    int i;
+
+    P1.in_check = true;
+    size_t len = 4096 * (1 + rndn(r, 3)) + 1 + rndn(r, 4000);
+
+    for (i = 0; i < n; i++) {
+        sr_w(bs[i], DN2_SR_CTL_RESET, 0);
+        board_bringup(bs[i], PG, PG);
+        if (!wait_link(bs[i], T_LINK)) {
+            hang("check %" PRIu64 ": board %s: link not ready %u ms after the bring-up",
+                 P1.checks + 1, bs[i]->name, T_LINK);
+        }
+        qom(bs[i], "stat-requests");        /* QMP answers too */
+    }
+    backpressure_reset(bs[0], bs[1]);
+    round_trip(bs[0], bs[1], 0x100000, 0x200000, 0x300000, 0x400000, len);
+    backpressure_reset(bs[1], bs[0]);
+    round_trip(bs[1], bs[0], 0x500000, 0x600000, 0x700000, 0x800000, len);
+    backpressure_reset(bs[2], bs[2]);
+    round_trip(bs[2], bs[2], 0x100000, 0x200000, 0x300000, 0x400000, len);
+    check_ctx = "";
+    P1.checks++;
+    P1.in_check = false;
+    vnote("mmio check %" PRIu64 " passed (%zu-byte round trips)", P1.checks, len);
+}
+
+static Rng p1_rng;
+
+/* One set of boards, fuzzed until the operations are done or something
+ * fails (a failure jumps back to phase_mmio). */
+static void mmio_segment(void)
+{
+    /* static: the phase runner stops them after a longjmp out of here */
+    static Sw sw;
+    static Board A, B, L;
+    Board *bs[3] = { &A, &B, &L };
+    char props[256];
+    Rng *r = &p1_rng;
+    FuzzCtx fa, fb, fl;
+    uint64_t t0, next_check, every = opt_mmio_ops >= 500000 ? 100000 : opt_mmio_ops / 4;
+    uint8_t fp;
+
+    memset(&sw, 0, sizeof(sw));
+    P1.segments++;
+    psw = &sw;
+    if (!sw_start(&sw, 0)) {
+        phase_fail("dn2-switch did not start");
+    }
+    snprintf(props, sizeof(props), "switch=127.0.0.1:%d,guid=0xa1", sw.port);
+    board_start(&A, "A", 64 * MiB, props);
+    snprintf(props, sizeof(props), "switch=127.0.0.1:%d,guid=0xb1,rx-thread=on", sw.port);
+    board_start(&B, "B", 64 * MiB, props);
+    board_start(&L, "L", 64 * MiB, "loopback=on");
+    for (int i = 0; i < 3; i++) {
+        if (!wait_link(bs[i], T_LINK)) {
+            hang("board %s: no link at start", bs[i]->name);
+        }
+        board_bringup(bs[i], PG, PG);
+    }
+    note("mmio: boards A (LID 0x%x), B (LID 0x%x, rx-thread) on dn2-switch port %d; L in "
+         "loopback (LID 0x%x); %" PRIu64 " operations, a check every %" PRIu64, A.lid, B.lid,
+         sw.port, L.lid, opt_mmio_ops, every);
+    mmio_check(bs, 3, r);
+    do {
+        fp = (uint8_t)rnd(r);
+    } while (fp == PG || fp == 0);
+    fa = (FuzzCtx){ r, A.lid, B.lid, fp, A.area };
+    fb = (FuzzCtx){ r, B.lid, A.lid, fp, B.area };
+    fl = (FuzzCtx){ r, L.lid, L.lid, fp, L.area };
+    t0 = now_ns() - (uint64_t)(P1.secs * 1e9);
+    next_check = (P1.ops / every + 1) * every;
+    while (P1.ops < opt_mmio_ops) {
+        FuzzCtx *fc[3] = { &fa, &fb, &fl };
+        int i;
+        for (i = 0; i < 3; i++) {
+            while (bs[i]->qon < 384) {
+                fz_step(bs[i], fc[i]);
+            }
+            P1.ops += bs[i]->qon;
+            q_flush(bs[i], T_CMD);
+        }
+        P1.secs = (now_ns() - t0) / 1e9;
+        if (P1.ops >= next_check || P1.ops >= opt_mmio_ops) {
+            double s = (now_ns() - t0) / 1e9;
+            mmio_check(bs, 3, r);
+            note("mmio: %" PRIu64 " operations in %.1f s (%.0f/s incl. checks), check %" PRIu64
+                 " passed", P1.ops, s, P1.ops / s, P1.checks);
+            next_check += every;
+        }
+    }
+    P1.secs = (now_ns() - t0) / 1e9;
+    diag++;
+    note("mmio: what the boards saw:");
+    for (int i = 0; i < 3; i++) {
+        board_dump(bs[i]);
+    }
+    diag--;
+    P1.foreign = foreign_records;
+}
+
+/* A crash or a hang ends the segment; the fuzzing goes on with fresh
+ * boards (the run is failed all the same), so that one defect does not
+ * hide the next.  At most 4 segments. */
+static void phase_mmio(void)
+{
+    P1.ran = true;
+    rng_seed(&p1_rng, opt_seed ^ 0x6d6d696f);
+    for (;;) {
+        if (!setjmp(phase_env)) {
+            mmio_segment();
+            break;
+        }
+        if (P1.in_check) {
+            P1.check_failures++;
+        } else {
+            P1.fuzz_failures++;
+        }
+        P1.in_check = false;
+        phase_cleanup();
+        if (P1.ops >= opt_mmio_ops || P1.segments >= 4) {
+            break;
+        }
+        note("mmio: going on with fresh boards (%" PRIu64 " operations left)",
+             opt_mmio_ops - P1.ops);
+    }
+    P1.ops_ok = P1.ops >= opt_mmio_ops && !P1.fuzz_failures && !P1.check_failures;
+    P1.checks_ok = P1.checks > 0 && !P1.check_failures;
+}
+
+/* ================================================================== */
+/* Phase 2: hostile datagrams                                          */
+/* ================================================================== */
+
+#define GUARD_OFF   (64 * MiB)  /* WID 0: only forged packets aim here */
+#define GUARD_LEN   (16 * MiB)
+#define CHK_OFF     (96 * MiB)  /* WID 0: the known-good round trips */
+#define AMT_ENT     0x100u      /* WID 1's AMT entry (LLCM offset) */
+#define IPR_BASE    0x100000u   /* WID 1's IPUSH ring (SO-DIMM offset) */
+#define IPR_SIZE    0x10000u
+#define NFUZZSOCK   4
+
+static struct {
+    uint64_t sent, to_board[2], to_switch, send_err;
+    uint64_t kind[8];
+    uint64_t rx_board[2], drops_board[2], stalls_board[2], accepted_board[2];
+    uint64_t sw_bad, sw_in;
+    uint64_t peer_acks, peer_data_in, peer_rehello;
+    unsigned checks;
+    double secs;
+    bool ran, sent_ok, guard_ok, after_ok, peer_ok;
+} P2;
+
+static const char *const kind_name[8] = {
+    "random bytes", "magic + random", "header + random body", "mutated messages",
+    "forged DATA/ACK", "peer DATA (random DIMMnet-2 packets)", "to the switch", "-",
+};
+
+typedef struct Victim {
+    Board *b;
+    uint16_t lid;
+    uint64_t epoch;
+    struct dn2f_addr addr;
+    bool known;
+    /* per lane (= the packets' DWID, docs/fabric.md 4.1) */
+    uint32_t tx_seq[DN2F_NUM_LANES];    /* our next sequence number toward it */
+    uint32_t rx_cum[DN2F_NUM_LANES];    /* the next one we expect from it */
+    bool rx_seen[DN2F_NUM_LANES];
+    uint32_t sess;              /* its session toward us (0: not known yet) */
+} Victim;
+
+/* A hostile board: registered with the switch like a board (HELLO), so
+ * its DATA passes the fabric's checks and reaches the Receive Controller. */
+typedef struct RawPeer {
+    int fd;
+    struct dn2f_addr sw;
+    uint64_t guid, epoch, sw_epoch;
+    uint16_t lid;
+    uint32_t gen, sess;
+    struct dn2f_ticket ticket;  /* the ASSIGN's, returned until we are in the table */
+    bool joined;
+    Victim v[2];
+    uint64_t next_hello, next_ka;
+} RawPeer;
+
+static void raw_send(int fd, const struct dn2f_addr *to, const void *buf, size_t len)
+{
+    if (sendto(fd, buf, len, 0, &to->u.sa, to->len) < 0) {
+        P2.send_err++;
+    }
+}
+
+static Victim *rp_victim(RawPeer *rp, uint16_t lid)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        if (rp->v[i].lid == lid) {
+            return &rp->v[i];
+        }
+    }
+    return NULL;
+}
+
+/* Answer the switch and the victims: HELLO until registered, KEEPALIVE,
+ * the routing table (epochs, addresses), and an ACK for every DATA (an RVL
+ * answered to us must not stall the victim). */
+static void rp_service(RawPeer *rp)
+{
+    static uint8_t buf[DN2F_DGRAM_MAX + 1], out[256];
+    struct dn2f_wbuf w;
+    struct sockaddr_storage ss;
+    uint64_t t = now_ms();
+    int i;
+
+    for (i = 0; i < 4096; i++) {
+        socklen_t sl = sizeof(ss);
+        ssize_t n = recvfrom(rp->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&ss, &sl);
+        struct dn2f_msg m;
+        Victim *v;
+        if (n < 0) {
+            break;
+        }
+        if (dn2f_decode(buf, (size_t)n, &m)) {
+            continue;
+        }
+        switch (m.h.type) {
+        case DN2F_T_ASSIGN:
+            /* a ticket: returned in a KEEPALIVE it makes us a port */
+            rp->lid = m.u.assign.lid;
+            rp->sw_epoch = m.h.src_epoch;
+            rp->ticket = m.u.assign.ticket;
+            rp->joined = false;
+            rp->next_ka = 0;
+            break;
+        case DN2F_T_ROUTES: {
+            struct dn2f_iter it;
+            struct dn2f_route r;
+            rp->gen = m.u.routes.gen;
+            rp->sw_epoch = m.h.src_epoch;
+            dn2f_routes_iter(&m, &it);
+            while (dn2f_routes_next_route(&it, &r)) {
+                if (r.lid == rp->lid) {
+                    rp->joined = true;
+                }
+                if ((v = rp_victim(rp, r.lid))) {
+                    if (v->epoch != r.epoch) {          /* new streams */
+                        memset(v->tx_seq, 0, sizeof(v->tx_seq));
+                        memset(v->rx_cum, 0, sizeof(v->rx_cum));
+                        memset(v->rx_seen, 0, sizeof(v->rx_seen));
+                        v->sess = 0;
+                    }
+                    v->epoch = r.epoch;
+                    v->addr = r.addr;
+                    v->known = true;
+                }
+            }
+            break;
+        }
+        case DN2F_T_BYE:
+            rp->lid = 0;            /* the switch forgot us: HELLO again */
+            rp->joined = false;
+            P2.peer_rehello++;
+            break;
+        case DN2F_T_DATA:
+        case DN2F_T_ACK:
+            if (!(v = rp_victim(rp, m.h.src_lid))) {
+                break;
+            }
+            if (m.h.src_sess != v->sess) {
+                /* the victim's (new) session: its streams start over */
+                v->sess = m.h.src_sess;
+                memset(v->rx_cum, 0, sizeof(v->rx_cum));
+                memset(v->rx_seen, 0, sizeof(v->rx_seen));
+                if (m.h.dst_sess != rp->sess) {
+                    memset(v->tx_seq, 0, sizeof(v->tx_seq));
+                }
+            }
+            if (m.h.type == DN2F_T_DATA) {
+                struct dn2f_iter it;
+                struct dn2f_rec r;
+                unsigned ln, nl = 0;
+                P2.peer_data_in++;
+                dn2f_data_iter(&m, &it);
+                while (dn2f_data_next(&it, &r)) {
+                    ln = r.lane & 1;
+                    v->rx_seen[ln] = true;
+                    if (r.kind != DN2F_REC_MCAST_ORIGIN && r.seq == v->rx_cum[ln]) {
+                        v->rx_cum[ln]++;
+                    }
+                }
+                dn2f_wbuf_init(&w, out, sizeof(out));
+                dn2f_put_hdr(&w, DN2F_T_ACK, 0, rp->lid, v->lid, rp->epoch, v->epoch);
+                dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+                for (ln = 0; ln < DN2F_NUM_LANES; ln++) {
+                    nl += v->rx_seen[ln];
+                }
+                for (ln = 0; ln < DN2F_NUM_LANES; ln++) {
+                    if (v->rx_seen[ln] || (!nl && ln == 0)) {
+                        nl = nl ? nl - 1 : 0;
+                        dn2f_put_ack(&w, ln, nl > 0, v->rx_cum[ln], v->rx_cum[ln] + 512, 0,
+                                     NULL);
+                    }
+                }
+                raw_send(rp->fd, &v->addr, out, dn2f_finish(&w));
+                P2.peer_acks++;
+            }
+            {
+                const struct dn2f_acks *as = m.h.type == DN2F_T_ACK ? &m.u.acks :
+                                             &m.u.data.acks;
+                unsigned j;
+                /* a naive sender: what the victim did not get is sent anew */
+                for (j = 0; j < as->n; j++) {
+                    unsigned ln = as->a[j].lane & 1;
+                    if ((int32_t)(v->tx_seq[ln] - as->a[j].cum) > 0) {
+                        v->tx_seq[ln] = as->a[j].cum;
+                    }
+                }
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (!rp->lid && t >= rp->next_hello) {
+        struct dn2f_hello hl = { .guid = rp->guid, .lid_hint = 0 };
+        dn2f_wbuf_init(&w, out, sizeof(out));
+        dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, rp->epoch, 0);
+        dn2f_put_hello(&w, &hl);
+        raw_send(rp->fd, &rp->sw, out, dn2f_finish(&w));
+        rp->next_hello = t + 100;
+    }
+    if (rp->lid && t >= rp->next_ka) {
+        dn2f_wbuf_init(&w, out, sizeof(out));
+        dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, rp->lid, 0, rp->epoch, rp->sw_epoch);
+        dn2f_put_keepalive(&w, rp->joined ? rp->gen : 0xffffffffu, rp->guid,
+                           rp->joined ? NULL : &rp->ticket);
+        raw_send(rp->fd, &rp->sw, out, dn2f_finish(&w));
+        rp->next_ka = t + (rp->joined ? 200 : 100);
+    }
+}
+
+static bool rp_register(RawPeer *rp, int sw_port, Board *a, Board *b, uint64_t seed)
+{
+    char sws[64];
+    struct dn2f_addr me;
+    uint64_t end = now_ms() + T_LINK;
+
+    memset(rp, 0, sizeof(*rp));
+    dn2f_addr_parse(&me, "127.0.0.1:0");
+    rp->fd = dn2f_udp_open(&me, 4 << 20);
+    if (rp->fd < 0) {
+        die("UDP socket: %s", strerror(-rp->fd));
+    }
+    snprintf(sws, sizeof(sws), "127.0.0.1:%d", sw_port);
+    dn2f_addr_parse(&rp->sw, sws);
+    rp->guid = 0xbad0000000000000ull | (seed & 0xffffffffffull) | 1;
+    rp->epoch = seed | 1;
+    rp->sess = 1;
+    rp->v[0] = (Victim){ .b = a, .lid = a->lid };
+    rp->v[1] = (Victim){ .b = b, .lid = b->lid };
+    while (now_ms() < end) {
+        rp_service(rp);
+        if (rp->lid && rp->joined && rp->v[0].known && rp->v[1].known) {
+            return true;
+        }
+        msleep(2);
+    }
+    return false;
+}
+
+/* A random DIMMnet-2 packet for victim v from the registered peer: never
+ * PG (the known-good traffic's group), mostly for WID 1 (PG2). */
+static size_t hostile_pkt(Rng *r, uint8_t *p, uint16_t dlid)
+{
+    static const uint8_t types[] = { DN2_OP_RVS, DN2_OP_RVSS, DN2_OP_RVSI, DN2_OP_RVL,
+                                     DN2_OP_RVLS, DN2_OP_RVLI, DN2_OP_IPUSH };
+    struct dn2_hdr h;
+    unsigned lines, dlen, i;
+    uint64_t w[4];
+
+    memset(&h, 0, sizeof(h));
+    h.type = rndn(r, 10) < 7 ? types[rndn(r, sizeof(types))] : (uint8_t)rndn(r, 32);
+    h.dtype = (uint8_t)rndn(r, 8);
+    h.iter = rndn(r, 2) ? (uint8_t)rndn(r, 16) : (uint8_t)rnd(r);
+    do {
+        h.pgid = rndn(r, 10) < 6 ? PG2 : (uint8_t)rnd(r);
+    } while (h.pgid == PG);
+    h.dwid = rndn(r, 5) ? 1 : 0;
+    h.swid = (uint8_t)rndn(r, 2);
+    h.dlid = dlid;
+    h.rflag = rndn(r, 4) == 0;
+    h.eflag = (uint8_t)rndn(r, 2);
+    h.hflag = rndn(r, 4) ? dn2_hdr_lines(h.type) > 2 : (uint8_t)rndn(r, 2);
+    h.lflag = rndn(r, 5) == 0;
+    h.pflag = rndn(r, 5) == 0;
+    h.w1_lo = rndn(r, 5) ? (uint32_t)rndn(r, 128 * MiB) : (uint32_t)rnd(r);
+    h.w1_hi = rndn(r, 3) ? (uint32_t)rndn(r, 300) : (uint32_t)rnd(r);
+    h.total = rndn(r, 10) ? (uint32_t)rndn(r, 64 * KiB) : (uint32_t)rnd(r);
+    h.stride = rndn(r, 3) ? (uint32_t)rndn(r, 4096) : (uint32_t)rnd(r);
+    h.ex = rndn(r, 2) ? 0 : rnd(r);
+    lines = rndn(r, 8) ? dn2_hdr_lines(h.type) : (unsigned)rndn(r, 5);
+    if (lines < 1) {
+        lines = 1;
+    }
+    dlen = rndn(r, 10) < 7 ? (unsigned)rndn(r, 513) : (unsigned)rndn(r, DN2_PKT_MAX - lines * 8 + 1);
+    if (h.type >= DN2_OP_RVL && h.type <= DN2_OP_RVLI && rndn(r, 4)) {
+        dlen = 0;
+    }
+    h.size = rndn(r, 10) < 7 ? (uint16_t)dn2_pkt_size_field(lines * 8 + dlen) :
+                               (uint16_t)rndn(r, 4096);
+    w[0] = dn2_hdr0_encode(&h);
+    w[1] = dn2_hdr1_encode(h.w1_lo, h.w1_hi);
+    w[2] = dn2_hdr1_encode(h.total, h.stride);
+    w[3] = h.ex;
+    for (i = 0; i < lines * 8; i++) {
+        p[i] = i < 32 ? (uint8_t)(w[i / 8] >> (8 * (i % 8))) : (uint8_t)rnd(r);
+    }
+    for (i = 0; i < dlen; i++) {
+        p[lines * 8 + i] = (uint8_t)rnd(r);
+    }
+    if (lines * 8 + dlen < DN2F_PKT_MIN) {
+        memset(p + lines * 8 + dlen, 0, DN2F_PKT_MIN - lines * 8 - dlen);
+        dlen = DN2F_PKT_MIN - lines * 8;
+    }
+    return lines * 8 + dlen;
+}
+
+static void mutate(Rng *r, uint8_t *buf, size_t *len, size_t cap)
+{
+    unsigned n = 1 + (unsigned)rndn(r, 4), i;
+
+    for (i = 0; i < n; i++) {
+        switch (rndn(r, 7)) {
+        case 0: case 1:             /* flip a bit */
+            if (*len) {
+                size_t k = rndn(r, *len);
+                buf[k] ^= (uint8_t)(1u << rndn(r, 8));
+            }
+            break;
+        case 2:                     /* a random byte, biased to the header */
+            if (*len) {
+                size_t k = rndn(r, 2) ? rndn(r, *len < 48 ? *len : 48) : rndn(r, *len);
+                buf[k] = (uint8_t)rnd(r);
+            }
+            break;
+        case 3:                     /* truncate */
+            *len = rndn(r, *len + 1);
+            break;
+        case 4:                     /* extend with random bytes */
+            {
+                size_t add = rndn(r, 64), k;
+                for (k = 0; k < add && *len < cap; k++) {
+                    buf[(*len)++] = (uint8_t)rnd(r);
+                }
+            }
+            break;
+        case 5:                     /* the length field lies */
+            if (*len >= 16) {
+                uint32_t l = rndn(r, 2) ? (uint32_t)(*len + rndn(r, 9) - 4) : (uint32_t)rnd(r);
+                memcpy(buf + 12, &l, 4);
+            }
+            break;
+        default:                    /* a 32-bit field gets an edge value */
+            if (*len >= 8) {
+                static const uint32_t e[] = { 0, 1, 0x7fffffff, 0x80000000, 0xffffffff,
+                                              0xfffe, 0x10000 };
+                size_t k = rndn(r, *len - 3) & ~(size_t)3;
+                memcpy(buf + k, &e[rndn(r, 7)], 4);
+            }
+            break;
+        }
+    }
+}
+
+/* A well-formed message of a random type with random fields. */
+static size_t random_msg(Rng *r, uint8_t *buf, size_t cap, uint16_t src, uint16_t dst,
+                         uint64_t se, uint64_t de, bool to_switch)
+{
+    struct dn2f_wbuf w;
+    unsigned type = 1 + (unsigned)rndn(r, DN2F_T_MAX - 1), flags = 0, i, n;
+
+    if (type == DN2F_T_HELLO && to_switch && rndn(r, 8)) {
+        type = DN2F_T_KEEPALIVE;    /* a HELLO makes a port: keep those rarer */
+    }
+    if (type == DN2F_T_DATA && rndn(r, 2)) {
+        flags |= DN2F_F_ACK;
+    }
+    dn2f_wbuf_init(&w, buf, cap);
+    dn2f_put_hdr(&w, type, flags, src, dst, se, de);
+    if (rndn(r, 3) == 0) {
+        dn2f_hdr_set_sessions(&w, (uint32_t)rndn(r, 4), (uint32_t)rndn(r, 4));
+    }
+    switch (type) {
+    case DN2F_T_HELLO: {
+        struct dn2f_hello h = { .guid = rnd(r) | 1,
+                                .lid_hint = rndn(r, 2) ? 0 : (uint16_t)(1 + rndn(r, 0xff)) };
+        dn2f_put_hello(&w, &h);
+        break;
+    }
+    case DN2F_T_ASSIGN: {
+        struct dn2f_assign a = { .guid = rnd(r), .lid = (uint16_t)rnd(r),
+                                 .link_state = (uint8_t)rndn(r, 4),
+                                 .route_mode = (uint8_t)rndn(r, 3) };
+        dn2f_put_assign(&w, &a);
+        break;
+    }
+    case DN2F_T_ROUTES: {
+        unsigned nr = (unsigned)rndn(r, 6), ng = (unsigned)rndn(r, 3);
+        dn2f_put_routes_hdr(&w, (uint32_t)rnd(r), 0, 1, (uint16_t)nr, (uint16_t)ng);
+        for (i = 0; i < nr; i++) {
+            struct dn2f_route rt;
+            memset(&rt, 0, sizeof(rt));
+            rt.lid = (uint16_t)(1 + rndn(r, 0xff));
+            rt.flags = DN2F_RT_DIRECT;
+            dn2f_addr_parse(&rt.addr, "127.0.0.1:9");
+            rt.epoch = rnd(r);
+            dn2f_put_route(&w, &rt);
+        }
+        for (i = 0; i < ng; i++) {
+            uint16_t m[4] = { src, dst, 1, 2 };
+            dn2f_put_group(&w, dn2_clid_to_lid((uint16_t)(DN2_CLID_MCAST_FIRST + rndn(r, 64))),
+                           (uint16_t)rndn(r, 5), m);
+        }
+        break;
+    }
+    case DN2F_T_DATA: {
+        uint8_t pkt[DN2_PKT_MAX];
+        if (flags & DN2F_F_ACK) {
+            bool two = rndn(r, 3) == 0;
+            dn2f_put_ack(&w, (unsigned)rndn(r, 2), two, (uint32_t)rnd(r), (uint32_t)rnd(r), 0,
+                         NULL);
+            if (two) {
+                dn2f_put_ack(&w, (unsigned)rndn(r, 3), false, (uint32_t)rnd(r),
+                             (uint32_t)rnd(r), 0, NULL);
+            }
+        }
+        n = 1 + (unsigned)rndn(r, 4);
+        for (i = 0; i < n; i++) {
+            size_t l = hostile_pkt(r, pkt, dst);
+            unsigned kind = rndn(r, 4) ? DN2F_REC_UNICAST : (unsigned)rndn(r, 3);
+            uint16_t ml[2] = { dst, src };
+            uint32_t ms[2] = { (uint32_t)rnd(r), 0 };
+            uint64_t me[2] = { de, rnd(r) };
+            dn2f_put_rec(&w, kind,
+                         rndn(r, 5) ? (dn2f_pkt_dwid(pkt) ? DN2F_RF_LANE1 : 0) |
+                                      (unsigned)rndn(r, 2) : (unsigned)rndn(r, 256),
+                         (uint32_t)rndn(r, 1000),
+                         kind ? dn2_clid_to_lid(DN2_CLID_MCAST_FIRST) : 0,
+                         kind == DN2F_REC_MCAST_ORIGIN ? 1 + (unsigned)rndn(r, 2) : 0,
+                         ml, ms, me, pkt, l);
+        }
+        break;
+    }
+    case DN2F_T_ACK: {
+        uint8_t bits[128];
+        unsigned nb = 32 * (unsigned)rndn(r, 5);
+        for (i = 0; i < nb / 8; i++) {
+            bits[i] = (uint8_t)rnd(r);
+        }
+        dn2f_put_ack(&w, (unsigned)rndn(r, 2), false, (uint32_t)rndn(r, 4096),
+                     (uint32_t)rndn(r, 8192), (uint16_t)nb, bits);
+        break;
+    }
+    case DN2F_T_KEEPALIVE:
+    case DN2F_T_BYE:
+    case DN2F_T_STATS_REQ:
+        dn2f_put_u32pair(&w, rndn(r, 2) ? (uint32_t)rndn(r, 4) : (uint32_t)rnd(r), 0);
+        break;
+    case DN2F_T_STATS_RESP: {
+        struct dn2f_swsummary su;
+        memset(&su, 0, sizeof(su));
+        su.uptime_ms = rnd(r);
+        dn2f_put_stats_hdr(&w, (uint32_t)rnd(r), 0, 1, 0, &su);
+        break;
+    }
+    default:
+        dn2f_put_mcast(&w, dn2_clid_to_lid((uint16_t)(DN2_CLID_MCAST_FIRST + rndn(r, 0x3ff))));
+        break;
+    }
+    return dn2f_finish(&w);
+}
+
+/* Forged traffic: claims to be the other victim (right LIDs, epochs when
+ * known) from a socket that is not it: RVS into the guard region, ACKs. */
+static size_t forged_msg(Rng *r, uint8_t *buf, size_t cap, Victim *to, Victim *as)
+{
+    struct dn2f_wbuf w;
+    uint8_t pkt[1024];
+    struct dn2_hdr h;
+    unsigned i, n = 1 + (unsigned)rndn(r, 4);
+    uint64_t se = rndn(r, 10) < 7 ? as->epoch : rnd(r);
+    uint64_t de = rndn(r, 10) < 7 ? to->epoch : rnd(r);
+
+    dn2f_wbuf_init(&w, buf, cap);
+    if (rndn(r, 4) == 0) {
+        dn2f_put_hdr(&w, DN2F_T_ACK, 0, as->lid, to->lid, se, de);
+        dn2f_hdr_set_sessions(&w, (uint32_t)rndn(r, 8), (uint32_t)rndn(r, 8));
+        dn2f_put_ack(&w, (unsigned)rndn(r, 2), false, (uint32_t)rndn(r, 100000),
+                     (uint32_t)rndn(r, 100000), 0, NULL);
+        return dn2f_finish(&w);
+    }
+    dn2f_put_hdr(&w, DN2F_T_DATA, 0, as->lid, to->lid, se, de);
+    dn2f_hdr_set_sessions(&w, (uint32_t)rndn(r, 8), (uint32_t)rndn(r, 8));
+    for (i = 0; i < n; i++) {
+        size_t dlen = 8 * (1 + rndn(r, 100)), k;
+        uint64_t w0, w1;
+        uint32_t dst = (uint32_t)(GUARD_OFF + (rndn(r, GUARD_LEN - dlen) & ~7ull));
+        memset(&h, 0, sizeof(h));
+        h.type = DN2_OP_RVS;
+        h.pgid = PG;
+        h.dlid = to->lid;
+        h.eflag = 1;
+        h.w1_lo = h.w1_hi = dst;
+        h.size = dn2_pkt_size_field(16 + dlen);
+        w0 = dn2_hdr0_encode(&h);
+        w1 = dn2_hdr1_encode(dst, dst);
+        for (k = 0; k < 8; k++) {
+            pkt[k] = (uint8_t)(w0 >> (8 * k));
+            pkt[8 + k] = (uint8_t)(w1 >> (8 * k));
+        }
+        for (k = 16; k < 16 + dlen; k++) {
+            pkt[k] = (uint8_t)(rnd(r) | 1);
+        }
+        dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, (uint32_t)rndn(r, 4096), 0, 0, NULL, NULL, NULL,
+                     pkt, 16 + dlen);
+    }
+    return dn2f_finish(&w);
+}
+
+/* DATA from the registered peer: in sequence (so it is delivered), now
+ * and then out of the window or with a bogus ACK block. */
+static size_t peer_data(Rng *r, RawPeer *rp, Victim *v, uint8_t *buf, size_t cap)
+{
+    struct dn2f_wbuf w;
+    uint8_t pkt[DN2_PKT_MAX];
+    unsigned i, n = 1 + (unsigned)rndn(r, 6), flags = rndn(r, 5) ? 0 : DN2F_F_ACK;
+
+    dn2f_wbuf_init(&w, buf, cap);
+    dn2f_put_hdr(&w, DN2F_T_DATA, flags, rp->lid, v->lid, rp->epoch, v->epoch);
+    dn2f_hdr_set_sessions(&w, rp->sess, rndn(r, 20) ? v->sess : (uint32_t)rnd(r));
+    if (flags) {
+        unsigned ln = (unsigned)rndn(r, 2);
+        dn2f_put_ack(&w, ln, false, rndn(r, 2) ? v->rx_cum[ln] : (uint32_t)rnd(r),
+                     v->rx_cum[ln] + (uint32_t)rndn(r, 1024), 0, NULL);
+    }
+    for (i = 0; i < n; i++) {
+        size_t l = hostile_pkt(r, pkt, v->lid);
+        unsigned ln = dn2f_pkt_dwid(pkt) & 1;
+        uint32_t seq = rndn(r, 10) ? v->tx_seq[ln]++ : (uint32_t)rnd(r);
+        if (!dn2f_put_rec(&w, DN2F_REC_UNICAST, ln ? DN2F_RF_LANE1 : 0, seq, 0, 0, NULL, NULL,
+                          NULL, pkt, l)) {
+            break;
+        }
+    }
+    return dn2f_finish(&w);
+}
+
+/* WID 1 of a victim: its status ring, IPUSH ring and LH Buffer freed
+ * (as a guest would consume them), so back-pressure comes and goes. */
+static void victim_drain(Board *b)
+{
+    Rec rec[256];
+    uint32_t tail;
+
+    st_take(b, 1, rec, 256);
+    tail = (uint32_t)rdq(b, b->base + DN2_LLCM_OFF(1) + AMT_ENT + DN2_AMT_TAIL) & 0xffffffffu;
+    wrq(b, b->base + DN2_LLCM_OFF(1) + AMT_ENT + DN2_AMT_HEAD,
+        (rdq(b, b->base + DN2_LLCM_OFF(1) + AMT_ENT) & 0xffffffff00000000ull) | tail);
+    ur_w(b, 1, DN2_UR_LHB_ADDR, ur(b, 1, DN2_UR_LHB_ADDR));
+}
+
+static void victim_setup(Board *b, uint16_t peer_lid)
+{
+    uint8_t e[DN2_AMT_ENTRY];
+    uint32_t v[4] = { 0, 0, IPR_BASE, IPR_SIZE };
+    int swid;
+
+    memcpy(e, v, sizeof(e));
+    qq_write(b, b->base + DN2_LLCM_OFF(1) + AMT_ENT, e, sizeof(e));
+    q_flush(b, T_CMD);
+    ur_w(b, 1, DN2_UR_IPUSH_AREA_SIZE, 0x100);
+    for (swid = 0; swid < 2; swid++) {
+        sr_w(b, DN2_SR_AMT, dn2_amt_encode((DN2_LLCM_OFF(1) - DN2_LLCM_BASE + AMT_ENT) /
+                                           DN2_AMT_UNIT, (uint32_t)swid, peer_lid));
+    }
+}
+
+static void hostile_round_trips(Board *a, Board *b, Rng *r)
+{
+    size_t len = 4096 * (1 + rndn(r, 2)) + 1 + rndn(r, 3000);
+
+    round_trip(a, b, CHK_OFF, CHK_OFF + 1 * MiB, CHK_OFF + 2 * MiB, CHK_OFF + 3 * MiB, len);
+    round_trip(b, a, CHK_OFF + 4 * MiB, CHK_OFF + 5 * MiB, CHK_OFF + 6 * MiB,
+               CHK_OFF + 7 * MiB, len);
+}
+
+static void phase_hostile(void)
+{
+    static Sw sw;
+    static Board A, B;
+    static RawPeer rp;
+    static uint8_t buf[DN2F_DGRAM_MAX + 64];
+    Board *bs[2] = { &A, &B };
+    struct dn2f_addr board_addr[2], me;
+    int fsock[NFUZZSOCK], i;
+    char props[256], st[4096];
+    Rng r;
+    uint64_t t0, next_check, every, base_rx[2], base_drops[2], base_stalls[2], base_acc[2];
+    int64_t first;
+
+    P2.ran = true;
+    memset(&sw, 0, sizeof(sw));
+    rng_seed(&r, opt_seed ^ 0x686f7374);
+    every = opt_datagrams / 10 ? opt_datagrams / 10 : 1;
+    psw = &sw;
+    if (!sw_start(&sw, 0)) {
+        phase_fail("dn2-switch did not start");
+    }
+    for (i = 0; i < 2; i++) {
+        char a[64];
+        int port = free_udp_port();
+        snprintf(props, sizeof(props), "switch=127.0.0.1:%d,local=127.0.0.1:%d,guid=0x%x%s",
+                 sw.port, port, 0xc1 + i, i ? ",rx-thread=on" : "");
+        board_start(bs[i], i ? "B" : "A", 256 * MiB, props);
+        bs[i]->udp_port = port;
+        snprintf(a, sizeof(a), "127.0.0.1:%d", port);
+        dn2f_addr_parse(&board_addr[i], a);
+        if (!wait_link(bs[i], T_LINK)) {
+            hang("board %s: no link at start", bs[i]->name);
+        }
+        board_bringup(bs[i], PG, PG2);
+    }
+    P2.peer_ok = rp_register(&rp, sw.port, &A, &B, opt_seed ^ 0x7261770000ull);
+    if (!P2.peer_ok) {
+        /* go on with what strangers can send; the run fails all the same */
+        note("FAIL: the hostile peer could not join the switch (LID 0x%x, joined %d, victims "
+             "known %d %d); this tool speaks fabric wire version %d with %d-byte headers: are "
+             "dn2-switch and QEMU built from the same sources as tools/soak?", rp.lid,
+             rp.joined, rp.v[0].known, rp.v[1].known, DN2F_VERSION, DN2F_HDR_LEN);
+        for (i = 0; i < 2; i++) {
+            rp.v[i].epoch = rnd(&r);
+            rp.v[i].addr = board_addr[i];
+        }
+    }
+    for (i = 0; i < 2 && P2.peer_ok; i++) {
+        char a[64];
+        if (!dn2f_addr_equal(&rp.v[i].addr, &board_addr[i])) {
+            phase_fail("the routing table gives board %s the address %s, not 127.0.0.1:%d",
+                       bs[i]->name, dn2f_addr_str(&rp.v[i].addr, a, sizeof(a)),
+                       bs[i]->udp_port);
+        }
+        victim_setup(bs[i], rp.lid);
+    }
+    for (i = 0; i < NFUZZSOCK; i++) {
+        dn2f_addr_parse(&me, "127.0.0.1:0");
+        fsock[i] = dn2f_udp_open(&me, 4 << 20);
+        if (fsock[i] < 0) {
+            die("UDP socket: %s", strerror(-fsock[i]));
+        }
+    }
+    note("hostile: boards A (127.0.0.1:%d, LID 0x%x) and B (127.0.0.1:%d, LID 0x%x, rx-thread) "
+         "on dn2-switch port %d; hostile peer LID 0x%x; %" PRIu64 " datagrams", A.udp_port, A.lid,
+         B.udp_port, B.lid, sw.port, rp.lid, opt_datagrams);
+    hostile_round_trips(&A, &B, &r);
+    for (i = 0; i < 2; i++) {
+        base_rx[i] = qom(bs[i], "stat-link-dgrams-rx");
+        base_drops[i] = qom(bs[i], "stat-link-drops");
+        base_stalls[i] = qom(bs[i], "stat-rx-stalls");
+        base_acc[i] = qom(bs[i], "stat-rx-packets");
+    }
+    t0 = now_ns();
+    next_check = every;
+    while (P2.sent < opt_datagrams) {
+        unsigned k = (unsigned)rndn(&r, 1000), tgt = (unsigned)rndn(&r, 10);
+        int t = tgt < 4 ? 1 : tgt < 7 ? 0 : 2;      /* B, A, the switch */
+        int fd = fsock[rndn(&r, NFUZZSOCK)], kind;
+        size_t len = 0;
+        Victim *v = t < 2 ? &rp.v[t] : &rp.v[rndn(&r, 2)];
+        Victim *o = &rp.v[v == &rp.v[0]];
+        const struct dn2f_addr *to = t < 2 ? &board_addr[t] : &rp.sw;
+
+        if (k < 150) {
+            kind = 0;
+            len = rndn(&r, 10) < 7 ? rndn(&r, 200) : rndn(&r, 10) ? rndn(&r, 2000) :
+                                                                   rndn(&r, DN2F_DGRAM_MAX + 1);
+            for (size_t j = 0; j < len; j++) {
+                buf[j] = (uint8_t)rnd(&r);
+            }
+        } else if (k < 250) {
+            uint32_t magic = DN2F_MAGIC;
+            kind = 1;
+            len = 4 + rndn(&r, 200);
+            memcpy(buf, &magic, 4);
+            for (size_t j = 4; j < len; j++) {
+                buf[j] = (uint8_t)rnd(&r);
+            }
+            if (len > 4 && rndn(&r, 2)) {
+                buf[4] = DN2F_VERSION;
+            }
+        } else if (k < 400) {
+            struct dn2f_wbuf w;
+            size_t body = rndn(&r, 10) < 8 ? rndn(&r, 128) : rndn(&r, 8192);
+            kind = 2;
+            dn2f_wbuf_init(&w, buf, sizeof(buf));
+            dn2f_put_hdr(&w, (unsigned)rndn(&r, 16), (unsigned)rndn(&r, 8),
+                         rndn(&r, 2) ? o->lid : (uint16_t)rnd(&r),
+                         rndn(&r, 2) ? v->lid : (uint16_t)rnd(&r),
+                         rndn(&r, 2) ? o->epoch : rnd(&r), rndn(&r, 2) ? v->epoch : rnd(&r));
+            len = DN2F_HDR_LEN + body;
+            for (size_t j = DN2F_HDR_LEN; j < len; j++) {
+                buf[j] = rndn(&r, 3) ? 0 : (uint8_t)rnd(&r);
+            }
+            {
+                uint32_t l = rndn(&r, 10) < 7 ? (uint32_t)len : (uint32_t)rnd(&r);
+                memcpy(buf + 12, &l, 4);
+            }
+        } else if (k < 600) {
+            kind = 3;
+            len = random_msg(&r, buf, sizeof(buf) - 64, rndn(&r, 2) ? o->lid : rp.lid,
+                             t == 2 ? 0 : v->lid, rndn(&r, 2) ? o->epoch : rnd(&r),
+                             rndn(&r, 2) ? v->epoch : rnd(&r), t == 2);
+            if (rndn(&r, 10) < 6) {
+                mutate(&r, buf, &len, sizeof(buf));
+            }
+        } else if (k < 700 && t < 2) {
+            kind = 4;
+            len = forged_msg(&r, buf, sizeof(buf), v, o);
+        } else if (!P2.peer_ok && (k < 950 || t < 2)) {
+            kind = 3;
+            len = random_msg(&r, buf, sizeof(buf) - 64, o->lid, t == 2 ? 0 : v->lid, o->epoch,
+                             v->epoch, t == 2);
+        } else if (k < 950 || t < 2) {
+            /* the registered peer: to the victim, or through the switch */
+            kind = 5;
+            fd = rp.fd;
+            len = peer_data(&r, &rp, v, buf, sizeof(buf));
+            if (t == 2 && rndn(&r, 2)) {
+                to = &v->addr;
+            }
+            if (t < 2 && rndn(&r, 10) == 0) {
+                mutate(&r, buf, &len, sizeof(buf));
+            }
+        } else {
+            /* control traffic from strangers to the switch */
+            struct dn2f_wbuf w;
+            unsigned ty = (unsigned)rndn(&r, 4);
+            static const unsigned tys[] = { DN2F_T_KEEPALIVE, DN2F_T_STATS_REQ, DN2F_T_MCAST_JOIN,
+                                            DN2F_T_HELLO };
+            kind = 6;
+            dn2f_wbuf_init(&w, buf, sizeof(buf));
+            dn2f_put_hdr(&w, tys[ty], 0, rndn(&r, 2) ? o->lid : (uint16_t)rndn(&r, 300), 0,
+                         rnd(&r), rnd(&r));
+            if (tys[ty] == DN2F_T_MCAST_JOIN) {
+                dn2f_put_mcast(&w, dn2_clid_to_lid((uint16_t)(DN2_CLID_MCAST_FIRST +
+                                                              rndn(&r, 0x3ff))));
+            } else if (tys[ty] == DN2F_T_HELLO) {
+                struct dn2f_hello hl = { .guid = rnd(&r) | 1, .lid_hint = 0 };
+                dn2f_put_hello(&w, &hl);
+            } else {
+                dn2f_put_u32pair(&w, (uint32_t)rnd(&r), 0);
+            }
+            len = dn2f_finish(&w);
+        }
+        if (len > DN2F_DGRAM_MAX) {
+            len = DN2F_DGRAM_MAX;
+        }
+        raw_send(fd, to, buf, len);
+        P2.sent++;
+        P2.kind[kind]++;
+        if (to == &rp.sw) {
+            P2.to_switch++;
+        } else {
+            P2.to_board[to == &board_addr[1] || to == &rp.v[1].addr]++;
+        }
+        if (!(P2.sent & 255)) {
+            /* let the boards read what was sent; answer for the peer */
+            rp_service(&rp);
+            for (i = 0; i < NFUZZSOCK; i++) {
+                while (recv(fsock[i], buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+                }
+            }
+            usleep(400);
+        }
+        if (!(P2.sent & 4095)) {
+            for (i = 0; i < 2; i++) {
+                victim_drain(bs[i]);
+            }
+        }
+        if (P2.sent >= next_check) {
+            hostile_round_trips(&A, &B, &r);
+            if (!sw_stats(&sw, st, sizeof(st))) {
+                hang("dn2-switch (pid %d, state %s) did not answer --stats", (int)sw.pid,
+                     proc_state(sw.pid));
+            }
+            P2.checks++;
+            note("hostile: %" PRIu64 " datagrams in %.1f s, round trips A<->B passed (check %u)",
+                 P2.sent, (now_ns() - t0) / 1e9, P2.checks);
+            next_check += every;
+        }
+    }
+    P2.secs = (now_ns() - t0) / 1e9;
+    P2.sent_ok = P2.peer_ok;
+    /* afterwards: the peer stays polite for a while; then the checks */
+    for (t0 = now_ms(); now_ms() < t0 + 500;) {
+        rp_service(&rp);
+        msleep(5);
+    }
+    for (i = 0; i < 2; i++) {
+        victim_drain(bs[i]);
+        P2.rx_board[i] = qom(bs[i], "stat-link-dgrams-rx") - base_rx[i];
+        P2.drops_board[i] = qom(bs[i], "stat-link-drops") - base_drops[i];
+        P2.stalls_board[i] = qom(bs[i], "stat-rx-stalls") - base_stalls[i];
+        P2.accepted_board[i] = qom(bs[i], "stat-rx-packets") - base_acc[i];
+    }
+    if (sw_stats(&sw, st, sizeof(st))) {
+        P2.sw_bad = (uint64_t)stat_key(st, "bad");
+        P2.sw_in = (uint64_t)stat_key(st, "datagrams_in");
+    }
+    P2.guard_ok = true;
+    for (i = 0; i < 2; i++) {
+        if (!sd_is_zero(bs[i], GUARD_OFF, GUARD_LEN, &first)) {
+            P2.guard_ok = false;
+            note("FAIL: board %s: forged data in the guard region at SO-DIMM 0x%" PRIx64,
+                 bs[i]->name, (uint64_t)(GUARD_OFF + (uint64_t)first));
+        }
+    }
+    hostile_round_trips(&A, &B, &r);
+    if (!sw_stats(&sw, st, sizeof(st))) {
+        hang("dn2-switch (pid %d, state %s) did not answer --stats after the storm",
+             (int)sw.pid, proc_state(sw.pid));
+    }
+    /* the switch still does its job: A renegotiates (SMA reset) */
+    {
+        uint16_t lid = A.lid;
+        sr_w(&A, DN2_SR_SMA, 1);
+        if (!wait_link(&A, T_LINK)) {
+            hang("board A: no link within %u ms after an SMA reset (the switch after the "
+                 "storm)", T_LINK);
+        }
+        if (A.lid != lid) {
+            phase_fail("board A came back with LID 0x%x, not 0x%x", A.lid, lid);
+        }
+        msleep(100);    /* A's new epoch reaches B in the next routing table */
+        hostile_round_trips(&A, &B, &r);
+    }
+    P2.after_ok = true;
+    note("hostile: sent %" PRIu64 " (A %" PRIu64 ", B %" PRIu64 ", switch %" PRIu64
+         ") in %.1f s; received by A %" PRIu64 ", B %" PRIu64 "; fabric drops A %" PRIu64
+         " B %" PRIu64 "; packets accepted A %" PRIu64 " B %" PRIu64 "; receive stalls A %"
+         PRIu64 " B %" PRIu64 "; switch bad=%" PRIu64 " of %" PRIu64, P2.sent, P2.to_board[0],
+         P2.to_board[1], P2.to_switch, P2.secs, P2.rx_board[0], P2.rx_board[1],
+         P2.drops_board[0], P2.drops_board[1], P2.accepted_board[0], P2.accepted_board[1],
+         P2.stalls_board[0], P2.stalls_board[1], P2.sw_bad, P2.sw_in);
+    for (i = 0; i < 7; i++) {
+        note("hostile:   %-40s %" PRIu64, kind_name[i], P2.kind[i]);
+    }
+    note("hostile:   peer: %" PRIu64 " DATA from the victims acknowledged, %" PRIu64
+         " re-HELLOs", P2.peer_data_in, P2.peer_rehello);
+    for (i = 0; i < NFUZZSOCK; i++) {
+        close(fsock[i]);
+    }
+    close(rp.fd);
+}
+
+/* ================================================================== */
+/* Phase 3: RVS across 4 boards through a faulty switch                */
+/* ================================================================== */
+
+#define NB3         4
+#define CHUNK       (1 * MiB)   /* one RVS request */
+#define RX_BASE     (64 * MiB)  /* receive slots: RX_BASE + slot * 64 MiB */
+#define MAXQ        8           /* requests in flight per sender */
+
+enum { X_PLANNED, X_ISSUED, X_DONE, X_ABORTED };
+
+typedef struct Xfer {
+    uint8_t s, d, state, gen;
+    uint32_t soff, doff, len;
+} Xfer;
+
+static struct {
+    uint64_t planned, moved, verified, transfers, reissued, reissued_bytes, stale, unexpected;
+    uint64_t inflight_at_restart, inflight_at_reset, aborted;
+    uint64_t link[NLINKP];
+    uint64_t inj_drop, inj_dup, inj_reorder, sw_retx;
+    unsigned rounds, restarts, resets, reset_board;
+    double secs, restart_at, reset_at, relink_s, reset_relink_s;
+    uint64_t chunk_mib;
+    bool ran, data_ok, restart_ok, reset_ok, faults_ok;
+    char lost_note[256];
+} P3;
+
+static Xfer *xf;
+static size_t nxf, capxf;
+
+static size_t xf_add(uint8_t s, uint8_t d, uint32_t soff, uint32_t doff, uint32_t len,
+                     uint8_t gen)
+{
+    if (nxf == capxf) {
+        capxf = capxf ? 2 * capxf : 1024;
+        xf = realloc(xf, capxf * sizeof(*xf));
+        if (!xf) {
+            die("out of memory");
+        }
+    }
+    xf[nxf] = (Xfer){ .s = s, .d = d, .state = X_PLANNED, .gen = gen, .soff = soff,
+                      .doff = doff, .len = len };
+    return nxf++;
+}
+
+/* The receive slot of sender s at board d. */
+static uint32_t rx_slot(int d, int s)
+{
+    return (uint32_t)(RX_BASE + (uint64_t)(s < d ? s : s - 1) * 64 * MiB);
+}
+
+static uint64_t round_seed(unsigned round, int b)
+{
+    return opt_seed * 0x9e3779b97f4a7c15ull + round * 0x1000 + (uint64_t)b + 1;
+}
+
+/* Sender queues: indices into xf[], issued in order. */
+typedef struct SQ {
+    size_t *q;
+    size_t head, n, cap;
+    unsigned out;               /* requests in flight */
+} SQ;
+
+static void sq_push(SQ *q, size_t i, bool front)
+{
+    if (q->n == q->cap) {
+        size_t *nq;
+        q->cap = q->cap ? 2 * q->cap : 256;
+        nq = malloc(q->cap * sizeof(*nq));
+        if (!nq) {
+            die("out of memory");
+        }
+        for (size_t k = 0; k < q->n; k++) {
+            nq[k] = q->q[(q->head + k) % (q->cap / 2 ? q->cap / 2 : 1)];
+        }
+        free(q->q);
+        q->q = nq;
+        q->head = 0;
+    }
+    if (front) {
+        q->head = (q->head + q->cap - 1) % q->cap;
+        q->q[q->head] = i;
+    } else {
+        q->q[(q->head + q->n) % q->cap] = i;
+    }
+    q->n++;
+}
+
+static size_t sq_pop(SQ *q)
+{
+    size_t i = q->q[q->head];
+
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    return i;
+}
+
+static void xfer_verify(Board **bs, Xfer *x, const char *when)
+{
+    int64_t first;
+    uint64_t bad = sd_compare(bs[x->d], x->doff, bs[x->s], x->soff, x->len, &first);
+
+    if (bad) {
+        phase_fail("%s: transfer %s->%s (SO-DIMM 0x%x -> 0x%x, %u bytes, generation %u): %"
+                   PRIu64 " bytes wrong, the first at +0x%" PRIx64, when, bs[x->s]->name,
+                   bs[x->d]->name, x->soff, x->doff, x->len, x->gen, bad, (uint64_t)first);
+    }
+}
+
+/* An aborted transfer is issued again as two halves: their records (size
+ * len/2) cannot be taken for the old request's (size len). */
+static void reissue(SQ *sq, size_t i)
+{
+    Xfer x = xf[i];
+    uint32_t h = x.len / 2;
+
+    xf[i].state = X_ABORTED;
+    sq_push(&sq[x.s], xf_add(x.s, x.d, x.soff + h, x.doff + h, x.len - h, x.gen + 1), true);
+    sq_push(&sq[x.s], xf_add(x.s, x.d, x.soff, x.doff, h, x.gen + 1), true);
+    P3.reissued++;
+    P3.reissued_bytes += x.len;
+}
+
+static void link_totals(Board **bs, uint64_t *tot)
+{
+    unsigned i, k;
+
+    for (k = 0; k < NLINKP; k++) {
+        tot[k] = 0;
+    }
+    for (i = 0; i < NB3; i++) {
+        for (k = 0; k < NLINKP; k++) {
+            tot[k] += qom(bs[i], link_props[k]);
+        }
+    }
+}
+
+static void sw_fault_totals(Sw *sw)
+{
+    char st[4096];
+
+    if (sw_stats(sw, st, sizeof(st))) {
+        P3.inj_drop += (uint64_t)stat_key(st, "injected_drop");
+        P3.inj_dup += (uint64_t)stat_key(st, "injected_dup");
+        P3.inj_reorder += (uint64_t)stat_key(st, "injected_reorder");
+    }
+}
+
+static void phase_rvs(void)
+{
+    static Sw sw;
+    static Board b4[NB3];
+    static SQ sq[NB3];
+    static char seedarg[32];
+    Board *bs[NB3];
+    char props[256];
+    uint16_t lids[NB3];
+    uint64_t per_pair, total, t0, last_progress, perround;
+    unsigned nrounds, round, i, R = (unsigned)opt_reset_board;
+    bool restarted = false, was_reset = false;
+    static Rec recs[256];
+
+    P3.ran = true;
+    P3.reset_board = R;
+    memset(&sw, 0, sizeof(sw));
+    nxf = 0;
+    per_pair = opt_rvs_mib / 24;
+    per_pair = per_pair < 1 ? 1 : per_pair > 32 ? 32 : per_pair;
+    per_pair *= MiB;
+    perround = 12 * per_pair;
+    nrounds = (unsigned)((opt_rvs_mib * MiB + perround - 1) / perround);
+    total = nrounds * perround;
+    P3.planned = total;
+    snprintf(seedarg, sizeof(seedarg), "%" PRIu64, (opt_seed & 0xffffffff) + 1);
+    sw.args[sw.nargs++] = "--drop";
+    sw.args[sw.nargs++] = "0.07";
+    sw.args[sw.nargs++] = "--dup";
+    sw.args[sw.nargs++] = "0.07";
+    sw.args[sw.nargs++] = "--reorder";
+    sw.args[sw.nargs++] = "0.06";
+    sw.args[sw.nargs++] = "--seed";
+    sw.args[sw.nargs++] = seedarg;
+    psw = &sw;
+    if (!sw_start(&sw, 0)) {
+        phase_fail("dn2-switch did not start");
+    }
+    for (i = 0; i < NB3; i++) {
+        char nm[2] = { (char)('A' + i), 0 };
+        bs[i] = &b4[i];
+        snprintf(props, sizeof(props), "switch=127.0.0.1:%d,guid=0x%x%s", sw.port, 0xd1 + i,
+                 i == 1 ? ",rx-thread=on" : "");
+        board_start(bs[i], nm, 512 * MiB, props);
+    }
+    for (i = 0; i < NB3; i++) {
+        if (!wait_link(bs[i], T_LINK)) {
+            hang("board %s: no link at start", bs[i]->name);
+        }
+        board_bringup(bs[i], PG, PG);
+        lids[i] = bs[i]->lid;
+        memset(&sq[i], 0, sizeof(sq[i]));
+    }
+    note("rvs: 4 boards (LIDs 0x%x 0x%x 0x%x 0x%x; B with rx-thread) on dn2-switch port %d "
+         "with --drop 0.07 --dup 0.07 --reorder 0.06 (20 %%); %u rounds of 12 x %" PRIu64
+         " MiB in 1 MiB RVS requests = %" PRIu64 " MiB; switch restart at 40 %%, system_reset "
+         "of board %c at 75 %%", lids[0], lids[1], lids[2], lids[3], sw.port, nrounds,
+         per_pair / MiB, total / MiB, 'A' + R);
+    t0 = now_ns();
+    last_progress = now_ms();
+    for (round = 0; round < nrounds; round++) {
+        size_t first_x = nxf, k;
+        uint64_t rt0 = now_ns(), left;
+        int s, d;
+
+        for (s = 0; s < NB3; s++) {
+            sd_fill_pattern(bs[s], 0, per_pair, round_seed(round, s));
+        }
+        for (k = 0; k < per_pair / CHUNK; k++) {
+            for (s = 0; s < NB3; s++) {
+                for (d = 1; d < NB3; d++) {
+                    int dd = (s + d) % NB3;
+                    sq_push(&sq[s], xf_add((uint8_t)s, (uint8_t)dd, (uint32_t)(k * CHUNK),
+                                           rx_slot(dd, s) + (uint32_t)(k * CHUNK), CHUNK, 0),
+                            false);
+                }
+            }
+        }
+        for (;;) {
+            bool progress = false;
+
+            /* issue */
+            for (s = 0; s < NB3; s++) {
+                while (sq[s].n && sq[s].out < MAXQ && fifo_room(bs[s], 0, 0)) {
+                    size_t xi = sq_pop(&sq[s]);
+                    Xfer *x = &xf[xi];
+                    issue(bs[s], 0, dn2_req_upper(x->soff, x->doff),
+                          dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(bs[x->d]->lid), 0, 1,
+                                        x->len));
+                    x->state = X_ISSUED;
+                    sq[s].out++;
+                    P3.transfers++;
+                }
+            }
+            /* completions */
+            for (d = 0; d < NB3; d++) {
+                unsigned n = st_take(bs[d], 0, recs, 256), j;
+                for (j = 0; j < n; j++) {
+                    uint16_t clid = (uint16_t)DN2_GET(recs[j].lower, 29, 18);
+                    uint32_t size = (uint32_t)DN2_GET(recs[j].lower, 63, 32);
+                    uint32_t at = (uint32_t)recs[j].upper;
+                    Xfer *hit = NULL, *stale = NULL;
+                    for (k = first_x; k < nxf; k++) {
+                        Xfer *x = &xf[k];
+                        if (x->d != d || x->doff != at || x->len != size ||
+                            dn2_lid_to_clid(bs[x->s]->lid) != clid) {
+                            continue;
+                        }
+                        if (x->state == X_ISSUED) {
+                            hit = x;
+                            break;
+                        }
+                        if (x->state == X_ABORTED) {
+                            stale = x;
+                        }
+                    }
+                    if (hit && recs[j].lower == rec_lower(DN2_OP_RVS, bs[hit->s]->lid, 0, size)) {
+                        xfer_verify(bs, hit, "on its status record");
+                        hit->state = X_DONE;
+                        sq[hit->s].out--;
+                        P3.moved += hit->len;
+                        progress = true;
+                    } else if (stale) {
+                        P3.stale++;
+                    } else {
+                        P3.unexpected++;
+                        note("rvs: board %s: unexpected status record 0x%016" PRIx64 " 0x%"
+                             PRIx64, bs[d]->name, recs[j].lower, recs[j].upper);
+                    }
+                }
+            }
+            /* the switch restart and the system reset */
+            if (!restarted && P3.moved >= total * 2 / 5) {
+                int port = sw.port, tries;
+                uint64_t tr = now_ns();
+                restarted = true;
+                for (s = 0; s < NB3; s++) {
+                    P3.inflight_at_restart += sq[s].out;
+                }
+                sw_fault_totals(&sw);
+                sw_stop(&sw, SIGKILL);
+                P3.restart_at = (double)P3.moved / total;
+                note("rvs: dn2-switch killed (SIGKILL) at %.0f %% with %" PRIu64 " requests in "
+                     "flight; restarting it on port %d", 100 * P3.restart_at,
+                     P3.inflight_at_restart, port);
+                msleep(300);
+                for (tries = 0; tries < 20 && !sw_start(&sw, port); tries++) {
+                    msleep(250);
+                }
+                if (!sw.pid) {
+                    phase_fail("dn2-switch did not restart on port %d", port);
+                }
+                P3.restarts++;
+                for (s = 0; s < NB3; s++) {
+                    if (!wait_link(bs[s], T_LINK)) {
+                        hang("board %s: link not back within %u ms of the switch restart",
+                             bs[s]->name, T_LINK);
+                    }
+                    if (bs[s]->lid != lids[s]) {
+                        phase_fail("board %s came back with LID 0x%x, not 0x%x", bs[s]->name,
+                                   bs[s]->lid, lids[s]);
+                    }
+                }
+                P3.relink_s = (now_ns() - tr) / 1e9;
+                note("rvs: all links back %.2f s after the kill", P3.relink_s);
+                last_progress = now_ms();
+            }
+            if (!was_reset && P3.moved >= total * 3 / 4) {
+                Board *b = bs[R];
+                const char *r;
+                uint64_t tr = now_ns();
+                unsigned ab = 0;
+                was_reset = true;
+                P3.inflight_at_reset = 0;
+                for (k = first_x; k < nxf; k++) {
+                    if (xf[k].state == X_ISSUED && (xf[k].s == R || xf[k].d == R)) {
+                        P3.inflight_at_reset++;
+                    }
+                }
+                P3.reset_at = (double)P3.moved / total;
+                note("rvs: QMP system_reset of board %s at %.0f %% (%" PRIu64 " of its "
+                     "transfers in flight)", b->name, 100 * P3.reset_at, P3.inflight_at_reset);
+                {
+                    unsigned ev = b->reset_events;
+                    r = qmp(b, "{\"execute\":\"system_reset\"}");
+                    if (!r || !strstr(r, "\"return\"")) {
+                        phase_fail("board %s: system_reset: %s", b->name, r ? r : "no answer");
+                    }
+                    if (!qmp_wait_reset(b, ev, T_CMD)) {
+                        hang("board %s: no RESET event within %u ms of system_reset", b->name,
+                             T_CMD);
+                    }
+                    vnote("rvs: board %s after the RESET event: SMA 0x%" PRIx64 ", Controller "
+                          "Status 0x%" PRIx64, b->name, sr(b, DN2_SR_SMA),
+                          ur(b, 0, DN2_UR_CTL_STATUS));
+                }
+                b->sysresets++;
+                P3.resets++;
+                /* what the reset aborted: in flight from or to the board */
+                for (k = first_x; k < nxf; k++) {
+                    if (xf[k].state == X_ISSUED && (xf[k].s == R || xf[k].d == R)) {
+                        sq[xf[k].s].out--;
+                        reissue(sq, k);
+                        ab++;
+                    }
+                }
+                P3.aborted += ab;
+                /* the board comes up again as after a reboot */
+                board_bringup(b, PG, PG);
+                if (!wait_link(b, 2 * T_LINK)) {
+                    hang("board %s: link not ready %u ms after system_reset and bring-up "
+                         "(known defect on main: a guest reset leaves a fabric board's link "
+                         "down)", b->name, 2 * T_LINK);
+                }
+                if (b->lid != lids[R]) {
+                    phase_fail("board %s came back from system_reset with LID 0x%x, not 0x%x",
+                               b->name, b->lid, lids[R]);
+                }
+                sd_fill_pattern(b, 0, per_pair, round_seed(round, (int)R));
+                /* its SO-DIMM contents: what had arrived before the reset */
+                for (k = first_x; k < nxf; k++) {
+                    int64_t f1;
+                    if (xf[k].state == X_DONE && xf[k].d == R &&
+                        sd_compare(b, xf[k].doff, bs[xf[k].s], xf[k].soff, xf[k].len, &f1)) {
+                        snprintf(P3.lost_note, sizeof(P3.lost_note), "SO-DIMM data received "
+                                 "before the reset changed by it (re-issued)");
+                        reissue(sq, k);
+                    }
+                }
+                P3.reset_relink_s = (now_ns() - tr) / 1e9;
+                note("rvs: board %s up again (link, LID 0x%x, bring-up) %.2f s after the reset; "
+                     "%u aborted transfers re-issued as halves", b->name, b->lid,
+                     P3.reset_relink_s, ab);
+                last_progress = now_ms();
+            }
+            /* done with the round? */
+            left = 0;
+            for (k = first_x; k < nxf; k++) {
+                left += xf[k].state == X_PLANNED || xf[k].state == X_ISSUED;
+            }
+            if (!left) {
+                break;
+            }
+            if (progress) {
+                last_progress = now_ms();
+            } else {
+                if (now_ms() - last_progress > T_PROGRESS) {
+                    unsigned shown = 0;
+                    for (k = first_x; k < nxf && shown < 8; k++) {
+                        if (xf[k].state == X_ISSUED) {
+                            note("  in flight: %s->%s SO-DIMM 0x%x -> 0x%x, %u bytes (gen %u)",
+                                 bs[xf[k].s]->name, bs[xf[k].d]->name, xf[k].soff, xf[k].doff,
+                                 xf[k].len, xf[k].gen);
+                            shown++;
+                        }
+                    }
+                    hang("rvs round %u: no transfer completed for %u ms (%" PRIu64 " of %"
+                         PRIu64 " transfers left in the round)", round + 1, T_PROGRESS, left,
+                         (uint64_t)(nxf - first_x));
+                }
+                usleep(300);
+            }
+        }
+        /* the round: every byte again, and the sources as written */
+        for (k = first_x; k < nxf; k++) {
+            if (xf[k].state == X_DONE) {
+                xfer_verify(bs, &xf[k], "at the end of the round");
+                P3.verified += xf[k].len;
+            }
+        }
+        for (s = 0; s < NB3; s++) {
+            int64_t f1 = sd_check_pattern(bs[s], 0, per_pair, round_seed(round, s));
+            if (f1 >= 0) {
+                phase_fail("board %s: its source region changed at SO-DIMM 0x%" PRIx64,
+                           bs[s]->name, (uint64_t)f1);
+            }
+        }
+        P3.rounds++;
+        note("rvs: round %u: %" PRIu64 " MiB verified in %.1f s (%.0f MB/s); %" PRIu64
+             " MiB moved in all", round + 1, perround / MiB, (now_ns() - rt0) / 1e9,
+             perround / ((now_ns() - rt0) / 1e3), P3.moved / MiB);
+    }
+    P3.secs = (now_ns() - t0) / 1e9;
+    for (i = 0; i < NB3; i++) {
+        if (!wait_link(bs[i], T_LINK) || bs[i]->lid != lids[i]) {
+            phase_fail("board %s: link or LID wrong at the end (LID 0x%x, was 0x%x)",
+                       bs[i]->name, bs[i]->lid, lids[i]);
+        }
+    }
+    link_totals(bs, P3.link);
+    sw_fault_totals(&sw);
+    P3.data_ok = P3.unexpected == 0 && P3.verified >= total;
+    P3.restart_ok = restarted && P3.data_ok;
+    P3.reset_ok = was_reset && P3.data_ok;
+    P3.faults_ok = P3.inj_drop && P3.inj_dup && P3.inj_reorder && P3.link[0] && P3.link[3];
+    note("rvs: %" PRIu64 " MiB moved (%" PRIu64 " transfers, %" PRIu64 " re-issued as halves, %"
+         PRIu64 " stale records of aborted ones), %" PRIu64 " MiB verified in %.1f s (%.0f MB/s)",
+         P3.moved / MiB, P3.transfers, P3.reissued, P3.stale, P3.verified / MiB, P3.secs,
+         P3.moved / (P3.secs * 1e6));
+    note("rvs: boards' link counters (sum of 4): retransmits=%" PRIu64 " timeouts=%" PRIu64
+         " fast-retransmits=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64 " busy=%" PRIu64
+         " datagrams tx=%" PRIu64 " rx=%" PRIu64, P3.link[0], P3.link[1], P3.link[2],
+         P3.link[3], P3.link[4], P3.link[5], P3.link[6], P3.link[7]);
+    note("rvs: the switch injected drop=%" PRIu64 " dup=%" PRIu64 " reorder=%" PRIu64
+         " (both incarnations)", P3.inj_drop, P3.inj_dup, P3.inj_reorder);
+    if (P3.lost_note[0]) {
+        note("rvs: note: %s", P3.lost_note);
+    }
+    for (i = 0; i < NB3; i++) {
+        free(sq[i].q);
+        memset(&sq[i], 0, sizeof(sq[i]));
+    }
+}
+
+/* ================================================================== */
+/* main                                                                */
+/* ================================================================== */
+
+static void run_phase(const char *name, void (*fn)(void))
+{
+    phase_name = name;
+    phase_why[0] = 0;
+    foreign_records = 0;
+    in_phase = true;
+    if (!setjmp(phase_env)) {
+        fn();
+    }
+    in_phase = false;
+    phase_cleanup();
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: dn2-soak --qemu BIN --switch BIN --fw DIR [--quick] [--seed S]\n"
+            "                [--phases mmio,hostile,rvs] [--mmio-ops N] [--datagrams N]\n"
+            "                [--rvs-mib N] [--reset-board 0..3] [--keep] [--verbose]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *phases = "mmio,hostile,rvs";
+    bool quick = false, seeded = false;
+    int i;
+    unsigned nplan = 0;
+    bool do_mmio, do_hostile, do_rvs;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    t_start = now_ns();
+    fw_dir = getenv("DN2_FIRMWARE_DIR");
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(a, "--qemu") && has) {
+            qemu_bin = argv[++i];
+        } else if (!strcmp(a, "--switch") && has) {
+            switch_bin = argv[++i];
+        } else if (!strcmp(a, "--fw") && has) {
+            fw_dir = argv[++i];
+        } else if (!strcmp(a, "--seed") && has) {
+            opt_seed = strtoull(argv[++i], NULL, 0);
+            seeded = true;
+        } else if (!strcmp(a, "--quick")) {
+            quick = true;
+        } else if (!strcmp(a, "--phases") && has) {
+            phases = argv[++i];
+        } else if (!strcmp(a, "--mmio-ops") && has) {
+            opt_mmio_ops = strtoull(argv[++i], NULL, 0);
+        } else if (!strcmp(a, "--datagrams") && has) {
+            opt_datagrams = strtoull(argv[++i], NULL, 0);
+        } else if (!strcmp(a, "--rvs-mib") && has) {
+            opt_rvs_mib = strtoull(argv[++i], NULL, 0);
+        } else if (!strcmp(a, "--reset-board") && has) {
+            opt_reset_board = atoi(argv[++i]) & 3;
+        } else if (!strcmp(a, "--keep")) {
+            keep_tmp = true;
+        } else if (!strcmp(a, "--verbose")) {
+            verbose = true;
+        } else {
+            usage();
+        }
+    }
+    if (quick) {
+        /* unless given explicitly after --quick... they are given before:
+         * --quick only lowers the defaults */
+        if (opt_mmio_ops == 1000000) {
+            opt_mmio_ops = 100000;
+        }
+        if (opt_datagrams == 1000000) {
+            opt_datagrams = 100000;
+        }
+        if (opt_rvs_mib == 1024) {
+            opt_rvs_mib = 64;
+        }
+    }
+    if (!qemu_bin || !switch_bin || !fw_dir) {
+        usage();
+    }
+    /* absolute: the QEMUs run in directories of their own (core files) */
+    {
+        static char q[PATH_MAX], sw[PATH_MAX], fw[PATH_MAX];
+        if (!realpath(qemu_bin, q) || access(q, X_OK)) {
+            die("--qemu %s: not an executable", qemu_bin);
+        }
+        if (!realpath(switch_bin, sw) || access(sw, X_OK)) {
+            die("--switch %s: not an executable", switch_bin);
+        }
+        if (!realpath(fw_dir, fw)) {
+            die("--fw %s: %s", fw_dir, strerror(errno));
+        }
+        qemu_bin = q;
+        switch_bin = sw;
+        fw_dir = fw;
+    }
+    if (!seeded) {
+        opt_seed = dn2f_random_u64() & 0xffffffffffffull;
+    }
+    do_mmio = strstr(phases, "mmio") != NULL;
+    do_hostile = strstr(phases, "hostile") != NULL;
+    do_rvs = strstr(phases, "rvs") != NULL;
+    nplan = (do_mmio ? 2 : 0) + (do_hostile ? 3 : 0) + (do_rvs ? 4 : 0) + 2;
+
+    snprintf(tmpdir, sizeof(tmpdir), "%s/dn2-soak-XXXXXX",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        die("mkdtemp: %s", strerror(errno));
+    }
+    atexit(cleanup);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+
+    printf("TAP version 13\n1..%u\n", nplan);
+    note("dn2-soak %s seed=%" PRIu64 " (reproduce: scripts/soak.sh%s --seed %" PRIu64 ")",
+         quick ? "quick" : "full", opt_seed, quick ? " --quick" : "", opt_seed);
+    note("qemu=%s switch=%s tmp=%s", qemu_bin, switch_bin, tmpdir);
+
+    if (do_mmio) {
+        run_phase("mmio", phase_mmio);
+        tap(P1.ops_ok, "mmio: %" PRIu64 " random MMIO operations on 3 boards (2 on a switch, 1 "
+            "in loopback; %" PRIu64 " doorbells, %" PRIu64 " Controller Resets, %" PRIu64
+            " SMA resets) in %.1f s; %u crashed or hung boards (%u board sets)", P1.ops,
+            P1.doorbells, P1.ctl_resets, P1.sma_resets, P1.secs, P1.fuzz_failures,
+            P1.segments);
+        tap(P1.checks_ok, "mmio: %" PRIu64 " checks passed, %u failed: every board still "
+            "answers; after a Controller Reset and bring-up, and after a Controller Reset of a "
+            "board back-pressuring its peer (%u rings filled), RVS and RVL round trips are "
+            "byte-exact", P1.checks, P1.check_failures, bp_seen);
+    }
+    if (do_hostile) {
+        run_phase("hostile", phase_hostile);
+        tap(P2.sent_ok, "hostile: %" PRIu64 " hostile datagrams to 2 boards' UDP ports and the "
+            "switch's, %" PRIu64 " of them from a peer that joined the switch (%u round-trip "
+            "checks in between)%s", P2.sent, P2.kind[5], P2.checks,
+            P2.ran && !P2.peer_ok ? "; the hostile peer could NOT join (wire format?)" : "");
+        tap(P2.guard_ok, "hostile: forged DATA (another board's LID and epochs from a "
+            "stranger's socket) wrote nothing");
+        tap(P2.after_ok, "hostile: afterwards RVS and RVL round trips both ways, the switch "
+            "answers --stats, an SMA reset re-links with the same LID");
+    }
+    if (do_rvs) {
+        run_phase("rvs", phase_rvs);
+        tap(P3.data_ok, "rvs: %" PRIu64 " MiB of RVS across 4 boards through a switch with 20 %% "
+            "drop+dup+reorder, every byte verified (%" PRIu64 " MiB checked; %" PRIu64
+            " unexpected records)", P3.moved / MiB, P3.verified / MiB, P3.unexpected);
+        tap(P3.restart_ok, "rvs: dn2-switch killed and restarted on the same port mid-transfer "
+            "(%u restart, %" PRIu64 " requests in flight): links back with the same LIDs, "
+            "nothing lost", P3.restarts, P3.inflight_at_restart);
+        tap(P3.reset_ok, "rvs: system_reset of board %c mid-transfer (%u reset, %" PRIu64
+            " transfers aborted and re-issued): bring-up again, final state byte-exact",
+            'A' + P3.reset_board, P3.resets, P3.aborted);
+        tap(P3.faults_ok, "rvs: faults took effect: switch injected %" PRIu64 " drops, %" PRIu64
+            " duplicates, %" PRIu64 " reorders; boards retransmitted %" PRIu64 " packets and "
+            "dropped %" PRIu64 " duplicates", P3.inj_drop, P3.inj_dup, P3.inj_reorder, P3.link[0],
+            P3.link[3]);
+    }
+    tap(n_crashes == 0, "no crash: %u (QEMU and dn2-switch exit statuses, logs free of "
+        "Assertion/Segmentation/sanitizer lines)%s%s", n_crashes, n_crashes ? ": " : "",
+        crash_notes);
+    tap(n_hangs == 0, "no hang: %u (every qtest/QMP answer and every wait within its "
+        "timeout)%s%s", n_hangs, n_hangs ? ": " : "", hang_notes);
+    printf("# ---------------------------------------------------------------- summary\n");
+    printf("# seed %" PRIu64 " (%s run; reproduce: scripts/soak.sh%s --seed %" PRIu64 ")\n",
+           opt_seed, quick ? "quick" : "full", quick ? " --quick" : "", opt_seed);
+    if (P1.ran) {
+        printf("# mmio      %" PRIu64 " random MMIO operations (%" PRIu64 " doorbells) on 3 boards"
+               " in %.1f s (%.0f/s); %" PRIu64 " checks passed, %u failed; %u board sets\n",
+               P1.ops, P1.doorbells, P1.secs, P1.secs > 0 ? P1.ops / P1.secs : 0, P1.checks,
+               P1.check_failures, P1.segments);
+    }
+    if (P2.ran) {
+        printf("# hostile   %" PRIu64 " datagrams sent (A %" PRIu64 ", B %" PRIu64 ", switch %"
+               PRIu64 ") in %.1f s; received by the boards %" PRIu64 " + %" PRIu64
+               "; fabric drops %" PRIu64 " + %" PRIu64 "; peer packets accepted %" PRIu64
+               " + %" PRIu64 "; switch 'bad' %" PRIu64 "\n", P2.sent, P2.to_board[0],
+               P2.to_board[1], P2.to_switch, P2.secs, P2.rx_board[0], P2.rx_board[1],
+               P2.drops_board[0], P2.drops_board[1], P2.accepted_board[0],
+               P2.accepted_board[1], P2.sw_bad);
+    }
+    if (P3.ran) {
+        printf("# rvs       %" PRIu64 " MiB moved, %" PRIu64 " MiB verified byte for byte, in %.1f s "
+               "(%.0f MB/s) through 20 %% faults; %" PRIu64 " transfers (%" PRIu64 " re-issued)\n",
+               P3.moved / MiB, P3.verified / MiB, P3.secs,
+               P3.secs > 0 ? P3.moved / (P3.secs * 1e6) : 0, P3.transfers, P3.reissued);
+        printf("# links     retransmissions %" PRIu64 " (timeouts %" PRIu64 ", fast %" PRIu64
+               "), duplicates dropped %" PRIu64 ", drops %" PRIu64 ", busy %" PRIu64
+               " (stat-link-*, 4 boards); switch injected drop %" PRIu64 " dup %" PRIu64
+               " reorder %" PRIu64 "\n", P3.link[0], P3.link[1], P3.link[2], P3.link[3],
+               P3.link[4], P3.link[5], P3.inj_drop, P3.inj_dup, P3.inj_reorder);
+    }
+    printf("# resets    %" PRIu64 " Controller Resets and %" PRIu64 " SMA resets (mmio), %" PRIu64
+           " checks' Controller Resets, %u system_reset, %u switch restart\n",
+           P1.ctl_resets, P1.sma_resets, P1.checks * 3, P3.resets, P3.restarts);
+    printf("# result    crashes %u, hangs %u, failed properties %u of %u; elapsed %.1f s; %" PRIu64
+           " qtest commands\n", n_crashes, n_hangs, tap_bad, tap_n, elapsed_s(),
+           total_qtest_cmds);
+    return tap_bad ? 1 : 0;
+}
