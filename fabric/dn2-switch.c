@@ -22,11 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <glib.h>
 #include <glib-unix.h>
 
 #include "dn2fab.h"
+#include "dn2fab-hmac.h"
 #include "dn2fab-sw.h"
 
 #define PCAP_LINKTYPE_USER0 147
@@ -47,6 +49,50 @@ struct ctx {
 };
 
 static const char *prog = "dn2-switch";
+static uint8_t *g_secret;
+static size_t g_secret_len;
+
+/* The cluster secret from a file: refused if group/world-readable (it is a
+ * key: chmod 600), empty, or over 4 KiB; one trailing newline stripped. */
+static void read_secret(const char *path)
+{
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    size_t n;
+
+    if (!f || fstat(fileno(f), &st) != 0) {
+        fprintf(stderr, "%s: --secret-file %s: %s\n", prog, path, strerror(errno));
+        exit(1);
+    }
+    if (st.st_mode & 077) {
+        fprintf(stderr, "%s: --secret-file %s: permissions %04o are too open (group or "
+                "others may read it): chmod 600 %s\n", prog, path,
+                (unsigned)(st.st_mode & 07777), path);
+        exit(1);
+    }
+    g_secret = malloc(4097);
+    n = g_secret ? fread(g_secret, 1, 4097, f) : 0;
+    fclose(f);
+    if (n > 4096) {
+        fprintf(stderr, "%s: --secret-file %s: longer than 4096 bytes\n", prog, path);
+        exit(1);
+    }
+    if (n && g_secret[n - 1] == '\n') {
+        n--;
+        if (n && g_secret[n - 1] == '\r') {
+            n--;
+        }
+    }
+    if (!n) {
+        fprintf(stderr, "%s: --secret-file %s: empty\n", prog, path);
+        exit(1);
+    }
+    if (n < 16) {
+        fprintf(stderr, "%s: warning: --secret-file %s: only %zu bytes; use 16 or more "
+                "random bytes\n", prog, path, n);
+    }
+    g_secret_len = n;
+}
 
 static void usage(FILE *f)
 {
@@ -74,6 +120,9 @@ static void usage(FILE *f)
 "  --timeout-ms N       a silent board is gone after N ms (default 3000)\n"
 "  --max-ports-per-host N  live ports one host address may have (default 256,\n"
 "                       0 = no limit)\n"
+"  --secret-file F      cluster secret (docs/security.md): the file's bytes,\n"
+"                       one trailing newline stripped; the file must not be\n"
+"                       readable by group or others.  Also for --stats\n"
 "  --ready-file F       write the bound port to F once serving\n"
 "  --quiet              no log on stderr\n"
 "  --stats ADDR:PORT    ask a running switch for its port table and exit\n"
@@ -310,6 +359,8 @@ static int stats_client(const char *target)
     struct dn2f_addr sw, local;
     int fd, attempt;
     uint32_t cookie = (uint32_t)dn2f_random_u64();
+    struct dn2f_hmac_key kctl;
+    uint8_t kseal[DN2F_SHA256_LEN];
     uint8_t *buf = malloc(DN2F_DGRAM_MAX + 1);
     uint8_t have[DN2F_ROUTES_MAX_CHUNKS];
     unsigned nchunks = 0, got = 0;
@@ -324,6 +375,9 @@ static int stats_client(const char *target)
     }
     memset(have, 0, sizeof(have));
     memset(&sum, 0, sizeof(sum));
+    if (g_secret) {
+        dn2f_secret_keys(g_secret, g_secret_len, &kctl, kseal);
+    }
     if (dn2f_addr_parse(&sw, target) < 0 || dn2f_addr_port(&sw) == 0) {
         bad_arg("--stats: bad address '%s' (want HOST:PORT)", target);
     }
@@ -348,8 +402,10 @@ static int stats_client(const char *target)
             }
             dn2f_wbuf_init(&w, req, sizeof(req));
             dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
-            dn2f_put_stats_req(&w, cookie, (uint16_t)c, DN2F_STATS_REQ_MIN);
-            if (sendto(fd, req, dn2f_finish(&w), 0, &sw.u.sa, sw.len) < 0) {
+            dn2f_put_stats_req(&w, cookie, (uint16_t)c,
+                               DN2F_STATS_REQ_MIN - (g_secret ? DN2F_MAC_LEN : 0));
+            if (sendto(fd, req, g_secret ? dn2f_finish_mac(&w, &kctl) : dn2f_finish(&w), 0,
+                       &sw.u.sa, sw.len) < 0) {
                 fprintf(stderr, "%s: send to %s: %s\n", prog, target, strerror(errno));
                 close(fd);
                 return 1;
@@ -373,7 +429,8 @@ static int stats_client(const char *target)
             }
             dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
             if (!dn2f_addr_equal(&from, &sw) || dn2f_decode(buf, (size_t)n, &m) != 0 ||
-                m.h.type != DN2F_T_STATS_RESP || m.u.stats.cookie != cookie) {
+                m.h.type != DN2F_T_STATS_RESP || m.u.stats.cookie != cookie ||
+                (g_secret && !dn2f_mac_ok(buf, &m, &kctl))) {
                 continue;
             }
             if (nchunks && m.u.stats.nchunks != nchunks) {
@@ -470,7 +527,7 @@ static void parse_mcast(const char *s, struct mcast_opt *mo)
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
-           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST };
+           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET };
     static const struct option opts[] = {
         { "listen", required_argument, NULL, O_LISTEN },
         { "route", required_argument, NULL, O_ROUTE },
@@ -487,6 +544,7 @@ int main(int argc, char **argv)
         { "quiet", no_argument, NULL, O_QUIET },
         { "stats", required_argument, NULL, O_STATS },
         { "max-ports-per-host", required_argument, NULL, O_MAXHOST },
+        { "secret-file", required_argument, NULL, O_SECRET },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -542,6 +600,7 @@ int main(int argc, char **argv)
         case O_READY: ready = optarg; break;
         case O_QUIET: c.quiet = true; break;
         case O_STATS: stats_s = optarg; break;
+        case O_SECRET: read_secret(optarg); break;
         case O_MAXHOST:
             cfg.max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
             break;
@@ -573,6 +632,8 @@ int main(int argc, char **argv)
     if (dn2f_addr_parse(&la, listen_s) < 0) {
         bad_arg("--listen: bad address '%s' (want 1.2.3.4:PORT or [::1]:PORT)", listen_s);
     }
+    cfg.secret = g_secret;
+    cfg.secret_len = g_secret_len;
     faults = cfg.drop > 0 || cfg.dup > 0 || cfg.reorder > 0 || cfg.delay_ns > 0;
     cfg.route_mode = route ? route : (faults || c.pcap_path) ? DN2F_ROUTE_SWITCH
                                                              : DN2F_ROUTE_DIRECT;
@@ -621,8 +682,9 @@ int main(int argc, char **argv)
     g_unix_signal_add(SIGTERM, on_signal, &c);
     signal(SIGPIPE, SIG_IGN);
 
-    printf("dn2-switch: listening on %s route=%s%s%s\n", dn2f_addr_str(&la, a, sizeof(a)),
+    printf("dn2-switch: listening on %s route=%s%s%s%s\n", dn2f_addr_str(&la, a, sizeof(a)),
            cfg.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
+           g_secret ? " secret=yes" : "",
            c.pcap_path ? " pcap=" : "", c.pcap_path ? c.pcap_path : "");
     fflush(stdout);
     if (ready && write_ready_file(ready, dn2f_addr_port(&la)) < 0) {

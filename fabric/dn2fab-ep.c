@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "dn2fab-int.h"
+#include "dn2fab-hmac.h"
 
 #define NO_DEADLINE UINT64_MAX
 #define ROUTES_GEN_NONE 0xffffffffu
@@ -91,6 +92,8 @@ struct peer {
     uint64_t orphan_since;
     unsigned mark;
     uint32_t peer_sess;         /* the peer's session toward us (0: not known yet) */
+    uint8_t tok[DN2F_TOKEN_LEN];        /* secret: the peer's per-join token */
+    struct dn2f_hmac_key ktx, krx;      /* secret: DATA/ACK keys to / from it */
     bool ack_pending;           /* an ACK (all lanes) is due */
     uint64_t ack_due;
     struct lane ln[DN2F_NUM_LANES];
@@ -114,6 +117,7 @@ struct pend_route {
     uint8_t flags;
     struct dn2f_addr addr;
     uint64_t epoch;
+    uint8_t token[DN2F_TOKEN_LEN];
 };
 
 struct dn2f_ep {
@@ -132,6 +136,11 @@ struct dn2f_ep {
     uint64_t hello_due, ka_due;
     uint64_t blocked_until;
     struct dn2f_ticket ticket;  /* from the ASSIGN: returned in KEEPALIVE until UP */
+    bool auth;                  /* a cluster secret is set */
+    struct dn2f_hmac_key kctl;  /* control datagrams */
+    uint8_t kseal[DN2F_SHA256_LEN];
+    uint8_t my_tok[DN2F_TOKEN_LEN];     /* from the ASSIGN */
+    struct dn2f_hmac_key kmc;   /* multicast origin datagrams (my token || 0) */
     unsigned refusal;           /* enum dn2f_bye_reason of the last refusal, 0 = none */
 
     struct peer *peers[DN2F_NUM_CLID];
@@ -254,6 +263,25 @@ static void pb_unref(struct pbuf *pb)
     }
 }
 
+/* The length, and the MAC when a secret is set. */
+static size_t finish_ctrl(struct dn2f_ep *ep, struct dn2f_wbuf *w)
+{
+    return ep->auth ? dn2f_finish_mac(w, &ep->kctl) : dn2f_finish(w);
+}
+
+static size_t finish_data(struct dn2f_ep *ep, const struct dn2f_hmac_key *k, struct dn2f_wbuf *w)
+{
+    return ep->auth ? dn2f_finish_mac(w, k) : dn2f_finish(w);
+}
+
+static void peer_keys(struct dn2f_ep *ep, struct peer *p)
+{
+    if (ep->auth) {
+        dn2f_pair_key(&p->ktx, ep->my_tok, p->tok);
+        dn2f_pair_key(&p->krx, p->tok, ep->my_tok);
+    }
+}
+
 /* ------------------------------------------------------------ control tx */
 static void send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
 {
@@ -275,7 +303,7 @@ static void send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
     } else {
         dn2f_put_u32pair(&w, a, b);
     }
-    len = dn2f_finish(&w);
+    len = finish_ctrl(ep, &w);
     if (send_dgram(ep, &ep->cfg.sw, buf, len) == 0) {
         ep->st.tx_ctrl_dgrams++;
     }
@@ -474,7 +502,7 @@ static void send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq)
                  ep->epoch, p->epoch);
     dn2f_hdr_set_sessions(&w, my_sess(p), p->peer_sess);
     put_acks(ep, p, &w);
-    len = dn2f_finish(&w);
+    len = finish_data(ep, &p->ktx, &w);
     if (send_dgram(ep, next_hop(ep, p), ep->dgbuf, len) == 0) {
         ep->st.tx_ack_dgrams++;
         p->ack_pending = false;
@@ -497,7 +525,7 @@ static void txb_open(struct txb *b)
     struct dn2f_ep *ep = b->ep;
     struct peer *p = b->p;
 
-    dn2f_wbuf_init(&b->w, ep->dgbuf, ep->cfg.max_dgram);
+    dn2f_wbuf_init(&b->w, ep->dgbuf, ep->cfg.max_dgram - (ep->auth ? DN2F_MAC_LEN : 0));
     b->with_ack = p->ack_pending;
     dn2f_put_hdr(&b->w, DN2F_T_DATA, b->with_ack ? DN2F_F_ACK : 0, ep->lid, p->lid,
                  ep->epoch, p->epoch);
@@ -522,7 +550,7 @@ static bool txb_emit(struct txb *b)
         return !b->failed;
     }
     b->open = false;
-    len = dn2f_finish(&b->w);
+    len = finish_data(ep, &p->ktx, &b->w);
     if (send_dgram(ep, next_hop(ep, p), ep->dgbuf, len) != 0) {
         b->failed = true;
         return false;
@@ -722,7 +750,7 @@ static void mc_emit(struct dn2f_ep *ep)
     if (!ep->mc_nrecs) {
         return;
     }
-    len = dn2f_finish(&ep->mcw);
+    len = finish_data(ep, &ep->kmc, &ep->mcw);
     if (ep->link != DN2F_LINK_UP || send_dgram(ep, &ep->cfg.sw, ep->mcbuf, len) != 0) {
         mc_discard(ep);
         return;
@@ -936,7 +964,7 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
         mc_emit(ep);
     }
     if (!ep->mc_nrecs) {
-        dn2f_wbuf_init(&ep->mcw, ep->mcbuf, ep->cfg.max_dgram);
+        dn2f_wbuf_init(&ep->mcw, ep->mcbuf, ep->cfg.max_dgram - (ep->auth ? DN2F_MAC_LEN : 0));
         dn2f_put_hdr(&ep->mcw, DN2F_T_DATA, 0, ep->lid, dlid, ep->epoch, 0);
         ep->mc_group = dlid;
     }
@@ -1407,6 +1435,15 @@ static void routes_apply(struct dn2f_ep *ep)
         }
         p->direct = (r->flags & DN2F_RT_DIRECT) && dn2f_addr_to_family(&a, fam);
         p->addr = a;
+        if (ep->auth) {
+            uint8_t tok[DN2F_TOKEN_LEN];
+            memcpy(tok, r->token, sizeof(tok));
+            dn2f_seal(ep->kseal, 'R', ep->sw_epoch, r->epoch, r->lid, tok);
+            if (memcmp(tok, p->tok, sizeof(tok)) != 0) {
+                memcpy(p->tok, tok, sizeof(tok));
+                peer_keys(ep, p);
+            }
+        }
         if (p->st == PEER_ORPHAN) {
             for (j = 0; j < DN2F_NUM_LANES; j++) {
                 p->ln[j].force_retx = true;     /* back: resend what is outstanding */
@@ -1512,6 +1549,7 @@ static void input_routes(struct dn2f_ep *ep, const struct dn2f_msg *m)
         pr->flags = r.flags;
         pr->addr = r.addr;
         pr->epoch = r.epoch;
+        memcpy(pr->token, r.token, DN2F_TOKEN_LEN);
     }
     while (dn2f_routes_next_group(&it, &g, &n, &mem)) {
         unsigned j;
@@ -1539,6 +1577,20 @@ static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
     }
     ep->last_sw_rx = t;
     ep->ticket = a->ticket;     /* the newest one */
+    if (ep->auth) {
+        uint8_t tok[DN2F_TOKEN_LEN];
+        struct peer *p;
+        memcpy(tok, a->token, sizeof(tok));
+        dn2f_seal(ep->kseal, 'A', m->h.src_epoch, ep->epoch, a->lid, tok);
+        if (memcmp(tok, ep->my_tok, sizeof(tok)) != 0) {
+            uint8_t zero[DN2F_TOKEN_LEN] = { 0 };
+            memcpy(ep->my_tok, tok, sizeof(tok));
+            dn2f_pair_key(&ep->kmc, ep->my_tok, zero);
+            for (p = ep->plist; p; p = p->next) {
+                peer_keys(ep, p);
+            }
+        }
+    }
     if (ep->link != DN2F_LINK_DOWN && a->lid == ep->lid && m->h.src_epoch == ep->sw_epoch) {
         return;                 /* a repeated ASSIGN */
     }
@@ -1630,6 +1682,19 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
         return;
     }
     from_sw = dn2f_addr_equal(from, &ep->cfg.sw);
+    /* With a secret every datagram has a MAC, without one none has.  A
+     * switch's BYE "authentication failed" cannot be verified by a board
+     * whose secret differs: it is only a hint, reported, nothing else. */
+    if (!(m.h.flags & DN2F_F_MAC) != !ep->auth ||
+        (ep->auth && m.h.type != DN2F_T_DATA && m.h.type != DN2F_T_ACK &&
+         !dn2f_mac_ok(buf, &m, &ep->kctl))) {
+        ep->st.drop[DN2F_DROP_AUTH]++;
+        if (from_sw && m.h.type == DN2F_T_BYE && m.u.bye.reason == DN2F_BYE_AUTH &&
+            m.h.dst_epoch == ep->epoch && ep->link != DN2F_LINK_UP) {
+            note_refusal(ep, DN2F_BYE_AUTH);
+        }
+        return;
+    }
     switch (m.h.type) {
     case DN2F_T_ASSIGN:
     case DN2F_T_ROUTES:
@@ -1658,6 +1723,10 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
         }
         if (!from_sw && !(p->direct && dn2f_addr_equal(from, &p->addr))) {
             ep->st.drop[DN2F_DROP_FORGED]++;
+            return;
+        }
+        if (ep->auth && !dn2f_mac_ok(buf, &m, &p->krx)) {
+            ep->st.drop[DN2F_DROP_AUTH]++;
             return;
         }
         if (m.h.src_epoch != p->epoch || m.h.dst_epoch != ep->epoch) {
@@ -1960,6 +2029,14 @@ struct dn2f_ep *dn2f_ep_new(const struct dn2f_ep_config *cfg,
     }
     ep->epoch = cfg->epoch ? cfg->epoch : dn2f_random_u64();
     ep->lid_hint = cfg->lid_hint;
+    if (cfg->secret && cfg->secret_len) {
+        uint8_t zero[DN2F_TOKEN_LEN] = { 0 };
+        ep->auth = true;
+        dn2f_secret_keys(cfg->secret, cfg->secret_len, &ep->kctl, ep->kseal);
+        dn2f_pair_key(&ep->kmc, ep->my_tok, zero);
+    }
+    ep->cfg.secret = NULL;      /* not kept */
+    ep->cfg.secret_len = 0;
     ep->link = DN2F_LINK_DOWN;
     ep->mode = DN2F_ROUTE_SWITCH;
     ep->hello_due = now(ep);

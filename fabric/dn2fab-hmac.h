@@ -49,6 +49,16 @@ void dn2f_hmac_finish(struct dn2f_hmac *h, uint8_t out[DN2F_SHA256_LEN]);
 void dn2f_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
                       uint8_t out[DN2F_SHA256_LEN]);
 
+/* The fabric's keys from a cluster secret (docs/fabric.md "Cluster secret"):
+ * kctl authenticates control datagrams, kseal seals per-join tokens. */
+void dn2f_secret_keys(const void *secret, size_t len, struct dn2f_hmac_key *kctl,
+                      uint8_t kseal[DN2F_SHA256_LEN]);
+/* tok ^= HMAC(kseal, kind || e1 || e2 || lid)[0:16] (seals and unseals). */
+void dn2f_seal(const uint8_t kseal[DN2F_SHA256_LEN], char kind, uint64_t e1, uint64_t e2,
+               uint16_t lid, uint8_t tok[16]);
+/* The DATA/ACK key of a pair: HMAC key = sender's token || receiver's. */
+void dn2f_pair_key(struct dn2f_hmac_key *k, const uint8_t from_tok[16], const uint8_t to_tok[16]);
+
 /* Constant-time comparison. */
 bool dn2f_ct_equal(const void *a, const void *b, size_t n);
 

@@ -50,6 +50,7 @@ struct swport {
     struct dn2f_addr addr;
     uint64_t last_seen;
     uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes, drops, retx;
+    uint8_t tok[DN2F_TOKEN_LEN];        /* secret: this join's token */
 };
 
 struct swgroup {
@@ -106,6 +107,9 @@ struct dn2f_sw {
     double stats_tokens;
     uint64_t stats_last;
     struct dn2f_hmac_key ticket_key;    /* random per switch incarnation */
+    bool auth;                          /* a cluster secret is set */
+    struct dn2f_hmac_key kctl;
+    uint8_t kseal[DN2F_SHA256_LEN];
 
     struct fq *fq_head, *fq_tail;
     unsigned fq_n;
@@ -252,6 +256,12 @@ static void send_ctrl_buf(struct dn2f_sw *sw, const struct dn2f_addr *to, uint16
     raw_send(sw, to, buf, len);
 }
 
+/* The length, and the MAC when a secret is set (control datagrams). */
+static size_t sw_finish(struct dn2f_sw *sw, struct dn2f_wbuf *w)
+{
+    return sw->auth ? dn2f_finish_mac(w, &sw->kctl) : dn2f_finish(w);
+}
+
 /* KEEPALIVE (a = routes generation) or BYE (a = reason). */
 static void send_small(struct dn2f_sw *sw, const struct dn2f_addr *to, unsigned type,
                        uint16_t dst, uint64_t dst_epoch, uint32_t a)
@@ -265,7 +275,7 @@ static void send_small(struct dn2f_sw *sw, const struct dn2f_addr *to, unsigned 
     } else {
         dn2f_put_u32pair(&w, a, 0);
     }
-    send_ctrl_buf(sw, to, dst, buf, dn2f_finish(&w));
+    send_ctrl_buf(sw, to, dst, buf, sw_finish(sw, &w));
 }
 
 /* Rate-limited BYE to a source that is not (or not yet) a port: "unknown"
@@ -489,13 +499,17 @@ static void send_routes(struct dn2f_sw *sw, struct swport *to)
                 .addr = p->addr,
                 .epoch = p->epoch,
             };
+            if (sw->auth) {
+                memcpy(r.token, p->tok, DN2F_TOKEN_LEN);
+                dn2f_seal(sw->kseal, 'R', sw->epoch, p->epoch, p->lid, r.token);
+            }
             dn2f_put_route(&w, &r);
         }
         for (i = ch->g0; i < (unsigned)ch->g0 + ch->ng; i++) {
             struct swgroup *g = sw->groups[dn2f_lid_index(sw->gr_lids[i]) - DN2_CLID_MCAST_FIRST];
             dn2f_put_group(&w, sw->gr_lids[i], g->n, g->lids);
         }
-        send_ctrl_buf(sw, &to->addr, to->lid, sw->obuf, dn2f_finish(&w));
+        send_ctrl_buf(sw, &to->addr, to->lid, sw->obuf, sw_finish(sw, &w));
     }
 }
 
@@ -572,6 +586,21 @@ static void ticket_mac(struct dn2f_sw *sw, uint64_t guid, uint64_t epoch, uint16
     memcpy(out, mac, DN2F_TICKET_LEN);
 }
 
+/* A join's token, derived from its ticket: fresh per join, and the switch
+ * need not store it before the join completes. */
+static void ticket_token(struct dn2f_sw *sw, const struct dn2f_ticket *t, uint8_t *tok)
+{
+    uint8_t msg[1 + DN2F_TICKET_LEN + 4], mac[DN2F_SHA256_LEN];
+    struct dn2f_hmac h;
+    msg[0] = 'T';
+    memcpy(msg + 1, t->mac, DN2F_TICKET_LEN);
+    dn2f_st32(msg + 1 + DN2F_TICKET_LEN, t->time);
+    dn2f_hmac_start(&h, &sw->ticket_key);
+    dn2f_hmac_update(&h, msg, sizeof(msg));
+    dn2f_hmac_finish(&h, mac);
+    memcpy(tok, mac, DN2F_TOKEN_LEN);
+}
+
 static uint32_t sw_seconds(struct dn2f_sw *sw)
 {
     return (uint32_t)((now(sw) - sw->start) / 1000000000ULL);
@@ -625,7 +654,7 @@ static void refuse(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t ep
 }
 
 static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t guid,
-                        uint64_t epoch, uint16_t lid)
+                        uint64_t epoch, uint16_t lid, const struct swport *same)
 {
     uint8_t buf[128];
     struct dn2f_wbuf w;
@@ -638,10 +667,19 @@ static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t
     as.route_mode = (uint8_t)sw->cfg.route_mode;
     as.ticket.time = sw_seconds(sw);
     ticket_mac(sw, guid, epoch, lid, to, as.ticket.time, as.ticket.mac);
+    if (sw->auth) {
+        /* the port's token if this is its board again, else this join's */
+        if (same) {
+            memcpy(as.token, same->tok, DN2F_TOKEN_LEN);
+        } else {
+            ticket_token(sw, &as.ticket, as.token);
+        }
+        dn2f_seal(sw->kseal, 'A', sw->epoch, epoch, lid, as.token);
+    }
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_ASSIGN, 0, 0, lid, sw->epoch, epoch);
     dn2f_put_assign(&w, &as);
-    send_ctrl_buf(sw, to, lid, buf, dn2f_finish(&w));
+    send_ctrl_buf(sw, to, lid, buf, sw_finish(sw, &w));
 }
 
 /* HELLO: answer with an ASSIGN and its ticket; store nothing. */
@@ -668,7 +706,9 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
         refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "no LID left");
         return;
     }
-    send_assign(sw, from, h->guid, m->h.src_epoch, lid);
+    send_assign(sw, from, h->guid, m->h.src_epoch, lid,
+                p && p->state == PORT_ACTIVE && p->epoch == m->h.src_epoch &&
+                dn2f_addr_equal(&p->addr, from) ? p : NULL);
 }
 
 /* A KEEPALIVE returning a valid ticket: the board receives at its address;
@@ -742,6 +782,9 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
               (unsigned long long)m->h.src_epoch,
               p->epoch && p->epoch != m->h.src_epoch ? " (restarted)" : "");
     }
+    if (changed) {
+        ticket_token(sw, &k->ticket, p->tok);   /* what its ASSIGN said */
+    }
     p->state = PORT_ACTIVE;
     p->epoch = m->h.src_epoch;
     p->addr = *from;
@@ -781,6 +824,19 @@ static void replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_m
     struct dn2f_rec r;
 
     memset(done, 0, sizeof(done));
+    if (sw->auth) {
+        /* the origin is authenticated with the sender's token (the group has
+         * none); the switch re-authenticates each copy for its member */
+        static const uint8_t zero[DN2F_TOKEN_LEN];
+        struct dn2f_hmac_key k;
+        dn2f_pair_key(&k, in->tok, zero);
+        if (!dn2f_mac_ok(buf, m, &k)) {
+            in->drops++;
+            sw->sum.bad++;
+            capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_BAD_MCAST, in->lid, m->h.dst_lid, buf, len);
+            return;
+        }
+    }
     /* All records of one datagram are for the datagram's group. */
     dn2f_data_iter(m, &it);
     while (dn2f_data_next(&it, &r)) {
@@ -840,7 +896,13 @@ static void replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_m
                     break;
                 }
             }
-            data_send(sw, out, in->lid, sw->obuf, dn2f_finish(&w), pkts, bytes);
+            if (sw->auth) {
+                struct dn2f_hmac_key k;
+                dn2f_pair_key(&k, in->tok, out->tok);
+                data_send(sw, out, in->lid, sw->obuf, dn2f_finish_mac(&w, &k), pkts, bytes);
+            } else {
+                data_send(sw, out, in->lid, sw->obuf, dn2f_finish(&w), pkts, bytes);
+            }
         }
     }
     (void)ndone;
@@ -1010,7 +1072,7 @@ static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to,
         }
         dn2f_put_portstat(&w, &ps);
     }
-    send_ctrl_buf(sw, to, 0, sw->obuf, dn2f_finish(&w));
+    send_ctrl_buf(sw, to, 0, sw->obuf, sw_finish(sw, &w));
 }
 
 /* ------------------------------------------------------------ mcast */
@@ -1076,6 +1138,25 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
         sw->sum.bad++;
         capture(sw, DN2F_CAP_BAD, 0, DN2F_SWR_DECODE | ((unsigned)-rc << 8), 0, 0, buf,
                 len > DN2F_DGRAM_MAX ? DN2F_DGRAM_MAX : len);
+        return;
+    }
+    /* With a secret every datagram carries a MAC (control: the control key;
+     * DATA/ACK: the pair's tokens, checked by the receiving board; a
+     * multicast origin is checked in replicate()), without one none does. */
+    if (!(m.h.flags & DN2F_F_MAC) != !sw->auth ||
+        (sw->auth && m.h.type != DN2F_T_DATA && m.h.type != DN2F_T_ACK &&
+         !dn2f_mac_ok(buf, &m, &sw->kctl))) {
+        char a[80];
+        sw->sum.bad++;
+        capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_AUTH, m.h.src_lid, m.h.dst_lid, buf, len);
+        if (m.h.type == DN2F_T_HELLO || m.h.type == DN2F_T_KEEPALIVE) {
+            logf_limited(sw, "%s from %s: %s", dn2f_type_name(m.h.type),
+                         dn2f_addr_str(from, a, sizeof(a)),
+                         sw->auth ? (m.h.flags & DN2F_F_MAC ? "wrong MAC (a different secret?)"
+                                                            : "no MAC (the board has no secret)")
+                                  : "has a MAC but this switch has no secret");
+            send_bye_to(sw, from, m.h.src_epoch, DN2F_BYE_AUTH);
+        }
         return;
     }
     switch (m.h.type) {
@@ -1220,6 +1301,12 @@ struct dn2f_sw *dn2f_sw_new(const struct dn2f_sw_config *cfg,
     sw->bye_last = sw->start;
     sw->bye_tokens = BYE_TOKENS_PER_S;
     sw->log_last = sw->stats_last = sw->start;
+    if (cfg->secret && cfg->secret_len) {
+        sw->auth = true;
+        dn2f_secret_keys(cfg->secret, cfg->secret_len, &sw->kctl, sw->kseal);
+    }
+    sw->cfg.secret = NULL;      /* not kept */
+    sw->cfg.secret_len = 0;
     sw->log_tokens = LOG_TOKENS_PER_S;
     sw->stats_tokens = STATS_TOKENS_PER_S;
     {

@@ -37,6 +37,7 @@ enum dn2f_sw_reason {
     DN2F_SWR_NOT_FOR_SWITCH = 4,
     DN2F_SWR_NO_LID = 5,        /* no LID left to assign */
     DN2F_SWR_BAD_MCAST = 6,
+    DN2F_SWR_AUTH = 7,          /* MAC missing / wrong (cluster secret) */
 };
 
 struct dn2f_sw_config {
@@ -52,6 +53,9 @@ struct dn2f_sw_config {
     /* Live ports per host address (IP, any port); 0 = no limit.  Default
      * 256: 64 boards on 127.0.0.1 with room to spare. */
     unsigned max_ports_per_host;
+    /* Optional cluster secret (docs/security.md); copied by dn2f_sw_new. */
+    const uint8_t *secret;
+    size_t secret_len;
 };
 void dn2f_sw_config_default(struct dn2f_sw_config *c);
 

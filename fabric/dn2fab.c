@@ -84,6 +84,7 @@ const char *dn2f_drop_name(unsigned reason)
         [DN2F_DROP_PEER_RESET] = "peer_reset",
         [DN2F_DROP_NOT_READY] = "link_not_ready",
         [DN2F_DROP_STALE_SESSION] = "stale_session",
+        [DN2F_DROP_AUTH] = "auth",
     };
     return reason < DN2F_DROP_MAX && names[reason] ? names[reason] : "?";
 }
@@ -504,6 +505,45 @@ void dn2f_hdr_set_sessions(struct dn2f_wbuf *b, uint32_t src_sess, uint32_t dst_
     }
 }
 
+size_t dn2f_finish_mac(struct dn2f_wbuf *b, const struct dn2f_hmac_key *key)
+{
+    struct dn2f_hmac h;
+    uint8_t mac[DN2F_SHA256_LEN], *t;
+    size_t n;
+
+    if (b->overflow || b->len < DN2F_HDR_LEN) {
+        return 0;
+    }
+    dn2f_st16(b->p + 6, (uint16_t)(dn2f_ld16(b->p + 6) | DN2F_F_MAC));
+    if (b->cap - b->len < DN2F_MAC_LEN && b->cap + DN2F_MAC_LEN <= DN2F_DGRAM_MAX) {
+        b->cap += DN2F_MAC_LEN;         /* the room the builder kept for it */
+    }
+    t = wb_reserve(b, DN2F_MAC_LEN);
+    if (!t) {
+        return 0;
+    }
+    n = b->len;
+    dn2f_st32(b->p + 12, (uint32_t)n);
+    dn2f_hmac_start(&h, key);
+    dn2f_hmac_update(&h, b->p, n - DN2F_MAC_LEN);
+    dn2f_hmac_finish(&h, mac);
+    memcpy(t, mac, DN2F_MAC_LEN);
+    return n;
+}
+
+bool dn2f_mac_ok(const void *buf, const struct dn2f_msg *m, const struct dn2f_hmac_key *key)
+{
+    struct dn2f_hmac h;
+    uint8_t mac[DN2F_SHA256_LEN];
+    if (!m->mac) {
+        return false;
+    }
+    dn2f_hmac_start(&h, key);
+    dn2f_hmac_update(&h, buf, (size_t)(m->mac - (const uint8_t *)buf));
+    dn2f_hmac_finish(&h, mac);
+    return dn2f_ct_equal(mac, m->mac, DN2F_MAC_LEN);
+}
+
 size_t dn2f_finish(struct dn2f_wbuf *b)
 {
     if (b->overflow || b->len < DN2F_HDR_LEN) {
@@ -581,6 +621,7 @@ void dn2f_put_route(struct dn2f_wbuf *b, const struct dn2f_route *r)
         p[2] = r->flags;
         dn2f_enc_addr(p + 3, p + 4, p + 8, p + 12, &r->addr);
         dn2f_st64(p + 28, r->epoch);
+        memcpy(p + 36, r->token, DN2F_TOKEN_LEN);
     }
 }
 
@@ -1147,8 +1188,16 @@ int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m)
     } else if (m->h.type == DN2F_T_ACK) {
         allowed = DN2F_F_ACKREQ;
     }
+    allowed |= DN2F_F_MAC;
     if (m->h.flags & ~allowed) {
         return -DN2F_E_FLAGS;
+    }
+    if (m->h.flags & DN2F_F_MAC) {
+        if (len < DN2F_HDR_LEN + DN2F_MAC_LEN) {
+            return -DN2F_E_SHORT;
+        }
+        len -= DN2F_MAC_LEN;            /* the body ends before the trailer */
+        m->mac = p + len;
     }
     /* Sessions: only between boards (DATA to a board, ACK), where the
      * sender's is never 0. */
@@ -1330,6 +1379,7 @@ bool dn2f_routes_next_route(struct dn2f_iter *it, struct dn2f_route *r)
         memset(&r->addr, 0, sizeof(r->addr));
     }
     r->epoch = dn2f_ld64(p + 28);
+    memcpy(r->token, p + 36, DN2F_TOKEN_LEN);
     it->p += DN2F_ROUTE_LEN;
     it->left--;
     return true;
@@ -1573,4 +1623,38 @@ bool dn2f_ct_equal(const void *a, const void *b, size_t n)
         d |= (uint8_t)(x[i] ^ y[i]);
     }
     return d == 0;
+}
+
+void dn2f_secret_keys(const void *secret, size_t len, struct dn2f_hmac_key *kctl,
+                      uint8_t kseal[DN2F_SHA256_LEN])
+{
+    static const char lc[] = "dn2f-v2 control", ls[] = "dn2f-v2 seal";
+    uint8_t k[DN2F_SHA256_LEN];
+    dn2f_hmac_sha256(secret, len, lc, sizeof(lc) - 1, k);
+    dn2f_hmac_setkey(kctl, k, sizeof(k));
+    dn2f_hmac_sha256(secret, len, ls, sizeof(ls) - 1, kseal);
+    memset(k, 0, sizeof(k));
+}
+
+void dn2f_seal(const uint8_t kseal[DN2F_SHA256_LEN], char kind, uint64_t e1, uint64_t e2,
+               uint16_t lid, uint8_t tok[16])
+{
+    uint8_t msg[1 + 8 + 8 + 2], pad[DN2F_SHA256_LEN];
+    unsigned i;
+    msg[0] = (uint8_t)kind;
+    dn2f_st64(msg + 1, e1);
+    dn2f_st64(msg + 9, e2);
+    dn2f_st16(msg + 17, lid);
+    dn2f_hmac_sha256(kseal, DN2F_SHA256_LEN, msg, sizeof(msg), pad);
+    for (i = 0; i < 16; i++) {
+        tok[i] ^= pad[i];
+    }
+}
+
+void dn2f_pair_key(struct dn2f_hmac_key *k, const uint8_t from_tok[16], const uint8_t to_tok[16])
+{
+    uint8_t key[32];
+    memcpy(key, from_tok, 16);
+    memcpy(key + 16, to_tok, 16);
+    dn2f_hmac_setkey(k, key, sizeof(key));
 }

@@ -56,7 +56,7 @@ extern "C" {
 #define DN2F_NUM_CLID         4096
 #define DN2F_REC_HDR_LEN      8
 #define DN2F_MEMBER_LEN       24
-#define DN2F_ROUTE_LEN        36
+#define DN2F_ROUTE_LEN        52            /* + the member's sealed token */
 #define DN2F_ACK_HDR_LEN      12
 #define DN2F_PORTSTAT_LEN     92
 #define DN2F_NUM_LANES        2             /* one reliable stream per DWID */
@@ -66,6 +66,7 @@ extern "C" {
 #define DN2F_TICKET_LEN       16
 #define DN2F_TOKEN_LEN        16
 #define DN2F_STATS_REQ_MIN    1024          /* a STATS_REQ is padded to this (no amplifier) */
+#define DN2F_MAC_LEN          16            /* HMAC-SHA256 truncated, trailer of flag MAC */
 #define DN2F_STATS_HDR_LEN    80
 
 enum dn2f_type {
@@ -86,7 +87,8 @@ enum dn2f_type {
 /* Header flags. */
 #define DN2F_F_ACK            0x0001  /* DATA: an ACK block precedes the records */
 #define DN2F_F_ACKREQ         0x0002  /* DATA/ACK: please answer with an ACK (probe) */
-#define DN2F_F_ALL            0x0003
+#define DN2F_F_MAC            0x0004  /* any type: a DN2F_MAC_LEN-byte MAC trailer (secret) */
+#define DN2F_F_ALL            0x0007
 
 /* DATA record kinds and flags. */
 enum dn2f_rec_kind {
@@ -228,6 +230,7 @@ struct dn2f_route {
     uint8_t  flags;             /* DN2F_RT_* */
     struct dn2f_addr addr;      /* unset when family 0 */
     uint64_t epoch;
+    uint8_t  token[DN2F_TOKEN_LEN];     /* with a secret: the member's token, sealed */
 };
 #define DN2F_RT_DIRECT        0x01    /* addr is usable for direct sends */
 
@@ -268,6 +271,7 @@ struct dn2f_rec {
 
 struct dn2f_msg {
     struct dn2f_hdr h;
+    const uint8_t *mac;         /* flag MAC: the trailer (covers bytes [0, mac)) */
     union {
         struct dn2f_hello hello;
         struct dn2f_assign assign;
@@ -332,6 +336,14 @@ void dn2f_put_hdr(struct dn2f_wbuf *b, unsigned type, unsigned flags,
 void dn2f_hdr_set_sessions(struct dn2f_wbuf *b, uint32_t src_sess, uint32_t dst_sess);
 /* Patch the length field; returns the datagram length, 0 on overflow. */
 size_t dn2f_finish(struct dn2f_wbuf *b);
+/* The same with a MAC trailer: sets flag MAC, appends HMAC-SHA256(key,
+ * datagram) truncated to DN2F_MAC_LEN.  key: a struct dn2f_hmac_key
+ * (dn2fab-hmac.h).  A builder that fills its buffer to the cap initializes
+ * it with cap = room - DN2F_MAC_LEN; the trailer then uses that room. */
+struct dn2f_hmac_key;
+size_t dn2f_finish_mac(struct dn2f_wbuf *b, const struct dn2f_hmac_key *key);
+/* A decoded datagram with flag MAC: is its trailer right for key? */
+bool dn2f_mac_ok(const void *buf, const struct dn2f_msg *m, const struct dn2f_hmac_key *key);
 void dn2f_put_hello(struct dn2f_wbuf *b, const struct dn2f_hello *h);
 void dn2f_put_assign(struct dn2f_wbuf *b, const struct dn2f_assign *a);
 void dn2f_put_routes_hdr(struct dn2f_wbuf *b, uint32_t gen, uint16_t chunk, uint16_t nchunks,
@@ -414,6 +426,11 @@ struct dn2f_ep_config {
     uint64_t keepalive_ns;
     uint64_t keepalive_timeout_ns;  /* switch silent this long: link down */
     uint64_t peer_grace_ns;     /* a peer missing from the routes is kept this long */
+    /* Optional cluster secret (docs/security.md): the same bytes as the
+     * switch's --secret-file (trailing newline stripped).  NULL / 0 = none.
+     * Copied (keys derived) by dn2f_ep_new; the caller may free it after. */
+    const uint8_t *secret;
+    size_t secret_len;
 };
 void dn2f_ep_config_default(struct dn2f_ep_config *c);
 
@@ -434,6 +451,7 @@ enum dn2f_drop {
     DN2F_DROP_PEER_RESET,       /* queued packets of a peer that restarted / our LID changed */
     DN2F_DROP_NOT_READY,        /* data while the link is not up */
     DN2F_DROP_STALE_SESSION,    /* DATA/ACK of an older session of the pair */
+    DN2F_DROP_AUTH,             /* MAC missing / wrong (secret), or MAC without a secret */
     DN2F_DROP_MAX
 };
 const char *dn2f_drop_name(unsigned reason);

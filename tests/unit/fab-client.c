@@ -62,6 +62,8 @@ static int cb_send(void *o, const struct dn2f_addr *to, const void *buf, size_t 
 }
 
 static bool g_fast;          /* --fast: cheap payload (throughput runs) */
+static uint8_t g_secret[4096];  /* --secret-file */
+static size_t g_secret_len;
 static size_t g_size;        /* --size N: fixed packet size */
 
 static void fill_pkt(uint8_t *p, size_t len, uint16_t dlid, uint16_t slid, uint32_t n)
@@ -170,6 +172,10 @@ static int open_board(struct board *b, const char *name, const struct dn2f_addr 
     dn2f_ep_config_default(&cfg);
     cfg.guid = guid;
     cfg.sw = *sw;
+    if (g_secret_len) {
+        cfg.secret = g_secret;
+        cfg.secret_len = g_secret_len;
+    }
     b->ep = dn2f_ep_new(&cfg, &ops, b);
     return b->ep ? 0 : -1;
 }
@@ -466,7 +472,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: fab-client transfer|hostile|flood --switch ADDR:PORT [--count N] "
             "[--progress FILE] [--timeout S] [--size N] [--fast] [--sockets N] "
-            "[--seconds S] [--bind IP] [--echo]\n");
+            "[--seconds S] [--bind IP] [--echo] [--secret-file F]\n");
     exit(2);
 }
 
@@ -510,6 +516,16 @@ int main(int argc, char **argv)
             bind_ip = argv[++i];
         } else if (!strcmp(argv[i], "--echo")) {
             echo = true;
+        } else if (!strcmp(argv[i], "--secret-file") && i + 1 < argc) {
+            FILE *f = fopen(argv[++i], "rb");
+            if (!f) {
+                usage();
+            }
+            g_secret_len = fread(g_secret, 1, sizeof(g_secret), f);
+            fclose(f);
+            if (g_secret_len && g_secret[g_secret_len - 1] == '\n') {
+                g_secret_len--;
+            }
         } else {
             usage();
         }

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 
 #include "dn2fab.h"
+#include "dn2fab-hmac.h"
 #include "dn2fab-sw.h"
 
 /* ================================================================ TAP */
@@ -160,11 +161,22 @@ static bool is_control(const uint8_t *buf, size_t len)
     return len > 5 && buf[5] != DN2F_T_DATA && buf[5] != DN2F_T_ACK;
 }
 
+/* A recorder: the first HELLO node g_rec_node sends (for replays). */
+static int g_rec_node = -1;
+static uint8_t g_rec_buf[256];
+static size_t g_rec_len;
+
 static int s_send(void *o, const struct dn2f_addr *to, const void *buf, size_t len)
 {
     struct node *from = o;
     int dst = node_by_addr(to), copies = 1, c;
     bool faults = sim.faults_on_control || !is_control(buf, len);
+
+    if (from->idx == g_rec_node && !g_rec_len && len > 5 && len <= sizeof(g_rec_buf) &&
+        ((const uint8_t *)buf)[5] == DN2F_T_HELLO) {
+        memcpy(g_rec_buf, buf, len);
+        g_rec_len = len;
+    }
 
     if (dst < 0 || sim.nq + 2 >= MAX_Q) {
         sim.dropped++;
@@ -374,12 +386,18 @@ static void mkaddr(struct dn2f_addr *a, int i)
 
 static const struct dn2f_sw_ops sw_ops = { .now_ns = s_now, .send_datagram = s_send };
 
+static const char *g_sw_secret;         /* the next add_switch()'s secret */
+
 static int add_switch(int route_mode)
 {
     int i = 0;
     struct dn2f_sw_config c;
     struct node *nd = &sim.nodes[i];
     dn2f_sw_config_default(&c);
+    if (g_sw_secret) {
+        c.secret = (const uint8_t *)g_sw_secret;
+        c.secret_len = strlen(g_sw_secret);
+    }
     c.route_mode = route_mode;
     c.seed = 7;
     if (nd->sw) {
@@ -1788,6 +1806,208 @@ static bool t_lid_flood(void)
     return true;
 }
 
+/* ============================================================ secret */
+static void hex(const char *h, uint8_t *out, size_t *n)
+{
+    size_t i;
+    for (i = 0; h[2 * i] && h[2 * i + 1]; i++) {
+        unsigned v;
+        sscanf(h + 2 * i, "%2x", &v);
+        out[i] = (uint8_t)v;
+    }
+    *n = i;
+}
+
+/* SHA-256 (FIPS 180-4 examples) and HMAC-SHA256 (RFC 4231 cases 1-4, 6, 7). */
+static bool t_hmac_vectors(void)
+{
+    static const struct { const char *key, *data, *mac; } v[] = {
+        { "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", "4869205468657265",
+          "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7" },
+        { "4a656665", "7768617420646f2079612077616e7420666f72206e6f7468696e673f",
+          "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" },
+        { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+          "dddddddddddddddddddddddddddddddddddddddddddddddddd"
+          "dddddddddddddddddddddddddddddddddddddddddddddddddd",
+          "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe" },
+        { "0102030405060708090a0b0c0d0e0f10111213141516171819",
+          "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"
+          "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd",
+          "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b" },
+        { NULL, "54657374205573696e67204c6172676572205468616e20426c6f636b2d53697a65204b6579"
+                "202d2048617368204b6579204669727374",
+          "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54" },
+        { NULL, "5468697320697320612074657374207573696e672061206c6172676572207468616e20626c"
+                "6f636b2d73697a65206b657920616e642061206c6172676572207468616e20626c6f636b2d"
+                "73697a6520646174612e20546865206b6579206e6565647320746f20626520686173686564"
+                "206265666f7265206265696e6720757365642062792074686520484d414320616c676f7269"
+                "74686d2e",
+          "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2" },
+    };
+    uint8_t key[200], data[400], want[32], got[32];
+    size_t kl, dl, wl;
+    unsigned i;
+
+    dn2f_sha256("abc", 3, got);
+    hex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", want, &wl);
+    CHECK(memcmp(got, want, 32) == 0, "sha256(abc)");
+    dn2f_sha256("", 0, got);
+    hex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", want, &wl);
+    CHECK(memcmp(got, want, 32) == 0, "sha256()");
+    dn2f_sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, got);
+    hex("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", want, &wl);
+    CHECK(memcmp(got, want, 32) == 0, "sha256(448 bits)");
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        if (v[i].key) {
+            hex(v[i].key, key, &kl);
+        } else {
+            memset(key, 0xaa, 131);
+            kl = 131;
+        }
+        hex(v[i].data, data, &dl);
+        hex(v[i].mac, want, &wl);
+        dn2f_hmac_sha256(key, kl, data, dl, got);
+        CHECK(memcmp(got, want, 32) == 0, "RFC 4231 vector %u", i);
+    }
+    return true;
+}
+
+static const char SECRET[] = "correct horse battery staple 42";
+
+static bool cond_up_1_2(void)
+{
+    return APP(1)->link_up && APP(2)->link_up;
+}
+
+/* With a cluster secret: members exchange data (direct and through the
+ * switch's multicast); a board with another secret, or none, never comes
+ * up and is told why; forged DATA/ACK datagrams (right LIDs, epochs and
+ * sessions, no or a wrong MAC) are dropped and counted; a HELLO recorded
+ * from an old incarnation, replayed, takes nothing. */
+static bool t_secret(void)
+{
+    char msg[200];
+    struct dn2f_ep_config c;
+    struct dn2f_ep_ops ops = ep_ops;
+    struct dn2f_portstat ps;
+    uint8_t buf[256], pkt[64];
+    struct dn2f_wbuf w;
+    uint16_t l1, l2;
+    uint64_t e_old, e_new;
+    unsigned i, k;
+    int n;
+
+    sim_reset(51, 0.05, 0.02, 0.05);
+    g_sw_secret = SECRET;
+    add_switch(DN2F_ROUTE_DIRECT);
+    g_sw_secret = NULL;
+    g_neps = 0;
+    g_rec_node = 2;             /* record board 2's first HELLO */
+    g_rec_len = 0;
+    for (n = 1; n <= 3; n++) {
+        c = ep_cfg(n);
+        c.secret = (const uint8_t *)SECRET;
+        c.secret_len = strlen(SECRET);
+        CHECK(add_ep(n, &c) == n, "ep %d", n);
+        g_eps[g_neps++] = n;
+    }
+    memset(g_want, 0, sizeof(g_want));
+    CHECK(sim_run(cond_all_up, 20ULL * 1000000000), "members did not come up");
+    l1 = dn2f_ep_lid(EP(1));
+    l2 = dn2f_ep_lid(EP(2));
+    stream(1, 2, 2000);
+    stream(2, 1, 2000);
+    g_group = dn2_clid_to_lid(0xc09);
+    CHECK(dn2f_ep_mcast_join(EP(2), g_group) == 0 && dn2f_ep_mcast_join(EP(3), g_group) == 0,
+          "join");
+    CHECK(sim_run(cond_group2, 30ULL * 1000000000), "membership");
+    APP(3)->dst[0] = g_group;
+    APP(3)->to_send[0] = 500;
+    APP(3)->ndst = 1;
+    g_want[2] += 500;
+    g_want[3] += 500;
+    /* forged DATA and ACK "from board 1" (its address): no MAC, wrong MAC */
+    for (k = 0; k < 200; k++) {
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, k & 1 ? DN2F_T_ACK : DN2F_T_DATA, 0, l1, l2, dn2f_ep_epoch(EP(1)),
+                     dn2f_ep_epoch(EP(2)));
+        dn2f_hdr_set_sessions(&w, 0x10000 + k, 0);
+        if (k & 1) {
+            dn2f_put_ack(&w, 0, false, 0, 64, 0, NULL);
+        } else {
+            fill_pkt(pkt, 64, l2, l1, 99, k);
+            dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, k, 0, 0, NULL, NULL, NULL, pkt, 64);
+        }
+        if (k & 2) {
+            struct dn2f_hmac_key bad;
+            dn2f_hmac_setkey(&bad, "not the tokens", 14);
+            dn2f_ep_input(EP(2), &sim.nodes[1].addr, buf, dn2f_finish_mac(&w, &bad));
+        } else {
+            dn2f_ep_input(EP(2), &sim.nodes[1].addr, buf, dn2f_finish(&w));
+        }
+    }
+    CHECK(dn2f_ep_stats(EP(2))->drop[DN2F_DROP_AUTH] >= 200, "forged datagrams: %llu auth drops",
+          (unsigned long long)dn2f_ep_stats(EP(2))->drop[DN2F_DROP_AUTH]);
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete with a secret: %u %u %u",
+          APP(1)->got_total, APP(2)->got_total, APP(3)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(dn2f_ep_stats(EP(2))->session_resets == 0, "a forged datagram reset a pair");
+    /* a board with another secret, and one without: never up, told why */
+    ops.refused = s_refused;
+    for (n = 4; n <= 5; n++) {
+        struct node *nd = &sim.nodes[n];
+        c = ep_cfg(n);
+        if (n == 4) {
+            c.secret = (const uint8_t *)"another secret, same length....";
+            c.secret_len = strlen((const char *)c.secret);
+        }
+        nd->used = nd->alive = true;
+        nd->idx = n;
+        mkaddr(&nd->addr, n);
+        memset(&nd->app, 0, sizeof(nd->app));
+        nd->ep = dn2f_ep_new(&c, &ops, nd);
+        CHECK(nd->ep, "ep %d", n);
+    }
+    sim_run(NULL, 2ULL * 1000000000);
+    for (n = 4; n <= 5; n++) {
+        CHECK(dn2f_ep_link(sim.nodes[n].ep) != DN2F_LINK_UP && !sim.nodes[n].app.link_ups,
+              "board %d joined without the secret", n);
+        CHECK(dn2f_ep_refusal(sim.nodes[n].ep) == DN2F_BYE_AUTH, "board %d: refusal %u", n,
+              dn2f_ep_refusal(sim.nodes[n].ep));
+        CHECK(dn2f_ep_stats(sim.nodes[n].ep)->drop[DN2F_DROP_AUTH] > 0, "board %d: no auth drops",
+              n);
+    }
+    CHECK(dn2f_sw_active_ports(sim.nodes[0].sw) == 3, "ports %u",
+          dn2f_sw_active_ports(sim.nodes[0].sw));
+    /* board 2 restarts its board (new epoch); its old HELLO, replayed from
+     * its address and from another, takes nothing */
+    e_old = dn2f_ep_epoch(EP(2));
+    dn2f_ep_reset(EP(2), 0x2222);
+    e_new = 0x2222;
+    CHECK(sim_run(cond_up_1_2, 20ULL * 1000000000), "board 2 did not come back");
+    CHECK(g_rec_len, "no HELLO recorded");
+    {
+        struct dn2f_msg m;
+        CHECK(dn2f_decode(g_rec_buf, g_rec_len, &m) == 0 && m.h.src_epoch == e_old &&
+              (m.h.flags & DN2F_F_MAC), "recorded HELLO");
+        for (k = 0; k < 10; k++) {
+            dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[2].addr, g_rec_buf, g_rec_len);
+            dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[5].addr, g_rec_buf, g_rec_len);
+            sim_run(NULL, 100000000ULL);
+        }
+    }
+    g_rec_node = -1;
+    for (i = 0; dn2f_sw_port(sim.nodes[0].sw, i, &ps); i++) {
+        if (ps.lid == dn2f_ep_lid(EP(2))) {
+            break;
+        }
+    }
+    CHECK(ps.epoch == e_new && ps.state == 1 && dn2f_addr_equal(&ps.addr, &sim.nodes[2].addr),
+          "replayed HELLO moved the port (epoch 0x%llx)", (unsigned long long)ps.epoch);
+    CHECK(APP(2)->link_up && APP(1)->link_up, "a link went down on the replay");
+    return true;
+}
+
 /* Take the first queued datagram to node `to` of the given type out of the
  * simulated network (the others stay queued). */
 static bool take_dgram(int to, unsigned type, struct qitem *out)
@@ -1932,6 +2152,8 @@ static const struct {
     { "switch: STATS only to this host or members, padded, one chunk, rate-limited", t_stats_restricted },
     { "endpoint: packets that arrive while the link is down wait for it", t_hold_while_down },
     { "switch: a HELLO flood takes no LID; one host is capped; members join", t_lid_flood },
+    { "crypto: SHA-256 and HMAC-SHA256 test vectors (FIPS 180-4, RFC 4231)", t_hmac_vectors },
+    { "secret: members only; wrong or no secret refused; forged DATA/ACK; replay", t_secret },
 };
 
 int main(int argc, char **argv)

@@ -47,14 +47,14 @@ start_switch() {
     return 1
 }
 
-echo "1..14"
+echo "1..17"
 
 # 1. start on port 0
 if start_switch 0 "${FAULTS[@]}" --pcap "$tmp/cap.pcap" && [ "${PORT:-0}" -gt 0 ]; then
     ok "switch starts on 127.0.0.1:0 and reports port $PORT"
 else
     notok "switch starts on 127.0.0.1:0"; diagf "$tmp/switch.err"
-    for i in $(seq 2 14); do notok "skipped: no switch"; done
+    for i in $(seq 2 17); do notok "skipped: no switch"; done
     exit 1
 fi
 grep -q "listening on 127.0.0.1:$PORT" "$tmp/switch.out"
@@ -171,7 +171,35 @@ else
     notok "LID flood: transfer $st, ports from 127.0.0.2: $from2"; diagf "$tmp/fc6.err" "$tmp/fl1.err" "$tmp/fl2.err" "$tmp/stats3.out"
 fi
 
-# 12. SIGTERM: clean exit, pcap complete.  (The capture of the first switch
+# 12-14. cluster secret: members with it exchange data and --stats works with
+# it; a board without it never comes up; a group-readable file is refused.
+kill -9 "$swpid" 2>/dev/null; wait "$swpid" 2>/dev/null; swpid=
+printf 'test secret 0123456789abcdef\n' >"$tmp/secret"; chmod 600 "$tmp/secret"
+start_switch 0 --secret-file "$tmp/secret" --drop 0.05 --seed 5
+if "$FC" transfer --switch "127.0.0.1:$PORT" --count 3000 --timeout 60 --secret-file "$tmp/secret" \
+        >"$tmp/fc7.out" 2>"$tmp/fc7.err" &&
+   "$SW" --stats "127.0.0.1:$PORT" --secret-file "$tmp/secret" >"$tmp/stats4.out" 2>&1 &&
+   grep -q '^switch 127.0.0.1:[0-9]*: route=switch ' "$tmp/stats4.out"; then
+    ok "secret: members exchange 3000 packets each way at 5% loss; --stats with the secret"
+else
+    notok "secret: members"; diagf "$tmp/fc7.err" "$tmp/stats4.out" "$tmp/switch.err"
+fi
+if ! "$FC" transfer --switch "127.0.0.1:$PORT" --count 10 --timeout 3 >"$tmp/fc8.out" 2>"$tmp/fc8.err" &&
+   ! "$SW" --stats "127.0.0.1:$PORT" >/dev/null 2>&1; then
+    ok "secret: a board without it never comes up, --stats without it gets nothing ($(grep -c 'secret' "$tmp/switch.err") log lines)"
+else
+    notok "secret: a board without the secret came up"; diagf "$tmp/fc8.out" "$tmp/fc8.err"
+fi
+chmod 640 "$tmp/secret"
+"$SW" --listen 127.0.0.1:0 --secret-file "$tmp/secret" >"$tmp/perm.out" 2>"$tmp/perm.err"
+st=$?
+if [ $st = 1 ] && grep -q 'too open' "$tmp/perm.err"; then
+    ok "secret: a group-readable secret file is refused: $(head -1 "$tmp/perm.err")"
+else
+    notok "secret: group-readable file (exit $st)"; diagf "$tmp/perm.err"
+fi
+
+# 15. SIGTERM: clean exit, pcap complete.  (The capture of the first switch
 # instance was cut by kill -9; this one is written by a fresh instance.)
 kill -9 "$swpid" 2>/dev/null; wait "$swpid" 2>/dev/null; swpid=
 start_switch 0 --pcap "$tmp/cap2.pcap" --drop 0.05 --seed 3
@@ -185,7 +213,7 @@ else
     notok "SIGTERM / pcap (exit $st, magic $magic, linktype $linktype)"
 fi
 
-# 13. the Wireshark dissector decodes the capture (skipped without tshark)
+# 16. the Wireshark dissector decodes the capture (skipped without tshark)
 if command -v tshark >/dev/null 2>&1; then
     if tshark -n -r "$tmp/cap2.pcap" -X "lua_script:$top/tools/wireshark/dimmnet2.lua" \
             -Y 'dn2f.type == 4 && dn2.dlid' -T fields -e dn2f.type -e dn2.type -e dn2.dlid \

@@ -32,6 +32,7 @@ local events = {
 local reasons = {
     [0] = "-", [1] = "decode error", [2] = "unknown source", [3] = "no route",
     [4] = "not for the switch", [5] = "no LID left", [6] = "bad multicast",
+    [7] = "authentication (cluster secret)",
 }
 local types = {
     [1] = "HELLO", [2] = "ASSIGN", [3] = "ROUTES", [4] = "DATA", [5] = "ACK",
@@ -80,6 +81,9 @@ local ff = {
     flags = ProtoField.uint16("dn2f.flags", "Flags", base.HEX),
     f_ack = ProtoField.bool("dn2f.flags.ack", "ACK block present", 16, nil, 0x0001),
     f_ackreq = ProtoField.bool("dn2f.flags.ackreq", "ACK requested", 16, nil, 0x0002),
+    f_mac = ProtoField.bool("dn2f.flags.mac", "MAC trailer (cluster secret)", 16, nil, 0x0004),
+    mac = ProtoField.bytes("dn2f.mac", "MAC (HMAC-SHA256, 128 bits)"),
+    r_token = ProtoField.bytes("dn2f.route.token", "Token (sealed)"),
     src = ProtoField.uint16("dn2f.src", "Source LID", base.HEX),
     dst = ProtoField.uint16("dn2f.dst", "Destination LID", base.HEX),
     length = ProtoField.uint32("dn2f.length", "Length", base.DEC),
@@ -303,6 +307,12 @@ local function dissect_fabric(r, pinfo, tree)
     local fl = t:add_le(ff.flags, r:range(6, 2))
     fl:add_le(ff.f_ack, r:range(6, 2))
     fl:add_le(ff.f_ackreq, r:range(6, 2))
+    fl:add_le(ff.f_mac, r:range(6, 2))
+    if bit32.band(r:range(6, 2):le_uint(), 4) == 4 and len >= 56 then
+        t:add(ff.mac, r:range(len - 16, 16))
+        r = r:range(0, len - 16)    -- the body ends before the trailer
+        len = len - 16
+    end
     t:add_le(ff.src, r:range(8, 2))
     t:add_le(ff.dst, r:range(10, 2))
     t:add_le(ff.length, r:range(12, 4))
@@ -341,8 +351,8 @@ local function dissect_fabric(r, pinfo, tree)
             info = info .. string.format(" gen %d, %d routes, %d groups", r:range(o, 4):le_uint(), nr, ng)
             o = o + 16
             for _ = 1, nr do
-                if o + 36 > len then break end
-                local e = t:add(fab, r:range(o, 36), string.format("Route LID 0x%04x", r:range(o, 2):le_uint()))
+                if o + 52 > len then break end
+                local e = t:add(fab, r:range(o, 52), string.format("Route LID 0x%04x", r:range(o, 2):le_uint()))
                 e:add_le(ff.r_lid, r:range(o, 2))
                 e:add(ff.r_flags, r:range(o + 2, 1))
                 e:add(ff.r_family, r:range(o + 3, 1))
@@ -350,7 +360,8 @@ local function dissect_fabric(r, pinfo, tree)
                 e:add_le(ff.r_scope, r:range(o + 8, 4))
                 add_addr(e, r:range(o + 12, 16), r:range(o + 3, 1):uint())
                 e:add_le(ff.r_epoch, r:range(o + 28, 8))
-                o = o + 36
+                e:add(ff.r_token, r:range(o + 36, 16))
+                o = o + 52
             end
             for _ = 1, ng do
                 if o + 4 > len then break end
