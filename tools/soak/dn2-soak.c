@@ -664,6 +664,16 @@ static void hang(const char *fmt, ...)
     phase_fail("HANG: %s", msg);
 }
 
+/* Called in every wait loop (the hostile peer must keep answering). */
+static void (*idle_hook)(void);
+
+static void idle(void)
+{
+    if (idle_hook) {
+        idle_hook();
+    }
+}
+
 /* ================================================================== */
 /* The switch                                                          */
 /* ================================================================== */
@@ -1258,6 +1268,22 @@ static uint64_t qom(Board *b, const char *prop)
     return strtoull(p + 9, NULL, 10);
 }
 
+/* qom-get that may fail (a property an older device does not have). */
+static bool qom_try(Board *b, const char *prop, uint64_t *v)
+{
+    char j[256];
+    const char *r, *p;
+
+    snprintf(j, sizeof(j), "{\"execute\":\"qom-get\",\"arguments\":{\"path\":"
+             "\"/machine/peripheral/dn\",\"property\":\"%s\"}}", prop);
+    r = qmp(b, j);
+    if (!r || !(p = strstr(r, "\"return\":"))) {
+        return false;
+    }
+    *v = strtoull(p + 9, NULL, 10);
+    return true;
+}
+
 /* --- Start and stop ------------------------------------------------ */
 
 static int listen_unix(const char *path)
@@ -1654,6 +1680,7 @@ static bool wait_link(Board *b, unsigned ms)
             b->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
             return true;
         }
+        idle();
         msleep(2);
     } while (now_ms() < end);
     return false;
@@ -1758,6 +1785,7 @@ static bool fifo_room(Board *b, int wid, unsigned ms)
             return true;
         }
         if (ms) {
+            idle();
             usleep(200);
         }
     } while (now_ms() < end);
@@ -1772,6 +1800,7 @@ static void issue(Board *b, int wid, uint64_t upper, uint64_t lower)
 }
 
 static uint64_t known_good_seq;     /* patterns of the known-good transfers */
+static uint64_t last_rvl_ms;        /* how long the last round trip's RVL took */
 
 /*
  * A known-good round trip: RVS src -> dst of len bytes (src's WID 0 soff
@@ -1809,6 +1838,7 @@ static void wait_record(Board *at, uint64_t lower, uint64_t upper, const char *w
                  " 0x%" PRIx64 ")", what, check_ctx, at->name, T_XFER, lower, upper);
             return;
         }
+        idle();
         usleep(500);
     }
 }
@@ -1842,6 +1872,7 @@ static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_
 {
     uint8_t *a = malloc(len), *c = malloc(len);
     char what[96];
+    uint64_t t0 = now_ms(), t1;
 
     fill_bytes(a, len, 0x5eed0000 + known_good_seq++);
     fill_bytes(c, len, 0x5eed0000 + known_good_seq++);
@@ -1856,6 +1887,10 @@ static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_
           dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(d->lid), 0, 1, (uint32_t)len));
     wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), doff, what);
     expect_data(d, doff, a, len, what);
+    t1 = now_ms();
+    if (t1 - t0 > 200) {
+        vnote("%s took %" PRIu64 " ms", what, t1 - t0);
+    }
     /* RVL: d asks s for roff, lands at d's loff */
     snprintf(what, sizeof(what), "known-good RVL %s<-%s %zu B", d->name, s->name, len);
     sd_put(s, roff, c, len);
@@ -1867,6 +1902,10 @@ static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_
           dn2_req_lower(DN2_OP_RVL, 0, 0, dn2_lid_to_clid(s->lid), 0, 1, (uint32_t)len));
     wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), loff, what);
     expect_data(d, loff, c, len, what);
+    last_rvl_ms = now_ms() - t1;
+    if (last_rvl_ms > 200) {
+        vnote("%s took %" PRIu64 " ms", what, last_rvl_ms);
+    }
     free(a);
     free(c);
 }
@@ -2386,7 +2425,8 @@ static struct {
     uint64_t peer_acks, peer_data_in, peer_rehello;
     unsigned checks;
     double secs;
-    bool ran, sent_ok, guard_ok, after_ok, peer_ok;
+    bool ran, sent_ok, guard_ok, after_ok, peer_ok, silent_ok;
+    uint64_t silent_ms, rc_timeout_ms, rc_abandoned, abandon_ms;
 } P2;
 
 static const char *const kind_name[8] = {
@@ -2404,6 +2444,8 @@ typedef struct Victim {
     uint32_t tx_seq[DN2F_NUM_LANES];    /* our next sequence number toward it */
     uint32_t rx_cum[DN2F_NUM_LANES];    /* the next one we expect from it */
     bool rx_seen[DN2F_NUM_LANES];
+    uint32_t acked[DN2F_NUM_LANES];     /* its latest cumulative ACK of our packets */
+    bool ack_seen;              /* an ACK block from it since this was cleared */
     uint32_t sess;              /* its session toward us (0: not known yet) */
 } Victim;
 
@@ -2417,6 +2459,7 @@ typedef struct RawPeer {
     uint32_t gen, sess;
     struct dn2f_ticket ticket;  /* the ASSIGN's, returned until we are in the table */
     bool joined;
+    bool mute;                  /* acknowledge nothing (keepalives go on) */
     Victim v[2];
     uint64_t next_hello, next_ka;
 } RawPeer;
@@ -2506,15 +2549,15 @@ static void rp_service(RawPeer *rp)
                 break;
             }
             if (m.h.src_sess != v->sess) {
-                /* the victim's (new) session: its streams start over */
+                /* the victim started over with us (a new session): both
+                 * directions restart at 0 (docs/fabric.md, sessions) */
                 v->sess = m.h.src_sess;
                 memset(v->rx_cum, 0, sizeof(v->rx_cum));
                 memset(v->rx_seen, 0, sizeof(v->rx_seen));
-                if (m.h.dst_sess != rp->sess) {
-                    memset(v->tx_seq, 0, sizeof(v->tx_seq));
-                }
+                memset(v->tx_seq, 0, sizeof(v->tx_seq));
+                memset(v->acked, 0, sizeof(v->acked));
             }
-            if (m.h.type == DN2F_T_DATA) {
+            if (m.h.type == DN2F_T_DATA && !rp->mute) {
                 struct dn2f_iter it;
                 struct dn2f_rec r;
                 unsigned ln, nl = 0;
@@ -2523,8 +2566,13 @@ static void rp_service(RawPeer *rp)
                 while (dn2f_data_next(&it, &r)) {
                     ln = r.lane & 1;
                     v->rx_seen[ln] = true;
-                    if (r.kind != DN2F_REC_MCAST_ORIGIN && r.seq == v->rx_cum[ln]) {
-                        v->rx_cum[ln]++;
+                    /* a sink: everything up to the highest sequence number
+                     * seen counts as received (a hole would only make the
+                     * victim wait for its timers) */
+                    if (r.kind != DN2F_REC_MCAST_ORIGIN &&
+                        (int32_t)(r.seq - v->rx_cum[ln]) >= 0 &&
+                        (int32_t)(r.seq - v->rx_cum[ln]) < 65536) {
+                        v->rx_cum[ln] = r.seq + 1;
                     }
                 }
                 dn2f_wbuf_init(&w, out, sizeof(out));
@@ -2550,6 +2598,8 @@ static void rp_service(RawPeer *rp)
                 /* a naive sender: what the victim did not get is sent anew */
                 for (j = 0; j < as->n; j++) {
                     unsigned ln = as->a[j].lane & 1;
+                    v->acked[ln] = as->a[j].cum;
+                    v->ack_seen = true;
                     if ((int32_t)(v->tx_seq[ln] - as->a[j].cum) > 0) {
                         v->tx_seq[ln] = as->a[j].cum;
                     }
@@ -2933,6 +2983,131 @@ static void hostile_round_trips(Board *a, Board *b, Rng *r)
                CHK_OFF + 7 * MiB, len);
 }
 
+static RawPeer *g_rp;
+
+static void rp_idle(void)
+{
+    if (g_rp) {
+        rp_service(g_rp);
+    }
+}
+
+/*
+ * A joined peer that asks board a for data (4 RVLs of 1 MiB from a's WID 1)
+ * and then acknowledges nothing, while it keeps itself in the switch's
+ * table: a's Receive Controller answer stalls on credits.  The device
+ * abandons such an answer after rc-timeout-ms (docs/security.md: "a remote
+ * requester cannot hold a board's Window Controller hostage"); meanwhile
+ * a known-good RVL from b must be answered, within that bound.
+ */
+static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
+{
+    static uint8_t buf[DN2F_DGRAM_MAX];
+    Victim *v = rp_victim(rp, a->lid);
+    struct dn2f_wbuf w;
+    uint64_t ab0 = 0, ab1 = 0, t0;
+    int k, tries;
+
+    if (!qom_try(a, "rc-timeout-ms", &P2.rc_timeout_ms)) {
+        P2.rc_timeout_ms = 0;
+    }
+    qom_try(a, "stat-rc-abandoned", &ab0);
+    for (t0 = now_ms(), tries = 0; now_ms() < t0 + 3000; tries++) {
+    uint32_t base;
+    /* where the victim's lane 1 from us stands (the storm's random sequence
+     * numbers leave us no idea): probe (ACK with ACKREQ), then send exactly
+     * there */
+    v->ack_seen = false;
+    for (uint64_t e = now_ms() + 500, nx = 0; now_ms() < e && !v->ack_seen; msleep(1)) {
+        if (now_ms() >= nx) {
+            dn2f_wbuf_init(&w, buf, sizeof(buf));
+            dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
+            dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+            dn2f_put_ack(&w, 0, false, v->rx_cum[0], v->rx_cum[0] + 512, 0, NULL);
+            raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
+            nx = now_ms() + 50;
+        }
+        rp_service(rp);
+    }
+    rp->mute = true;            /* from now on the victim's answers go unacknowledged */
+    base = v->tx_seq[1] = v->acked[1];
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
+    dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+    for (k = 0; k < 4; k++) {
+        uint8_t pkt[32];
+        struct dn2_hdr h;
+        uint64_t wd[4];
+        int j;
+        memset(&h, 0, sizeof(h));
+        h.type = DN2_OP_RVL;
+        h.hflag = 1;
+        h.pgid = PG2;
+        h.dwid = 1;
+        h.dlid = v->lid;
+        h.size = sizeof(pkt);
+        h.w1_lo = (uint32_t)(k * MiB);          /* source on a (WID 1) */
+        h.w1_hi = (uint32_t)(k * MiB);          /* where it would land here */
+        wd[0] = dn2_hdr0_encode(&h);
+        wd[1] = dn2_hdr1_encode(h.w1_lo, h.w1_hi);
+        wd[2] = dn2_hdr1_encode((uint32_t)MiB, 0);
+        wd[3] = 0;
+        for (j = 0; j < 32; j++) {
+            pkt[j] = (uint8_t)(wd[j / 8] >> (8 * (j % 8)));
+        }
+        dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_LANE1, v->tx_seq[1]++, 0, 0, NULL, NULL,
+                     NULL, pkt, sizeof(pkt));
+    }
+    raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
+    for (uint64_t e = now_ms() + 100; now_ms() < e && (int32_t)(v->acked[1] - base) < 4;) {
+        rp_service(rp);
+        msleep(1);
+    }
+    if ((int32_t)(v->acked[1] - base) >= 4) {
+        break;
+    }
+    }
+    if ((int32_t)(v->acked[1] - v->tx_seq[1]) < 0) {
+        note("hostile: board %s did not acknowledge the silent peer's RVLs (lane 1 cum %u, "
+             "sent up to %u; lane 0 cum %u; its session %u, ours %u; fabric drops %" PRIu64
+             ")", a->name, v->acked[1], v->tx_seq[1], v->acked[0], v->sess, rp->sess,
+             qom(a, "stat-link-drops"));
+    }
+    msleep(20);
+    if (verbose) {
+        static const char *const pr[] = { "stat-rx-packets", "stat-tx-packets",
+                                          "stat-rx-drop-pgid", "stat-rx-drop-noproc",
+                                          "stat-rx-drop-bad", "stat-rx-stalls" };
+        for (k = 0; k < 6; k++) {
+            vnote("silent peer: board %s %s=%" PRIu64, a->name, pr[k], qom(a, pr[k]));
+        }
+        vnote("silent peer: board %s Module State 0x%" PRIx64 ", tx-seq %u/%u acked %u/%u",
+              a->name, ur(a, 0, DN2_UR_MODULE_STATE), v->tx_seq[0], v->tx_seq[1],
+              v->acked[0], v->acked[1]);
+    }
+    t0 = now_ms();
+    hostile_round_trips(a, b, r);
+    P2.silent_ms = now_ms() - t0;
+    /* and the silent peer's answers are given up on within the bound */
+    for (uint64_t e = t0 + P2.rc_timeout_ms + 5000; now_ms() < e; msleep(20)) {
+        rp_service(rp);
+        if (qom_try(a, "stat-rc-abandoned", &ab1) && ab1 > ab0) {
+            break;
+        }
+    }
+    P2.abandon_ms = now_ms() - t0;
+    rp->mute = false;
+    qom_try(a, "stat-rc-abandoned", &ab1);
+    P2.rc_abandoned = ab1 - ab0;
+    P2.silent_ok = P2.rc_timeout_ms && P2.silent_ms <= P2.rc_timeout_ms + 5000 &&
+                   P2.rc_abandoned > 0;
+    note("hostile: a joined peer asked board %s for 4 MiB and acknowledged nothing: the "
+         "known-good round trips took %" PRIu64 " ms (RVL %" PRIu64 " ms); %" PRIu64
+         " RC answers to it abandoned after %" PRIu64 " ms (rc-timeout-ms %" PRIu64 ")",
+         a->name, P2.silent_ms, last_rvl_ms, P2.rc_abandoned, P2.abandon_ms,
+         P2.rc_timeout_ms);
+}
+
 static void phase_hostile(void)
 {
     static Sw sw;
@@ -2980,6 +3155,10 @@ static void phase_hostile(void)
             rp.v[i].epoch = rnd(&r);
             rp.v[i].addr = board_addr[i];
         }
+    }
+    if (P2.peer_ok) {
+        g_rp = &rp;
+        idle_hook = rp_idle;    /* the peer answers while we wait */
     }
     for (i = 0; i < 2 && P2.peer_ok; i++) {
         char a[64];
@@ -3077,7 +3256,15 @@ static void phase_hostile(void)
                 to = &v->addr;
             }
             if (t < 2 && rndn(&r, 10) == 0) {
+                /* mutated, but not in its sessions: a "newer" session of
+                 * ours from our own address would make the victim drop
+                 * all our later datagrams as stale (as designed) */
+                uint8_t sess[8];
+                memcpy(sess, buf + 32, 8);
                 mutate(&r, buf, &len, sizeof(buf));
+                if (len >= 40) {
+                    memcpy(buf + 32, sess, 8);
+                }
             }
         } else {
             /* control traffic from strangers to the switch */
@@ -3168,6 +3355,9 @@ static void phase_hostile(void)
         hang("dn2-switch (pid %d, state %s) did not answer --stats after the storm",
              (int)sw.pid, proc_state(sw.pid));
     }
+    if (P2.peer_ok) {
+        silent_peer(&rp, &A, &B, &r);
+    }
     /* the switch still does its job: A renegotiates (SMA reset) */
     {
         uint16_t lid = A.lid;
@@ -3198,6 +3388,8 @@ static void phase_hostile(void)
     for (i = 0; i < NFUZZSOCK; i++) {
         close(fsock[i]);
     }
+    idle_hook = NULL;
+    g_rp = NULL;
     close(rp.fd);
 }
 
@@ -3678,6 +3870,7 @@ static void run_phase(const char *name, void (*fn)(void))
         fn();
     }
     in_phase = false;
+    idle_hook = NULL;
     phase_cleanup();
 }
 
@@ -3771,7 +3964,7 @@ int main(int argc, char **argv)
     do_mmio = strstr(phases, "mmio") != NULL;
     do_hostile = strstr(phases, "hostile") != NULL;
     do_rvs = strstr(phases, "rvs") != NULL;
-    nplan = (do_mmio ? 2 : 0) + (do_hostile ? 3 : 0) + (do_rvs ? 4 : 0) + 2;
+    nplan = (do_mmio ? 2 : 0) + (do_hostile ? 4 : 0) + (do_rvs ? 4 : 0) + 2;
 
     snprintf(tmpdir, sizeof(tmpdir), "%s/dn2-soak-XXXXXX",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
@@ -3811,6 +4004,10 @@ int main(int argc, char **argv)
             "stranger's socket) wrote nothing");
         tap(P2.after_ok, "hostile: afterwards RVS and RVL round trips both ways, the switch "
             "answers --stats, an SMA reset re-links with the same LID");
+        tap(P2.silent_ok, "hostile: a joined peer that asks for data and acknowledges nothing "
+            "holds no board hostage: known-good round trips done in %" PRIu64 " ms, its "
+            "answers abandoned after %" PRIu64 " ms (rc-timeout-ms %" PRIu64 ", %" PRIu64
+            " abandoned)", P2.silent_ms, P2.abandon_ms, P2.rc_timeout_ms, P2.rc_abandoned);
     }
     if (do_rvs) {
         run_phase("rvs", phase_rvs);
