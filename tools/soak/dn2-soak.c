@@ -2992,6 +2992,79 @@ static void rp_idle(void)
     }
 }
 
+/* Learn where victim v's lanes from us stand: an ACK with ACKREQ, answered
+ * by an ACK (acked[] updated).  While muted it acknowledges nothing new. */
+static bool rp_probe(RawPeer *rp, Victim *v, unsigned ms)
+{
+    static uint8_t buf[256];
+    struct dn2f_wbuf w;
+    uint64_t e = now_ms() + ms, nx = 0;
+
+    v->ack_seen = false;
+    while (now_ms() < e && !v->ack_seen) {
+        if (now_ms() >= nx) {
+            dn2f_wbuf_init(&w, buf, sizeof(buf));
+            dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
+            dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+            dn2f_put_ack(&w, 0, false, v->rx_cum[0], v->rx_cum[0] + 512, 0, NULL);
+            raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
+            nx = now_ms() + 50;
+        }
+        rp_service(rp);
+        msleep(1);
+    }
+    return v->ack_seen;
+}
+
+/* Move v's lane 1 from us past whatever the storm left buffered there
+ * (random sequence numbers ahead of its cumulative point): a window's worth
+ * of header-only RVS packets for a PGID nobody has (dropped, counted). */
+static bool rp_flush_lane1(RawPeer *rp, Victim *v)
+{
+    static uint8_t buf[DN2F_DGRAM_MAX];
+    struct dn2f_wbuf w;
+    struct dn2_hdr h;
+    uint8_t pkt[16];
+    uint32_t base, i;
+    uint64_t w0;
+    int tries, j;
+
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVS;
+    h.pgid = 0x01;
+    h.dwid = 1;
+    h.dlid = v->lid;
+    h.size = sizeof(pkt);
+    w0 = dn2_hdr0_encode(&h);
+    memset(pkt, 0, sizeof(pkt));
+    for (j = 0; j < 8; j++) {
+        pkt[j] = (uint8_t)(w0 >> (8 * j));
+    }
+    for (tries = 0; tries < 5; tries++) {
+        if (!rp_probe(rp, v, 500)) {
+            continue;
+        }
+        base = v->acked[1];
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
+        dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+        for (i = 0; i < 500; i++) {
+            dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_LANE1, base + i, 0, 0, NULL, NULL, NULL,
+                         pkt, sizeof(pkt));
+        }
+        raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
+        for (uint64_t e = now_ms() + 300; now_ms() < e && (int32_t)(v->acked[1] - base) < 500;) {
+            rp_service(rp);
+            msleep(1);
+        }
+        if ((int32_t)(v->acked[1] - base) >= 500) {
+            v->tx_seq[1] = v->acked[1];
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
  * A joined peer that asks board a for data (4 RVLs of 1 MiB from a's WID 1)
  * and then acknowledges nothing, while it keeps itself in the switch's
@@ -3011,25 +3084,24 @@ static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
     if (!qom_try(a, "rc-timeout-ms", &P2.rc_timeout_ms)) {
         P2.rc_timeout_ms = 0;
     }
+    static const char *const pr[] = { "stat-rx-packets", "stat-tx-packets", "stat-rx-drop-pgid",
+                                      "stat-rx-drop-noproc", "stat-rx-drop-bad",
+                                      "stat-rx-stalls", "stat-link-drops" };
+    uint64_t c0[7] = { 0 };
     qom_try(a, "stat-rc-abandoned", &ab0);
+    for (k = 0; k < 7 && verbose; k++) {
+        c0[k] = qom(a, pr[k]);
+    }
     for (t0 = now_ms(), tries = 0; now_ms() < t0 + 3000; tries++) {
     uint32_t base;
     /* where the victim's lane 1 from us stands (the storm's random sequence
      * numbers leave us no idea): probe (ACK with ACKREQ), then send exactly
      * there */
-    v->ack_seen = false;
-    for (uint64_t e = now_ms() + 500, nx = 0; now_ms() < e && !v->ack_seen; msleep(1)) {
-        if (now_ms() >= nx) {
-            dn2f_wbuf_init(&w, buf, sizeof(buf));
-            dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
-            dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
-            dn2f_put_ack(&w, 0, false, v->rx_cum[0], v->rx_cum[0] + 512, 0, NULL);
-            raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
-            nx = now_ms() + 50;
-        }
-        rp_service(rp);
+    if (!tries && !rp_flush_lane1(rp, v)) {
+        note("hostile: board %s does not acknowledge the silent peer's lane 1", a->name);
     }
     rp->mute = true;            /* from now on the victim's answers go unacknowledged */
+    rp_probe(rp, v, 500);
     base = v->tx_seq[1] = v->acked[1];
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
@@ -3075,11 +3147,8 @@ static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
     }
     msleep(20);
     if (verbose) {
-        static const char *const pr[] = { "stat-rx-packets", "stat-tx-packets",
-                                          "stat-rx-drop-pgid", "stat-rx-drop-noproc",
-                                          "stat-rx-drop-bad", "stat-rx-stalls" };
-        for (k = 0; k < 6; k++) {
-            vnote("silent peer: board %s %s=%" PRIu64, a->name, pr[k], qom(a, pr[k]));
+        for (k = 0; k < 7; k++) {
+            vnote("silent peer: board %s %s +%" PRIu64, a->name, pr[k], qom(a, pr[k]) - c0[k]);
         }
         vnote("silent peer: board %s Module State 0x%" PRIx64 ", tx-seq %u/%u acked %u/%u",
               a->name, ur(a, 0, DN2_UR_MODULE_STATE), v->tx_seq[0], v->tx_seq[1],
@@ -3785,6 +3854,7 @@ static void phase_rvs(void)
             if (!left) {
                 break;
             }
+            P3.secs = (now_ns() - t0) / 1e9;
             if (progress) {
                 last_progress = now_ms();
             } else {
@@ -4049,8 +4119,9 @@ int main(int argc, char **argv)
                P2.accepted_board[1], P2.sw_bad);
     }
     if (P3.ran) {
-        printf("# rvs       %" PRIu64 " MiB moved, %" PRIu64 " MiB verified byte for byte, in %.1f s "
-               "(%.0f MB/s) through 20 %% faults; %" PRIu64 " transfers (%" PRIu64 " re-issued)\n",
+        printf("# rvs       %" PRIu64 " MiB moved (each transfer compared on its status record), %"
+               PRIu64 " MiB compared again at the end of the rounds, in %.1f s (%.0f MB/s) "
+               "through 20 %% faults; %" PRIu64 " transfers (%" PRIu64 " re-issued)\n",
                P3.moved / MiB, P3.verified / MiB, P3.secs,
                P3.secs > 0 ? P3.moved / (P3.secs * 1e6) : 0, P3.transfers, P3.reissued);
         printf("# links     retransmissions %" PRIu64 " (timeouts %" PRIu64 ", fast %" PRIu64
