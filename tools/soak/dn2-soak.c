@@ -2564,7 +2564,7 @@ static void rp_service(RawPeer *rp)
                 P2.peer_data_in++;
                 dn2f_data_iter(&m, &it);
                 while (dn2f_data_next(&it, &r)) {
-                    ln = r.lane & 1;
+                    ln = r.lane % DN2F_NUM_LANES;
                     v->rx_seen[ln] = true;
                     /* a sink: everything up to the highest sequence number
                      * seen counts as received (a hole would only make the
@@ -2597,7 +2597,7 @@ static void rp_service(RawPeer *rp)
                 unsigned j;
                 /* a naive sender: what the victim did not get is sent anew */
                 for (j = 0; j < as->n; j++) {
-                    unsigned ln = as->a[j].lane & 1;
+                    unsigned ln = as->a[j].lane % DN2F_NUM_LANES;
                     v->acked[ln] = as->a[j].cum;
                     v->ack_seen = true;
                     if ((int32_t)(v->tx_seq[ln] - as->a[j].cum) > 0) {
@@ -2827,12 +2827,18 @@ static size_t random_msg(Rng *r, uint8_t *buf, size_t cap, uint16_t src, uint16_
         for (i = 0; i < n; i++) {
             size_t l = hostile_pkt(r, pkt, dst);
             unsigned kind = rndn(r, 4) ? DN2F_REC_UNICAST : (unsigned)rndn(r, 3);
+            unsigned lane = dn2f_pkt_lane(pkt);
             uint16_t ml[2] = { dst, src };
             uint32_t ms[2] = { (uint32_t)rnd(r), 0 };
             uint64_t me[2] = { de, rnd(r) };
+            if (kind == DN2F_REC_UNICAST && lane >= DN2F_LANE_REQ && rndn(r, 5)) {
+                dn2f_put_req(&w, dn2f_lane_rflags(lane) | (unsigned)rndn(r, 2),
+                             (uint32_t)rndn(r, 1000), (uint32_t)rndn(r, 1000), pkt, l);
+                continue;
+            }
             dn2f_put_rec(&w, kind,
-                         rndn(r, 5) ? (dn2f_pkt_dwid(pkt) ? DN2F_RF_LANE1 : 0) |
-                                      (unsigned)rndn(r, 2) : (unsigned)rndn(r, 256),
+                         rndn(r, 5) ? dn2f_lane_rflags(lane) | (unsigned)rndn(r, 2) :
+                                      (unsigned)rndn(r, 256),
                          (uint32_t)rndn(r, 1000),
                          kind ? dn2_clid_to_lid(DN2_CLID_MCAST_FIRST) : 0,
                          kind == DN2F_REC_MCAST_ORIGIN ? 1 + (unsigned)rndn(r, 2) : 0,
@@ -2846,14 +2852,25 @@ static size_t random_msg(Rng *r, uint8_t *buf, size_t cap, uint16_t src, uint16_
         for (i = 0; i < nb / 8; i++) {
             bits[i] = (uint8_t)rnd(r);
         }
-        dn2f_put_ack(&w, (unsigned)rndn(r, 2), false, (uint32_t)rndn(r, 4096),
+        dn2f_put_ack(&w, (unsigned)rndn(r, DN2F_NUM_LANES + 1), false, (uint32_t)rndn(r, 4096),
                      (uint32_t)rndn(r, 8192), (uint16_t)nb, bits);
         break;
     }
-    case DN2F_T_KEEPALIVE:
-    case DN2F_T_BYE:
+    case DN2F_T_KEEPALIVE: {
+        struct dn2f_ticket tk;
+        memset(&tk, 0, sizeof(tk));
+        for (i = 0; i < sizeof(tk); i++) {
+            ((uint8_t *)&tk)[i] = (uint8_t)rnd(r);
+        }
+        dn2f_put_keepalive(&w, (uint32_t)rnd(r), rnd(r), rndn(r, 2) ? &tk : NULL);
+        break;
+    }
     case DN2F_T_STATS_REQ:
-        dn2f_put_u32pair(&w, rndn(r, 2) ? (uint32_t)rndn(r, 4) : (uint32_t)rnd(r), 0);
+        dn2f_put_stats_req(&w, (uint32_t)rnd(r), (uint16_t)rndn(r, 4),
+                           rndn(r, 2) ? DN2F_STATS_REQ_MIN : 64);
+        break;
+    case DN2F_T_BYE:
+        dn2f_put_u32pair(&w, rndn(r, 2) ? (uint32_t)rndn(r, 6) : (uint32_t)rnd(r), 0);
         break;
     case DN2F_T_STATS_RESP: {
         struct dn2f_swsummary su;
@@ -2928,16 +2945,20 @@ static size_t peer_data(Rng *r, RawPeer *rp, Victim *v, uint8_t *buf, size_t cap
     dn2f_put_hdr(&w, DN2F_T_DATA, flags, rp->lid, v->lid, rp->epoch, v->epoch);
     dn2f_hdr_set_sessions(&w, rp->sess, rndn(r, 20) ? v->sess : (uint32_t)rnd(r));
     if (flags) {
-        unsigned ln = (unsigned)rndn(r, 2);
+        unsigned ln = (unsigned)rndn(r, DN2F_NUM_LANES);
         dn2f_put_ack(&w, ln, false, rndn(r, 2) ? v->rx_cum[ln] : (uint32_t)rnd(r),
                      v->rx_cum[ln] + (uint32_t)rndn(r, 1024), 0, NULL);
     }
     for (i = 0; i < n; i++) {
         size_t l = hostile_pkt(r, pkt, v->lid);
-        unsigned ln = dn2f_pkt_dwid(pkt) & 1;
+        unsigned ln = dn2f_pkt_lane(pkt) % DN2F_NUM_LANES;
         uint32_t seq = rndn(r, 10) ? v->tx_seq[ln]++ : (uint32_t)rnd(r);
-        if (!dn2f_put_rec(&w, DN2F_REC_UNICAST, ln ? DN2F_RF_LANE1 : 0, seq, 0, 0, NULL, NULL,
-                          NULL, pkt, l)) {
+        bool ok = ln >= DN2F_LANE_REQ ?
+            dn2f_put_req(&w, dn2f_lane_rflags(ln), seq,
+                         rndn(r, 10) ? v->tx_seq[ln - DN2F_LANE_REQ] : (uint32_t)rnd(r), pkt, l) :
+            dn2f_put_rec(&w, DN2F_REC_UNICAST, dn2f_lane_rflags(ln), seq, 0, 0, NULL, NULL, NULL,
+                         pkt, l);
+        if (!ok) {
             break;
         }
     }
@@ -3016,25 +3037,28 @@ static bool rp_probe(RawPeer *rp, Victim *v, unsigned ms)
     return v->ack_seen;
 }
 
-/* Move v's lane 1 from us past whatever the storm left buffered there
+/* Move v's lane from us past whatever the storm left buffered there
  * (random sequence numbers ahead of its cumulative point): a window's worth
- * of header-only RVS packets for a PGID nobody has (dropped, counted). */
-static bool rp_flush_lane1(RawPeer *rp, Victim *v)
+ * of header-only packets for a PGID nobody has (dropped and counted).  A
+ * request lane gets RVL packets, "after" what its data lane has delivered. */
+static bool rp_flush_lane(RawPeer *rp, Victim *v, unsigned lane)
 {
     static uint8_t buf[DN2F_DGRAM_MAX];
     struct dn2f_wbuf w;
     struct dn2_hdr h;
-    uint8_t pkt[16];
+    uint8_t pkt[32];
+    unsigned plen = lane >= DN2F_LANE_REQ ? 32 : 16, dl = lane % DN2F_LANE_REQ;
     uint32_t base, i;
     uint64_t w0;
     int tries, j;
 
     memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVS;
+    h.type = lane >= DN2F_LANE_REQ ? DN2_OP_RVL : DN2_OP_RVS;
+    h.hflag = lane >= DN2F_LANE_REQ;
     h.pgid = 0x01;
-    h.dwid = 1;
+    h.dwid = (uint8_t)dl;
     h.dlid = v->lid;
-    h.size = sizeof(pkt);
+    h.size = (uint16_t)plen;
     w0 = dn2_hdr0_encode(&h);
     memset(pkt, 0, sizeof(pkt));
     for (j = 0; j < 8; j++) {
@@ -3044,21 +3068,25 @@ static bool rp_flush_lane1(RawPeer *rp, Victim *v)
         if (!rp_probe(rp, v, 500)) {
             continue;
         }
-        base = v->acked[1];
+        base = v->acked[lane];
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
         dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
         for (i = 0; i < 500; i++) {
-            dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_LANE1, base + i, 0, 0, NULL, NULL, NULL,
-                         pkt, sizeof(pkt));
+            if (lane >= DN2F_LANE_REQ) {
+                dn2f_put_req(&w, dn2f_lane_rflags(lane), base + i, v->tx_seq[dl], pkt, plen);
+            } else {
+                dn2f_put_rec(&w, DN2F_REC_UNICAST, dn2f_lane_rflags(lane), base + i, 0, 0, NULL,
+                             NULL, NULL, pkt, plen);
+            }
         }
         raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
-        for (uint64_t e = now_ms() + 300; now_ms() < e && (int32_t)(v->acked[1] - base) < 500;) {
+        for (uint64_t e = now_ms() + 300; now_ms() < e && (int32_t)(v->acked[lane] - base) < 500;) {
             rp_service(rp);
             msleep(1);
         }
-        if ((int32_t)(v->acked[1] - base) >= 500) {
-            v->tx_seq[1] = v->acked[1];
+        if ((int32_t)(v->acked[lane] - base) >= 500) {
+            v->tx_seq[lane] = v->acked[lane];
             return true;
         }
     }
@@ -3075,6 +3103,7 @@ static bool rp_flush_lane1(RawPeer *rp, Victim *v)
  */
 static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
 {
+    enum { RQ = DN2F_LANE_REQ + 1 };    /* the RVL lane to a's WID 1 */
     static uint8_t buf[DN2F_DGRAM_MAX];
     Victim *v = rp_victim(rp, a->lid);
     struct dn2f_wbuf w;
@@ -3097,12 +3126,13 @@ static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
     /* where the victim's lane 1 from us stands (the storm's random sequence
      * numbers leave us no idea): probe (ACK with ACKREQ), then send exactly
      * there */
-    if (!tries && !rp_flush_lane1(rp, v)) {
-        note("hostile: board %s does not acknowledge the silent peer's lane 1", a->name);
+    if (!tries && (!rp_flush_lane(rp, v, 1) || !rp_flush_lane(rp, v, DN2F_LANE_REQ + 1))) {
+        note("hostile: board %s does not acknowledge the silent peer's lanes 1 and %u",
+             a->name, DN2F_LANE_REQ + 1);
     }
     rp->mute = true;            /* from now on the victim's answers go unacknowledged */
     rp_probe(rp, v, 500);
-    base = v->tx_seq[1] = v->acked[1];
+    base = v->tx_seq[RQ] = v->acked[RQ];
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
     dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
@@ -3127,32 +3157,31 @@ static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
         for (j = 0; j < 32; j++) {
             pkt[j] = (uint8_t)(wd[j / 8] >> (8 * (j % 8)));
         }
-        dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_LANE1, v->tx_seq[1]++, 0, 0, NULL, NULL,
-                     NULL, pkt, sizeof(pkt));
+        /* a request lane: delivered after our data lane 1 up to tx_seq[1] */
+        dn2f_put_req(&w, dn2f_lane_rflags(RQ), v->tx_seq[RQ]++, v->tx_seq[1], pkt, sizeof(pkt));
     }
     raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
-    for (uint64_t e = now_ms() + 100; now_ms() < e && (int32_t)(v->acked[1] - base) < 4;) {
+    for (uint64_t e = now_ms() + 100; now_ms() < e && (int32_t)(v->acked[RQ] - base) < 4;) {
         rp_service(rp);
         msleep(1);
     }
-    if ((int32_t)(v->acked[1] - base) >= 4) {
+    if ((int32_t)(v->acked[RQ] - base) >= 4) {
         break;
     }
     }
-    if ((int32_t)(v->acked[1] - v->tx_seq[1]) < 0) {
-        note("hostile: board %s did not acknowledge the silent peer's RVLs (lane 1 cum %u, "
-             "sent up to %u; lane 0 cum %u; its session %u, ours %u; fabric drops %" PRIu64
-             ")", a->name, v->acked[1], v->tx_seq[1], v->acked[0], v->sess, rp->sess,
-             qom(a, "stat-link-drops"));
+    if ((int32_t)(v->acked[RQ] - v->tx_seq[RQ]) < 0) {
+        note("hostile: board %s did not acknowledge the silent peer's RVLs (lane %u cum %u, "
+             "sent up to %u; its session %u, ours %u; fabric drops %" PRIu64 ")", a->name, RQ,
+             v->acked[RQ], v->tx_seq[RQ], v->sess, rp->sess, qom(a, "stat-link-drops"));
     }
     msleep(20);
     if (verbose) {
         for (k = 0; k < 7; k++) {
             vnote("silent peer: board %s %s +%" PRIu64, a->name, pr[k], qom(a, pr[k]) - c0[k]);
         }
-        vnote("silent peer: board %s Module State 0x%" PRIx64 ", tx-seq %u/%u acked %u/%u",
-              a->name, ur(a, 0, DN2_UR_MODULE_STATE), v->tx_seq[0], v->tx_seq[1],
-              v->acked[0], v->acked[1]);
+        vnote("silent peer: board %s Module State 0x%" PRIx64 ", lane 1 tx-seq %u acked %u, "
+              "lane %u tx-seq %u acked %u", a->name, ur(a, 0, DN2_UR_MODULE_STATE), v->tx_seq[1],
+              v->acked[1], RQ, v->tx_seq[RQ], v->acked[RQ]);
     }
     t0 = now_ms();
     hostile_round_trips(a, b, r);
@@ -3351,8 +3380,10 @@ static void phase_hostile(void)
             } else if (tys[ty] == DN2F_T_HELLO) {
                 struct dn2f_hello hl = { .guid = rnd(&r) | 1, .lid_hint = 0 };
                 dn2f_put_hello(&w, &hl);
+            } else if (tys[ty] == DN2F_T_STATS_REQ) {
+                dn2f_put_stats_req(&w, (uint32_t)rnd(&r), 0, DN2F_STATS_REQ_MIN);
             } else {
-                dn2f_put_u32pair(&w, (uint32_t)rnd(&r), 0);
+                dn2f_put_keepalive(&w, (uint32_t)rnd(&r), rnd(&r), NULL);
             }
             len = dn2f_finish(&w);
         }
