@@ -102,6 +102,10 @@
 
 static const char *qemu_bin, *switch_bin, *fw_dir;
 static char tmpdir[128];
+/* The cluster secret of the run (a file in the temporary directory), and
+ * whether the boards and switch being started use it. */
+static char secret_file[300];
+static bool use_secret;
 static bool keep_tmp, verbose;
 static uint64_t t_start;
 
@@ -708,6 +712,10 @@ static bool sw_start(Sw *s, int port)
     for (i = 0; i < s->nargs; i++) {
         argv[n++] = s->args[i];
     }
+    if (use_secret) {
+        argv[n++] = "--secret-file";
+        argv[n++] = secret_file;
+    }
     argv[n] = NULL;
     s->pid = spawn(argv, s->log);
     s->starts++;
@@ -758,8 +766,13 @@ static void sw_stop(Sw *s, int sig)
 static bool sw_stats(Sw *s, char *out, size_t cap)
 {
     char addr[64];
-    char *argv[] = { (char *)switch_bin, "--stats", addr, NULL };
+    char *argv[] = { (char *)switch_bin, "--stats", addr, NULL, NULL, NULL };
     int rc;
+
+    if (use_secret) {
+        argv[3] = "--secret-file";
+        argv[4] = secret_file;
+    }
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", s->port);
     rc = run_capture(argv, out, cap, 5000);
@@ -1372,8 +1385,8 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     snprintf(chr, sizeof(chr), "socket,id=qmp,path=%s", ms);
     snprintf(memobj, sizeof(memobj), "memory-backend-file,id=m,size=%" PRIu64
              ",mem-path=%s,share=on", memsz, b->mempath);
-    snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m%s%s", devprops && *devprops ? "," : "",
-             devprops ? devprops : "");
+    snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m%s%s%s", devprops && *devprops ? "," : "",
+             devprops ? devprops : "", use_secret ? ",secret=csec" : "");
     b->loopback = devprops && strstr(devprops, "loopback=on");
     argv[n++] = (char *)qemu_bin;
     argv[n++] = "-qtest";
@@ -1397,6 +1410,12 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     argv[n++] = "chardev=qmp,mode=control";
     argv[n++] = "-object";
     argv[n++] = memobj;
+    if (use_secret) {
+        static char secobj[400];
+        snprintf(secobj, sizeof(secobj), "secret,id=csec,file=%s", secret_file);
+        argv[n++] = "-object";
+        argv[n++] = secobj;
+    }
     argv[n++] = "-device";
     argv[n++] = dev;
     argv[n] = NULL;
@@ -2417,7 +2436,7 @@ static void phase_mmio(void)
 #define IPR_SIZE    0x10000u
 #define NFUZZSOCK   4
 
-static struct {
+struct P2s {
     uint64_t sent, to_board[2], to_switch, send_err;
     uint64_t kind[8];
     uint64_t rx_board[2], drops_board[2], stalls_board[2], accepted_board[2];
@@ -2427,7 +2446,12 @@ static struct {
     double secs;
     bool ran, sent_ok, guard_ok, after_ok, peer_ok, silent_ok;
     uint64_t silent_ms, rc_timeout_ms, rc_abandoned, abandon_ms;
-} P2;
+    int bye_reason;
+};
+/* [0]: the open fabric; [1]: with a cluster secret the hostile side lacks */
+static struct P2s P2v[2], *P2p = &P2v[0];
+#define P2 (*P2p)
+
 
 static const char *const kind_name[8] = {
     "random bytes", "magic + random", "header + random body", "mutated messages",
@@ -2460,6 +2484,7 @@ typedef struct RawPeer {
     struct dn2f_ticket ticket;  /* the ASSIGN's, returned until we are in the table */
     bool joined;
     bool mute;                  /* acknowledge nothing (keepalives go on) */
+    int bye_reason;             /* the last BYE from the switch (-1: none) */
     Victim v[2];
     uint64_t next_hello, next_ka;
 } RawPeer;
@@ -2539,6 +2564,7 @@ static void rp_service(RawPeer *rp)
             break;
         }
         case DN2F_T_BYE:
+            rp->bye_reason = (int)m.u.bye.reason;
             rp->lid = 0;            /* the switch forgot us: HELLO again */
             rp->joined = false;
             P2.peer_rehello++;
@@ -2628,11 +2654,12 @@ static void rp_service(RawPeer *rp)
     }
 }
 
-static bool rp_register(RawPeer *rp, int sw_port, Board *a, Board *b, uint64_t seed)
+static bool rp_register(RawPeer *rp, int sw_port, Board *a, Board *b, uint64_t seed,
+                        unsigned ms)
 {
     char sws[64];
     struct dn2f_addr me;
-    uint64_t end = now_ms() + T_LINK;
+    uint64_t end = now_ms() + ms;
 
     memset(rp, 0, sizeof(*rp));
     dn2f_addr_parse(&me, "127.0.0.1:0");
@@ -2645,6 +2672,7 @@ static bool rp_register(RawPeer *rp, int sw_port, Board *a, Board *b, uint64_t s
     rp->guid = 0xbad0000000000000ull | (seed & 0xffffffffffull) | 1;
     rp->epoch = seed | 1;
     rp->sess = 1;
+    rp->bye_reason = -1;
     rp->v[0] = (Victim){ .b = a, .lid = a->lid };
     rp->v[1] = (Victim){ .b = b, .lid = b->lid };
     while (now_ms() < end) {
@@ -3206,7 +3234,7 @@ static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
          P2.rc_timeout_ms);
 }
 
-static void phase_hostile(void)
+static void hostile_run(bool secret)
 {
     static Sw sw;
     static Board A, B;
@@ -3220,10 +3248,14 @@ static void phase_hostile(void)
     uint64_t t0, next_check, every, base_rx[2], base_drops[2], base_stalls[2], base_acc[2];
     int64_t first;
 
+    uint64_t ndg = secret ? opt_datagrams / 4 : opt_datagrams;
+
+    P2p = &P2v[secret];
+    use_secret = secret;
     P2.ran = true;
     memset(&sw, 0, sizeof(sw));
-    rng_seed(&r, opt_seed ^ 0x686f7374);
-    every = opt_datagrams / 10 ? opt_datagrams / 10 : 1;
+    rng_seed(&r, opt_seed ^ 0x686f7374 ^ (secret ? 0x5ec : 0));
+    every = ndg / 10 ? ndg / 10 : 1;
     psw = &sw;
     if (!sw_start(&sw, 0)) {
         phase_fail("dn2-switch did not start");
@@ -3242,8 +3274,20 @@ static void phase_hostile(void)
         }
         board_bringup(bs[i], PG, PG2);
     }
-    P2.peer_ok = rp_register(&rp, sw.port, &A, &B, opt_seed ^ 0x7261770000ull);
-    if (!P2.peer_ok) {
+    P2.peer_ok = rp_register(&rp, sw.port, &A, &B, opt_seed ^ 0x7261770000ull,
+                             secret ? 3000 : T_LINK);
+    if (secret) {
+        /* without the secret it must not get in; it becomes one more stranger */
+        P2.bye_reason = rp.bye_reason;
+        note("hostile (cluster secret): the hostile peer, which lacks the secret, %s (the "
+             "switch's last BYE: %s)", P2.peer_ok ? "JOINED the switch" :
+             "could not join (as it must not)", rp.bye_reason < 0 ? "none" :
+             dn2f_bye_name((unsigned)rp.bye_reason));
+        for (i = 0; i < 2; i++) {
+            rp.v[i].epoch = rnd(&r);
+            rp.v[i].addr = board_addr[i];
+        }
+    } else if (!P2.peer_ok) {
         /* go on with what strangers can send; the run fails all the same */
         note("FAIL: the hostile peer could not join the switch (LID 0x%x, joined %d, victims "
              "known %d %d); this tool speaks fabric wire version %d with %d-byte headers: are "
@@ -3254,11 +3298,11 @@ static void phase_hostile(void)
             rp.v[i].addr = board_addr[i];
         }
     }
-    if (P2.peer_ok) {
+    if (P2.peer_ok && !secret) {
         g_rp = &rp;
         idle_hook = rp_idle;    /* the peer answers while we wait */
     }
-    for (i = 0; i < 2 && P2.peer_ok; i++) {
+    for (i = 0; i < 2 && P2.peer_ok && !secret; i++) {
         char a[64];
         if (!dn2f_addr_equal(&rp.v[i].addr, &board_addr[i])) {
             phase_fail("the routing table gives board %s the address %s, not 127.0.0.1:%d",
@@ -3274,9 +3318,10 @@ static void phase_hostile(void)
             die("UDP socket: %s", strerror(-fsock[i]));
         }
     }
-    note("hostile: boards A (127.0.0.1:%d, LID 0x%x) and B (127.0.0.1:%d, LID 0x%x, rx-thread) "
-         "on dn2-switch port %d; hostile peer LID 0x%x; %" PRIu64 " datagrams", A.udp_port, A.lid,
-         B.udp_port, B.lid, sw.port, rp.lid, opt_datagrams);
+    note("hostile%s: boards A (127.0.0.1:%d, LID 0x%x) and B (127.0.0.1:%d, LID 0x%x, "
+         "rx-thread) on dn2-switch port %d; hostile peer LID 0x%x; %" PRIu64 " datagrams",
+         secret ? " (cluster secret)" : "", A.udp_port, A.lid, B.udp_port, B.lid, sw.port,
+         rp.lid, ndg);
     hostile_round_trips(&A, &B, &r);
     for (i = 0; i < 2; i++) {
         base_rx[i] = qom(bs[i], "stat-link-dgrams-rx");
@@ -3286,7 +3331,7 @@ static void phase_hostile(void)
     }
     t0 = now_ns();
     next_check = every;
-    while (P2.sent < opt_datagrams) {
+    while (P2.sent < ndg) {
         unsigned k = (unsigned)rndn(&r, 1000), tgt = (unsigned)rndn(&r, 10);
         int t = tgt < 4 ? 1 : tgt < 7 ? 0 : 2;      /* B, A, the switch */
         int fd = fsock[rndn(&r, NFUZZSOCK)], kind;
@@ -3341,7 +3386,7 @@ static void phase_hostile(void)
         } else if (k < 700 && t < 2) {
             kind = 4;
             len = forged_msg(&r, buf, sizeof(buf), v, o);
-        } else if (!P2.peer_ok && (k < 950 || t < 2)) {
+        } else if ((!P2.peer_ok || secret) && (k < 950 || t < 2)) {
             kind = 3;
             len = random_msg(&r, buf, sizeof(buf) - 64, o->lid, t == 2 ? 0 : v->lid, o->epoch,
                              v->epoch, t == 2);
@@ -3419,13 +3464,13 @@ static void phase_hostile(void)
                      proc_state(sw.pid));
             }
             P2.checks++;
-            note("hostile: %" PRIu64 " datagrams in %.1f s, round trips A<->B passed (check %u)",
-                 P2.sent, (now_ns() - t0) / 1e9, P2.checks);
+            note("hostile%s: %" PRIu64 " datagrams in %.1f s, round trips A<->B passed (check %u)",
+                 secret ? " (cluster secret)" : "", P2.sent, (now_ns() - t0) / 1e9, P2.checks);
             next_check += every;
         }
     }
     P2.secs = (now_ns() - t0) / 1e9;
-    P2.sent_ok = P2.peer_ok;
+    P2.sent_ok = secret ? !P2.peer_ok : P2.peer_ok;
     /* afterwards: the peer stays polite for a while; then the checks */
     for (t0 = now_ms(); now_ms() < t0 + 500;) {
         rp_service(&rp);
@@ -3455,7 +3500,7 @@ static void phase_hostile(void)
         hang("dn2-switch (pid %d, state %s) did not answer --stats after the storm",
              (int)sw.pid, proc_state(sw.pid));
     }
-    if (P2.peer_ok) {
+    if (P2.peer_ok && !secret) {
         silent_peer(&rp, &A, &B, &r);
     }
     /* the switch still does its job: A renegotiates (SMA reset) */
@@ -3473,10 +3518,11 @@ static void phase_hostile(void)
         hostile_round_trips(&A, &B, &r);
     }
     P2.after_ok = true;
-    note("hostile: sent %" PRIu64 " (A %" PRIu64 ", B %" PRIu64 ", switch %" PRIu64
+    note("hostile%s: sent %" PRIu64 " (A %" PRIu64 ", B %" PRIu64 ", switch %" PRIu64
          ") in %.1f s; received by A %" PRIu64 ", B %" PRIu64 "; fabric drops A %" PRIu64
          " B %" PRIu64 "; packets accepted A %" PRIu64 " B %" PRIu64 "; receive stalls A %"
-         PRIu64 " B %" PRIu64 "; switch bad=%" PRIu64 " of %" PRIu64, P2.sent, P2.to_board[0],
+         PRIu64 " B %" PRIu64 "; switch bad=%" PRIu64 " of %" PRIu64,
+         secret ? " (cluster secret)" : "", P2.sent, P2.to_board[0],
          P2.to_board[1], P2.to_switch, P2.secs, P2.rx_board[0], P2.rx_board[1],
          P2.drops_board[0], P2.drops_board[1], P2.accepted_board[0], P2.accepted_board[1],
          P2.stalls_board[0], P2.stalls_board[1], P2.sw_bad, P2.sw_in);
@@ -3491,6 +3537,16 @@ static void phase_hostile(void)
     idle_hook = NULL;
     g_rp = NULL;
     close(rp.fd);
+}
+
+static void phase_hostile(void)
+{
+    hostile_run(false);
+}
+
+static void phase_hostile_secret(void)
+{
+    hostile_run(true);
 }
 
 /* ================================================================== */
@@ -3973,6 +4029,7 @@ static void run_phase(const char *name, void (*fn)(void))
     in_phase = false;
     idle_hook = NULL;
     phase_cleanup();
+    use_secret = false;
 }
 
 static void usage(void)
@@ -3986,11 +4043,11 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    const char *phases = "mmio,hostile,rvs";
+    const char *phases = "mmio,hostile,secret,rvs";
     bool quick = false, seeded = false;
     int i;
     unsigned nplan = 0;
-    bool do_mmio, do_hostile, do_rvs;
+    bool do_mmio, do_hostile, do_secret, do_rvs;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     t_start = now_ns();
@@ -4064,8 +4121,10 @@ int main(int argc, char **argv)
     }
     do_mmio = strstr(phases, "mmio") != NULL;
     do_hostile = strstr(phases, "hostile") != NULL;
+    do_secret = strstr(phases, "secret") != NULL;
     do_rvs = strstr(phases, "rvs") != NULL;
-    nplan = (do_mmio ? 2 : 0) + (do_hostile ? 4 : 0) + (do_rvs ? 4 : 0) + 2;
+    nplan = (do_mmio ? 2 : 0) + (do_hostile ? 4 : 0) + (do_secret ? 1 : 0) + (do_rvs ? 4 : 0) +
+            2;
 
     snprintf(tmpdir, sizeof(tmpdir), "%s/dn2-soak-XXXXXX",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
@@ -4073,6 +4132,19 @@ int main(int argc, char **argv)
         die("mkdtemp: %s", strerror(errno));
     }
     atexit(cleanup);
+    {
+        /* a cluster secret for the pass that uses one (0600, as the switch wants) */
+        int fd;
+        FILE *f;
+        snprintf(secret_file, sizeof(secret_file), "%s/cluster-secret", tmpdir);
+        fd = open(secret_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+            die("%s: %s", secret_file, strerror(errno));
+        }
+        fprintf(f, "soak-%016" PRIx64 "%016" PRIx64 "\n", dn2f_random_u64(), dn2f_random_u64());
+        fclose(f);
+    }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
@@ -4109,6 +4181,16 @@ int main(int argc, char **argv)
             "holds no board hostage: known-good round trips done in %" PRIu64 " ms, its "
             "answers abandoned after %" PRIu64 " ms (rc-timeout-ms %" PRIu64 ", %" PRIu64
             " abandoned)", P2.silent_ms, P2.abandon_ms, P2.rc_timeout_ms, P2.rc_abandoned);
+    }
+    if (do_secret) {
+        run_phase("secret", phase_hostile_secret);
+        P2p = &P2v[1];
+        tap(P2.sent_ok && P2.guard_ok && P2.after_ok, "hostile, cluster secret: %" PRIu64
+            " datagrams from strangers without the secret: the hostile peer %s (switch: %s), "
+            "forged DATA wrote nothing, round trips and an SMA re-link work", P2.sent,
+            P2.ran && !P2.peer_ok ? "could not join" : "JOINED",
+            P2.bye_reason < 0 ? "no BYE" : dn2f_bye_name((unsigned)P2.bye_reason));
+        P2p = &P2v[0];
     }
     if (do_rvs) {
         run_phase("rvs", phase_rvs);
@@ -4148,6 +4230,12 @@ int main(int argc, char **argv)
                P2.to_board[1], P2.to_switch, P2.secs, P2.rx_board[0], P2.rx_board[1],
                P2.drops_board[0], P2.drops_board[1], P2.accepted_board[0],
                P2.accepted_board[1], P2.sw_bad);
+    }
+    if (P2v[1].ran) {
+        printf("# secret    %" PRIu64 " datagrams from strangers with a cluster secret configured "
+               "in %.1f s; the hostile peer %s; fabric drops %" PRIu64 " + %" PRIu64 "\n",
+               P2v[1].sent, P2v[1].secs, P2v[1].peer_ok ? "JOINED" : "was refused",
+               P2v[1].drops_board[0], P2v[1].drops_board[1]);
     }
     if (P3.ran) {
         printf("# rvs       %" PRIu64 " MiB moved (each transfer compared on its status record), %"
