@@ -42,7 +42,7 @@ static int dn2_rx_drop(DN2State *s, uint64_t *counter, uint16_t slid,
 
 /* A malformed packet: counted, and its error state shown in the Controller
  * Status of the process it was for (wid), or of both when it is too short
- * to say (wid < 0), never in the other process's (choice #50). */
+ * to say (wid < 0), never in the other process's (choice #47). */
 static int dn2_rx_bad(DN2State *s, int wid, uint16_t slid, unsigned err,
                       const char *why)
 {
@@ -387,7 +387,7 @@ static uint8_t *dn2_lhb_entry(DN2State *s, int wid, uint32_t off)
  * the middle of a message never finishes it; one whose last packet is
  * older than DN2_LHS_TIMEOUT_MS gives its slot up: its LH entry is
  * completed with what arrived, and the process's Controller Status bit 17
- * says data was lost (choice #51).  NULL while every slot is recent.
+ * says data was lost (choice #48).  NULL while every slot is recent.
  */
 static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
 {

@@ -138,7 +138,7 @@ static void dn2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
         break;
     case DN2_UR_PRIM_COUNTER:
         /* Also clears this process's error bits 17-20, so they are not
-         * sticky until a Controller Reset (choice #50). */
+         * sticky until a Controller Reset (choice #47). */
         memset(w->prim_counter, 0, sizeof(w->prim_counter));
         w->req_error = 0;
         w->rx_err = 0;
