@@ -281,7 +281,7 @@ static bool dn2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                             DN2Ring *r)
 {
     DN2Wid *w = &s->wid[h->dwid];
-    uint16_t v = s->amt[(dn2_lid_to_clid(slid) << 1) | h->swid];
+    uint16_t v = s->amt[dn2_amt_index(slid, h->swid, h->dwid)];
     uint64_t limit = MIN((uint64_t)w->ipush_area * DN2_IPUSH_AREA_UNIT,
                          dn2_sdimm_area(s));
     uint32_t lo = h->dwid * DN2_LLCM_WID_STRIDE;
