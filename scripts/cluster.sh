@@ -30,6 +30,9 @@
 #                         "--pcap build/cap.pcap" or "--drop 0.01"
 #       --device-opts S   appended to every node's -device dimmnet2,...
 #                         (e.g. "rx-thread=off", "fifo-depth=16")
+#       --secret-file F   a cluster secret (docs/security.md): the switch
+#                         gets --secret-file F, every board secret= from a
+#                         -object secret reading F (mode 0600 or stricter)
 #   -a, --append ARGS     extra kernel command-line arguments
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
@@ -348,6 +351,7 @@ switch_port=0
 http_port=0
 switch_opts=
 device_opts=
+secret_file=
 append_extra=
 quiet=0
 extra=()
@@ -368,6 +372,7 @@ while [ $# -gt 0 ]; do
         --http-port) http_port=${2:?$1 needs a port}; shift 2 ;;
         --switch-opts) switch_opts=${2?$1 needs options}; shift 2 ;;
         --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
+        --secret-file) secret_file=${2:?$1 needs a file}; shift 2 ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) usage_help; exit 0 ;;
@@ -387,6 +392,14 @@ if [ -n "$run_file" ]; then
     run=$(cat "$run_file")
 fi
 [ -n "$run" ] || [ "$interactive" = 1 ] || setup_die "nothing to run: give -r CMD, -f SCRIPT or -i (see --help)"
+secret_sw=() secret_obj=() secret_prop=
+if [ -n "${secret_file:-}" ]; then
+    [ -r "$secret_file" ] || setup_die "--secret-file: cannot read $secret_file"
+    secret_file=$(cd "$(dirname "$secret_file")" && pwd)/$(basename "$secret_file")
+    secret_sw=(--secret-file "$secret_file")
+    secret_obj=(-object "secret,id=dn2key,file=$secret_file")
+    secret_prop=,secret=dn2key
+fi
 case $name in */*|.|..) setup_die "--name: a plain name, not '$name'" ;; esac
 
 # ----------------------------------------------------------------- inputs
@@ -515,7 +528,8 @@ tail_log() { tr -d '\r' < "$1" 2>/dev/null | tail -"${2:-25}"; }
 # ------------------------------------------------------------------ switch
 # shellcheck disable=SC2086  # --switch-opts is word-split on purpose
 start_group "$rundir/switch.out" "$rundir/switch.log" \
-    "$switch_bin" --listen "127.0.0.1:$switch_port" --ready-file "$rundir/switch.port" $switch_opts
+    "$switch_bin" --listen "127.0.0.1:$switch_port" --ready-file "$rundir/switch.port" \
+    "${secret_sw[@]}" $switch_opts
 switch_pid=$child
 for ((t = 0; t < 100; t++)); do
     [ -s "$rundir/switch.port" ] && break
@@ -581,7 +595,8 @@ for ((i = 0; i < nodes; i++)); do
          -nodefaults -display none -no-reboot -name "node$i" -L "$firmware"
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"
-         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))${device_opts:+,$device_opts}"
+         "${secret_obj[@]}"
+         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}"
          -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
          "${extra[@]}")
     printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"
@@ -761,7 +776,7 @@ write_ranks() {
         return 1
     fi
     # The subnet manager's view: GUID i+1 must hold the LID node i reported.
-    if stats=$(timeout 5 "$switch_bin" --stats "127.0.0.1:$sport" 2>&1); then
+    if stats=$(timeout 5 "$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}" 2>&1); then
         for ((i = 0; i < nodes; i++)); do
             guid=$(printf '0x%016x' $((i + 1)))
             line=$(awk -v g="$guid" '$2 == "active" && $3 == g' <<< "$stats")

@@ -104,7 +104,7 @@ static unsigned dn2_loop_queue(uint64_t h0)
  * not hold the others up: data overtakes RVL requests that wait for room in
  * the RC FIFO.  The other way round is not allowed: an RVL is delivered
  * only once every data packet sent before it to the same process is, so a
- * read after a write reads what was written (choice #47).
+ * read after a write reads what was written (choice #44).
  */
 static bool dn2_loop_rvl_may_go(DN2State *s, unsigned q, const DN2LoopPkt *p)
 {

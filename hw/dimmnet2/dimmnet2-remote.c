@@ -177,7 +177,7 @@ static int dn2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req *r,
     memset(s->pkt_buf + size, 0, bytes - size);
     /* The NIC stamps the privileged PGID, the requested size and the
      * issuing process's WID as SWID: a process cannot speak for the other
-     * process of its board (choice #48). */
+     * process of its board (choice #45). */
     h0 = ldq_le_p(s->pkt_buf);
     h0 = (h0 & ~(DN2_H0_BOTF_PATCH_MASK | DN2_BIT(DN2_H0_SWID_BIT))) |
          DN2_PUT(dn2_pkt_size_field(size), DN2_H0_SIZE_HI, DN2_H0_SIZE_LO) |
@@ -257,7 +257,7 @@ static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
         p.ww_len = MIN(MIN(wwlen, DN2_WIN_AREA - wwoff), want);
         /* The message is the Write Window prefix followed by the SO-DIMM
          * part: with Command Ex, the Ex pattern's bytes; without, the rest
-         * of Size, contiguous from SRCOff (choice #49). */
+         * of Size, contiguous from SRCOff (choice #46). */
         p.len = p.ww_len + ((r->has_ex && r->ex_otype) ? p.len : want - p.ww_len);
     }
     if (!x->started) {

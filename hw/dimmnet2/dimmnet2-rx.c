@@ -42,7 +42,7 @@ static int dn2_rx_drop(DN2State *s, uint64_t *counter, uint16_t slid,
 
 /* A malformed packet: counted, and its error state shown in the Controller
  * Status of the process it was for (wid), or of both when it is too short
- * to say (wid < 0), never in the other process's (choice #50). */
+ * to say (wid < 0), never in the other process's (choice #47). */
 static int dn2_rx_bad(DN2State *s, int wid, uint16_t slid, unsigned err,
                       const char *why)
 {
@@ -281,7 +281,7 @@ static bool dn2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                             DN2Ring *r)
 {
     DN2Wid *w = &s->wid[h->dwid];
-    uint16_t v = s->amt[(dn2_lid_to_clid(slid) << 1) | h->swid];
+    uint16_t v = s->amt[dn2_amt_index(slid, h->swid, h->dwid)];
     uint64_t limit = MIN((uint64_t)w->ipush_area * DN2_IPUSH_AREA_UNIT,
                          dn2_sdimm_area(s));
     uint32_t lo = h->dwid * DN2_LLCM_WID_STRIDE;
@@ -387,7 +387,7 @@ static uint8_t *dn2_lhb_entry(DN2State *s, int wid, uint32_t off)
  * the middle of a message never finishes it; one whose last packet is
  * older than DN2_LHS_TIMEOUT_MS gives its slot up: its LH entry is
  * completed with what arrived, and the process's Controller Status bit 17
- * says data was lost (choice #51).  NULL while every slot is recent.
+ * says data was lost (choice #48).  NULL while every slot is recent.
  */
 static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
 {

@@ -138,7 +138,7 @@ static void dn2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
         break;
     case DN2_UR_PRIM_COUNTER:
         /* Also clears this process's error bits 17-20, so they are not
-         * sticky until a Controller Reset (choice #50). */
+         * sticky until a Controller Reset (choice #47). */
         memset(w->prim_counter, 0, sizeof(w->prim_counter));
         w->req_error = 0;
         w->rx_err = 0;
@@ -244,10 +244,18 @@ static void dn2_sr_write(DN2State *s, hwaddr off, uint64_t v)
         uint32_t value = v & DN2_AMT_VALUE_MASK;
         uint32_t swid = (v >> DN2_AMT_WID_SHIFT) & 1;
         uint16_t slid = (v >> DN2_AMT_LID_SHIFT) & 0xffff;
-        uint32_t idx = ((uint32_t)dn2_lid_to_clid(slid) << 1) | swid;
+        int dwid;
 
-        s->amt[idx] = DN2_AMT_VALID | value;
-        trace_dimmnet2_amt_set(s->index, slid, swid, value);
+        /* Per receiving process when bit 31 names one, else both: two
+         * processes of a board can each have a ring for the same sender
+         * (choice #52). */
+        for (dwid = 0; dwid < DN2_NUM_WID; dwid++) {
+            if (!(v & DN2_BIT(DN2_AMT_DWID_GIVEN_BIT)) ||
+                dwid == ((v >> DN2_AMT_DWID_BIT) & 1)) {
+                s->amt[dn2_amt_index(slid, swid, dwid)] = DN2_AMT_VALID | value;
+                trace_dimmnet2_amt_set(s->index, slid, swid, dwid, value);
+            }
+        }
         break;
     }
     default:

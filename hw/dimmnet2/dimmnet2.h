@@ -25,7 +25,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(DN2State, DIMMNET2)
 
 #define DN2_FIFO_MAX          64      /* upper bound of the fifo-depth property */
 #define DN2_FIFO_DEFAULT      16      /* [EMU] Request FIFO depth */
-#define DN2_AMT_ENTRIES       8192    /* index {CLID(12), WID(1)} */
+#define DN2_AMT_ENTRIES       16384   /* index {CLID(12), SWID(1), DWID(1)} */
 #define DN2_AMT_VALID         0x8000u /* s->amt[]: entry written (else empty) */
 #define DN2_SODIMM_DEFAULT    (2 * DN2_SDIMM_CAP_DEFAULT)   /* 2 x 256 MiB */
 #define DN2_SODIMM_MAX        (2 * dn2_sdimm_module_bytes(0x20))  /* 2 x 8 GiB */
@@ -218,6 +218,13 @@ struct DN2State {
 
 /* The receive-status ring of a process: [init, init + size) in its LLCM,
  * cut short if it would run past the LLCM end. */
+/* The AMT Address Table entry of sender {slid, swid} for receiving process
+ * dwid (choice #52). */
+static inline uint32_t dn2_amt_index(uint16_t slid, unsigned swid, unsigned dwid)
+{
+    return ((uint32_t)dn2_lid_to_clid(slid) << 2) | ((swid & 1) << 1) | (dwid & 1);
+}
+
 static inline uint32_t dn2_status_ring_bytes(const DN2Wid *w)
 {
     uint32_t size = dn2_status_area_bytes(w->status_size_reg);

@@ -238,9 +238,21 @@ static inline uint32_t dn2_mtu_bytes(uint64_t reg)
 #define DN2_AMT_VALUE_MASK     0xfffULL        /* [11:0] AMT entry address */
 #define DN2_AMT_WID_SHIFT      12              /* [13:12] sender WID */
 #define DN2_AMT_LID_SHIFT      14              /* [29:14] sender LID */
+/* [EMU] extension (choice #52): the entry belongs to one receiving process.
+ * Bit 31 set: only the entry of DWID = bit 30 is written; clear: both
+ * processes' entries, as on the thesis's per-board table. */
+#define DN2_AMT_DWID_BIT       30
+#define DN2_AMT_DWID_GIVEN_BIT 31
 static inline uint64_t dn2_amt_encode(uint32_t value, uint32_t wid, uint32_t lid)
 {
     return DN2_PUT(value, 11, 0) | DN2_PUT(wid, 13, 12) | DN2_PUT(lid, 29, 14);
+}
+/* The same for the receiving process dwid only. */
+static inline uint64_t dn2_amt_encode_dwid(uint32_t value, uint32_t wid, uint32_t lid,
+                                           uint32_t dwid)
+{
+    return dn2_amt_encode(value, wid, lid) | DN2_PUT(dwid, DN2_AMT_DWID_BIT, DN2_AMT_DWID_BIT) |
+           DN2_BIT(DN2_AMT_DWID_GIVEN_BIT);
 }
 
 /* ======================================================================
@@ -579,6 +591,12 @@ static inline uint16_t dn2_pkt_size_field(uint32_t bytes) { return (uint16_t)(by
 #define DN2_AMT_TAIL           4u
 #define DN2_AMT_BASE           8u
 #define DN2_AMT_SIZE           12u
+/* The receiving process an AMT entry serves: the one whose LLCM holds it
+ * (an entry in the other process's LLCM is refused at lookup anyway). */
+static inline uint32_t dn2_amt_value_wid(uint32_t value)
+{
+    return (uint32_t)((value * DN2_AMT_UNIT) / DN2_LLCM_WID_STRIDE) & 1;
+}
 #define DN2_IPUSH_AREA_UNIT    4096u
 #define DN2_RING_ALIGN         8u
 

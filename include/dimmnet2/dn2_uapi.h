@@ -143,7 +143,11 @@ struct dn2_pgid {
 #define DN2_IOC_SET_PGID       _IOW(DN2_IOC_MAGIC, 0x14, struct dn2_pgid)
 
 /* One AMT Address Table entry: sender {lid (16 bits), wid (0..1)} ->
- * value (12 bits, AMT entry address in LLCM, see dn2_abi.h §5b). */
+ * value (12 bits, AMT entry address in LLCM, see dn2_abi.h §5b).
+ * On a process's own handle (one that holds a WID) no privilege is needed:
+ * the entry is set for that process only (choice #52), and value must be an
+ * AMT entry inside its own LLCM.  On a control handle (CAP_SYS_ADMIN) the
+ * entry is set for the process whose LLCM holds it. */
 struct dn2_amt {
 	__u32 lid;
 	__u32 wid;

@@ -353,9 +353,12 @@ static long ioc_set_pgid(struct dn2_board *b, void __user *arg)
 	return 0;
 }
 
-static long ioc_set_amt(struct dn2_board *b, void __user *arg)
+/* own_wid: the caller's WID (an unprivileged process setting up its own
+ * ring), or DN2_WID_NONE (an administrator: both processes' entries). */
+static long ioc_set_amt(struct dn2_board *b, void __user *arg, unsigned int own_wid)
 {
 	struct dn2_amt req;
+	u32 off;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
@@ -365,7 +368,20 @@ static long ioc_set_amt(struct dn2_board *b, void __user *arg)
 			req.lid, req.wid, req.value, DN2_NUM_WID - 1);
 		return -EINVAL;
 	}
-	sr_write(b, DN2_SR_AMT, dn2_amt_encode(req.value, req.wid, req.lid));
+	if (own_wid == DN2_WID_NONE) {
+		/* the administrator: for the process whose LLCM holds the entry */
+		sr_write(b, DN2_SR_AMT, dn2_amt_encode_dwid(req.value, req.wid, req.lid,
+							    dn2_amt_value_wid(req.value)));
+		return 0;
+	}
+	/* A process may only point senders at an entry in its own LLCM. */
+	off = req.value * DN2_AMT_UNIT;
+	if (off < own_wid * DN2_LLCM_WID_STRIDE ||
+	    off + DN2_AMT_ENTRY > own_wid * DN2_LLCM_WID_STRIDE + DN2_LLCM_AREA) {
+		dev_dbg(b->dev, "AMT entry 0x%x is not in WID %u's LLCM\n", req.value, own_wid);
+		return -EINVAL;
+	}
+	sr_write(b, DN2_SR_AMT, dn2_amt_encode_dwid(req.value, req.wid, req.lid, own_wid));
 	return 0;
 }
 
@@ -378,6 +394,14 @@ static long dn2_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 
 	if (cmd == DN2_IOC_GET_INFO)
 		return ioc_get_info(f, uarg);
+	if (cmd == DN2_IOC_SET_AMT && f->wid != DN2_WID_NONE) {
+		/* a process's own receive ring: no privilege needed */
+		if (mutex_lock_interruptible(&b->lock))
+			return -EINTR;
+		ret = ioc_set_amt(b, uarg, f->wid);
+		mutex_unlock(&b->lock);
+		return ret;
+	}
 
 	switch (cmd) {
 	case DN2_IOC_CTL_RESET:
@@ -413,7 +437,7 @@ static long dn2_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		ret = ioc_set_pgid(b, uarg);
 		break;
 	case DN2_IOC_SET_AMT:
-		ret = ioc_set_amt(b, uarg);
+		ret = ioc_set_amt(b, uarg, DN2_WID_NONE);
 		break;
 	case DN2_IOC_SMA_RESET:
 		sr_write(b, DN2_SR_SMA, 0);

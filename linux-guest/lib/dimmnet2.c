@@ -755,7 +755,11 @@ int dn2_admin_pgid(dn2_t *d, int wid, unsigned pgid)
 int dn2_admin_amt(dn2_t *d, uint16_t sender_lid, int sender_wid, unsigned value)
 {
     if (!d->sr) {
+        /* a process handle: its own entry, no privilege; a control
+         * handle: the board's (both processes), root */
         return dn2i_drv_amt(d, sender_lid, sender_wid, value);
     }
-    return dn2_sr_write(d, DN2_SR_AMT, dn2_amt_encode(value, sender_wid, sender_lid));
+    /* /dev/mem: for the process whose LLCM holds the entry (choice #52) */
+    return dn2_sr_write(d, DN2_SR_AMT, dn2_amt_encode_dwid(value, sender_wid, sender_lid,
+                                                           dn2_amt_value_wid(value)));
 }

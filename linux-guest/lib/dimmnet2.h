@@ -283,6 +283,11 @@ int dn2_admin_sdimm_init(dn2_t *d, unsigned capacity_code, long timeout_us);
 int dn2_admin_mtu(dn2_t *d, unsigned mtu_code);
 int dn2_admin_wait_link(dn2_t *d, uint16_t *lid, long timeout_us);
 int dn2_admin_pgid(dn2_t *d, int wid, unsigned pgid);
+/* Map sender {lid, wid} to AMT entry value (in this process's LLCM) for
+ * the process whose LLCM holds entry value (choice #52), so two processes
+ * of a board each have their own ring for the same sender.  Through the
+ * driver on a process handle it needs no privilege (the entry must be in
+ * that process's LLCM); on a control handle or /dev/mem it needs root. */
 int dn2_admin_amt(dn2_t *d, uint16_t sender_lid, int sender_wid, unsigned value);
 
 #ifdef __cplusplus

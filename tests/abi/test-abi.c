@@ -433,6 +433,12 @@ static void test_amt_encode(void)
     CHECK_EQ(dn2_amt_encode(0xabc, 1, 0x1234), 0xabcULL | (1ULL << 12) | (0x1234ULL << 14));
     CHECK_EQ(dn2_amt_encode(0xfff, 3, 0xffff), DN2_MASK(29, 0));
     CHECK_EQ(dn2_amt_encode(0x1fff, 0, 0), 0xfff);       /* value truncated */
+    /* per receiving process (choice #52) */
+    CHECK_EQ(dn2_amt_encode_dwid(0xabc, 1, 0x1234, 1),
+             dn2_amt_encode(0xabc, 1, 0x1234) | (1ULL << 30) | (1ULL << 31));
+    CHECK_EQ(dn2_amt_encode_dwid(0x10, 0, 1, 0), 0x10ULL | (1ULL << 14) | (1ULL << 31));
+    CHECK_EQ(dn2_amt_value_wid(0x100 / DN2_AMT_UNIT), 0);
+    CHECK_EQ(dn2_amt_value_wid((DN2_LLCM_WID_STRIDE + 0x100) / DN2_AMT_UNIT), 1);
     CHECK_EQ(dn2_amt_encode(0, 0, 0x1ffff), DN2_MASK(29, 14));
     CHECK_EQ(DN2_AMT_VALUE_MASK, 0xfff);
     CHECK_EQ(DN2_AMT_WID_SHIFT, 12);

@@ -1367,6 +1367,36 @@ static void ipush_one(Rig *r, RingM *m, uint32_t src, const uint8_t *data, uint3
     expect_no_status(r, m->dwid, what);
 }
 
+/*
+ * Two processes of one board each have an IPUSH ring for the same sender
+ * (choice #52): AMT Address Table writes naming the receiving WID keep
+ * the two entries apart, so two ranks can share a board.
+ */
+static void test_ipush_per_wid_amt(void)
+{
+    Rig r;
+    DN2 *d;
+    RingM to0, to1;
+    uint8_t data[300];
+    int w;
+
+    d = rig_up(&r, DN2Q_MTU_256);
+    ring_setup(&r, &to1, 0, 1, 0x1000, 1024);
+    ring_setup(&r, &to0, 0, 0, 0x2000, 1024);       /* board-wide: overwrites to1's */
+    for (w = 0; w < 2; w++) {
+        RingM *m = w ? &to1 : &to0;
+        dn2q_sr_wr(d, DN2_SR_AMT, dn2_amt_encode_dwid(
+            (DN2_LLCM_OFF(w) - DN2_LLCM_BASE + m->entry) / DN2_AMT_UNIT, 0, LID, w));
+    }
+    dn2q_pattern(data, sizeof(data), 4500);
+    ipush_one(&r, &to1, SRC, data, 200, true, 256, "IPUSH WID 0 -> WID 1, own AMT entry");
+    ipush_one(&r, &to0, SRC + 0x1000, data + 50, 120, true, 256,
+              "IPUSH WID 0 -> WID 0, own AMT entry for the same sender");
+    ipush_one(&r, &to1, SRC + 0x2000, data + 100, 64, true, 256,
+              "IPUSH WID 0 -> WID 1 again");
+    rig_stop(&r);
+}
+
 static void test_ipush(void)
 {
     Rig r;
@@ -2230,6 +2260,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/rvl/families", test_rvl);
     qtest_add_func("/dimmnet2-remote/rvl/command1", test_rvl_command1);
     qtest_add_func("/dimmnet2-remote/ipush/ring", test_ipush);
+    qtest_add_func("/dimmnet2-remote/ipush/per-wid-amt", test_ipush_per_wid_amt);
     qtest_add_func("/dimmnet2-remote/ipush/backpressure", test_ipush_backpressure);
     qtest_add_func("/dimmnet2-remote/lhs/v1", test_lhs_v1);
     qtest_add_func("/dimmnet2-remote/lhs/v2", test_lhs_v2);

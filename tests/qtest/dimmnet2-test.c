@@ -2172,7 +2172,7 @@ static void test_vmstate(void)
  * into the registers, and checked before use).
  */
 #define MIG_MARK_LEN 13
-#define MIG_WID0     16400          /* after the marker's fields and the AMT */
+#define MIG_WID0     (16 + 2 * 16384) /* after the marker's fields and the AMT */
 #define MIG_WID_SIZE 254
 #define MIG_FIFO     (MIG_WID0 + 2 * MIG_WID_SIZE)
 #define MIG_FCOUNT   (MIG_FIFO + 64 * 28 + 4)
