@@ -33,6 +33,11 @@
 #       --secret-file F   a cluster secret (docs/security.md): the switch
 #                         gets --secret-file F, every board secret= from a
 #                         -object secret reading F (mode 0600 or stricter)
+#       --packages 'P...' Debian packages (with their dependency closure)
+#                         added to the guest image (build-initramfs.sh
+#                         --packages; also DN2_GUEST_PACKAGES)
+#       --mpi             the MPI image (build-initramfs.sh --mpi: Open MPI,
+#                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
 #   -a, --append ARGS     extra kernel command-line arguments
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
@@ -352,6 +357,8 @@ http_port=0
 switch_opts=
 device_opts=
 secret_file=
+packages=
+mpi_image=
 append_extra=
 quiet=0
 extra=()
@@ -373,6 +380,8 @@ while [ $# -gt 0 ]; do
         --switch-opts) switch_opts=${2?$1 needs options}; shift 2 ;;
         --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
         --secret-file) secret_file=${2:?$1 needs a file}; shift 2 ;;
+        --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
+        --mpi) mpi_image=1; shift ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) usage_help; exit 0 ;;
@@ -411,7 +420,10 @@ dn2_accel || exit 4
 switch_bin=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
 [ -x "$switch_bin" ] || setup_die "no switch at $switch_bin: build it with 'meson setup build && meson compile -C build' (or scripts/test.sh)"
 py=$(find_python) || setup_die "python3 not found (it runs the job/file server): apt-get install python3"
-initrd_built=$(bash "$here/build-initramfs.sh") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh)"
+initramfs_args=()
+[ -n "$packages" ] && initramfs_args+=(--packages "$packages")
+[ -n "$mpi_image" ] && initramfs_args+=(--mpi)
+initrd_built=$(bash "$here/build-initramfs.sh" "${initramfs_args[@]}") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh ${initramfs_args[*]})"
 command -v setsid >/dev/null || setup_die "setsid (util-linux) not found"
 
 # ---------------------------------------------------------------- run dir
