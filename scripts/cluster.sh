@@ -84,7 +84,7 @@ find_python() {
 # ====================================================================
 server_py() {
     cat <<'PY'
-import errno, http.server, os, sys, time, urllib.parse
+import errno, http.server, os, sys, threading, time, urllib.parse
 
 www, export, rundir, nodes, jobid, port, ready = sys.argv[1:8]
 nodes, port = int(nodes), int(port)
@@ -96,6 +96,24 @@ def atomic_write(path, data):
     with open(tmp, "wb") as f:
         f.write(data)
     os.rename(tmp, path)
+
+
+# PMI (docs/mpi.md, linux-guest/pmi/pmi-dn2.c): per MPI job (the run's job
+# id, or the job id + "." + anything for several jobs in one cluster) a
+# key-value space, barriers by epoch, and an abort flag.
+pmi_lock = threading.Condition()
+pmi_jobs = {}
+
+
+def pmi_job(name):
+    j = pmi_jobs.get(name)
+    if j is None:
+        j = pmi_jobs[name] = {"kvs": {}, "arrived": {}, "done": set(), "size": None, "abort": None}
+    return j
+
+
+def esc(s):
+    return urllib.parse.quote(s, safe="")
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -142,8 +160,65 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 return p
         return p
 
+    def pmi(self, path, q, body=None):
+        name = q.get("job", "")
+        if name != jobid and not name.startswith(jobid + "."):
+            return self.text(403, "not this job (stale guest from another run?)\n")
+        try:
+            rank = int(q.get("rank", "-1"))
+        except ValueError:
+            rank = -1
+        with pmi_lock:
+            j = pmi_job(name)
+            if path == "/pmi/get":
+                v = j["kvs"].get(q.get("key", ""))
+                return self.text(404, "no such key\n") if v is None else self.text(200, v)
+            if rank < 0 or (j["size"] is not None and rank >= j["size"]):
+                return self.text(400, "bad rank\n")
+            if path == "/pmi/abort":
+                msg = "rank %d called PMI_Abort (exit code %s): %s" % (rank, q.get("code", "?"), q.get("msg", ""))
+                if j["abort"] is None:
+                    j["abort"] = msg
+                    atomic_write(os.path.join(rundir, "pmi-abort"), (msg + "\n").encode())
+                pmi_lock.notify_all()
+                return self.text(200, "ok\n")
+            if j["abort"] is not None:
+                return self.text(409, "job aborted: %s\n" % j["abort"])
+            if path == "/pmi/put":
+                for line in (body or b"").decode("utf-8", "replace").splitlines():
+                    k, _, v = line.partition(" ")
+                    if k:
+                        j["kvs"][urllib.parse.unquote(k)] = urllib.parse.unquote(v)
+                return self.text(200, "ok\n")
+            if path == "/pmi/barrier":
+                try:
+                    size, epoch = int(q.get("size", "")), int(q.get("epoch", ""))
+                except ValueError:
+                    return self.text(400, "bad size or epoch\n")
+                if j["size"] is None:
+                    j["size"] = size
+                if size != j["size"] or rank >= size:
+                    return self.text(400, "size %d, but the job has %d ranks\n" % (size, j["size"]))
+                j["arrived"].setdefault(epoch, set()).add(rank)
+                if len(j["arrived"][epoch]) == size:
+                    j["done"].add(epoch)
+                    pmi_lock.notify_all()
+                end = time.time() + 20
+                while epoch not in j["done"] and j["abort"] is None and time.time() < end:
+                    pmi_lock.wait(max(0.01, end - time.time()))
+                if j["abort"] is not None:
+                    return self.text(409, "job aborted: %s\n" % j["abort"])
+                if epoch not in j["done"]:
+                    return self.text(202, "waiting for %d of %d ranks\n" % (size - len(j["arrived"][epoch]), size))
+                dump = "".join("%s %s\n" % (esc(k), esc(v)) for k, v in j["kvs"].items())
+            else:
+                return self.text(404, "no such endpoint\n")
+        return self.text(200, dump)
+
     def do_GET(self):
         path, q = self.parse()
+        if path.startswith("/pmi/"):
+            return self.pmi(path, q)
         if path == "/join":
             n = self.node_of(q)
             if n is None:
@@ -184,6 +259,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def do_POST(self):
         path, q = self.parse()
+        if path == "/pmi/put":
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+            return self.pmi(path, q, body)
         if path != "/result":
             return self.text(404, "no such endpoint\n")
         n = self.node_of(q)
