@@ -329,6 +329,23 @@ if [ "$(arg net)" != off ] && grep -qs 0x1af4 /sys/bus/pci/devices/*/vendor; the
     else
         say "configuring eth0 failed"
     fi
+    # dn2.ether=ADDR/LEN: the guest-to-guest Ethernet (scripts/cluster.sh
+    # --ethernet), the NIC whose MAC starts 52:54:00:77.
+    ether=$(arg ether)
+    if [ -n "$ether" ]; then
+        i=0 dev=
+        while [ -z "$dev" ] && [ $i -lt 100 ]; do
+            for a in /sys/class/net/*/address; do
+                case $(cat "$a") in 52:54:00:77:*) dev=${a%/address}; dev=${dev##*/} ;; esac
+            done
+            [ -n "$dev" ] || { usleep 100000; i=$((i + 1)); }
+        done
+        if [ -n "$dev" ] && ip link set "$dev" up && ip addr add "$ether" dev "$dev"; then
+            echo "DN2-NET $dev $ether"
+        else
+            say "configuring the guest Ethernet ($ether) failed: no NIC with MAC 52:54:00:77:*"
+        fi
+    fi
 fi
 
 # A failed job start: reported like a command that failed with rc=125.

@@ -38,6 +38,9 @@
 #                         --packages; also DN2_GUEST_PACKAGES)
 #       --mpi             the MPI image (build-initramfs.sh --mpi: Open MPI,
 #                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
+#       --ethernet        a second NIC per node on a guest-to-guest Ethernet
+#                         (QEMU dgram netdevs to dn2-ethhub on 127.0.0.1):
+#                         eth1 = 192.168.77.(10+i)/24 inside the guests
 #   -a, --append ARGS     extra kernel command-line arguments
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
@@ -437,6 +440,7 @@ device_opts=
 secret_file=
 packages=
 mpi_image=
+ethernet=
 append_extra=
 quiet=0
 extra=()
@@ -460,6 +464,7 @@ while [ $# -gt 0 ]; do
         --secret-file) secret_file=${2:?$1 needs a file}; shift 2 ;;
         --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
         --mpi) mpi_image=1; shift ;;
+        --ethernet) ethernet=1; shift ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) usage_help; exit 0 ;;
@@ -634,6 +639,39 @@ if [ ! -s "$rundir/switch.port" ]; then
 fi
 sport=$(cat "$rundir/switch.port")
 
+# ---------------------------------------------------------- guest Ethernet
+# --ethernet: every node's second NIC is a dgram netdev on 127.0.0.1:eth_ports[i]
+# talking to the hub on 127.0.0.1:$eport (scripts/ethhub.c, built here).
+eth_ports=()
+if [ -n "$ethernet" ]; then
+    hub_bin=$DN2_TOP/build/cluster/.bin/dn2-ethhub
+    if [ ! -x "$hub_bin" ] || [ "$here/ethhub.c" -nt "$hub_bin" ]; then
+        mkdir -p "$(dirname "$hub_bin")"
+        gcc -O2 -Wall -o "$hub_bin.tmp" "$here/ethhub.c" 2> "$rundir/ethhub.build" \
+            || setup_die "compiling scripts/ethhub.c failed: $(head -3 "$rundir/ethhub.build")"
+        mv "$hub_bin.tmp" "$hub_bin"
+    fi
+    # Free UDP ports for the nodes' ends (held open together so they differ).
+    read -r -a eth_ports <<< "$("$py" -c '
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$nodes")"
+    [ ${#eth_ports[@]} -eq "$nodes" ] || setup_die "could not find $nodes free UDP ports on 127.0.0.1"
+    hub_args=()
+    for p in "${eth_ports[@]}"; do hub_args+=(--member "127.0.0.1:$p"); done
+    start_group "$rundir/ethhub.out" "$rundir/ethhub.log" \
+        "$hub_bin" --listen 127.0.0.1:0 --ready-file "$rundir/ethhub.port" "${hub_args[@]}"
+    for ((t = 0; t < 50; t++)); do
+        [ -s "$rundir/ethhub.port" ] && break
+        alive "$child" || break
+        sleep 0.1
+    done
+    [ -s "$rundir/ethhub.port" ] || setup_die "dn2-ethhub did not start: $(tail -3 "$rundir/ethhub.log")"
+    eport=$(cat "$rundir/ethhub.port")
+fi
+
 # -------------------------------------------------------------- job server
 mkdir -p "$EXPORT_DIR"
 start_group "$rundir/http.out" "$rundir/http.log" \
@@ -661,6 +699,7 @@ guest_url=http://10.0.2.2:$hport
     echo "switch=127.0.0.1:$sport"
     echo "http=http://127.0.0.1:$hport"
     echo "guest_http=$guest_url"
+    [ -n "$ethernet" ] && echo "ethhub=127.0.0.1:$eport"
 } > "$rundir/info"
 
 for ((i = 0; i < nodes; i++)); do
@@ -679,6 +718,13 @@ for ((i = 0; i < nodes; i++)); do
         echo "node${i}_sock=$sock" >> "$rundir/info"
         serial2=(-serial "unix:$sock,server=on,wait=off")
     fi
+    eth_args=()
+    if [ -n "$ethernet" ]; then
+        append+=" dn2.ether=192.168.77.$((10 + i))/24"
+        # shellcheck disable=SC2054
+        eth_args=(-netdev "dgram,id=n1,local.type=inet,local.host=127.0.0.1,local.port=${eth_ports[i]},remote.type=inet,remote.host=127.0.0.1,remote.port=$eport"
+                  -device "virtio-net-pci,netdev=n1,mac=52:54:00:77:00:$(printf '%02x' "$i"),romfile=")
+    fi
     [ -n "$append_extra" ] && append+=" $append_extra"
     # shellcheck disable=SC2054  # commas inside QEMU option values
     cmd=("$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
@@ -688,7 +734,7 @@ for ((i = 0; i < nodes; i++)); do
          "${secret_obj[@]}"
          -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}"
          -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
-         "${extra[@]}")
+         "${eth_args[@]}" "${extra[@]}")
     printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"
     : > "$rundir/node$i.log"
     start_group "$rundir/node$i.stdout" "$rundir/node$i.stderr" "${cmd[@]}"
