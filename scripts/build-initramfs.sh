@@ -46,7 +46,7 @@
 #       for the board's link (dn2-lid -w, dn2.linkwait=S, default 120),
 #       prints "DN2-LINK up lid=L", joins (GET URL/join?...), waits for the
 #       rank table URL/ranks (dn2.barrier=S, default 900) and stores it in
-#       /opt/dn2/ranks; exports DN2_LID, DN2_HTTP=URL, DN2_RANKS;
+#       /opt/dn2/ranks; exports DN2_LID, DN2_HTTP=URL, DN2_JOBID, DN2_RANKS;
 #     - dn2.ranks=URL|PATH names a rank table explicitly (fetched when a
 #       URL) and is exported as DN2_RANKS (the file's path);
 #     - runs the command given as dn2.run=CMD (quote it to have spaces:
@@ -311,6 +311,7 @@ linkwait=$(arg linkwait); barrier=$(arg barrier)
 [ -n "$nodes" ] && export DN2_NODES=$nodes
 export DN2_WID=${wid:-0}
 [ -n "$job" ] && export DN2_HTTP=$job
+[ -n "$jobid" ] && export DN2_JOBID=$jobid
 ip link set lo up 2>/dev/null
 
 # Networking: a virtio NIC (vendor 0x1af4) on QEMU's user network (slirp).

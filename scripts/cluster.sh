@@ -38,6 +38,8 @@
 #                         --packages; also DN2_GUEST_PACKAGES)
 #       --mpi             the MPI image (build-initramfs.sh --mpi: Open MPI,
 #                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
+#       --serve-dir DIR   the file server also serves DIR (after the run's
+#                         own files, before build/guest/export/)
 #       --ethernet        a second NIC per node on a guest-to-guest Ethernet
 #                         (QEMU dgram netdevs to dn2-ethhub on 127.0.0.1):
 #                         eth1 = 192.168.77.(10+i)/24 inside the guests
@@ -89,7 +91,7 @@ server_py() {
     cat <<'PY'
 import errno, http.server, os, sys, threading, time, urllib.parse
 
-www, export, rundir, nodes, jobid, port, ready = sys.argv[1:8]
+www, export, rundir, nodes, jobid, port, ready, serve = sys.argv[1:9]
 nodes, port = int(nodes), int(port)
 joins, jobs = os.path.join(rundir, "joins"), os.path.join(rundir, "jobs")
 
@@ -156,7 +158,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     # An overlay: the run's own files (ranks, commands) first, then the
     # export directory (module, programs, libraries).
     def translate_path(self, path):
-        for d in (www, export):
+        for d in [www] + ([serve] if serve else []) + [export]:
             self.directory = d
             p = super().translate_path(path)
             if os.path.exists(p):
@@ -173,6 +175,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             rank = -1
         with pmi_lock:
             j = pmi_job(name)
+            if path == "/pmi/status":
+                if j["abort"] is not None:
+                    return self.text(409, "job aborted: %s\n" % j["abort"])
+                return self.text(200, "running\n")
             if path == "/pmi/get":
                 v = j["kvs"].get(q.get("key", ""))
                 return self.text(404, "no such key\n") if v is None else self.text(200, v)
@@ -441,6 +447,7 @@ secret_file=
 packages=
 mpi_image=
 ethernet=
+serve_dir=
 append_extra=
 quiet=0
 extra=()
@@ -465,6 +472,7 @@ while [ $# -gt 0 ]; do
         --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
         --mpi) mpi_image=1; shift ;;
         --ethernet) ethernet=1; shift ;;
+        --serve-dir) serve_dir=${2:?$1 needs a directory}; shift 2 ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) usage_help; exit 0 ;;
@@ -493,6 +501,10 @@ if [ -n "${secret_file:-}" ]; then
     secret_prop=,secret=dn2key
 fi
 case $name in */*|.|..) setup_die "--name: a plain name, not '$name'" ;; esac
+if [ -n "$serve_dir" ]; then
+    [ -d "$serve_dir" ] || setup_die "--serve-dir: $serve_dir is not a directory"
+    serve_dir=$(cd "$serve_dir" && pwd)
+fi
 
 # ----------------------------------------------------------------- inputs
 qemu_bin=$(dn2_find_qemu) || exit 4
@@ -675,7 +687,7 @@ fi
 # -------------------------------------------------------------- job server
 mkdir -p "$EXPORT_DIR"
 start_group "$rundir/http.out" "$rundir/http.log" \
-    "$py" -u -c "$(server_py)" "$rundir/www" "$EXPORT_DIR" "$rundir" "$nodes" "$jobid" "$http_port" "$rundir/http.port"
+    "$py" -u -c "$(server_py)" "$rundir/www" "$EXPORT_DIR" "$rundir" "$nodes" "$jobid" "$http_port" "$rundir/http.port" "$serve_dir"
 http_pid=$child
 for ((t = 0; t < 100; t++)); do
     [ -s "$rundir/http.port" ] && break
@@ -931,6 +943,7 @@ write_ranks() {
 }
 
 abort_status=0
+pmi_abort_msg=
 fail_nodes=()
 ready_announced=
 # (sleep in the background + wait: a trapped signal interrupts "wait" at
@@ -992,6 +1005,13 @@ while :; do
     else
         [ "$n_done" -eq "$nodes" ] && break
         if [ "$n_failed" -gt 0 ]; then abort_status=3; break; fi
+        # An MPI rank called PMI_Abort: the job fails; the others get --grace.
+        if [ -z "$t_first_fail" ] && [ -s "$rundir/pmi-abort" ]; then
+            t_first_fail=$(elapsed)
+            pmi_abort_msg=$(head -1 "$rundir/pmi-abort")
+            display_stop
+            say "${R}MPI job aborted${N}: $pmi_abort_msg"
+        fi
         # A command failed: the others get --grace seconds.
         for ((i = 0; i < nodes; i++)); do
             if [ "${st_phase[i]}" = "done" ] && [ "${st_rc[i]}" != 0 ] && [ -z "$t_first_fail" ]; then
@@ -1059,6 +1079,11 @@ for ((i = 0; i < nodes; i++)); do
     printf '  node%-2d %-6s %s\n' "$i" "$lid" "$r" >&2
 done
 [ "$abort_status" = 2 ] && say "${R}timeout${N} after $timeout_s s (--timeout)"
+[ -z "$pmi_abort_msg" ] && [ -s "$rundir/pmi-abort" ] && pmi_abort_msg=$(head -1 "$rundir/pmi-abort")
+if [ -n "$pmi_abort_msg" ]; then
+    say "${R}the MPI job was aborted${N}: $pmi_abort_msg"
+    [ "$status" -eq 0 ] && status=1
+fi
 if [ "$status" -ne 0 ]; then
     for i in "${fail_nodes[@]}"; do show_console "$i"; done
     say "run directory: $rundir"

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Runs an MPI program (Debian's Open MPI 4.1) on a cluster of DIMMnet-2
+# guests: boots NODES guests with the MPI image (scripts/cluster.sh --mpi),
+# starts PPN ranks on every node (no mpirun, no ssh: Open MPI's direct launch
+# with our PMI-1 library, libpmi-dn2.so, talking to the launcher's job
+# server), waits for them, prints their output and tears the cluster down.
+# docs/mpi.md.
+#
+#   scripts/mpirun.sh -n NODES [options] -- PROGRAM [ARGS...]
+#
+#   -n, --nodes N       nodes (default 2)
+#       --ppn P         ranks per node, 1 or 2 (default 1); on the board
+#                       the two ranks of a node use WID 0 and WID 1
+#       --net NET       board  the DIMMnet-2 boards: PML cm, MTL ofi, the
+#                              libfabric provider "dimmnet2" under ofi_rxd
+#                       tcp    TCP over the guest-to-guest Ethernet (eth1,
+#                              192.168.77.0/24 behind dn2-ethhub on
+#                              127.0.0.1): PML ob1, BTL tcp,vader,self
+#                       shm    one node only: BTL vader,self
+#                       (default: board when the provider is in the image,
+#                       else tcp)
+#       --file F        copy host file F into every rank's working
+#                       directory (/home/mpi) first (repeatable)
+#       --env VAR=VAL   extra environment for every rank (repeatable)
+#       --packages 'P'  extra Debian packages in the MPI image
+#   -t, --timeout S     whole run (default 900)
+#   -m, --mem MB        guest memory (default 512)
+#       --name NAME     run directory build/cluster/NAME
+#       --switch-opts S, --device-opts S, --secret-file F   as cluster.sh
+#       --cluster-opt A an extra cluster.sh argument (repeatable)
+#   -q, --quiet         no progress display
+#
+# PROGRAM is run as it is given, with ARGS unchanged, as the unprivileged
+# user "mpi" (uid 1000) in /home/mpi.  When PROGRAM names a file on the host
+# (it contains a "/", e.g. ./a.out or build/tests/mpi/mpi-check), that file
+# is copied to the guests first; otherwise it is a command of the image
+# (NPopenmpi, hpcc, mplrs, fi_info...).  Build your own program with mpicc on
+# the host (Debian's libopenmpi-dev: the same Open MPI as in the image).
+#
+# Output: every rank's output (stdout and stderr), in rank order, each line
+# prefixed "[R] ".  Exit status: 0 every rank exited 0; 1 a rank failed or
+# the job was aborted (MPI_Abort); otherwise cluster.sh's (2 timeout, 3 a
+# node failed, 4 setup).  The privileged set-up (driver, board bring-up,
+# device permissions) is done once per node by the node's script, as root.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+say() { printf '[mpirun] %s\n' "$*" >&2; }
+fail() { printf '[mpirun] error: %s\n' "$*" >&2; exit 4; }
+usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+nodes=2 ppn=1 net= timeout_s=900 mem=512 name= quiet=
+files=() envs=() cl_opts=() packages=
+while [ $# -gt 0 ]; do
+    case $1 in
+        -n|--nodes) nodes=${2:?$1 needs a number}; shift 2 ;;
+        --ppn) ppn=${2:?$1 needs 1 or 2}; shift 2 ;;
+        --net) net=${2:?$1 needs board, tcp or shm}; shift 2 ;;
+        --file) files+=("${2:?$1 needs a file}"); shift 2 ;;
+        --env) envs+=("${2:?$1 needs VAR=VALUE}"); shift 2 ;;
+        --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
+        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
+        -m|--mem) mem=${2:?$1 needs MiB}; shift 2 ;;
+        --name) name=${2:?$1 needs a name}; shift 2 ;;
+        --switch-opts|--device-opts|--secret-file) cl_opts+=("$1" "${2?$1 needs a value}"); shift 2 ;;
+        --cluster-opt) cl_opts+=("${2?$1 needs an argument}"); shift 2 ;;
+        -q|--quiet) quiet=1; shift ;;
+        -h|--help) usage; exit 0 ;;
+        --) shift; break ;;
+        -*) fail "unknown option $1 (see --help)" ;;
+        *) break ;;
+    esac
+done
+[ $# -gt 0 ] || fail "no program: scripts/mpirun.sh -n 2 -- PROGRAM [ARGS...]"
+case $nodes in ''|*[!0-9]*) fail "--nodes wants a number" ;; esac
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || fail "--nodes must be 1..64"
+case $ppn in 1|2) ;; *) fail "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
+for e in "${envs[@]}"; do
+    [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fail "--env wants VAR=VALUE, not '$e'"
+done
+
+# ------------------------------------------------------------ the image
+export_mpi=$DN2_TOP/build/guest/export-mpi
+pmi_lib=$DN2_TOP/build/linux-guest/pmi/libpmi-dn2.so
+[ -f "$pmi_lib" ] || fail "$pmi_lib is not built (meson compile -C build)"
+mkdir -p "$export_mpi/lib"
+cmp -s "$pmi_lib" "$export_mpi/lib/libpmi-dn2.so" || cp "$pmi_lib" "$export_mpi/lib/libpmi-dn2.so"
+# The libfabric provider (the provider engineer's libdimmnet2-fi.so), when built.
+provider=$(find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | head -1)
+if [ -n "$provider" ]; then
+    mkdir -p "$export_mpi/lib/libfabric"
+    cmp -s "$provider" "$export_mpi/lib/libfabric/libdimmnet2-fi.so" \
+        || cp "$provider" "$export_mpi/lib/libfabric/libdimmnet2-fi.so"
+fi
+if [ -z "$net" ]; then
+    if [ -n "$provider" ]; then net=board; else net=tcp; fi
+fi
+case $net in
+    board) [ -n "$provider" ] || fail "--net board: the DIMMnet-2 libfabric provider (libdimmnet2-fi.so) is not built; use --net tcp" ;;
+    tcp) ;;
+    shm) [ "$nodes" = 1 ] || fail "--net shm runs on one node only (-n 1 --ppn 2)" ;;
+    *) fail "--net must be board, tcp or shm" ;;
+esac
+size=$((nodes * ppn))
+
+# sh_quote WORD: WORD quoted for a POSIX shell (busybox sh in the guest)
+sh_quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# ------------------------------------------------------- files to serve
+[ -n "$name" ] || name=mpi-$(date +%Y%m%d-%H%M%S)-$$
+serve=$DN2_TOP/build/mpirun/$name
+rm -rf "$serve"
+mkdir -p "$serve/mpi"
+prog=$1
+shift
+fetch_cmds=
+if [[ $prog == */* ]]; then
+    [ -f "$prog" ] || fail "$prog: no such file on the host"
+    cp "$prog" "$serve/mpi/prog"
+    fetch_cmds+="fetch mpi/prog /tmp/mpi/bin/$(basename "$prog") 755"$'\n'
+    prog=/tmp/mpi/bin/$(basename "$prog")
+fi
+for f in "${files[@]}"; do
+    [ -f "$f" ] || fail "--file $f: no such file"
+    b=$(basename "$f")
+    cp "$f" "$serve/mpi/file-$b"
+    fetch_cmds+="fetch mpi/file-$b /home/mpi/$b 644"$'\n'
+done
+argv=$(sh_quote "$prog")
+for a in "$@"; do argv+=" $(sh_quote "$a")"; done
+
+# ------------------------------------------------- Open MPI's environment
+# FLUX_JOB_ID selects Open MPI's pmix/flux component (and schizo/flux: ess
+# pmi, no binding); FLUX_PMI_LIBRARY_PATH names our PMI-1 library.
+ompi_env=(
+    # (Open MPI keeps only 15 bits of it in places: stay below 32768.)
+    "FLUX_JOB_ID=$(( RANDOM % 30000 + 1000 ))"
+    "FLUX_PMI_LIBRARY_PATH=/opt/dn2/lib/libpmi-dn2.so"
+    "OMPI_MCA_pmix=flux" "OMPI_MCA_ess=pmi"
+    "OMPI_MCA_orte_tmpdir_base=/tmp/mpi"
+    "OMPI_MCA_btl_base_warn_component_unused=0"
+    "OMPI_MCA_hwloc_base_binding_policy=none"
+)
+# One guest CPU: with two ranks on it, polling ranks must yield.
+[ "$ppn" -gt 1 ] && ompi_env+=("OMPI_MCA_mpi_yield_when_idle=1")
+case $net in
+    board) ompi_env+=("OMPI_MCA_pml=cm" "OMPI_MCA_mtl=ofi"
+                      "OMPI_MCA_mtl_ofi_provider_include=dimmnet2;ofi_rxd"
+                      "FI_PROVIDER_PATH=/opt/dn2/lib/libfabric"
+                      "OMPI_MCA_btl=self,vader") ;;
+    tcp) ompi_env+=("OMPI_MCA_pml=ob1" "OMPI_MCA_btl=tcp,self,vader"
+                    "OMPI_MCA_btl_tcp_if_include=192.168.77.0/24"
+                    "OMPI_MCA_mtl=^ofi") ;;
+    shm) ompi_env+=("OMPI_MCA_pml=ob1" "OMPI_MCA_btl=self,vader" "OMPI_MCA_mtl=^ofi") ;;
+esac
+ompi_env+=("${envs[@]}")
+
+# ------------------------------------------------------ the node's script
+# Runs as root on every node (busybox sh): set-up, then the node's ranks
+# as user mpi, then their outputs in rank order.
+script=$serve/node.sh
+{
+    echo "# generated by scripts/mpirun.sh: $size ranks, $ppn per node, --net $net"
+    echo "PPN=$ppn SIZE=$size NET=$net"
+    echo "ARGV=$(sh_quote "$argv")"
+    echo "PMIJOB=\"\$DN2_JOBID.mpi\""
+    for e in "${ompi_env[@]}"; do echo "export $(sh_quote "$e")"; done
+    cat <<'EOF'
+export HOME=/home/mpi USER=mpi LOGNAME=mpi
+export PATH=/opt/dn2/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+export DN2_PMI_URL=$DN2_HTTP DN2_PMI_JOB=$PMIJOB DN2_PMI_SIZE=$SIZE
+mkdir -p /tmp/mpi/bin /tmp/mpi/out && chmod 1777 /tmp/mpi && chmod 755 /tmp/mpi/bin
+fail() { echo "mpirun: node $DN2_NODE: $*" >&2; exit 1; }
+fetch() { # fetch PATH DEST MODE
+    timeout 60 wget -q -O "$2" "$DN2_HTTP/$1" || fail "cannot fetch $1 from the job server"
+    chmod "$3" "$2"; chown 1000:1000 "$2"
+}
+EOF
+    printf '%s' "$fetch_cmds"
+    cat <<'EOF'
+if [ "$NET" = board ]; then
+    insmod /opt/dn2/dimmnet2.ko || fail "insmod dimmnet2.ko failed"
+    dn2-up -q > /tmp/mpi/dn2-up.log 2>&1 || fail "dn2-up failed: $(tail -1 /tmp/mpi/dn2-up.log)"
+    chmod 666 /dev/dimmnet2-* 2>/dev/null
+fi
+first=$((DN2_NODE * PPN))
+clique=$first
+l=1; while [ $l -lt $PPN ]; do clique="$clique,$((first + l))"; l=$((l + 1)); done
+export DN2_PMI_CLIQUE=$clique
+pids=
+l=0
+while [ $l -lt $PPN ]; do
+    r=$((first + l))
+    ( cd /home/mpi && DN2_PMI_RANK=$r \
+        busybox su -p -s /bin/sh mpi -c "exec $ARGV" < /dev/null > /tmp/mpi/out/$r 2>&1
+      echo $? > /tmp/mpi/out/$r.rc ) &
+    pids="$pids $!"
+    l=$((l + 1))
+done
+# Wait for the ranks; a job aborted elsewhere (PMI_Abort, a failed rank)
+# ends the local ranks too.
+while :; do
+    left=0
+    for p in $pids; do kill -0 $p 2>/dev/null && left=$((left + 1)); done
+    [ $left -eq 0 ] && break
+    for f in /tmp/mpi/out/*.rc; do
+        [ -s "$f" ] || continue
+        c=$(cat "$f"); [ "$c" = 0 ] && continue
+        r=${f##*/}; r=${r%.rc}
+        [ -e "$f.told" ] || timeout 10 wget -q -O /dev/null \
+            "$DN2_HTTP/pmi/abort?job=$PMIJOB&rank=$r&code=$c&msg=rank%20$r%20exited%20with%20status%20$c" 2>/dev/null
+        : > "$f.told"
+    done
+    # The job aborted (or the launcher is gone): end the local ranks.
+    if ! timeout 10 wget -q -O /dev/null "$DN2_HTTP/pmi/status?job=$PMIJOB" 2>/dev/null; then
+        sleep 2; pkill -KILL -u 1000 2>/dev/null
+    fi
+    sleep 2
+done
+rc=0
+l=0
+while [ $l -lt $PPN ]; do
+    r=$((first + l))
+    sed "s/^/[$r] /" /tmp/mpi/out/$r
+    rr=$(cat /tmp/mpi/out/$r.rc 2>/dev/null || echo 255)
+    [ "$rr" = 0 ] || { echo "[$r] mpirun: rank $r exited with status $rr"; [ $rc = 0 ] && rc=$rr; }
+    l=$((l + 1))
+done
+exit $rc
+EOF
+} > "$script"
+
+# --------------------------------------------------------------- launch
+cl_args=(-n "$nodes" --mpi -m "$mem" -t "$timeout_s" -g 15 --name "$name" --serve-dir "$serve" -f "$script")
+[ "$net" = tcp ] && cl_args+=(--ethernet)
+[ -n "$packages" ] && cl_args+=(--packages "$packages")
+[ -n "$quiet" ] && cl_args+=(-q)
+[ -z "$quiet" ] && say "$size ranks ($nodes nodes x $ppn) over --net $net: $argv"
+out=$DN2_TOP/build/cluster/$name.mpi.out
+bash "$here/cluster.sh" "${cl_args[@]}" "${cl_opts[@]}" > "$out"
+rc=$?
+# The nodes' outputs are "nodeI| [R] line": keep "[R] line".
+sed -E 's/^node[0-9]+\| //' "$out"
+exit $rc
