@@ -331,7 +331,7 @@ if [ "$(arg net)" != off ] && grep -qs 0x1af4 /sys/bus/pci/devices/*/vendor; the
         say "configuring eth0 failed"
     fi
     # dn2.ether=ADDR/LEN: the guest-to-guest Ethernet (scripts/cluster.sh
-    # --ethernet), the NIC whose MAC starts 52:54:00:77.
+    # --ethernet), the NIC whose MAC starts 52:54:00:77; dn2.ethermtu=N.
     ether=$(arg ether)
     if [ -n "$ether" ]; then
         i=0 dev=
@@ -341,8 +341,10 @@ if [ "$(arg net)" != off ] && grep -qs 0x1af4 /sys/bus/pci/devices/*/vendor; the
             done
             [ -n "$dev" ] || { usleep 100000; i=$((i + 1)); }
         done
+        emtu=$(arg ethermtu)
+        [ -n "$emtu" ] && [ -n "$dev" ] && ip link set "$dev" mtu "$emtu"
         if [ -n "$dev" ] && ip link set "$dev" up && ip addr add "$ether" dev "$dev"; then
-            echo "DN2-NET $dev $ether"
+            echo "DN2-NET $dev $ether mtu $(cat /sys/class/net/$dev/mtu)"
         else
             say "configuring the guest Ethernet ($ether) failed: no NIC with MAC 52:54:00:77:*"
         fi

@@ -43,6 +43,7 @@
 #       --ethernet        a second NIC per node on a guest-to-guest Ethernet
 #                         (QEMU dgram netdevs to dn2-ethhub on 127.0.0.1):
 #                         eth1 = 192.168.77.(10+i)/24 inside the guests
+#       --ethernet-mtu N  that network's MTU (default 1500)
 #   -a, --append ARGS     extra kernel command-line arguments
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
@@ -447,6 +448,7 @@ secret_file=
 packages=
 mpi_image=
 ethernet=
+ether_mtu=
 serve_dir=
 append_extra=
 quiet=0
@@ -472,6 +474,7 @@ while [ $# -gt 0 ]; do
         --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
         --mpi) mpi_image=1; shift ;;
         --ethernet) ethernet=1; shift ;;
+        --ethernet-mtu) ether_mtu=${2:?$1 needs a number}; shift 2 ;;
         --serve-dir) serve_dir=${2:?$1 needs a directory}; shift 2 ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
@@ -732,7 +735,7 @@ for ((i = 0; i < nodes; i++)); do
     fi
     eth_args=()
     if [ -n "$ethernet" ]; then
-        append+=" dn2.ether=192.168.77.$((10 + i))/24"
+        append+=" dn2.ether=192.168.77.$((10 + i))/24${ether_mtu:+ dn2.ethermtu=$ether_mtu}"
         # shellcheck disable=SC2054
         eth_args=(-netdev "dgram,id=n1,local.type=inet,local.host=127.0.0.1,local.port=${eth_ports[i]},remote.type=inet,remote.host=127.0.0.1,remote.port=$eport"
                   -device "virtio-net-pci,netdev=n1,mac=52:54:00:77:00:$(printf '%02x' "$i"),romfile=")

@@ -7,6 +7,7 @@
 # docs/mpi.md.
 #
 #   scripts/mpirun.sh -n NODES [options] -- PROGRAM [ARGS...]
+#   scripts/mpirun.sh -n NODES [options] --job NET:CMD [--job NET:CMD...]
 #
 #   -n, --nodes N       nodes (default 2)
 #       --ppn P         ranks per node, 1 or 2 (default 1); on the board
@@ -17,8 +18,12 @@
 #                              192.168.77.0/24 behind dn2-ethhub on
 #                              127.0.0.1): PML ob1, BTL tcp,vader,self
 #                       shm    one node only: BTL vader,self
-#                       (default: board when the provider is in the image,
-#                       else tcp)
+#                       (default: board when the provider is built, else tcp)
+#       --job NET:CMD   instead of PROGRAM: a job whose ranks run the shell
+#                       command CMD (sh -c) over NET; several --job run one
+#                       after the other in the same guests (board against
+#                       tcp: scripts/bench-mpi.sh); output lines are then
+#                       prefixed "[J.R] " (job J, rank R)
 #       --file F        copy host file F into every rank's working
 #                       directory (/home/mpi) first (repeatable)
 #       --env VAR=VAL   extra environment for every rank (repeatable)
@@ -51,12 +56,13 @@ fail() { printf '[mpirun] error: %s\n' "$*" >&2; exit 4; }
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 nodes=2 ppn=1 net= timeout_s=900 mem=512 name= quiet=
-files=() envs=() cl_opts=() packages=
+files=() envs=() cl_opts=() packages= jobs=()
 while [ $# -gt 0 ]; do
     case $1 in
         -n|--nodes) nodes=${2:?$1 needs a number}; shift 2 ;;
         --ppn) ppn=${2:?$1 needs 1 or 2}; shift 2 ;;
         --net) net=${2:?$1 needs board, tcp or shm}; shift 2 ;;
+        --job) jobs+=("${2:?$1 needs NET:CMD}"); shift 2 ;;
         --file) files+=("${2:?$1 needs a file}"); shift 2 ;;
         --env) envs+=("${2:?$1 needs VAR=VALUE}"); shift 2 ;;
         --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
@@ -72,7 +78,8 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
-[ $# -gt 0 ] || fail "no program: scripts/mpirun.sh -n 2 -- PROGRAM [ARGS...]"
+[ $# -gt 0 ] || [ ${#jobs[@]} -gt 0 ] || fail "no program: scripts/mpirun.sh -n 2 -- PROGRAM [ARGS...]"
+[ $# -eq 0 ] || [ ${#jobs[@]} -eq 0 ] || fail "give -- PROGRAM or --job, not both"
 case $nodes in ''|*[!0-9]*) fail "--nodes wants a number" ;; esac
 [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || fail "--nodes must be 1..64"
 case $ppn in 1|2) ;; *) fail "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
@@ -86,7 +93,7 @@ pmi_lib=$DN2_TOP/build/linux-guest/pmi/libpmi-dn2.so
 [ -f "$pmi_lib" ] || fail "$pmi_lib is not built (meson compile -C build)"
 mkdir -p "$export_mpi/lib"
 cmp -s "$pmi_lib" "$export_mpi/lib/libpmi-dn2.so" || cp "$pmi_lib" "$export_mpi/lib/libpmi-dn2.so"
-# The libfabric provider (the provider engineer's libdimmnet2-fi.so), when built.
+# The libfabric provider (docs/ofi-provider.md), when built.
 provider=$(find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | head -1)
 if [ -n "$provider" ]; then
     mkdir -p "$export_mpi/lib/libfabric"
@@ -96,12 +103,14 @@ fi
 if [ -z "$net" ]; then
     if [ -n "$provider" ]; then net=board; else net=tcp; fi
 fi
-case $net in
-    board) [ -n "$provider" ] || fail "--net board: the DIMMnet-2 libfabric provider (libdimmnet2-fi.so) is not built; use --net tcp" ;;
-    tcp) ;;
-    shm) [ "$nodes" = 1 ] || fail "--net shm runs on one node only (-n 1 --ppn 2)" ;;
-    *) fail "--net must be board, tcp or shm" ;;
-esac
+check_net() { # NET
+    case $1 in
+        board) [ -n "$provider" ] || fail "--net board: the DIMMnet-2 libfabric provider (libdimmnet2-fi.so) is not built; use --net tcp" ;;
+        tcp) ;;
+        shm) [ "$nodes" = 1 ] || fail "--net shm runs on one node only (-n 1 --ppn 2)" ;;
+        *) fail "the network must be board, tcp or shm, not '$1'" ;;
+    esac
+}
 size=$((nodes * ppn))
 
 # sh_quote WORD: WORD quoted for a POSIX shell (busybox sh in the guest)
@@ -112,23 +121,41 @@ sh_quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 serve=$DN2_TOP/build/mpirun/$name
 rm -rf "$serve"
 mkdir -p "$serve/mpi"
-prog=$1
-shift
 fetch_cmds=
-if [[ $prog == */* ]]; then
-    [ -f "$prog" ] || fail "$prog: no such file on the host"
-    cp "$prog" "$serve/mpi/prog"
-    fetch_cmds+="fetch mpi/prog /tmp/mpi/bin/$(basename "$prog") 755"$'\n'
-    prog=/tmp/mpi/bin/$(basename "$prog")
-fi
 for f in "${files[@]}"; do
     [ -f "$f" ] || fail "--file $f: no such file"
     b=$(basename "$f")
     cp "$f" "$serve/mpi/file-$b"
-    fetch_cmds+="fetch mpi/file-$b /home/mpi/$b 644"$'\n'
+    mode=644; [ -x "$f" ] && mode=755
+    fetch_cmds+="fetch mpi/file-$b /home/mpi/$b $mode"$'\n'
 done
-argv=$(sh_quote "$prog")
-for a in "$@"; do argv+=" $(sh_quote "$a")"; done
+
+# The jobs, one per line: NET<TAB>shell words (the ranks run "exec WORDS")
+joblist= nets=
+if [ ${#jobs[@]} -eq 0 ]; then
+    check_net "$net"
+    prog=$1
+    shift
+    if [[ $prog == */* ]]; then
+        [ -f "$prog" ] || fail "$prog: no such file on the host"
+        cp "$prog" "$serve/mpi/prog"
+        fetch_cmds+="fetch mpi/prog /tmp/mpi/bin/$(basename "$prog") 755"$'\n'
+        prog=/tmp/mpi/bin/$(basename "$prog")
+    fi
+    argv=$(sh_quote "$prog")
+    for a in "$@"; do argv+=" $(sh_quote "$a")"; done
+    joblist=$net$'\t'$argv
+    nets=" $net"
+else
+    for j in "${jobs[@]}"; do
+        [[ $j == *:* ]] || fail "--job wants NET:CMD, not '$j'"
+        check_net "${j%%:*}"
+        nets+=" ${j%%:*}"
+        joblist+=${j%%:*}$'\t'"sh -c $(sh_quote "${j#*:}")"$'\n'
+    done
+    joblist=${joblist%$'\n'}
+fi
+njobs=$(printf '%s\n' "$joblist" | wc -l)
 
 # ------------------------------------------------- Open MPI's environment
 # FLUX_JOB_ID selects Open MPI's pmix/flux component (and schizo/flux: ess
@@ -144,102 +171,134 @@ ompi_env=(
 )
 # One guest CPU: with two ranks on it, polling ranks must yield.
 [ "$ppn" -gt 1 ] && ompi_env+=("OMPI_MCA_mpi_yield_when_idle=1")
-case $net in
-    board) ompi_env+=("OMPI_MCA_pml=cm" "OMPI_MCA_mtl=ofi"
-                      "OMPI_MCA_mtl_ofi_provider_include=dimmnet2;ofi_rxd"
-                      "FI_PROVIDER_PATH=/opt/dn2/lib/libfabric"
-                      "OMPI_MCA_btl=self,vader") ;;
-    tcp) ompi_env+=("OMPI_MCA_pml=ob1" "OMPI_MCA_btl=tcp,self,vader"
-                    "OMPI_MCA_btl_tcp_if_include=192.168.77.0/24"
-                    "OMPI_MCA_mtl=^ofi") ;;
-    shm) ompi_env+=("OMPI_MCA_pml=ob1" "OMPI_MCA_btl=self,vader" "OMPI_MCA_mtl=^ofi") ;;
-esac
 ompi_env+=("${envs[@]}")
+# Per network.  One-sided: osc/rdma wants RDMA-capable BTLs, which tcp is
+# not, and Open MPI then finds no window component unless pt2pt is named.
+net_env() { # NET
+    case $1 in
+        board) echo OMPI_MCA_pml=cm OMPI_MCA_mtl=ofi "OMPI_MCA_mtl_ofi_provider_include=dimmnet2;ofi_rxd" \
+                    FI_PROVIDER_PATH=/opt/dn2/lib/libfabric OMPI_MCA_btl=self,vader OMPI_MCA_osc=pt2pt ;;
+        tcp) echo OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self,vader OMPI_MCA_btl_tcp_if_include=192.168.77.0/24 \
+                  "OMPI_MCA_mtl=^ofi" OMPI_MCA_osc=pt2pt ;;
+        shm) echo OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader "OMPI_MCA_mtl=^ofi" OMPI_MCA_osc=sm,pt2pt ;;
+    esac
+}
 
 # ------------------------------------------------------ the node's script
-# Runs as root on every node (busybox sh): set-up, then the node's ranks
-# as user mpi, then their outputs in rank order.
+# Runs as root on every node (busybox sh): set-up, then for each job the
+# node's ranks as user mpi, then their outputs in rank order.
 script=$serve/node.sh
 {
-    echo "# generated by scripts/mpirun.sh: $size ranks, $ppn per node, --net $net"
-    echo "PPN=$ppn SIZE=$size NET=$net"
-    echo "ARGV=$(sh_quote "$argv")"
-    echo "PMIJOB=\"\$DN2_JOBID.mpi\""
+    echo "# generated by scripts/mpirun.sh: $size ranks, $ppn per node, networks:$nets"
+    echo "PPN=$ppn SIZE=$size NJOBS=$njobs"
+    echo "NETS=$(sh_quote "$nets")"
+    echo "JOBS=$(sh_quote "$joblist")"
     for e in "${ompi_env[@]}"; do echo "export $(sh_quote "$e")"; done
-    cat <<'EOF'
+    echo 'net_env() {'
+    echo '    case $1 in'
+    for nn in board tcp shm; do
+        printf '        %s) export' "$nn"
+        # shellcheck disable=SC2046  # one word per variable, no spaces
+        for e in $(net_env "$nn"); do printf ' %s' "$(sh_quote "$e")"; done
+        printf ' ;;\n'
+    done
+    echo '    esac'
+    echo '}'
+    cat <<'NODE1'
 export HOME=/home/mpi USER=mpi LOGNAME=mpi
 export PATH=/opt/dn2/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
-export DN2_PMI_URL=$DN2_HTTP DN2_PMI_JOB=$PMIJOB DN2_PMI_SIZE=$SIZE
-mkdir -p /tmp/mpi/bin /tmp/mpi/out && chmod 1777 /tmp/mpi && chmod 755 /tmp/mpi/bin
+export DN2_PMI_URL=$DN2_HTTP DN2_PMI_SIZE=$SIZE
+mkdir -p /tmp/mpi/bin && chmod 1777 /tmp/mpi && chmod 755 /tmp/mpi/bin
+hostname "node$DN2_NODE" 2>/dev/null
 fail() { echo "mpirun: node $DN2_NODE: $*" >&2; exit 1; }
 fetch() { # fetch PATH DEST MODE
     timeout 60 wget -q -O "$2" "$DN2_HTTP/$1" || fail "cannot fetch $1 from the job server"
     chmod "$3" "$2"; chown 1000:1000 "$2"
 }
-EOF
+NODE1
     printf '%s' "$fetch_cmds"
-    cat <<'EOF'
-if [ "$NET" = board ]; then
+    cat <<'NODE2'
+case " $NETS " in *" board "*)
     insmod /opt/dn2/dimmnet2.ko || fail "insmod dimmnet2.ko failed"
     dn2-up -q > /tmp/mpi/dn2-up.log 2>&1 || fail "dn2-up failed: $(tail -1 /tmp/mpi/dn2-up.log)"
-    chmod 666 /dev/dimmnet2-* 2>/dev/null
-fi
+    chmod 666 /dev/dimmnet2-* 2>/dev/null ;;
+esac
 first=$((DN2_NODE * PPN))
 clique=$first
 l=1; while [ $l -lt $PPN ]; do clique="$clique,$((first + l))"; l=$((l + 1)); done
 export DN2_PMI_CLIQUE=$clique
-pids=
-l=0
-while [ $l -lt $PPN ]; do
-    r=$((first + l))
-    ( cd /home/mpi && DN2_PMI_RANK=$r \
-        busybox su -p -s /bin/sh mpi -c "exec $ARGV" < /dev/null > /tmp/mpi/out/$r 2>&1
-      echo $? > /tmp/mpi/out/$r.rc ) &
-    pids="$pids $!"
-    l=$((l + 1))
-done
-# Wait for the ranks; a job aborted elsewhere (PMI_Abort, a failed rank)
-# ends the local ranks too.
-while :; do
-    left=0
-    for p in $pids; do kill -0 $p 2>/dev/null && left=$((left + 1)); done
-    [ $left -eq 0 ] && break
-    for f in /tmp/mpi/out/*.rc; do
-        [ -s "$f" ] || continue
-        c=$(cat "$f"); [ "$c" = 0 ] && continue
-        r=${f##*/}; r=${r%.rc}
-        [ -e "$f.told" ] || timeout 10 wget -q -O /dev/null \
-            "$DN2_HTTP/pmi/abort?job=$PMIJOB&rank=$r&code=$c&msg=rank%20$r%20exited%20with%20status%20$c" 2>/dev/null
-        : > "$f.told"
+# kill_ranks: every process of user mpi (the ranks and their children)
+kill_ranks() { busybox su -s /bin/sh mpi -c 'kill -KILL -1' 2>/dev/null; }
+
+# run_job J NET WORDS PREFIX: the node's ranks of job J; prints their output
+# in rank order (lines prefixed "[PREFIX R] "); returns the first failure
+run_job() {
+    J=$1 NETJ=$2 ARGV=$3 PFX=$4
+    PMIJOB=$DN2_JOBID.mpi$J
+    out=/tmp/mpi/job$J
+    mkdir -p $out
+    pids=
+    l=0
+    while [ $l -lt $PPN ]; do
+        r=$((first + l))
+        ( net_env "$NETJ"; export DN2_PMI_JOB=$PMIJOB DN2_PMI_RANK=$r; cd /home/mpi &&
+          busybox su -p -s /bin/sh mpi -c "exec $ARGV" < /dev/null > $out/$r 2>&1
+          echo $? > $out/$r.rc ) &
+        pids="$pids $!"
+        l=$((l + 1))
     done
-    # The job aborted (or the launcher is gone): end the local ranks.
-    if ! timeout 10 wget -q -O /dev/null "$DN2_HTTP/pmi/status?job=$PMIJOB" 2>/dev/null; then
-        sleep 2; pkill -KILL -u 1000 2>/dev/null
-    fi
-    sleep 2
-done
-rc=0
-l=0
-while [ $l -lt $PPN ]; do
-    r=$((first + l))
-    sed "s/^/[$r] /" /tmp/mpi/out/$r
-    rr=$(cat /tmp/mpi/out/$r.rc 2>/dev/null || echo 255)
-    [ "$rr" = 0 ] || { echo "[$r] mpirun: rank $r exited with status $rr"; [ $rc = 0 ] && rc=$rr; }
-    l=$((l + 1))
-done
-exit $rc
-EOF
+    # Wait; a failed rank aborts the job, and an aborted job (PMI_Abort
+    # here or elsewhere) ends the local ranks.
+    while :; do
+        left=0
+        for p in $pids; do kill -0 $p 2>/dev/null && left=$((left + 1)); done
+        [ $left -eq 0 ] && break
+        for f in $out/*.rc; do
+            [ -s "$f" ] || continue
+            c=$(cat "$f"); [ "$c" = 0 ] && continue
+            r=${f##*/}; r=${r%.rc}
+            [ -e "$f.told" ] || timeout 10 wget -q -O /dev/null \
+                "$DN2_HTTP/pmi/abort?job=$PMIJOB&rank=$r&code=$c&msg=rank%20$r%20exited%20with%20status%20$c" 2>/dev/null
+            : > "$f.told"
+        done
+        if ! timeout 10 wget -q -O /dev/null "$DN2_HTTP/pmi/status?job=$PMIJOB" 2>/dev/null; then
+            sleep 1; kill_ranks
+        fi
+        sleep 1
+    done
+    rc=0
+    l=0
+    while [ $l -lt $PPN ]; do
+        r=$((first + l))
+        sed "s/^/[$PFX$r] /" $out/$r
+        rr=$(cat $out/$r.rc 2>/dev/null || echo 255)
+        [ "$rr" = 0 ] || { echo "[$PFX$r] mpirun: rank $r exited with status $rr"; [ $rc = 0 ] && rc=$rr; }
+        l=$((l + 1))
+    done
+    return $rc
+}
+
+j=0
+echo "$JOBS" > /tmp/mpi/jobs
+while IFS='	' read -r netj words; do
+    j=$((j + 1))
+    pfx=; [ "$NJOBS" -gt 1 ] && pfx="$j."
+    run_job $j "$netj" "$words" "$pfx" < /dev/null || exit $?
+done < /tmp/mpi/jobs
+exit 0
+NODE2
 } > "$script"
 
 # --------------------------------------------------------------- launch
 cl_args=(-n "$nodes" --mpi -m "$mem" -t "$timeout_s" -g 15 --name "$name" --serve-dir "$serve" -f "$script")
-[ "$net" = tcp ] && cl_args+=(--ethernet)
+case " $nets " in *" tcp "*) cl_args+=(--ethernet) ;; esac
 [ -n "$packages" ] && cl_args+=(--packages "$packages")
 [ -n "$quiet" ] && cl_args+=(-q)
-[ -z "$quiet" ] && say "$size ranks ($nodes nodes x $ppn) over --net $net: $argv"
+[ -z "$quiet" ] && say "$size ranks ($nodes nodes x $ppn), networks:$nets: $(tr '\t\n' ' ;' <<< "$joblist")"
 out=$DN2_TOP/build/cluster/$name.mpi.out
 bash "$here/cluster.sh" "${cl_args[@]}" "${cl_opts[@]}" > "$out"
 rc=$?
-# The nodes' outputs are "nodeI| [R] line": keep "[R] line".
+# The nodes' outputs are "nodeI| [R] line": keep "[R] line" (rank order:
+# node by node, the ranks of a node in order).
 sed -E 's/^node[0-9]+\| //' "$out"
 exit $rc

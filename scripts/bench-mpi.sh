@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# MPI over the DIMMnet-2 boards against MPI over TCP, in the same guests in
+# the same run (docs/mpi.md): one cluster (scripts/mpirun.sh) runs, for each
+# network, tests/mpi/mpi-bench (8-byte ping-pong latency, 1 MiB bandwidth,
+# allreduce of 8 B and 1 MiB) and Debian's NetPIPE (NPopenmpi), then prints
+# the figures side by side with the ratios.  Targets (issue 11): the board's
+# 8-byte latency at most half of TCP's, its 1 MiB bandwidth at least 5x.
+# Figures only: nothing here passes or fails on a timing.
+#
+#   scripts/bench-mpi.sh [-n NODES] [--ppn P] [--iters N] [--np-max BYTES]
+#                        [--nets 'board tcp'] [--keep DIR]
+#
+#   -n NODES       nodes (default 2; ping-pong between ranks 0 and 1)
+#   --ppn P        ranks per node (default 1)
+#   --iters N      ping-pong iterations (default 200; the rest scale)
+#   --np-max B     NetPIPE's largest message (default 1048576)
+#   --nets 'L'     networks to compare (default: board and tcp when the
+#                  provider is built, else tcp alone)
+#   --keep DIR     also write the raw outputs and NetPIPE curves to DIR
+#   --tcp-mtu N    MTU of the guests' Ethernet (default 65000: the TCP
+#                  baseline's best configuration here, one datagram per
+#                  64 KB segment instead of per 1.5 KB)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000
+while [ $# -gt 0 ]; do
+    case $1 in
+        -n|--nodes) nodes=${2:?}; shift 2 ;;
+        --ppn) ppn=${2:?}; shift 2 ;;
+        --iters) iters=${2:?}; shift 2 ;;
+        --np-max) npmax=${2:?}; shift 2 ;;
+        --nets) nets=${2:?}; shift 2 ;;
+        --keep) keep=${2:?}; shift 2 ;;
+        --tcp-mtu) mtu=${2:?}; shift 2 ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown argument $1 (see --help)" ;;
+    esac
+done
+if [ -z "$nets" ]; then
+    if find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | grep -q .; then
+        nets="board tcp"
+    else
+        nets=tcp
+        log "the DIMMnet-2 libfabric provider is not built: measuring TCP alone"
+    fi
+fi
+
+bench=$DN2_TOP/build/tests/mpi/mpi-bench
+if [ ! -x "$bench" ] || [ "$DN2_TOP/tests/mpi/mpi-bench.c" -nt "$bench" ]; then
+    command -v mpicc >/dev/null || die "mpicc not found: run scripts/setup.sh (libopenmpi-dev)"
+    mkdir -p "$(dirname "$bench")"
+    mpicc -O2 -Wall -o "$bench" "$DN2_TOP/tests/mpi/mpi-bench.c" || die "compiling mpi-bench failed"
+fi
+
+jobs=() labels=()
+for net in $nets; do
+    jobs+=(--job "$net:./mpi-bench $iters")
+    labels+=("$net mpi-bench")
+    jobs+=(--job "$net:NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
+    labels+=("$net NetPIPE")
+done
+name=bench-mpi-$(date +%Y%m%d-%H%M%S)
+out=$DN2_TOP/build/cluster/$name.bench
+t0=$SECONDS
+bash "$here/mpirun.sh" -q -n "$nodes" --ppn "$ppn" --name "$name" -t 1800 \
+    --cluster-opt --ethernet-mtu --cluster-opt "$mtu" \
+    --file "$bench" "${jobs[@]}" > "$out" 2> "$out.err"
+rc=$?
+[ $rc -eq 0 ] || { tail -30 "$out" "$out.err" >&2; die "the benchmark run failed (exit $rc; $out)"; }
+[ -n "$keep" ] && { mkdir -p "$keep"; cp "$out" "$keep/"; }
+
+# figure J NAME: a figure of job J from rank 0
+figure() { sed -n "s/^\[$1\.0\] figure $2 //p" "$out" | head -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+echo "MPI benchmark: $nodes nodes x $ppn ranks, Open MPI 4.1 (Debian), TCG guests, TCP MTU $mtu, $((SECONDS - t0)) s in all"
+echo "(same guests, same run; ratios: board / tcp for bandwidth, tcp / board for times)"
+printf '%-26s' "figure"; for net in $nets; do printf '%14s' "$net"; done
+[ "$nets" = "board tcp" ] && printf '%10s' "ratio"
+echo
+j=0
+declare -A fig
+for net in $nets; do
+    j=$((j + 1))
+    for f in lat8_us bw1m_MBps allreduce8_us allreduce1m_us; do fig[$net.$f]=$(figure "$j" "$f"); done
+    [ "$(sed -n "s/^\[$j\.0\] data //p" "$out")" = checked ] || log "warning: job $j ($net) did not report checked data"
+    j=$((j + 1))
+    # NetPIPE's output file: "bytes Mbps usec" per line
+    sed -n "s/^\[$j\.0\] *\([0-9][0-9]*\) \+\([0-9.]\+\) \+\([0-9.]\+\).*/\1 \2 \3/p" "$out" \
+        | awk '{ printf "%s %s %.1f\n", $1, $2, $3 * 1e6 }' > "$out.np-$net"
+    [ -n "$keep" ] && cp "$out.np-$net" "$keep/netpipe-$net.txt"
+done
+row() { # LABEL KEY UNIT INVERT
+    printf '%-26s' "$1"
+    for net in $nets; do printf '%14s' "${fig[$net.$2]:--}"; done
+    if [ "$nets" = "board tcp" ]; then
+        if [ "$4" = 1 ]; then printf '%9sx' "$(ratio "${fig[tcp.$2]}" "${fig[board.$2]}")"
+        else printf '%9sx' "$(ratio "${fig[board.$2]}" "${fig[tcp.$2]}")"; fi
+    fi
+    echo
+}
+row "8 B latency (us)" lat8_us us 1
+row "1 MiB bandwidth (MB/s)" bw1m_MBps MBps 0
+row "allreduce 8 B (us)" allreduce8_us us 1
+row "allreduce 1 MiB (us)" allreduce1m_us us 1
+echo
+echo "NetPIPE (NPopenmpi -u $npmax): bytes, Mbit/s and one-way usec per network"
+printf '%10s' bytes; for net in $nets; do printf '%12s %10s' "$net Mb/s" "usec"; done; echo
+for b in 1 8 64 512 4096 32768 65536 262144 1048576; do
+    [ "$b" -le "$npmax" ] || continue
+    printf '%10s' "$b"
+    for net in $nets; do
+        read -r mb us < <(awk -v b="$b" '$1 == b { print $2, $3; exit }' "$out.np-$net")
+        printf '%12s %10s' "${mb:--}" "${us:--}"
+    done
+    echo
+done
+if [ "$nets" = "board tcp" ]; then
+    echo
+    echo "targets: 8 B latency board <= tcp / 2: $(awk -v b="${fig[board.lat8_us]}" -v t="${fig[tcp.lat8_us]}" 'BEGIN { print (b > 0 && b <= t / 2) ? "met" : "NOT met" }');" \
+         "1 MiB bandwidth board >= 5 x tcp: $(awk -v b="${fig[board.bw1m_MBps]}" -v t="${fig[tcp.bw1m_MBps]}" 'BEGIN { print (t > 0 && b >= 5 * t) ? "met" : "NOT met" }')"
+fi

@@ -1,0 +1,126 @@
+/*
+ * mpi-bench: the figures of scripts/bench-mpi.sh (docs/mpi.md), measured
+ * between ranks 0 and 1 (ping-pong) and over all ranks (allreduce):
+ *   lat8_us        half the round trip of an 8-byte ping-pong (median of runs)
+ *   bw1m_MBps      1 MiB messages streamed from rank 0 to 1 (window of 8,
+ *                  acknowledged), MB/s (10^6 bytes per second)
+ *   allreduce8_us  MPI_Allreduce of one double, mean
+ *   allreduce1m_us MPI_Allreduce of 131072 doubles (1 MiB), mean
+ * Every figure is printed by rank 0 as "figure NAME VALUE".  The data are
+ * checked (a wrong byte fails the run).
+ *
+ *   mpi-bench [ITERATIONS]   (default 200 ping-pongs; the others scale)
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, iters;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    iters = argc > 1 ? atoi(argv[1]) : 200;
+    if (iters < 10)
+        iters = 10;
+    if (size < 2) {
+        if (rank == 0)
+            fprintf(stderr, "mpi-bench needs 2 ranks or more\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const int big = 1 << 20, window = 8;
+    char *buf = malloc((size_t)big * window), small[8] = { 0 };
+    double *t = malloc(sizeof(double) * iters);
+    int bad = 0;
+
+    /* 8-byte ping-pong between 0 and 1 */
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = -10; i < iters; i++) {
+        double t0 = MPI_Wtime();
+        if (rank == 0) {
+            memcpy(small, &i, sizeof(i));
+            MPI_Send(small, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+            MPI_Recv(small, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            int back;
+            memcpy(&back, small, sizeof(back));
+            bad |= back != i + 1;
+        } else if (rank == 1) {
+            MPI_Recv(small, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            int v;
+            memcpy(&v, small, sizeof(v));
+            v++;
+            memcpy(small, &v, sizeof(v));
+            MPI_Send(small, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        }
+        if (i >= 0)
+            t[i] = (MPI_Wtime() - t0) / 2;
+    }
+    qsort(t, iters, sizeof(double), cmp);
+    double lat = t[iters / 2];
+
+    /* 1 MiB stream 0 -> 1, windows of 8 messages, each window acknowledged */
+    int reps = iters / 20 < 3 ? 3 : iters / 20;
+    for (int i = 0; i < big * window; i++)
+        buf[i] = (char)(rank == 0 ? i * 7 + 3 : 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int r = 0; r < reps; r++) {
+        MPI_Request rq[8];
+        if (rank == 0) {
+            for (int w = 0; w < window; w++)
+                MPI_Isend(buf + (size_t)w * big, big, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &rq[w]);
+            MPI_Waitall(window, rq, MPI_STATUSES_IGNORE);
+            MPI_Recv(small, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            for (int w = 0; w < window; w++)
+                MPI_Irecv(buf + (size_t)w * big, big, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &rq[w]);
+            MPI_Waitall(window, rq, MPI_STATUSES_IGNORE);
+            MPI_Send(small, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+        }
+    }
+    double bw = (double)big * window * reps / (MPI_Wtime() - t0) / 1e6;
+    if (rank == 1)
+        for (int i = 0; i < big * window; i++)
+            bad |= buf[i] != (char)(i * 7 + 3);
+
+    /* allreduce, 8 B and 1 MiB */
+    double one = rank, sum = 0;
+    int n8 = iters, n1m = iters / 20 < 3 ? 3 : iters / 20;
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int i = 0; i < n8; i++)
+        MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double ar8 = (MPI_Wtime() - t0) / n8;
+    bad |= sum != (double)size * (size - 1) / 2;
+    double *v = malloc(sizeof(double) * 131072), *w = malloc(sizeof(double) * 131072);
+    for (int i = 0; i < 131072; i++)
+        v[i] = i + rank;
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int i = 0; i < n1m; i++)
+        MPI_Allreduce(v, w, 131072, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double ar1m = (MPI_Wtime() - t0) / n1m;
+    for (int i = 0; i < 131072; i += 997)
+        bad |= w[i] != (double)i * size + (double)size * (size - 1) / 2;
+
+    int anybad;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("figure lat8_us %.1f\n", lat * 1e6);
+        printf("figure bw1m_MBps %.1f\n", bw);
+        printf("figure allreduce8_us %.1f\n", ar8 * 1e6);
+        printf("figure allreduce1m_us %.1f\n", ar1m * 1e6);
+        printf("figure ranks %d\n", size);
+        printf("data %s\n", anybad ? "WRONG" : "checked");
+    }
+    MPI_Finalize();
+    return anybad ? 1 : 0;
+}
