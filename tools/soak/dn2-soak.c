@@ -4126,7 +4126,9 @@ int main(int argc, char **argv)
     nplan = (do_mmio ? 2 : 0) + (do_hostile ? 4 : 0) + (do_secret ? 1 : 0) + (do_rvs ? 4 : 0) +
             2;
 
+    /* in scripts/soak.sh's own directory when it gives one */
     snprintf(tmpdir, sizeof(tmpdir), "%s/dn2-soak-XXXXXX",
+             getenv("DN2_SOAK_TMP") && *getenv("DN2_SOAK_TMP") ? getenv("DN2_SOAK_TMP") :
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(tmpdir)) {
         die("mkdtemp: %s", strerror(errno));
