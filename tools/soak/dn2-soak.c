@@ -2065,8 +2065,11 @@ static uint64_t fz_regval(FuzzCtx *f, bool system, uint32_t reg)
         case DN2_SR_LID: return rndn(r, 2) ? f->own : rnd(r) & 0xffff;
         case DN2_SR_PGID0: case DN2_SR_PGID1: return rndn(r, 3) ? f->fp : rnd(r) & 0xff;
         case DN2_SR_AMT:
-            return dn2_amt_encode((uint32_t)rndn(r, 0x1000), (uint32_t)rndn(r, 2),
-                                  rndn(r, 2) ? f->peer : f->own);
+            /* the thesis's per-board form, or one receiving process's (#52) */
+            return rndn(r, 2) ? dn2_amt_encode((uint32_t)rndn(r, 0x1000), (uint32_t)rndn(r, 2),
+                                               rndn(r, 2) ? f->peer : f->own) :
+                   dn2_amt_encode_dwid((uint32_t)rndn(r, 0x1000), (uint32_t)rndn(r, 2),
+                                       rndn(r, 2) ? f->peer : f->own, (uint32_t)rndn(r, 2));
         default: return rnd(r);
         }
     }
