@@ -8,8 +8,10 @@
  *              kept peer_grace_ns so that a switch restart loses nothing)
  *
  * Reliability is end to end between boards: per peer, direction and lane (a
- * lane = the DWID of the packets it carries, so one process's back-pressure
- * does not stop the other's traffic) a 32-bit
+ * lane = DWID + 2 * request: lanes 0/1 carry data for WID 0/1, lanes 2/3
+ * RVL-family requests for WID 0/1, so one process's back-pressure does not
+ * stop the other's traffic, and a full RC FIFO does not stop the answers;
+ * a request waits for the data queued before it, read after write) a 32-bit
  * sequence space starting at 0 for each pair of epochs, a send ring of
  * tx_window slots (the retransmit queue), cumulative ACK + SACK bitmap,
  * RTO with exponential backoff (never gives up while the peer exists),
@@ -45,6 +47,7 @@ struct pbuf {
 struct txslot {
     struct pbuf *pb;            /* NULL: free */
     uint64_t last_tx;
+    uint32_t after;             /* request lanes: the data lane's end when queued */
     uint16_t ntx;
     uint16_t group;             /* multicast group LID, 0 = unicast */
     uint8_t sent;
@@ -54,8 +57,10 @@ struct txslot {
 
 struct rxslot {
     uint8_t *data;
+    uint32_t after;             /* request lanes: deliver once the data lane's base reaches it */
     uint16_t len;
     uint8_t present;
+    uint8_t held;               /* counted in req_held */
 };
 
 /* One reliable, in-order stream in each direction between two boards. */
@@ -581,12 +586,22 @@ static bool txb_emit(struct txb *b)
     return true;
 }
 
+static bool txb_put(struct txb *b, unsigned kind, unsigned rf, uint32_t seq,
+                    const struct txslot *s)
+{
+    if (rf & DN2F_RF_REQ) {
+        return dn2f_put_req(&b->w, rf, seq, s->after, s->pb->data, s->pb->len);
+    }
+    return dn2f_put_rec(&b->w, kind, rf, seq, s->group, 0, NULL, NULL, NULL,
+                        s->pb->data, s->pb->len);
+}
+
 /* Add (lane, seq) to the datagram being built; false if sending failed. */
 static bool txb_add(struct txb *b, unsigned lane, uint32_t seq)
 {
     struct txslot *s = txs(b->ep, &b->p->ln[lane], seq);
     unsigned kind = s->group ? DN2F_REC_MCAST_COPY : DN2F_REC_UNICAST;
-    unsigned rf = ((b->retx || s->sent) ? DN2F_RF_RETX : 0) | (lane ? DN2F_RF_LANE1 : 0);
+    unsigned rf = ((b->retx || s->sent) ? DN2F_RF_RETX : 0) | dn2f_lane_rflags(lane);
 
     if (b->failed) {
         return false;
@@ -594,15 +609,12 @@ static bool txb_add(struct txb *b, unsigned lane, uint32_t seq)
     if (!b->open) {
         txb_open(b);
     }
-    if (b->n >= MAX_RECS_PER_DGRAM ||
-        !dn2f_put_rec(&b->w, kind, rf, seq, s->group, 0, NULL, NULL, NULL,
-                      s->pb->data, s->pb->len)) {
+    if (b->n >= MAX_RECS_PER_DGRAM || !txb_put(b, kind, rf, seq, s)) {
         if (!txb_emit(b)) {
             return false;
         }
         txb_open(b);
-        if (!dn2f_put_rec(&b->w, kind, rf, seq, s->group, 0, NULL, NULL, NULL,
-                          s->pb->data, s->pb->len)) {
+        if (!txb_put(b, kind, rf, seq, s)) {
             return false;       /* cannot happen: max_dgram >= 8 KiB */
         }
     }
@@ -879,6 +891,7 @@ static bool can_send_lanes(struct dn2f_ep *ep, uint16_t dlid, unsigned lanes, si
     if (dn2f_lid_is_mcast(dlid)) {
         struct peer *m[DN2F_MCAST_MAX_MEMBERS];
         unsigned i, n = group_members(ep, dlid, m);
+        lanes = (lanes | (lanes >> DN2F_LANE_REQ)) & ((1u << DN2F_LANE_REQ) - 1);
         for (i = 0; i < n; i++) {
             for (l = 0; l < DN2F_NUM_LANES; l++) {
                 if (((lanes >> l) & 1) && !lane_room(ep, m[i], l, len)) {
@@ -900,6 +913,7 @@ static bool can_send_lanes(struct dn2f_ep *ep, uint16_t dlid, unsigned lanes, si
     return true;
 }
 
+/* Every lane (for a group: both data lanes). */
 bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len)
 {
     return can_send_lanes(ep, dlid, (1u << DN2F_NUM_LANES) - 1, len);
@@ -924,11 +938,13 @@ static struct pbuf *pb_new(const void *pkt, size_t len)
     return pb;
 }
 
-static void slot_fill(struct dn2f_ep *ep, struct lane *L, struct pbuf *pb, uint16_t group)
+static void slot_fill(struct dn2f_ep *ep, struct lane *L, struct pbuf *pb, uint16_t group,
+                      uint32_t after)
 {
     struct txslot *t = txs(ep, L, L->end);
     memset(t, 0, sizeof(*t));
     t->pb = pb;
+    t->after = after;
     pb->refs++;
     t->group = group;
     t->mc_pending = group ? 1 : 0;
@@ -981,9 +997,9 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
         ep->mcrefs[ep->mc_nrefs].gen = m[i]->gen;
         ep->mcrefs[ep->mc_nrefs].pb = pb;
         ep->mc_nrefs++;
-        slot_fill(ep, L, pb, dlid);
+        slot_fill(ep, L, pb, dlid, 0);
     }
-    if (!dn2f_put_origin(&ep->mcw, lane ? DN2F_RF_LANE1 : 0, dlid, n, mb, pkt, len)) {
+    if (!dn2f_put_origin(&ep->mcw, dn2f_lane_rflags(lane), dlid, n, mb, pkt, len)) {
         /* cannot happen (checked above); the slots go out as unicast copies */
         mc_discard(ep);
     } else {
@@ -1005,7 +1021,7 @@ int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
         dn2f_pkt_dlid(pkt) != dlid) {
         return -EINVAL;
     }
-    lane = dn2f_pkt_dwid(pkt);
+    lane = dn2f_pkt_lane(pkt);         /* a data lane for a group */
     if (!can_send_lanes(ep, dlid, 1u << lane, len)) {
         return -EAGAIN;
     }
@@ -1024,7 +1040,10 @@ int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
     if (!pb) {
         return -ENOMEM;
     }
-    slot_fill(ep, &p->ln[lane], pb, 0);
+    /* A request carries the position of its DWID's data lane: the peer
+     * delivers it only after everything queued there before it. */
+    slot_fill(ep, &p->ln[lane], pb, 0,
+              (lane & DN2F_LANE_REQ) ? p->ln[lane & ~DN2F_LANE_REQ].end : 0);
     ep->st.tx_pkts++;
     ep->st.tx_bytes += len;
     return 0;
@@ -1073,15 +1092,33 @@ static inline bool can_deliver(const struct dn2f_ep *ep)
     return ep->link == DN2F_LINK_UP;
 }
 
-/* Deliver buffered in-order packets [base, cum) of one lane. */
-static void rx_drain(struct dn2f_ep *ep, struct peer *p, struct lane *L)
+/* Read after write: a request (lanes 2/3) goes to deliver() only once its
+ * sender's data lane of the same DWID has been delivered up to where it
+ * was when the request was queued.  Data lanes never wait for requests. */
+static inline bool req_ready(const struct peer *p, unsigned lane, uint32_t after)
 {
+    return !(lane & DN2F_LANE_REQ) ||
+           dn2f_seqdiff(p->ln[lane & ~DN2F_LANE_REQ].base, after) >= 0;
+}
+
+/* Deliver buffered in-order packets [base, cum) of one lane; when a data
+ * lane moved on, the requests that waited for it. */
+static void rx_drain(struct dn2f_ep *ep, struct peer *p, unsigned lane)
+{
+    struct lane *L = &p->ln[lane];
     uint32_t old = L->base;
     while (can_deliver(ep) && !L->rx_blocked && L->base != L->cum && L->rx) {
         struct rxslot *s = rxs(ep, L, L->base);
         bool consumed;
         if (!s->present) {
             break;              /* cannot happen */
+        }
+        if (!req_ready(p, lane, s->after)) {
+            if (!s->held) {
+                s->held = 1;
+                ep->st.req_held++;
+            }
+            break;              /* its data lane moving on drains it again */
         }
         rx_deliver_one(ep, p, L, s->data, s->len, &consumed);
         if (!consumed) {
@@ -1099,6 +1136,9 @@ static void rx_drain(struct dn2f_ep *ep, struct peer *p, struct lane *L)
     }
     if (L->base != old) {
         ack_due_now(ep, p);     /* credits opened */
+        if (!(lane & DN2F_LANE_REQ)) {
+            rx_drain(ep, p, lane | DN2F_LANE_REQ);
+        }
     }
 }
 
@@ -1143,13 +1183,17 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
         ep->st.duplicates++;
         return;
     }
-    if (r->seq == L->base && L->base == L->cum && !L->rx_blocked && can_deliver(ep)) {
+    if (r->seq == L->base && L->base == L->cum && !L->rx_blocked && can_deliver(ep) &&
+        req_ready(p, r->lane, r->after)) {
         /* The common case: in order, nothing waiting: no copy. */
         if (rx_deliver_one(ep, p, L, r->pkt, r->len, &consumed)) {
             L->base++;
             L->cum++;
             rx_advance_cum(ep, L);
-            rx_drain(ep, p, L);
+            rx_drain(ep, p, r->lane);
+            if (!(r->lane & DN2F_LANE_REQ)) {
+                rx_drain(ep, p, r->lane | DN2F_LANE_REQ);
+            }
             return;
         }
         /* -EBUSY: keep a copy below. */
@@ -1165,6 +1209,8 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
     }
     memcpy(s->data, r->pkt, r->len);
     s->len = r->len;
+    s->after = r->after;
+    s->held = 0;
     s->present = 1;
     ep->rx_total += r->len;
     L->rx_bytes += r->len;
@@ -1508,7 +1554,7 @@ static void routes_apply(struct dn2f_ep *ep)
         /* what arrived while the link was not up */
         for (p = ep->plist; p; p = p->next) {
             for (j = 0; j < DN2F_NUM_LANES; j++) {
-                rx_drain(ep, p, &p->ln[j]);
+                rx_drain(ep, p, j);
             }
         }
     }
@@ -1779,7 +1825,7 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
                 }
             }
             for (l = 0; l < DN2F_NUM_LANES; l++) {
-                rx_drain(ep, p, &p->ln[l]);
+                rx_drain(ep, p, l);
             }
         }
         if (m.h.type == DN2F_T_DATA || (m.h.flags & DN2F_F_ACKREQ)) {
@@ -1816,9 +1862,10 @@ void dn2f_ep_resume(struct dn2f_ep *ep)
     for (p = ep->plist; p; p = p->next) {
         unsigned l;
         for (l = 0; l < DN2F_NUM_LANES; l++) {
+            /* data lanes first: the requests that wait for them follow */
             if (p->ln[l].rx_blocked) {
                 p->ln[l].rx_blocked = false;
-                rx_drain(ep, p, &p->ln[l]);
+                rx_drain(ep, p, l);
             }
         }
     }

@@ -100,6 +100,33 @@ unsigned dn2f_pkt_dwid(const uint8_t *pkt)
     return (dn2f_ld32(pkt) >> DN2_H0_DWID_BIT) & 1;
 }
 
+/* Is the 1st DW an RVL-family request (TYPE, bits [16:12])? */
+static bool h0_is_rvl(uint64_t h0)
+{
+    return dn2_otype_is_rvl((unsigned)DN2_GET(h0, DN2_H0_TYPE_HI, DN2_H0_TYPE_LO));
+}
+
+unsigned dn2f_h0_lane(uint64_t h0)
+{
+    unsigned dwid = (unsigned)(h0 >> DN2_H0_DWID_BIT) & 1;
+    uint16_t dlid = (uint16_t)DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
+
+    if (h0_is_rvl(h0) && !dn2f_lid_is_mcast(dlid)) {
+        return dwid + DN2F_LANE_REQ;
+    }
+    return dwid;
+}
+
+unsigned dn2f_pkt_lane(const uint8_t *pkt)
+{
+    return dn2f_h0_lane(dn2f_ld64(pkt));
+}
+
+unsigned dn2f_lane_rflags(unsigned lane)
+{
+    return ((lane & 1) ? DN2F_RF_LANE1 : 0) | ((lane & DN2F_LANE_REQ) ? DN2F_RF_REQ : 0);
+}
+
 bool dn2f_lid_is_mcast(uint16_t lid)
 {
     return (lid & 0x0f00) == 0 && dn2_clid_is_mcast(dn2_lid_to_clid(lid));
@@ -669,15 +696,22 @@ void dn2f_put_ack(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum, u
     }
 }
 
-size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len)
+size_t dn2f_rec_len_rf(unsigned kind, unsigned rflags, unsigned nmemb, size_t len)
 {
     size_t n = DN2F_REC_HDR_LEN + dn2f_pad4(len);
     if (kind == DN2F_REC_MCAST_ORIGIN) {
         n += 4 + (size_t)nmemb * DN2F_MEMBER_LEN;
     } else if (kind == DN2F_REC_MCAST_COPY) {
         n += 4;
+    } else if (rflags & DN2F_RF_REQ) {
+        n += DN2F_REQ_AFTER_LEN;
     }
     return n;
+}
+
+size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len)
+{
+    return dn2f_rec_len_rf(kind, 0, nmemb, len);
 }
 
 bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsigned nmemb,
@@ -710,12 +744,12 @@ bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsig
     return true;
 }
 
-bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
-                  uint16_t group, unsigned nmemb, const uint16_t *mlid,
-                  const uint32_t *mseq, const uint64_t *mepoch,
-                  const void *pkt, size_t len)
+static bool put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
+                    uint32_t after, uint16_t group, unsigned nmemb, const uint16_t *mlid,
+                    const uint32_t *mseq, const uint64_t *mepoch,
+                    const void *pkt, size_t len)
 {
-    size_t need = dn2f_rec_len(kind, nmemb, len);
+    size_t need = dn2f_rec_len_rf(kind, rflags, nmemb, len);
     uint8_t *p;
     unsigned i;
 
@@ -741,9 +775,27 @@ bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t 
     } else if (kind == DN2F_REC_MCAST_COPY) {
         dn2f_st16(p, group);
         p += 4;
+    } else if (rflags & DN2F_RF_REQ) {
+        dn2f_st32(p, after);
+        p += DN2F_REQ_AFTER_LEN;
     }
     memcpy(p, pkt, len);
     return true;
+}
+
+bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
+                  uint16_t group, unsigned nmemb, const uint16_t *mlid,
+                  const uint32_t *mseq, const uint64_t *mepoch,
+                  const void *pkt, size_t len)
+{
+    return put_rec(b, kind, rflags, seq, 0, group, nmemb, mlid, mseq, mepoch, pkt, len);
+}
+
+bool dn2f_put_req(struct dn2f_wbuf *b, unsigned rflags, uint32_t seq, uint32_t after,
+                  const void *pkt, size_t len)
+{
+    return put_rec(b, DN2F_REC_UNICAST, rflags | DN2F_RF_REQ, seq, after, 0, 0, NULL, NULL,
+                   NULL, pkt, len);
 }
 
 void dn2f_put_u32pair(struct dn2f_wbuf *b, uint32_t a, uint32_t c)
@@ -896,9 +948,20 @@ static int dec_rec(const uint8_t *p, size_t avail, uint16_t dst, struct dn2f_rec
     if (r->rflags & ~DN2F_RF_ALL) {
         return -DN2F_E_FLAGS;
     }
-    r->lane = (r->rflags & DN2F_RF_LANE1) ? 1 : 0;
+    r->lane = (uint8_t)(((r->rflags & DN2F_RF_LANE1) ? 1 : 0) +
+                        ((r->rflags & DN2F_RF_REQ) ? DN2F_LANE_REQ : 0));
+    if ((r->rflags & DN2F_RF_REQ) && r->kind != DN2F_REC_UNICAST) {
+        return -DN2F_E_FIELD;   /* requests are unicast only */
+    }
     switch (r->kind) {
     case DN2F_REC_UNICAST:
+        if (r->rflags & DN2F_RF_REQ) {
+            if (avail - off < DN2F_REQ_AFTER_LEN) {
+                return -DN2F_E_TRUNC;
+            }
+            r->after = dn2f_ld32(p + off);
+            off += DN2F_REQ_AFTER_LEN;
+        }
         break;
     case DN2F_REC_MCAST_ORIGIN:
         if (avail - off < 4) {
@@ -961,9 +1024,16 @@ static int dec_rec(const uint8_t *p, size_t avail, uint16_t dst, struct dn2f_rec
     if (!all_zero(p + off + r->len, padded - r->len)) {
         return -DN2F_E_RESERVED;
     }
-    /* The packet's DWID names its lane; its DLID must agree with the
-     * fabric header. */
-    if (dn2f_pkt_dwid(r->pkt) != r->lane) {
+    /* The packet's DWID names its lane; a request lane carries only the
+     * RVL family (and only unicast, above: multicast travels in the data
+     * lanes).  An RVL without REQ is accepted in its data lane, where
+     * version 2 put it: hand-made datagrams (test and soak peers) still
+     * work, ordered with that sender's data; dn2f_ep_send never does it.
+     * The DLID must agree with the fabric header. */
+    if (dn2f_pkt_dwid(r->pkt) != (r->lane & 1u)) {
+        return -DN2F_E_FIELD;
+    }
+    if ((r->rflags & DN2F_RF_REQ) && !h0_is_rvl(dn2f_ld64(r->pkt))) {
         return -DN2F_E_FIELD;
     }
     if (r->kind == DN2F_REC_UNICAST) {

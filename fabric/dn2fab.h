@@ -41,7 +41,7 @@ extern "C" {
  * 1. Wire format (all multi-byte fields little-endian)
  * ====================================================================== */
 #define DN2F_MAGIC            0x46324e44u   /* bytes 'D' 'N' '2' 'F' */
-#define DN2F_VERSION          2             /* 2: lanes (docs/fabric.md) */
+#define DN2F_VERSION          3             /* 3: request lanes (docs/fabric.md) */
 #define DN2F_HDR_LEN          40
 #define DN2F_DGRAM_MAX        65507         /* largest UDP payload (IPv4) */
 #define DN2F_DGRAM_DEFAULT    61440         /* default batching limit */
@@ -59,7 +59,9 @@ extern "C" {
 #define DN2F_ROUTE_LEN        52            /* + the member's sealed token */
 #define DN2F_ACK_HDR_LEN      12
 #define DN2F_PORTSTAT_LEN     92
-#define DN2F_NUM_LANES        2             /* one reliable stream per DWID */
+#define DN2F_NUM_LANES        4             /* reliable streams per peer pair: */
+#define DN2F_LANE_REQ         2             /* lane = DWID + DN2F_LANE_REQ * request */
+#define DN2F_REQ_AFTER_LEN    4             /* a request record's "after" field */
 #define DN2F_HELLO_LEN        48            /* HELLO body: padded to the ASSIGN's size */
 #define DN2F_ASSIGN_LEN       48
 #define DN2F_KEEPALIVE_LEN    32
@@ -97,8 +99,11 @@ enum dn2f_rec_kind {
     DN2F_REC_MCAST_COPY = 2,    /* a multicast packet in a member's stream */
 };
 #define DN2F_RF_RETX          0x01    /* a retransmission (statistics only) */
-#define DN2F_RF_LANE1         0x02    /* lane 1 (= the packet's DWID); 0: lane 0 */
-#define DN2F_RF_ALL           0x03
+#define DN2F_RF_LANE1         0x02    /* the packet's DWID is 1 (lane 1 or 3) */
+#define DN2F_RF_REQ           0x04    /* request lane (2 + DWID): an RVL-family packet,
+                                       * unicast only; a u32 "after" follows the
+                                       * record header */
+#define DN2F_RF_ALL           0x07
 
 enum dn2f_route_mode {
     DN2F_ROUTE_DIRECT = 1,      /* unicast board-to-board; multicast via switch */
@@ -262,7 +267,10 @@ struct dn2f_rec {
     uint16_t len;               /* packet bytes */
     uint8_t  kind;              /* enum dn2f_rec_kind */
     uint8_t  rflags;
-    uint8_t  lane;              /* from rflags (validated = the packet's DWID) */
+    uint8_t  lane;              /* from rflags: DWID + 2 * REQ (validated against the
+                                 * packet's DWID and TYPE) */
+    uint32_t after;             /* REQ: the sender's next seq in the data lane of
+                                 * the same DWID when it queued the request */
     uint16_t group;             /* MCAST_*: the group LID */
     uint16_t nmemb;             /* MCAST_ORIGIN: members */
     const uint8_t *members;     /* nmemb x 16 bytes: see dn2f_rec_member() */
@@ -360,12 +368,20 @@ size_t dn2f_ack_len(unsigned nbits);
 bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsigned nmemb,
                      const struct dn2f_member *m, const void *pkt, size_t len);
 /* One DATA record; false (nothing written) if it does not fit.  (Kind 1
- * through here gets member sessions 0: use dn2f_put_origin.) */
+ * through here gets member sessions 0: use dn2f_put_origin.  With
+ * DN2F_RF_REQ a kind-0 record gets after = 0: use dn2f_put_req.) */
 bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
                   uint16_t group, unsigned nmemb, const uint16_t *mlid,
                   const uint32_t *mseq, const uint64_t *mepoch,
                   const void *pkt, size_t len);
-size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len);
+/* A unicast request record (kind 0, flag DN2F_RF_REQ added): after = the
+ * sender's next sequence number in the data lane of the packet's DWID
+ * toward the receiver when the request was queued; the receiver delivers
+ * the request only once it has delivered that lane up to there. */
+bool dn2f_put_req(struct dn2f_wbuf *b, unsigned rflags, uint32_t seq, uint32_t after,
+                  const void *pkt, size_t len);
+size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len);   /* without REQ */
+size_t dn2f_rec_len_rf(unsigned kind, unsigned rflags, unsigned nmemb, size_t len);
 void dn2f_put_u32pair(struct dn2f_wbuf *b, uint32_t a, uint32_t c);   /* BYE */
 void dn2f_put_keepalive(struct dn2f_wbuf *b, uint32_t gen, uint64_t guid,
                         const struct dn2f_ticket *t);                  /* t may be NULL */
@@ -378,7 +394,15 @@ void dn2f_put_portstat(struct dn2f_wbuf *b, const struct dn2f_portstat *ps);
 
 /* Helpers on DIMMnet-2 packets and LIDs (via dn2_abi.h). */
 uint16_t dn2f_pkt_dlid(const uint8_t *pkt);         /* 1st DW [47:32] */
-unsigned dn2f_pkt_dwid(const uint8_t *pkt);         /* 1st DW bit 28: the lane */
+unsigned dn2f_pkt_dwid(const uint8_t *pkt);         /* 1st DW bit 28 */
+/* The lane of a packet (0..DN2F_NUM_LANES-1) from its 1st DW: DWID, plus
+ * DN2F_LANE_REQ for an RVL-family TYPE (dn2_otype_is_rvl) to a unicast
+ * DLID.  A packet to a multicast group always travels in a data lane.
+ * Lanes 0/1: data for WID 0/1; lanes 2/3: RVL requests for WID 0/1. */
+unsigned dn2f_h0_lane(uint64_t first_dw);
+unsigned dn2f_pkt_lane(const uint8_t *pkt);         /* = dn2f_h0_lane(1st DW) */
+/* The record flags (DN2F_RF_LANE1 | DN2F_RF_REQ) that name a lane. */
+unsigned dn2f_lane_rflags(unsigned lane);
 bool dn2f_lid_is_mcast(uint16_t lid);               /* a multicast group LID */
 static inline unsigned dn2f_lid_index(uint16_t lid) { return dn2_lid_to_clid(lid); }
 
@@ -473,6 +497,7 @@ struct dn2f_ep_stats {
     uint64_t drop[DN2F_DROP_MAX];
     uint64_t refusals;                  /* joins refused by the switch (any reason) */
     uint64_t session_resets;            /* a peer renewed its session: state toward it reset */
+    uint64_t req_held;                  /* requests that waited for data sent before them */
 };
 
 struct dn2f_ep;
@@ -490,13 +515,19 @@ void dn2f_ep_reset(struct dn2f_ep *ep, uint64_t new_epoch);
  * routing table within peer_grace_ns.  True for a LID that is not routable
  * (dn2f_ep_send then drops it, as the real switch would). */
 bool dn2f_ep_can_send(struct dn2f_ep *ep, uint16_t dlid, size_t len);
-/* The same for one lane only (lane = the packet's DWID, 1st DW bit 28): a
- * lane held back by the receiver's WID (credits) does not make the other
- * lane's packets wait.  dn2f_ep_can_send() is true only when both lanes
- * have room, so a caller that does not know the DWID yet stays safe. */
+/* The same for one lane only (lane = dn2f_h0_lane() of the packet's 1st DW:
+ * 0/1 data for WID 0/1, 2/3 RVL-family requests for WID 0/1): a lane held
+ * back by the receiver (credits) does not make the other lanes' packets
+ * wait; in particular requests refused by a full RC FIFO never hold up
+ * data (the answers).  dn2f_ep_can_send() is true only when every lane
+ * has room, so a caller that does not know the lane yet stays safe.  For
+ * a multicast dlid, lanes 2/3 mean the data lanes 0/1 (multicast always
+ * travels in data lanes). */
 bool dn2f_ep_can_send_lane(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, size_t len);
 /* Queue one DIMMnet-2 packet (DN2F_PKT_MIN..DN2F_PKT_MAX bytes; its 1st DW
- * DLID must equal dlid).  Copies pkt.  0, -EAGAIN (cannot send now: not
+ * DLID must equal dlid) in its lane (dn2f_pkt_lane).  A request is
+ * delivered after every data packet queued before it to the same peer and
+ * DWID (read after write); data may overtake a request.  Copies pkt.  0, -EAGAIN (cannot send now: not
  * queued), -EINVAL, -EHOSTUNREACH (no route: dropped and counted). */
 int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len);
 /* Transmit what is queued (batched, up to max_dgram per datagram), and
@@ -532,7 +563,7 @@ int dn2f_ep_route_mode(const struct dn2f_ep *ep);
 const struct dn2f_ep_stats *dn2f_ep_stats(const struct dn2f_ep *ep);
 /* True when nothing is queued or unacknowledged toward any peer. */
 bool dn2f_ep_idle(const struct dn2f_ep *ep);
-/* Packets queued or in flight toward lid (0 if unknown). */
+/* Packets queued or in flight toward lid, all lanes (0 if unknown). */
 unsigned dn2f_ep_pending(const struct dn2f_ep *ep, uint16_t lid);
 /* Members of a multicast group in the current routing table (live peers). */
 unsigned dn2f_ep_group_members(struct dn2f_ep *ep, uint16_t group_lid);

@@ -6,7 +6,8 @@
  * Input layout: byte 0 selects who "sent" the datagram (bits 0-1: the switch,
  * the peer board, a stranger, or the switch core as receiver; bit 2: the
  * board refuses deliveries with -EBUSY; bits 3-7: time step), the rest is one
- * datagram.  The endpoint is brought up (ASSIGN + ROUTES with one peer, LID
+ * datagram.  Besides, the board's RC FIFO refuses every other RVL-family
+ * packet (request lanes blocked while the data lanes go on).  The endpoint is brought up (ASSIGN + ROUTES with one peer, LID
  * 2, and a multicast group) before the first input and again whenever an
  * input took its link down, so inputs reach the data path.
  *
@@ -46,11 +47,15 @@ static int f_send(void *o, const struct dn2f_addr *to, const void *b, size_t l)
 }
 static int f_deliver(void *o, uint16_t s, const uint8_t *p, size_t l)
 {
+    static unsigned rvls;
     volatile uint8_t x = 0;
     size_t i;
     (void)o; (void)s;
     if (fz_busy) {
         return -EBUSY;
+    }
+    if (dn2f_pkt_lane(p) >= DN2F_LANE_REQ && (rvls++ & 1)) {
+        return -EBUSY;          /* the RC FIFO is full */
     }
     for (i = 0; i < l; i++) {
         x ^= p[i];              /* touch every byte (ASan checks bounds) */
@@ -211,14 +216,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (dn2f_ep_next_deadline(fz_ep) <= fz_now) {
         dn2f_ep_tick(fz_ep);
     }
-    /* keep the board sending a little, so ACK paths have something to ack */
+    /* keep the board sending a little, so ACK paths have something to ack
+     * (data, and an RVL in a request lane now and then) */
     if (dn2f_ep_link(fz_ep) == DN2F_LINK_UP) {
+        static unsigned nsent;
         uint8_t pkt[64];
         memset(pkt, 0, sizeof(pkt));
         pkt[4] = FZ_PEER;
+        if (nsent++ % 3 == 0) {
+            pkt[1] = (DN2_OP_RVL & 0x0f) << 4;
+            pkt[2] = DN2_OP_RVL >> 4;
+            pkt[3] = (nsent & 4) ? 0x10 : 0;    /* DWID */
+        }
         if (dn2f_ep_can_send(fz_ep, FZ_PEER, sizeof(pkt))) {
             dn2f_ep_send(fz_ep, FZ_PEER, pkt, sizeof(pkt));
         }
+        pkt[1] = pkt[2] = pkt[3] = 0;
         pkt[4] = FZ_GROUP & 0xff;
         pkt[5] = FZ_GROUP >> 8;
         if (dn2f_ep_can_send(fz_ep, FZ_GROUP, sizeof(pkt))) {
@@ -283,6 +296,30 @@ int main(int argc, char **argv)
         put_seed(dir, "data-peer", 1, buf, n);
         put_seed(dir, "data-via-switch", 0, buf, n);
         put_seed(dir, "data-busy", 1 | 4, buf, n);
+    }
+    {   /* request lanes: ACK blocks for all four lanes, data, then RVLs in
+         * lanes 2 and 3, one waiting for data not sent yet (after = 3) */
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACK, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
+        dn2f_hdr_set_sessions(&w, 5, 0);
+        dn2f_put_ack(&w, 0, true, 0, 64, 0, NULL);
+        dn2f_put_ack(&w, 1, true, 0, 64, 0, NULL);
+        dn2f_put_ack(&w, 2, true, 0, 64, 0, NULL);
+        dn2f_put_ack(&w, 3, false, 0, 64, 0, NULL);
+        memset(pkt, 0, sizeof(pkt));
+        pkt[4] = FZ_LID;
+        dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, 0, 0, 0, NULL, NULL, NULL, pkt, 64);
+        pkt[1] = (DN2_OP_RVLS & 0x0f) << 4;
+        pkt[2] = DN2_OP_RVLS >> 4;
+        dn2f_put_req(&w, 0, 0, 1, pkt, 32);
+        dn2f_put_req(&w, 0, 1, 3, pkt, 32);
+        pkt[3] = 0x10;          /* DWID 1: lane 3 */
+        dn2f_put_req(&w, DN2F_RF_LANE1, 0, 0, pkt, 32);
+        pkt[1] = pkt[2] = 0;
+        dn2f_put_rec(&w, DN2F_REC_UNICAST, DN2F_RF_LANE1, 0, 0, 0, NULL, NULL, NULL, pkt, 40);
+        n = dn2f_finish(&w);
+        put_seed(dir, "data-requests", 1, buf, n);
+        put_seed(dir, "data-requests-busy", 1 | 4 | (4 << 3), buf, n);
     }
     {   /* multicast origin, as a board sends it to the switch */
         struct dn2f_member mb[2] = {

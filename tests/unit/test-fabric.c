@@ -45,16 +45,23 @@ struct node;
 struct app {
     /* sender side: a stream of numbered packets toward each destination */
     uint16_t dst[MAX_NODES];
-    uint8_t dwid[MAX_NODES];        /* the stream's DWID (= its lane) */
+    uint8_t dwid[MAX_NODES];        /* the stream's DWID */
+    uint8_t req[MAX_NODES];         /* the stream's packets are RVL-family requests */
     unsigned ndst;
     uint32_t to_send[MAX_NODES];    /* packets still to send per dst */
     uint32_t sent[MAX_NODES];
     uint32_t stream_id;             /* bumps when the board restarts */
-    /* receiver side: expected next number per (DWID, source LID) */
-    uint32_t expect[DN2F_NUM_LANES][4096];
+    bool round_robin;               /* pump: one packet per stream in turn */
+    /* receiver side: expected next number per (class, source LID); the
+     * class is the test's own view of a packet, DWID + 2 * (TYPE is an
+     * RVL), as the device sees it (the fabric's lane should equal it) */
+    uint32_t expect[4][4096];
     uint32_t got_total;
-    uint32_t got_wid[DN2F_NUM_LANES];
-    uint8_t refuse_wids;            /* bit w: deliver() says -EBUSY to DWID w */
+    uint32_t got_cls[4];
+    uint8_t refuse_cls;             /* bit c: deliver() says -EBUSY to class c (bit 2:
+                                     * the RC FIFO is full, bit 0: WID 0's ring) */
+    unsigned log_n;                 /* the first deliveries: class << 24 | number */
+    uint32_t log[64];
     bool like_device;               /* deliver() refuses while the link is down */
     uint32_t refused_link_down;
     uint64_t got_bytes;
@@ -232,6 +239,30 @@ static void set_dwid(uint8_t *p, unsigned dwid)
     p[3] = (uint8_t)((p[3] & ~0x10) | ((dwid & 1) << 4));
 }
 
+/* The 1st DW's TYPE (bits [16:12]). */
+static void set_type(uint8_t *p, unsigned type)
+{
+    p[1] = (uint8_t)((p[1] & 0x0f) | ((type & 0x0f) << 4));
+    p[2] = (uint8_t)((p[2] & ~0x01) | ((type >> 4) & 1));
+}
+
+static unsigned pkt_type(const uint8_t *p)
+{
+    return (p[1] >> 4) | ((p[2] & 1u) << 4);
+}
+
+/* The test's own class of a packet (not the library's): DWID + 2 * RVL. */
+static unsigned pkt_class(const uint8_t *p)
+{
+    return ((p[3] >> 4) & 1u) + (dn2_otype_is_rvl(pkt_type(p)) ? 2u : 0u);
+}
+
+/* Test requests: 32 bytes (an RVL's 4 header lines), TYPE RVL; bytes
+ * 16..19 = how many data packets of its DWID its sender had queued to the
+ * receiver before it: the receiver must have delivered as many (read after
+ * write). */
+#define REQ_LEN 32
+
 static size_t pkt_len_for(uint16_t slid, uint32_t n)
 {
     /* deterministic "random" sizes 16..4096 */
@@ -240,16 +271,26 @@ static size_t pkt_len_for(uint16_t slid, uint32_t n)
     return 16 + h % (4096 - 16 + 1);
 }
 
+/* The RVL storm's model board (test 3, below). */
+static bool storm_on(int idx);
+static int storm_deliver(struct node *nd, uint16_t slid, const uint8_t *pkt, size_t len);
+static void storm_pump(struct node *nd);
+static void storm_clear(void);
+
 static int s_deliver(void *o, uint16_t slid, const uint8_t *pkt, size_t len)
 {
     struct node *nd = o;
     struct app *a = &nd->app;
-    uint32_t n, stream;
+    uint32_t n, stream, before = 0;
     uint8_t ref[4096];
     unsigned idx = dn2f_lid_index(slid);
-    unsigned w = len >= 8 ? dn2f_pkt_dwid(pkt) : 0;
+    unsigned w = len >= 8 ? pkt_class(pkt) : 0;
 
-    if (a->busy || ((a->refuse_wids >> w) & 1)) {
+    if (storm_on(nd->idx)) {
+        return storm_deliver(nd, slid, pkt, len);
+    }
+
+    if (a->busy || ((a->refuse_cls >> w) & 1)) {
         a->busy_stalls++;
         return -EBUSY;
     }
@@ -275,21 +316,37 @@ static int s_deliver(void *o, uint16_t slid, const uint8_t *pkt, size_t len)
         a->error = true;
         return 0;
     }
-    if (len != pkt_len_for(slid, n)) {
+    if (len != ((w & 2) ? REQ_LEN : pkt_len_for(slid, n))) {
         a->error = true;
         snprintf(a->errmsg, sizeof(a->errmsg), "bad length for #%u", n);
         return 0;
     }
     fill_pkt(ref, len, dn2f_pkt_dlid(pkt), slid, stream, n);
-    set_dwid(ref, w);
+    set_dwid(ref, w & 1);
+    if (w & 2) {
+        set_type(ref, DN2_OP_RVL);
+        memcpy(&before, pkt + 16, 4);
+        memcpy(ref + 16, &before, 4);
+        if (a->expect[w & 1][idx] < before) {
+            a->error = true;
+            snprintf(a->errmsg, sizeof(a->errmsg), "node %d from 0x%x: request #%u of WID %u "
+                     "delivered after %u data packets of that WID, queued after %u: a read "
+                     "overtook a write", nd->idx, slid, n, w & 1, a->expect[w & 1][idx],
+                     before);
+            return 0;
+        }
+    }
     if (memcmp(ref, pkt, len) != 0) {
         a->error = true;
         snprintf(a->errmsg, sizeof(a->errmsg), "corrupt payload in #%u", n);
         return 0;
     }
     a->expect[w][idx]++;
+    if (a->log_n < 64) {
+        a->log[a->log_n++] = w << 24 | n;
+    }
     a->got_total++;
-    a->got_wid[w]++;
+    a->got_cls[w]++;
     a->got_bytes += len;
     if (a->busy_every && a->got_total % a->busy_every == 0) {
         a->busy = true;                 /* the board's ring is full for a while */
@@ -320,22 +377,50 @@ static void pump(struct node *nd)
     if (!nd->ep || !nd->alive || dn2f_ep_link(nd->ep) != DN2F_LINK_UP) {
         return;
     }
+    if (storm_on(nd->idx)) {
+        storm_pump(nd);
+        return;
+    }
     me = dn2f_ep_lid(nd->ep);
-    for (i = 0; i < a->ndst; i++) {
-        while (a->sent[i] < a->to_send[i]) {
-            uint8_t pkt[4096];
-            size_t len = pkt_len_for(me, a->sent[i]);
-            if (!dn2f_ep_can_send_lane(nd->ep, a->dst[i], a->dwid[i], len)) {
-                a->stall_seen++;
-                break;
+    for (;;) {
+        bool progress = false;
+        for (i = 0; i < a->ndst; i++) {
+            while (a->sent[i] < a->to_send[i]) {
+                uint8_t pkt[4096];
+                size_t len = a->req[i] ? REQ_LEN : pkt_len_for(me, a->sent[i]);
+                /* the lane from the 1st DW, as the device knows it */
+                uint64_t h0 = (uint64_t)a->dst[i] << 32 | (uint64_t)(a->dwid[i] & 1) << 28 |
+                              (uint64_t)(a->req[i] ? DN2_OP_RVL : 0) << 12;
+                if (!dn2f_ep_can_send_lane(nd->ep, a->dst[i], dn2f_h0_lane(h0), len)) {
+                    a->stall_seen++;
+                    break;
+                }
+                fill_pkt(pkt, len, a->dst[i], me, a->stream_id, a->sent[i]);
+                set_dwid(pkt, a->dwid[i]);
+                if (a->req[i]) {
+                    /* data of that WID to that board queued before it */
+                    uint32_t before = 0;
+                    unsigned j;
+                    for (j = 0; j < a->ndst; j++) {
+                        if (!a->req[j] && a->dst[j] == a->dst[i] && a->dwid[j] == a->dwid[i]) {
+                            before += a->sent[j];
+                        }
+                    }
+                    set_type(pkt, DN2_OP_RVL);
+                    memcpy(pkt + 16, &before, 4);
+                }
+                if (dn2f_ep_send(nd->ep, a->dst[i], pkt, len) != 0) {
+                    break;
+                }
+                a->sent[i]++;
+                any = progress = true;
+                if (a->round_robin) {
+                    break;
+                }
             }
-            fill_pkt(pkt, len, a->dst[i], me, a->stream_id, a->sent[i]);
-            set_dwid(pkt, a->dwid[i]);
-            if (dn2f_ep_send(nd->ep, a->dst[i], pkt, len) != 0) {
-                break;
-            }
-            a->sent[i]++;
-            any = true;
+        }
+        if (!a->round_robin || !progress) {
+            break;
         }
     }
     if (any) {
@@ -363,6 +448,7 @@ static void sim_reset(uint64_t seed, double drop, double dup, double reorder)
         sim.heap = malloc(sizeof(struct qitem) * MAX_Q);
     }
     memset(sim.nodes, 0, sizeof(sim.nodes));
+    storm_clear();
     sim.now = 1000000000ULL;
     sim.next_id = 0;
     dn2f_rng_seed(&sim.rng, seed);
@@ -589,15 +675,21 @@ static bool cond_idle(void)
     return true;
 }
 
-static void stream_wid(int from, int to, unsigned dwid, uint32_t n)
+static void stream_cls(int from, int to, unsigned dwid, bool req, uint32_t n)
 {
     struct app *a = APP(from);
     unsigned k = a->ndst++;
     a->dst[k] = dn2f_ep_lid(EP(to));
     a->dwid[k] = (uint8_t)dwid;
+    a->req[k] = req;
     a->to_send[k] = n;
     a->sent[k] = 0;
     g_want[to] += n;
+}
+
+static void stream_wid(int from, int to, unsigned dwid, uint32_t n)
+{
+    stream_cls(from, to, dwid, false, n);
 }
 
 static void stream(int from, int to, uint32_t n)
@@ -1312,7 +1404,7 @@ static bool t_peer_gone(void)
 static uint32_t g_lane_want;
 static bool cond_wid1_done(void)
 {
-    return APP(2)->got_wid[1] >= g_lane_want || APP(2)->error;
+    return APP(2)->got_cls[1] >= g_lane_want || APP(2)->error;
 }
 
 static bool lanes(int mode, uint64_t seed, double loss)
@@ -1324,16 +1416,16 @@ static bool lanes(int mode, uint64_t seed, double loss)
 
     sim_reset(seed, loss, loss / 2, loss);
     CHECK(bring_up(mode, 2), "link did not come up");
-    APP(2)->refuse_wids = 1;            /* WID 0's ring is full ... */
+    APP(2)->refuse_cls = 1;            /* WID 0's ring is full ... */
     stream_wid(1, 2, 0, n);
     stream_wid(1, 2, 1, n);
     g_lane_want = n;
     t0 = sim.now;
     CHECK(sim_run(cond_wid1_done, refuse_ns), "WID 1 starved while WID 0 refused: "
-          "WID 1 got %u/%u, WID 0 %u", APP(2)->got_wid[1], n, APP(2)->got_wid[0]);
+          "WID 1 got %u/%u, WID 0 %u", APP(2)->got_cls[1], n, APP(2)->got_cls[0]);
     t_done = sim.now;
     CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
-    CHECK(APP(2)->got_wid[0] == 0, "WID 0 got %u packets while refusing", APP(2)->got_wid[0]);
+    CHECK(APP(2)->got_cls[0] == 0, "WID 0 got %u packets while refusing", APP(2)->got_cls[0]);
     CHECK(dn2f_ep_stats(EP(2))->busy > 0, "deliver never refused");
     /* the sender: lane 0 waits for credits, lane 1 does not */
     CHECK(!dn2f_ep_can_send_lane(EP(1), dn2f_ep_lid(EP(2)), 0, 64),
@@ -1342,14 +1434,14 @@ static bool lanes(int mode, uint64_t seed, double loss)
     CHECK(dn2f_ep_can_send_lane(EP(1), dn2f_ep_lid(EP(2)), 1, 64), "lane 1 stalled");
     /* ... for a long while more: WID 0 stays refused, nothing is lost */
     sim_run(NULL, 5ULL * 1000000000);
-    CHECK(APP(2)->got_wid[0] == 0, "delivered while refused");
-    APP(2)->refuse_wids = 0;
+    CHECK(APP(2)->got_cls[0] == 0, "delivered while refused");
+    APP(2)->refuse_cls = 0;
     dn2f_ep_resume(EP(2));
     CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete after resume: WID 0 %u/%u",
-          APP(2)->got_wid[0], n);
+          APP(2)->got_cls[0], n);
     CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
-    CHECK(APP(2)->got_wid[0] == n && APP(2)->got_wid[1] == n, "exactly once: %u %u",
-          APP(2)->got_wid[0], APP(2)->got_wid[1]);
+    CHECK(APP(2)->got_cls[0] == n && APP(2)->got_cls[1] == n, "exactly once: %u %u",
+          APP(2)->got_cls[0], APP(2)->got_cls[1]);
     CHECK(sim_run(cond_idle, 20ULL * 1000000000), "not idle at the end");
     fprintf(stderr, "#   WID 1 complete after %.3f s with WID 0 refused; %llu refusals, "
             "probes kept it alive\n", (double)(t_done - t0) / 1e9,
@@ -1364,7 +1456,7 @@ static bool t_lanes_lossy(void) { return lanes(DN2F_ROUTE_SWITCH, 22, 0.05); }
  * refuses still gets the group's DWID 1 packets. */
 static bool cond_mc_lane(void)
 {
-    return (APP(2)->got_wid[1] >= 1000 && APP(3)->got_wid[1] >= 1000) || APP(2)->error ||
+    return (APP(2)->got_cls[1] >= 1000 && APP(3)->got_cls[1] >= 1000) || APP(2)->error ||
            APP(3)->error;
 }
 
@@ -1377,7 +1469,7 @@ static bool t_lanes_mcast(void)
     CHECK(dn2f_ep_mcast_join(EP(2), g_group) == 0 && dn2f_ep_mcast_join(EP(3), g_group) == 0,
           "join");
     CHECK(sim_run(cond_group2, 30ULL * 1000000000), "membership not propagated");
-    APP(2)->refuse_wids = 1;
+    APP(2)->refuse_cls = 1;
     stream_wid(1, 2, 0, 1000);                  /* unicast to WID 0 of node 2: blocked */
     APP(1)->dst[1] = g_group;                   /* the group, DWID 1 */
     APP(1)->dwid[1] = 1;
@@ -1385,17 +1477,17 @@ static bool t_lanes_mcast(void)
     APP(1)->sent[1] = 0;
     APP(1)->ndst = 2;
     CHECK(sim_run(cond_mc_lane, 20ULL * 1000000000), "multicast lane starved: %u %u",
-          APP(2)->got_wid[1], APP(3)->got_wid[1]);
+          APP(2)->got_cls[1], APP(3)->got_cls[1]);
     CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
-    CHECK(APP(2)->got_wid[0] == 0, "WID 0 delivered while refused");
-    APP(2)->refuse_wids = 0;
+    CHECK(APP(2)->got_cls[0] == 0, "WID 0 delivered while refused");
+    APP(2)->refuse_cls = 0;
     dn2f_ep_resume(EP(2));
     g_want[2] = 2000;
     g_want[3] = 1000;
     CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete after resume");
     CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
-    CHECK(APP(2)->got_wid[0] == 1000 && APP(2)->got_wid[1] == 1000 &&
-          APP(3)->got_wid[1] == 1000, "exactly once");
+    CHECK(APP(2)->got_cls[0] == 1000 && APP(2)->got_cls[1] == 1000 &&
+          APP(3)->got_cls[1] == 1000, "exactly once");
     return true;
 }
 
@@ -1560,7 +1652,8 @@ static bool t_one_sided_reset(void)
  * drops packets "not for this LID" (like_device).  Before, the endpoint
  * handed it the packets that arrived meanwhile and acknowledged them: they
  * were lost (this test then fails with refused_link_down > 0 and a gap).
- * Now they wait in the endpoint until the link is up again. */
+ * Now they wait in the endpoint until the link is up again; RVLs (request
+ * lanes, interleaved with the data) too. */
 static bool cond_got2(void)
 {
     return APP(2)->got_total >= g_lane_want;
@@ -1575,10 +1668,12 @@ static bool t_hold_while_down(void)
     sim_reset(41, 0, 0, 0);
     CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
     APP(2)->like_device = true;
+    APP(1)->round_robin = true;
     stream(1, 2, 20000);
+    stream_cls(1, 2, 0, true, 2000);
     g_lane_want = 2000;
     CHECK(sim_run(cond_got2, 10ULL * 1000000000), "no traffic");
-    CHECK(APP(2)->got_total > 0 && APP(2)->got_total < 20000, "mid-stream: %u",
+    CHECK(APP(2)->got_total > 0 && APP(2)->got_cls[2] < 2000, "mid-stream: %u",
           APP(2)->got_total);
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_BYE, 0, 0, dn2f_ep_lid(EP(2)), dn2f_sw_epoch(sim.nodes[0].sw),
@@ -1594,7 +1689,500 @@ static bool t_hold_while_down(void)
     CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
     CHECK(APP(2)->refused_link_down == 0, "%u packets handed over while the link was down",
           APP(2)->refused_link_down);
-    CHECK(APP(2)->got_total == 20000 && APP(2)->link_downs == 1, "exactly once");
+    CHECK(APP(2)->got_total == 22000 && APP(2)->got_cls[2] == 2000 &&
+          APP(2)->link_downs == 1, "exactly once");
+    return true;
+}
+
+/* ====================================================== request lanes */
+/* The wire: a record's lane is DWID + 2 * REQ; REQ requires an RVL-family
+ * TYPE and is refused on multicast records (multicast travels in the data
+ * lanes); a request carries its "after"; ACK blocks name lanes 0..3, up to
+ * four per datagram. */
+static size_t lane_sample(uint8_t *buf, unsigned kind, unsigned type, unsigned dwid,
+                          unsigned rflags, const unsigned *ack_lanes, unsigned nacks)
+{
+    struct dn2f_wbuf w;
+    uint8_t pkt[REQ_LEN];
+    uint16_t dlid = kind == DN2F_REC_UNICAST ? 2 : 0xc005;
+    unsigned i;
+
+    dn2f_wbuf_init(&w, buf, DN2F_DGRAM_MAX);
+    dn2f_put_hdr(&w, DN2F_T_DATA, nacks ? DN2F_F_ACK : 0, 1, 2, 11, 22);
+    dn2f_hdr_set_sessions(&w, 0x51, 0x52);
+    for (i = 0; i < nacks; i++) {
+        dn2f_put_ack(&w, ack_lanes[i], i + 1 < nacks, 100 + i, 612 + i, 0, NULL);
+    }
+    fill_pkt(pkt, REQ_LEN, dlid, 1, 0, 7);
+    set_dwid(pkt, dwid);
+    set_type(pkt, type);
+    if (kind == DN2F_REC_UNICAST && (rflags & DN2F_RF_REQ)) {
+        dn2f_put_req(&w, rflags, 5, 0x12345678u, pkt, REQ_LEN);
+    } else {
+        dn2f_put_rec(&w, kind, rflags, 5, kind ? dlid : 0, 0, NULL, NULL, NULL, pkt, REQ_LEN);
+    }
+    return dn2f_finish(&w);
+}
+
+static bool t_wire_lanes(void)
+{
+    static const unsigned four[4] = { 3, 0, 2, 1 }, dup[2] = { 2, 2 }, five[5] = { 0, 1, 2, 3, 0 };
+    static const unsigned rvl[3] = { DN2_OP_RVL, DN2_OP_RVLS, DN2_OP_RVLI };
+    struct dn2f_msg m;
+    struct dn2f_iter it;
+    struct dn2f_rec r;
+    uint8_t pkt[16];
+    size_t len;
+    unsigned i, w;
+
+    /* dn2f_h0_lane: DWID + 2 for the RVL family to a unicast DLID */
+    for (w = 0; w < 2; w++) {
+        for (i = 0; i < 3; i++) {
+            uint64_t h0 = (uint64_t)2 << 32 | (uint64_t)w << 28 | (uint64_t)rvl[i] << 12 | 32;
+            CHECK(dn2f_h0_lane(h0) == 2 + w, "%s DWID %u: lane %u", dn2_otype_name(rvl[i]), w,
+                  dn2f_h0_lane(h0));
+            memset(pkt, 0, sizeof(pkt));
+            memcpy(pkt, &h0, 8);        /* little-endian host */
+            CHECK(dn2f_pkt_lane(pkt) == 2 + w, "pkt_lane");
+            h0 = (uint64_t)0xc005 << 32 | (uint64_t)w << 28 | (uint64_t)rvl[i] << 12 | 32;
+            CHECK(dn2f_h0_lane(h0) == w, "RVL to a group: data lane %u, got %u", w,
+                  dn2f_h0_lane(h0));
+        }
+        CHECK(dn2f_h0_lane((uint64_t)2 << 32 | (uint64_t)w << 28 | (uint64_t)DN2_OP_RVS << 12)
+              == w, "RVS: data lane");
+        CHECK(dn2f_h0_lane((uint64_t)2 << 32 | (uint64_t)w << 28 | (uint64_t)DN2_OP_VS << 12)
+              == w, "VS: data lane");
+    }
+    CHECK(dn2f_lane_rflags(0) == 0 && dn2f_lane_rflags(1) == DN2F_RF_LANE1 &&
+          dn2f_lane_rflags(2) == DN2F_RF_REQ &&
+          dn2f_lane_rflags(3) == (DN2F_RF_REQ | DN2F_RF_LANE1), "lane_rflags");
+    CHECK(DN2F_VERSION == 3, "wire version");
+
+    /* a request in lane 3 with four ACK blocks: round trip */
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVLS, 1, DN2F_RF_REQ | DN2F_RF_LANE1,
+                      four, 4);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "request record rejected: %s",
+          dn2f_strerror(dn2f_decode(g_buf, len, &m)));
+    CHECK(m.u.data.acks.n == 4, "ACK blocks %u", m.u.data.acks.n);
+    for (i = 0; i < 4; i++) {
+        CHECK(m.u.data.acks.a[i].lane == four[i] && m.u.data.acks.a[i].cum == 100 + i,
+              "ACK block %u", i);
+    }
+    dn2f_data_iter(&m, &it);
+    CHECK(dn2f_data_next(&it, &r) && r.lane == 3 && r.after == 0x12345678u && r.seq == 5 &&
+          r.len == REQ_LEN && (r.rflags & DN2F_RF_REQ) && pkt_class(r.pkt) == 3, "request rec");
+    CHECK(!dn2f_data_next(&it, &r), "one record");
+    CHECK(len == DN2F_HDR_LEN + 4 * DN2F_ACK_HDR_LEN + DN2F_REC_HDR_LEN + DN2F_REQ_AFTER_LEN +
+                 REQ_LEN, "request record length %zu", len);
+    CHECK(dn2f_rec_len_rf(DN2F_REC_UNICAST, DN2F_RF_REQ, 0, REQ_LEN) ==
+          dn2f_rec_len(DN2F_REC_UNICAST, 0, REQ_LEN) + DN2F_REQ_AFTER_LEN, "rec_len_rf");
+    /* dn2f_put_rec with REQ: after = 0, still valid */
+    {
+        struct dn2f_wbuf wb;
+        uint8_t p2[REQ_LEN];
+        dn2f_wbuf_init(&wb, g_buf, DN2F_DGRAM_MAX);
+        dn2f_put_hdr(&wb, DN2F_T_DATA, 0, 1, 2, 11, 22);
+        dn2f_hdr_set_sessions(&wb, 1, 0);
+        fill_pkt(p2, REQ_LEN, 2, 1, 0, 0);
+        set_type(p2, DN2_OP_RVLI);
+        CHECK(dn2f_put_rec(&wb, DN2F_REC_UNICAST, DN2F_RF_REQ, 9, 0, 0, NULL, NULL, NULL, p2,
+                           REQ_LEN), "put_rec REQ");
+        len = dn2f_finish(&wb);
+        CHECK(dn2f_decode(g_buf, len, &m) == 0, "put_rec REQ rejected");
+        dn2f_data_iter(&m, &it);
+        CHECK(dn2f_data_next(&it, &r) && r.lane == 2 && r.after == 0 && r.seq == 9, "after 0");
+    }
+    /* TYPE and REQ must agree on unicast records */
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVS, 0, DN2F_RF_REQ, NULL, 0);
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "REQ on an RVS accepted");
+    /* an RVL without REQ: accepted in its data lane (hand-made datagrams
+     * from raw peers put it there, as version 2 did) */
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVL, 1, DN2F_RF_LANE1, NULL, 0);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "RVL in a data lane rejected");
+    dn2f_data_iter(&m, &it);
+    CHECK(dn2f_data_next(&it, &r) && r.lane == 1 && r.after == 0, "RVL in data lane 1");
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVL, 1, DN2F_RF_REQ, NULL, 0);
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "REQ: lane bit != DWID accepted");
+    /* multicast: data lanes only, any TYPE */
+    len = lane_sample(g_buf, DN2F_REC_MCAST_COPY, DN2_OP_RVL, 1, DN2F_RF_LANE1, NULL, 0);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "RVL multicast copy in its data lane rejected");
+    len = lane_sample(g_buf, DN2F_REC_MCAST_COPY, DN2_OP_RVL, 1, DN2F_RF_LANE1 | DN2F_RF_REQ,
+                      NULL, 0);
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "REQ on a multicast copy accepted");
+    /* ACK blocks: lanes 0..3, distinct, at most four */
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVS, 0, 0, dup, 2);
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "two blocks for lane 2 accepted");
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVS, 0, 0, five, 5);
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "five ACK blocks accepted");
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVS, 0, 0, four, 1);
+    g_buf[DN2F_HDR_LEN + 10] = 4;
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "ACK for lane 4 accepted");
+    /* a truncated "after" */
+    len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVL, 0, DN2F_RF_REQ, NULL, 0);
+    g_buf[DN2F_HDR_LEN + 7] = 0;        /* REQ off: the after field is now packet bytes */
+    CHECK(dn2f_decode(g_buf, len, &m) != 0, "request without REQ accepted");
+    return true;
+}
+
+/* Test 1: the RC FIFO of board 2's WID 0 is full (deliver() refuses every
+ * RVL with -EBUSY) while board 1 sends it requests and data for WID 0,
+ * interleaved.  Only the request lane stops: the data keeps being
+ * delivered.  With one lane per DWID, the first refused RVL held every
+ * packet queued behind it, data included (this test then fails at "data
+ * starved").  After resume every request arrives, in order, once. */
+static bool cond_data0_done(void)
+{
+    return APP(2)->got_cls[0] >= g_lane_want || APP(2)->error;
+}
+
+static bool req_lane(int mode, uint64_t seed, double loss)
+{
+    char msg[200];
+    const uint32_t n = 3000, nreq = 1000;
+    uint16_t lid2;
+
+    sim_reset(seed, loss, loss / 2, loss);
+    CHECK(bring_up(mode, 2), "link did not come up");
+    lid2 = dn2f_ep_lid(EP(2));
+    APP(2)->refuse_cls = 1u << 2;       /* WID 0's RC FIFO is full */
+    APP(1)->round_robin = true;         /* data and requests interleaved */
+    stream_cls(1, 2, 0, false, n);
+    stream_cls(1, 2, 0, true, nreq);
+    g_lane_want = n;
+    CHECK(sim_run(cond_data0_done, 20ULL * 1000000000), "data starved behind refused "
+          "requests: data %u/%u, requests %u", APP(2)->got_cls[0], n, APP(2)->got_cls[2]);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_cls[2] == 0, "%u requests delivered while refused", APP(2)->got_cls[2]);
+    CHECK(dn2f_ep_stats(EP(2))->busy > 0, "deliver never refused");
+    CHECK(!dn2f_ep_can_send_lane(EP(1), lid2, 2, REQ_LEN), "request lane should be out of "
+          "credits");
+    CHECK(dn2f_ep_can_send_lane(EP(1), lid2, 0, 4096), "data lane stalled");
+    CHECK(!dn2f_ep_can_send(EP(1), lid2, 64), "can_send: every lane");
+    sim_run(NULL, 5ULL * 1000000000);
+    CHECK(APP(2)->got_cls[2] == 0, "delivered while refused");
+    APP(2)->refuse_cls = 0;
+    dn2f_ep_resume(EP(2));
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete after resume: requests "
+          "%u/%u", APP(2)->got_cls[2], nreq);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_cls[0] == n && APP(2)->got_cls[2] == nreq, "exactly once: %u %u",
+          APP(2)->got_cls[0], APP(2)->got_cls[2]);
+    CHECK(sim_run(cond_idle, 20ULL * 1000000000), "not idle at the end");
+    CHECK(dn2f_ep_pending(EP(1), lid2) == 0, "pending");
+    return true;
+}
+
+static bool t_req_lane_direct(void) { return req_lane(DN2F_ROUTE_DIRECT, 61, 0); }
+static bool t_req_lane_lossy(void) { return req_lane(DN2F_ROUTE_SWITCH, 62, 0.05); }
+
+/* Test 2: read after write.  Board 2's WID 0 status ring is full (data for
+ * WID 0 refused); board 1 queues a data packet, then an RVL of the same
+ * WID.  The RVL must not be delivered before the data packet (it would
+ * read what the data packet was to overwrite): it waits, acknowledged and
+ * held, and after resume both arrive, data first.  Then the same at 10 %
+ * loss + dup + reorder via the switch, both directions, data and RVLs
+ * interleaved, the receiver refusing everything now and then: every RVL's
+ * delivery is checked against the data queued before it (s_deliver). */
+static bool t_read_after_write(void)
+{
+    char msg[200];
+    uint8_t pkt[4096];
+    uint16_t l1, l2;
+    uint32_t before = 1;
+    size_t len;
+
+    sim_reset(51, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    l1 = dn2f_ep_lid(EP(1));
+    l2 = dn2f_ep_lid(EP(2));
+    APP(2)->refuse_cls = 1u << 0;       /* WID 0's status ring is full */
+    len = pkt_len_for(l1, 0);
+    fill_pkt(pkt, len, l2, l1, 0, 0);
+    CHECK(dn2f_ep_send(EP(1), l2, pkt, len) == 0, "send data");
+    fill_pkt(pkt, REQ_LEN, l2, l1, 0, 0);
+    set_type(pkt, DN2_OP_RVL);
+    memcpy(pkt + 16, &before, 4);
+    CHECK(dn2f_pkt_lane(pkt) == 2, "lane %u", dn2f_pkt_lane(pkt));
+    CHECK(dn2f_ep_send(EP(1), l2, pkt, REQ_LEN) == 0, "send RVL");
+    dn2f_ep_flush(EP(1));
+    sim_run(NULL, 1000000000ULL);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_total == 0, "%u delivered while the data was refused",
+          APP(2)->got_total);
+    CHECK(dn2f_ep_stats(EP(2))->req_held == 1, "req_held %llu",
+          (unsigned long long)dn2f_ep_stats(EP(2))->req_held);
+    CHECK(dn2f_ep_pending(EP(1), l2) == 0, "not acknowledged (%u pending): held packets are",
+          dn2f_ep_pending(EP(1), l2));
+    APP(2)->refuse_cls = 0;
+    dn2f_ep_resume(EP(2));
+    sim_run(NULL, 100000000ULL);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->log_n == 2 && APP(2)->log[0] == (0u << 24 | 0) &&
+          APP(2)->log[1] == (2u << 24 | 0), "order after resume: %u deliveries, 0x%x 0x%x",
+          APP(2)->log_n, APP(2)->log[0], APP(2)->log[1]);
+
+    /* lossy, both directions, interleaved, the receivers now and then full */
+    sim_reset(52, 0.10, 0.05, 0.10);
+    CHECK(bring_up(DN2F_ROUTE_SWITCH, 2), "link did not come up");
+    APP(1)->round_robin = APP(2)->round_robin = true;
+    APP(2)->busy_every = 300;
+    APP(2)->busy_ns = 3000000;
+    APP(1)->busy_every = 450;
+    APP(1)->busy_ns = 2000000;
+    stream_cls(1, 2, 0, false, 2000);
+    stream_cls(1, 2, 0, true, 2000);
+    stream_cls(1, 2, 1, true, 500);
+    stream_cls(1, 2, 1, false, 500);
+    stream_cls(2, 1, 1, false, 1500);
+    stream_cls(2, 1, 1, true, 1500);
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete: %u %u",
+          APP(1)->got_total, APP(2)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_total == 5000 && APP(1)->got_total == 3000, "exactly once");
+    CHECK(dn2f_ep_stats(EP(1))->req_held + dn2f_ep_stats(EP(2))->req_held > 0,
+          "no request ever had to wait: the order was not exercised");
+    fprintf(stderr, "#   requests that waited for their data: %llu + %llu\n",
+            (unsigned long long)dn2f_ep_stats(EP(1))->req_held,
+            (unsigned long long)dn2f_ep_stats(EP(2))->req_held);
+    return true;
+}
+
+/* Test 3: two boards storm RVLs at each other.  A model board: an RVL takes
+ * one of 16 RC FIFO slots (-EBUSY when full); the RC executor answers the
+ * FIFO's head with n data packets (RVS) sent back to the requester while
+ * dn2f_ep_can_send_lane() allows, and frees the slot once the answer's last
+ * packet is queued (then dn2f_ep_resume()).  Each board sends m RVLs to the
+ * other at once.  Every answer must complete.  With requests in the data
+ * lanes (single_class: the requests carry a non-RVL TYPE, so they share the
+ * lane with the answers, as before the request lanes) the same exchange
+ * deadlocks: each board's full RC FIFO blocks the lane where the other's
+ * answers wait behind the next RVL, and its own answers need the credits
+ * of the lane the other blocks the same way. */
+#define RC_FIFO 16
+#define ANS_LEN 4096
+static struct storm {
+    bool on, single_class;
+    uint16_t peer;
+    unsigned m, n;
+    unsigned issued;
+    unsigned fifo[RC_FIFO], fhead, fn;
+    unsigned ans_sent;
+    unsigned got[64];
+    unsigned done, busy;
+} g_storm[MAX_NODES];
+
+static bool storm_on(int idx)
+{
+    return idx >= 0 && idx < MAX_NODES && g_storm[idx].on;
+}
+
+static void storm_clear(void)
+{
+    memset(g_storm, 0, sizeof(g_storm));
+}
+
+static void storm_pkt(uint8_t *p, size_t len, uint16_t dlid, unsigned type, char what,
+                      uint32_t id, uint32_t idx)
+{
+    uint64_t h0 = (len & 0xfff) | (uint64_t)type << 12 | (uint64_t)dlid << 32;
+    memcpy(p, &h0, 8);          /* little-endian host */
+    p[8] = (uint8_t)what;
+    memcpy(p + 12, &id, 4);
+    memcpy(p + 16, &idx, 4);
+}
+
+static int storm_deliver(struct node *nd, uint16_t slid, const uint8_t *pkt, size_t len)
+{
+    struct storm *st = &g_storm[nd->idx];
+    struct app *a = &nd->app;
+    uint32_t id, idx;
+
+    memcpy(&id, pkt + 12, 4);
+    memcpy(&idx, pkt + 16, 4);
+    if (len < 20 || slid != st->peer || id >= st->m) {
+        a->error = true;
+        snprintf(a->errmsg, sizeof(a->errmsg), "storm: stray packet");
+        return 0;
+    }
+    if (pkt[8] == 'Q') {                /* an RVL: into the RC FIFO */
+        if (st->fn == RC_FIFO) {
+            st->busy++;
+            return -EBUSY;
+        }
+        st->fifo[(st->fhead + st->fn++) % RC_FIFO] = id;
+        return 0;
+    }
+    if (idx != st->got[id]) {           /* an answer packet */
+        a->error = true;
+        snprintf(a->errmsg, sizeof(a->errmsg), "storm: answer %u packet %u, expected %u",
+                 id, idx, st->got[id]);
+        return 0;
+    }
+    if (++st->got[id] == st->n) {
+        st->done++;
+    }
+    return 0;
+}
+
+static void storm_pump(struct node *nd)
+{
+    static uint8_t pkt[ANS_LEN];
+    struct storm *st = &g_storm[nd->idx];
+    struct dn2f_ep *ep = nd->ep;
+
+    for (;;) {
+        bool freed = false;
+        /* the host's requests */
+        while (st->issued < st->m) {
+            storm_pkt(pkt, REQ_LEN, st->peer, st->single_class ? DN2_OP_VS : DN2_OP_RVL, 'Q',
+                      st->issued, 0);
+            if (!dn2f_ep_can_send_lane(ep, st->peer, dn2f_pkt_lane(pkt), REQ_LEN) ||
+                dn2f_ep_send(ep, st->peer, pkt, REQ_LEN) != 0) {
+                break;
+            }
+            st->issued++;
+        }
+        /* the RC executor: the FIFO's head, answered */
+        while (st->fn) {
+            uint32_t id = st->fifo[st->fhead];
+            while (st->ans_sent < st->n) {
+                storm_pkt(pkt, ANS_LEN, st->peer, DN2_OP_RVS, 'A', id, st->ans_sent);
+                if (!dn2f_ep_can_send_lane(ep, st->peer, dn2f_pkt_lane(pkt), ANS_LEN) ||
+                    dn2f_ep_send(ep, st->peer, pkt, ANS_LEN) != 0) {
+                    break;
+                }
+                st->ans_sent++;
+            }
+            if (st->ans_sent < st->n) {
+                break;
+            }
+            st->ans_sent = 0;
+            st->fhead = (st->fhead + 1) % RC_FIFO;
+            st->fn--;
+            freed = true;
+        }
+        dn2f_ep_flush(ep);
+        if (!freed) {
+            break;
+        }
+        dn2f_ep_resume(ep);             /* a slot is free: the refused RVL again */
+    }
+}
+
+static bool cond_storm(void)
+{
+    return (g_storm[1].done == g_storm[1].m && g_storm[2].done == g_storm[2].m) ||
+           APP(1)->error || APP(2)->error;
+}
+
+static bool storm(int mode, uint64_t seed, double loss, bool single_class, unsigned m,
+                  unsigned n, uint64_t limit_ns)
+{
+    char msg[200];
+    int i;
+
+    sim_reset(seed, loss, loss / 2, loss);
+    CHECK(bring_up(mode, 2), "link did not come up");
+    for (i = 1; i <= 2; i++) {
+        struct storm *st = &g_storm[i];
+        memset(st, 0, sizeof(*st));
+        st->peer = dn2f_ep_lid(EP(3 - i));
+        st->m = m;
+        st->n = n;
+        st->single_class = single_class;
+        st->on = true;
+    }
+    sim_run(cond_storm, limit_ns);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    fprintf(stderr, "#   %s, %u RVLs of %u KiB each way: answers complete %u and %u, RC FIFO "
+            "refusals %u and %u, %.3f s simulated\n",
+            single_class ? "requests in the data lanes" : "request lanes", m, n * ANS_LEN / 1024,
+            g_storm[1].done, g_storm[2].done, g_storm[1].busy, g_storm[2].busy,
+            (double)(sim.now - 1000000000ULL) / 1e9);
+    return true;
+}
+
+static bool t_storm(void)
+{
+    CHECK(storm(DN2F_ROUTE_DIRECT, 71, 0, false, 60, 256, 120ULL * 1000000000), "storm");
+    CHECK(g_storm[1].done == 60 && g_storm[2].done == 60, "deadlock: %u and %u of 60 answers "
+          "complete", g_storm[1].done, g_storm[2].done);
+    CHECK(g_storm[1].busy > 0 && g_storm[2].busy > 0, "the RC FIFOs never filled");
+    CHECK(sim_run(cond_idle, 20ULL * 1000000000), "not idle at the end");
+    return true;
+}
+
+static bool t_storm_lossy(void)
+{
+    CHECK(storm(DN2F_ROUTE_SWITCH, 72, 0.05, false, 60, 64, 300ULL * 1000000000), "storm");
+    CHECK(g_storm[1].done == 60 && g_storm[2].done == 60, "deadlock: %u and %u of 60 answers "
+          "complete", g_storm[1].done, g_storm[2].done);
+    CHECK(sim_run(cond_idle, 20ULL * 1000000000), "not idle at the end");
+    return true;
+}
+
+/* The control: the same storm with the requests in the data lanes stops
+ * for good (no answer completes in the last 20 simulated seconds). */
+static bool t_storm_single_class(void)
+{
+    unsigned d1, d2;
+    CHECK(storm(DN2F_ROUTE_DIRECT, 71, 0, true, 60, 256, 10ULL * 1000000000), "storm");
+    d1 = g_storm[1].done;
+    d2 = g_storm[2].done;
+    sim_run(cond_storm, 20ULL * 1000000000);
+    CHECK(d1 < 60 && d2 < 60 && g_storm[1].done == d1 && g_storm[2].done == d2,
+          "expected a deadlock with one lane per DWID, got %u and %u of 60 (%u and %u "
+          "20 s earlier)", g_storm[1].done, g_storm[2].done, d1, d2);
+    return true;
+}
+
+/* Resets and the request lanes: requests held for their data lane or
+ * refused by a full RC FIFO are dropped with the rest of the pair's state
+ * when the sender restarts (new epoch); the new incarnation's lanes start
+ * clean (sequence 0, its requests ordered after its own data only). */
+static bool t_req_reset(void)
+{
+    char msg[200];
+    uint16_t l1, l2;
+
+    sim_reset(53, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    l1 = dn2f_ep_lid(EP(1));
+    l2 = dn2f_ep_lid(EP(2));
+    APP(2)->refuse_cls = 1u << 0 | 1u << 3;     /* WID 0 data, WID 1 requests */
+    APP(1)->round_robin = true;
+    stream_cls(1, 2, 0, false, 200);
+    stream_cls(1, 2, 0, true, 200);             /* held for the refused data */
+    stream_cls(1, 2, 1, true, 200);             /* refused by the RC FIFO */
+    sim_run(NULL, 1000000000ULL);
+    CHECK(APP(2)->got_total == 0, "delivered while refused: %u", APP(2)->got_total);
+    CHECK(dn2f_ep_stats(EP(2))->req_held >= 1 && dn2f_ep_stats(EP(2))->busy >= 1,
+          "held %llu busy %llu", (unsigned long long)dn2f_ep_stats(EP(2))->req_held,
+          (unsigned long long)dn2f_ep_stats(EP(2))->busy);
+    /* board 1 restarts; board 2 drops what it held from the old one */
+    APP(1)->ndst = 0;
+    dn2f_ep_reset(EP(1), 0xe1111);
+    CHECK(sim_run(cond_all_up, 20ULL * 1000000000), "board 1 did not come back");
+    sim_run(NULL, 100000000ULL);
+    CHECK(dn2f_ep_lid(EP(1)) == l1, "LID changed");
+    APP(2)->refuse_cls = 0;
+    dn2f_ep_resume(EP(2));
+    sim_run(NULL, 100000000ULL);
+    CHECK(APP(2)->got_total == 0, "%u old packets delivered after the restart",
+          APP(2)->got_total);
+    /* fresh streams; requests now wait only for the new incarnation's data */
+    memset(APP(2)->expect, 0, sizeof(APP(2)->expect));
+    memset(g_want, 0, sizeof(g_want));
+    APP(1)->stream_id = 2;
+    stream_cls(1, 2, 0, false, 300);
+    stream_cls(1, 2, 0, true, 300);
+    stream_cls(1, 2, 1, true, 300);
+    CHECK(sim_run(cond_received, 60ULL * 1000000000), "new streams incomplete: %u",
+          APP(2)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(2)->got_total == 900 && APP(2)->got_cls[2] == 300 && APP(2)->got_cls[3] == 300,
+          "exactly once");
+    CHECK(dn2f_ep_pending(EP(1), l2) == 0 || sim_run(cond_idle, 20ULL * 1000000000), "idle");
     return true;
 }
 
@@ -2151,6 +2739,19 @@ static const struct {
     { "sessions: a one-sided reset (peer stopped past the grace) heals both ways", t_one_sided_reset },
     { "switch: STATS only to this host or members, padded, one chunk, rate-limited", t_stats_restricted },
     { "endpoint: packets that arrive while the link is down wait for it", t_hold_while_down },
+    { "wire: request lanes (REQ flag vs TYPE, after, ACK lanes 0..3)", t_wire_lanes },
+    { "request lane: a full RC FIFO refuses RVLs, data for the WID flows (direct)",
+      t_req_lane_direct },
+    { "request lane: the same at 5% loss + dup + reorder via the switch", t_req_lane_lossy },
+    { "request lane: an RVL is not delivered before the data queued ahead of it",
+      t_read_after_write },
+    { "request lane: two boards storm 60 RVLs of 1 MiB at each other, no deadlock",
+      t_storm },
+    { "request lane: the storm at 5% loss via the switch", t_storm_lossy },
+    { "request lane: control, requests in the data lanes deadlock the storm",
+      t_storm_single_class },
+    { "request lane: a restart drops held and refused requests, fresh lanes after",
+      t_req_reset },
     { "switch: a HELLO flood takes no LID; one host is capped; members join", t_lid_flood },
     { "crypto: SHA-256 and HMAC-SHA256 test vectors (FIPS 180-4, RFC 4231)", t_hmac_vectors },
     { "secret: members only; wrong or no secret refused; forged DATA/ACK; replay", t_secret },

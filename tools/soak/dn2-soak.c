@@ -102,6 +102,10 @@
 
 static const char *qemu_bin, *switch_bin, *fw_dir;
 static char tmpdir[128];
+/* The cluster secret of the run (a file in the temporary directory), and
+ * whether the boards and switch being started use it. */
+static char secret_file[300];
+static bool use_secret;
 static bool keep_tmp, verbose;
 static uint64_t t_start;
 
@@ -664,6 +668,16 @@ static void hang(const char *fmt, ...)
     phase_fail("HANG: %s", msg);
 }
 
+/* Called in every wait loop (the hostile peer must keep answering). */
+static void (*idle_hook)(void);
+
+static void idle(void)
+{
+    if (idle_hook) {
+        idle_hook();
+    }
+}
+
 /* ================================================================== */
 /* The switch                                                          */
 /* ================================================================== */
@@ -697,6 +711,10 @@ static bool sw_start(Sw *s, int port)
     argv[n++] = "--quiet";
     for (i = 0; i < s->nargs; i++) {
         argv[n++] = s->args[i];
+    }
+    if (use_secret) {
+        argv[n++] = "--secret-file";
+        argv[n++] = secret_file;
     }
     argv[n] = NULL;
     s->pid = spawn(argv, s->log);
@@ -748,8 +766,13 @@ static void sw_stop(Sw *s, int sig)
 static bool sw_stats(Sw *s, char *out, size_t cap)
 {
     char addr[64];
-    char *argv[] = { (char *)switch_bin, "--stats", addr, NULL };
+    char *argv[] = { (char *)switch_bin, "--stats", addr, NULL, NULL, NULL };
     int rc;
+
+    if (use_secret) {
+        argv[3] = "--secret-file";
+        argv[4] = secret_file;
+    }
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", s->port);
     rc = run_capture(argv, out, cap, 5000);
@@ -1258,6 +1281,22 @@ static uint64_t qom(Board *b, const char *prop)
     return strtoull(p + 9, NULL, 10);
 }
 
+/* qom-get that may fail (a property an older device does not have). */
+static bool qom_try(Board *b, const char *prop, uint64_t *v)
+{
+    char j[256];
+    const char *r, *p;
+
+    snprintf(j, sizeof(j), "{\"execute\":\"qom-get\",\"arguments\":{\"path\":"
+             "\"/machine/peripheral/dn\",\"property\":\"%s\"}}", prop);
+    r = qmp(b, j);
+    if (!r || !(p = strstr(r, "\"return\":"))) {
+        return false;
+    }
+    *v = strtoull(p + 9, NULL, 10);
+    return true;
+}
+
 /* --- Start and stop ------------------------------------------------ */
 
 static int listen_unix(const char *path)
@@ -1346,8 +1385,8 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     snprintf(chr, sizeof(chr), "socket,id=qmp,path=%s", ms);
     snprintf(memobj, sizeof(memobj), "memory-backend-file,id=m,size=%" PRIu64
              ",mem-path=%s,share=on", memsz, b->mempath);
-    snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m%s%s", devprops && *devprops ? "," : "",
-             devprops ? devprops : "");
+    snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m%s%s%s", devprops && *devprops ? "," : "",
+             devprops ? devprops : "", use_secret ? ",secret=csec" : "");
     b->loopback = devprops && strstr(devprops, "loopback=on");
     argv[n++] = (char *)qemu_bin;
     argv[n++] = "-qtest";
@@ -1371,6 +1410,12 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     argv[n++] = "chardev=qmp,mode=control";
     argv[n++] = "-object";
     argv[n++] = memobj;
+    if (use_secret) {
+        static char secobj[400];
+        snprintf(secobj, sizeof(secobj), "secret,id=csec,file=%s", secret_file);
+        argv[n++] = "-object";
+        argv[n++] = secobj;
+    }
     argv[n++] = "-device";
     argv[n++] = dev;
     argv[n] = NULL;
@@ -1654,6 +1699,7 @@ static bool wait_link(Board *b, unsigned ms)
             b->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
             return true;
         }
+        idle();
         msleep(2);
     } while (now_ms() < end);
     return false;
@@ -1758,6 +1804,7 @@ static bool fifo_room(Board *b, int wid, unsigned ms)
             return true;
         }
         if (ms) {
+            idle();
             usleep(200);
         }
     } while (now_ms() < end);
@@ -1772,6 +1819,7 @@ static void issue(Board *b, int wid, uint64_t upper, uint64_t lower)
 }
 
 static uint64_t known_good_seq;     /* patterns of the known-good transfers */
+static uint64_t last_rvl_ms;        /* how long the last round trip's RVL took */
 
 /*
  * A known-good round trip: RVS src -> dst of len bytes (src's WID 0 soff
@@ -1809,6 +1857,7 @@ static void wait_record(Board *at, uint64_t lower, uint64_t upper, const char *w
                  " 0x%" PRIx64 ")", what, check_ctx, at->name, T_XFER, lower, upper);
             return;
         }
+        idle();
         usleep(500);
     }
 }
@@ -1842,6 +1891,7 @@ static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_
 {
     uint8_t *a = malloc(len), *c = malloc(len);
     char what[96];
+    uint64_t t0 = now_ms(), t1;
 
     fill_bytes(a, len, 0x5eed0000 + known_good_seq++);
     fill_bytes(c, len, 0x5eed0000 + known_good_seq++);
@@ -1856,6 +1906,10 @@ static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_
           dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(d->lid), 0, 1, (uint32_t)len));
     wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), doff, what);
     expect_data(d, doff, a, len, what);
+    t1 = now_ms();
+    if (t1 - t0 > 200) {
+        vnote("%s took %" PRIu64 " ms", what, t1 - t0);
+    }
     /* RVL: d asks s for roff, lands at d's loff */
     snprintf(what, sizeof(what), "known-good RVL %s<-%s %zu B", d->name, s->name, len);
     sd_put(s, roff, c, len);
@@ -1867,6 +1921,10 @@ static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_
           dn2_req_lower(DN2_OP_RVL, 0, 0, dn2_lid_to_clid(s->lid), 0, 1, (uint32_t)len));
     wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), loff, what);
     expect_data(d, loff, c, len, what);
+    last_rvl_ms = now_ms() - t1;
+    if (last_rvl_ms > 200) {
+        vnote("%s took %" PRIu64 " ms", what, last_rvl_ms);
+    }
     free(a);
     free(c);
 }
@@ -2007,8 +2065,11 @@ static uint64_t fz_regval(FuzzCtx *f, bool system, uint32_t reg)
         case DN2_SR_LID: return rndn(r, 2) ? f->own : rnd(r) & 0xffff;
         case DN2_SR_PGID0: case DN2_SR_PGID1: return rndn(r, 3) ? f->fp : rnd(r) & 0xff;
         case DN2_SR_AMT:
-            return dn2_amt_encode((uint32_t)rndn(r, 0x1000), (uint32_t)rndn(r, 2),
-                                  rndn(r, 2) ? f->peer : f->own);
+            /* the thesis's per-board form, or one receiving process's (#52) */
+            return rndn(r, 2) ? dn2_amt_encode((uint32_t)rndn(r, 0x1000), (uint32_t)rndn(r, 2),
+                                               rndn(r, 2) ? f->peer : f->own) :
+                   dn2_amt_encode_dwid((uint32_t)rndn(r, 0x1000), (uint32_t)rndn(r, 2),
+                                       rndn(r, 2) ? f->peer : f->own, (uint32_t)rndn(r, 2));
         default: return rnd(r);
         }
     }
@@ -2378,7 +2439,7 @@ static void phase_mmio(void)
 #define IPR_SIZE    0x10000u
 #define NFUZZSOCK   4
 
-static struct {
+struct P2s {
     uint64_t sent, to_board[2], to_switch, send_err;
     uint64_t kind[8];
     uint64_t rx_board[2], drops_board[2], stalls_board[2], accepted_board[2];
@@ -2386,8 +2447,14 @@ static struct {
     uint64_t peer_acks, peer_data_in, peer_rehello;
     unsigned checks;
     double secs;
-    bool ran, sent_ok, guard_ok, after_ok, peer_ok;
-} P2;
+    bool ran, sent_ok, guard_ok, after_ok, peer_ok, silent_ok;
+    uint64_t silent_ms, rc_timeout_ms, rc_abandoned, abandon_ms;
+    int bye_reason;
+};
+/* [0]: the open fabric; [1]: with a cluster secret the hostile side lacks */
+static struct P2s P2v[2], *P2p = &P2v[0];
+#define P2 (*P2p)
+
 
 static const char *const kind_name[8] = {
     "random bytes", "magic + random", "header + random body", "mutated messages",
@@ -2404,6 +2471,8 @@ typedef struct Victim {
     uint32_t tx_seq[DN2F_NUM_LANES];    /* our next sequence number toward it */
     uint32_t rx_cum[DN2F_NUM_LANES];    /* the next one we expect from it */
     bool rx_seen[DN2F_NUM_LANES];
+    uint32_t acked[DN2F_NUM_LANES];     /* its latest cumulative ACK of our packets */
+    bool ack_seen;              /* an ACK block from it since this was cleared */
     uint32_t sess;              /* its session toward us (0: not known yet) */
 } Victim;
 
@@ -2417,6 +2486,8 @@ typedef struct RawPeer {
     uint32_t gen, sess;
     struct dn2f_ticket ticket;  /* the ASSIGN's, returned until we are in the table */
     bool joined;
+    bool mute;                  /* acknowledge nothing (keepalives go on) */
+    int bye_reason;             /* the last BYE from the switch (-1: none) */
     Victim v[2];
     uint64_t next_hello, next_ka;
 } RawPeer;
@@ -2496,6 +2567,7 @@ static void rp_service(RawPeer *rp)
             break;
         }
         case DN2F_T_BYE:
+            rp->bye_reason = (int)m.u.bye.reason;
             rp->lid = 0;            /* the switch forgot us: HELLO again */
             rp->joined = false;
             P2.peer_rehello++;
@@ -2506,25 +2578,30 @@ static void rp_service(RawPeer *rp)
                 break;
             }
             if (m.h.src_sess != v->sess) {
-                /* the victim's (new) session: its streams start over */
+                /* the victim started over with us (a new session): both
+                 * directions restart at 0 (docs/fabric.md, sessions) */
                 v->sess = m.h.src_sess;
                 memset(v->rx_cum, 0, sizeof(v->rx_cum));
                 memset(v->rx_seen, 0, sizeof(v->rx_seen));
-                if (m.h.dst_sess != rp->sess) {
-                    memset(v->tx_seq, 0, sizeof(v->tx_seq));
-                }
+                memset(v->tx_seq, 0, sizeof(v->tx_seq));
+                memset(v->acked, 0, sizeof(v->acked));
             }
-            if (m.h.type == DN2F_T_DATA) {
+            if (m.h.type == DN2F_T_DATA && !rp->mute) {
                 struct dn2f_iter it;
                 struct dn2f_rec r;
                 unsigned ln, nl = 0;
                 P2.peer_data_in++;
                 dn2f_data_iter(&m, &it);
                 while (dn2f_data_next(&it, &r)) {
-                    ln = r.lane & 1;
+                    ln = r.lane % DN2F_NUM_LANES;
                     v->rx_seen[ln] = true;
-                    if (r.kind != DN2F_REC_MCAST_ORIGIN && r.seq == v->rx_cum[ln]) {
-                        v->rx_cum[ln]++;
+                    /* a sink: everything up to the highest sequence number
+                     * seen counts as received (a hole would only make the
+                     * victim wait for its timers) */
+                    if (r.kind != DN2F_REC_MCAST_ORIGIN &&
+                        (int32_t)(r.seq - v->rx_cum[ln]) >= 0 &&
+                        (int32_t)(r.seq - v->rx_cum[ln]) < 65536) {
+                        v->rx_cum[ln] = r.seq + 1;
                     }
                 }
                 dn2f_wbuf_init(&w, out, sizeof(out));
@@ -2549,7 +2626,9 @@ static void rp_service(RawPeer *rp)
                 unsigned j;
                 /* a naive sender: what the victim did not get is sent anew */
                 for (j = 0; j < as->n; j++) {
-                    unsigned ln = as->a[j].lane & 1;
+                    unsigned ln = as->a[j].lane % DN2F_NUM_LANES;
+                    v->acked[ln] = as->a[j].cum;
+                    v->ack_seen = true;
                     if ((int32_t)(v->tx_seq[ln] - as->a[j].cum) > 0) {
                         v->tx_seq[ln] = as->a[j].cum;
                     }
@@ -2578,11 +2657,12 @@ static void rp_service(RawPeer *rp)
     }
 }
 
-static bool rp_register(RawPeer *rp, int sw_port, Board *a, Board *b, uint64_t seed)
+static bool rp_register(RawPeer *rp, int sw_port, Board *a, Board *b, uint64_t seed,
+                        unsigned ms)
 {
     char sws[64];
     struct dn2f_addr me;
-    uint64_t end = now_ms() + T_LINK;
+    uint64_t end = now_ms() + ms;
 
     memset(rp, 0, sizeof(*rp));
     dn2f_addr_parse(&me, "127.0.0.1:0");
@@ -2595,6 +2675,7 @@ static bool rp_register(RawPeer *rp, int sw_port, Board *a, Board *b, uint64_t s
     rp->guid = 0xbad0000000000000ull | (seed & 0xffffffffffull) | 1;
     rp->epoch = seed | 1;
     rp->sess = 1;
+    rp->bye_reason = -1;
     rp->v[0] = (Victim){ .b = a, .lid = a->lid };
     rp->v[1] = (Victim){ .b = b, .lid = b->lid };
     while (now_ms() < end) {
@@ -2777,12 +2858,18 @@ static size_t random_msg(Rng *r, uint8_t *buf, size_t cap, uint16_t src, uint16_
         for (i = 0; i < n; i++) {
             size_t l = hostile_pkt(r, pkt, dst);
             unsigned kind = rndn(r, 4) ? DN2F_REC_UNICAST : (unsigned)rndn(r, 3);
+            unsigned lane = dn2f_pkt_lane(pkt);
             uint16_t ml[2] = { dst, src };
             uint32_t ms[2] = { (uint32_t)rnd(r), 0 };
             uint64_t me[2] = { de, rnd(r) };
+            if (kind == DN2F_REC_UNICAST && lane >= DN2F_LANE_REQ && rndn(r, 5)) {
+                dn2f_put_req(&w, dn2f_lane_rflags(lane) | (unsigned)rndn(r, 2),
+                             (uint32_t)rndn(r, 1000), (uint32_t)rndn(r, 1000), pkt, l);
+                continue;
+            }
             dn2f_put_rec(&w, kind,
-                         rndn(r, 5) ? (dn2f_pkt_dwid(pkt) ? DN2F_RF_LANE1 : 0) |
-                                      (unsigned)rndn(r, 2) : (unsigned)rndn(r, 256),
+                         rndn(r, 5) ? dn2f_lane_rflags(lane) | (unsigned)rndn(r, 2) :
+                                      (unsigned)rndn(r, 256),
                          (uint32_t)rndn(r, 1000),
                          kind ? dn2_clid_to_lid(DN2_CLID_MCAST_FIRST) : 0,
                          kind == DN2F_REC_MCAST_ORIGIN ? 1 + (unsigned)rndn(r, 2) : 0,
@@ -2796,14 +2883,25 @@ static size_t random_msg(Rng *r, uint8_t *buf, size_t cap, uint16_t src, uint16_
         for (i = 0; i < nb / 8; i++) {
             bits[i] = (uint8_t)rnd(r);
         }
-        dn2f_put_ack(&w, (unsigned)rndn(r, 2), false, (uint32_t)rndn(r, 4096),
+        dn2f_put_ack(&w, (unsigned)rndn(r, DN2F_NUM_LANES + 1), false, (uint32_t)rndn(r, 4096),
                      (uint32_t)rndn(r, 8192), (uint16_t)nb, bits);
         break;
     }
-    case DN2F_T_KEEPALIVE:
-    case DN2F_T_BYE:
+    case DN2F_T_KEEPALIVE: {
+        struct dn2f_ticket tk;
+        memset(&tk, 0, sizeof(tk));
+        for (i = 0; i < sizeof(tk); i++) {
+            ((uint8_t *)&tk)[i] = (uint8_t)rnd(r);
+        }
+        dn2f_put_keepalive(&w, (uint32_t)rnd(r), rnd(r), rndn(r, 2) ? &tk : NULL);
+        break;
+    }
     case DN2F_T_STATS_REQ:
-        dn2f_put_u32pair(&w, rndn(r, 2) ? (uint32_t)rndn(r, 4) : (uint32_t)rnd(r), 0);
+        dn2f_put_stats_req(&w, (uint32_t)rnd(r), (uint16_t)rndn(r, 4),
+                           rndn(r, 2) ? DN2F_STATS_REQ_MIN : 64);
+        break;
+    case DN2F_T_BYE:
+        dn2f_put_u32pair(&w, rndn(r, 2) ? (uint32_t)rndn(r, 6) : (uint32_t)rnd(r), 0);
         break;
     case DN2F_T_STATS_RESP: {
         struct dn2f_swsummary su;
@@ -2878,16 +2976,20 @@ static size_t peer_data(Rng *r, RawPeer *rp, Victim *v, uint8_t *buf, size_t cap
     dn2f_put_hdr(&w, DN2F_T_DATA, flags, rp->lid, v->lid, rp->epoch, v->epoch);
     dn2f_hdr_set_sessions(&w, rp->sess, rndn(r, 20) ? v->sess : (uint32_t)rnd(r));
     if (flags) {
-        unsigned ln = (unsigned)rndn(r, 2);
+        unsigned ln = (unsigned)rndn(r, DN2F_NUM_LANES);
         dn2f_put_ack(&w, ln, false, rndn(r, 2) ? v->rx_cum[ln] : (uint32_t)rnd(r),
                      v->rx_cum[ln] + (uint32_t)rndn(r, 1024), 0, NULL);
     }
     for (i = 0; i < n; i++) {
         size_t l = hostile_pkt(r, pkt, v->lid);
-        unsigned ln = dn2f_pkt_dwid(pkt) & 1;
+        unsigned ln = dn2f_pkt_lane(pkt) % DN2F_NUM_LANES;
         uint32_t seq = rndn(r, 10) ? v->tx_seq[ln]++ : (uint32_t)rnd(r);
-        if (!dn2f_put_rec(&w, DN2F_REC_UNICAST, ln ? DN2F_RF_LANE1 : 0, seq, 0, 0, NULL, NULL,
-                          NULL, pkt, l)) {
+        bool ok = ln >= DN2F_LANE_REQ ?
+            dn2f_put_req(&w, dn2f_lane_rflags(ln), seq,
+                         rndn(r, 10) ? v->tx_seq[ln - DN2F_LANE_REQ] : (uint32_t)rnd(r), pkt, l) :
+            dn2f_put_rec(&w, DN2F_REC_UNICAST, dn2f_lane_rflags(ln), seq, 0, 0, NULL, NULL, NULL,
+                         pkt, l);
+        if (!ok) {
             break;
         }
     }
@@ -2933,7 +3035,209 @@ static void hostile_round_trips(Board *a, Board *b, Rng *r)
                CHK_OFF + 7 * MiB, len);
 }
 
-static void phase_hostile(void)
+static RawPeer *g_rp;
+
+static void rp_idle(void)
+{
+    if (g_rp) {
+        rp_service(g_rp);
+    }
+}
+
+/* Learn where victim v's lanes from us stand: an ACK with ACKREQ, answered
+ * by an ACK (acked[] updated).  While muted it acknowledges nothing new. */
+static bool rp_probe(RawPeer *rp, Victim *v, unsigned ms)
+{
+    static uint8_t buf[256];
+    struct dn2f_wbuf w;
+    uint64_t e = now_ms() + ms, nx = 0;
+
+    v->ack_seen = false;
+    while (now_ms() < e && !v->ack_seen) {
+        if (now_ms() >= nx) {
+            dn2f_wbuf_init(&w, buf, sizeof(buf));
+            dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
+            dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+            dn2f_put_ack(&w, 0, false, v->rx_cum[0], v->rx_cum[0] + 512, 0, NULL);
+            raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
+            nx = now_ms() + 50;
+        }
+        rp_service(rp);
+        msleep(1);
+    }
+    return v->ack_seen;
+}
+
+/* Move v's lane from us past whatever the storm left buffered there
+ * (random sequence numbers ahead of its cumulative point): a window's worth
+ * of header-only packets for a PGID nobody has (dropped and counted).  A
+ * request lane gets RVL packets, "after" what its data lane has delivered. */
+static bool rp_flush_lane(RawPeer *rp, Victim *v, unsigned lane)
+{
+    static uint8_t buf[DN2F_DGRAM_MAX];
+    struct dn2f_wbuf w;
+    struct dn2_hdr h;
+    uint8_t pkt[32];
+    unsigned plen = lane >= DN2F_LANE_REQ ? 32 : 16, dl = lane % DN2F_LANE_REQ;
+    uint32_t base, i;
+    uint64_t w0;
+    int tries, j;
+
+    memset(&h, 0, sizeof(h));
+    h.type = lane >= DN2F_LANE_REQ ? DN2_OP_RVL : DN2_OP_RVS;
+    h.hflag = lane >= DN2F_LANE_REQ;
+    h.pgid = 0x01;
+    h.dwid = (uint8_t)dl;
+    h.dlid = v->lid;
+    h.size = (uint16_t)plen;
+    w0 = dn2_hdr0_encode(&h);
+    memset(pkt, 0, sizeof(pkt));
+    for (j = 0; j < 8; j++) {
+        pkt[j] = (uint8_t)(w0 >> (8 * j));
+    }
+    for (tries = 0; tries < 5; tries++) {
+        if (!rp_probe(rp, v, 500)) {
+            continue;
+        }
+        base = v->acked[lane];
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
+        dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+        for (i = 0; i < 500; i++) {
+            if (lane >= DN2F_LANE_REQ) {
+                dn2f_put_req(&w, dn2f_lane_rflags(lane), base + i, v->tx_seq[dl], pkt, plen);
+            } else {
+                dn2f_put_rec(&w, DN2F_REC_UNICAST, dn2f_lane_rflags(lane), base + i, 0, 0, NULL,
+                             NULL, NULL, pkt, plen);
+            }
+        }
+        raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
+        for (uint64_t e = now_ms() + 300; now_ms() < e && (int32_t)(v->acked[lane] - base) < 500;) {
+            rp_service(rp);
+            msleep(1);
+        }
+        if ((int32_t)(v->acked[lane] - base) >= 500) {
+            v->tx_seq[lane] = v->acked[lane];
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * A joined peer that asks board a for data (4 RVLs of 1 MiB from a's WID 1)
+ * and then acknowledges nothing, while it keeps itself in the switch's
+ * table: a's Receive Controller answer stalls on credits.  The device
+ * abandons such an answer after rc-timeout-ms (docs/security.md: "a remote
+ * requester cannot hold a board's Window Controller hostage"); meanwhile
+ * a known-good RVL from b must be answered, within that bound.
+ */
+static void silent_peer(RawPeer *rp, Board *a, Board *b, Rng *r)
+{
+    enum { RQ = DN2F_LANE_REQ + 1 };    /* the RVL lane to a's WID 1 */
+    static uint8_t buf[DN2F_DGRAM_MAX];
+    Victim *v = rp_victim(rp, a->lid);
+    struct dn2f_wbuf w;
+    uint64_t ab0 = 0, ab1 = 0, t0;
+    int k, tries;
+
+    if (!qom_try(a, "rc-timeout-ms", &P2.rc_timeout_ms)) {
+        P2.rc_timeout_ms = 0;
+    }
+    static const char *const pr[] = { "stat-rx-packets", "stat-tx-packets", "stat-rx-drop-pgid",
+                                      "stat-rx-drop-noproc", "stat-rx-drop-bad",
+                                      "stat-rx-stalls", "stat-link-drops" };
+    uint64_t c0[7] = { 0 };
+    qom_try(a, "stat-rc-abandoned", &ab0);
+    for (k = 0; k < 7 && verbose; k++) {
+        c0[k] = qom(a, pr[k]);
+    }
+    for (t0 = now_ms(), tries = 0; now_ms() < t0 + 3000; tries++) {
+    uint32_t base;
+    /* where the victim's lane 1 from us stands (the storm's random sequence
+     * numbers leave us no idea): probe (ACK with ACKREQ), then send exactly
+     * there */
+    if (!tries && (!rp_flush_lane(rp, v, 1) || !rp_flush_lane(rp, v, DN2F_LANE_REQ + 1))) {
+        note("hostile: board %s does not acknowledge the silent peer's lanes 1 and %u",
+             a->name, DN2F_LANE_REQ + 1);
+    }
+    rp->mute = true;            /* from now on the victim's answers go unacknowledged */
+    rp_probe(rp, v, 500);
+    base = v->tx_seq[RQ] = v->acked[RQ];
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACKREQ, rp->lid, v->lid, rp->epoch, v->epoch);
+    dn2f_hdr_set_sessions(&w, rp->sess, v->sess);
+    for (k = 0; k < 4; k++) {
+        uint8_t pkt[32];
+        struct dn2_hdr h;
+        uint64_t wd[4];
+        int j;
+        memset(&h, 0, sizeof(h));
+        h.type = DN2_OP_RVL;
+        h.hflag = 1;
+        h.pgid = PG2;
+        h.dwid = 1;
+        h.dlid = v->lid;
+        h.size = sizeof(pkt);
+        h.w1_lo = (uint32_t)(k * MiB);          /* source on a (WID 1) */
+        h.w1_hi = (uint32_t)(k * MiB);          /* where it would land here */
+        wd[0] = dn2_hdr0_encode(&h);
+        wd[1] = dn2_hdr1_encode(h.w1_lo, h.w1_hi);
+        wd[2] = dn2_hdr1_encode((uint32_t)MiB, 0);
+        wd[3] = 0;
+        for (j = 0; j < 32; j++) {
+            pkt[j] = (uint8_t)(wd[j / 8] >> (8 * (j % 8)));
+        }
+        /* a request lane: delivered after our data lane 1 up to tx_seq[1] */
+        dn2f_put_req(&w, dn2f_lane_rflags(RQ), v->tx_seq[RQ]++, v->tx_seq[1], pkt, sizeof(pkt));
+    }
+    raw_send(rp->fd, &v->addr, buf, dn2f_finish(&w));
+    for (uint64_t e = now_ms() + 100; now_ms() < e && (int32_t)(v->acked[RQ] - base) < 4;) {
+        rp_service(rp);
+        msleep(1);
+    }
+    if ((int32_t)(v->acked[RQ] - base) >= 4) {
+        break;
+    }
+    }
+    if ((int32_t)(v->acked[RQ] - v->tx_seq[RQ]) < 0) {
+        note("hostile: board %s did not acknowledge the silent peer's RVLs (lane %u cum %u, "
+             "sent up to %u; its session %u, ours %u; fabric drops %" PRIu64 ")", a->name, RQ,
+             v->acked[RQ], v->tx_seq[RQ], v->sess, rp->sess, qom(a, "stat-link-drops"));
+    }
+    msleep(20);
+    if (verbose) {
+        for (k = 0; k < 7; k++) {
+            vnote("silent peer: board %s %s +%" PRIu64, a->name, pr[k], qom(a, pr[k]) - c0[k]);
+        }
+        vnote("silent peer: board %s Module State 0x%" PRIx64 ", lane 1 tx-seq %u acked %u, "
+              "lane %u tx-seq %u acked %u", a->name, ur(a, 0, DN2_UR_MODULE_STATE), v->tx_seq[1],
+              v->acked[1], RQ, v->tx_seq[RQ], v->acked[RQ]);
+    }
+    t0 = now_ms();
+    hostile_round_trips(a, b, r);
+    P2.silent_ms = now_ms() - t0;
+    /* and the silent peer's answers are given up on within the bound */
+    for (uint64_t e = t0 + P2.rc_timeout_ms + 5000; now_ms() < e; msleep(20)) {
+        rp_service(rp);
+        if (qom_try(a, "stat-rc-abandoned", &ab1) && ab1 > ab0) {
+            break;
+        }
+    }
+    P2.abandon_ms = now_ms() - t0;
+    rp->mute = false;
+    qom_try(a, "stat-rc-abandoned", &ab1);
+    P2.rc_abandoned = ab1 - ab0;
+    P2.silent_ok = P2.rc_timeout_ms && P2.silent_ms <= P2.rc_timeout_ms + 5000 &&
+                   P2.rc_abandoned > 0;
+    note("hostile: a joined peer asked board %s for 4 MiB and acknowledged nothing: the "
+         "known-good round trips took %" PRIu64 " ms (RVL %" PRIu64 " ms); %" PRIu64
+         " RC answers to it abandoned after %" PRIu64 " ms (rc-timeout-ms %" PRIu64 ")",
+         a->name, P2.silent_ms, last_rvl_ms, P2.rc_abandoned, P2.abandon_ms,
+         P2.rc_timeout_ms);
+}
+
+static void hostile_run(bool secret)
 {
     static Sw sw;
     static Board A, B;
@@ -2947,10 +3251,14 @@ static void phase_hostile(void)
     uint64_t t0, next_check, every, base_rx[2], base_drops[2], base_stalls[2], base_acc[2];
     int64_t first;
 
+    uint64_t ndg = secret ? opt_datagrams / 4 : opt_datagrams;
+
+    P2p = &P2v[secret];
+    use_secret = secret;
     P2.ran = true;
     memset(&sw, 0, sizeof(sw));
-    rng_seed(&r, opt_seed ^ 0x686f7374);
-    every = opt_datagrams / 10 ? opt_datagrams / 10 : 1;
+    rng_seed(&r, opt_seed ^ 0x686f7374 ^ (secret ? 0x5ec : 0));
+    every = ndg / 10 ? ndg / 10 : 1;
     psw = &sw;
     if (!sw_start(&sw, 0)) {
         phase_fail("dn2-switch did not start");
@@ -2969,8 +3277,20 @@ static void phase_hostile(void)
         }
         board_bringup(bs[i], PG, PG2);
     }
-    P2.peer_ok = rp_register(&rp, sw.port, &A, &B, opt_seed ^ 0x7261770000ull);
-    if (!P2.peer_ok) {
+    P2.peer_ok = rp_register(&rp, sw.port, &A, &B, opt_seed ^ 0x7261770000ull,
+                             secret ? 3000 : T_LINK);
+    if (secret) {
+        /* without the secret it must not get in; it becomes one more stranger */
+        P2.bye_reason = rp.bye_reason;
+        note("hostile (cluster secret): the hostile peer, which lacks the secret, %s (the "
+             "switch's last BYE: %s)", P2.peer_ok ? "JOINED the switch" :
+             "could not join (as it must not)", rp.bye_reason < 0 ? "none" :
+             dn2f_bye_name((unsigned)rp.bye_reason));
+        for (i = 0; i < 2; i++) {
+            rp.v[i].epoch = rnd(&r);
+            rp.v[i].addr = board_addr[i];
+        }
+    } else if (!P2.peer_ok) {
         /* go on with what strangers can send; the run fails all the same */
         note("FAIL: the hostile peer could not join the switch (LID 0x%x, joined %d, victims "
              "known %d %d); this tool speaks fabric wire version %d with %d-byte headers: are "
@@ -2981,7 +3301,11 @@ static void phase_hostile(void)
             rp.v[i].addr = board_addr[i];
         }
     }
-    for (i = 0; i < 2 && P2.peer_ok; i++) {
+    if (P2.peer_ok && !secret) {
+        g_rp = &rp;
+        idle_hook = rp_idle;    /* the peer answers while we wait */
+    }
+    for (i = 0; i < 2 && P2.peer_ok && !secret; i++) {
         char a[64];
         if (!dn2f_addr_equal(&rp.v[i].addr, &board_addr[i])) {
             phase_fail("the routing table gives board %s the address %s, not 127.0.0.1:%d",
@@ -2997,9 +3321,10 @@ static void phase_hostile(void)
             die("UDP socket: %s", strerror(-fsock[i]));
         }
     }
-    note("hostile: boards A (127.0.0.1:%d, LID 0x%x) and B (127.0.0.1:%d, LID 0x%x, rx-thread) "
-         "on dn2-switch port %d; hostile peer LID 0x%x; %" PRIu64 " datagrams", A.udp_port, A.lid,
-         B.udp_port, B.lid, sw.port, rp.lid, opt_datagrams);
+    note("hostile%s: boards A (127.0.0.1:%d, LID 0x%x) and B (127.0.0.1:%d, LID 0x%x, "
+         "rx-thread) on dn2-switch port %d; hostile peer LID 0x%x; %" PRIu64 " datagrams",
+         secret ? " (cluster secret)" : "", A.udp_port, A.lid, B.udp_port, B.lid, sw.port,
+         rp.lid, ndg);
     hostile_round_trips(&A, &B, &r);
     for (i = 0; i < 2; i++) {
         base_rx[i] = qom(bs[i], "stat-link-dgrams-rx");
@@ -3009,7 +3334,7 @@ static void phase_hostile(void)
     }
     t0 = now_ns();
     next_check = every;
-    while (P2.sent < opt_datagrams) {
+    while (P2.sent < ndg) {
         unsigned k = (unsigned)rndn(&r, 1000), tgt = (unsigned)rndn(&r, 10);
         int t = tgt < 4 ? 1 : tgt < 7 ? 0 : 2;      /* B, A, the switch */
         int fd = fsock[rndn(&r, NFUZZSOCK)], kind;
@@ -3064,7 +3389,7 @@ static void phase_hostile(void)
         } else if (k < 700 && t < 2) {
             kind = 4;
             len = forged_msg(&r, buf, sizeof(buf), v, o);
-        } else if (!P2.peer_ok && (k < 950 || t < 2)) {
+        } else if ((!P2.peer_ok || secret) && (k < 950 || t < 2)) {
             kind = 3;
             len = random_msg(&r, buf, sizeof(buf) - 64, o->lid, t == 2 ? 0 : v->lid, o->epoch,
                              v->epoch, t == 2);
@@ -3077,7 +3402,15 @@ static void phase_hostile(void)
                 to = &v->addr;
             }
             if (t < 2 && rndn(&r, 10) == 0) {
+                /* mutated, but not in its sessions: a "newer" session of
+                 * ours from our own address would make the victim drop
+                 * all our later datagrams as stale (as designed) */
+                uint8_t sess[8];
+                memcpy(sess, buf + 32, 8);
                 mutate(&r, buf, &len, sizeof(buf));
+                if (len >= 40) {
+                    memcpy(buf + 32, sess, 8);
+                }
             }
         } else {
             /* control traffic from strangers to the switch */
@@ -3095,8 +3428,10 @@ static void phase_hostile(void)
             } else if (tys[ty] == DN2F_T_HELLO) {
                 struct dn2f_hello hl = { .guid = rnd(&r) | 1, .lid_hint = 0 };
                 dn2f_put_hello(&w, &hl);
+            } else if (tys[ty] == DN2F_T_STATS_REQ) {
+                dn2f_put_stats_req(&w, (uint32_t)rnd(&r), 0, DN2F_STATS_REQ_MIN);
             } else {
-                dn2f_put_u32pair(&w, (uint32_t)rnd(&r), 0);
+                dn2f_put_keepalive(&w, (uint32_t)rnd(&r), rnd(&r), NULL);
             }
             len = dn2f_finish(&w);
         }
@@ -3132,13 +3467,13 @@ static void phase_hostile(void)
                      proc_state(sw.pid));
             }
             P2.checks++;
-            note("hostile: %" PRIu64 " datagrams in %.1f s, round trips A<->B passed (check %u)",
-                 P2.sent, (now_ns() - t0) / 1e9, P2.checks);
+            note("hostile%s: %" PRIu64 " datagrams in %.1f s, round trips A<->B passed (check %u)",
+                 secret ? " (cluster secret)" : "", P2.sent, (now_ns() - t0) / 1e9, P2.checks);
             next_check += every;
         }
     }
     P2.secs = (now_ns() - t0) / 1e9;
-    P2.sent_ok = P2.peer_ok;
+    P2.sent_ok = secret ? !P2.peer_ok : P2.peer_ok;
     /* afterwards: the peer stays polite for a while; then the checks */
     for (t0 = now_ms(); now_ms() < t0 + 500;) {
         rp_service(&rp);
@@ -3168,6 +3503,9 @@ static void phase_hostile(void)
         hang("dn2-switch (pid %d, state %s) did not answer --stats after the storm",
              (int)sw.pid, proc_state(sw.pid));
     }
+    if (P2.peer_ok && !secret) {
+        silent_peer(&rp, &A, &B, &r);
+    }
     /* the switch still does its job: A renegotiates (SMA reset) */
     {
         uint16_t lid = A.lid;
@@ -3183,10 +3521,11 @@ static void phase_hostile(void)
         hostile_round_trips(&A, &B, &r);
     }
     P2.after_ok = true;
-    note("hostile: sent %" PRIu64 " (A %" PRIu64 ", B %" PRIu64 ", switch %" PRIu64
+    note("hostile%s: sent %" PRIu64 " (A %" PRIu64 ", B %" PRIu64 ", switch %" PRIu64
          ") in %.1f s; received by A %" PRIu64 ", B %" PRIu64 "; fabric drops A %" PRIu64
          " B %" PRIu64 "; packets accepted A %" PRIu64 " B %" PRIu64 "; receive stalls A %"
-         PRIu64 " B %" PRIu64 "; switch bad=%" PRIu64 " of %" PRIu64, P2.sent, P2.to_board[0],
+         PRIu64 " B %" PRIu64 "; switch bad=%" PRIu64 " of %" PRIu64,
+         secret ? " (cluster secret)" : "", P2.sent, P2.to_board[0],
          P2.to_board[1], P2.to_switch, P2.secs, P2.rx_board[0], P2.rx_board[1],
          P2.drops_board[0], P2.drops_board[1], P2.accepted_board[0], P2.accepted_board[1],
          P2.stalls_board[0], P2.stalls_board[1], P2.sw_bad, P2.sw_in);
@@ -3198,7 +3537,19 @@ static void phase_hostile(void)
     for (i = 0; i < NFUZZSOCK; i++) {
         close(fsock[i]);
     }
+    idle_hook = NULL;
+    g_rp = NULL;
     close(rp.fd);
+}
+
+static void phase_hostile(void)
+{
+    hostile_run(false);
+}
+
+static void phase_hostile_secret(void)
+{
+    hostile_run(true);
 }
 
 /* ================================================================== */
@@ -3593,6 +3944,7 @@ static void phase_rvs(void)
             if (!left) {
                 break;
             }
+            P3.secs = (now_ns() - t0) / 1e9;
             if (progress) {
                 last_progress = now_ms();
             } else {
@@ -3678,7 +4030,9 @@ static void run_phase(const char *name, void (*fn)(void))
         fn();
     }
     in_phase = false;
+    idle_hook = NULL;
     phase_cleanup();
+    use_secret = false;
 }
 
 static void usage(void)
@@ -3692,11 +4046,11 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    const char *phases = "mmio,hostile,rvs";
+    const char *phases = "mmio,hostile,secret,rvs";
     bool quick = false, seeded = false;
     int i;
     unsigned nplan = 0;
-    bool do_mmio, do_hostile, do_rvs;
+    bool do_mmio, do_hostile, do_secret, do_rvs;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     t_start = now_ns();
@@ -3770,15 +4124,32 @@ int main(int argc, char **argv)
     }
     do_mmio = strstr(phases, "mmio") != NULL;
     do_hostile = strstr(phases, "hostile") != NULL;
+    do_secret = strstr(phases, "secret") != NULL;
     do_rvs = strstr(phases, "rvs") != NULL;
-    nplan = (do_mmio ? 2 : 0) + (do_hostile ? 3 : 0) + (do_rvs ? 4 : 0) + 2;
+    nplan = (do_mmio ? 2 : 0) + (do_hostile ? 4 : 0) + (do_secret ? 1 : 0) + (do_rvs ? 4 : 0) +
+            2;
 
+    /* in scripts/soak.sh's own directory when it gives one */
     snprintf(tmpdir, sizeof(tmpdir), "%s/dn2-soak-XXXXXX",
+             getenv("DN2_SOAK_TMP") && *getenv("DN2_SOAK_TMP") ? getenv("DN2_SOAK_TMP") :
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(tmpdir)) {
         die("mkdtemp: %s", strerror(errno));
     }
     atexit(cleanup);
+    {
+        /* a cluster secret for the pass that uses one (0600, as the switch wants) */
+        int fd;
+        FILE *f;
+        snprintf(secret_file, sizeof(secret_file), "%s/cluster-secret", tmpdir);
+        fd = open(secret_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+            die("%s: %s", secret_file, strerror(errno));
+        }
+        fprintf(f, "soak-%016" PRIx64 "%016" PRIx64 "\n", dn2f_random_u64(), dn2f_random_u64());
+        fclose(f);
+    }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
@@ -3811,6 +4182,20 @@ int main(int argc, char **argv)
             "stranger's socket) wrote nothing");
         tap(P2.after_ok, "hostile: afterwards RVS and RVL round trips both ways, the switch "
             "answers --stats, an SMA reset re-links with the same LID");
+        tap(P2.silent_ok, "hostile: a joined peer that asks for data and acknowledges nothing "
+            "holds no board hostage: known-good round trips done in %" PRIu64 " ms, its "
+            "answers abandoned after %" PRIu64 " ms (rc-timeout-ms %" PRIu64 ", %" PRIu64
+            " abandoned)", P2.silent_ms, P2.abandon_ms, P2.rc_timeout_ms, P2.rc_abandoned);
+    }
+    if (do_secret) {
+        run_phase("secret", phase_hostile_secret);
+        P2p = &P2v[1];
+        tap(P2.sent_ok && P2.guard_ok && P2.after_ok, "hostile, cluster secret: %" PRIu64
+            " datagrams from strangers without the secret: the hostile peer %s (switch: %s), "
+            "forged DATA wrote nothing, round trips and an SMA re-link work", P2.sent,
+            P2.ran && !P2.peer_ok ? "could not join" : "JOINED",
+            P2.bye_reason < 0 ? "no BYE" : dn2f_bye_name((unsigned)P2.bye_reason));
+        P2p = &P2v[0];
     }
     if (do_rvs) {
         run_phase("rvs", phase_rvs);
@@ -3851,9 +4236,16 @@ int main(int argc, char **argv)
                P2.drops_board[0], P2.drops_board[1], P2.accepted_board[0],
                P2.accepted_board[1], P2.sw_bad);
     }
+    if (P2v[1].ran) {
+        printf("# secret    %" PRIu64 " datagrams from strangers with a cluster secret configured "
+               "in %.1f s; the hostile peer %s; fabric drops %" PRIu64 " + %" PRIu64 "\n",
+               P2v[1].sent, P2v[1].secs, P2v[1].peer_ok ? "JOINED" : "was refused",
+               P2v[1].drops_board[0], P2v[1].drops_board[1]);
+    }
     if (P3.ran) {
-        printf("# rvs       %" PRIu64 " MiB moved, %" PRIu64 " MiB verified byte for byte, in %.1f s "
-               "(%.0f MB/s) through 20 %% faults; %" PRIu64 " transfers (%" PRIu64 " re-issued)\n",
+        printf("# rvs       %" PRIu64 " MiB moved (each transfer compared on its status record), %"
+               PRIu64 " MiB compared again at the end of the rounds, in %.1f s (%.0f MB/s) "
+               "through 20 %% faults; %" PRIu64 " transfers (%" PRIu64 " re-issued)\n",
                P3.moved / MiB, P3.verified / MiB, P3.secs,
                P3.secs > 0 ? P3.moved / (P3.secs * 1e6) : 0, P3.transfers, P3.reissued);
         printf("# links     retransmissions %" PRIu64 " (timeouts %" PRIu64 ", fast %" PRIu64

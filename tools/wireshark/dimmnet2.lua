@@ -10,8 +10,8 @@
 -- over UDP (docs/fabric.md, "pcap records"):
 --
 --   capture header   version, event, flags, in/out port LID, reason, length
---   fabric header    32 bytes: magic "DN2F", version, type, flags, LIDs,
---                    length, sender / receiver epochs
+--   fabric header    40 bytes: magic "DN2F", version (3), type, flags, LIDs,
+--                    length, sender / receiver epochs and sessions
 --   body             per type; DATA carries records, each one DIMMnet-2
 --                    packet, decoded with the field layout of
 --                    include/dimmnet2/dn2_abi.h (1st DW: size, TYPE, DTYPE,
@@ -20,6 +20,8 @@
 -- Filter examples:  dn2f.type == 4     dn2.dlid == 0x0002     dn2.type == 0x14
 --                   dn2cap.event == 2 (dropped by fault injection)
 --                   dn2f.rec.retx == 1 (retransmissions)
+--                   dn2f.rec.req == 1 (RVL requests, lanes 2/3)
+--                   dn2f.rec.lane == 2   dn2f.ack.lane == 3
 
 local cap = Proto("dn2cap", "DIMMnet-2 switch capture")
 local fab = Proto("dn2f", "DIMMnet-2 fabric")
@@ -40,6 +42,9 @@ local types = {
     [10] = "MCAST_JOIN", [11] = "MCAST_LEAVE",
 }
 local kinds = { [0] = "unicast", [1] = "multicast origin", [2] = "multicast copy" }
+-- lane = DWID + 2 * request (docs/fabric.md 4.1)
+local lanes = { [0] = "data WID 0", [1] = "data WID 1", [2] = "requests WID 0",
+                [3] = "requests WID 1" }
 local route_modes = { [1] = "direct", [2] = "switch" }
 local bye_reasons = { [0] = "leaving", [1] = "switch shutdown", [2] = "unknown (HELLO again)",
                       [3] = "refused: GUID in use", [4] = "refused: authentication",
@@ -119,7 +124,7 @@ local ff = {
     a_cum = ProtoField.uint32("dn2f.ack.cum", "Next expected seq (cumulative)", base.DEC),
     a_limit = ProtoField.uint32("dn2f.ack.limit", "Credit limit", base.DEC),
     a_nbits = ProtoField.uint16("dn2f.ack.nbits", "SACK bits", base.DEC),
-    a_lane = ProtoField.uint8("dn2f.ack.lane", "Lane (DWID)", base.DEC),
+    a_lane = ProtoField.uint8("dn2f.ack.lane", "Lane", base.DEC, lanes),
     a_more = ProtoField.uint8("dn2f.ack.more", "Another ACK block follows", base.DEC),
     a_sacked = ProtoField.string("dn2f.ack.sacked", "SACKed"),
     rec = ProtoField.bytes("dn2f.rec", "Record"),
@@ -128,7 +133,11 @@ local ff = {
     rec_kind = ProtoField.uint8("dn2f.rec.kind", "Kind", base.DEC, kinds),
     rec_flags = ProtoField.uint8("dn2f.rec.flags", "Record flags", base.HEX),
     rec_retx = ProtoField.bool("dn2f.rec.retx", "Retransmission", 8, nil, 0x01),
-    rec_lane = ProtoField.uint8("dn2f.rec.lane", "Lane (= the packet's DWID)", base.DEC, nil, 0x02),
+    rec_dwid = ProtoField.uint8("dn2f.rec.dwid", "DWID (= the packet's)", base.DEC, nil, 0x02),
+    rec_req = ProtoField.bool("dn2f.rec.req", "Request lane (RVL family)", 8, nil, 0x04),
+    rec_lane = ProtoField.uint8("dn2f.rec.lane", "Lane", base.DEC, lanes),
+    rec_after = ProtoField.uint32("dn2f.rec.after",
+        "After (deliver once the data lane of this DWID reached this seq)", base.DEC),
     rec_group = ProtoField.uint16("dn2f.rec.group", "Group LID", base.HEX),
     rec_nmemb = ProtoField.uint16("dn2f.rec.nmemb", "Members", base.DEC),
     m_lid = ProtoField.uint16("dn2f.member.lid", "Member LID", base.HEX),
@@ -287,7 +296,7 @@ end
 local function dissect_ack(r, off, tree)
     local parts, more = {}, true
     local s
-    while more and #parts < 2 and off + 12 <= r:len() do
+    while more and #parts < 4 and off + 12 <= r:len() do
         off, more, s = dissect_ack1(r, off, tree)
         parts[#parts + 1] = s
     end
@@ -388,8 +397,11 @@ local function dissect_fabric(r, pinfo, tree)
                 local seq, plen = r:range(o, 4):le_uint(), r:range(o + 4, 2):le_uint()
                 local kind, rf = r:range(o + 6, 1):uint(), r:range(o + 7, 1):uint()
                 local extra = 0
+                local req = bit32.band(rf, 4) == 4
+                local lane = bit32.band(rf, 2) / 2 + (req and 2 or 0)
                 if kind == 1 then extra = 4 + 24 * r:range(o + 10, 2):le_uint()
-                elseif kind == 2 then extra = 4 end
+                elseif kind == 2 then extra = 4
+                elseif req then extra = 4 end
                 local padded = plen + (4 - plen % 4) % 4
                 local total = 8 + extra + padded
                 if o + total > len then
@@ -397,15 +409,22 @@ local function dissect_fabric(r, pinfo, tree)
                     break
                 end
                 local e = t:add(fab, r:range(o, total),
-                    string.format("Record lane %d seq %d, %s, %d bytes%s", bit32.band(rf, 2) / 2,
+                    string.format("Record lane %d seq %d, %s, %d bytes%s%s", lane,
                                   seq, kinds[kind] or "?", plen,
+                                  req and string.format(", after data seq %d",
+                                                        r:range(o + 8, 4):le_uint()) or "",
                                   bit32.band(rf, 1) == 1 and " (retransmission)" or ""))
                 e:add_le(ff.rec_seq, r:range(o, 4))
                 e:add_le(ff.rec_len, r:range(o + 4, 2))
                 e:add(ff.rec_kind, r:range(o + 6, 1))
                 local rfi = e:add(ff.rec_flags, r:range(o + 7, 1))
                 rfi:add(ff.rec_retx, r:range(o + 7, 1))
-                rfi:add(ff.rec_lane, r:range(o + 7, 1))
+                rfi:add(ff.rec_dwid, r:range(o + 7, 1))
+                rfi:add(ff.rec_req, r:range(o + 7, 1))
+                e:add(ff.rec_lane, r:range(o + 7, 1), lane)
+                if kind == 0 and req then
+                    e:add_le(ff.rec_after, r:range(o + 8, 4))
+                end
                 if kind == 1 or kind == 2 then
                     e:add_le(ff.rec_group, r:range(o + 8, 2))
                 end
