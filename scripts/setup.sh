@@ -65,7 +65,7 @@ host_packages() {
     mkdir -p "$DN2_CACHE/apt-archives/partial"
     apt_install ninja-build python3-venv libglib2.0-dev libpixman-1-dev \
         libslirp-dev flex bison pkg-config libfdt-dev ccache cpio xz-utils \
-        gcc make dpkg-dev iproute2 clang valgrind
+        gcc make dpkg-dev iproute2 clang valgrind tshark
     apt_install -t bookworm-backports meson python3-pycotap
 }
 

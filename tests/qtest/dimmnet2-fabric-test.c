@@ -2585,8 +2585,7 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/reboot-keeps-link", test_reboot_keeps_link);
         qtest_add_func("/dimmnet2-fabric/rc-hostage", test_rc_hostage);
         qtest_add_func("/dimmnet2-fabric/per-wid-backpressure", test_per_wid_backpressure);
-        /* rvl-storm-pair joins once the fabric has request lanes */
-        (void)test_rvl_storm_pair;
+        qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
         qtest_add_func("/dimmnet2-fabric/lhs-slot-leak", test_lhs_slot_leak);
         qtest_add_func("/dimmnet2-fabric/secret", test_secret);
     }
