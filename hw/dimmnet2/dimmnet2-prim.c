@@ -403,6 +403,16 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
     woff = r->dst % DN2_WIN_SIZE;
     pw = s->pw_ptr + r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE;
     len = dn2_vl_len(r, &elems);
+    /* The span the VL reads (strided: first to last element; a list's
+     * entries are not known before they are read: not held). */
+    if (form != DN2_FORM_LIST &&
+        dn2_lhs_filling(s, r->wid, r->src, form == DN2_FORM_CONTIG ? len :
+                        (elems ? (uint64_t)(elems - 1) * r->arg + esz : 0))) {
+        if (!s->exec.stalled) {
+            trace_dimmnet2_vl_held(s->index, r->wid, r->src);
+        }
+        return DN2_STEP_STALL;      /* the message's last packet kicks */
+    }
     if (len < (form == DN2_FORM_CONTIG ? r->arg : (uint32_t)r->iter * esz)) {
         trace_dimmnet2_clip(s->index, r->wid, dn2_otype_name(r->otype),
                             "window end");

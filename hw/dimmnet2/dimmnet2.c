@@ -5,9 +5,9 @@
  * of on-board buffers and registers at a fixed physical address:
  *
  *   0x00000 Write Window     RAM     host writes, NIC reads
- *   0x10000 Prefetch Window  ROMD    host reads (writes discarded), NIC writes
+ *   0x10000 Prefetch Window  RAM, ro host reads (writes discarded), NIC writes
  *   0x20000 LLCM             RAM     both read and write
- *   0x30000 LH Buffer        ROMD    host reads (writes discarded), NIC writes
+ *   0x30000 LH Buffer        RAM, ro host reads (writes discarded), NIC writes
  *   0x40000 User Registers   MMIO    one 4 KiB page per WID
  *   0x50000 System Register  MMIO    privileged
  *
@@ -374,45 +374,6 @@ static const MemoryRegionOps dn2_sr_ops = {
     .impl = { .min_access_size = 1, .max_access_size = 8 },
 };
 
-/*
- * Prefetch Window and LH Buffer: the host may only read them.  Reads go
- * straight to RAM (ROMD mode); writes land here and are discarded, as the
- * board's host interface has no write path into these buffers.
- */
-static uint64_t dn2_ro_read(void *opaque, hwaddr addr, unsigned size)
-{
-    /* Only reached if ROMD mode were turned off; it never is. */
-    return 0;
-}
-
-static void dn2_pw_write(void *opaque, hwaddr addr, uint64_t v, unsigned size)
-{
-    DN2State *s = opaque;
-
-    trace_dimmnet2_ro_write(s->index, DN2_PW_BASE + addr, size);
-}
-
-static void dn2_lhb_write(void *opaque, hwaddr addr, uint64_t v, unsigned size)
-{
-    DN2State *s = opaque;
-
-    trace_dimmnet2_ro_write(s->index, DN2_LHB_BASE + addr, size);
-}
-
-static const MemoryRegionOps dn2_pw_ops = {
-    .read = dn2_ro_read,
-    .write = dn2_pw_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 1, .max_access_size = 8 },
-};
-
-static const MemoryRegionOps dn2_lhb_ops = {
-    .read = dn2_ro_read,
-    .write = dn2_lhb_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 1, .max_access_size = 8 },
-};
-
 /* ------------------------------------------------------------------ */
 /* Reset                                                               */
 /* ------------------------------------------------------------------ */
@@ -610,17 +571,22 @@ static bool dn2_check_link_props(DN2State *s, Error **errp)
     return true;
 }
 
+/*
+ * The four buffers are RAM.  The Prefetch Window and the LH Buffer are
+ * read-only RAM for the host (the board's host interface has no write path
+ * into them): host writes are discarded.  They were ROM devices (ROMD) at
+ * first, but QEMU does not clamp a direct read of a ROM device at its end,
+ * so a 4- or 8-byte read straddling the end copied past the RAM block.
+ */
 static bool dn2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
-                         const MemoryRegionOps *romd_ops, uint8_t **ptr,
-                         Error **errp)
+                         bool host_readonly, uint8_t **ptr, Error **errp)
 {
     g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".%s",
                                             s->base, what);
     bool ok;
 
-    if (romd_ops) {
-        ok = memory_region_init_rom_device(mr, OBJECT(s), romd_ops, s, name,
-                                           DN2_REGION_SIZE, errp);
+    if (host_readonly) {
+        ok = memory_region_init_rom(mr, OBJECT(s), name, DN2_REGION_SIZE, errp);
     } else {
         ok = memory_region_init_ram(mr, OBJECT(s), name, DN2_REGION_SIZE, errp);
     }
@@ -689,10 +655,10 @@ static void dn2_realize(DeviceState *dev, Error **errp)
     }
     s->sodimm_ptr = memory_region_get_ram_ptr(s->sodimm_mr);
 
-    if (!dn2_init_ram(s, &s->ww, "ww", NULL, &s->ww_ptr, errp) ||
-        !dn2_init_ram(s, &s->pw, "pw", &dn2_pw_ops, &s->pw_ptr, errp) ||
-        !dn2_init_ram(s, &s->llcm, "llcm", NULL, &s->llcm_ptr, errp) ||
-        !dn2_init_ram(s, &s->lhb, "lhb", &dn2_lhb_ops, &s->lhb_ptr, errp)) {
+    if (!dn2_init_ram(s, &s->ww, "ww", false, &s->ww_ptr, errp) ||
+        !dn2_init_ram(s, &s->pw, "pw", true, &s->pw_ptr, errp) ||
+        !dn2_init_ram(s, &s->llcm, "llcm", false, &s->llcm_ptr, errp) ||
+        !dn2_init_ram(s, &s->lhb, "lhb", true, &s->lhb_ptr, errp)) {
         goto fail_sodimm;
     }
 

@@ -65,6 +65,8 @@ typedef struct DN2LhsMsg {
     uint32_t total;             /* message bytes, envelope included */
     uint32_t got;               /* bytes received so far */
     int64_t last_ns;            /* realtime of its last packet (not migrated) */
+    uint32_t ring_base;         /* its IPUSH ring, where the overflow wraps */
+    uint32_t ring_size;         /* (not migrated: 0 = no wrap known) */
 } DN2LhsMsg;
 /* A message with no packet for this long gives its slot up when another
  * sender needs one (its sender died mid-message). */
@@ -262,6 +264,10 @@ void dn2_remote_on_issue(DN2State *s, const struct dn2_req *r);
 void dn2_count(DN2State *s, int wid, int family);
 bool dn2_list_entry(DN2State *s, int wid, uint32_t list, uint32_t i,
                     uint32_t *out);
+
+/* Would a read of SO-DIMM [off, off + len) of process wid see the overflow
+ * of an LHS message that is still arriving?  (dimmnet2-rx.c) */
+bool dn2_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len);
 
 /* dimmnet2-rx.c: the Receive Controller.  Returns 0 when the packet was
  * consumed (delivered or dropped and counted), -EBUSY when it must wait
