@@ -657,6 +657,15 @@ int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
     if (h.dlid != own && !dn2_clid_is_mcast(dn2_lid_to_clid(h.dlid))) {
         return dn2_rx_drop(s, &s->stat_rx_drop_route, slid, "not for this LID");
     }
+    if (s->strict && s->lid != own) {
+        /* strict: the port accepts nothing until the LID register holds the
+         * subnet manager's LID */
+        g_autofree char *d = g_strdup_printf("a packet from LID 0x%x refused: LID "
+                                             "register 0x%x, the port's LID 0x%x",
+                                             slid, s->lid, own);
+        dn2_strict_report(s, DN2_SV_NO_LID, h.dwid, DN2_SR_LID, d);
+        return dn2_rx_drop(s, &s->stat_rx_drop_route, slid, "strict: LID register not set");
+    }
     if (!s->wid[h.dwid].pgid_set) {
         return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
                            "no process at DWID (PGID not set)");

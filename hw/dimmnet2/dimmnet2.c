@@ -123,12 +123,18 @@ static void dn2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
     switch (off) {
     case DN2_UR_CMD0_UPPER:
         w->upper[0] = v;
+        w->upper_seen = 1;
         break;
     case DN2_UR_CMD1_UPPER:
         w->upper[1] = v;
+        w->upper_seen = 1;
         break;
     case DN2_UR_CMD_EX:
         w->ex = v;
+        if (!w->upper_seen) {
+            dn2_strict_report(s, DN2_SV_EX_ORDER, wid, DN2_UR_CMD_EX,
+                              "Command Ex written before Command Upper");
+        }
         break;
     case DN2_UR_CMD0_LOWER:
         dn2_doorbell(s, wid, 0, v);
@@ -678,7 +684,8 @@ static void dn2_realize(DeviceState *dev, Error **errp)
                                 &s->container);
 
     dn2_prim_init(s);
-    if (!dn2_link_init(s, errp)) {
+    if (!dn2_link_init(s, errp) || !dn2_strict_init(s, errp)) {
+        dn2_strict_fini(s);
         dn2_link_fini(s);
         dn2_prim_fini(s);
         goto fail_sodimm;
@@ -958,6 +965,8 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_UINT32("rc-timeout-ms", DN2State, rc_timeout_ms,
                        DN2_RC_TIMEOUT_MS_DEFAULT),
     DEFINE_PROP_STRING("secret", DN2State, secret_id),
+    DEFINE_PROP_BOOL("strict", DN2State, strict, false),
+    DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
 
 static const struct {
@@ -1044,6 +1053,7 @@ static void dn2_instance_init(Object *obj)
     object_property_set_description(obj, "stat-rc-abandoned",
         "RVL answers abandoned because their requester granted no credits "
         "for rc-timeout-ms");
+    dn2_strict_instance_init(s);
     for (i = 0; i < DN2_LS__MAX; i++) {
         object_property_add(obj, dn2_link_stat_props[i].name, "uint64",
                             dn2_get_link_stat, NULL, NULL, (void *)(uintptr_t)i);
@@ -1068,6 +1078,7 @@ static void dn2_unrealize(DeviceState *dev)
 {
     DN2State *s = DIMMNET2(dev);
 
+    dn2_strict_fini(s);
     dn2_link_fini(s);
     dn2_prim_fini(s);
     if (s->hostmem) {
@@ -1118,6 +1129,15 @@ static void dn2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "secret",
         "id of a -object secret holding the cluster secret shared with the "
         "dn2-switch (--secret-file): joining and data are authenticated");
+    object_class_property_set_description(klass, "strict",
+        "the board as strict as the hardware: requests never run inside the "
+        "doorbell, a VL fills the Prefetch Window line by line, the LID "
+        "register must hold the port's LID, sub-4-byte elements and misaligned "
+        "SO-DIMM offsets are refused, and every protocol violation seen is "
+        "reported (strict-violations); see docs/device-model.md");
+    object_class_property_set_description(klass, "strict-delay-ns",
+        "with strict=on: virtual-clock delay before each step of the Window "
+        "Controller (default 1000; deterministic under -icount)");
     object_class_property_set_description(klass, "guid",
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");
