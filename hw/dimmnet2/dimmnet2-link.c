@@ -777,6 +777,8 @@ uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which)
         return st->refusals;
     case DN2_LS_SESSION_RESETS:
         return st->session_resets;
+    case DN2_LS_SPURIOUS_TIMEOUTS:
+        return st->spurious_timeouts;
     default:
         return 0;
     }

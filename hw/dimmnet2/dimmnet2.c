@@ -994,6 +994,9 @@ static const struct {
         "secret)" },
     [DN2_LS_REFUSALS] = { "stat-link-refusals",
         "joins the switch refused (GUID in use, different secret, host full)" },
+    [DN2_LS_SPURIOUS_TIMEOUTS] = { "stat-link-spurious-timeouts",
+        "retransmission timer expiries whose packet had arrived after all "
+        "(the echoed timestamp showed a late ACK, not a loss)" },
     [DN2_LS_SESSION_RESETS] = { "stat-link-session-resets",
         "times a peer's session changed and the streams with it restarted" },
 };

@@ -345,6 +345,7 @@ typedef enum DN2LinkStat {
     DN2_LS_AUTH_DROPS,          /* datagrams whose MAC was missing or wrong */
     DN2_LS_REFUSALS,            /* joins the switch refused */
     DN2_LS_SESSION_RESETS,      /* a peer's session changed: streams restarted */
+    DN2_LS_SPURIOUS_TIMEOUTS,   /* timer expiries the ACK echo showed needless */
     DN2_LS__MAX
 } DN2LinkStat;
 uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which);
