@@ -309,17 +309,59 @@ bool dn2_link_news(DN2State *s)
     return true;
 }
 
-/* Module State shows the request the Window Controller is on: the host's
- * when there is one, else the Receive Controller's. */
+/* Does a request of this OTYPE write (VS family) or read (VL family,
+ * remote data) the SO-DIMM?  (A copy does both.) */
+static bool dn2_otype_writes_sdimm(unsigned otype)
+{
+    return otype == DN2_OP_VS || otype == DN2_OP_VSS || otype == DN2_OP_VSI;
+}
+
+static bool dn2_otype_reads_sdimm(unsigned otype)
+{
+    return otype == DN2_OP_VL || otype == DN2_OP_VLS || otype == DN2_OP_VLI ||
+           (otype >= DN2_OP_RVS && otype != DN2_OP_BOTF && !dn2_otype_is_rvl(otype));
+}
+
+/* Module State (Table A.4): the Window Controller field shows the request
+ * it is on (the host's when there is one, else the Receive Controller's);
+ * the Receive Controller, Write Unit and Prefetch Unit fields whether they
+ * are busy (encodings in dn2_abi.h). */
 uint64_t dn2_module_state(DN2State *s)
 {
     const DN2Exec *x = s->exec.active ? &s->exec :
                        s->rc_exec.active ? &s->rc_exec : NULL;
+    uint64_t v = 0, rc = 0;
+    unsigned otype;
+    bool copy;
 
-    if (!x) {
-        return 0;
+    if (x) {
+        otype = x->ent.lower & 0x1f;
+        v |= (uint64_t)(1 + otype) << DN2_MS_WC_SHIFT;
     }
-    return (uint64_t)(1 + (x->ent.lower & 0x1f)) << DN2_MS_WC_SHIFT;
+    if (s->rx_stalled || s->rx_retry_ns) {
+        rc |= DN2_MS_RC_HOLDING;    /* refused a packet, none accepted since */
+    }
+    if (s->rc_exec.active) {
+        rc |= DN2_MS_RC_ANSWERING;
+    }
+    v |= rc << DN2_MS_RC_SHIFT;
+    if (s->exec.active) {
+        struct dn2_req r;
+        const DN2FifoEntry *e = &s->exec.ent;
+
+        dn2_req_decode(&r, e->lower, e->upper, e->ex, e->has_ex, e->rflag, e->wid);
+        copy = r.src == DN2_COPY_OFF && dn2_otype_writes_sdimm(r.otype);
+        if (dn2_otype_writes_sdimm(r.otype)) {
+            v |= (uint64_t)DN2_MS_UNIT_BUSY << DN2_MS_WU_SHIFT;
+        }
+        if (copy || (dn2_otype_reads_sdimm(r.otype) && r.dst != DN2_COPY_OFF)) {
+            v |= (uint64_t)DN2_MS_UNIT_BUSY << DN2_MS_PU_SHIFT;
+        }
+    }
+    if (s->rc_exec.active) {
+        v |= (uint64_t)DN2_MS_UNIT_BUSY << DN2_MS_PU_SHIFT;   /* an answer reads */
+    }
+    return v;
 }
 
 /* ------------------------------------------------------------------ */

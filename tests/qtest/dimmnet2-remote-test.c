@@ -2287,6 +2287,11 @@ static void test_hard_lhs_vl_held(void)
     g_usleep(100 * 1000);
     EXPECT_HEX(dn2q_pcf(d, 1, DN2_PC_VL), vl0, "the VL of the overflow is held");
     EXPECT_HEX(dn2q_wc_state(d), 1 + DN2_OP_VL, "Module State shows the held VL");
+    EXPECT_HEX(dn2q_mstate(d),
+               (1 + DN2_OP_VL) | ((uint64_t)DN2_MS_RC_HOLDING << DN2_MS_RC_SHIFT) |
+               ((uint64_t)DN2_MS_UNIT_BUSY << DN2_MS_PU_SHIFT),
+               "Module State: the VL, the Receive Controller holding a packet "
+               "back, the Prefetch Unit busy");
     /* free the ring: the rest arrives, then the VL reads it */
     for (k = 0; k < 3; k++) {
         uint64_t lo, up;
