@@ -169,7 +169,14 @@ static inline uint32_t dn2_status_area_bytes(uint64_t reg)
 #define DN2_MS_WU_SHIFT        37  /* [50:37] Write Unit */
 #define DN2_MS_PU_SHIFT        51  /* [57:51] Prefetch Unit */
 /* [EMU] encodings: each field is 0 when idle; the Window Controller field
- * holds 1 + the OTYPE being executed, the others 1 when busy. */
+ * holds 1 + the OTYPE being executed.  Receive Controller: bit 0 = it holds
+ * a packet back (a ring or the RC FIFO full), bit 1 = it answers an RVL
+ * (its own executor, choice #44).  Write Unit: 1 while a VS-family request
+ * or a SO-DIMM copy writes the SO-DIMM.  Prefetch Unit: 1 while a request
+ * reads the SO-DIMM (VL family, a copy, RVS/IPUSH/LHS data, an RVL answer). */
+#define DN2_MS_RC_HOLDING      1u
+#define DN2_MS_RC_ANSWERING    2u
+#define DN2_MS_UNIT_BUSY       1u
 
 /* ======================================================================
  * 3. System Register page (Fig 4.15, Table 4.12, App. B)

@@ -158,6 +158,11 @@ int dn2_issue(dn2_t *d, const struct dn2_cmd *c, long timeout_us)
     if (r) {
         return r;
     }
+    /* The thesis's order (§5.2.2): Upper, then Command Ex, then Lower.
+     * BOTF uses the Lower word only. */
+    if ((c->lower & 0x1f) != DN2_OP_BOTF) {
+        dn2_ur_write(d, upper, c->upper);
+    }
     if (c->ex_valid) {
         if (!d->ex_flag) {
             dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 1);
@@ -167,10 +172,6 @@ int dn2_issue(dn2_t *d, const struct dn2_cmd *c, long timeout_us)
     } else if (d->ex_flag) {
         dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 0);
         d->ex_flag = 0;
-    }
-    /* BOTF uses the Lower word only (§5.2.2). */
-    if ((c->lower & 0x1f) != DN2_OP_BOTF) {
-        dn2_ur_write(d, upper, c->upper);
     }
     dn2i_sfence();
     dn2_ur_write(d, lower, c->lower);
