@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$nets" ]; then
-    if find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | grep -q .; then
+    if [ -n "${DN2_FI_PROVIDER:-}" ] || find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | grep -q .; then
         nets="board tcp"
     else
         nets=tcp

@@ -40,6 +40,9 @@
 #                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
 #       --serve-dir DIR   the file server also serves DIR (after the run's
 #                         own files, before build/guest/export/)
+#       --board-stats     every node gets a QMP socket, and a poller keeps the
+#                         boards' latest stat-* counters in
+#                         RUNDIR/board-stats/nodeI ("name=value" lines)
 #       --ethernet        a second NIC per node on a guest-to-guest Ethernet
 #                         (QEMU dgram netdevs to dn2-ethhub on 127.0.0.1):
 #                         eth1 = 192.168.77.(10+i)/24 inside the guests
@@ -448,6 +451,7 @@ secret_file=
 packages=
 mpi_image=
 ethernet=
+board_stats=
 ether_mtu=
 serve_dir=
 append_extra=
@@ -474,6 +478,7 @@ while [ $# -gt 0 ]; do
         --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
         --mpi) mpi_image=1; shift ;;
         --ethernet) ethernet=1; shift ;;
+        --board-stats) board_stats=1; shift ;;
         --ethernet-mtu) ether_mtu=${2:?$1 needs a number}; shift 2 ;;
         --serve-dir) serve_dir=${2:?$1 needs a directory}; shift 2 ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
@@ -740,6 +745,13 @@ for ((i = 0; i < nodes; i++)); do
         eth_args=(-netdev "dgram,id=n1,local.type=inet,local.host=127.0.0.1,local.port=${eth_ports[i]},remote.type=inet,remote.host=127.0.0.1,remote.port=$eport"
                   -device "virtio-net-pci,netdev=n1,mac=52:54:00:77:00:$(printf '%02x' "$i"),romfile=")
     fi
+    qmp_args=()
+    if [ -n "$board_stats" ]; then
+        qsock=$rundir/node$i.qmp
+        [ ${#qsock} -lt 100 ] || qsock=${TMPDIR:-/tmp}/dn2-$$-node$i.qmp
+        echo "node${i}_qmp=$qsock" >> "$rundir/info"
+        qmp_args=(-qmp "unix:$qsock,server=on,wait=off")
+    fi
     [ -n "$append_extra" ] && append+=" $append_extra"
     # shellcheck disable=SC2054  # commas inside QEMU option values
     cmd=("$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
@@ -749,12 +761,56 @@ for ((i = 0; i < nodes; i++)); do
          "${secret_obj[@]}"
          -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}"
          -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
-         "${eth_args[@]}" "${extra[@]}")
+         "${eth_args[@]}" "${qmp_args[@]}" "${extra[@]}")
     printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"
     : > "$rundir/node$i.log"
     start_group "$rundir/node$i.stdout" "$rundir/node$i.stderr" "${cmd[@]}"
     qemu_pids[i]=$child
 done
+
+# --board-stats: a poller reads every board's stat-* counters over QMP once
+# a second into RUNDIR/board-stats/nodeI (the last read stays when the
+# guest has powered off).
+if [ -n "$board_stats" ]; then
+    mkdir -p "$rundir/board-stats"
+    start_group "$rundir/board-stats.out" "$rundir/board-stats.log" "$py" -c '
+import json, os, socket, sys, time
+out, socks = sys.argv[1], sys.argv[2:]
+def stats(path):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(path)
+    f = s.makefile("rw"); f.readline()
+    def cmd(c, a=None):
+        m = {"execute": c}
+        if a: m["arguments"] = a
+        f.write(json.dumps(m) + "\n"); f.flush()
+        while True:
+            r = json.loads(f.readline())
+            if "return" in r or "error" in r: return r
+    cmd("qmp_capabilities")
+    res = []
+    for d in cmd("qom-list", {"path": "/machine/peripheral-anon"}).get("return", []):
+        p = "/machine/peripheral-anon/" + d["name"]
+        if not d["type"].startswith("child<") or cmd("qom-get", {"path": p, "property": "type"}).get("return") != "dimmnet2":
+            continue
+        for pr in cmd("qom-list", {"path": p})["return"]:
+            if pr["name"].startswith("stat-"):
+                res.append("%s=%s" % (pr["name"][5:], cmd("qom-get", {"path": p, "property": pr["name"]}).get("return")))
+    s.close()
+    return res
+while True:
+    for i, path in enumerate(socks):
+        try:
+            st = stats(path)
+        except Exception:
+            continue
+        if st:
+            tmp = os.path.join(out, "node%d.tmp" % i)
+            with open(tmp, "w") as f:
+                f.write("\n".join(sorted(st)) + "\n")
+            os.rename(tmp, os.path.join(out, "node%d" % i))
+    time.sleep(1)
+' "$rundir/board-stats" $(for ((i = 0; i < nodes; i++)); do sed -n "s/^node${i}_qmp=//p" "$rundir/info"; done)
+fi
 
 say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch 127.0.0.1:$sport"
 say "files: $EXPORT_DIR served at http://127.0.0.1:$hport/ (in the guests: ${B}$guest_url/${N}, \$DN2_HTTP)"

@@ -22,9 +22,18 @@
 #      given (quotes, spaces, $, empty)
 #   After every run: no process of the run is left.
 #
-# Board runs (--net board) join when the libfabric provider is built.
+#   6. the TCP runs leave the boards' packet counters (QMP) at zero
+# With DN2_MPI_BOARD=1 (the libfabric provider built, or DN2_FI_PROVIDER):
+#   7. mpi-check over the boards on 2 nodes (the boards' tx bytes, read over
+#      QMP, at least the payload the job moved), 4 nodes, 2 nodes x 2 ranks
+#      (WID 0 and WID 1 of each board); NPopenmpi and hpcc over the boards;
+#      mpi-check while dn2-switch drops, duplicates and reorders datagrams;
+#      a job whose rank dies, then mpi-check in the same guests (the board
+#      is usable after a killed rank)
 # Environment: DN2_MPI_CHECK, DN2_MPI_FAIL (the programs; default: built
-# here with mpicc into build/tests/mpi/), DN2_MPI_TIMEOUT (per run, 600).
+# here with mpicc into build/tests/mpi/), DN2_MPI_TIMEOUT (per run, 600),
+# DN2_MPI_BOARD (1: the board runs; default 0 until the provider is on
+# main).
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 here=$top/tests/mpi
@@ -104,7 +113,17 @@ run_check() { # LABEL NAME mpirun-options...
     fi
     check "[$label] nothing left running" no_orphans "mpitest-$name"
 }
-run_check "tcp, 2 nodes" tcp2 -n 2 --net tcp
+# board_bytes NAME KEY: the sum of a board counter over the run's nodes
+board_sum() { cat "$top/build/cluster/mpitest-$1"/board-stats/node* 2>/dev/null | awk -F= -v k="$2" '$1 == k { s += $2 } END { print s + 0 }'; }
+payload() { sed -n 's/^\[0\] # payload bytes sent by all ranks: //p' "$out/$1.out" | head -1; }
+
+run_check "tcp, 2 nodes" tcp2 -n 2 --net tcp --board-stats
+tx=$(board_sum tcp2 tx-bytes)
+if [ -s "$top/build/cluster/mpitest-tcp2/board-stats/node0" ] && [ "$tx" -eq 0 ]; then
+    ok "[tcp, 2 nodes] the boards carried nothing (QMP: tx-bytes 0; $(payload tcp2) payload bytes went over TCP)"
+else
+    not_ok "[tcp, 2 nodes] boards' tx-bytes $tx over QMP (want 0, and a reading)"
+fi
 run_check "tcp, 4 nodes" tcp4 -n 4 --net tcp
 run_check "tcp, 2 nodes x 2 ranks" tcp2x2 -n 2 --ppn 2 --net tcp
 run_check "shm, 1 node x 2 ranks" shm1x2 -n 1 --ppn 2 --net shm
@@ -163,6 +182,54 @@ if [ "$rc" -eq 0 ] && [ "$(grep '^\[0\] <' "$out/args.out")" = "$want" ]; then
     ok "arguments reach the program unchanged (spaces, quotes, \$, empty)"
 else
     not_ok "arguments: exit $rc"; diag < "$out/args.out"
+fi
+
+# 7. the boards
+if [ "${DN2_MPI_BOARD:-0}" = 1 ]; then
+    run_check "board, 2 nodes" board2 -n 2 --net board --board-stats
+    tx=$(board_sum board2 tx-bytes) pl=$(payload board2)
+    if [ -n "$pl" ] && [ "$pl" -gt 0 ] && [ "$tx" -ge "$pl" ]; then
+        ok "[board, 2 nodes] the boards sent $tx bytes (QMP stat-tx-bytes) >= the $pl payload bytes the job moved"
+    else
+        not_ok "[board, 2 nodes] boards' tx-bytes ${tx:-?} < payload ${pl:-?}"
+    fi
+    run_check "board, 4 nodes" board4 -n 4 --net board
+    run_check "board, 2 nodes x 2 ranks" board2x2 -n 2 --ppn 2 --net board
+    run_check "board, switch drops/dups/reorders 2%" boardfault -n 2 --net board \
+        --switch-opts "--drop 0.02 --dup 0.02 --reorder 0.02 --seed 7" --board-stats
+    drops=$(awk '/dropped|drop/ { print; exit }' "$top/build/cluster/mpitest-boardfault/switch.log" 2>/dev/null)
+    rtx=$(board_sum boardfault link-retransmits)
+    if [ "$rtx" -gt 0 ]; then
+        ok "[board, faults] the boards retransmitted $rtx times (QMP stat-link-retransmits): the faults happened"
+    else
+        not_ok "[board, faults] no retransmissions counted (faults not injected?) ${drops}"
+    fi
+
+    mpi boardnp -n 2 --net board -- NPopenmpi -u 65536 -o /tmp/np.out
+    pts=$(grep -c -- '-->' "$out/boardnp.out")
+    if [ "$rc" -eq 0 ] && [ "$pts" -ge 20 ]; then
+        ok "NPopenmpi on 2 nodes over the boards: $pts points up to 64 KiB (${secs} s)"
+    else
+        not_ok "NPopenmpi over the boards: exit $rc, $pts points"; show_fail boardnp
+    fi
+    mpi boardhpcc -n 2 --net board --file "$here/data/hpccinf.txt" -- \
+        sh -c 'hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
+    if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/boardhpcc.out" && ! grep -q 'FAILED' "$out/boardhpcc.out" &&
+       grep -q '^\[0\] End of HPC Challenge tests' "$out/boardhpcc.out"; then
+        ok "hpcc on 2 nodes over the boards: HPL residual PASSED, every test to the end (${secs} s)"
+    else
+        not_ok "hpcc over the boards: exit $rc"; show_fail boardhpcc
+    fi
+
+    mpi boardkill -n 2 --net board --keep-going --file "$prog_fail" --file "$prog_check" \
+        --job "board:./$(basename "$prog_fail") exit" --job "board:./$(basename "$prog_check") 1048576"
+    good=$(grep -c '^\[2\.0\] ok ' "$out/boardkill.out")
+    bad=$(grep -c '^\[2\.0\] not ok ' "$out/boardkill.out")
+    if grep -q '^\[1\.1\] .*exited with status 3' "$out/boardkill.out" && [ "$good" -gt 10 ] && [ "$bad" -eq 0 ]; then
+        ok "a rank dies on the board; the next job in the same guests passes mpi-check ($good checks)"
+    else
+        not_ok "after a dead rank: the next job had $good passing and $bad failing checks (exit $rc)"; show_fail boardkill
+    fi
 fi
 
 finish
