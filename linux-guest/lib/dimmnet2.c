@@ -317,6 +317,47 @@ int dn2_wait_pw(dn2_t *d, int window, long timeout_us)
     return r;
 }
 
+int dn2_sd_read(dn2_t *d, uint32_t sd_src, void *dst, size_t len,
+                unsigned pw_mask, long timeout_us)
+{
+    int win[DN2_NUM_WW], nwin = 0, i, r;
+    size_t issued = 0, done = 0;
+    uint8_t *out = dst;
+
+    for (i = 0; i < DN2_NUM_WW; i++) {
+        if (pw_mask & (1u << i)) {
+            win[nwin++] = i;
+        }
+    }
+    if (!nwin) {
+        return -EINVAL;
+    }
+    /* Fill every window once, then refill each as soon as it is copied
+     * out: chunk k always goes through window win[k % nwin]. */
+    for (i = 0; i < nwin && issued < len; i++, issued += DN2_WIN_SIZE) {
+        uint32_t k = len - issued < DN2_WIN_SIZE ? (uint32_t)(len - issued) : DN2_WIN_SIZE;
+        if ((r = dn2_vl(d, sd_src + (uint32_t)issued, win[i] * DN2_WIN_SIZE, k))) {
+            return r;
+        }
+    }
+    for (i = 0; done < len; i = (i + 1) % nwin) {
+        uint32_t k = len - done < DN2_WIN_SIZE ? (uint32_t)(len - done) : DN2_WIN_SIZE;
+        if ((r = dn2_wait_pw(d, win[i], timeout_us))) {
+            return r;
+        }
+        dn2_pw_read(d, win[i] * DN2_WIN_SIZE, out + done, k);
+        done += k;
+        if (issued < len) {
+            k = len - issued < DN2_WIN_SIZE ? (uint32_t)(len - issued) : DN2_WIN_SIZE;
+            if ((r = dn2_vl(d, sd_src + (uint32_t)issued, win[i] * DN2_WIN_SIZE, k))) {
+                return r;
+            }
+            issued += DN2_WIN_SIZE;
+        }
+    }
+    return 0;
+}
+
 unsigned dn2_count(dn2_t *d, int family)
 {
     return dn2_pc_field(dn2_prim_counter(d), family);
@@ -504,7 +545,10 @@ int dn2_lhsv1(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
 int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
               uint32_t ww_bytes, uint32_t sd_src, uint32_t size, int flags)
 {
-    if (ww_bytes > DN2_BOTF_MAX || ww_off >= DN2_WIN_AREA || ww_bytes > size) {
+    /* The prefix is DSTOff[9:0] bytes and may run over window boundaries
+     * up to the end of the process's 2 KiB window area (choice #46). */
+    if (ww_bytes > 1023 || ww_off >= DN2_WIN_AREA || ww_off + ww_bytes > DN2_WIN_AREA ||
+        ww_bytes > size) {
         return -EINVAL;
     }
     return dn2_net(d, DN2_OP_LHSV2, 0, 0, dlid, dwid, size, sd_src,

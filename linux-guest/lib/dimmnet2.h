@@ -130,6 +130,12 @@ int dn2_vls(dn2_t *d, uint32_t sd_src, uint32_t pw_off, unsigned dtype,
             unsigned iter, uint32_t stride);
 int dn2_vli(dn2_t *d, uint32_t sd_src, uint32_t pw_off, unsigned dtype,
             unsigned iter, uint32_t sd_list);
+/* Copy len bytes of our SO-DIMM at sd_src into host memory through the
+ * Prefetch Windows whose bits are set in pw_mask (bit n = window n),
+ * keeping one VL in flight per window: the receive-with-copy path.
+ * 0, DN2_E_REFUSED, or -ETIMEDOUT (timeout_us per window fill). */
+int dn2_sd_read(dn2_t *d, uint32_t sd_src, void *dst, size_t len,
+                unsigned pw_mask, long timeout_us);
 /* SO-DIMM to SO-DIMM copy (VL-family + VS-family pair): src pattern and
  * dst pattern (contiguous when NULL, with size bytes). */
 int dn2_copy(dn2_t *d, uint32_t sd_src, const struct dn2_pattern *src_pat,
@@ -214,8 +220,9 @@ int dn2_rvli(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src, uint32_t dst,
 int dn2_ipush(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags);
 /* LHS: the message (envelope word first) is split by the receiver into an
- * LH Buffer entry and its IPUSH ring.  v2 sends ww_bytes from the Write
- * Window at ww_off first, then size - ww_bytes from SO-DIMM. */
+ * LH Buffer entry and its IPUSH ring.  v2 sends ww_bytes (<= 1023, may
+ * span windows, within the 2 KiB area) from the Write Window at ww_off
+ * first, then size - ww_bytes from SO-DIMM. */
 int dn2_lhsv1(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags);
 int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
