@@ -530,8 +530,18 @@ int main(void)
         ok = stream(&c, 300, 200, 16);
         CHECK(ok, "300 messages of 200 B in flight (16 receives posted ahead): in order, checked (%llu ms)",
               (unsigned long long)(now_ms() - t0));
+        t0 = now_ms();
         ok = stream(&c, 64, 3000, 8);
-        CHECK(ok, "64 messages of 3000 B in flight: in order, checked");
+        CHECK(ok, "64 messages of 3000 B in flight: in order, checked (%.1f MB/s)",
+              64 * 3000 / 1000.0 / (double)(now_ms() - t0 + 1));
+        t0 = now_ms();
+        ok = stream(&c, 16, 16384, 8);
+        CHECK(ok, "16 messages of 16 KiB in flight: in order, checked (%.1f MB/s)",
+              16 * 16384 / 1000.0 / (double)(now_ms() - t0 + 1));
+        t0 = now_ms();
+        for (n = 0, ok = 1; n < 50 && ok; n++) ok = pingpong(&c, 64, 0, (unsigned)n);
+        CHECK(ok, "DGRAM: 50 ping-pongs of 64 B (%.0f us per round trip)",
+              (now_ms() - t0) * 1000.0 / 50);
     }
     {
         /* truncation: rank 1 posts 16 bytes, rank 0 sends 100 */
