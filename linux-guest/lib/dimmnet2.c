@@ -742,6 +742,13 @@ int dn2_lh_next(dn2_t *d, struct dn2_lh_msg *m, long timeout_us)
     return 1;
 }
 
+int dn2_lh_ready(dn2_t *d)
+{
+    uint32_t slot = d->lh_head / DN2_LHB_ENTRY;
+
+    return dn2_lh_flag(d, slot, DN2_LH_VALID) == ((d->lh_uses[slot] + 1) & 1);
+}
+
 int dn2_lh_wait_complete(dn2_t *d, struct dn2_lh_msg *m, long timeout_us)
 {
     uint32_t slot = d->lh_head / DN2_LHB_ENTRY;

@@ -278,6 +278,11 @@ struct dn2_lh_msg {
  * whether its data has all arrived (poll dn2_lh_wait_complete). */
 int dn2_lh_next(dn2_t *d, struct dn2_lh_msg *m, long timeout_us);
 int dn2_lh_wait_complete(dn2_t *d, struct dn2_lh_msg *m, long timeout_us);
+/* Has the next LH Buffer entry arrived?  Looks only at the entry's Valid
+ * toggle in the LH Buffer (memory), never at a register: cheap enough to
+ * spin on (a register read is a trip into the device model that, under
+ * emulation, competes with the network input for the machine's lock). */
+int dn2_lh_ready(dn2_t *d);
 /* Release the entry taken by dn2_lh_next (advance the head). */
 void dn2_lh_release(dn2_t *d);
 

@@ -666,6 +666,10 @@ static void ep_progress_rx(struct dn2fi_ep *ep)
         size_t cap, n, over;
         int r, err = 0;
 
+        /* spin on memory (the LH Buffer), not on a register */
+        if (!dn2_lh_ready(ep->d)) {
+            return;
+        }
         r = dn2_lh_next(ep->d, &m, 0);
         if (r <= 0) {
             return;
