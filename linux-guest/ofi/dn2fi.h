@@ -145,6 +145,8 @@ struct dn2fi_ep {
     int half_busy[2];
     unsigned half_seq[2];
     unsigned ipush_issued, ipush_base;
+    uint8_t *scratch;       /* a datagram for a receive of several iovs */
+    uint8_t *gather;        /* envelope + a datagram being sent */
     /* statistics */
     uint64_t tx_msgs, rx_msgs, rx_bytes;
 };

@@ -657,7 +657,7 @@ static int ring_read(struct dn2fi_ep *ep, uint32_t at, uint8_t *buf, size_t len)
  * comes after it): nothing is dropped. */
 static void ep_progress_rx(struct dn2fi_ep *ep)
 {
-    static uint8_t scratch[DN2FI_MAX_MSG];
+    uint8_t *scratch = ep->scratch;
 
     while (ep->rx_count && !dn2fi_cq_full(ep->rxcq)) {
         struct dn2_lh_msg m;
@@ -849,7 +849,7 @@ static int stage(struct dn2fi_ep *ep, int h, const uint8_t *src, size_t len)
 static ssize_t ep_sendv_flags(struct dn2fi_ep *ep, const struct iovec *iov, size_t count,
                               fi_addr_t dest, void *context, uint64_t data, uint64_t flags)
 {
-    static uint8_t gather[DN2FI_ENV + DN2FI_MAX_MSG];
+    uint8_t *gather = ep->gather;
     const struct dn2fi_addr *a;
     size_t len, i, off;
     uint64_t env;
@@ -1144,6 +1144,8 @@ static int ep_close(struct fid *fid)
                (unsigned long long)ep->tx_msgs, (unsigned long long)ep->rx_msgs,
                (unsigned long long)ep->rx_bytes);
     dn2_close(ep->d);      /* the WID is free again */
+    free(ep->scratch);
+    free(ep->gather);
     free(ep->rxq);
     free(ep);
     return 0;
@@ -1243,7 +1245,12 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     }
     ep->rx_size = DN2FI_QUEUE;
     ep->rxq = calloc(ep->rx_size, sizeof(*ep->rxq));
-    if (!ep->rxq) {
+    ep->scratch = malloc(DN2FI_MAX_MSG);
+    ep->gather = malloc(DN2FI_ENV + DN2FI_MAX_MSG);
+    if (!ep->rxq || !ep->scratch || !ep->gather) {
+        free(ep->rxq);
+        free(ep->scratch);
+        free(ep->gather);
         free(ep);
         return -FI_ENOMEM;
     }
@@ -1251,6 +1258,8 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     r = dn2_open(&ep->d, ep->path);
     if (r) {
         DN2FI_WARN(FI_LOG_EP_CTRL, "%s: %s\n", ep->path, dn2_strerror(r));
+        free(ep->scratch);
+        free(ep->gather);
         free(ep->rxq);
         free(ep);
         return dn2fi_errno(r);
