@@ -15,9 +15,19 @@
  * sequence space starting at 0 for each pair of epochs, a send ring of
  * tx_window slots (the retransmit queue), cumulative ACK + SACK bitmap,
  * RTO with exponential backoff (never gives up while the peer exists),
- * SACK-driven fast retransmit, a loss-based congestion window, and credits:
- * the receiver grants seqs < delivered + rx_window, so a board that refuses
- * deliveries (-EBUSY) stops its senders without losing anything.
+ * time-based (RACK) fast retransmit, a loss-based congestion window, and
+ * credits: the receiver grants seqs < delivered + rx_window, so a board that
+ * refuses deliveries (-EBUSY) stops its senders without losing anything.
+ *
+ * Spurious timeouts (Eifel detection, RFC 3522, with RACK-style recovery):
+ * every DATA datagram carries its send time, and each ACK block echoes the
+ * newest send time of the datagrams that brought that lane something new.
+ * A timeout resends only the oldest expired packet; when its ACK echoes a
+ * time older than that retransmission, the original had arrived and only
+ * the ACK was late (the receiving QEMU waited for a CPU): the window cut is
+ * undone, nothing else of the flight is resent, and the peer's RTO floor
+ * rises above the delay seen (decaying slowly).  When the echo shows the
+ * retransmission arrived, RACK resends the rest of the flight at once.
  * See docs/fabric.md.
  */
 #ifndef _GNU_SOURCE
@@ -35,6 +45,10 @@
 #define MAX_JOINS 16
 #define MC_MAX_REFS 4096
 #define MAX_RECS_PER_DGRAM 4096
+/* The RTO floor a spurious timeout sets: the delay the late ACK took, plus
+ * a quarter, plus rto_min; it decays by an eighth per FLOOR_DECAY_NS
+ * without another spurious timeout (back to nothing in ~40 s). */
+#define FLOOR_DECAY_NS 1000000000ULL
 
 enum peer_state { PEER_ACTIVE, PEER_ORPHAN };
 
@@ -77,6 +91,15 @@ struct lane {
     bool recovery;
     uint32_t recover;
     uint64_t rack_ts;           /* newest send time of a packet known received */
+    /* spurious-timeout detection: a timeout resent rto_seq; its ACK's echo
+     * says which transmission arrived */
+    bool rto_check;
+    uint32_t rto_seq;
+    uint32_t rto_ts;            /* timestamp of the (first) timeout's retransmission */
+    uint64_t rto_prev_tx;       /* rto_seq's send time before it */
+    uint64_t undo_cwnd, undo_ssthresh;  /* the window before the timeout */
+    uint64_t rto_restart;       /* the last timeout: others wait a full RTO from it */
+    uint64_t rto_floor, floor_t;        /* RTO floor (spurious timeouts), since when */
 
     /* receive side */
     struct rxslot *rx;
@@ -84,6 +107,7 @@ struct lane {
     unsigned rx_ooo;            /* buffered beyond cum */
     bool rx_blocked;            /* deliver() said -EBUSY: wait for resume */
     size_t rx_bytes;
+    uint32_t echo;              /* newest timestamp of a datagram that brought news */
 };
 
 struct peer {
@@ -243,7 +267,7 @@ static const struct dn2f_addr *next_hop(struct dn2f_ep *ep, struct peer *p)
 
 static uint64_t cur_rto(struct dn2f_ep *ep, struct lane *L)
 {
-    uint64_t r = L->rto;
+    uint64_t r = L->rto > L->rto_floor ? L->rto : L->rto_floor;
     unsigned b = L->backoff;
     while (b-- && r < ep->cfg.rto_max_ns) {
         r <<= 1;
@@ -341,6 +365,9 @@ static void lane_clear_tx(struct dn2f_ep *ep, struct lane *L, unsigned reason)
     L->ssthresh = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
     L->recovery = false;
     L->rack_ts = 0;
+    L->rto_check = false;
+    L->rto_restart = 0;
+    /* rto_floor stays: it is about the peer's host (a starved CPU) */
 }
 
 static void lane_clear_rx(struct dn2f_ep *ep, struct lane *L)
@@ -357,6 +384,7 @@ static void lane_clear_rx(struct dn2f_ep *ep, struct lane *L)
     L->base = L->cum = 0;
     L->rx_ooo = 0;
     L->rx_blocked = false;
+    L->echo = 0;
 }
 
 /* Forget everything exchanged with p (both directions, all lanes). */
@@ -476,7 +504,7 @@ static void put_ack_lane(struct dn2f_ep *ep, struct lane *L, unsigned lane, bool
         }
         nbits = (nbits + 31) & ~31u;
     }
-    dn2f_put_ack(w, lane, more, L->cum, limit, (uint16_t)nbits, bits);
+    dn2f_put_ack_echo(w, lane, more, L->cum, limit, L->echo, (uint16_t)nbits, bits);
 }
 
 /* The ACK blocks toward p: one per lane that has received anything (lane 0
@@ -555,6 +583,8 @@ static bool txb_emit(struct txb *b)
         return !b->failed;
     }
     b->open = false;
+    t = now(ep);
+    dn2f_data_set_ts(&b->w, dn2f_ts_us(t));    /* echoed back: which transmission */
     len = finish_data(ep, &p->ktx, &b->w);
     if (send_dgram(ep, next_hop(ep, p), ep->dgbuf, len) != 0) {
         b->failed = true;
@@ -565,7 +595,6 @@ static bool txb_emit(struct txb *b)
         p->ack_pending = false;
         p->ack_due = NO_DEADLINE;
     }
-    t = now(ep);
     for (i = 0; i < b->n; i++) {
         struct lane *L = &p->ln[ep->txb_lanes[i]];
         struct txslot *s = txs(ep, L, ep->txb_seqs[i]);
@@ -625,19 +654,39 @@ static bool txb_add(struct txb *b, unsigned lane, uint32_t seq)
 }
 
 /* Earliest retransmission deadline of a lane (scan of the outstanding slots). */
+static void floor_decay(struct dn2f_ep *ep, struct lane *L)
+{
+    uint64_t t;
+    if (!L->rto_floor) {
+        return;
+    }
+    t = now(ep);
+    while (L->rto_floor && t - L->floor_t >= FLOOR_DECAY_NS) {
+        L->floor_t += FLOOR_DECAY_NS;
+        L->rto_floor -= L->rto_floor / 8;
+        if (L->rto_floor <= ep->cfg.rto_min_ns) {
+            L->rto_floor = 0;
+        }
+    }
+}
+
 static void lane_rearm(struct dn2f_ep *ep, struct lane *L)
 {
     uint32_t s;
-    uint64_t due = NO_DEADLINE, r = cur_rto(ep, L);
+    uint64_t due = NO_DEADLINE, r;
     bool outstanding = false;
 
+    floor_decay(ep, L);
+    r = cur_rto(ep, L);
     if (L->tx) {
         for (s = L->una; s != L->end; s++) {
             struct txslot *t = txs(ep, L, s);
             if (t->pb && t->sent && !t->sacked) {
+                /* after a timeout, a full (backed-off) RTO from it */
+                uint64_t from = t->last_tx > L->rto_restart ? t->last_tx : L->rto_restart;
                 outstanding = true;
-                if (t->last_tx + r < due) {
-                    due = t->last_tx + r;
+                if (from + r < due) {
+                    due = from + r;
                 }
             }
         }
@@ -762,13 +811,14 @@ static void mc_emit(struct dn2f_ep *ep)
     if (!ep->mc_nrecs) {
         return;
     }
+    t = now(ep);
+    dn2f_data_set_ts(&ep->mcw, dn2f_ts_us(t));  /* the switch copies it to each member */
     len = finish_data(ep, &ep->kmc, &ep->mcw);
     if (ep->link != DN2F_LINK_UP || send_dgram(ep, &ep->cfg.sw, ep->mcbuf, len) != 0) {
         mc_discard(ep);
         return;
     }
     ep->st.tx_data_dgrams++;
-    t = now(ep);
     for (i = 0; i < ep->mc_nrefs; i++) {
         struct mcref *r = &ep->mcrefs[i];
         struct peer *p = peer_get(ep, r->lid);
@@ -1154,7 +1204,17 @@ static void rx_advance_cum(struct dn2f_ep *ep, struct lane *L)
     }
 }
 
-static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec *r)
+/* A datagram stamped ts brought lane L a packet it did not have: the ACK
+ * echoes the newest such stamp (a late duplicate does not lower it). */
+static inline void note_echo(struct lane *L, uint32_t ts)
+{
+    if (ts && (!L->echo || dn2f_seqdiff(ts, L->echo) > 0)) {
+        L->echo = ts;
+    }
+}
+
+static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec *r,
+                      uint32_t ts)
 {
     struct lane *L = &p->ln[r->lane];
     int32_t d = dn2f_seqdiff(r->seq, L->base);
@@ -1187,6 +1247,7 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
         req_ready(p, r->lane, r->after)) {
         /* The common case: in order, nothing waiting: no copy. */
         if (rx_deliver_one(ep, p, L, r->pkt, r->len, &consumed)) {
+            note_echo(L, ts);
             L->base++;
             L->cum++;
             rx_advance_cum(ep, L);
@@ -1208,6 +1269,7 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
         return;
     }
     memcpy(s->data, r->pkt, r->len);
+    note_echo(L, ts);
     s->len = r->len;
     s->after = r->after;
     s->held = 0;
@@ -1221,13 +1283,65 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
     rx_advance_cum(ep, L);
 }
 
+/* An acknowledged transmission for RACK: the newest send time known to have
+ * arrived.  A retransmitted packet counts with its latest send time only if
+ * the echo does not predate it: an echo older than the retransmission shows
+ * an earlier transmission arrived (counted as a spurious retransmission),
+ * and taking the retransmission's time would make RACK call the rest of the
+ * flight lost. */
+static void rack_note(struct dn2f_ep *ep, struct lane *L, const struct txslot *ts, uint32_t echo)
+{
+    if (ts->ntx > 1 && echo && dn2f_seqdiff(echo, dn2f_ts_us(ts->last_tx)) < 0) {
+        ep->st.spurious_retransmits++;
+        return;
+    }
+    if (ts->last_tx > L->rack_ts) {
+        L->rack_ts = ts->last_tx;
+    }
+}
+
+/* The ACK of a timeout's retransmission echoes an older timestamp: the
+ * packet had arrived, only its ACK was late.  Undo the window cut and the
+ * backoff, and raise the peer's RTO floor above the delay that ACK took, so
+ * the next equally late ACK does not fire the timer (every lane: they share
+ * the peer's ACK datagrams and its CPU). */
+static void spurious_timeout(struct dn2f_ep *ep, struct peer *p, struct lane *L, uint64_t t)
+{
+    uint64_t delay = t > L->rto_prev_tx ? t - L->rto_prev_tx : 0;
+    uint64_t fl = delay + delay / 4 + ep->cfg.rto_min_ns;
+    unsigned l;
+
+    ep->st.spurious_timeouts++;
+    if (L->undo_cwnd > L->cwnd) {
+        L->cwnd = L->undo_cwnd;
+    }
+    if (L->undo_ssthresh > L->ssthresh) {
+        L->ssthresh = L->undo_ssthresh;
+    }
+    L->recovery = false;
+    L->backoff = 0;
+    L->rto_restart = 0;
+    if (fl > ep->cfg.rto_max_ns) {
+        fl = ep->cfg.rto_max_ns;
+    }
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        struct lane *M = &p->ln[l];
+        floor_decay(ep, M);
+        if (fl > M->rto_floor) {
+            M->rto_floor = fl;
+        }
+        M->floor_t = t;         /* renewed: the peer is still slow */
+    }
+    ep->st.rto_floor_ns = fl;
+}
+
 /* ACK processing (our send stream toward p on lane a->lane).  False if bogus. */
 static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ack *a)
 {
     struct lane *L = &p->ln[a->lane];
     int32_t d;
     uint32_t s;
-    uint64_t t = now(ep), sample = 0;
+    uint64_t t = now(ep), sample = 0, rack_before;
     bool have_sample = false;
     size_t acked_bytes = 0;
     uint32_t retx[DN2F_SACK_MAX_BITS];
@@ -1248,6 +1362,7 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
         ep->st.drop[DN2F_DROP_BAD_ACK]++;
         return false;
     }
+    rack_before = L->rack_ts;
     if (d > 0) {
         /* every acknowledged slot must have been sent */
         for (s = L->una; s != a->cum; s++) {
@@ -1260,13 +1375,11 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
             struct txslot *ts = txs(ep, L, s);
             if (!ts->sacked) {
                 L->inflight -= ts->pb->len;
+                rack_note(ep, L, ts, a->echo);
             }
             if (ts->ntx == 1) {
                 sample = t - ts->last_tx;
                 have_sample = true;
-            }
-            if (ts->last_tx > L->rack_ts) {
-                L->rack_ts = ts->last_tx;
             }
             acked_bytes += ts->pb->len;
             L->tx_bytes -= ts->pb->len;
@@ -1279,6 +1392,7 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
             L->nxt = L->una;
         }
         L->backoff = 0;
+        L->rto_restart = 0;
     }
     if (dn2f_seqdiff(a->limit, L->limit) > 0) {
         L->limit = a->limit;
@@ -1287,7 +1401,6 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
     /* SACK (only meaningful when relative to our current una) */
     if (d >= 0 && a->nbits) {
         unsigned i;
-        int hi = -1;
         for (i = 0; i < a->nbits; i++) {
             uint32_t q = a->cum + 1 + i;
             struct txslot *ts;
@@ -1295,41 +1408,48 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
                 break;
             }
             ts = txs(ep, L, q);
-            if (dn2f_ack_sacked(a, i) && ts->pb && ts->sent) {
-                if (!ts->sacked) {
-                    ts->sacked = 1;
-                    L->inflight -= ts->pb->len;
-                    acked_bytes += ts->pb->len;
-                    if (ts->last_tx > L->rack_ts) {
-                        L->rack_ts = ts->last_tx;
-                    }
-                    if (ts->ntx == 1) {
-                        sample = t - ts->last_tx;
-                        have_sample = true;
-                    }
+            if (dn2f_ack_sacked(a, i) && ts->pb && ts->sent && !ts->sacked) {
+                ts->sacked = 1;
+                L->inflight -= ts->pb->len;
+                acked_bytes += ts->pb->len;
+                rack_note(ep, L, ts, a->echo);
+                if (ts->ntx == 1) {
+                    sample = t - ts->last_tx;
+                    have_sample = true;
                 }
-                hi = (int)i;
             }
         }
-        /* Loss detection, time based (RACK-like): a hole is lost when a
-         * packet sent after it (by more than a reordering window) has
-         * arrived.  Packets batched in one datagram or flush share a send
-         * time, so reordering inside the network is not taken for loss. */
-        if (hi >= 0 && dn2f_seqdiff(L->end, a->cum) > 0) {
-            uint64_t reo = L->srtt / 4;
-            uint32_t q;
-            if (reo < 20000) {
-                reo = 20000;
-            }
-            if (reo > 1000000) {
-                reo = 1000000;
-            }
-            for (q = a->cum; dn2f_seqdiff(q, a->cum + 1 + (uint32_t)hi) < 0 &&
-                             nretx < DN2F_SACK_MAX_BITS; q++) {
-                struct txslot *ts = txs(ep, L, q);
-                if (ts->pb && ts->sent && !ts->sacked && ts->last_tx + reo < L->rack_ts) {
-                    retx[nretx++] = q;
-                }
+    }
+    /* Spurious-timeout detection (Eifel): the first ACK of the packet a
+     * timeout resent tells by its echo which transmission arrived. */
+    if (L->rto_check &&
+        (dn2f_seqdiff(L->una, L->rto_seq) > 0 ||
+         (dn2f_seqdiff(L->rto_seq, L->end) < 0 && txs(ep, L, L->rto_seq)->sacked))) {
+        L->rto_check = false;
+        if (a->echo && dn2f_seqdiff(a->echo, L->rto_ts) < 0) {
+            spurious_timeout(ep, p, L, t);
+        }
+    }
+    /* Loss detection, time based (RACK): a packet is lost when one sent
+     * after it (by more than a reordering window) is known to have arrived.
+     * Packets batched in one datagram or flush share a send time, so
+     * reordering inside the network is not taken for loss; a timeout's
+     * retransmission that arrived makes the rest of its flight lost at once
+     * (all of it, not only below the highest SACKed: a flight lost whole
+     * has nothing SACKed). */
+    if (L->rack_ts != rack_before && L->una != L->end) {
+        uint64_t reo = L->srtt / 4;
+        uint32_t q;
+        if (reo < 20000) {
+            reo = 20000;
+        }
+        if (reo > 1000000) {
+            reo = 1000000;
+        }
+        for (q = L->una; q != L->end && nretx < DN2F_SACK_MAX_BITS; q++) {
+            struct txslot *ts = txs(ep, L, q);
+            if (ts->pb && ts->sent && !ts->sacked && ts->last_tx + reo < L->rack_ts) {
+                retx[nretx++] = q;
             }
         }
     }
@@ -1819,7 +1939,7 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
             }
             dn2f_data_iter(&m, &it);
             while (dn2f_data_next(&it, &r)) {
-                rx_record(ep, p, &r);
+                rx_record(ep, p, &r, m.u.data.ts);
                 if (ep->peers[dn2f_lid_index(m.h.src_lid)] != p) {
                     return;     /* cannot happen: callbacks may not reset */
                 }
@@ -1936,34 +2056,78 @@ static bool lane_tick(struct dn2f_ep *ep, struct peer *p, unsigned lane, uint64_
     if (L->tx && L->rto_due != NO_DEADLINE && t >= L->rto_due) {
         uint64_t r = cur_rto(ep, L);
         uint32_t s;
-        unsigned n = 0;
-        bool forced = L->force_retx;
-        /* collect first (txb uses txb_seqs itself): retransmit in chunks */
-        uint32_t list[256];
-        for (s = L->una; s != L->end; s++) {
-            struct txslot *ts = txs(ep, L, s);
-            if (ts->pb && ts->sent && !ts->sacked && (forced || ts->last_tx + r <= t)) {
-                list[n++] = s;
-                if (n == 256) {
-                    if (!lane_retransmit(ep, p, lane, list, n)) {
-                        return false;
+        if (L->force_retx || L->backoff) {
+            /* The link or the peer is back: resend everything outstanding.
+             * A second timeout in a row (the first one's packet or its ACK
+             * was lost too: a lossy path rather than a late ACK): resend
+             * everything expired.  (Collect first, txb uses txb_seqs
+             * itself: in chunks.) */
+            uint32_t list[256];
+            unsigned n = 0;
+            bool forced = L->force_retx;
+            for (s = L->una; s != L->end; s++) {
+                struct txslot *ts = txs(ep, L, s);
+                uint64_t from = ts->last_tx > L->rto_restart ? ts->last_tx : L->rto_restart;
+                if (ts->pb && ts->sent && !ts->sacked && (forced || from + r <= t)) {
+                    list[n++] = s;
+                    if (n == 256) {
+                        if (!lane_retransmit(ep, p, lane, list, n)) {
+                            return false;
+                        }
+                        n = 0;
                     }
-                    n = 0;
                 }
             }
-        }
-        if (n && !lane_retransmit(ep, p, lane, list, n)) {
-            return false;
-        }
-        L->force_retx = false;
-        if (!forced) {
-            ep->st.timeouts++;
-            if (L->backoff < 16) {
-                L->backoff++;
+            if (n && !lane_retransmit(ep, p, lane, list, n)) {
+                return false;
             }
-            L->ssthresh = L->cwnd / 2 > ep->cfg.max_dgram ? L->cwnd / 2 : ep->cfg.max_dgram;
-            L->cwnd = ep->cfg.max_dgram;
-            L->recovery = false;
+            L->force_retx = false;
+            if (!forced) {
+                ep->st.timeouts++;
+                if (L->backoff < 16) {
+                    L->backoff++;
+                }
+                L->cwnd = ep->cfg.max_dgram;
+                L->recovery = false;
+                L->rto_restart = t;
+            }
+        } else {
+            /* A timeout resends one packet, the oldest expired: its ACK's
+             * echo tells whether the flight was lost (RACK then resends
+             * the rest at once) or only its ACK was late (nothing more is
+             * resent; spurious_timeout()). */
+            for (s = L->una; s != L->end; s++) {
+                struct txslot *ts = txs(ep, L, s);
+                uint64_t from;
+                if (!ts->pb || !ts->sent || ts->sacked) {
+                    continue;
+                }
+                from = ts->last_tx > L->rto_restart ? ts->last_tx : L->rto_restart;
+                if (from + r <= t) {
+                    break;
+                }
+            }
+            if (s != L->end) {
+                if (!L->rto_check) {
+                    L->rto_check = true;
+                    L->rto_seq = s;
+                    L->rto_ts = dn2f_ts_us(t);  /* <= the retransmission's stamp */
+                    L->rto_prev_tx = txs(ep, L, s)->last_tx;
+                    L->undo_cwnd = L->cwnd;
+                    L->undo_ssthresh = L->ssthresh;
+                }
+                if (!lane_retransmit(ep, p, lane, &s, 1)) {
+                    return false;
+                }
+                ep->st.timeouts++;
+                if (L->backoff < 16) {
+                    L->backoff++;
+                }
+                L->ssthresh = L->cwnd / 2 > ep->cfg.max_dgram ? L->cwnd / 2 : ep->cfg.max_dgram;
+                L->cwnd = ep->cfg.max_dgram;
+                L->recovery = false;
+                L->rto_restart = t;
+            }
         }
         lane_rearm(ep, L);
     }

@@ -876,6 +876,7 @@ static void replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_m
             dn2f_wbuf_init(&w, sw->obuf, DN2F_DGRAM_MAX);
             dn2f_put_hdr(&w, DN2F_T_DATA, 0, m->h.src_lid, lid, m->h.src_epoch, mb.epoch);
             dn2f_hdr_set_sessions(&w, mb.src_sess, mb.dst_sess);
+            dn2f_data_set_ts(&w, m->u.data.ts);     /* the sender's: echoed to it */
             /* this and later records that list lid (with the same epoch) */
             it2 = it;
             r2 = r;

@@ -522,6 +522,23 @@ void dn2f_put_hdr(struct dn2f_wbuf *b, unsigned type, unsigned flags,
     dn2f_st16(p + 10, dst);
     dn2f_st64(p + 16, src_epoch);
     dn2f_st64(p + 24, dst_epoch);
+    if (type == DN2F_T_DATA) {
+        wb_reserve(b, DN2F_DATA_TS_LEN);        /* the timestamp: 0 until set */
+    }
+}
+
+void dn2f_data_set_ts(struct dn2f_wbuf *b, uint32_t ts)
+{
+    if (!b->overflow && b->len >= DN2F_HDR_LEN + DN2F_DATA_TS_LEN &&
+        b->p[5] == DN2F_T_DATA) {
+        dn2f_st32(b->p + DN2F_HDR_LEN, ts);
+    }
+}
+
+uint32_t dn2f_ts_us(uint64_t ns)
+{
+    uint32_t ts = (uint32_t)(ns / 1000);
+    return ts ? ts : 1;
 }
 
 void dn2f_hdr_set_sessions(struct dn2f_wbuf *b, uint32_t src_sess, uint32_t dst_sess)
@@ -678,6 +695,12 @@ size_t dn2f_ack_len(unsigned nbits)
 void dn2f_put_ack(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum, uint32_t limit,
                   uint16_t nbits, const uint8_t *bits)
 {
+    dn2f_put_ack_echo(b, lane, more, cum, limit, 0, nbits, bits);
+}
+
+void dn2f_put_ack_echo(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum,
+                       uint32_t limit, uint32_t echo, uint16_t nbits, const uint8_t *bits)
+{
     uint8_t *p;
     nbits &= (uint16_t)~31u;
     if (nbits > DN2F_SACK_MAX_BITS) {
@@ -690,8 +713,9 @@ void dn2f_put_ack(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum, u
         dn2f_st16(p + 8, nbits);
         p[10] = (uint8_t)lane;
         p[11] = more ? 1 : 0;
+        dn2f_st32(p + 12, echo);
         if (nbits && bits) {
-            memcpy(p + 12, bits, nbits / 8);
+            memcpy(p + DN2F_ACK_HDR_LEN, bits, nbits / 8);
         }
     }
 }
@@ -870,6 +894,7 @@ static int dec_ack(const uint8_t *p, size_t avail, struct dn2f_ack *a, size_t *u
         return -DN2F_E_FIELD;
     }
     *more = p[11] == 1;
+    a->echo = dn2f_ld32(p + 12);
     if (a->lane >= DN2F_NUM_LANES) {
         return -DN2F_E_FIELD;
     }
@@ -1054,12 +1079,17 @@ static int dec_data(const uint8_t *body, size_t blen, struct dn2f_msg *m)
     int rc;
 
     m->u.data.acks.n = 0;
+    if (blen < DN2F_DATA_TS_LEN) {
+        return -DN2F_E_TRUNC;
+    }
+    m->u.data.ts = dn2f_ld32(body);
+    off = DN2F_DATA_TS_LEN;
     if (m->h.flags & DN2F_F_ACK) {
-        rc = dec_acks(body, blen, &m->u.data.acks, &used);
+        rc = dec_acks(body + off, blen - off, &m->u.data.acks, &used);
         if (rc) {
             return rc;
         }
-        off = used;
+        off += used;
     }
     m->u.data.recs = body + off;
     m->u.data.recs_len = blen - off;

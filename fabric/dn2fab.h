@@ -41,7 +41,8 @@ extern "C" {
  * 1. Wire format (all multi-byte fields little-endian)
  * ====================================================================== */
 #define DN2F_MAGIC            0x46324e44u   /* bytes 'D' 'N' '2' 'F' */
-#define DN2F_VERSION          3             /* 3: request lanes (docs/fabric.md) */
+#define DN2F_VERSION          4             /* 4: DATA timestamps echoed in ACKs; 3: request
+                                             * lanes (docs/fabric.md) */
 #define DN2F_HDR_LEN          40
 #define DN2F_DGRAM_MAX        65507         /* largest UDP payload (IPv4) */
 #define DN2F_DGRAM_DEFAULT    61440         /* default batching limit */
@@ -57,7 +58,8 @@ extern "C" {
 #define DN2F_REC_HDR_LEN      8
 #define DN2F_MEMBER_LEN       24
 #define DN2F_ROUTE_LEN        52            /* + the member's sealed token */
-#define DN2F_ACK_HDR_LEN      12
+#define DN2F_ACK_HDR_LEN      16            /* + the SACK bitmap (version 3: 12, no echo) */
+#define DN2F_DATA_TS_LEN      4             /* a DATA body starts with the sender's u32 timestamp */
 #define DN2F_PORTSTAT_LEN     92
 #define DN2F_NUM_LANES        4             /* reliable streams per peer pair: */
 #define DN2F_LANE_REQ         2             /* lane = DWID + DN2F_LANE_REQ * request */
@@ -186,6 +188,12 @@ struct dn2f_ack {
     uint32_t limit;             /* the sender may send seqs < limit (credits) */
     uint16_t nbits;             /* SACK bits (multiple of 32): bit i = cum+1+i received */
     const uint8_t *bits;
+    /* The newest DATA timestamp (struct dn2f_msg u.data.ts, the sender's
+     * clock) of the datagrams that brought this lane a packet the receiver
+     * had not got before; 0 = none yet.  A sender whose packet was
+     * retransmitted on a timeout at time T learns from an echo older than
+     * T that an earlier transmission arrived: the timeout was spurious. */
+    uint32_t echo;
 };
 
 /* The ACK blocks of one datagram: 1..DN2F_NUM_LANES, distinct lanes. */
@@ -295,6 +303,7 @@ struct dn2f_msg {
             uint8_t kinds;      /* bit (1 << kind) for each kind present */
             const uint8_t *recs;
             size_t recs_len;
+            uint32_t ts;        /* the sender's timestamp (us, wrapping; 0 = none) */
         } data;
         struct dn2f_acks acks;  /* type ACK */
         struct dn2f_keepalive keepalive;
@@ -337,11 +346,18 @@ struct dn2f_wbuf {
     bool overflow;
 };
 void dn2f_wbuf_init(struct dn2f_wbuf *b, void *mem, size_t cap);
-/* Header (length patched by dn2f_finish), sessions 0. */
+/* Header (length patched by dn2f_finish), sessions 0.  For DATA also the
+ * body's timestamp field (0 = none; dn2f_data_set_ts() sets it). */
 void dn2f_put_hdr(struct dn2f_wbuf *b, unsigned type, unsigned flags,
                   uint16_t src, uint16_t dst, uint64_t src_epoch, uint64_t dst_epoch);
 /* Set the header's sessions (DATA / ACK between boards). */
 void dn2f_hdr_set_sessions(struct dn2f_wbuf *b, uint32_t src_sess, uint32_t dst_sess);
+/* DATA: set the timestamp (the sender's clock in us, wrapping, 0 = none;
+ * see dn2f_ts_us()) of a datagram begun with dn2f_put_hdr(). */
+void dn2f_data_set_ts(struct dn2f_wbuf *b, uint32_t ts);
+/* The timestamp of ns (a monotonic clock): its microseconds modulo 2^32,
+ * never 0 (0 means "no timestamp"). */
+uint32_t dn2f_ts_us(uint64_t ns);
 /* Patch the length field; returns the datagram length, 0 on overflow. */
 size_t dn2f_finish(struct dn2f_wbuf *b);
 /* The same with a MAC trailer: sets flag MAC, appends HMAC-SHA256(key,
@@ -363,6 +379,10 @@ size_t dn2f_group_len(unsigned n);
  * when nbits == 0 (nbits: multiple of 32). */
 void dn2f_put_ack(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum, uint32_t limit,
                   uint16_t nbits, const uint8_t *bits);
+/* The same with the echoed timestamp (struct dn2f_ack.echo; dn2f_put_ack
+ * writes 0 = none). */
+void dn2f_put_ack_echo(struct dn2f_wbuf *b, unsigned lane, bool more, uint32_t cum,
+                       uint32_t limit, uint32_t echo, uint16_t nbits, const uint8_t *bits);
 size_t dn2f_ack_len(unsigned nbits);
 /* A multicast origin record (members with their sessions). */
 bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsigned nmemb,
@@ -498,6 +518,13 @@ struct dn2f_ep_stats {
     uint64_t refusals;                  /* joins refused by the switch (any reason) */
     uint64_t session_resets;            /* a peer renewed its session: state toward it reset */
     uint64_t req_held;                  /* requests that waited for data sent before them */
+    /* Appended with the echoed timestamps (wire version 4): */
+    uint64_t spurious_timeouts;         /* RTO expiries the ACK showed needless (the
+                                         * original had arrived): window restored,
+                                         * the peer's RTO floor raised */
+    uint64_t spurious_retransmits;      /* retransmitted packets whose ACK showed an
+                                         * earlier transmission had arrived */
+    uint64_t rto_floor_ns;              /* the highest RTO floor of any peer now (0 = none) */
 };
 
 struct dn2f_ep;

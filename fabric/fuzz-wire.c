@@ -278,7 +278,8 @@ int main(int argc, char **argv)
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACK, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
         dn2f_hdr_set_sessions(&w, 5, 0);
-        dn2f_put_ack(&w, 0, true, 0, 64, 32, bits);
+        dn2f_data_set_ts(&w, 1000);     /* version 4: timestamp, echoed in ACKs */
+        dn2f_put_ack_echo(&w, 0, true, 0, 64, 900, 32, bits);
         dn2f_put_ack(&w, 1, false, 0, 64, 0, NULL);
         memset(pkt, 0x11, sizeof(pkt));
         pkt[3] = 0x01;          /* DWID 0: lane 0 */
@@ -340,7 +341,7 @@ int main(int argc, char **argv)
         dn2f_wbuf_init(&w, buf, sizeof(buf));
         dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
         dn2f_hdr_set_sessions(&w, 5, 0);
-        dn2f_put_ack(&w, 0, false, 1, 65, 64, bits);
+        dn2f_put_ack_echo(&w, 0, false, 1, 65, 1, 64, bits);
         n = dn2f_finish(&w);
         put_seed(dir, "ack-sack", 1 | (8 << 3), buf, n);
     }

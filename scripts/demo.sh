@@ -17,7 +17,8 @@
 #                               tables are printed next to the thesis's and
 #                               next to UDP between the same two guests
 # Each step is incremental; build output goes to build/demo/*.log (shown only
-# on failure).  -v also prints the raw TAP of step 3; --board-only stops
+# on failure; step 2 shows the build's [N/M] progress: one redrawn line on a
+# terminal, a line every 30 s otherwise).  -v also prints the raw TAP of step 3; --board-only stops
 # after step 3.  Exit status: 0 when every step succeeded.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,12 +42,54 @@ mkdir -p "$logs"
 
 if [ -t 1 ]; then B=$'\e[1m'; G=$'\e[32m'; R=$'\e[31m'; D=$'\e[2m'; N=$'\e[0m'; else B='' G='' R='' D='' N=''; fi
 
-step() { # step N TITLE LOGNAME COMMAND...
-    local n=$1 title=$2 name=$3 t0=$SECONDS rc
+# While PID runs, show the newest "[N/M]" progress line of the build log LOG
+# (ninja's: the outer meson build's, then QEMU's own): on a terminal as one
+# line redrawn every second after the step's title (PREFIX), otherwise as a
+# line every 30 s (only when it moved), so a ten-minute build is not silent.
+# Prints "1" on stdout's fd 3 when it printed lines of its own (not a tty).
+progress() { # progress PID LOG T0 PREFIX
+    local pid=$1 log=$2 t0=$3 prefix=$4 cur last= next=$((SECONDS + 30)) n m pct
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        cur=$(tail -c 8192 "$log" 2>/dev/null | tr '\r' '\n' |
+              grep -aoE '^\[[0-9]+/[0-9]+\]' | tail -n 1)
+        [ -n "$cur" ] || continue
+        n=${cur#[}; n=${n%%/*}; m=${cur#*/}; m=${m%]}
+        pct=$((m > 0 ? n * 100 / m : 0))
+        if [ -t 1 ]; then
+            printf '\r%s%s %3s%% %s(%s s)%s\e[K' "$prefix" "$cur" "$pct" "$D" \
+                "$((SECONDS - t0))" "$N"
+        elif [ "$cur" != "$last" ] && [ $SECONDS -ge $next ]; then
+            [ -n "$last" ] || echo
+            printf '      %s %3s%% (%s s)\n' "$cur" "$pct" "$((SECONDS - t0))"
+            last=$cur
+            next=$((SECONDS + 30))
+        fi
+    done
+    [ -n "$last" ] && echo 1 >&3
+    return 0
+}
+
+step() { # step N TITLE LOGNAME COMMAND...  (DN2_PROGRESS=1: show the log's [N/M])
+    local n=$1 title=$2 name=$3 t0=$SECONDS rc prefix pid lines
     shift 3
-    printf '%s[%s/%s]%s %-34s ' "$B" "$n" "$nsteps" "$N" "$title"
-    "$@" > "$logs/$name.log" 2>&1
-    rc=$?
+    prefix=$(printf '%s[%s/%s]%s %-34s ' "$B" "$n" "$nsteps" "$N" "$title")
+    printf '%s' "$prefix"
+    if [ -n "${DN2_PROGRESS:-}" ]; then
+        "$@" > "$logs/$name.log" 2>&1 &
+        pid=$!
+        { lines=$(progress "$pid" "$logs/$name.log" "$t0" "$prefix" 3>&1 >&4); } 4>&1
+        wait "$pid"
+        rc=$?
+        if [ -t 1 ]; then
+            printf '\r%s\e[K' "$prefix"               # the title again, progress erased
+        elif [ -n "$lines" ]; then
+            printf '%s' "$prefix"
+        fi
+    else
+        "$@" > "$logs/$name.log" 2>&1
+        rc=$?
+    fi
     if [ $rc -ne 0 ]; then
         printf '%sfailed%s (%s s)\n' "$R" "$N" "$((SECONDS - t0))"
         echo "---- last lines of $logs/$name.log ----"
@@ -73,7 +116,7 @@ meson_build() {
     fi
     meson compile -C build
 }
-step 2 "build QEMU $QEMU_VERSION, fabric, guest" build meson_build
+DN2_PROGRESS=1 step 2 "build QEMU $QEMU_VERSION, fabric, guest" build meson_build
 QEMU=$(bash "$here/build-qemu.sh" --print-env 2>/dev/null | sed -n 's/^QEMU_BIN=//p')
 if [ -x "$QEMU" ]; then export QEMU; else unset QEMU; fi
 

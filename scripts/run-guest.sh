@@ -27,7 +27,10 @@
 # Environment: QEMU (binary; default: the one in build/), DN2_ACCEL
 # (auto|kvm|tcg, default auto: KVM when /dev/kvm is usable), DN2_KERNEL
 # (kernel image; default: the Debian cloud kernel fetched by setup.sh),
-# DN2_CACHE (see scripts/lib.sh).
+# DN2_CACHE (see scripts/lib.sh), DN2_DEVICE_GLOBALS (board properties for
+# every board, e.g. "strict=on" or "strict=on,fifo-depth=8": each becomes
+# -global dimmnet2.PROP=V, so the guest suites can run against strict
+# boards: DN2_DEVICE_GLOBALS=strict=on meson test -C build --suite guest).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -81,6 +84,10 @@ accel=("${DN2_ACCEL_ARGS[@]}")
 
 devices=()
 for ((i = 0; i < boards; i++)); do devices+=(-device dimmnet2); done
+IFS=, read -r -a dn2_globals <<< "${DN2_DEVICE_GLOBALS:-}"
+for g in "${dn2_globals[@]}"; do
+    [ -n "$g" ] && devices+=(-global "dimmnet2.$g")
+done
 
 append="console=ttyS0 panic=-1 quiet dn2.run=\"$run\""
 [ -n "$append_extra" ] && append+=" $append_extra"

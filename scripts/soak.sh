@@ -31,10 +31,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$DN2_TOP"
 
 quick=
+keep=
 args=()
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=1; args+=(--quick); shift ;;
+        --keep) keep=1; args+=(--keep); shift ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) args+=("$1"); shift ;;
     esac
@@ -75,13 +77,28 @@ cc=${CC:-cc}
 mv -f "$out/dn2-soak.new" "$out/dn2-soak"
 
 limit=${DN2_SOAK_LIMIT:-$([ -n "$quick" ] && echo 500 || echo 1800)}
+# The tool's temporary directory (SO-DIMM files, logs, sockets) goes in one
+# of ours, removed on exit whatever happened to the tool (unless --keep).
+base=/dev/shm
+[ -d "$base" ] && [ -w "$base" ] || base=${TMPDIR:-/tmp}
+tmp=$(mktemp -d "$base/dn2-soak.XXXXXX")
+pid=
+cleanup() {
+    [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
+    [ -n "$keep" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'cleanup; trap - EXIT; exit 130' INT TERM HUP
 log "soak${quick:+ (quick)}: qemu=$qemu switch=$switch (limit ${limit}s)"
 t0=$(date +%s)
 rc=0
-# The tool kills its children on exit (and they die with it); timeout bounds
-# the whole run even if the tool itself were stuck.
-timeout --kill-after=20 "$limit" "$out/dn2-soak" --qemu "$qemu" --switch "$switch" \
-    --fw "$fw" "${args[@]}" || rc=$?
+# The tool kills its children on exit (and they die with it: PDEATHSIG);
+# timeout bounds the whole run even if the tool itself were stuck.
+DN2_SOAK_TMP=$tmp timeout --kill-after=20 "$limit" "$out/dn2-soak" --qemu "$qemu" \
+    --switch "$switch" --fw "$fw" "${args[@]}" &
+pid=$!
+wait "$pid" || rc=$?
+pid=
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     echo "not ok - the soak run exceeded its limit of ${limit}s"
     echo "# soak: killed after ${limit}s"

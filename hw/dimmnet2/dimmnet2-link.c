@@ -674,9 +674,10 @@ bool dn2_link_can_send(DN2State *s, uint64_t h0, size_t len)
     case DN2_LINK_LOOPBACK:
         return g_queue_get_length(&s->loop_q[dn2_loop_queue(h0)]) < DN2_LOOP_MAX;
     case DN2_LINK_FABRIC:
-        /* The packet's lane is its DWID: credits one process of the peer
-         * withholds do not hold up packets for the other. */
-        return dn2f_ep_can_send_lane(s->link->ep, dlid, (h0 >> DN2_H0_DWID_BIT) & 1, len);
+        /* The packet's lane: its DWID, and RVL requests apart from data
+         * (docs/fabric.md): credits one process of the peer withholds, or
+         * a full RC FIFO there, hold up only that lane. */
+        return dn2f_ep_can_send_lane(s->link->ep, dlid, dn2f_h0_lane(h0), len);
     default:
         return false;
     }
@@ -776,6 +777,8 @@ uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which)
         return st->refusals;
     case DN2_LS_SESSION_RESETS:
         return st->session_resets;
+    case DN2_LS_SPURIOUS_TIMEOUTS:
+        return st->spurious_timeouts;
     default:
         return 0;
     }

@@ -22,6 +22,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/atomic.h"
+#include "qemu/host-utils.h"
 #include "qemu/bswap.h"
 #include "exec/memory.h"
 #include "dimmnet2.h"
@@ -196,6 +197,26 @@ static void dn2_on_issue(DN2State *s, const DN2FifoEntry *e)
 
 static void dn2_exec_bh(void *opaque);
 
+/* The Write Window a request reads (BOTF, the VS family, LHSv2), or -1. */
+static int dn2_req_ww(const DN2FifoEntry *e)
+{
+    struct dn2_req r;
+
+    dn2_req_decode(&r, e->lower, e->upper, e->ex, e->has_ex, e->rflag, e->wid);
+    switch (r.otype) {
+    case DN2_OP_BOTF:
+        return dn2_botf_ww(e->lower);
+    case DN2_OP_VS:
+    case DN2_OP_VSS:
+    case DN2_OP_VSI:
+        return r.src == DN2_COPY_OFF ? -1 : (int)((r.src / DN2_WIN_SIZE) % DN2_NUM_WW);
+    case DN2_OP_LHSV2:
+        return (int)((DN2_GET(r.dst, 21, 10) / DN2_WIN_SIZE) % DN2_NUM_WW);
+    default:
+        return -1;
+    }
+}
+
 void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
 {
     DN2Wid *w = &s->wid[wid];
@@ -211,6 +232,7 @@ void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
     s->stat_requests++;
     trace_dimmnet2_request(s->index, wid, rflag, lower, e.upper,
                            e.has_ex ? e.ex : 0);
+    w->upper_seen = 0;
     if (w->pending) {
         /* The thesis leaves this open; the new request is lost [EMU]. */
         s->stat_overrun++;
@@ -219,7 +241,18 @@ void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
         qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: WID %d wrote a request while "
                       "the previous one was still pending (Controller Status "
                       "bit 0); the new request is dropped\n", wid);
+        dn2_strict_report(s, DN2_SV_OVERRUN, wid, rflag ? DN2_UR_CMD1_LOWER :
+                          DN2_UR_CMD0_LOWER, "the new request was dropped");
         return;
+    }
+    if (s->strict) {
+        /* Remember the Write Window the request will read, to see it
+         * rewritten before the request has run. */
+        int ww = dn2_req_ww(&e);
+        if (ww >= 0) {
+            e.ww_sum = dn2_strict_ww_sum(s, wid, ww);
+            e.ww_sum_valid = 1;
+        }
     }
     dn2_on_issue(s, &e);
     if (s->fifo_count < s->fifo_depth) {
@@ -229,7 +262,7 @@ void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
         w->pending = 1;
         trace_dimmnet2_fifo_wait(s->index, wid);
     }
-    if (!s->exec.active && !s->rc_exec.active && s->fifo_count == 1 &&
+    if (!s->strict && !s->exec.active && !s->rc_exec.active && s->fifo_count == 1 &&
         !s->rc_count && !s->rx_stalled) {
         /* An idle Window Controller takes the request at once, as the
          * hardware does: no bottom-half round trip on the latency path.
@@ -243,6 +276,10 @@ void dn2_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
 
 void dn2_kick(DN2State *s)
 {
+    if (s->strict && s->strict_timer) {
+        dn2_strict_schedule(s);     /* paced: never sooner than the delay */
+        return;
+    }
     if (s->bh) {
         qemu_bh_schedule(s->bh);
     }
@@ -262,6 +299,10 @@ bool dn2_link_news(DN2State *s)
     bool rc = s->rc_exec.active ? s->rc_exec.stalled : s->rc_count != 0;
 
     if (!host && !rc) {
+        return false;
+    }
+    if (s->strict) {
+        dn2_kick(s);                /* paced; the caller flushes */
         return false;
     }
     dn2_exec_bh(s);
@@ -362,6 +403,38 @@ static uint16_t dn2_vl_lines(uint32_t woff, uint32_t len)
     return touched;
 }
 
+/* strict: hand the next 128-byte line of a gathered VL to the Prefetch
+ * Window and set its flag; DONE after the last. */
+static int dn2_exec_vl_line(DN2State *s, const struct dn2_req *r, uint8_t *pw,
+                            uint32_t woff, uint32_t len, uint64_t *budget)
+{
+    DN2Wid *w = &s->wid[r->wid];
+    DN2Exec *x = &s->exec;
+    unsigned n = r->dst / DN2_WIN_SIZE, line;
+    uint64_t left = x->total & ~x->done;
+    uint32_t lo, hi;
+
+    if (left) {
+        line = ctz64(left);
+        lo = MAX(woff, line * DN2_PW_LINE);
+        hi = MIN(woff + len, (line + 1) * DN2_PW_LINE);
+        memcpy(pw + lo, s->copy_buf + lo, hi - lo);
+        memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE + lo,
+                                hi - lo);
+        smp_wmb();
+        w->pw_flag |= 1u << (DN2_PWF_WIN_SHIFT(n) + line);
+        x->done |= 1u << line;
+        *budget -= MIN(*budget, (uint64_t)(hi - lo) + 64);
+        if (x->total & ~x->done) {
+            return DN2_STEP_MORE;
+        }
+    }
+    dn2_count(s, r->wid, DN2_PC_VL);
+    s->stat_bytes_local += len;
+    trace_dimmnet2_done(s->index, r->wid, dn2_otype_name(r->otype), len);
+    return DN2_STEP_DONE;
+}
+
 static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
 {
     DN2Wid *w = &s->wid[r->wid];
@@ -370,7 +443,7 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
     uint64_t area = dn2_sdimm_area(s);
     uint32_t n, woff, len, elems = 0, i;
     uint16_t touched;
-    uint8_t *pw;
+    uint8_t *pw, *dstw;
     bool short_read = false;
 
     if (r->dst == DN2_COPY_OFF) {
@@ -403,6 +476,21 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
     woff = r->dst % DN2_WIN_SIZE;
     pw = s->pw_ptr + r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE;
     len = dn2_vl_len(r, &elems);
+    /* The span the VL reads (strided: first to last element; a list's
+     * entries are not known before they are read: not held). */
+    if (form != DN2_FORM_LIST &&
+        dn2_lhs_filling(s, r->wid, r->src, form == DN2_FORM_CONTIG ? len :
+                        (elems ? (uint64_t)(elems - 1) * r->arg + esz : 0))) {
+        if (!s->exec.stalled) {
+            trace_dimmnet2_vl_held(s->index, r->wid, r->src);
+            dn2_strict_report(s, DN2_SV_EARLY_LHS_VL, r->wid, DN2_UR_CMD0_LOWER,
+                              "VL of an LHS overflow before Complete");
+        }
+        return DN2_STEP_STALL;      /* the message's last packet kicks */
+    }
+    if (s->strict && s->exec.started) {
+        return dn2_exec_vl_line(s, r, pw, woff, len, budget);
+    }
     if (len < (form == DN2_FORM_CONTIG ? r->arg : (uint32_t)r->iter * esz)) {
         trace_dimmnet2_clip(s->index, r->wid, dn2_otype_name(r->otype),
                             "window end");
@@ -416,6 +504,9 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
     w->pw_flag = (w->pw_flag & ~DN2_PWF_WIN_MASK(n)) |
                  ((uint16_t)(~touched & 0xf) << DN2_PWF_WIN_SHIFT(n));
 
+    /* strict: the data is gathered first and handed to the window a line at
+     * a time, each flag set as its line arrives (dn2_exec_vl_line) */
+    dstw = s->strict ? s->copy_buf : pw;
     switch (form) {
     case DN2_FORM_CONTIG: {
         uint32_t rd = 0;
@@ -425,7 +516,7 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
         if (rd < len) {
             short_read = true;
         }
-        dn2_sdimm_rw(s, r->wid, r->src, pw + woff, rd, false);
+        dn2_sdimm_rw(s, r->wid, r->src, dstw + woff, rd, false);
         break;
     }
     case DN2_FORM_STRIDE:
@@ -435,7 +526,7 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
                 short_read = true;
                 continue;
             }
-            dn2_sdimm_rw(s, r->wid, a, pw + woff + i * esz, esz, false);
+            dn2_sdimm_rw(s, r->wid, a, dstw + woff + i * esz, esz, false);
         }
         break;
     default: /* DN2_FORM_LIST */
@@ -450,7 +541,7 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
                 short_read = true;
                 continue;
             }
-            dn2_sdimm_rw(s, r->wid, a, pw + woff + i * esz, esz, false);
+            dn2_sdimm_rw(s, r->wid, a, dstw + woff + i * esz, esz, false);
         }
         break;
     }
@@ -459,6 +550,12 @@ static int dn2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *budget)
         w->req_error = 1;
         trace_dimmnet2_clip(s->index, r->wid, dn2_otype_name(r->otype),
                             "source past the SO-DIMM area");
+    }
+    if (s->strict) {
+        s->exec.started = 1;
+        s->exec.total = touched;            /* lines to hand over */
+        s->exec.done = 0;                   /* lines handed over */
+        return DN2_STEP_MORE;
     }
     memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE
                             + woff, len);
@@ -709,9 +806,27 @@ static int dn2_exec_step(DN2State *s, DN2Exec *x, uint64_t *budget)
     struct dn2_req r;
 
     dn2_req_decode(&r, e->lower, e->upper, e->ex, e->has_ex, e->rflag, e->wid);
-    if (x->done == 0 && !x->stalled) {
+    if (x->done == 0 && !x->stalled && !x->started) {
+        const char *why;
+
         trace_dimmnet2_exec(s->index, r.wid, dn2_otype_name(r.otype), r.src,
                             r.dst, r.arg, r.dtype, r.iter);
+        if (!e->from_rc && dn2_strict_refuse(s, &r, &why)) {
+            dn2_refuse(s, &r, why);
+            return DN2_STEP_DONE;
+        }
+        if (e->ww_sum_valid) {
+            int ww = dn2_req_ww(e);
+            if (dn2_strict_ww_sum(s, r.wid, ww) != e->ww_sum) {
+                g_autofree char *d = g_strdup_printf(
+                    "Write Window %d changed between the %s doorbell and its start",
+                    ww, dn2_otype_name(r.otype));
+                dn2_strict_report(s, DN2_SV_WW_REUSED, r.wid,
+                                  DN2_WW_BASE + r.wid * DN2_WW_WID_STRIDE + ww * DN2_WIN_SIZE,
+                                  d);
+            }
+            e->ww_sum_valid = 0;
+        }
     }
     switch (r.otype) {
     case DN2_OP_VL:
@@ -827,6 +942,11 @@ static int dn2_exec_one(DN2State *s, DN2Exec *x, uint64_t *budget, int *reqs)
     return ret;
 }
 
+void dn2_exec_run(DN2State *s)
+{
+    dn2_exec_bh(s);
+}
+
 static void dn2_exec_bh(void *opaque)
 {
     DN2State *s = opaque;
@@ -854,10 +974,19 @@ static void dn2_exec_bh(void *opaque)
         }
         a = dn2_exec_one(s, first, &budget, &reqs);
         s->rc_turn = !s->rc_turn;
+        if (s->strict && a != DN2_STEP_STALL) {
+            /* paced: one step, then strict-delay-ns until the next */
+            dn2_strict_schedule(s);
+            break;
+        }
         if (!budget) {
             continue;
         }
         b = dn2_exec_one(s, second, &budget, &reqs);
+        if (s->strict && b != DN2_STEP_STALL) {
+            dn2_strict_schedule(s);
+            break;
+        }
         if (a == DN2_STEP_STALL && b == DN2_STEP_STALL) {
             break;                          /* both idle or stalled */
         }

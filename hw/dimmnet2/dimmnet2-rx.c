@@ -419,7 +419,50 @@ static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
                   "is needed by LID 0x%x)\n", s->index, wid, old->slid, old->got,
                   old->total, DN2_LHS_TIMEOUT_MS, slid);
     old->valid = 0;
+    dn2_kick(s);                /* a VL of its overflow may be held */
     return old;
+}
+
+/* [a, a + alen) and [b, b + blen) overlap. */
+static bool dn2_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+/*
+ * The thesis lets the host issue the VL of an LHS message's overflow as
+ * soon as Valid toggles; the NIC holds that VL until the message is in
+ * (both modes, choice #53).  A message silent for DN2_LHS_TIMEOUT_MS no
+ * longer holds anything.
+ */
+bool dn2_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len)
+{
+    const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
+    DN2Wid *w = &s->wid[wid];
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int i;
+
+    for (i = 0; i < DN2_LHS_SLOTS; i++) {
+        DN2LhsMsg *m = &w->lhs[i];
+        uint64_t over, first;
+
+        if (!m->valid || m->got >= m->total || m->total <= inline_end ||
+            now - m->last_ns >= (int64_t)DN2_LHS_TIMEOUT_MS * SCALE_MS) {
+            continue;
+        }
+        over = ROUND_UP(m->total - inline_end, DN2_RING_ALIGN);
+        first = over;
+        if (m->ring_size && m->pointer + over > (uint64_t)m->ring_base + m->ring_size) {
+            first = (uint64_t)m->ring_base + m->ring_size - m->pointer;
+            if (dn2_overlap(off, len, m->ring_base, over - first)) {
+                return true;    /* the wrapped part */
+            }
+        }
+        if (dn2_overlap(off, len, m->pointer, first)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Put message bytes [off, off + len) of an LHS message where they belong:
@@ -509,6 +552,8 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         m->swid = h->swid;
         m->entry = w->lhb_tail;
         m->pointer = r.base + r.tail;
+        m->ring_base = r.base;
+        m->ring_size = r.size;
         m->total = total;
         m->got = 0;
         m->last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
@@ -542,6 +587,9 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         smp_wmb();
         stq_le_p(ent, ldq_le_p(ent) ^ DN2_LH_COMPLETE);
         m->valid = 0;
+        if (s->exec.stalled) {
+            dn2_kick(s);        /* a VL of this overflow may be held */
+        }
     }
     memory_region_set_dirty(&s->lhb, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
                             DN2_LHB_ENTRY);
@@ -608,6 +656,15 @@ int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
     own = dn2_link_lid(s);
     if (h.dlid != own && !dn2_clid_is_mcast(dn2_lid_to_clid(h.dlid))) {
         return dn2_rx_drop(s, &s->stat_rx_drop_route, slid, "not for this LID");
+    }
+    if (s->strict && s->lid != own) {
+        /* strict: the port accepts nothing until the LID register holds the
+         * subnet manager's LID */
+        g_autofree char *d = g_strdup_printf("a packet from LID 0x%x refused: LID "
+                                             "register 0x%x, the port's LID 0x%x",
+                                             slid, s->lid, own);
+        dn2_strict_report(s, DN2_SV_NO_LID, h.dwid, DN2_SR_LID, d);
+        return dn2_rx_drop(s, &s->stat_rx_drop_route, slid, "strict: LID register not set");
     }
     if (!s->wid[h.dwid].pgid_set) {
         return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,

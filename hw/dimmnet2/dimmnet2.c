@@ -5,9 +5,9 @@
  * of on-board buffers and registers at a fixed physical address:
  *
  *   0x00000 Write Window     RAM     host writes, NIC reads
- *   0x10000 Prefetch Window  ROMD    host reads (writes discarded), NIC writes
+ *   0x10000 Prefetch Window  RAM, ro host reads (writes discarded), NIC writes
  *   0x20000 LLCM             RAM     both read and write
- *   0x30000 LH Buffer        ROMD    host reads (writes discarded), NIC writes
+ *   0x30000 LH Buffer        RAM, ro host reads (writes discarded), NIC writes
  *   0x40000 User Registers   MMIO    one 4 KiB page per WID
  *   0x50000 System Register  MMIO    privileged
  *
@@ -123,12 +123,18 @@ static void dn2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
     switch (off) {
     case DN2_UR_CMD0_UPPER:
         w->upper[0] = v;
+        w->upper_seen = 1;
         break;
     case DN2_UR_CMD1_UPPER:
         w->upper[1] = v;
+        w->upper_seen = 1;
         break;
     case DN2_UR_CMD_EX:
         w->ex = v;
+        if (!w->upper_seen) {
+            dn2_strict_report(s, DN2_SV_EX_ORDER, wid, DN2_UR_CMD_EX,
+                              "Command Ex written before Command Upper");
+        }
         break;
     case DN2_UR_CMD0_LOWER:
         dn2_doorbell(s, wid, 0, v);
@@ -374,45 +380,6 @@ static const MemoryRegionOps dn2_sr_ops = {
     .impl = { .min_access_size = 1, .max_access_size = 8 },
 };
 
-/*
- * Prefetch Window and LH Buffer: the host may only read them.  Reads go
- * straight to RAM (ROMD mode); writes land here and are discarded, as the
- * board's host interface has no write path into these buffers.
- */
-static uint64_t dn2_ro_read(void *opaque, hwaddr addr, unsigned size)
-{
-    /* Only reached if ROMD mode were turned off; it never is. */
-    return 0;
-}
-
-static void dn2_pw_write(void *opaque, hwaddr addr, uint64_t v, unsigned size)
-{
-    DN2State *s = opaque;
-
-    trace_dimmnet2_ro_write(s->index, DN2_PW_BASE + addr, size);
-}
-
-static void dn2_lhb_write(void *opaque, hwaddr addr, uint64_t v, unsigned size)
-{
-    DN2State *s = opaque;
-
-    trace_dimmnet2_ro_write(s->index, DN2_LHB_BASE + addr, size);
-}
-
-static const MemoryRegionOps dn2_pw_ops = {
-    .read = dn2_ro_read,
-    .write = dn2_pw_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 1, .max_access_size = 8 },
-};
-
-static const MemoryRegionOps dn2_lhb_ops = {
-    .read = dn2_ro_read,
-    .write = dn2_lhb_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 1, .max_access_size = 8 },
-};
-
 /* ------------------------------------------------------------------ */
 /* Reset                                                               */
 /* ------------------------------------------------------------------ */
@@ -610,17 +577,22 @@ static bool dn2_check_link_props(DN2State *s, Error **errp)
     return true;
 }
 
+/*
+ * The four buffers are RAM.  The Prefetch Window and the LH Buffer are
+ * read-only RAM for the host (the board's host interface has no write path
+ * into them): host writes are discarded.  They were ROM devices (ROMD) at
+ * first, but QEMU does not clamp a direct read of a ROM device at its end,
+ * so a 4- or 8-byte read straddling the end copied past the RAM block.
+ */
 static bool dn2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
-                         const MemoryRegionOps *romd_ops, uint8_t **ptr,
-                         Error **errp)
+                         bool host_readonly, uint8_t **ptr, Error **errp)
 {
     g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".%s",
                                             s->base, what);
     bool ok;
 
-    if (romd_ops) {
-        ok = memory_region_init_rom_device(mr, OBJECT(s), romd_ops, s, name,
-                                           DN2_REGION_SIZE, errp);
+    if (host_readonly) {
+        ok = memory_region_init_rom(mr, OBJECT(s), name, DN2_REGION_SIZE, errp);
     } else {
         ok = memory_region_init_ram(mr, OBJECT(s), name, DN2_REGION_SIZE, errp);
     }
@@ -689,10 +661,10 @@ static void dn2_realize(DeviceState *dev, Error **errp)
     }
     s->sodimm_ptr = memory_region_get_ram_ptr(s->sodimm_mr);
 
-    if (!dn2_init_ram(s, &s->ww, "ww", NULL, &s->ww_ptr, errp) ||
-        !dn2_init_ram(s, &s->pw, "pw", &dn2_pw_ops, &s->pw_ptr, errp) ||
-        !dn2_init_ram(s, &s->llcm, "llcm", NULL, &s->llcm_ptr, errp) ||
-        !dn2_init_ram(s, &s->lhb, "lhb", &dn2_lhb_ops, &s->lhb_ptr, errp)) {
+    if (!dn2_init_ram(s, &s->ww, "ww", false, &s->ww_ptr, errp) ||
+        !dn2_init_ram(s, &s->pw, "pw", true, &s->pw_ptr, errp) ||
+        !dn2_init_ram(s, &s->llcm, "llcm", false, &s->llcm_ptr, errp) ||
+        !dn2_init_ram(s, &s->lhb, "lhb", true, &s->lhb_ptr, errp)) {
         goto fail_sodimm;
     }
 
@@ -712,7 +684,8 @@ static void dn2_realize(DeviceState *dev, Error **errp)
                                 &s->container);
 
     dn2_prim_init(s);
-    if (!dn2_link_init(s, errp)) {
+    if (!dn2_link_init(s, errp) || !dn2_strict_init(s, errp)) {
+        dn2_strict_fini(s);
         dn2_link_fini(s);
         dn2_prim_fini(s);
         goto fail_sodimm;
@@ -992,6 +965,8 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_UINT32("rc-timeout-ms", DN2State, rc_timeout_ms,
                        DN2_RC_TIMEOUT_MS_DEFAULT),
     DEFINE_PROP_STRING("secret", DN2State, secret_id),
+    DEFINE_PROP_BOOL("strict", DN2State, strict, false),
+    DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
 
 static const struct {
@@ -1019,6 +994,9 @@ static const struct {
         "secret)" },
     [DN2_LS_REFUSALS] = { "stat-link-refusals",
         "joins the switch refused (GUID in use, different secret, host full)" },
+    [DN2_LS_SPURIOUS_TIMEOUTS] = { "stat-link-spurious-timeouts",
+        "retransmission timer expiries whose packet had arrived after all "
+        "(the echoed timestamp showed a late ACK, not a loss)" },
     [DN2_LS_SESSION_RESETS] = { "stat-link-session-resets",
         "times a peer's session changed and the streams with it restarted" },
 };
@@ -1078,6 +1056,7 @@ static void dn2_instance_init(Object *obj)
     object_property_set_description(obj, "stat-rc-abandoned",
         "RVL answers abandoned because their requester granted no credits "
         "for rc-timeout-ms");
+    dn2_strict_instance_init(s);
     for (i = 0; i < DN2_LS__MAX; i++) {
         object_property_add(obj, dn2_link_stat_props[i].name, "uint64",
                             dn2_get_link_stat, NULL, NULL, (void *)(uintptr_t)i);
@@ -1102,6 +1081,7 @@ static void dn2_unrealize(DeviceState *dev)
 {
     DN2State *s = DIMMNET2(dev);
 
+    dn2_strict_fini(s);
     dn2_link_fini(s);
     dn2_prim_fini(s);
     if (s->hostmem) {
@@ -1152,6 +1132,15 @@ static void dn2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "secret",
         "id of a -object secret holding the cluster secret shared with the "
         "dn2-switch (--secret-file): joining and data are authenticated");
+    object_class_property_set_description(klass, "strict",
+        "the board as strict as the hardware: requests never run inside the "
+        "doorbell, a VL fills the Prefetch Window line by line, the LID "
+        "register must hold the port's LID, sub-4-byte elements and misaligned "
+        "SO-DIMM offsets are refused, and every protocol violation seen is "
+        "reported (strict-violations); see docs/device-model.md");
+    object_class_property_set_description(klass, "strict-delay-ns",
+        "with strict=on: virtual-clock delay before each step of the Window "
+        "Controller (default 1000; deterministic under -icount)");
     object_class_property_set_description(klass, "guid",
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");

@@ -41,7 +41,23 @@ typedef struct DN2FifoEntry {
     uint8_t wid;
     uint8_t has_ex;
     uint8_t from_rc;            /* an RVL turned into RVS by the receiver */
+    uint8_t ww_sum_valid;       /* strict: ww_sum taken at the doorbell */
+    uint64_t ww_sum;            /* strict: its Write Window then (not migrated) */
 } DN2FifoEntry;
+
+/* strict=on: the protocol violations the device can observe. */
+typedef enum DN2StrictKind {
+    DN2_SV_WW_REUSED,           /* Write Window rewritten while pending */
+    DN2_SV_NO_LID,              /* LID register not the port's LID */
+    DN2_SV_SMALL_ELEMENT,       /* SO-DIMM element under 4 bytes */
+    DN2_SV_MISALIGNED,          /* SO-DIMM offset not 4-byte aligned */
+    DN2_SV_EARLY_LHS_VL,        /* VL of an LHS overflow still arriving */
+    DN2_SV_NOT_UP,              /* a primitive before bring-up */
+    DN2_SV_EX_ORDER,            /* Command Ex before Command Upper */
+    DN2_SV_OVERRUN,             /* a request while one is pending */
+    DN2_SV__MAX
+} DN2StrictKind;
+#define DN2_STRICT_PLACES     256     /* places remembered (and lines kept) */
 
 /* The source half of a SO-DIMM to SO-DIMM copy (VL-family with
  * DSTOff = 0xffffffff), held until the VS-family half arrives. */
@@ -65,6 +81,8 @@ typedef struct DN2LhsMsg {
     uint32_t total;             /* message bytes, envelope included */
     uint32_t got;               /* bytes received so far */
     int64_t last_ns;            /* realtime of its last packet (not migrated) */
+    uint32_t ring_base;         /* its IPUSH ring, where the overflow wraps */
+    uint32_t ring_size;         /* (not migrated: 0 = no wrap known) */
 } DN2LhsMsg;
 /* A message with no packet for this long gives its slot up when another
  * sender needs one (its sender died mid-message). */
@@ -79,6 +97,7 @@ typedef struct DN2Wid {
     uint8_t req_error;          /* [EMU] Controller Status bit 20 */
     uint8_t rx_err;             /* Controller Status [19:18], this WID's packets */
     uint8_t rx_ovf;             /* Controller Status bit 17, likewise */
+    uint8_t upper_seen;         /* strict: Upper written since the doorbell */
     DN2FifoEntry pending_req;   /* waiting in the register for FIFO room */
     uint32_t ww_status;         /* Controller Status bits 5..16 */
     uint16_t prim_counter[DN2_PC_NUM];
@@ -143,6 +162,8 @@ struct DN2State {
     uint64_t guid;              /* board GUID for the subnet manager */
     uint32_t rc_timeout_ms;     /* abandon an RC answer stalled this long */
     char *secret_id;            /* -object secret id: the cluster secret */
+    bool strict;                /* strict=on: dimmnet2-strict.c */
+    uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
     Error *blocker;             /* migration blocker while linked */
 
     /* the window */
@@ -214,6 +235,15 @@ struct DN2State {
     uint64_t stat_tx_drops;         /* no route to the destination LID */
     uint64_t stat_rc_abandoned;     /* RVL answers abandoned (no progress) */
     uint64_t stat_lhs_abandoned;    /* LHS messages whose sender went silent */
+
+    /* strict mode */
+    QEMUTimer *strict_timer;        /* the paced Window Controller */
+    Error *strict_blocker;
+    uint64_t strict_count[DN2_SV__MAX];
+    uint64_t strict_total;
+    uint32_t strict_seen[DN2_STRICT_PLACES];
+    unsigned strict_nseen;
+    GPtrArray *strict_lines;        /* strict-violations */
 };
 
 /* The receive-status ring of a process: [init, init + size) in its LLCM,
@@ -243,7 +273,19 @@ static inline uint32_t dn2_status_ring_used(const DN2Wid *w)
             (uint32_t)(w->status_head - w->status_init) % size + size) % size;
 }
 
+/* dimmnet2-strict.c */
+void dn2_strict_instance_init(DN2State *s);
+bool dn2_strict_init(DN2State *s, Error **errp);
+void dn2_strict_fini(DN2State *s);
+void dn2_strict_schedule(DN2State *s);
+void dn2_strict_report(DN2State *s, DN2StrictKind kind, int wid, uint32_t reg,
+                       const char *detail);
+const char *dn2_strict_name(DN2StrictKind kind);
+uint64_t dn2_strict_ww_sum(DN2State *s, int wid, unsigned n);
+bool dn2_strict_refuse(DN2State *s, const struct dn2_req *r, const char **why);
+
 /* dimmnet2-prim.c */
+void dn2_exec_run(DN2State *s);
 void dn2_prim_init(DN2State *s);
 void dn2_prim_fini(DN2State *s);
 void dn2_prim_reset(DN2State *s);
@@ -262,6 +304,10 @@ void dn2_remote_on_issue(DN2State *s, const struct dn2_req *r);
 void dn2_count(DN2State *s, int wid, int family);
 bool dn2_list_entry(DN2State *s, int wid, uint32_t list, uint32_t i,
                     uint32_t *out);
+
+/* Would a read of SO-DIMM [off, off + len) of process wid see the overflow
+ * of an LHS message that is still arriving?  (dimmnet2-rx.c) */
+bool dn2_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len);
 
 /* dimmnet2-rx.c: the Receive Controller.  Returns 0 when the packet was
  * consumed (delivered or dropped and counted), -EBUSY when it must wait
@@ -299,6 +345,7 @@ typedef enum DN2LinkStat {
     DN2_LS_AUTH_DROPS,          /* datagrams whose MAC was missing or wrong */
     DN2_LS_REFUSALS,            /* joins the switch refused */
     DN2_LS_SESSION_RESETS,      /* a peer's session changed: streams restarted */
+    DN2_LS_SPURIOUS_TIMEOUTS,   /* timer expiries the ACK echo showed needless */
     DN2_LS__MAX
 } DN2LinkStat;
 uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which);

@@ -162,6 +162,11 @@ int dn2_issue(dn2_t *d, const struct dn2_cmd *c, long timeout_us)
     if (r) {
         return r;
     }
+    /* The thesis's order (§5.2.2): Upper, then Command Ex, then Lower.
+     * BOTF uses the Lower word only. */
+    if ((c->lower & 0x1f) != DN2_OP_BOTF) {
+        dn2_ur_write(d, upper, c->upper);
+    }
     if (c->ex_valid) {
         if (!d->ex_flag) {
             dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 1);
@@ -171,10 +176,6 @@ int dn2_issue(dn2_t *d, const struct dn2_cmd *c, long timeout_us)
     } else if (d->ex_flag) {
         dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 0);
         d->ex_flag = 0;
-    }
-    /* BOTF uses the Lower word only (§5.2.2). */
-    if ((c->lower & 0x1f) != DN2_OP_BOTF) {
-        dn2_ur_write(d, upper, c->upper);
     }
     dn2i_sfence();
     dn2_ur_write(d, lower, c->lower);
@@ -325,11 +326,12 @@ int dn2_wait_pw(dn2_t *d, int window, long timeout_us)
  * the Request FIFO check (the caller made sure there is room). */
 static void dn2_vl_issue_unchecked(dn2_t *d, uint32_t sd_src, uint32_t pw_off, uint32_t size)
 {
+    /* the thesis's order (§5.2.2), as dn2_issue: Upper, Command Ex, Lower */
+    dn2_ur_write(d, DN2_UR_CMD0_UPPER, dn2_req_upper(sd_src, pw_off));
     if (d->ex_flag) {
         dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 0);
         d->ex_flag = 0;
     }
-    dn2_ur_write(d, DN2_UR_CMD0_UPPER, dn2_req_upper(sd_src, pw_off));
     dn2i_sfence();
     dn2_ur_write(d, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, size));
 }

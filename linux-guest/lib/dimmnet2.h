@@ -54,6 +54,11 @@ int dn2_open(dn2_t **out, const char *path);
  * bring-up tools where no driver is loaded.  wid selects the pieces the
  * primitives use. */
 int dn2_open_mem(dn2_t **out, uint64_t phys_base, int wid);
+/* Where the first board's window is, for dn2_open_mem(): $DN2_BASE when
+ * set (a real board in a DIMM slot, docs/real-board.md), else the ACPI
+ * device's resource in /proc/iomem (_HID DNET0002), else the emulator's
+ * default 0xfec10000.  *from (may be NULL) says which. */
+uint64_t dn2_find_base(const char **from);
 
 /* Open the driver's control handle (no WID, no mappings): only for
  * dn2_lid(), dn2_sdimm_bytes() and the dn2_admin_* calls. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -102,4 +103,36 @@ void dn2i_forget_state(struct dn2 *d)
     memset(d->lh_uses, 0, sizeof(d->lh_uses));
     d->lid = 0;
     d->sdimm_bytes = 0;
+}
+
+uint64_t dn2_find_base(const char **from)
+{
+    const char *env = getenv("DN2_BASE");
+    const char *dummy;
+    uint64_t base = 0;
+    char line[256];
+    FILE *f;
+
+    from = from ? from : &dummy;
+    if (env && *env) {
+        *from = "$DN2_BASE";
+        return strtoull(env, NULL, 0);
+    }
+    f = fopen("/proc/iomem", "r");
+    if (f) {
+        while (fgets(line, sizeof(line), f)) {
+            unsigned long long lo;
+            if (strstr(line, DN2_ACPI_HID) && sscanf(line, " %llx-", &lo) == 1 && lo) {
+                base = lo;
+                break;
+            }
+        }
+        fclose(f);
+    }
+    if (base) {
+        *from = "/proc/iomem " DN2_ACPI_HID;
+        return base;
+    }
+    *from = "default";
+    return DN2_DEFAULT_BASE0;
 }

@@ -36,9 +36,10 @@ check() { # check DESCRIPTION COMMAND...
 }
 diag() { sed 's/^/# /'; }
 
-# 8 test points per size, 3 for the failing command, 5 for dev mode
+# 8 test points per size, 3 for the failing command, 2 for the cluster
+# secret, 5 for dev mode
 nsizes=$(wc -w <<< "$sizes")
-echo "1..$((8 * nsizes + 3 + 5))"
+echo "1..$((8 * nsizes + 3 + 2 + 5))"
 
 # No process of a run is left: every process group in RUNDIR/pgids is gone.
 no_orphans() { # RUNDIR
@@ -132,6 +133,26 @@ else
     cat "$top/build/cluster/$name.err" "$top/build/cluster/$name.out" | tail -30 | diag
 fi
 check "failing command: no process of the run left" no_orphans "$rundir"
+
+# 3b. A cluster secret (docs/security.md): the switch and every board share
+# it, the links come up and the launcher's own --stats check passes with it.
+name=test-secret
+rundir=$top/build/cluster/$name
+key=$top/build/cluster/$name.key
+(umask 077; head -c 24 /dev/urandom | base64 > "$key")
+"$cluster" -q -n 2 --name "$name" -b "$boot_timeout" --secret-file "$key" \
+    -r 'echo "secret-ok $DN2_LID"' \
+    > "$top/build/cluster/$name.out" 2> "$top/build/cluster/$name.err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^node[01]| secret-ok ' "$top/build/cluster/$name.out")" -eq 2 ] \
+   && grep -q 'secret=dn2key' "$rundir/node0.cmd" 2>/dev/null; then
+    ok "cluster secret: both boards joined with --secret-file and ran their command"
+else
+    not_ok "cluster secret: cluster.sh exit status $rc"
+    cat "$top/build/cluster/$name.err" "$top/build/cluster/$name.out" | tail -20 | diag
+fi
+check "cluster secret: no process of the run left" no_orphans "$rundir"
+rm -f "$key"
 
 # 4. Development mode: exec, the file server, SIGTERM.
 name=test-dev

@@ -5,7 +5,7 @@
  * and WID 1 of the same board talk to each other through every primitive
  * family; data is verified byte for byte.  TAP output.
  *
- *   dn2-libtest [PHYS_BASE]      (default 0xfec10000; needs root: /dev/mem)
+ *   dn2-libtest [PHYS_BASE]      (default dn2_find_base(); needs root: /dev/mem)
  */
 #include "dimmnet2.h"
 
@@ -74,7 +74,7 @@ static int sd_read(dn2_t *d, uint32_t src, uint8_t *dst, size_t len)
 
 int main(int argc, char **argv)
 {
-    uint64_t base = argc > 1 ? strtoull(argv[1], NULL, 0) : DN2_DEFAULT_BASE0;
+    uint64_t base = argc > 1 ? strtoull(argv[1], NULL, 0) : dn2_find_base(NULL);
     static uint8_t a[65536], b[65536];
     struct dn2_rx_status st;
     struct dn2_botf_rr rr;

@@ -125,7 +125,7 @@ static int open_board(dn2_t **d, int wid)
     if (access("/dev/dimmnet2-0", F_OK) == 0) {
         return dn2_open(d, NULL);
     }
-    return dn2_open_mem(d, DN2_DEFAULT_BASE0, wid);
+    return dn2_open_mem(d, dn2_find_base(NULL), wid);
 }
 
 int main(void)
@@ -163,7 +163,7 @@ int main(void)
 
     /* One loopback board: bring it up, then one process per WID. */
     printf("1..%zu\n", NSIZES + 4);
-    r = dn2_open_mem(&d, DN2_DEFAULT_BASE0, 0);
+    r = dn2_open_mem(&d, dn2_find_base(NULL), 0);
     if (!r) r = dn2_admin_reset(d);
     if (!r) r = dn2_admin_sdimm_init(d, 1, 2000000);
     if (!r) r = dn2_admin_mtu(d, 0x08);
@@ -175,7 +175,7 @@ int main(void)
     fflush(stdout);
     pid = fork();
     me = pid == 0 ? 1 : 0;
-    r = dn2_open_mem(&d, DN2_DEFAULT_BASE0, me);
+    r = dn2_open_mem(&d, dn2_find_base(NULL), me);
     if (!r) {
         r = dn2_comm_init(&c, d, me, 2, tab, NULL);
     }

@@ -2197,6 +2197,16 @@ out:
 /* Resets and hostile requesters                                       */
 /* ------------------------------------------------------------------ */
 
+/* An RVS of len bytes from `from`'s WID 0 SO-DIMM src to `to`'s WID dwid at
+ * dst, with a status record: check the record and the bytes (data). */
+static void rvs_check(Board *from, Board *to, int dwid, uint32_t len, uint32_t src,
+                      uint32_t dst, const uint8_t *data, const char *what)
+{
+    rreq(from, 0, 0, DN2_OP_RVS, 0, 0, to->lid, dwid, 1, len, src, dst);
+    st_expect(to, dwid, DN2_OP_RVS, 0, 0, from->lid, 0, len, dst, T_SHORT, what);
+    sd_expect(to, dwid, dst, data, len, what);
+}
+
 /*
  * B holds A's stream (its status ring is full) and gets a Controller
  * Reset, the first step of every driver load.  The packets it held are
@@ -2226,10 +2236,8 @@ static void test_reset_backpressured(void)
     board_net_init(B, PG, PG);
     wait_qom(B, "stat-rx-drop-noproc", noproc0 + 1, T_SHORT,
              "the held packets are dropped and counted by the reset");
-    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 256, 0x100000, 0x20000);
-    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x20000, T_SHORT,
+    rvs_check(A, B, 0, 256, 0x100000, 0x20000, data,
               "an RVS from A after B's Controller Reset");
-    sd_expect(B, 0, 0x20000, data, 256, "an RVS from A after B's Controller Reset");
 out:
     fab_down(&f);
 }
@@ -2263,14 +2271,10 @@ static void test_reboot_keeps_link(void)
     }
     board_net_init(B, PG, PG);
     route0 = qom_u64(B, "stat-rx-drop-route");
-    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 512, 0x100000, 0x40000);
-    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 512, 0x40000, T_SHORT,
+    rvs_check(A, B, 0, 512, 0x100000, 0x40000, data,
               "A -> B after B's reboot");
-    sd_expect(B, 0, 0x40000, data, 512, "A -> B after B's reboot");
-    rreq(B, 0, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 1, 512, 0x100000, 0x40000);
-    st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 512, 0x40000, T_SHORT,
+    rvs_check(B, A, 0, 512, 0x100000, 0x40000, data,
               "B -> A after B's reboot");
-    sd_expect(A, 0, 0x40000, data, 512, "B -> A after B's reboot");
     EXPECT_HEX(qom_u64(B, "stat-rx-drop-route"), route0,
                "nothing dropped as not for B's LID");
 out:
@@ -2357,10 +2361,8 @@ static void test_per_wid_backpressure(void)
         rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 64, 0x100000, i * 64);
     }
     wait_qom(B, "stat-rx-stalls", 1, T_SHORT, "B's WID 0 ring is full");
-    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 1, 1, 256, 0x100000, 0x30000);
-    st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x30000, T_SHORT,
+    rvs_check(A, B, 1, 256, 0x100000, 0x30000, data,
               "A -> B WID 1 while B's WID 0 holds its traffic back");
-    sd_expect(B, 1, 0x30000, data, 256, "A -> B WID 1 while WID 0 is full");
     /* WID 0 frees its ring: all six arrive, in order */
     for (i = 0; i < 6; i++) {
         g_autofree char *w = g_strdup_printf("A -> B WID 0 RVS %d after the ring is freed", i);
@@ -2529,10 +2531,8 @@ static void test_secret(void)
     }
     dn2q_pattern(data, sizeof(data), 85);
     dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
-    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 512, 0x100000, 0x10000);
-    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 512, 0x10000, T_SHORT,
+    rvs_check(A, B, 0, 512, 0x100000, 0x10000, data,
               "members with the secret talk");
-    sd_expect(B, 0, 0x10000, data, 512, "members with the secret talk");
     for (pass = 0; pass < 2; pass++) {
         /* another secret, then none */
         g_board_props = pass ? "" : bad_props;
@@ -2585,8 +2585,7 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/reboot-keeps-link", test_reboot_keeps_link);
         qtest_add_func("/dimmnet2-fabric/rc-hostage", test_rc_hostage);
         qtest_add_func("/dimmnet2-fabric/per-wid-backpressure", test_per_wid_backpressure);
-        /* rvl-storm-pair joins once the fabric has request lanes */
-        (void)test_rvl_storm_pair;
+        qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
         qtest_add_func("/dimmnet2-fabric/lhs-slot-leak", test_lhs_slot_leak);
         qtest_add_func("/dimmnet2-fabric/secret", test_secret);
     }

@@ -2243,6 +2243,62 @@ static void test_hard_rx_error_per_wid(void)
     rig_stop(&r);
 }
 
+/*
+ * The thesis lets the host VL an LHS message's overflow as soon as Valid
+ * toggles; the NIC holds that VL until the message is in (choice #53).
+ * WID 1's status ring has room for one more record, so the message's
+ * first packet lands (Valid toggles) and its second waits; the VL issued
+ * then must not read the ring before the rest has arrived.
+ */
+static void test_hard_lhs_vl_held(void)
+{
+    Rig r;
+    DN2 *d;
+    RingM m;
+    LhMsg msg = { 0x31, 0x3, 0x3333, 600 };
+    g_autofree uint8_t *buf = g_malloc(600);
+    uint8_t pw[DN2_WIN_SIZE];
+    uint32_t entry, ptr;
+    uint64_t l0;
+    unsigned vl0;
+    int k;
+
+    d = rig_up(&r, DN2Q_MTU_256);
+    ring_setup(&r, &m, 0, 1, 0x4000, 8192);
+    dn2q_status_setup(d, 1, ST_INIT, 0x01);          /* 3 records */
+    for (k = 0; k < 2; k++) {                       /* two of them used */
+        rsend(&r, 0, 0, dn2_req_upper(SRC, DST),
+              dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 64), DN2_PC_RVS, "filler RVS");
+    }
+    entry = dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR);
+    lhs1_send(&r, &m, &msg, buf, 4600, true, "LHSv1 of 600 bytes in 3 packets");
+    /* the first packet: Valid toggles, Complete does not */
+    for (k = 0; k < DN2Q_MAX_POLL; k++) {
+        l0 = qtest_readq(r.d.qts, dn2q_lhb_addr(d, 1, entry));
+        if (l0 & DN2_LH_VALID) {
+            break;
+        }
+    }
+    EXPECT_HEX(l0 & (DN2_LH_VALID | DN2_LH_COMPLETE), DN2_LH_VALID,
+               "the first packet is in (Valid), the rest waits (not Complete)");
+    ptr = l0 >> 32;
+    vl0 = dn2q_pcf(d, 1, DN2_PC_VL);
+    dn2q_issue(d, 1, 0, dn2_req_upper(ptr, 0), dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 512));
+    g_usleep(100 * 1000);
+    EXPECT_HEX(dn2q_pcf(d, 1, DN2_PC_VL), vl0, "the VL of the overflow is held");
+    EXPECT_HEX(dn2q_wc_state(d), 1 + DN2_OP_VL, "Module State shows the held VL");
+    /* free the ring: the rest arrives, then the VL reads it */
+    for (k = 0; k < 3; k++) {
+        uint64_t lo, up;
+        dn2q_status_take(d, 1, &lo, &up);
+    }
+    dn2q_wait_pc(d, 1, DN2_PC_VL, vl0 + 1, "the VL completes once the message is in");
+    qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, 0), pw, sizeof(pw));
+    dn2q_mem_eq("the VL read the message's overflow, not stale ring bytes", pw, buf + 56,
+                sizeof(pw), 0);
+    rig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2272,5 +2328,6 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/hardening/lhsv2-clip", test_hard_lhsv2_clip);
     qtest_add_func("/dimmnet2-remote/hardening/botf-swid", test_hard_botf_swid);
     qtest_add_func("/dimmnet2-remote/hardening/rx-error-per-wid", test_hard_rx_error_per_wid);
+    qtest_add_func("/dimmnet2-remote/lhs/vl-held", test_hard_lhs_vl_held);
     return g_test_run();
 }

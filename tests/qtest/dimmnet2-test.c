@@ -2364,6 +2364,35 @@ static void test_vmstate_stalled(void)
 /* Hostile input                                                       */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Accesses that run past the end of a buffer into the next region (4 and
+ * 8 bytes at the last 2, 4 and 6 bytes of each buffer, through the qtest
+ * path, which does not split them): QEMU stays up and the bytes inside the
+ * buffer read back right.  The Prefetch Window and LH Buffer used to be
+ * ROM devices, whose reads QEMU did not clamp at the region's end: a read
+ * there copied past the RAM block and crashed QEMU (found by soak.sh).
+ */
+static void test_straddle(void)
+{
+    static const uint32_t ends[] = { DN2_PW_BASE, DN2_LLCM_BASE, DN2_LHB_BASE, DN2_UR_BASE };
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2");
+    DN2 d;
+    unsigned i, k;
+
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    for (i = 0; i < G_N_ELEMENTS(ends); i++) {
+        for (k = 2; k <= 6; k += 2) {
+            uint64_t a = DN2_DEFAULT_BASE0 + ends[i] - k;
+            (void)qtest_readl(qts, a);
+            (void)qtest_readq(qts, a);
+            qtest_writel(qts, a, 0x5a5a5a5a);
+        }
+    }
+    /* still alive, and answering */
+    EXPECT_HEX(dn2q_sr_rd(&d, DN2_SR_SMA), 0, "QEMU still answers after straddling reads");
+    qtest_quit(qts);
+}
+
 static void test_fuzz(void)
 {
     QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn,sodimm-size=4M");
@@ -2494,5 +2523,6 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/migration/vmstate-stalled", test_vmstate_stalled);
     qtest_add_func("/dimmnet2/migration/refuses-bad-fields", test_vmstate_refuses);
     qtest_add_func("/dimmnet2/hostile/fuzz", test_fuzz);
+    qtest_add_func("/dimmnet2/hostile/straddle", test_straddle);
     return g_test_run();
 }

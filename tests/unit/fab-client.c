@@ -311,6 +311,19 @@ static int do_transfer(const struct dn2f_addr *sw, uint32_t count, const char *p
                 (unsigned long long)sa->retransmits, (unsigned long long)sb->retransmits,
                 (unsigned long long)sa->duplicates, (unsigned long long)sb->duplicates,
                 a.downs, b.downs);
+        fprintf(stderr, "fab-client: sent A %llu B %llu packets in %llu + %llu data datagrams; "
+                "retransmitted %.3f %% of the packets; timeouts A %llu B %llu (spurious %llu %llu), "
+                "fast A %llu B %llu, RTO floor A %.1f B %.1f ms\n",
+                (unsigned long long)sa->tx_pkts, (unsigned long long)sb->tx_pkts,
+                (unsigned long long)sa->tx_data_dgrams, (unsigned long long)sb->tx_data_dgrams,
+                100.0 * (double)(sa->retransmits + sb->retransmits) /
+                    (double)(sa->tx_pkts + sb->tx_pkts + 1),
+                (unsigned long long)sa->timeouts, (unsigned long long)sb->timeouts,
+                (unsigned long long)sa->spurious_timeouts,
+                (unsigned long long)sb->spurious_timeouts,
+                (unsigned long long)sa->fast_retransmits,
+                (unsigned long long)sb->fast_retransmits,
+                (double)sa->rto_floor_ns / 1e6, (double)sb->rto_floor_ns / 1e6);
     }
     if (a.error || b.error || a.got != count || b.got != count) {
         return 1;

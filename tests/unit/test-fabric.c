@@ -52,6 +52,8 @@ struct app {
     uint32_t sent[MAX_NODES];
     uint32_t stream_id;             /* bumps when the board restarts */
     bool round_robin;               /* pump: one packet per stream in turn */
+    uint64_t pace_ns;               /* pump: at most one packet per pace_ns (0 = no limit) */
+    uint64_t next_pace;
     /* receiver side: expected next number per (class, source LID); the
      * class is the test's own view of a packet, DWID + 2 * (TYPE is an
      * RVL), as the device sees it (the fabric's lane should equal it) */
@@ -80,6 +82,13 @@ struct app {
 
 struct node {
     bool used, alive;
+    /* CPU starvation: until stalled_until the node runs nothing (its
+     * datagrams wait in its "socket", its timers are late); with starve
+     * set it stalls for starve_min..starve_max every starve_gap or so */
+    uint64_t stalled_until;
+    bool starve;
+    uint64_t starve_min, starve_max, starve_gap, next_stall;
+    unsigned stalls;
     struct dn2f_addr addr;
     struct dn2f_ep *ep;
     struct dn2f_sw *sw;
@@ -391,6 +400,9 @@ static void pump(struct node *nd)
                 /* the lane from the 1st DW, as the device knows it */
                 uint64_t h0 = (uint64_t)a->dst[i] << 32 | (uint64_t)(a->dwid[i] & 1) << 28 |
                               (uint64_t)(a->req[i] ? DN2_OP_RVL : 0) << 12;
+                if (a->pace_ns && sim.now < a->next_pace) {
+                    break;
+                }
                 if (!dn2f_ep_can_send_lane(nd->ep, a->dst[i], dn2f_h0_lane(h0), len)) {
                     a->stall_seen++;
                     break;
@@ -413,6 +425,9 @@ static void pump(struct node *nd)
                     break;
                 }
                 a->sent[i]++;
+                if (a->pace_ns) {
+                    a->next_pace = (a->next_pace > sim.now ? a->next_pace : sim.now) + a->pace_ns;
+                }
                 any = progress = true;
                 if (a->round_robin) {
                     break;
@@ -528,10 +543,19 @@ static uint64_t node_deadline(struct node *nd)
     if (!nd->alive) {
         return UINT64_MAX;
     }
+    if (nd->stalled_until > sim.now) {
+        return nd->stalled_until;       /* runs nothing before */
+    }
     if (nd->ep) {
         uint64_t d = dn2f_ep_next_deadline(nd->ep);
+        unsigned k;
         if (nd->app.busy && nd->app.busy_until && nd->app.busy_until < d) {
             d = nd->app.busy_until;
+        }
+        for (k = 0; nd->app.pace_ns && k < nd->app.ndst; k++) {
+            if (nd->app.sent[k] < nd->app.to_send[k] && nd->app.next_pace < d) {
+                d = nd->app.next_pace > sim.now ? nd->app.next_pace : sim.now + 1;
+            }
         }
         return d;
     }
@@ -559,8 +583,21 @@ static bool sim_run(cond_fn cond, uint64_t limit_ns)
             t = sim.heap[0].at;
         }
         for (i = 0; i < MAX_NODES; i++) {
-            if (sim.nodes[i].used) {
-                uint64_t d = node_deadline(&sim.nodes[i]);
+            struct node *nd = &sim.nodes[i];
+            if (nd->used) {
+                uint64_t d = node_deadline(nd);
+                if (nd->starve && nd->alive && nd->stalled_until <= sim.now) {
+                    if (sim.now >= nd->next_stall) {
+                        nd->stalled_until = sim.now + nd->starve_min +
+                            dn2f_rng_next(&sim.rng) % (nd->starve_max - nd->starve_min + 1);
+                        nd->next_stall = nd->stalled_until +
+                            dn2f_rng_next(&sim.rng) % (2 * nd->starve_gap + 1);
+                        nd->stalls++;
+                        d = nd->stalled_until;
+                    } else if (nd->next_stall < d) {
+                        d = nd->next_stall;
+                    }
+                }
                 if (d < t) {
                     t = d;
                 }
@@ -588,6 +625,13 @@ static bool sim_run(cond_fn cond, uint64_t limit_ns)
         while (sim.nq && sim.heap[0].at <= sim.now) {
             struct qitem it = heap_pop();
             struct node *nd = &sim.nodes[it.to];
+            if (nd->alive && nd->stalled_until > sim.now) {
+                /* waits in the starved node's socket, in order */
+                it.at = nd->stalled_until;
+                it.id = sim.next_id++;
+                heap_push(it);
+                continue;
+            }
             if (nd->alive && nd->ep) {
                 dn2f_ep_input(nd->ep, &it.from, it.buf, it.len);
             } else if (nd->alive && nd->sw) {
@@ -598,7 +642,7 @@ static bool sim_run(cond_fn cond, uint64_t limit_ns)
         }
         for (i = 0; i < MAX_NODES; i++) {
             struct node *nd = &sim.nodes[i];
-            if (!nd->used || !nd->alive) {
+            if (!nd->used || !nd->alive || nd->stalled_until > sim.now) {
                 continue;
             }
             if (nd->ep) {
@@ -761,7 +805,8 @@ static size_t build_sample(int kind, uint8_t *buf)
         (void)ml; (void)ms; (void)me;
         dn2f_put_hdr(&w, DN2F_T_DATA, DN2F_F_ACK, 1, 2, 11, 22);
         dn2f_hdr_set_sessions(&w, 0x51, 0x52);
-        dn2f_put_ack(&w, 0, false, 100, 612, 32, bits);
+        dn2f_data_set_ts(&w, 0xc0ffee01u);
+        dn2f_put_ack_echo(&w, 0, false, 100, 612, 0xbeef0002u, 32, bits);
         fill_pkt(pkt, 37, 2, 1, 0, 0);
         dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, 100, 0, 0, NULL, NULL, NULL, pkt, 37);
         fill_pkt(pkt, 600, 0xc005, 1, 0, 1);
@@ -871,6 +916,10 @@ static bool t_wire_roundtrip(void)
           m.u.data.acks.a[0].nbits == 32 && dn2f_ack_sacked(&m.u.data.acks.a[0], 0) &&
           !dn2f_ack_sacked(&m.u.data.acks.a[0], 1) && dn2f_ack_sacked(&m.u.data.acks.a[0], 2) &&
           dn2f_ack_sacked(&m.u.data.acks.a[0], 31) && m.u.data.nrecs == 2, "data+ack");
+    CHECK(m.u.data.ts == 0xc0ffee01u && m.u.data.acks.a[0].echo == 0xbeef0002u,
+          "timestamp 0x%x, echo 0x%x", m.u.data.ts, m.u.data.acks.a[0].echo);
+    CHECK(dn2f_ts_us(0) == 1 && dn2f_ts_us(5000) == 5 &&
+          dn2f_ts_us(4294967296000ULL) == 1, "dn2f_ts_us: never 0");
     dn2f_data_iter(&m, &it);
     CHECK(dn2f_data_next(&it, &r) && r.seq == 100 && r.len == 37 && r.kind == DN2F_REC_UNICAST
           && dn2f_pkt_dlid(r.pkt) == 2, "rec 1");
@@ -952,8 +1001,8 @@ static bool t_wire_oversized_and_fields(void)
     CHECK(dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, 0, 0, 0, NULL, NULL, NULL, pkt, 4096), "put");
     len = dn2f_finish(&w);
     CHECK(dn2f_decode(big, len, &m) == 0, "4096-byte packet rejected");
-    big[DN2F_HDR_LEN + 4] = 0x01;
-    big[DN2F_HDR_LEN + 5] = 0x10;       /* len 4097 */
+    big[DN2F_HDR_LEN + DN2F_DATA_TS_LEN + 4] = 0x01;
+    big[DN2F_HDR_LEN + DN2F_DATA_TS_LEN + 5] = 0x10;       /* len 4097 */
     CHECK(dn2f_decode(big, len, &m) != 0, "4097-byte packet accepted");
     /* field checks on each sample: bad magic, version, type, flags, reserved */
     for (k = 0; k < NSAMPLES; k++) {
@@ -1756,7 +1805,7 @@ static bool t_wire_lanes(void)
     CHECK(dn2f_lane_rflags(0) == 0 && dn2f_lane_rflags(1) == DN2F_RF_LANE1 &&
           dn2f_lane_rflags(2) == DN2F_RF_REQ &&
           dn2f_lane_rflags(3) == (DN2F_RF_REQ | DN2F_RF_LANE1), "lane_rflags");
-    CHECK(DN2F_VERSION == 3, "wire version");
+    CHECK(DN2F_VERSION == 4, "wire version");
 
     /* a request in lane 3 with four ACK blocks: round trip */
     len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVLS, 1, DN2F_RF_REQ | DN2F_RF_LANE1,
@@ -1772,7 +1821,7 @@ static bool t_wire_lanes(void)
     CHECK(dn2f_data_next(&it, &r) && r.lane == 3 && r.after == 0x12345678u && r.seq == 5 &&
           r.len == REQ_LEN && (r.rflags & DN2F_RF_REQ) && pkt_class(r.pkt) == 3, "request rec");
     CHECK(!dn2f_data_next(&it, &r), "one record");
-    CHECK(len == DN2F_HDR_LEN + 4 * DN2F_ACK_HDR_LEN + DN2F_REC_HDR_LEN + DN2F_REQ_AFTER_LEN +
+    CHECK(len == DN2F_HDR_LEN + DN2F_DATA_TS_LEN + 4 * DN2F_ACK_HDR_LEN + DN2F_REC_HDR_LEN + DN2F_REQ_AFTER_LEN +
                  REQ_LEN, "request record length %zu", len);
     CHECK(dn2f_rec_len_rf(DN2F_REC_UNICAST, DN2F_RF_REQ, 0, REQ_LEN) ==
           dn2f_rec_len(DN2F_REC_UNICAST, 0, REQ_LEN) + DN2F_REQ_AFTER_LEN, "rec_len_rf");
@@ -1815,11 +1864,11 @@ static bool t_wire_lanes(void)
     len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVS, 0, 0, five, 5);
     CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "five ACK blocks accepted");
     len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVS, 0, 0, four, 1);
-    g_buf[DN2F_HDR_LEN + 10] = 4;
+    g_buf[DN2F_HDR_LEN + DN2F_DATA_TS_LEN + 10] = 4;
     CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "ACK for lane 4 accepted");
     /* a truncated "after" */
     len = lane_sample(g_buf, DN2F_REC_UNICAST, DN2_OP_RVL, 0, DN2F_RF_REQ, NULL, 0);
-    g_buf[DN2F_HDR_LEN + 7] = 0;        /* REQ off: the after field is now packet bytes */
+    g_buf[DN2F_HDR_LEN + DN2F_DATA_TS_LEN + 7] = 0;    /* REQ off: "after" is now packet bytes */
     CHECK(dn2f_decode(g_buf, len, &m) != 0, "request without REQ accepted");
     return true;
 }
@@ -2709,6 +2758,254 @@ static bool t_ack_rides_answer(void)
     return true;
 }
 
+/* =================================================== spurious timeouts */
+/* More packets in node from's first stream (numbering goes on). */
+static void more(int from, int to, uint32_t n)
+{
+    APP(from)->to_send[0] += n;
+    g_want[to] += n;
+}
+
+/* DATA records from node `from` waiting in the network. */
+static unsigned queued_recs(int from)
+{
+    unsigned i, n = 0;
+    for (i = 0; i < sim.nq; i++) {
+        struct dn2f_msg m;
+        if (dn2f_addr_equal(&sim.heap[i].from, &sim.nodes[from].addr) &&
+            dn2f_decode(sim.heap[i].buf, sim.heap[i].len, &m) == 0 &&
+            m.h.type == DN2F_T_DATA) {
+            n += m.u.data.nrecs;
+        }
+    }
+    return n;
+}
+
+static bool cond_timeout2(void)
+{
+    return dn2f_ep_stats(EP(1))->timeouts >= 2;
+}
+
+static bool settle(void)
+{
+    char msg[200];
+    CHECK(sim_run(cond_received, 5ULL * 1000000000), "incomplete: got %u/%u",
+          APP(2)->got_total, g_want[2]);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(sim_run(cond_idle, 5ULL * 1000000000), "not idle");
+    return true;
+}
+
+/* (a) The data arrives but the receiver is starved (its QEMU waits for a
+ * CPU) past the RTO, so the ACK is late.  The timeout resends one packet;
+ * the ACK's echo shows the original arrived: the window cut is undone,
+ * nothing else of the flight is resent, and the RTO floor rises so that a
+ * second equally late ACK fires no timer. */
+static bool t_spurious_late_ack(void)
+{
+    const struct dn2f_ep_stats *s1, *s2;
+    unsigned sent_now;
+
+    sim_reset(31, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    s1 = dn2f_ep_stats(EP(1));
+    s2 = dn2f_ep_stats(EP(2));
+    stream(1, 2, 1000);                 /* warm up: RTT ~35 us, RTO 1 ms, cwnd large */
+    if (!settle()) {
+        return false;
+    }
+    CHECK(s1->retransmits == 0 && s1->timeouts == 0, "retransmissions on a clean network");
+
+    /* a flight of 20; node 2 starved 2.5 ms (2.5 x the RTO) */
+    sim.nodes[2].stalled_until = sim.now + 2500000;
+    more(1, 2, 20);
+    if (!settle()) {
+        return false;
+    }
+    print_stats("late ACK", 1);
+    CHECK(s1->timeouts == 1, "timeouts %llu, expected 1", (unsigned long long)s1->timeouts);
+    CHECK(s1->retransmits == 1 && s2->duplicates == 1,
+          "a late ACK made %llu retransmissions (%llu duplicates at the peer), expected 1: "
+          "the rest of the flight was resent", (unsigned long long)s1->retransmits,
+          (unsigned long long)s2->duplicates);
+    CHECK(s1->spurious_timeouts == 1 && s1->spurious_retransmits == 1,
+          "the echo did not identify the original (spurious timeouts %llu, retransmits %llu)",
+          (unsigned long long)s1->spurious_timeouts,
+          (unsigned long long)s1->spurious_retransmits);
+    CHECK(s1->rto_floor_ns > 2500000, "RTO floor %llu ns, not above the 2.5 ms delay",
+          (unsigned long long)s1->rto_floor_ns);
+
+    /* The window is restored: 300 more packets leave at once (the cut
+     * window, one datagram and the slow start of the late ACK, would let
+     * some 50 out). */
+    more(1, 2, 300);
+    pump(&sim.nodes[1]);
+    sent_now = queued_recs(1);
+    CHECK(sent_now >= 290, "only %u of 300 packets sent at once: the window was not restored",
+          sent_now);
+    if (!settle()) {
+        return false;
+    }
+
+    /* a second ACK as late: no timer fires */
+    sim.nodes[2].stalled_until = sim.now + 2500000;
+    more(1, 2, 20);
+    if (!settle()) {
+        return false;
+    }
+    CHECK(s1->timeouts == 1 && s1->retransmits == 1,
+          "the second late ACK: timeouts %llu, retransmits %llu (the RTO floor did not hold)",
+          (unsigned long long)s1->timeouts, (unsigned long long)s1->retransmits);
+    return true;
+}
+
+/* (b) A packet really lost is resent and delivered: the timeout resends
+ * the head of the flight, its ACK echoes the retransmission (not spurious:
+ * no undo, no floor), and RACK resends the rest of the flight at once.
+ * Then the retransmission is lost as well: the second timeout resends
+ * everything expired. */
+static bool t_lost_resent(void)
+{
+    const struct dn2f_ep_stats *s1;
+    struct qitem it;
+    uint64_t t0;
+
+    sim_reset(32, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    s1 = dn2f_ep_stats(EP(1));
+    stream(1, 2, 200);
+    if (!settle()) {
+        return false;
+    }
+    /* a flight of 10 in one datagram, lost */
+    more(1, 2, 10);
+    pump(&sim.nodes[1]);
+    CHECK(queued_recs(1) == 10, "the flight is not one datagram (%u records)", queued_recs(1));
+    CHECK(take_dgram(2, DN2F_T_DATA, &it), "no DATA");
+    free(it.buf);
+    t0 = sim.now;
+    if (!settle()) {
+        return false;
+    }
+    print_stats("lost flight", 1);
+    CHECK(s1->timeouts == 1 && s1->spurious_timeouts == 0 && s1->spurious_retransmits == 0 &&
+          s1->rto_floor_ns == 0, "timeouts %llu, spurious %llu/%llu, floor %llu",
+          (unsigned long long)s1->timeouts, (unsigned long long)s1->spurious_timeouts,
+          (unsigned long long)s1->spurious_retransmits, (unsigned long long)s1->rto_floor_ns);
+    CHECK(s1->retransmits == 10 && s1->fast_retransmits == 9,
+          "retransmits %llu (fast %llu): expected the head by the timeout, 9 by RACK after "
+          "the echo showed the retransmission arrived", (unsigned long long)s1->retransmits,
+          (unsigned long long)s1->fast_retransmits);
+    CHECK(sim.now - t0 < 3000000, "recovery took %.3f ms", (double)(sim.now - t0) / 1e6);
+
+    /* lost, and its retransmission lost too */
+    more(1, 2, 10);
+    pump(&sim.nodes[1]);
+    CHECK(take_dgram(2, DN2F_T_DATA, &it), "no DATA");
+    free(it.buf);
+    CHECK(sim_run(cond_timeout2, 1500000), "no timeout (timeouts %llu)",
+          (unsigned long long)s1->timeouts);
+    CHECK(take_dgram(2, DN2F_T_DATA, &it), "no retransmission");
+    free(it.buf);
+    if (!settle()) {
+        return false;
+    }
+    CHECK(s1->timeouts == 3 && s1->spurious_timeouts == 0, "timeouts %llu, spurious %llu",
+          (unsigned long long)s1->timeouts, (unsigned long long)s1->spurious_timeouts);
+    return true;
+}
+
+/* (c) Loss, duplication and reordering, with both boards starved now and
+ * then (late ACKs): everything delivered in order, exactly once and
+ * byte-exact; the spurious resends are recognised and counted. */
+static bool t_spurious_mixed(void)
+{
+    char msg[200];
+    const struct dn2f_ep_stats *s1, *s2;
+    int i;
+
+    sim_reset(33, 0.03, 0.02, 0.05);
+    CHECK(bring_up(DN2F_ROUTE_SWITCH, 2), "link did not come up");
+    for (i = 1; i <= 2; i++) {
+        struct node *nd = &sim.nodes[i];
+        nd->starve = true;
+        nd->starve_min = 1000000;       /* 1..5 ms off the CPU, every ~4 ms */
+        nd->starve_max = 5000000;
+        nd->starve_gap = 4000000;
+        nd->next_stall = sim.now + 1000000 * (uint64_t)i;
+    }
+    stream(1, 2, 3000);
+    stream(2, 1, 3000);
+    APP(1)->pace_ns = APP(2)->pace_ns = 40000;
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete: %u/3000 and %u/3000",
+          APP(2)->got_total, APP(1)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(sim_run(cond_idle, 20ULL * 1000000000), "not idle");
+    CHECK(APP(1)->got_total == 3000 && APP(2)->got_total == 3000, "exactly once: %u %u",
+          APP(1)->got_total, APP(2)->got_total);
+    s1 = dn2f_ep_stats(EP(1));
+    s2 = dn2f_ep_stats(EP(2));
+    print_stats("mixed", 1);
+    print_stats("mixed", 2);
+    fprintf(stderr, "#   stalls %u + %u, spurious timeouts %llu + %llu, spurious retransmits "
+            "%llu + %llu, simulated %.3f s\n", sim.nodes[1].stalls, sim.nodes[2].stalls,
+            (unsigned long long)s1->spurious_timeouts, (unsigned long long)s2->spurious_timeouts,
+            (unsigned long long)s1->spurious_retransmits,
+            (unsigned long long)s2->spurious_retransmits,
+            (double)(sim.now - 1000000000ULL) / 1e9);
+    CHECK(s1->retransmits > 0 && s2->retransmits > 0, "no retransmission at 3%% loss");
+    CHECK(s1->spurious_timeouts + s2->spurious_timeouts > 0 &&
+          s1->spurious_retransmits + s2->spurious_retransmits > 0,
+          "no spurious resend recognised under starvation");
+    return true;
+}
+
+/* The target: starved receivers, nothing lost in the network: fewer than
+ * 0.5 % of the packets retransmitted, all delivered. */
+static bool t_starved_no_loss(void)
+{
+    char msg[200];
+    const struct dn2f_ep_stats *s1, *s2;
+    uint64_t tx, retx;
+    int i;
+
+    sim_reset(34, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    for (i = 1; i <= 2; i++) {
+        struct node *nd = &sim.nodes[i];
+        nd->starve = true;
+        nd->starve_min = 500000;        /* 0.5..8 ms off the CPU, every ~5 ms */
+        nd->starve_max = 8000000;
+        nd->starve_gap = 5000000;
+        nd->next_stall = sim.now + 700000 * (uint64_t)i;
+    }
+    stream(1, 2, 20000);
+    stream(2, 1, 20000);
+    APP(1)->pace_ns = APP(2)->pace_ns = 40000;  /* 25 000 packets/s each way */
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete: %u and %u of 20000",
+          APP(2)->got_total, APP(1)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(sim_run(cond_idle, 20ULL * 1000000000), "not idle");
+    s1 = dn2f_ep_stats(EP(1));
+    s2 = dn2f_ep_stats(EP(2));
+    tx = s1->tx_pkts + s2->tx_pkts;
+    retx = s1->retransmits + s2->retransmits;
+    print_stats("starved", 1);
+    print_stats("starved", 2);
+    fprintf(stderr, "#   stalls %u + %u; retransmitted %llu of %llu packets (%.3f %%), "
+            "%llu of %llu datagrams; spurious timeouts %llu, RTO floor %.1f ms; %.3f s\n",
+            sim.nodes[1].stalls, sim.nodes[2].stalls, (unsigned long long)retx,
+            (unsigned long long)tx, 100.0 * (double)retx / (double)tx,
+            (unsigned long long)(s1->timeouts + s2->timeouts + s1->fast_retransmits +
+                                 s2->fast_retransmits),
+            (unsigned long long)(s1->tx_data_dgrams + s2->tx_data_dgrams),
+            (unsigned long long)(s1->spurious_timeouts + s2->spurious_timeouts),
+            (double)s1->rto_floor_ns / 1e6, (double)(sim.now - 1000000000ULL) / 1e9);
+    CHECK(retx * 200 < tx, "%.2f %% of the packets retransmitted (target < 0.5 %%)",
+          100.0 * (double)retx / (double)tx);
+    return true;
+}
+
 /* ================================================================ main */
 static const struct {
     const char *name;
@@ -2755,6 +3052,13 @@ static const struct {
     { "switch: a HELLO flood takes no LID; one host is capped; members join", t_lid_flood },
     { "crypto: SHA-256 and HMAC-SHA256 test vectors (FIPS 180-4, RFC 4231)", t_hmac_vectors },
     { "secret: members only; wrong or no secret refused; forged DATA/ACK; replay", t_secret },
+    { "spurious timeout: a late ACK resends one packet, the window is restored, the RTO "
+      "floor holds the next", t_spurious_late_ack },
+    { "spurious timeout: a lost flight: the timeout resends its head, RACK the rest",
+      t_lost_resent },
+    { "spurious timeout: loss + dup + reorder with starved boards, byte-exact, counted",
+      t_spurious_mixed },
+    { "spurious timeout: starved receivers, no loss: < 0.5 % retransmitted", t_starved_no_loss },
 };
 
 int main(int argc, char **argv)

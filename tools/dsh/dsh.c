@@ -1557,39 +1557,13 @@ static void run_stream(FILE *in)
     }
 }
 
-/* The window base: the ACPI device's resource in /proc/iomem, else the
- * default of the first board. */
-static uint64_t find_base(const char **from)
-{
-    FILE *f = fopen("/proc/iomem", "r");
-    char line[256];
-    uint64_t base = 0;
-
-    if (f) {
-        while (fgets(line, sizeof(line), f)) {
-            unsigned long long lo;
-            if (strstr(line, DN2_ACPI_HID) && sscanf(line, " %llx-", &lo) == 1 && lo) {
-                base = lo;
-                break;
-            }
-        }
-        fclose(f);
-    }
-    if (base) {
-        *from = "/proc/iomem " DN2_ACPI_HID;
-        return base;
-    }
-    *from = "default";
-    return DN2_DEFAULT_BASE0;
-}
-
 static void usage(FILE *to)
 {
     fprintf(to,
         "usage: dsh [options] [total procs] [own PID] [own WID]\n"
         "  DIMMnet-2 Shell " DSH_VERSION " (thesis App. C) for the QEMU DIMMnet-2 board.\n"
-        "  -b PHYS_BASE  window base for /dev/mem (default: the " DN2_ACPI_HID " entry of\n"
-        "                /proc/iomem, else 0x%x)\n"
+        "  -b PHYS_BASE  window base for /dev/mem (default: $DN2_BASE, else the\n"
+        "                " DN2_ACPI_HID " entry of /proc/iomem, else 0x%x)\n"
         "  -d DEVICE     use the driver (e.g. " DN2_DEV_PREFIX "0) instead of /dev/mem; the\n"
         "                driver assigns the WID; no System Register\n"
         "  -c \"CMDS\"     run these commands (';'-separated) and exit\n"
@@ -1687,7 +1661,7 @@ int main(int argc, char **argv)
         S.ctl_fd = open(S.dev, O_RDONLY | O_CLOEXEC);
     } else {
         if (!S.base) {
-            S.base = find_base(&S.base_from);
+            S.base = dn2_find_base(&S.base_from);
         }
         r = dn2_open_mem(&S.d, S.base, S.wid);
         if (r) {

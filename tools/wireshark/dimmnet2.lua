@@ -10,8 +10,10 @@
 -- over UDP (docs/fabric.md, "pcap records"):
 --
 --   capture header   version, event, flags, in/out port LID, reason, length
---   fabric header    40 bytes: magic "DN2F", version (3), type, flags, LIDs,
+--   fabric header    40 bytes: magic "DN2F", version (4), type, flags, LIDs,
 --                    length, sender / receiver epochs and sessions
+--   DATA             the sender's timestamp (us), ACK blocks (each echoes a
+--                    timestamp: the spurious-timeout detection), records
 --   body             per type; DATA carries records, each one DIMMnet-2
 --                    packet, decoded with the field layout of
 --                    include/dimmnet2/dn2_abi.h (1st DW: size, TYPE, DTYPE,
@@ -22,6 +24,7 @@
 --                   dn2f.rec.retx == 1 (retransmissions)
 --                   dn2f.rec.req == 1 (RVL requests, lanes 2/3)
 --                   dn2f.rec.lane == 2   dn2f.ack.lane == 3
+--                   dn2f.ts   dn2f.ack.echo (timestamps, version 4)
 
 local cap = Proto("dn2cap", "DIMMnet-2 switch capture")
 local fab = Proto("dn2f", "DIMMnet-2 fabric")
@@ -127,6 +130,8 @@ local ff = {
     a_lane = ProtoField.uint8("dn2f.ack.lane", "Lane", base.DEC, lanes),
     a_more = ProtoField.uint8("dn2f.ack.more", "Another ACK block follows", base.DEC),
     a_sacked = ProtoField.string("dn2f.ack.sacked", "SACKed"),
+    a_echo = ProtoField.uint32("dn2f.ack.echo", "Echoed timestamp (us, 0 = none)", base.DEC),
+    ts = ProtoField.uint32("dn2f.ts", "Sender's timestamp (us, 0 = none)", base.DEC),
     rec = ProtoField.bytes("dn2f.rec", "Record"),
     rec_seq = ProtoField.uint32("dn2f.rec.seq", "Seq", base.DEC),
     rec_len = ProtoField.uint16("dn2f.rec.len", "Packet length", base.DEC),
@@ -264,39 +269,43 @@ local function add_addr(t, r, fam)
     end
 end
 
--- One ACK block (lane, cumulative point, credit limit, SACK bitmap).
+-- One ACK block (lane, cumulative point, credit limit, echoed timestamp,
+-- SACK bitmap): 16 bytes + the bitmap.
+local ACK_HDR = 16
 local function dissect_ack1(r, off, tree)
-    local t = tree:add(fab, r:range(off, 12), "ACK block")
+    local t = tree:add(fab, r:range(off, ACK_HDR), "ACK block")
     t:add_le(ff.a_cum, r:range(off, 4))
     t:add_le(ff.a_limit, r:range(off + 4, 4))
     t:add_le(ff.a_nbits, r:range(off + 8, 2))
     t:add(ff.a_lane, r:range(off + 10, 1))
     t:add(ff.a_more, r:range(off + 11, 1))
+    t:add_le(ff.a_echo, r:range(off + 12, 4))
     local cum = r:range(off, 4):le_uint()
     local nbits = r:range(off + 8, 2):le_uint()
     local lane = r:range(off + 10, 1):uint()
     local more = r:range(off + 11, 1):uint() == 1
     t:append_text(string.format(" lane %d", lane))
-    if nbits > 0 and off + 12 + nbits / 8 <= r:len() then
+    if nbits > 0 and off + ACK_HDR + nbits / 8 <= r:len() then
         local s = {}
         for i = 0, nbits - 1 do
-            local byte = r:range(off + 12 + math.floor(i / 8), 1):uint()
+            local byte = r:range(off + ACK_HDR + math.floor(i / 8), 1):uint()
             if bit32.band(bit32.rshift(byte, i % 8), 1) == 1 then
                 s[#s + 1] = tostring(cum + 1 + i)
                 if #s >= 64 then s[#s + 1] = "..." break end
             end
         end
-        t:add(ff.a_sacked, r:range(off + 12, nbits / 8), table.concat(s, " "))
+        t:add(ff.a_sacked, r:range(off + ACK_HDR, nbits / 8), table.concat(s, " "))
     end
-    return off + 12 + nbits / 8, more,
-           string.format("L%d cum %d lim %d", lane, cum, r:range(off + 4, 4):le_uint())
+    return off + ACK_HDR + nbits / 8, more,
+           string.format("L%d cum %d lim %d echo %d", lane, cum, r:range(off + 4, 4):le_uint(),
+                         r:range(off + 12, 4):le_uint())
 end
 
 -- The ACK blocks of a datagram (one per lane, chained by the "more" byte).
 local function dissect_ack(r, off, tree)
     local parts, more = {}, true
     local s
-    while more and #parts < 4 and off + 12 <= r:len() do
+    while more and #parts < 4 and off + ACK_HDR <= r:len() do
         off, more, s = dissect_ack1(r, off, tree)
         parts[#parts + 1] = s
     end
@@ -387,6 +396,11 @@ local function dissect_fabric(r, pinfo, tree)
                 o = o + gl
             end
         elseif ty == 4 or ty == 5 then
+            if ty == 4 and len >= o + 4 then
+                t:add_le(ff.ts, r:range(o, 4))
+                info = info .. string.format(" ts %d", r:range(o, 4):le_uint())
+                o = o + 4
+            end
             if ty == 5 or bit32.band(flags, 1) == 1 then
                 local s
                 o, s = dissect_ack(r, o, t)

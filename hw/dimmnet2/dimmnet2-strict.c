@@ -1,0 +1,268 @@
+/*
+ * DIMMnet-2 strict mode (strict=on): the board as unforgiving as the
+ * hardware, and telling why.
+ *
+ * Without it the emulator forgives what the real board would punish: an
+ * idle Window Controller runs a request inside the doorbell store, so a
+ * window can be reused at once; the LID register is inert; elements of 1
+ * or 2 bytes work.  With strict=on:
+ *
+ *   - requests never run inside the doorbell: the Window Controller starts
+ *     strict-delay-ns later on the virtual clock (deterministic under
+ *     -icount) and goes one step at a time, so the Write Window, the
+ *     Primitive Counter and the status bits behave as while a request is
+ *     really in flight; a VL fills the Prefetch Window line by line, each
+ *     flag set as its line arrives;
+ *   - the LID register must be written with the subnet manager's LID before
+ *     the port sends or accepts traffic;
+ *   - SO-DIMM elements under 4 bytes and SO-DIMM offsets that are not
+ *     4-byte aligned are refused (Controller Status bit 20);
+ *
+ * and every violation of the programming protocol the device can observe
+ * is reported once per kind and place (WID, register): a trace event
+ * (dimmnet2_strict_violation), a counter, a guest-error log line naming the
+ * WID, the register and the rule, and the QOM property strict-violations
+ * (qom-get lists them).  What QEMU cannot observe (cache flushes and store
+ * ordering under TCG) is listed in docs/device-model.md, not pretended.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/timer.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "qapi/qapi-builtin-visit.h"
+#include "migration/blocker.h"
+#include "dimmnet2.h"
+#include "trace.h"
+
+static const struct {
+    const char *name;
+    const char *rule;
+} dn2_sv_info[DN2_SV__MAX] = {
+    [DN2_SV_WW_REUSED] = { "ww-reused",
+        "a Write Window was rewritten while its request was pending: wait for "
+        "its Primitive Counter or window status (Controller Status bits 5-16) "
+        "before reusing it (thesis 4.5.4, 5.2.2)" },
+    [DN2_SV_NO_LID] = { "no-lid",
+        "the LID register (System Register 0x700) must hold the LID the subnet "
+        "manager gave (SMA LID register) before the port is used (thesis 4.4.2 "
+        "bring-up)" },
+    [DN2_SV_SMALL_ELEMENT] = { "small-element",
+        "SO-DIMM elements are 4 bytes or more: the board streams 64-bit lines "
+        "(thesis 4.6.3; choice #54)" },
+    [DN2_SV_MISALIGNED] = { "misaligned",
+        "SO-DIMM offsets, strides and list entries are 4-byte aligned "
+        "(choice #54)" },
+    [DN2_SV_EARLY_LHS_VL] = { "early-lhs-vl",
+        "a VL read an LHS overflow still arriving; the board holds it until "
+        "the message is in (thesis 7.2.3): wait for Complete to read at once" },
+    [DN2_SV_NOT_UP] = { "not-up",
+        "a primitive before bring-up: SO-DIMM initialised (System Register "
+        "0x000) first, and the PGID written before network primitives "
+        "(thesis 4.4.2)" },
+    [DN2_SV_EX_ORDER] = { "ex-order",
+        "Command Ex was written before Command Upper: the order is Upper, Ex, "
+        "then Lower (thesis 5.2.2)" },
+    [DN2_SV_OVERRUN] = { "overrun",
+        "a request was written while the previous one was still pending "
+        "(Controller Status bit 0): poll bits 0 and 2 before each request "
+        "(thesis 5.2.2)" },
+};
+
+const char *dn2_strict_name(DN2StrictKind kind)
+{
+    return kind < DN2_SV__MAX ? dn2_sv_info[kind].name : "?";
+}
+
+/*
+ * A violation of kind at {wid, reg} (reg: the register or window offset it
+ * concerns): counted every time, reported the first time per place.
+ */
+void dn2_strict_report(DN2State *s, DN2StrictKind kind, int wid, uint32_t reg,
+                       const char *detail)
+{
+    uint32_t key = ((uint32_t)kind << 24) | ((uint32_t)(wid & 0xff) << 16) |
+                   (reg & 0xffff);
+    char *line;
+    unsigned i;
+
+    if (!s->strict || kind >= DN2_SV__MAX) {
+        return;
+    }
+    s->strict_count[kind]++;
+    s->strict_total++;
+    for (i = 0; i < s->strict_nseen; i++) {
+        if (s->strict_seen[i] == key) {
+            return;
+        }
+    }
+    if (s->strict_nseen < DN2_STRICT_PLACES) {
+        s->strict_seen[s->strict_nseen++] = key;
+    }
+    line = g_strdup_printf("%s WID %d reg 0x%x: %s (%s)", dn2_sv_info[kind].name, wid,
+                           reg, detail ? detail : "", dn2_sv_info[kind].rule);
+    trace_dimmnet2_strict_violation(s->index, dn2_sv_info[kind].name, wid, reg);
+    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d strict: %s\n", s->index, line);
+    if (s->strict_lines->len < DN2_STRICT_PLACES) {
+        g_ptr_array_add(s->strict_lines, line);
+    } else {
+        g_free(line);
+    }
+}
+
+/* qom-get strict-violations: ["kind WID w reg 0x..: detail (rule)", ...] */
+static void dn2_strict_get(Object *obj, Visitor *v, const char *name, void *opaque,
+                           Error **errp)
+{
+    DN2State *s = DIMMNET2(obj);
+    strList *list = NULL, **tail = &list;
+    unsigned i;
+
+    for (i = 0; s->strict_lines && i < s->strict_lines->len; i++) {
+        QAPI_LIST_APPEND(tail, g_strdup(g_ptr_array_index(s->strict_lines, i)));
+    }
+    visit_type_strList(v, name, &list, errp);
+    qapi_free_strList(list);
+}
+
+void dn2_strict_instance_init(DN2State *s)
+{
+    object_property_add(OBJECT(s), "strict-violations", "strList", dn2_strict_get,
+                        NULL, NULL, NULL);
+    object_property_set_description(OBJECT(s), "strict-violations",
+        "with strict=on: each violation of the programming protocol seen, "
+        "once per kind and place, with the rule it breaks");
+    object_property_add_uint64_ptr(OBJECT(s), "stat-strict-violations",
+                                   &s->strict_total, OBJ_PROP_FLAG_READ);
+    object_property_set_description(OBJECT(s), "stat-strict-violations",
+        "with strict=on: violations of the programming protocol, every time");
+}
+
+/* The paced Window Controller: a virtual-clock timer instead of running in
+ * the doorbell or a bottom half. */
+static void dn2_strict_tick(void *opaque)
+{
+    dn2_exec_run(opaque);
+}
+
+bool dn2_strict_init(DN2State *s, Error **errp)
+{
+    s->strict_lines = g_ptr_array_new_with_free_func(g_free);
+    if (!s->strict) {
+        return true;
+    }
+    s->strict_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dn2_strict_tick, s);
+    /* A VL line by line keeps part of its data in the device's buffer. */
+    error_setg(&s->strict_blocker, "dimmnet2: a board with strict=on cannot be "
+               "migrated");
+    if (migrate_add_blocker(&s->strict_blocker, errp) < 0) {
+        return false;
+    }
+    return true;
+}
+
+void dn2_strict_fini(DN2State *s)
+{
+    migrate_del_blocker(&s->strict_blocker);
+    if (s->strict_timer) {
+        timer_free(s->strict_timer);
+        s->strict_timer = NULL;
+    }
+    if (s->strict_lines) {
+        g_ptr_array_free(s->strict_lines, true);
+        s->strict_lines = NULL;
+    }
+}
+
+/* Run the Window Controller strict-delay-ns from now (if not sooner). */
+void dn2_strict_schedule(DN2State *s)
+{
+    timer_mod_anticipate_ns(s->strict_timer,
+                            qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->strict_delay_ns);
+}
+
+/* The sum of a Write Window's 512 bytes, to see it rewritten. */
+uint64_t dn2_strict_ww_sum(DN2State *s, int wid, unsigned n)
+{
+    const uint8_t *p = s->ww_ptr + wid * DN2_WW_WID_STRIDE + (n % DN2_NUM_WW) * DN2_WIN_SIZE;
+    uint64_t h = 0xcbf29ce484222325ULL;         /* FNV-1a */
+    unsigned i;
+
+    for (i = 0; i < DN2_WIN_SIZE; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* Is a SO-DIMM address or element size off the board's 4-byte grain? */
+static bool dn2_strict_grain(DN2State *s, const struct dn2_req *r, uint32_t addr,
+                             const char *what)
+{
+    if (addr & 3) {
+        g_autofree char *d = g_strdup_printf("%s %s 0x%x", dn2_otype_name(r->otype),
+                                             what, addr);
+        dn2_strict_report(s, DN2_SV_MISALIGNED, r->wid, DN2_UR_CMD0_LOWER, d);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * What strict mode refuses of a request before it runs: a primitive before
+ * bring-up, a remote one while the LID register is not the port's LID,
+ * sub-4-byte elements and misaligned SO-DIMM offsets.  True: refuse it
+ * (Controller Status bit 20); the caller counts and logs the refusal.
+ */
+bool dn2_strict_refuse(DN2State *s, const struct dn2_req *r, const char **why)
+{
+    bool local = r->otype < DN2_OP_RVL;
+    bool sdimm_src = local ? (r->otype & ~3) == DN2_OP_VL : r->otype != DN2_OP_BOTF;
+    bool sdimm_dst = local && (r->otype & ~3) == DN2_OP_VS;
+    int form = dn2_otype_form(r->otype);
+
+    if (!s->strict || r->otype == DN2_OP_NOP || !dn2_otype_valid(r->otype)) {
+        return false;
+    }
+    /* Before bring-up: reported; the request then does what the board
+     * would do (refused without SO-DIMM, sent with PGID 0 without a PGID). */
+    if (!s->sdimm_ready) {
+        dn2_strict_report(s, DN2_SV_NOT_UP, r->wid, DN2_SR_SDIMM_INIT,
+                          "SO-DIMM not initialised");
+    } else if (!local && !s->wid[r->wid].pgid_set) {
+        dn2_strict_report(s, DN2_SV_NOT_UP, r->wid, r->wid ? DN2_SR_PGID1 : DN2_SR_PGID0,
+                          "a network primitive before the PGID is written");
+    }
+    if (!local && s->lid != dn2_link_lid(s)) {
+        g_autofree char *d = g_strdup_printf("LID register 0x%x, the port's LID 0x%x",
+                                             s->lid, dn2_link_lid(s));
+        dn2_strict_report(s, DN2_SV_NO_LID, r->wid, DN2_SR_LID, d);
+        *why = "strict: LID register not set to the port's LID";
+        return true;
+    }
+    if (form != DN2_FORM_CONTIG && r->otype != DN2_OP_BOTF &&
+        dn2_dtype_bytes(r->dtype) < 4 && r->otype < DN2_OP_IPUSH) {
+        g_autofree char *d = g_strdup_printf("%s with %u-byte elements",
+                                             dn2_otype_name(r->otype),
+                                             dn2_dtype_bytes(r->dtype));
+        dn2_strict_report(s, DN2_SV_SMALL_ELEMENT, r->wid, DN2_UR_CMD0_LOWER, d);
+        *why = "strict: SO-DIMM elements under 4 bytes";
+        return true;
+    }
+    if (r->src != DN2_COPY_OFF && sdimm_src && !dn2_strict_grain(s, r, r->src, "SRCOff")) {
+        *why = "strict: SO-DIMM offset not 4-byte aligned";
+        return true;
+    }
+    if (r->dst != DN2_COPY_OFF && sdimm_dst && !dn2_strict_grain(s, r, r->dst, "DSTOff")) {
+        *why = "strict: SO-DIMM offset not 4-byte aligned";
+        return true;
+    }
+    if (form == DN2_FORM_STRIDE && r->otype != DN2_OP_BOTF &&
+        !dn2_strict_grain(s, r, r->arg, "Stride")) {
+        *why = "strict: stride not 4-byte aligned";
+        return true;
+    }
+    return false;
+}
