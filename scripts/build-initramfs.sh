@@ -1,7 +1,27 @@
 #!/usr/bin/env bash
 # Builds the guest initramfs: build/guest/initramfs.cpio.gz
 #
-#   scripts/build-initramfs.sh [--force] [--print]
+#   scripts/build-initramfs.sh [--force] [--print] [--packages 'PKG...'] [--mpi]
+#
+# The plain image (no options) is build/guest/initramfs.cpio.gz.  With Debian
+# packages it is a separate output:
+#   --packages 'A B'  (or DN2_GUEST_PACKAGES='A B') adds Debian binary
+#               packages and their whole dependency closure (Depends and
+#               Pre-Depends, recursively, glibc included: the image is
+#               otherwise busybox), resolved by apt against an empty package
+#               database, fetched with `apt-get download` into
+#               $DN2_CACHE/debs (never installed on the host), unpacked with
+#               dpkg -x; docs, man pages and locales are pruned, the
+#               packages' update-alternatives links are made, and
+#               `ldconfig -r` builds the image's ld.so.cache.  Output:
+#               build/guest/initramfs-pkgs-<hash>.cpio.gz.  An unknown
+#               package name is an error that names it.
+#   --mpi       the MPI image build/guest/initramfs-mpi.cpio.gz: the packages
+#               of $DN2_MPI_PACKAGES (Open MPI, libfabric and fi_info,
+#               NetPIPE, HPCC, mplrs) plus any --packages, and
+#               build/guest/export-mpi/ (the PMI library, the provider) also
+#               under /opt/dn2; an unprivileged user "mpi" (uid 1000) is
+#               created for the ranks (docs/mpi.md).
 #
 # Contents:
 #   /bin        busybox-static (with its applet links), the static dn2-probe
@@ -44,7 +64,7 @@
 # is copied into the root as is (e.g. a driver module and its test).
 #
 # Rebuilt only when an input changed (a hash of all inputs is kept in
-# build/guest/initramfs.stamp); --force rebuilds anyway.  --print only
+# build/guest/initramfs*.stamp); --force rebuilds anyway.  --print only
 # prints the output path.  Prints the initramfs path on stdout.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,15 +80,41 @@ NET_MODULES=${DN2_GUEST_MODULES-virtio_pci virtio_net}
 ABI_H=$DN2_TOP/include/dimmnet2/dn2_abi.h
 BUSYBOX=${DN2_BUSYBOX:-$DN2_CACHE/pkgs/busybox-static/bin/busybox}
 
+# The MPI image's packages (docs/mpi.md): Open MPI with its ofi MTL and
+# libfabric (+ fi_info/fi_pingpong), and packaged MPI applications.
+MPI_PACKAGES=${DN2_MPI_PACKAGES:-openmpi-bin libopenmpi3 libfabric1 libfabric-bin netpipe-openmpi hpcc mplrs}
+MPI_EXPORT=${DN2_GUEST_EXPORT_MPI:-$DN2_TOP/build/guest/export-mpi}
+
 force=
+print=
+mpi=
+packages=${DN2_GUEST_PACKAGES:-}
 while [ $# -gt 0 ]; do
     case $1 in
         --force) force=1; shift ;;
-        --print) echo "$OUT"; exit 0 ;;
+        --print) print=1; shift ;;
+        --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
+        --packages=*) packages+=" ${1#--packages=}"; shift ;;
+        --mpi) mpi=1; shift ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
     esac
 done
+# The package list, sorted and unique; the output's name follows from it.
+[ -n "$mpi" ] && packages+=" $MPI_PACKAGES"
+read -r -a pkg_list <<< "$(tr ' ' '\n' <<< "$packages" | sed '/^$/d' | LC_ALL=C sort -u | tr '\n' ' ')"
+for p in "${pkg_list[@]}"; do
+    [[ $p =~ ^[a-z0-9][a-z0-9+.-]+$ ]] || die "--packages: '$p' is not a Debian package name"
+done
+if [ -n "$mpi" ]; then
+    OUT=$OUT_DIR/initramfs-mpi.cpio.gz
+    STAMP=$OUT_DIR/initramfs-mpi.stamp
+elif [ ${#pkg_list[@]} -gt 0 ]; then
+    tag=$(printf '%s\n' "${pkg_list[@]}" | sha256sum | cut -c1-10)
+    OUT=$OUT_DIR/initramfs-pkgs-$tag.cpio.gz
+    STAMP=$OUT_DIR/initramfs-pkgs-$tag.stamp
+fi
+[ -n "$print" ] && { echo "$OUT"; exit 0; }
 
 # ------------------------------------------------------------------ inputs
 [ -x "$BUSYBOX" ] || die "busybox not found at $BUSYBOX: run scripts/setup.sh (it extracts busybox-static into $DN2_CACHE/pkgs)"
@@ -114,6 +160,125 @@ if [ -n "$NET_MODULES" ]; then
     fi
 fi
 
+# ------------------------------------------------------- Debian packages
+# resolve_closure PKG...: prints "name version arch" for every package of
+# the dependency closure (Depends + Pre-Depends, recursively; alternatives
+# and virtual packages resolved by apt), as apt would install them on an
+# empty system.  Cached per package list and apt lists state.
+DEBS=$DN2_CACHE/debs
+resolve_closure() {
+    local key cache out err empty
+    key=$( { printf '%s\n' "$@"; stat -c '%n %Y %s' /var/lib/apt/lists/*Packages* 2>/dev/null; } | sha256sum | cut -c1-16)
+    cache=$DN2_CACHE/closures/$key
+    if [ -s "$cache" ]; then cat "$cache"; return 0; fi
+    mkdir -p "$DN2_CACHE/closures"
+    empty=$(mktemp -d)
+    : > "$empty/status"
+    if ! out=$(LC_ALL=C apt-get -s -o Dir::State::status="$empty/status" \
+            -o APT::Install-Recommends=false -o APT::Install-Suggests=false \
+            -o Debug::NoLocking=1 install "$@" 2>"$empty/err"); then
+        err=$(cat "$empty/err")
+        rm -rf "$empty"
+        local bad
+        bad=$(sed -n -E "s/^E: (Unable to locate package |Package '?)([^' ]+).*/\2/p" <<< "$err" | sort -u | tr '\n' ' ')
+        if [ -n "$bad" ]; then
+            die "Debian package(s) not found: ${bad% } (check the name with apt-cache search; run scripts/setup.sh if the apt lists are missing)"
+        fi
+        die "apt cannot resolve the packages $*: $(grep -v '^W:' <<< "$err" | head -5 | tr '\n' ' ')"
+    fi
+    rm -rf "$empty"
+    # Inst NAME (VERSION SUITE [ARCH])
+    sed -n -E 's/^Inst ([^ ]+) \(([^ ]+) .*\[([a-z0-9]+)\]\).*/\1 \2 \3/p' <<< "$out" > "$cache.tmp"
+    [ -s "$cache.tmp" ] || die "apt resolved nothing for: $*"
+    mv "$cache.tmp" "$cache"
+    cat "$cache"
+}
+
+# deb_path NAME VERSION ARCH: where apt-get download puts it
+deb_path() { echo "$DEBS/${1}_${2//:/%3a}_$3.deb"; }
+
+# fetch_debs: every package of $closure into $DEBS (those missing)
+fetch_debs() {
+    local name ver arch want=()
+    mkdir -p "$DEBS"
+    while read -r name ver arch; do
+        [ -f "$(deb_path "$name" "$ver" "$arch")" ] || want+=("$name=$ver")
+    done <<< "$closure"
+    [ ${#want[@]} -eq 0 ] && return 0
+    log "downloading ${#want[@]} Debian packages into $DEBS"
+    (cd "$DEBS" && apt-get download -o APT::Sandbox::User=root -qq "${want[@]}" >/dev/null) \
+        || die "apt-get download failed for some of: ${want[*]}"
+    while read -r name ver arch; do
+        [ -f "$(deb_path "$name" "$ver" "$arch")" ] || die "apt-get download did not produce $(deb_path "$name" "$ver" "$arch")"
+    done <<< "$closure"
+}
+
+# unpack_debs ROOT: dpkg -x the closure into ROOT, prune, alternatives, ldconfig
+unpack_debs() {
+    local root=$1 name ver arch deb ctl
+    ctl=$(mktemp -d)
+    while read -r name ver arch; do
+        deb=$(deb_path "$name" "$ver" "$arch")
+        dpkg -x "$deb" "$root" || die "dpkg -x $deb failed"
+        # Maintainer scripts do not run; their update-alternatives links are
+        # made below (e.g. libblas.so.3).
+        if dpkg -e "$deb" "$ctl/$name" 2>/dev/null && [ -f "$ctl/$name/postinst" ]; then
+            cp "$ctl/$name/postinst" "$ctl/$name.postinst"
+        fi
+        rm -rf "${ctl:?}/$name"
+    done <<< "$closure"
+    # Docs, man pages, locales: not needed in a guest.
+    rm -rf "$root"/usr/share/{doc,man,info,locale,lintian,linda,bug,bash-completion,zsh,gtk-doc,help,menu} \
+           "$root"/usr/lib/x86_64-linux-gnu/gconv
+    python3 - "$root" "$ctl" <<'PY'
+import glob, os, re, shlex, sys
+root, ctl = sys.argv[1:3]
+best = {}            # alternative name -> (priority, [(link, path)...])
+for f in sorted(glob.glob(os.path.join(ctl, "*.postinst"))):
+    text = open(f, errors="replace").read().replace("\\\n", " ")
+    for line in text.splitlines():
+        if "update-alternatives" not in line or "--install" not in line or "$" in line:
+            continue
+        try:
+            w = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        i, group, prio = 0, [], None
+        while i < len(w):
+            if w[i] == "--install" and i + 4 < len(w):
+                group.append((w[i + 1], w[i + 3])); name = w[i + 2]
+                try:
+                    prio = int(w[i + 4])
+                except ValueError:
+                    prio = 0
+                i += 5
+            elif w[i] == "--slave" and i + 3 < len(w):
+                group.append((w[i + 1], w[i + 3])); i += 4
+            else:
+                i += 1
+        if group and prio is not None and (name not in best or prio > best[name][0]):
+            best[name] = (prio, group)
+for name, (prio, group) in sorted(best.items()):
+    for link, path in group:
+        dst, src = root + link, root + path
+        if os.path.lexists(src) and not os.path.lexists(dst):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.symlink(path, dst)
+PY
+    rm -rf "$ctl"
+    mkdir -p "$root/etc"
+    [ -f "$root/etc/ld.so.conf" ] || echo 'include /etc/ld.so.conf.d/*.conf' > "$root/etc/ld.so.conf"
+    ldconfig -r "$root" 2>/dev/null || ldconfig -r "$root" || die "ldconfig -r $root failed"
+}
+
+closure=
+if [ ${#pkg_list[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null || die "--packages needs apt-get and dpkg (a Debian host)"
+    closure=$(resolve_closure "${pkg_list[@]}") || exit 1
+fi
+mpi_export=
+[ -n "$mpi" ] && [ -d "$MPI_EXPORT" ] && mpi_export=$MPI_EXPORT
+
 # The /init script (kept here so that one file describes the guest).
 init_script() {
     cat <<'EOF'
@@ -128,6 +293,7 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 exec </dev/console >/dev/console 2>&1
 # Keep kernel messages from interleaving with the command's output.
 dmesg -n 1 2>/dev/null
+[ -d /home/mpi ] && chown 1000:1000 /home/mpi
 cmdline=$(cat /proc/cmdline)
 # arg NAME: the value of dn2.NAME= ("..." or up to the next space)
 arg() {
@@ -274,6 +440,8 @@ inputs_hash() {
         cat "$PROBE_SRC" "$LID_SRC" "$ABI_H" "$BUSYBOX" "$here/build-initramfs.sh" "$here/lib.sh" | sha256sum
         gcc --version | head -1
         echo "${CFLAGS[*]}"
+        echo "mpi:$mpi"
+        printf '%s\n' "$closure"
         for f in "${net_modules[@]}"; do echo "module:$f"; done
         [ ${#net_modules[@]} -eq 0 ] || cat "${net_modules[@]}" | sha256sum
         # The export directory: names, modes, link targets and contents
@@ -282,6 +450,10 @@ inputs_hash() {
             (cd "$EXPORT" && find . -mindepth 1 ! -path ./bin/dn2-lid -printf '%p %y %m %l\n' | LC_ALL=C sort)
             (cd "$EXPORT" && find . -type f ! -path ./bin/dn2-lid -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
             echo "export:$EXPORT"
+        fi
+        if [ -n "$mpi_export" ]; then
+            (cd "$mpi_export" && find . -mindepth 1 -printf '%p %y %m %l\n' | LC_ALL=C sort)
+            (cd "$mpi_export" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
         fi
         for d in "${extra_dirs[@]}"; do
             (cd "$d" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
@@ -311,9 +483,15 @@ if [ -z "$force" ] && [ -f "$OUT" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want"
 fi
 
 # ------------------------------------------------------------------- build
-log "building guest initramfs"
-root=$OUT_DIR/root
+log "building guest initramfs $(basename "$OUT")"
+root=$OUT_DIR/root-$(basename "$OUT" .cpio.gz)
 rm -rf "$root"
+mkdir -p "$root"
+# Debian packages first: the project's files and busybox's /bin/sh win.
+if [ -n "$closure" ]; then
+    fetch_debs
+    unpack_debs "$root"
+fi
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,root,etc}
 
 gcc "${CFLAGS[@]}" -o "$OUT_DIR/dn2-probe" "$PROBE_SRC" \
@@ -330,6 +508,7 @@ mkdir -p "$root/opt/dn2/bin"
 if [ -d "$EXPORT" ]; then
     cp -a "$EXPORT/." "$root/opt/dn2/"
 fi
+[ -n "$mpi_export" ] && cp -a "$mpi_export/." "$root/opt/dn2/"
 cp "$OUT_DIR/dn2-lid" "$root/opt/dn2/bin/dn2-lid"
 
 # NIC driver modules, numbered in load order.
@@ -343,6 +522,9 @@ if [ ${#net_modules[@]} -gt 0 ]; then
 fi
 
 cp "$BUSYBOX" "$root/bin/busybox"
+# /init and every script here are busybox sh, whatever a package shipped.
+rm -f "$root/bin/sh"
+ln -s busybox "$root/bin/sh"
 # Applet links: busybox --list-full gives e.g. "sbin/poweroff".
 n=0
 while read -r applet; do
@@ -359,6 +541,19 @@ done < <("$BUSYBOX" --list-full 2>/dev/null || "$BUSYBOX" --list)
 init_script > "$root/init"
 chmod 755 "$root/init"
 echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
+if [ -n "$closure" ]; then
+    # glibc programs look users and groups up; /tmp for every user.
+    echo "root:x:0:" > "$root/etc/group"
+    echo "passwd: files"$'\n'"group: files"$'\n'"hosts: files" > "$root/etc/nsswitch.conf"
+    chmod 1777 "$root/tmp"
+fi
+if [ -n "$mpi" ]; then
+    # The ranks' unprivileged user (scripts/mpirun.sh; /init gives it its
+    # home directory).
+    echo "mpi:x:1000:1000:MPI ranks:/home/mpi:/bin/sh" >> "$root/etc/passwd"
+    echo "mpi:x:1000:" >> "$root/etc/group"
+    mkdir -p "$root/home/mpi"
+fi
 
 for d in "${extra_dirs[@]}"; do
     cp -a "$d/." "$root/"

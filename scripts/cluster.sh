@@ -35,6 +35,11 @@
 #       --secret-file F   a cluster secret (docs/security.md): the switch
 #                         gets --secret-file F, every board secret= from a
 #                         -object secret reading F (mode 0600 or stricter)
+#       --packages 'P...' Debian packages (with their dependency closure)
+#                         added to the guest image (build-initramfs.sh
+#                         --packages; also DN2_GUEST_PACKAGES)
+#       --mpi             the MPI image (build-initramfs.sh --mpi: Open MPI,
+#                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
 #   -a, --append ARGS     extra kernel command-line arguments
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
@@ -81,7 +86,7 @@ find_python() {
 # ====================================================================
 server_py() {
     cat <<'PY'
-import errno, http.server, os, sys, time, urllib.parse
+import errno, http.server, os, sys, threading, time, urllib.parse
 
 www, export, rundir, nodes, jobid, port, ready = sys.argv[1:8]
 nodes, port = int(nodes), int(port)
@@ -93,6 +98,24 @@ def atomic_write(path, data):
     with open(tmp, "wb") as f:
         f.write(data)
     os.rename(tmp, path)
+
+
+# PMI (docs/mpi.md, linux-guest/pmi/pmi-dn2.c): per MPI job (the run's job
+# id, or the job id + "." + anything for several jobs in one cluster) a
+# key-value space, barriers by epoch, and an abort flag.
+pmi_lock = threading.Condition()
+pmi_jobs = {}
+
+
+def pmi_job(name):
+    j = pmi_jobs.get(name)
+    if j is None:
+        j = pmi_jobs[name] = {"kvs": {}, "arrived": {}, "done": set(), "size": None, "abort": None}
+    return j
+
+
+def esc(s):
+    return urllib.parse.quote(s, safe="")
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -139,8 +162,65 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 return p
         return p
 
+    def pmi(self, path, q, body=None):
+        name = q.get("job", "")
+        if name != jobid and not name.startswith(jobid + "."):
+            return self.text(403, "not this job (stale guest from another run?)\n")
+        try:
+            rank = int(q.get("rank", "-1"))
+        except ValueError:
+            rank = -1
+        with pmi_lock:
+            j = pmi_job(name)
+            if path == "/pmi/get":
+                v = j["kvs"].get(q.get("key", ""))
+                return self.text(404, "no such key\n") if v is None else self.text(200, v)
+            if rank < 0 or (j["size"] is not None and rank >= j["size"]):
+                return self.text(400, "bad rank\n")
+            if path == "/pmi/abort":
+                msg = "rank %d called PMI_Abort (exit code %s): %s" % (rank, q.get("code", "?"), q.get("msg", ""))
+                if j["abort"] is None:
+                    j["abort"] = msg
+                    atomic_write(os.path.join(rundir, "pmi-abort"), (msg + "\n").encode())
+                pmi_lock.notify_all()
+                return self.text(200, "ok\n")
+            if j["abort"] is not None:
+                return self.text(409, "job aborted: %s\n" % j["abort"])
+            if path == "/pmi/put":
+                for line in (body or b"").decode("utf-8", "replace").splitlines():
+                    k, _, v = line.partition(" ")
+                    if k:
+                        j["kvs"][urllib.parse.unquote(k)] = urllib.parse.unquote(v)
+                return self.text(200, "ok\n")
+            if path == "/pmi/barrier":
+                try:
+                    size, epoch = int(q.get("size", "")), int(q.get("epoch", ""))
+                except ValueError:
+                    return self.text(400, "bad size or epoch\n")
+                if j["size"] is None:
+                    j["size"] = size
+                if size != j["size"] or rank >= size:
+                    return self.text(400, "size %d, but the job has %d ranks\n" % (size, j["size"]))
+                j["arrived"].setdefault(epoch, set()).add(rank)
+                if len(j["arrived"][epoch]) == size:
+                    j["done"].add(epoch)
+                    pmi_lock.notify_all()
+                end = time.time() + 20
+                while epoch not in j["done"] and j["abort"] is None and time.time() < end:
+                    pmi_lock.wait(max(0.01, end - time.time()))
+                if j["abort"] is not None:
+                    return self.text(409, "job aborted: %s\n" % j["abort"])
+                if epoch not in j["done"]:
+                    return self.text(202, "waiting for %d of %d ranks\n" % (size - len(j["arrived"][epoch]), size))
+                dump = "".join("%s %s\n" % (esc(k), esc(v)) for k, v in j["kvs"].items())
+            else:
+                return self.text(404, "no such endpoint\n")
+        return self.text(200, dump)
+
     def do_GET(self):
         path, q = self.parse()
+        if path.startswith("/pmi/"):
+            return self.pmi(path, q)
         if path == "/join":
             n = self.node_of(q)
             if n is None:
@@ -181,6 +261,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def do_POST(self):
         path, q = self.parse()
+        if path == "/pmi/put":
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+            return self.pmi(path, q, body)
         if path != "/result":
             return self.text(404, "no such endpoint\n")
         n = self.node_of(q)
@@ -354,6 +437,8 @@ http_port=0
 switch_opts=
 device_opts=
 secret_file=
+packages=
+mpi_image=
 append_extra=
 quiet=0
 extra=()
@@ -375,6 +460,8 @@ while [ $# -gt 0 ]; do
         --switch-opts) switch_opts=${2?$1 needs options}; shift 2 ;;
         --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
         --secret-file) secret_file=${2:?$1 needs a file}; shift 2 ;;
+        --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
+        --mpi) mpi_image=1; shift ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) usage_help; exit 0 ;;
@@ -413,7 +500,10 @@ dn2_accel || exit 4
 switch_bin=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
 [ -x "$switch_bin" ] || setup_die "no switch at $switch_bin: build it with 'meson setup build && meson compile -C build' (or scripts/test.sh)"
 py=$(find_python) || setup_die "python3 not found (it runs the job/file server): apt-get install python3"
-initrd_built=$(bash "$here/build-initramfs.sh") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh)"
+initramfs_args=()
+[ -n "$packages" ] && initramfs_args+=(--packages "$packages")
+[ -n "$mpi_image" ] && initramfs_args+=(--mpi)
+initrd_built=$(bash "$here/build-initramfs.sh" "${initramfs_args[@]}") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh ${initramfs_args[*]})"
 command -v setsid >/dev/null || setup_die "setsid (util-linux) not found"
 
 # ---------------------------------------------------------------- run dir
