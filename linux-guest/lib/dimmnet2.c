@@ -573,13 +573,15 @@ int dn2_rvli(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src, uint32_t dst,
 int dn2_ipush(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags)
 {
-    return dn2_net(d, DN2_OP_IPUSH, 0, 0, dlid, dwid, size, sd_src, 0, NULL, flags);
+    return dn2_net(d, DN2_OP_IPUSH, flags & DN2_F_PER_MESSAGE ? DN2_IPUSH_PER_MESSAGE : 0, 0,
+                   dlid, dwid, size, sd_src, 0, NULL, flags);
 }
 
 int dn2_lhsv1(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags)
 {
-    return dn2_net(d, DN2_OP_LHSV1, 0, 0, dlid, dwid, size, sd_src, 0, NULL, flags);
+    return dn2_net(d, DN2_OP_LHSV1, flags & DN2_F_PER_MESSAGE ? DN2_IPUSH_PER_MESSAGE : 0, 0,
+                   dlid, dwid, size, sd_src, 0, NULL, flags);
 }
 
 int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
@@ -591,8 +593,8 @@ int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
         ww_bytes > size) {
         return -EINVAL;
     }
-    return dn2_net(d, DN2_OP_LHSV2, 0, 0, dlid, dwid, size, sd_src,
-                   dn2_lhsv2_dst(ww_bytes, ww_off), NULL, flags);
+    return dn2_net(d, DN2_OP_LHSV2, flags & DN2_F_PER_MESSAGE ? DN2_IPUSH_PER_MESSAGE : 0, 0,
+                   dlid, dwid, size, sd_src, dn2_lhsv2_dst(ww_bytes, ww_off), NULL, flags);
 }
 
 /* -------------------------------------------- receive-status ring */

@@ -199,6 +199,9 @@ int dn2_botf_rr_drain(dn2_t *d, struct dn2_botf_rr *rr, long timeout_us);
 /* Flags for the network primitives. */
 #define DN2_F_EFLAG   1   /* receiver writes a status record at the end */
 #define DN2_F_TO_PW   2   /* data lands in the Prefetch Window (Command1) */
+#define DN2_F_PER_MESSAGE 4 /* IPUSH/LHS with DN2_F_EFLAG: one status record
+                             * per message (its start and size), not one
+                             * per packet (a ring with a single sender) */
 
 /* RDMA write: size bytes of local SO-DIMM (or the local pattern) to the
  * remote process (dlid, dwid) at sd_dst. */
