@@ -29,7 +29,9 @@
 #       --switch-opts S   extra dn2-switch options (word-split), e.g.
 #                         "--pcap build/cap.pcap" or "--drop 0.01"
 #       --device-opts S   appended to every node's -device dimmnet2,...
-#                         (e.g. "rx-thread=off", "fifo-depth=16")
+#                         (e.g. "rx-thread=off", "fifo-depth=16"; the
+#                         environment's DN2_DEVICE_GLOBALS, e.g. strict=on,
+#                         is appended too, as for the guest suites)
 #       --secret-file F   a cluster secret (docs/security.md): the switch
 #                         gets --secret-file F, every board secret= from a
 #                         -object secret reading F (mode 0600 or stricter)
@@ -759,7 +761,7 @@ for ((i = 0; i < nodes; i++)); do
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"
          "${secret_obj[@]}"
-         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}"
+         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
          -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
          "${eth_args[@]}" "${qmp_args[@]}" "${extra[@]}")
     printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"

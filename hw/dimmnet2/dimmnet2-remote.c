@@ -291,7 +291,9 @@ static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
             last = x->done + dlen >= x->total;
             if (ipush) {
                 h.lflag = r->otype != DN2_OP_IPUSH;
-                h.pflag = r->eflag;
+                /* a record per packet, unless the request asks for one per
+                 * message (the last packet's eflag then writes it) */
+                h.pflag = r->eflag && !(r->dtype & DN2_IPUSH_PER_MESSAGE);
                 h.w1_lo = (uint32_t)x->total;
                 h.w1_hi = (uint32_t)x->done;
             } else {

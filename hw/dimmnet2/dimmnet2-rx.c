@@ -355,7 +355,13 @@ static int dn2_rx_ipush(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
     pos = r.tail;
     dn2_ring_write(s, h->dwid, &r, pos, data, dlen);
     dn2_ring_set_tail(s, &r, (pos + need) % r.size);
-    if (status) {
+    if (status && !h->pflag) {
+        /* one record per message (choice #55): where the message began
+         * (its earlier packets filled whole 8-byte slots: 2nd DW offset
+         * bytes before this one) and its size */
+        dn2_status_post(s, h, slid,
+                        r.base + (pos + r.size - h->w1_hi % r.size) % r.size, h->w1_lo);
+    } else if (status) {
         dn2_status_post(s, h, slid, r.base + pos, dlen);
     }
     return 1;

@@ -500,6 +500,11 @@ static inline int dn2_clid_is_mcast(uint16_t clid)
 #define DN2_H0_HFLAG_BIT 61
 #define DN2_H0_LFLAG_BIT 62
 #define DN2_H0_PFLAG_BIT 63   /* [EMU] write a status for this packet too */
+/* [EMU] IPUSH/LHS request: DTYPE bit 0 (DTYPE means nothing to these
+ * contiguous primitives) asks for one status record per message, written
+ * by the last packet and describing the whole message, instead of one per
+ * packet (the thesis's sender-chosen per-message status; choice #55). */
+#define DN2_IPUSH_PER_MESSAGE  1u
 
 struct dn2_hdr {
     uint16_t size;      /* Packet Size, bytes including the header */

@@ -44,12 +44,16 @@ uint64_t dn2i_now_us(void)
 }
 
 /* Polls until done() or the timeout: 0 means one look, < 0 forever. */
+/* The condition is tried once before the clock is read: most waits are
+ * already over (an idle board executes a request inside its doorbell
+ * write), and clock_gettime costs as much as a register read under TCG. */
 #define DN2_POLL(d, timeout_us, cond)                                   \
     ({                                                                  \
-        uint64_t _t0 = dn2i_now_us();                                   \
-        int _r = -ETIMEDOUT;                                            \
+        uint64_t _t0 = 0;                                               \
+        int _r = -ETIMEDOUT, _first = 1;                                \
         for (;;) {                                                      \
             if (cond) { _r = 0; break; }                                \
+            if (_first) { _first = 0; _t0 = dn2i_now_us(); }            \
             if ((timeout_us) >= 0 &&                                    \
                 dn2i_now_us() - _t0 >= (uint64_t)(timeout_us)) break;   \
             dn2i_relax();                                               \
@@ -318,6 +322,82 @@ int dn2_wait_pw(dn2_t *d, int window, long timeout_us)
     return r;
 }
 
+/* Issue a VL whose Prefetch Window lines were already flushed, without
+ * the Request FIFO check (the caller made sure there is room). */
+static void dn2_vl_issue_unchecked(dn2_t *d, uint32_t sd_src, uint32_t pw_off, uint32_t size)
+{
+    /* the thesis's order (§5.2.2), as dn2_issue: Upper, Command Ex, Lower */
+    dn2_ur_write(d, DN2_UR_CMD0_UPPER, dn2_req_upper(sd_src, pw_off));
+    if (d->ex_flag) {
+        dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 0);
+        d->ex_flag = 0;
+    }
+    dn2i_sfence();
+    dn2_ur_write(d, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, size));
+}
+
+/*
+ * The receive-with-copy path, with as few board accesses as the protocol
+ * allows (docs/ofi-provider.md, "The copy path"): per batch of up to four
+ * windows, the lines are flushed with one fence, the Request FIFO is
+ * checked once per two requests (the board reports "almost full" at fewer
+ * than two free entries), the VLs are issued, and one read of the
+ * Prefetch Window Flag register (normally already complete: an idle board
+ * executes a VL inside its doorbell write) covers the whole batch.
+ */
+int dn2_sd_read(dn2_t *d, uint32_t sd_src, void *dst, size_t len,
+                unsigned pw_mask, long timeout_us)
+{
+    int win[DN2_NUM_WW], nwin = 0, i, r;
+    size_t off = 0;
+    uint8_t *out = dst;
+
+    for (i = 0; i < DN2_NUM_WW; i++) {
+        if (pw_mask & (1u << i)) {
+            win[nwin++] = i;
+        }
+    }
+    if (!nwin) {
+        return -EINVAL;
+    }
+    while (off < len) {
+        uint32_t k[DN2_NUM_WW];
+        uint64_t mask = 0;
+        int n;
+
+        for (n = 0; n < nwin && off + (size_t)n * DN2_WIN_SIZE < len; n++) {
+            size_t left = len - off - (size_t)n * DN2_WIN_SIZE;
+            uint32_t a, base = win[n] * DN2_WIN_SIZE;
+            k[n] = left < DN2_WIN_SIZE ? (uint32_t)left : DN2_WIN_SIZE;
+            for (a = 0; a < k[n]; a += 64) {
+                dn2i_clflush(d->pw + base + a);
+            }
+            mask |= DN2_PWF_WIN_MASK(win[n]);
+        }
+        dn2i_mfence();
+        for (i = 0; i < n; i++) {
+            if (!(i & 1)) {
+                r = DN2_POLL(d, DN2_ISSUE_TIMEOUT_US,
+                             !(dn2_ctl_status(d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL)));
+                if (r) {
+                    return r;
+                }
+            }
+            dn2_vl_issue_unchecked(d, sd_src + (uint32_t)(off + (size_t)i * DN2_WIN_SIZE),
+                                   win[i] * DN2_WIN_SIZE, k[i]);
+        }
+        r = DN2_POLL(d, timeout_us, (dn2_ur_read(d, DN2_UR_PW_FLAG) & mask) == mask);
+        if (r) {
+            return dn2_ctl_status(d) & DN2_CS_REQ_ERROR ? DN2_E_REFUSED : r;
+        }
+        for (i = 0; i < n; i++) {
+            memcpy(out + off, (const void *)(d->pw + win[i] * DN2_WIN_SIZE), k[i]);
+            off += k[i];
+        }
+    }
+    return 0;
+}
+
 unsigned dn2_count(dn2_t *d, int family)
 {
     return dn2_pc_field(dn2_prim_counter(d), family);
@@ -493,23 +573,28 @@ int dn2_rvli(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src, uint32_t dst,
 int dn2_ipush(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags)
 {
-    return dn2_net(d, DN2_OP_IPUSH, 0, 0, dlid, dwid, size, sd_src, 0, NULL, flags);
+    return dn2_net(d, DN2_OP_IPUSH, flags & DN2_F_PER_MESSAGE ? DN2_IPUSH_PER_MESSAGE : 0, 0,
+                   dlid, dwid, size, sd_src, 0, NULL, flags);
 }
 
 int dn2_lhsv1(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags)
 {
-    return dn2_net(d, DN2_OP_LHSV1, 0, 0, dlid, dwid, size, sd_src, 0, NULL, flags);
+    return dn2_net(d, DN2_OP_LHSV1, flags & DN2_F_PER_MESSAGE ? DN2_IPUSH_PER_MESSAGE : 0, 0,
+                   dlid, dwid, size, sd_src, 0, NULL, flags);
 }
 
 int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
               uint32_t ww_bytes, uint32_t sd_src, uint32_t size, int flags)
 {
-    if (ww_bytes > DN2_BOTF_MAX || ww_off >= DN2_WIN_AREA || ww_bytes > size) {
+    /* The prefix is DSTOff[9:0] bytes and may run over window boundaries
+     * up to the end of the process's 2 KiB window area (choice #46). */
+    if (ww_bytes > 1023 || ww_off >= DN2_WIN_AREA || ww_off + ww_bytes > DN2_WIN_AREA ||
+        ww_bytes > size) {
         return -EINVAL;
     }
-    return dn2_net(d, DN2_OP_LHSV2, 0, 0, dlid, dwid, size, sd_src,
-                   dn2_lhsv2_dst(ww_bytes, ww_off), NULL, flags);
+    return dn2_net(d, DN2_OP_LHSV2, flags & DN2_F_PER_MESSAGE ? DN2_IPUSH_PER_MESSAGE : 0, 0,
+                   dlid, dwid, size, sd_src, dn2_lhsv2_dst(ww_bytes, ww_off), NULL, flags);
 }
 
 /* -------------------------------------------- receive-status ring */
@@ -659,6 +744,13 @@ int dn2_lh_next(dn2_t *d, struct dn2_lh_msg *m, long timeout_us)
     dn2_lh_decode(d, slot, m);
     m->complete = dn2_lh_flag(d, slot, DN2_LH_COMPLETE) == want;
     return 1;
+}
+
+int dn2_lh_ready(dn2_t *d)
+{
+    uint32_t slot = d->lh_head / DN2_LHB_ENTRY;
+
+    return dn2_lh_flag(d, slot, DN2_LH_VALID) == ((d->lh_uses[slot] + 1) & 1);
 }
 
 int dn2_lh_wait_complete(dn2_t *d, struct dn2_lh_msg *m, long timeout_us)

@@ -135,6 +135,12 @@ int dn2_vls(dn2_t *d, uint32_t sd_src, uint32_t pw_off, unsigned dtype,
             unsigned iter, uint32_t stride);
 int dn2_vli(dn2_t *d, uint32_t sd_src, uint32_t pw_off, unsigned dtype,
             unsigned iter, uint32_t sd_list);
+/* Copy len bytes of our SO-DIMM at sd_src into host memory through the
+ * Prefetch Windows whose bits are set in pw_mask (bit n = window n),
+ * keeping one VL in flight per window: the receive-with-copy path.
+ * 0, DN2_E_REFUSED, or -ETIMEDOUT (timeout_us per window fill). */
+int dn2_sd_read(dn2_t *d, uint32_t sd_src, void *dst, size_t len,
+                unsigned pw_mask, long timeout_us);
 /* SO-DIMM to SO-DIMM copy (VL-family + VS-family pair): src pattern and
  * dst pattern (contiguous when NULL, with size bytes). */
 int dn2_copy(dn2_t *d, uint32_t sd_src, const struct dn2_pattern *src_pat,
@@ -193,6 +199,9 @@ int dn2_botf_rr_drain(dn2_t *d, struct dn2_botf_rr *rr, long timeout_us);
 /* Flags for the network primitives. */
 #define DN2_F_EFLAG   1   /* receiver writes a status record at the end */
 #define DN2_F_TO_PW   2   /* data lands in the Prefetch Window (Command1) */
+#define DN2_F_PER_MESSAGE 4 /* IPUSH/LHS with DN2_F_EFLAG: one status record
+                             * per message (its start and size), not one
+                             * per packet (a ring with a single sender) */
 
 /* RDMA write: size bytes of local SO-DIMM (or the local pattern) to the
  * remote process (dlid, dwid) at sd_dst. */
@@ -219,8 +228,9 @@ int dn2_rvli(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src, uint32_t dst,
 int dn2_ipush(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags);
 /* LHS: the message (envelope word first) is split by the receiver into an
- * LH Buffer entry and its IPUSH ring.  v2 sends ww_bytes from the Write
- * Window at ww_off first, then size - ww_bytes from SO-DIMM. */
+ * LH Buffer entry and its IPUSH ring.  v2 sends ww_bytes (<= 1023, may
+ * span windows, within the 2 KiB area) from the Write Window at ww_off
+ * first, then size - ww_bytes from SO-DIMM. */
 int dn2_lhsv1(dn2_t *d, uint16_t dlid, int dwid, uint32_t sd_src,
               uint32_t size, int flags);
 int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
@@ -276,6 +286,11 @@ struct dn2_lh_msg {
  * whether its data has all arrived (poll dn2_lh_wait_complete). */
 int dn2_lh_next(dn2_t *d, struct dn2_lh_msg *m, long timeout_us);
 int dn2_lh_wait_complete(dn2_t *d, struct dn2_lh_msg *m, long timeout_us);
+/* Has the next LH Buffer entry arrived?  Looks only at the entry's Valid
+ * toggle in the LH Buffer (memory), never at a register: cheap enough to
+ * spin on (a register read is a trip into the device model that, under
+ * emulation, competes with the network input for the machine's lock). */
+int dn2_lh_ready(dn2_t *d);
 /* Release the entry taken by dn2_lh_next (advance the head). */
 void dn2_lh_release(dn2_t *d);
 

@@ -84,7 +84,7 @@ int main(int argc, char **argv)
     uint16_t lid = 0;
     int r, i, n;
 
-    printf("1..25\n");
+    printf("1..26\n");
     r = dn2_open_mem(&w0, base, 0);
     if (!r) {
         r = dn2_open_mem(&w1, base, 1);
@@ -178,6 +178,20 @@ int main(int argc, char **argv)
         n += !memcmp(b + 64 * i, a + 4 * i, 4);
     }
     CHECK(r == 0 && n == 16, "RVSS scatters 16 elements (%d)", n);
+
+    /* RVS gathering its data through Command Ex (every other 8 bytes):
+     * the request goes out as Upper, Ex, Lower (thesis §5.2.2; a strict
+     * board reports any other order, guest-lib-strict). */
+    {
+        const struct dn2_pattern g = { DN2_FORM_STRIDE, DN2_DTYPE_8B, 32, 16 };
+        r = dn2_rvs(w0, lid, 1, 0x50000, 0x78000, 256, &g, DN2_F_EFLAG);
+        n = r ? r : dn2_status_next(w1, &st, TMO);
+        if (!r) r = sd_read(w1, 0x78000, b, 256);
+        for (i = 0, n = (n == 1) ? 0 : -100; i < 32; i++) {
+            n += !memcmp(b + 8 * i, a + 16 * i, 8);
+        }
+        CHECK(r == 0 && n == 32, "RVS gathers 32 strided elements through Command Ex (%d)", n);
+    }
 
     /* IPUSH into a ring WID 1 owns, for sender (LID 1, WID 0). */
     r = dn2_ring_init(w1, &ring, (DN2_LLCM_WID_STRIDE + 0x100) / DN2_AMT_UNIT,

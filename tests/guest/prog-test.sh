@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # TAP: runs one static test program inside a Linux guest and forwards its
-# TAP.  Usage: prog-test.sh PROGRAM [QEMU args...]; the program is copied
-# into the guest's /bin and run as its command.  The guest's board options
-# come from the QEMU args (e.g. -global dimmnet2.loopback=on).
+# TAP.  Usage: prog-test.sh [--strict] PROGRAM [QEMU args...]; the program is
+# copied into the guest's /bin and run as its command.  The guest's board
+# options come from the QEMU args (e.g. -global dimmnet2.loopback=on).
+# --strict: the boards run with strict=on, and any violation of the
+# programming protocol they report (QEMU's guest-error log) fails the test:
+# the program and the library under it follow the protocol.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 
-prog=${1:?usage: prog-test.sh PROGRAM [QEMU args...]}
+strict=0
+if [ "${1:-}" = --strict ]; then
+    strict=1
+    shift
+fi
+prog=${1:?usage: prog-test.sh [--strict] PROGRAM [QEMU args...]}
 shift
 name=$(basename "$prog")
 if [ ! -x "$prog" ]; then
@@ -20,8 +28,15 @@ trap 'rm -rf "$extra"' EXIT
 mkdir -p "$extra/bin"
 cp "$prog" "$extra/bin/$name"
 
-log=$DN2_TOP/build/guest/logs/$name.log
+suffix=
+[ "$strict" = 1 ] && suffix=-strict
+log=$DN2_TOP/build/guest/logs/$name$suffix.log
+qlog=${log%.log}.qemu.log
 mkdir -p "$(dirname "$log")"
+rm -f "$qlog"
+if [ "$strict" = 1 ]; then
+    set -- "$@" -global dimmnet2.strict=on -d guest_errors -D "$qlog"
+fi
 out=$(DN2_GUEST_EXTRA=$extra bash "$DN2_TOP/scripts/run-guest.sh" -q -r "$name" \
       -t "${DN2_BOOT_TIMEOUT:-200}" -l "$log" -- "$@" 2>&1 >/dev/null; true)
 tap=$(sed -n '/DN2-GUEST-BEGIN/,/DN2-GUEST-END/p' "$log" 2>/dev/null |
@@ -34,6 +49,11 @@ if [ -z "$tap" ]; then
 fi
 printf '%s\n' "$tap"
 if grep -q '^not ok' <<< "$tap" || ! grep -q 'DN2-GUEST-END rc=0' "$log"; then
+    exit 1
+fi
+if [ "$strict" = 1 ] && grep -q 'strict:' "$qlog" 2>/dev/null; then
+    echo "# the strict board reported violations of the programming protocol ($qlog):"
+    grep 'strict:' "$qlog" | sort | uniq -c | head -20 | sed 's/^/# /'
     exit 1
 fi
 exit 0

@@ -2207,6 +2207,26 @@ static void rvs_check(Board *from, Board *to, int dwid, uint32_t len, uint32_t s
     sd_expect(to, dwid, dst, data, len, what);
 }
 
+/* A and B up; A's WID 0 SO-DIMM 0x100000 holds data (seed); B's WID 0 has
+ * a 3-record status ring and A sends it 6 small RVS with records, so that
+ * B holds A's lane back.  False when the fabric did not come up. */
+static bool hold_b_wid0(Fab *f, Board **A, Board **B, uint8_t *data, size_t len,
+                        uint32_t seed, const char *what)
+{
+    int i;
+
+    if (!fab_up_ab(f, NULL, 32 * MiB_, NULL, A, B)) {
+        return false;
+    }
+    dn2q_pattern(data, len, seed);
+    dn2q_sdfile_put(&(*A)->mem, 0, 0x100000, data, len);
+    dn2q_status_setup(&(*B)->d, 0, ST_OFF, 0x01);
+    for (i = 0; i < 6; i++) {
+        rreq(*A, 0, 0, DN2_OP_RVS, 0, 0, (*B)->lid, 0, 1, 64, 0x100000, i * 64);
+    }
+    return wait_qom(*B, "stat-rx-stalls", 1, T_SHORT, what);
+}
+
 /*
  * B holds A's stream (its status ring is full) and gets a Controller
  * Reset, the first step of every driver load.  The packets it held are
@@ -2219,18 +2239,11 @@ static void test_reset_backpressured(void)
     Board *A, *B;
     uint8_t data[256];
     uint64_t noproc0;
-    int i;
 
-    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+    if (!hold_b_wid0(&f, &A, &B, data, sizeof(data), 80,
+                     "B's full ring holds A's stream")) {
         goto out;
     }
-    dn2q_pattern(data, sizeof(data), 80);
-    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
-    dn2q_status_setup(&B->d, 0, ST_OFF, 0x01);          /* 3 records */
-    for (i = 0; i < 6; i++) {
-        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 64, 0x100000, i * 64);
-    }
-    wait_qom(B, "stat-rx-stalls", 1, T_SHORT, "B's full ring holds A's stream");
     noproc0 = qom_u64(B, "stat-rx-drop-noproc");
     dn2q_sr_rd(&B->d, DN2_SR_CTL_RESET);
     board_net_init(B, PG, PG);
@@ -2351,16 +2364,9 @@ static void test_per_wid_backpressure(void)
     uint8_t data[256];
     int i;
 
-    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+    if (!hold_b_wid0(&f, &A, &B, data, sizeof(data), 83, "B's WID 0 ring is full")) {
         goto out;
     }
-    dn2q_pattern(data, sizeof(data), 83);
-    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
-    dn2q_status_setup(&B->d, 0, ST_OFF, 0x01);          /* 3 records */
-    for (i = 0; i < 6; i++) {
-        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 64, 0x100000, i * 64);
-    }
-    wait_qom(B, "stat-rx-stalls", 1, T_SHORT, "B's WID 0 ring is full");
     rvs_check(A, B, 1, 256, 0x100000, 0x30000, data,
               "A -> B WID 1 while B's WID 0 holds its traffic back");
     /* WID 0 frees its ring: all six arrive, in order */

@@ -1397,6 +1397,41 @@ static void test_ipush_per_wid_amt(void)
     rig_stop(&r);
 }
 
+/*
+ * The sender chooses per-packet or per-message status (thesis §7.1; choice
+ * #55): a 600-byte IPUSH in three 256-byte packets writes three records,
+ * or, with the request's DTYPE bit 0, one record from the last packet that
+ * gives the message's start and size.
+ */
+static void test_ipush_per_message(void)
+{
+    Rig r;
+    RingM m;
+    uint8_t data[600];
+    int k;
+
+    rig_up(&r, DN2Q_MTU_256);
+    ring_setup(&r, &m, 0, 1, 0x1000, 4096);
+    dn2q_pattern(data, sizeof(data), 4700);
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
+    rsend(&r, 0, 0, dn2_req_upper(SRC, 0),
+          dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 1, 600), DN2_PC_IPUSH,
+          "IPUSH of 600 bytes, a record per packet");
+    for (k = 0; k < 3; k++) {
+        expect_status_any(&r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, k < 2 ? 240 : 120), LM_ALL,
+                          dn2_req_upper(0x1000 + 240 * k, 0), "per-packet record");
+    }
+    rsend(&r, 0, 0, dn2_req_upper(SRC, 0),
+          dn2_req_lower(DN2_OP_IPUSH, DN2_IPUSH_PER_MESSAGE, 0, MY_CLID, 1, 1, 600),
+          DN2_PC_IPUSH, "IPUSH of 600 bytes, a record per message");
+    wait_pkts(&r, 1, 6, "the second message's three packets");
+    expect_status(&r, 1, st_lower(DN2_OP_IPUSH, DN2_IPUSH_PER_MESSAGE, 0, 0, 600), LM_ALL,
+                  dn2_req_upper(0x1000 + 600, 0),
+                  "one record: the message's start and size");
+    expect_no_status(&r, 1, "no per-packet records");
+    rig_stop(&r);
+}
+
 static void test_ipush(void)
 {
     Rig r;
@@ -2322,6 +2357,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/rvl/command1", test_rvl_command1);
     qtest_add_func("/dimmnet2-remote/ipush/ring", test_ipush);
     qtest_add_func("/dimmnet2-remote/ipush/per-wid-amt", test_ipush_per_wid_amt);
+    qtest_add_func("/dimmnet2-remote/ipush/per-message-status", test_ipush_per_message);
     qtest_add_func("/dimmnet2-remote/ipush/backpressure", test_ipush_backpressure);
     qtest_add_func("/dimmnet2-remote/lhs/v1", test_lhs_v1);
     qtest_add_func("/dimmnet2-remote/lhs/v2", test_lhs_v2);

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libdimmnet2-fi: an external libfabric provider ("dimmnet2") for the
+ * DIMMnet-2 board, driven only through libdimmnet2 and the kernel driver.
+ * Design and limits: docs/ofi-provider.md.
+ */
+#ifndef DN2FI_H
+#define DN2FI_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "dimmnet2.h"
+
+#define DN2FI_NAME          "dimmnet2"
+#define DN2FI_FABRIC_NAME   "dimmnet2"
+#define DN2FI_VERSION       FI_VERSION(1, 0)
+#define DN2FI_MAX_BOARDS    2
+
+/* The endpoint address (fi_getname, fi_av_insert): 4 bytes. */
+struct dn2fi_addr {
+    uint16_t lid;           /* the board's LID (little endian) */
+    uint8_t wid;            /* 0 or 1: the process on that board */
+    uint8_t zero;           /* 0 (reserved) */
+};
+#define DN2FI_ADDRLEN       sizeof(struct dn2fi_addr)
+
+/* Data path sizes. */
+#define DN2FI_WW_PREFIX_MAX 1023u   /* LHSv2 Write Window prefix, DSTOff[9:0] */
+#define DN2FI_ENV           8u      /* the LHS envelope word */
+#define DN2FI_INJECT        (DN2FI_WW_PREFIX_MAX - DN2FI_ENV)  /* 1015: no staging */
+#define DN2FI_STAGE_SLOT    (16u << 10)
+#define DN2FI_MAX_MSG       (DN2FI_INJECT + DN2FI_STAGE_SLOT)
+#define DN2FI_QUEUE         256     /* tx/rx queue depth advertised */
+#define DN2FI_CQ_DEFAULT    1024
+#define DN2FI_IOV_LIMIT     4
+
+/* Per-process board resources (docs/ofi-provider.md). */
+#define DN2FI_LLCM_AMT      0x100u
+#define DN2FI_SD_RING       0u
+#define DN2FI_RING_BYTES    (1u << 20)
+#define DN2FI_SD_STAGE      DN2FI_RING_BYTES    /* two slots, one per WW half */
+
+/* Envelope Context: 0x0F1 = an OFI datagram; bit 12 = CQ data present. */
+#define DN2FI_CTX_MSG       0x0f1u
+#define DN2FI_CTX_DATA      0x1000u
+
+extern struct fi_provider dn2fi_prov;
+
+struct dn2fi_fabric {
+    struct fid_fabric fabric;
+};
+
+struct dn2fi_domain {
+    struct fid_domain domain;
+    struct dn2fi_fabric *fab;
+    int board;
+    int refs;
+    pthread_mutex_t lock;
+};
+
+struct dn2fi_cq_entry {
+    struct fi_cq_tagged_entry e;
+    fi_addr_t src;
+};
+
+struct dn2fi_ep;
+
+struct dn2fi_cq {
+    struct fid_cq cq;
+    struct dn2fi_domain *dom;
+    enum fi_cq_format format;
+    size_t entry_size;
+    struct dn2fi_cq_entry *ring;
+    size_t size, head, count;
+    struct fi_cq_err_entry *errs;
+    size_t err_size, err_head, err_count;
+    struct dn2fi_ep *eps[4];
+    int neps;
+    int refs;
+};
+
+struct dn2fi_av_entry {
+    struct dn2fi_addr a;
+    int valid;
+};
+
+struct dn2fi_av {
+    struct fid_av av;
+    struct dn2fi_domain *dom;
+    enum fi_av_type type;
+    struct dn2fi_av_entry *tab;
+    size_t count, cap;
+    struct dn2fi_ep *ep;    /* bound endpoint (AMT entries for new peers) */
+    int refs;
+};
+
+struct dn2fi_rx {
+    struct iovec iov[DN2FI_IOV_LIMIT];
+    size_t iov_count;
+    void *context;
+    uint64_t flags;
+};
+
+struct dn2fi_eq {
+    struct fid_eq eq;
+};
+
+struct dn2fi_ep {
+    struct fid_ep ep;
+    struct dn2fi_domain *dom;
+    struct dn2fi_av *av;
+    struct dn2fi_cq *txcq, *rxcq;
+    uint64_t tx_op_flags, rx_op_flags;
+    int tx_selective, rx_selective;
+    int enabled;
+    char path[32];
+    dn2_t *d;
+    uint16_t lid;
+    int wid;
+    unsigned amt_value;
+    struct dn2_ring ring;
+    uint8_t amt_done[2][65536 / 8];     /* AMT entries set, by sender WID/LID */
+    /* posted receives */
+    struct dn2fi_rx *rxq;
+    size_t rx_size, rx_head, rx_count;
+    /* transmit: the Write Window in two halves of 1 KiB, each with its
+     * SO-DIMM staging slot; a half is free once the IPUSH counter shows
+     * its LHSv2 left the board */
+    int tx_next;
+    int half_busy[2];
+    unsigned half_seq[2];
+    unsigned ipush_issued, ipush_base;
+    uint8_t *scratch;       /* a datagram for a receive of several iovs */
+    uint8_t *gather;        /* envelope + a datagram being sent */
+    /* statistics */
+    uint64_t tx_msgs, rx_msgs, rx_bytes;
+};
+
+int dn2fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+                      void *context);
+int dn2fi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                      struct fid_domain **dom, void *context);
+int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+                  struct fid_cq **cq, void *context);
+int dn2fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+                  struct fid_av **av, void *context);
+int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
+                   struct fid_ep **ep, void *context);
+int dn2fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+                  struct fid_eq **eq, void *context);
+
+/* CQ internals used by the endpoint. */
+int dn2fi_cq_full(struct dn2fi_cq *cq);
+int dn2fi_cq_write(struct dn2fi_cq *cq, void *context, uint64_t flags,
+                   size_t len, void *buf, uint64_t data, fi_addr_t src);
+int dn2fi_cq_write_err(struct dn2fi_cq *cq, void *context, uint64_t flags,
+                       size_t len, void *buf, uint64_t data, int err,
+                       size_t olen);
+void dn2fi_ep_progress(struct dn2fi_ep *ep);
+const struct dn2fi_addr *dn2fi_av_get(struct dn2fi_av *av, fi_addr_t a);
+fi_addr_t dn2fi_av_find(struct dn2fi_av *av, uint16_t lid, int wid);
+int dn2fi_ep_add_peer(struct dn2fi_ep *ep, uint16_t lid);
+
+/* Stubs that return -FI_ENOSYS for any arguments (operation tables of
+ * the categories the provider does not implement). */
+void dn2fi_fill_enosys(void *ops, size_t size);
+int dn2fi_errno(int r);
+void dn2fi_ep_ini(void);    /* fills the CQ/AV/EP operation tables */     /* libdimmnet2 / errno code -> -FI_* */
+
+#define DN2FI_WARN(subsys, ...) FI_WARN(&dn2fi_prov, subsys, __VA_ARGS__)
+#define DN2FI_INFO(subsys, ...) FI_INFO(&dn2fi_prov, subsys, __VA_ARGS__)
+
+#endif

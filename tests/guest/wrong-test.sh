@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# TAP: the deliberately wrong guest program (tests/guest/dn2-wrongtest.c)
+# on a forgiving board and on a strict one (strict=on).  Forgiving: every
+# check of the program passes and the board reports nothing (the bugs go
+# unnoticed).  Strict: the board reports each broken rule by name in QEMU's
+# guest-error log.  Usage: wrong-test.sh PROGRAM
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+
+prog=${1:?usage: wrong-test.sh PROGRAM}
+name=$(basename "$prog")
+rules=(ww-reused small-element misaligned no-lid)
+echo "1..$((2 + ${#rules[@]}))"
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
+failed=0
+
+extra=$(mktemp -d)
+trap 'rm -rf "$extra"' EXIT
+mkdir -p "$extra/bin" "$DN2_TOP/build/guest/logs"
+cp "$prog" "$extra/bin/$name"
+
+# run MODE: the guest console log and QEMU's guest-error log of MODE
+run() {
+    local mode=$1 log=$DN2_TOP/build/guest/logs/$name-$1.log
+    local args=(-global dimmnet2.loopback=on -d guest_errors -D "${log%.log}.qemu.log")
+    [ "$mode" = strict ] && args+=(-global dimmnet2.strict=on)
+    rm -f "${log%.log}.qemu.log"
+    DN2_GUEST_EXTRA=$extra bash "$DN2_TOP/scripts/run-guest.sh" -q -r "$name" \
+        -t "${DN2_BOOT_TIMEOUT:-200}" -l "$log" -- "${args[@]}" > /dev/null 2>&1
+}
+
+run forgiving
+log=$DN2_TOP/build/guest/logs/$name-forgiving.log
+tap=$(sed -n '/DN2-GUEST-BEGIN/,/DN2-GUEST-END/p' "$log" 2>/dev/null | tr -d '\r' |
+      grep -E '^(ok|not ok) ')
+if [ -n "$tap" ] && ! grep -q '^not ok' <<< "$tap"; then
+    ok "forgiving board: every check of the wrong program passes ($(grep -c '^ok' <<< "$tap") of them)"
+else
+    not_ok "forgiving board: the wrong program's checks (console: $log)"
+    printf '%s\n' "$tap" | sed 's/^/# /'
+fi
+if grep -q 'strict:' "${log%.log}.qemu.log" 2>/dev/null; then
+    not_ok "forgiving board: reports nothing"
+else
+    ok "forgiving board: reports nothing"
+fi
+
+run strict
+qlog=$DN2_TOP/build/guest/logs/$name-strict.qemu.log
+for rule in "${rules[@]}"; do
+    if grep -q "strict: $rule " "$qlog" 2>/dev/null; then
+        ok "strict board reports $rule: $(grep -m1 "strict: $rule " "$qlog" | sed 's/.*strict: //' | cut -c1-120)"
+    else
+        not_ok "strict board reports $rule (log: $qlog)"
+    fi
+done
+exit "$failed"

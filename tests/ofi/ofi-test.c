@@ -1,0 +1,659 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ofi-test: the libfabric provider "dimmnet2" through libfabric itself, on
+ * two nodes of a cluster (scripts/cluster.sh, after insmod + dn2-up, with
+ * FI_PROVIDER_PATH naming the provider's directory).  Both ranks run it;
+ * rank 0 prints TAP (tests/guest/dn2-tap.h).  The peer's address comes from
+ * the launcher's rank table ($DN2_RANKS: "rank lid wid"), so no other
+ * network is needed.
+ *
+ *   1. fi_getinfo: the DGRAM core, the layered "dimmnet2;ofi_rxd" RDM form,
+ *      and hints the provider cannot honour refused with -FI_ENODATA
+ *   2. objects: fabric, domain, AV, CQ, EP; fi_getname; bad attributes
+ *   3. AV: good and bad addresses (FI_SYNC_ERR), a destination not in it
+ *   4. DGRAM send/recv of 0 B .. max_msg_size, data checked both ways;
+ *      too large refused (-FI_EMSGSIZE); many messages in flight;
+ *      truncation reported in the CQ (FI_ETRUNC)
+ *   5. a process killed with its endpoint open leaves the WID usable
+ *   6. two processes per board (WID 0 and WID 1) at once
+ *   7. RDM + FI_TAGGED through ofi_rxd layered over dimmnet2
+ * Run as root, it drops to uid 65534 first: ranks are ordinary users.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "../guest/dn2-tap.h"
+
+#define VER     FI_VERSION(1, 17)
+#define TMO_MS  20000
+
+struct addr4 { uint16_t lid; uint8_t wid, zero; };
+
+static struct addr4 peer_addr, self_tab;
+static int peer;
+
+struct ctx {
+    struct fi_info *info;
+    struct fid_fabric *fab;
+    struct fid_domain *dom;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    fi_addr_t peer;
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 8));
+    }
+}
+
+static int check_data(const uint8_t *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != (uint8_t)(seed * 31 + i * 7 + (i >> 8))) {
+            fprintf(stderr, "# data differs at byte %zu of %zu\n", i, n);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static struct fi_info *hints_dgram(void)
+{
+    struct fi_info *h = fi_allocinfo();
+    h->ep_attr->type = FI_EP_DGRAM;
+    h->caps = FI_MSG;
+    h->fabric_attr->prov_name = strdup("dimmnet2");
+    return h;
+}
+
+static struct fi_info *hints_rdm(void)
+{
+    struct fi_info *h = fi_allocinfo();
+    h->ep_attr->type = FI_EP_RDM;
+    h->caps = FI_MSG | FI_TAGGED;
+    h->mode = FI_CONTEXT;
+    h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    h->fabric_attr->prov_name = strdup("dimmnet2;ofi_rxd");
+    return h;
+}
+
+static int open_ctx(struct ctx *c, struct fi_info *hints, struct addr4 *dst)
+{
+    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
+    struct fi_av_attr ava = { .type = FI_AV_TABLE };
+    int r;
+
+    memset(c, 0, sizeof(*c));
+    if ((r = fi_getinfo(VER, NULL, NULL, 0, hints, &c->info)) ||
+        (r = fi_fabric(c->info->fabric_attr, &c->fab, NULL)) ||
+        (r = fi_domain(c->fab, c->info, &c->dom, NULL)) ||
+        (r = fi_av_open(c->dom, &ava, &c->av, NULL)) ||
+        (r = fi_cq_open(c->dom, &cqa, &c->cq, NULL)) ||
+        (r = fi_endpoint(c->dom, c->info, &c->ep, NULL)) ||
+        (r = fi_ep_bind(c->ep, &c->av->fid, 0)) ||
+        (r = fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+        (r = fi_enable(c->ep))) {
+        fprintf(stderr, "# open: %s\n", fi_strerror(-r));
+        return r;
+    }
+    if (dst && fi_av_insert(c->av, dst, 1, &c->peer, 0, NULL) != 1) {
+        return -FI_EINVAL;
+    }
+    return 0;
+}
+
+static void close_ctx(struct ctx *c)
+{
+    if (c->ep) fi_close(&c->ep->fid);
+    if (c->av) fi_close(&c->av->fid);
+    if (c->cq) fi_close(&c->cq->fid);
+    if (c->dom) fi_close(&c->dom->fid);
+    if (c->fab) fi_close(&c->fab->fid);
+    if (c->info) fi_freeinfo(c->info);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Wait for one completion; its entry in *e.  1, or 0 on timeout, or a
+ * negative error (-FI_EAVAIL: the error entry in *err). */
+static int wait_comp(struct ctx *c, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err)
+{
+    uint64_t t0 = now_ms();
+    ssize_t r;
+
+    for (;;) {
+        r = fi_cq_read(c->cq, e, 1);
+        if (r == 1) {
+            return 1;
+        }
+        if (r == -FI_EAVAIL) {
+            if (err) {
+                memset(err, 0, sizeof(*err));
+                fi_cq_readerr(c->cq, err, 0);
+            }
+            return -FI_EAVAIL;
+        }
+        if (r != -FI_EAGAIN) {
+            return (int)r;
+        }
+        if (now_ms() - t0 > TMO_MS) {
+            return 0;
+        }
+    }
+}
+
+static ssize_t post_send(struct ctx *c, const void *buf, size_t len, int tagged, void *ctxp)
+{
+    uint64_t t0 = now_ms();
+    ssize_t r;
+
+    do {
+        r = tagged ? fi_tsend(c->ep, buf, len, NULL, c->peer, 42, ctxp)
+                   : fi_send(c->ep, buf, len, NULL, c->peer, ctxp);
+        if (r == -FI_EAGAIN) {
+            struct fi_cq_tagged_entry e;
+            /* progress; a completion read here is the caller's loss */
+            if (fi_cq_read(c->cq, &e, 0) == -FI_EAVAIL) {
+                break;
+            }
+        }
+    } while (r == -FI_EAGAIN && now_ms() - t0 < TMO_MS);
+    return r;
+}
+
+/* Wait for the send completion (context sc) and the receive (rc); other
+ * completions are counted away.  1 when both came. */
+static int wait_both(struct ctx *c, void *sc, void *rc, size_t *rlen)
+{
+    struct fi_cq_tagged_entry e;
+    int got_s = 0, got_r = 0, r;
+
+    while (!(got_s && got_r)) {
+        if ((r = wait_comp(c, &e, NULL)) != 1) {
+            fprintf(stderr, "# completion: %d\n", r);
+            return 0;
+        }
+        if (e.op_context == sc) got_s = 1;
+        if (e.op_context == rc) { got_r = 1; if (rlen) *rlen = e.len; }
+    }
+    return 1;
+}
+
+/* Throw away the completions of sends already done (their contexts are
+ * not waited for). */
+static void drain(struct ctx *c)
+{
+    struct fi_cq_tagged_entry e[8];
+
+    while (fi_cq_read(c->cq, e, 8) > 0) {
+    }
+}
+
+/* The DGRAM start handshake: rank 0 sends HELLO until READY comes back,
+ * then DONE; rank 1 answers the first HELLO with READY and drops HELLOs
+ * until DONE.  Both boards then have their receive set up (datagrams to a
+ * process with no ring yet are dropped by the board). */
+static int handshake(struct ctx *c)
+{
+    char rx[16], tx[16];
+    struct fi_cq_tagged_entry e;
+    uint64_t t0 = now_ms();
+    int r;
+
+    if (fi_recv(c->ep, rx, sizeof(rx), NULL, c->peer, rx)) {
+        return 0;
+    }
+    if (me == 0) {
+        for (;;) {
+            strcpy(tx, "HELLO");
+            if (post_send(c, tx, 6, 0, tx) < 0) return 0;
+            uint64_t t1 = now_ms();
+            while (now_ms() - t1 < 100) {
+                if (fi_cq_read(c->cq, &e, 1) == 1 && e.op_context == rx) {
+                    if (!strcmp(rx, "READY")) {
+                        strcpy(tx, "DONE");
+                        if (post_send(c, tx, 5, 0, tx) < 0) return 0;
+                        drain(c);
+                        return 1;
+                    }
+                    if (fi_recv(c->ep, rx, sizeof(rx), NULL, c->peer, rx)) return 0;
+                }
+            }
+            if (now_ms() - t0 > TMO_MS) return 0;
+        }
+    }
+    for (;;) {
+        if ((r = wait_comp(c, &e, NULL)) != 1) return 0;
+        if (e.op_context != rx) continue;
+        if (!strcmp(rx, "DONE")) { drain(c); return 1; }
+        if (!strcmp(rx, "HELLO") && !t0) {
+            /* only the first */
+        } else if (!strcmp(rx, "HELLO")) {
+            t0 = 0;
+            strcpy(tx, "READY");
+            if (post_send(c, tx, 6, 0, tx) < 0) return 0;
+        }
+        if (fi_recv(c->ep, rx, sizeof(rx), NULL, c->peer, rx)) return 0;
+    }
+}
+
+/* One exchange: rank 0 sends len bytes, rank 1 echoes them back. */
+static int pingpong(struct ctx *c, size_t len, int tagged, unsigned seed)
+{
+    uint8_t *s = malloc(len + 1), *r = malloc(len + 1);
+    size_t got = (size_t)-1;
+    int ok = 0;
+    char sc, rc;
+
+    fill(s, len, seed);
+    memset(r, 0xee, len + 1);
+    if ((tagged ? fi_trecv(c->ep, r, len, NULL, c->peer, 42, 0, &rc)
+                : fi_recv(c->ep, r, len, NULL, c->peer, &rc))) {
+        goto out;
+    }
+    if (me == 0) {
+        if (post_send(c, s, len, tagged, &sc) < 0 || !wait_both(c, &sc, &rc, &got)) goto out;
+    } else {
+        struct fi_cq_tagged_entry e;
+        if (wait_comp(c, &e, NULL) != 1 || e.op_context != &rc) goto out;
+        got = e.len;
+        if (post_send(c, r, got, tagged, &sc) < 0 || wait_comp(c, &e, NULL) != 1) goto out;
+    }
+    ok = got == len && check_data(r, len, seed) && r[len] == 0xee;
+out:
+    free(s);
+    free(r);
+    return ok;
+}
+
+/* n messages of len bytes from rank 0 to rank 1, up to 'window' receives
+ * posted ahead; then one echo back.  In order, data checked. */
+static int stream(struct ctx *c, int n, size_t len, int window)
+{
+    uint8_t *buf = malloc((size_t)window * len), *s = malloc(len);
+    struct fi_cq_tagged_entry e;
+    int i, ok = 1, posted = 0, done = 0, sent = 0;
+
+    if (me == 1) {
+        for (; posted < window && posted < n; posted++) {
+            if (fi_recv(c->ep, buf + (size_t)(posted % window) * len, len, NULL, c->peer,
+                        (void *)(intptr_t)(posted + 1))) return 0;
+        }
+        while (done < n) {
+            if (wait_comp(c, &e, NULL) != 1) { ok = 0; break; }
+            i = (int)(intptr_t)e.op_context - 1;
+            if (i != done || e.len != len ||
+                !check_data(buf + (size_t)(i % window) * len, len, (unsigned)i)) {
+                fprintf(stderr, "# stream: message %d arrived as %d (%zu bytes)\n", done, i, e.len);
+                ok = 0;
+            }
+            done++;
+            if (posted < n) {
+                if (fi_recv(c->ep, buf + (size_t)(posted % window) * len, len, NULL, c->peer,
+                            (void *)(intptr_t)(posted + 1))) return 0;
+                posted++;
+            }
+        }
+        s[0] = (uint8_t)ok;
+        if (post_send(c, s, 1, 0, s) < 0 || wait_comp(c, &e, NULL) != 1) ok = 0;
+    } else {
+        char rc;
+        if (fi_recv(c->ep, buf, 1, NULL, c->peer, &rc)) return 0;
+        for (sent = 0; sent < n; sent++) {
+            fill(s, len, (unsigned)sent);
+            if (post_send(c, s, len, 0, (void *)(intptr_t)(sent + 1)) < 0) { ok = 0; break; }
+        }
+        /* n send completions and the verdict */
+        for (i = 0; i <= n && ok; i++) {
+            if (wait_comp(c, &e, NULL) != 1) ok = 0;
+        }
+        ok = ok && buf[0] == 1;
+    }
+    free(buf);
+    free(s);
+    return ok;
+}
+
+static void read_table(void)
+{
+    const char *path = getenv("DN2_RANKS");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    int rank;
+    unsigned lid, wid;
+    char line[128];
+
+    while (f && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "%d %u %u", &rank, &lid, &wid) != 3) continue;
+        if (rank == peer) { peer_addr.lid = (uint16_t)lid; peer_addr.wid = (uint8_t)wid; }
+        if (rank == me) { self_tab.lid = (uint16_t)lid; self_tab.wid = (uint8_t)wid; }
+    }
+    if (f) fclose(f);
+}
+
+/* Phase 6: a second process per board (WID 1) exchanging with the peer's
+ * WID 1 while this one (WID 0) exchanges with the peer's WID 0. */
+static int second_process(void)
+{
+    struct addr4 p1 = peer_addr;
+    struct fi_info *h = hints_dgram();
+    struct ctx c;
+    int ok = 1;
+    unsigned k;
+
+    p1.wid = 1;
+    if (open_ctx(&c, h, &p1)) _exit(2);
+    {
+        struct addr4 a; size_t al = sizeof(a);
+        if (fi_getname(&c.ep->fid, &a, &al) || a.wid != 1) _exit(3);
+    }
+    if (!handshake(&c)) _exit(4);
+    for (k = 0; k < 8 && ok; k++) ok = pingpong(&c, 100 + 300 * k, 0, 900 + k);
+    close_ctx(&c);
+    fi_freeinfo(h);
+    _exit(ok ? 0 : 5);
+}
+
+int main(void)
+{
+    struct fi_info *h, *info = NULL, *cur;
+    struct ctx c;
+    int r, n, ok;
+    const char *rk = getenv("DN2_RANK");
+
+    me = rk ? atoi(rk) : 0;
+    peer = me ^ 1;
+    read_table();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* ranks are ordinary users: the provider must need no privilege */
+    if (geteuid() == 0 && (setgid(65534) || setuid(65534))) {
+        perror("setuid");
+        return 1;
+    }
+    if (me > 1) {
+        return 0;           /* pairs (0,1) only */
+    }
+
+    /* ---------------------------------------------------- 1. getinfo */
+    h = hints_dgram();
+    r = fi_getinfo(VER, NULL, NULL, 0, h, &info);
+    CHECK(r == 0 && info, "fi_getinfo dimmnet2 FI_EP_DGRAM: %s", fi_strerror(-r));
+    if (r == 0) {
+        CHECK(!strcmp(info->fabric_attr->prov_name, "dimmnet2") &&
+              !strcmp(info->fabric_attr->name, "dimmnet2") &&
+              !strcmp(info->domain_attr->name, "dimmnet2-0") &&
+              info->ep_attr->type == FI_EP_DGRAM && (info->caps & FI_MSG) &&
+              info->domain_attr->data_progress == FI_PROGRESS_MANUAL,
+              "attributes: prov %s fabric %s domain %s, DGRAM, FI_MSG, manual progress",
+              info->fabric_attr->prov_name, info->fabric_attr->name, info->domain_attr->name);
+        CHECK(info->ep_attr->max_msg_size >= 4096 && info->tx_attr->inject_size >= 512 &&
+              info->src_addrlen == 4 && ((struct addr4 *)info->src_addr)->lid == self_tab.lid,
+              "max_msg_size %zu, inject_size %zu, src_addr LID %u (rank table %u)",
+              info->ep_attr->max_msg_size, info->tx_attr->inject_size,
+              info->src_addr ? ((struct addr4 *)info->src_addr)->lid : 0, self_tab.lid);
+        fi_freeinfo(info);
+    } else {
+        CHECK(0, "attributes");
+        CHECK(0, "sizes");
+    }
+    {
+        struct { const char *what; void (*set)(struct fi_info *); } bad[] = {
+            { "caps FI_RMA", NULL }, { "FI_EP_MSG", NULL }, { "max_msg_size 1 GiB", NULL },
+            { "FI_MULTI_RECV", NULL }, { "FI_PROGRESS_AUTO", NULL },
+        };
+        for (n = 0; n < 5; n++) {
+            struct fi_info *b = hints_dgram();
+            switch (n) {
+            case 0: b->caps |= FI_RMA; break;
+            case 1: b->ep_attr->type = FI_EP_MSG; break;
+            case 2: b->ep_attr->max_msg_size = 1u << 30; break;
+            case 3: b->rx_attr->op_flags = FI_MULTI_RECV; break;
+            case 4: b->domain_attr->data_progress = FI_PROGRESS_AUTO; break;
+            }
+            info = NULL;
+            r = fi_getinfo(VER, NULL, NULL, 0, b, &info);
+            CHECK(r == -FI_ENODATA && !info, "hints with %s refused: %s", bad[n].what, fi_strerror(-r));
+            fi_freeinfo(info);
+            fi_freeinfo(b);
+        }
+    }
+    {
+        struct fi_info *b = hints_rdm();
+        info = NULL;
+        r = fi_getinfo(VER, NULL, NULL, 0, b, &info);
+        for (cur = info; cur && strcmp(cur->fabric_attr->prov_name, "dimmnet2;ofi_rxd"); cur = cur->next) {
+        }
+        CHECK(r == 0 && cur && cur->ep_attr->type == FI_EP_RDM && (cur->caps & FI_TAGGED),
+              "fi_getinfo 'dimmnet2;ofi_rxd' FI_EP_RDM FI_TAGGED: %s (%s)", fi_strerror(-r),
+              cur ? cur->fabric_attr->prov_name : "none");
+        fi_freeinfo(info);
+        fi_freeinfo(b);
+    }
+
+    /* ----------------------------------------------------- 2. objects */
+    r = open_ctx(&c, h, NULL);
+    CHECK(r == 0, "fabric, domain, AV, CQ, endpoint opened and enabled: %s", fi_strerror(-r));
+    if (r) {
+        printf("Bail out! no endpoint\n");
+        return 1;
+    }
+    {
+        struct addr4 a;
+        size_t al = 2;
+        r = fi_getname(&c.ep->fid, &a, &al);
+        CHECK(r == -FI_ETOOSMALL && al == 4, "fi_getname with a 2-byte buffer: -FI_ETOOSMALL, needs %zu", al);
+        al = sizeof(a);
+        r = fi_getname(&c.ep->fid, &a, &al);
+        CHECK(r == 0 && al == 4 && a.lid == self_tab.lid && a.wid == 0,
+              "fi_getname: LID %u WID %u", a.lid, a.wid);
+    }
+    {
+        struct fi_cq_attr bad = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD };
+        struct fid_cq *cq2 = NULL;
+        r = fi_cq_open(c.dom, &bad, &cq2, NULL);
+        CHECK(r == -FI_ENOSYS, "CQ with FI_WAIT_FD refused: %s", fi_strerror(-r));
+        struct fid_ep *ep2 = NULL;
+        struct fi_info *i2 = fi_dupinfo(c.info);
+        i2->caps |= FI_RMA;
+        r = fi_endpoint(c.dom, i2, &ep2, NULL);
+        CHECK(r == -FI_EINVAL && !ep2, "endpoint with FI_RMA refused: %s", fi_strerror(-r));
+        fi_freeinfo(i2);
+        char b[8];
+        r = (int)fi_tsend(c.ep, b, 8, NULL, 0, 1, NULL);
+        CHECK(r == -FI_ENOSYS, "fi_tsend on the DGRAM endpoint: %s", fi_strerror(-r));
+    }
+
+    /* --------------------------------------------------------- 3. AV */
+    {
+        struct addr4 a[3] = { peer_addr, { 0, 0, 0 }, { peer_addr.lid, 5, 0 } };
+        fi_addr_t fa[3];
+        int errs[3] = { -1, -1, -1 };
+        n = fi_av_insert(c.av, a, 3, fa, FI_SYNC_ERR, errs);
+        CHECK(n == 1 && fa[0] == 0 && fa[1] == FI_ADDR_NOTAVAIL && fa[2] == FI_ADDR_NOTAVAIL &&
+              errs[0] == 0 && errs[1] == FI_EINVAL && errs[2] == FI_EINVAL,
+              "AV insert: peer (LID %u) accepted, LID 0 and WID 5 refused with FI_EINVAL (%d %d %d)",
+              peer_addr.lid, errs[0], errs[1], errs[2]);
+        c.peer = fa[0];
+        struct addr4 back; size_t bl = sizeof(back);
+        r = fi_av_lookup(c.av, c.peer, &back, &bl);
+        CHECK(r == 0 && back.lid == peer_addr.lid && back.wid == peer_addr.wid, "AV lookup gives the address back");
+        char b[8] = { 0 };
+        r = (int)fi_send(c.ep, b, 8, NULL, 77, NULL);
+        CHECK(r == -FI_EADDRNOTAVAIL, "send to an fi_addr not in the AV: %s", fi_strerror(-r));
+    }
+
+    /* ------------------------------------------------------- 4. DGRAM */
+    ok = handshake(&c);
+    CHECK(ok, "start handshake with rank %d (LID %u)", peer, peer_addr.lid);
+    {
+        size_t sizes[] = { 0, 1, 47, 48, 49, 504, 1015, 1016, 4096, 0 };
+        sizes[9] = c.info->ep_attr->max_msg_size;
+        for (n = 0; n < 10; n++) {
+            ok = pingpong(&c, sizes[n], 0, (unsigned)n);
+            CHECK(ok, "DGRAM ping-pong %zu bytes, data checked", sizes[n]);
+        }
+    }
+    {
+        size_t big = c.info->ep_attr->max_msg_size + 1;
+        uint8_t *b = calloc(1, big);
+        r = (int)fi_send(c.ep, b, big, NULL, c.peer, NULL);
+        CHECK(r == -FI_EMSGSIZE, "send of max_msg_size + 1 refused: %s", fi_strerror(-r));
+        r = (int)fi_inject(c.ep, b, c.info->tx_attr->inject_size + 1, c.peer);
+        CHECK(r == -FI_EMSGSIZE, "inject of inject_size + 1 refused: %s", fi_strerror(-r));
+        free(b);
+    }
+    {
+        uint64_t t0 = now_ms();
+        ok = stream(&c, 300, 200, 16);
+        CHECK(ok, "300 messages of 200 B in flight (16 receives posted ahead): in order, checked (%llu ms)",
+              (unsigned long long)(now_ms() - t0));
+        t0 = now_ms();
+        ok = stream(&c, 64, 3000, 8);
+        CHECK(ok, "64 messages of 3000 B in flight: in order, checked (%.1f MB/s)",
+              64 * 3000 / 1000.0 / (double)(now_ms() - t0 + 1));
+        t0 = now_ms();
+        ok = stream(&c, 16, 16384, 8);
+        CHECK(ok, "16 messages of 16 KiB in flight: in order, checked (%.1f MB/s)",
+              16 * 16384 / 1000.0 / (double)(now_ms() - t0 + 1));
+        t0 = now_ms();
+        for (n = 0, ok = 1; n < 50 && ok; n++) ok = pingpong(&c, 64, 0, (unsigned)n);
+        CHECK(ok, "DGRAM: 50 ping-pongs of 64 B (%.0f us per round trip)",
+              (now_ms() - t0) * 1000.0 / 50);
+    }
+    {
+        /* truncation: rank 1 posts 16 bytes, rank 0 sends 100 */
+        uint8_t s[100], rb[16];
+        struct fi_cq_tagged_entry e;
+        struct fi_cq_err_entry err;
+        int got = 0;
+        fill(s, sizeof(s), 5);
+        if (me == 1) {
+            fi_recv(c.ep, rb, sizeof(rb), NULL, c.peer, rb);
+            r = wait_comp(&c, &e, &err);
+            got = r == -FI_EAVAIL && err.err == FI_ETRUNC && err.olen == 84 && err.op_context == rb &&
+                  check_data(rb, 16, 5);
+            s[0] = (uint8_t)got;
+            post_send(&c, s, 1, 0, s);
+            wait_comp(&c, &e, NULL);
+        } else {
+            fi_recv(c.ep, rb, 1, NULL, c.peer, rb);
+            post_send(&c, s, sizeof(s), 0, s);
+            wait_both(&c, s, rb, NULL);
+            got = rb[0] == 1;
+        }
+        CHECK(got, "100 B into a 16 B receive: CQ error FI_ETRUNC, olen 84, 16 bytes delivered");
+    }
+    {
+        /* cancel a posted receive */
+        char rb[8];
+        struct fi_cq_tagged_entry e;
+        struct fi_cq_err_entry err;
+        fi_recv(c.ep, rb, sizeof(rb), NULL, c.peer, rb);
+        r = (int)fi_cancel(&c.ep->fid, rb);
+        int w = wait_comp(&c, &e, &err);
+        CHECK(r == 0 && w == -FI_EAVAIL && err.err == FI_ECANCELED && err.op_context == rb,
+              "fi_cancel of a posted receive: FI_ECANCELED in the CQ");
+    }
+
+    /* --------------------------------------- 5. a killed process's WID */
+    {
+        int pfd[2];
+        pid_t pid;
+        char ch = 0;
+        struct ctx k;
+        if (pipe(pfd)) return 1;
+        pid = fork();
+        if (pid == 0) {
+            close(pfd[0]);
+            if (open_ctx(&k, h, &peer_addr)) _exit(2);
+            ch = 1;
+            if (write(pfd[1], &ch, 1) != 1) _exit(3);
+            for (;;) fi_cq_read(k.cq, NULL, 0);     /* busy with the board */
+        }
+        close(pfd[1]);
+        r = (int)read(pfd[0], &ch, 1);
+        close(pfd[0]);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        CHECK(r == 1 && ch == 1, "a second process opened an endpoint (WID 1) and was killed");
+        /* its WID must be free again: open (WID 1), close */
+        pid = fork();
+        if (pid == 0) {
+            struct addr4 a; size_t al = sizeof(a);
+            if (open_ctx(&k, h, NULL) || fi_getname(&k.ep->fid, &a, &al) || a.wid != 1) _exit(2);
+            close_ctx(&k);
+            _exit(0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the killed process's WID 1 opens again (exit %d)",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        ok = pingpong(&c, 700, 0, 77);
+        CHECK(ok, "WID 0 traffic goes on after the kill");
+    }
+
+    /* ------------------------------------------ 6. two per board */
+    {
+        pid_t pid = fork();
+        int st = 0;
+        if (pid == 0) {
+            second_process();
+        }
+        ok = 1;
+        for (unsigned k = 0; k < 8 && ok; k++) ok = pingpong(&c, 64 + 500 * k, 0, 500 + k);
+        waitpid(pid, &st, 0);
+        CHECK(ok, "WID 0 pair: 8 ping-pongs while the WID 1 pair runs");
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "WID 1 pair (second process per board): 8 ping-pongs (exit %d)",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
+    close_ctx(&c);
+    fi_freeinfo(h);
+
+    /* --------------------------------------------- 7. ofi_rxd over us */
+    h = hints_rdm();
+    r = open_ctx(&c, h, &peer_addr);
+    CHECK(r == 0, "ofi_rxd RDM endpoint over dimmnet2 opened, peer inserted: %s", fi_strerror(-r));
+    if (r == 0) {
+        size_t sizes[] = { 0, 1, 1000, 4000, 10000, 65536 };
+        int all = 1;
+        for (n = 0; n < 6; n++) {
+            all &= pingpong(&c, sizes[n], 1, 40 + (unsigned)n);
+        }
+        CHECK(all, "rxd tagged ping-pong 0 B .. 64 KiB (segmented into DGRAM packets), data checked");
+        uint64_t t0 = now_ms();
+        all = 1;
+        for (n = 0; n < 20 && all; n++) all = pingpong(&c, 256, 1, (unsigned)n);
+        CHECK(all, "rxd: 20 tagged ping-pongs of 256 B (%.0f us per round trip)",
+              (now_ms() - t0) * 1000.0 / 20);
+        close_ctx(&c);
+    } else {
+        CHECK(0, "rxd ping-pong");
+        CHECK(0, "rxd many");
+    }
+    fi_freeinfo(h);
+    if (me == 0) printf("1..%d\n", t_num);
+    return t_fail ? 1 : 0;
+}

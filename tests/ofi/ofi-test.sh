@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# TAP: the libfabric provider "dimmnet2" on a 2-node cluster.
+#
+#   tests/ofi/ofi-test.sh        (meson: test 'ofi', suite 'ofi')
+#
+# The guests get the image with Debian's libfabric-bin (fi_info,
+# fi_pingpong) and its glibc closure (cluster.sh --packages), the provider
+# in /opt/dn2/lib/libfabric (FI_PROVIDER_PATH) and ofi-test in /opt/dn2/bin.
+# Each node loads the driver, brings its board up (dn2-up: what the
+# launcher does before a job), then:
+#   1. ofi-test on both ranks, as uid 65534 (rank 0's TAP is merged here)
+#   2. fi_info -p dimmnet2 and -p 'dimmnet2;ofi_rxd' -t FI_EP_RDM -c FI_TAGGED
+#   3. fi_pingpong over 'dimmnet2;ofi_rxd' (RDM), node 0 server, node 1
+#      client; fi_pingpong's control connection is TCP, which the guests'
+#      user networks cannot carry between them, so it is relayed by the
+#      host: node 1 connects to the relay, node 0 bridges the relay to its
+#      server with busybox nc -e
+#   4. the boards' Packet Counters (sysfs wid0/pkt_counter) went up by
+#      at least the ping-pong's messages on both nodes: the traffic went
+#      through the boards
+# Environment: QEMU, DN2_SWITCH; DN2_OFI_PROVIDER, DN2_OFI_TEST (built
+# files; default: found in build/).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+
+prov=${DN2_OFI_PROVIDER:-$DN2_TOP/build/linux-guest/ofi/libdimmnet2-fi.so}
+prog=${DN2_OFI_TEST:-$DN2_TOP/build/tests/ofi/ofi-test}
+out=$DN2_TOP/build/guest/export
+logdir=$DN2_TOP/build/cluster
+mkdir -p "$logdir" "$out/lib/libfabric" "$out/bin"
+iters=200
+
+bail() { echo "1..1"; echo "not ok 1 - $*"; exit 1; }
+[ -f "$prov" ] || bail "provider $prov not built (meson compile -C build)"
+[ -x "$prog" ] || bail "$prog not built"
+bash "$DN2_TOP/scripts/export-guest.sh" >/dev/null 2>"$logdir/ofi-export.log" \
+    || bail "could not prepare the guest programs: $(tail -1 "$logdir/ofi-export.log")"
+cp -u "$prov" "$out/lib/libfabric/"
+cp -u "$prog" "$out/bin/"
+
+# The host relay for fi_pingpong's control connection: port A for node 0's
+# bridge, port B for node 1's client; spliced once both are in.
+relay_py='
+import select, socket, sys
+def listener():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    s.settimeout(600)
+    return s
+a, b = listener(), listener()
+print(a.getsockname()[1], b.getsockname()[1], flush=True)
+sys.stdout.close()
+ca, _ = a.accept()
+cb, _ = b.accept()
+peer = {ca: cb, cb: ca}
+while True:
+    r, _, _ = select.select([ca, cb], [], [], 600)
+    if not r:
+        break
+    for s in r:
+        d = s.recv(65536)
+        if not d:
+            sys.exit(0)
+        peer[s].sendall(d)
+'
+coproc RELAY { exec python3 -c "$relay_py"; }
+relay_pid=$RELAY_PID
+read -r pa pb <&"${RELAY[0]}" || bail "the control-connection relay did not start"
+trap 'kill "$relay_pid" 2>/dev/null' EXIT
+
+# shellcheck disable=SC2016   # expanded in the guest
+cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q >/dev/null || { echo "OFI-SETUP-FAILED"; exit 1; }
+export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric
+pc=/sys/class/misc/dimmnet2-0/device/wid0/pkt_counter
+echo "OFI-TEST-BEGIN"; ofi-test 2>&1; rc=$?; echo "OFI-TEST-END rc=$rc"
+fi_info -p dimmnet2 > /tmp/i1 2>&1 && echo "FI-INFO-CORE $(grep -c "provider: dimmnet2$" /tmp/i1) $(grep -c FI_EP_DGRAM /tmp/i1)"
+fi_info -p "dimmnet2;ofi_rxd" -t FI_EP_RDM -c FI_TAGGED > /tmp/i2 2>&1 && echo "FI-INFO-RXD $(grep -c "provider: dimmnet2;ofi_rxd$" /tmp/i2)"
+echo "PKT-BEFORE $(cat $pc)"
+if [ "$DN2_RANK" = 0 ]; then
+    timeout 150 fi_pingpong -p "dimmnet2;ofi_rxd" -e rdm -I ITERS -S 1024 > /tmp/pp 2>&1 &
+    sleep 1
+    nc 10.0.2.2 PORTA -e nc 127.0.0.1 47592 &
+    wait %1; prc=$?
+else
+    sleep 1
+    timeout 150 fi_pingpong -p "dimmnet2;ofi_rxd" -e rdm -I ITERS -S 1024 -P PORTB 10.0.2.2 > /tmp/pp 2>&1; prc=$?
+fi
+sed "s/^/PP: /" /tmp/pp
+echo "PP-RC $prc"
+echo "PKT-AFTER $(cat $pc)"
+[ "$rc" = 0 ] && [ "$prc" = 0 ]'
+cmd=${cmd//ITERS/$iters}
+cmd=${cmd//PORTA/$pa}
+cmd=${cmd//PORTB/$pb}
+
+log=$logdir/ofi.out
+t0=$SECONDS
+bash "$DN2_TOP/scripts/cluster.sh" -n 2 -q -t 480 --name ofi --packages 'libfabric-bin' \
+    -r "$cmd" > "$log" 2>&1
+rc=$?
+elapsed=$((SECONDS - t0))
+
+n=0; fail=0; body=""
+add() { # add ok|not-ok DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" = ok ]; then body+="ok $n - $2"$'\n'; else fail=1; body+="not ok $n - $2"$'\n'; fi
+}
+tap=$(sed -n '/^node0| OFI-TEST-BEGIN$/,/^node0| OFI-TEST-END/p' "$log" | sed -n 's/^node0| //p' | grep -E '^(ok|not ok) ')
+if [ -z "$tap" ]; then
+    add no "ofi-test: no results from rank 0 (cluster exit $rc, log $log)"
+    body+=$(tail -25 "$log" | sed 's/^/# /')$'\n'
+else
+    while IFS= read -r line; do
+        case $line in
+            "ok "*) add ok "${line#ok * - }" ;;
+            *) add no "${line#not ok * - }" ;;
+        esac
+    done <<< "$tap"
+fi
+for i in 0 1; do
+    trc=$(sed -n "s/^node$i| OFI-TEST-END rc=//p" "$log")
+    [ "$trc" = 0 ] && add ok "node$i: ofi-test exit 0" || { add no "node$i: ofi-test exit ${trc:-none}"; body+=$(grep "^node$i| #" "$log" | tail -8 | sed 's/^/# /')$'\n'; }
+done
+for i in 0 1; do
+    read -r c1 c2 <<< "$(sed -n "s/^node$i| FI-INFO-CORE //p" "$log")"
+    [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && add ok "node$i: fi_info -p dimmnet2 lists the DGRAM provider" \
+        || add no "node$i: fi_info -p dimmnet2 (${c1:-none} ${c2:-})"
+    c1=$(sed -n "s/^node$i| FI-INFO-RXD //p" "$log")
+    [ "${c1:-0}" -ge 1 ] && add ok "node$i: fi_info -p 'dimmnet2;ofi_rxd' -t FI_EP_RDM -c FI_TAGGED lists the layered provider" \
+        || add no "node$i: fi_info -p 'dimmnet2;ofi_rxd' (${c1:-none})"
+done
+# fi_pingpong: both exit 0; the client's result line: bytes iters total time MB/sec usec/xfer ...
+for i in 0 1; do
+    prc=$(sed -n "s/^node$i| PP-RC //p" "$log")
+    [ "$prc" = 0 ] && add ok "node$i: fi_pingpong over dimmnet2;ofi_rxd exit 0" \
+        || { add no "node$i: fi_pingpong exit ${prc:-none}"; body+=$(grep "^node$i| PP: " "$log" | tail -6 | sed 's/^/# /')$'\n'; }
+done
+res=$(grep -h '^node1| PP: 1k ' "$log" | head -1 | sed 's/^node1| PP: //')
+[ -n "$res" ] && add ok "fi_pingpong 1 KiB x $iters: $(awk '{print $6 " MB/s, " $7 " us/xfer"}' <<< "$res")" \
+    || add no "fi_pingpong printed no result line"
+for i in 0 1; do
+    b=$(sed -n "s/^node$i| PKT-BEFORE //p" "$log"); a=$(sed -n "s/^node$i| PKT-AFTER //p" "$log")
+    if [ -n "$a" ] && [ -n "$b" ] && [ $((a - b)) -ge "$iters" ]; then
+        add ok "node$i: the board's Packet Counter rose by $((a - b)) during fi_pingpong (>= $iters messages)"
+    else
+        add no "node$i: Packet Counter before ${b:-?} after ${a:-?} (want >= $iters more)"
+    fi
+done
+[ $rc -eq 0 ] && add ok "cluster run succeeded (${elapsed} s)" || add no "cluster run failed (exit $rc, ${elapsed} s, log $log)"
+echo "1..$n"
+printf '%s' "$body"
+exit $fail
