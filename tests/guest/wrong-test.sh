@@ -26,7 +26,12 @@ cp "$prog" "$extra/bin/$name"
 run() {
     local mode=$1 log=$DN2_TOP/build/guest/logs/$name-$1.log
     local args=(-global dimmnet2.loopback=on -d guest_errors -D "${log%.log}.qemu.log")
-    [ "$mode" = strict ] && args+=(-global dimmnet2.strict=on)
+    # A long step delay (50 ms of virtual time) so that the program's next
+    # store always lands while its request is still pending, however the
+    # vCPU is scheduled (with the default 1 us the request may already
+    # have run, and the reuse would go unseen, as on a lucky real board).
+    [ "$mode" = strict ] && args+=(-global dimmnet2.strict=on
+                                   -global dimmnet2.strict-delay-ns=50000000)
     rm -f "${log%.log}.qemu.log"
     DN2_GUEST_EXTRA=$extra bash "$DN2_TOP/scripts/run-guest.sh" -q -r "$name" \
         -t "${DN2_BOOT_TIMEOUT:-200}" -l "$log" -- "${args[@]}" > /dev/null 2>&1
