@@ -63,6 +63,7 @@ int main(int argc, char **argv)
     if (!r) r = dn2_admin_mtu(w0, 0x08);
     if (!r) r = dn2_admin_wait_link(w0, &lid, TMO);
     if (!r) r = dn2_admin_pgid(w0, 0, 42);
+    if (!r) r = dn2_status_ring_init(w0, 0x7000, 1024);
     CHECK(r == 0, "bring-up at 0x%llx (LID %u): %s", (unsigned long long)base, lid,
           dn2_strerror(r));
     if (r) {
@@ -94,7 +95,12 @@ int main(int argc, char **argv)
 
     /* no-lid: the LID register cleared, then the network used */
     dn2_sr_write(w0, DN2_SR_LID, 0);
-    r = dn2_rvs(w0, lid, 0, 0x1000, 0x4000, 64, NULL, 0);
+    r = dn2_rvs(w0, lid, 0, 0x1000, 0x4000, 64, NULL, DN2_F_EFLAG);
+    if (!r) {
+        /* wait for the data (its status record), then read it */
+        struct dn2_rx_status st;
+        r = dn2_status_next(w0, &st, TMO) == 1 ? 0 : -1;
+    }
     if (!r) r = sd_read(w0, 0x4000, got, sizeof(got));
     CHECK(r == 0 && !memcmp(got, a, sizeof(a)),
           "no-lid: an RVS to ourselves with the LID register cleared: %s", dn2_strerror(r));
