@@ -162,6 +162,7 @@ static inline uint32_t dn2_status_area_bytes(uint64_t reg)
 #define DN2_STATUS_ADDR_MASK   0x7fffu
 #define DN2_LHB_ADDR_MASK      0xfffu
 #define DN2_IPUSH_AREA_MASK    0xffffu
+#define DN2_STATUS_SIZE_MASK   0x7fu    /* Status Area Size [6:0] */
 
 /* Module State (Table A.4): debug fields. */
 #define DN2_MS_WC_SHIFT        0   /* [16:0] Window Controller */
@@ -190,6 +191,9 @@ static inline uint32_t dn2_status_area_bytes(uint64_t reg)
 #define DN2_SR_PGID1           0x900u  /* W: [7:0] */
 #define DN2_SR_CTL_RESET       0xa00u  /* any read or write resets the controller */
 #define DN2_SR_AMT             0xb00u  /* W: AMT Address Table interface */
+#define DN2_SDIMM_CAP_MASK     0x3fu   /* SO-DIMM Capacity [5:0] */
+#define DN2_MTU_MASK           0x1fu   /* MTU [4:0] */
+#define DN2_PGID_MASK          0xffu   /* PGID [7:0] */
 
 /* SMA LID read-back: [15:0] LID from the subnet manager, [17:16] link. */
 #define DN2_SMA_LID_MASK       0xffffu
@@ -293,6 +297,21 @@ static inline int dn2_otype_form(unsigned otype) { return (int)(otype & 3); }
 static inline int dn2_otype_is_rvl(unsigned otype)
 {
     return otype == DN2_OP_RVL || otype == DN2_OP_RVLS || otype == DN2_OP_RVLI;
+}
+/* The VL family (VL, VLS, VLI): local SO-DIMM to Prefetch Window. */
+static inline int dn2_otype_is_vl(unsigned otype)
+{
+    return otype == DN2_OP_VL || otype == DN2_OP_VLS || otype == DN2_OP_VLI;
+}
+/* The VS family (VS, VSS, VSI): Write Window to local SO-DIMM. */
+static inline int dn2_otype_is_vs(unsigned otype)
+{
+    return otype == DN2_OP_VS || otype == DN2_OP_VSS || otype == DN2_OP_VSI;
+}
+/* The IPUSH family (IPUSH, LHSv1, LHSv2): the receiver's ring decides. */
+static inline int dn2_otype_is_ipush(unsigned otype)
+{
+    return otype == DN2_OP_IPUSH || otype == DN2_OP_LHSV1 || otype == DN2_OP_LHSV2;
 }
 static inline int dn2_otype_valid(unsigned otype)
 {
