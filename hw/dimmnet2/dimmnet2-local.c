@@ -16,7 +16,7 @@
 #include "qemu/atomic.h"
 #include "qemu/host-utils.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
 
 /* ------------------------------------------------------------------ */
@@ -99,7 +99,7 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
         /* Source half of a SO-DIMM to SO-DIMM copy: remember the pattern;
          * the VS-family half moves the data.  VLI cannot pair. */
         if (form == DN2_FORM_LIST) {
-            dimmnet2_wc_refuse(s, r, DN2_REFUSE_VLI_COPY);
+            dimmnet2_refuse(s, r, DN2_REFUSE_VLI_COPY);
             return DIMMNET2_STEP_DONE;
         }
         w->copy.valid = 1;
@@ -113,11 +113,11 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
         return DIMMNET2_STEP_DONE;
     }
     if (!s->sdimm_ready) {
-        dimmnet2_wc_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
+        dimmnet2_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
         return DIMMNET2_STEP_DONE;
     }
     if (r->dst >= DN2_WIN_AREA) {
-        dimmnet2_wc_refuse(s, r, DN2_REFUSE_DST_OUTSIDE_PW);
+        dimmnet2_refuse(s, r, DN2_REFUSE_DST_OUTSIDE_PW);
         return DIMMNET2_STEP_DONE;
     }
 
@@ -203,15 +203,15 @@ static DN2Step dimmnet2_exec_copy(DN2State *s, DN2Exec *x, const struct dn2_req 
     if (x->done == 0) {
         w->ww_status &= ~DN2_CS_WW_MASK(n);
         if (form == DN2_FORM_LIST) {
-            dimmnet2_wc_refuse(s, r, DN2_REFUSE_VSI_COPY);
+            dimmnet2_refuse(s, r, DN2_REFUSE_VSI_COPY);
             return DIMMNET2_STEP_DONE;
         }
         if (!c->valid) {
-            dimmnet2_wc_refuse(s, r, DN2_REFUSE_COPY_NO_SOURCE);
+            dimmnet2_refuse(s, r, DN2_REFUSE_COPY_NO_SOURCE);
             return DIMMNET2_STEP_DONE;
         }
         if (!s->sdimm_ready) {
-            dimmnet2_wc_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
+            dimmnet2_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
             c->valid = 0;
             return DIMMNET2_STEP_DONE;
         }
@@ -312,12 +312,12 @@ static DN2Step dimmnet2_exec_vs(DN2State *s, DN2Exec *x, const struct dn2_req *r
     n = (r->src / DN2_WIN_SIZE) % DN2_NUM_WW;
     w->ww_status &= ~DN2_CS_WW_MASK(n);
     if (!s->sdimm_ready) {
-        dimmnet2_wc_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
+        dimmnet2_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
         return DIMMNET2_STEP_DONE;
     }
     if (r->src >= DN2_WIN_AREA) {
         w->ww_status |= DN2_CS_WW_SRC_OVF(n);
-        dimmnet2_wc_refuse(s, r, DN2_REFUSE_SRC_OUTSIDE_WW);
+        dimmnet2_refuse(s, r, DN2_REFUSE_SRC_OUTSIDE_WW);
         return DIMMNET2_STEP_DONE;
     }
     woff = r->src % DN2_WIN_SIZE;

@@ -43,7 +43,7 @@
 #include "qapi/error.h"
 #include "migration/blocker.h"
 #include "crypto/secret_common.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "fabric/dn2fab.h"
 #include "trace.h"
 

@@ -28,7 +28,7 @@
 #include "qemu/timer.h"
 #include "qemu/main-loop.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
 
 /* Retry delays while the host keeps a ring full: from 100 us, doubling up

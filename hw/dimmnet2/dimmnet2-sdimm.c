@@ -13,7 +13,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 
 /*
  * Bytes of SO-DIMM each process owns: the two modules are split evenly

@@ -1,6 +1,7 @@
 /*
- * DIMMnet-2 strict mode (strict=on): the board as unforgiving as the
- * hardware, and telling why.
+ * DIMMnet-2 request errors: refusing a request (Controller Status bit 20),
+ * and strict mode (strict=on): the board as unforgiving as the hardware,
+ * and telling why.
  *
  * Without it the emulator forgives what the real board would punish: an
  * idle Window Controller runs a request inside the doorbell store, so a
@@ -35,8 +36,44 @@
 #include "qapi/visitor.h"
 #include "qapi/qapi-builtin-visit.h"
 #include "migration/blocker.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
+
+/* ------------------------------------------------------------------ */
+/* Refusals                                                            */
+/* ------------------------------------------------------------------ */
+
+static const char *const dimmnet2_refusals[DN2_REFUSE__MAX] = {
+    [DN2_REFUSE_SDIMM_NOT_READY] = "SO-DIMM not initialised",
+    [DN2_REFUSE_DST_OUTSIDE_PW] = "DSTOff outside the process's Prefetch Window area",
+    [DN2_REFUSE_SRC_OUTSIDE_WW] = "SRCOff outside the process's Write Window area",
+    [DN2_REFUSE_VLI_COPY] = "VLI cannot be the source of a SO-DIMM copy",
+    [DN2_REFUSE_VSI_COPY] = "VSI cannot be the destination of a SO-DIMM copy",
+    [DN2_REFUSE_COPY_NO_SOURCE] = "SO-DIMM copy without a preceding VL-family half",
+    [DN2_REFUSE_STRICT_LID] = "strict: LID register not set to the port's LID",
+    [DN2_REFUSE_STRICT_SMALL] = "strict: SO-DIMM elements under 4 bytes",
+    [DN2_REFUSE_STRICT_MISALIGNED] = "strict: SO-DIMM offset not 4-byte aligned",
+    [DN2_REFUSE_STRICT_STRIDE] = "strict: stride not 4-byte aligned",
+};
+
+const char *dimmnet2_refusal_name(DN2Refusal why)
+{
+    return why < DN2_REFUSE__MAX ? dimmnet2_refusals[why] : "?";
+}
+
+/* Refuse a request: Controller Status bit 20 of its process, counted,
+ * traced and logged: by the local primitives, the remote ones and the
+ * Window Controller (strict mode's refusals below). */
+void dimmnet2_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why)
+{
+    s->wid[r->wid].req_error = 1;
+    DIMMNET2_GUEST_ERROR(s, DN2_STAT_REFUSED, refused, "WID %d %s refused: %s",
+                         r->wid, dn2_otype_name(r->otype), dimmnet2_refusal_name(why));
+}
+
+/* ------------------------------------------------------------------ */
+/* strict=on                                                           */
+/* ------------------------------------------------------------------ */
 
 static const struct {
     const char *name;

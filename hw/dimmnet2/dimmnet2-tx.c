@@ -16,7 +16,7 @@
 #include "qemu/log.h"
 #include "qemu/bswap.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
 
 /* The sending process's local data: a contiguous run, a strided or a list

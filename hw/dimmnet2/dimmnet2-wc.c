@@ -27,7 +27,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
 
 #define DIMMNET2_EXEC_MAX_REQS 64   /* requests per run */
@@ -249,37 +249,6 @@ uint64_t dimmnet2_wc_module_state(DN2State *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* Refusals                                                            */
-/* ------------------------------------------------------------------ */
-
-static const char *const dimmnet2_refusals[DN2_REFUSE__MAX] = {
-    [DN2_REFUSE_SDIMM_NOT_READY] = "SO-DIMM not initialised",
-    [DN2_REFUSE_DST_OUTSIDE_PW] = "DSTOff outside the process's Prefetch Window area",
-    [DN2_REFUSE_SRC_OUTSIDE_WW] = "SRCOff outside the process's Write Window area",
-    [DN2_REFUSE_VLI_COPY] = "VLI cannot be the source of a SO-DIMM copy",
-    [DN2_REFUSE_VSI_COPY] = "VSI cannot be the destination of a SO-DIMM copy",
-    [DN2_REFUSE_COPY_NO_SOURCE] = "SO-DIMM copy without a preceding VL-family half",
-    [DN2_REFUSE_STRICT_LID] = "strict: LID register not set to the port's LID",
-    [DN2_REFUSE_STRICT_SMALL] = "strict: SO-DIMM elements under 4 bytes",
-    [DN2_REFUSE_STRICT_MISALIGNED] = "strict: SO-DIMM offset not 4-byte aligned",
-    [DN2_REFUSE_STRICT_STRIDE] = "strict: stride not 4-byte aligned",
-};
-
-const char *dimmnet2_refusal_name(DN2Refusal why)
-{
-    return why < DN2_REFUSE__MAX ? dimmnet2_refusals[why] : "?";
-}
-
-/* Refuse a request: Controller Status bit 20 of its process, counted,
- * traced and logged. */
-void dimmnet2_wc_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why)
-{
-    s->wid[r->wid].req_error = 1;
-    DIMMNET2_GUEST_ERROR(s, DN2_STAT_REFUSED, refused, "WID %d %s refused: %s",
-                         r->wid, dn2_otype_name(r->otype), dimmnet2_refusal_name(why));
-}
-
-/* ------------------------------------------------------------------ */
 /* The executors                                                       */
 /* ------------------------------------------------------------------ */
 
@@ -293,7 +262,7 @@ static bool dimmnet2_exec_first(DN2State *s, DN2Exec *x, const struct dn2_req *r
     trace_dimmnet2_exec(s->index, r->wid, dn2_otype_name(r->otype), r->src,
                         r->dst, r->arg, r->dtype, r->iter);
     if (!e->from_rc && dimmnet2_strict_refuse(s, r, &why)) {
-        dimmnet2_wc_refuse(s, r, why);
+        dimmnet2_refuse(s, r, why);
         return true;
     }
     if (e->ww_sum_valid) {

@@ -32,7 +32,7 @@
 #include "migration/vmstate.h"
 #include "system/hostmem.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
 
 /* ------------------------------------------------------------------ */

@@ -1,5 +1,6 @@
 /*
- * DIMMnet-2 memory-slot network interface board: device-model internals.
+ * DIMMnet-2 memory-slot network interface board: device-model internals
+ * (the header every file of hw/dimmnet2 includes, and nothing else).
  *
  * The files, top to bottom; each calls only files below it (the port
  * reports upward through DN2PortOps, as the fabric library's endpoint does
@@ -20,7 +21,8 @@
  *   dimmnet2-rx.c      Receive Controller: packets into the receiving
  *                      process's areas, its RC request FIFO, its own stall,
  *                      retry timer and resume
- *   dimmnet2-strict.c  strict=on: violation reports and the checks that
+ *   dimmnet2-strict.c  request errors: refusals (Controller Status bit 20),
+ *                      and strict=on: violation reports and the checks that
  *                      refuse a request
  *   dimmnet2-port.c    the port: no cable, the loopback cable, the UDP
  *                      fabric (fabric/dn2fab.h)
@@ -29,8 +31,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef HW_DIMMNET2_H
-#define HW_DIMMNET2_H
+#ifndef HW_DIMMNET2_INT_H
+#define HW_DIMMNET2_INT_H
 
 #include "hw/isa/isa.h"
 #include "exec/memory.h"
@@ -431,7 +433,7 @@ void dimmnet2_wc_kick(DN2State *s);
 bool dimmnet2_wc_news(DN2State *s);
 bool dimmnet2_wc_fifo_almost_full(DN2State *s);
 uint64_t dimmnet2_wc_module_state(DN2State *s);
-void dimmnet2_wc_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why);
+void dimmnet2_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why);
 const char *dimmnet2_refusal_name(DN2Refusal why);
 
 /* dimmnet2-local.c: VL and VS families, SO-DIMM to SO-DIMM copy */
@@ -458,7 +460,9 @@ bool dimmnet2_rx_holding(DN2State *s);
  * of an LHS message that is still arriving? */
 bool dimmnet2_rx_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len);
 
-/* dimmnet2-strict.c */
+/* dimmnet2-strict.c: request errors, strict mode */
+void dimmnet2_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why);
+const char *dimmnet2_refusal_name(DN2Refusal why);
 void dimmnet2_strict_instance_init(DN2State *s);
 bool dimmnet2_strict_init(DN2State *s, Error **errp);
 void dimmnet2_strict_fini(DN2State *s);
