@@ -45,7 +45,6 @@ OBJECT_DECLARE_SIMPLE_TYPE(DN2State, DIMMNET2)
 #define DIMMNET2_FIFO_MAX       64      /* upper bound of the fifo-depth property */
 #define DIMMNET2_FIFO_DEFAULT   16      /* [EMU] Request FIFO depth */
 #define DIMMNET2_AMT_ENTRIES    16384   /* index {CLID(12), SWID(1), DWID(1)} */
-#define DIMMNET2_AMT_VALID      0x8000u /* s->amt[]: entry written (else empty) */
 #define DIMMNET2_SODIMM_DEFAULT (2 * DN2_SDIMM_CAP_DEFAULT)   /* 2 x 256 MiB */
 #define DIMMNET2_SODIMM_MAX     (2 * dn2_sdimm_module_bytes(0x20))  /* 2 x 8 GiB */
 #define DIMMNET2_EXEC_BUDGET    (1u << 20)  /* bytes moved per executor run */
@@ -309,7 +308,7 @@ struct DN2State {
     uint16_t lid;
     uint16_t sma_lid;           /* LID assigned by the subnet manager */
     uint8_t link_state;         /* SMA LID [17:16] */
-    uint16_t amt[DIMMNET2_AMT_ENTRIES]; /* bit 15 = valid, [11:0] = value */
+    uint16_t amt[DIMMNET2_AMT_ENTRIES]; /* slots: dn2_amt_slot() */
 
     /* User Registers */
     DN2Wid wid[DN2_NUM_WID];
@@ -410,6 +409,17 @@ static inline uint32_t dimmnet2_status_ring_used(const DN2Wid *w)
             (uint32_t)(w->status_head - w->status_init) % size + size) % size;
 }
 
+/* The VL family (VL, VLS, VLI) and the VS family (VS, VSS, VSI). */
+static inline bool dimmnet2_is_vl(unsigned otype)
+{
+    return dn2_otype_is_local(otype) && dn2_otype_family(otype) == DN2_OP_VL;
+}
+
+static inline bool dimmnet2_is_vs(unsigned otype)
+{
+    return dn2_otype_is_local(otype) && dn2_otype_family(otype) == DN2_OP_VS;
+}
+
 static inline void dimmnet2_req_of(struct dn2_req *r, const DN2FifoEntry *e)
 {
     dn2_req_decode(r, e->lower, e->upper, e->ex, e->has_ex, e->rflag, e->wid);
@@ -433,8 +443,6 @@ void dimmnet2_wc_kick(DN2State *s);
 bool dimmnet2_wc_news(DN2State *s);
 bool dimmnet2_wc_fifo_almost_full(DN2State *s);
 uint64_t dimmnet2_wc_module_state(DN2State *s);
-void dimmnet2_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why);
-const char *dimmnet2_refusal_name(DN2Refusal why);
 
 /* dimmnet2-local.c: VL and VS families, SO-DIMM to SO-DIMM copy */
 void dimmnet2_local_on_issue(DN2State *s, const struct dn2_req *r);

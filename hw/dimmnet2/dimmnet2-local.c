@@ -378,7 +378,7 @@ void dimmnet2_local_on_issue(DN2State *s, const struct dn2_req *r)
     DN2Wid *w = &s->wid[r->wid];
     uint32_t elems, n;
 
-    if (dn2_otype_is_vl(r->otype)) {
+    if (dimmnet2_is_vl(r->otype)) {
         if (r->dst != DN2_COPY_OFF && r->dst < DN2_WIN_AREA && s->sdimm_ready) {
             n = r->dst / DN2_WIN_SIZE;
             w->pw_flag = (w->pw_flag & ~DN2_PWF_WIN_MASK(n)) |
@@ -386,7 +386,7 @@ void dimmnet2_local_on_issue(DN2State *s, const struct dn2_req *r)
                                                dimmnet2_vl_len(r, &elems)) & 0xf)
                  << DN2_PWF_WIN_SHIFT(n));
         }
-    } else if (dn2_otype_is_vs(r->otype)) {
+    } else if (dimmnet2_is_vs(r->otype)) {
         w->ww_status &= ~DN2_CS_WW_MASK((r->src / DN2_WIN_SIZE) % DN2_NUM_WW);
     }
 }
@@ -395,7 +395,7 @@ void dimmnet2_local_on_issue(DN2State *s, const struct dn2_req *r)
 DN2Step dimmnet2_local_step(DN2State *s, DN2Exec *x, const struct dn2_req *r,
                             uint64_t *budget)
 {
-    if (dn2_otype_is_vl(r->otype)) {
+    if (dimmnet2_is_vl(r->otype)) {
         return dimmnet2_exec_vl(s, r, budget);
     }
     return dimmnet2_exec_vs(s, x, r, budget);

@@ -91,10 +91,7 @@ typedef struct DN2LoopPkt {
  * (which waits only on the destination process's own rings). */
 static unsigned dimmnet2_loop_queue(uint64_t h0)
 {
-    unsigned type = DN2_GET(h0, DN2_H0_TYPE_HI, DN2_H0_TYPE_LO);
-    unsigned dwid = (h0 >> DN2_H0_DWID_BIT) & 1;
-
-    return dwid * 2 + dn2_otype_is_rvl(type);
+    return dn2_hdr0_dwid(h0) * 2 + dn2_otype_is_rvl(dn2_hdr0_type(h0));
 }
 
 /*
@@ -666,7 +663,7 @@ uint16_t dimmnet2_port_lid(DN2State *s)
 
 bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len)
 {
-    uint16_t dlid = DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
+    uint16_t dlid = dn2_hdr0_dlid(h0);
 
     switch (s->port_kind) {
     case DN2_PORT_LOOPBACK:

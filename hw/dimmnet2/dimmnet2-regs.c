@@ -48,7 +48,7 @@ static uint64_t dimmnet2_ctl_status(DN2State *s, int wid)
     if (w->rx_ovf) {
         v |= DN2_CS_RX_OVF;
     }
-    v |= (uint64_t)(w->rx_err & 3) << DN2_CS_RX_ERR_SHIFT;
+    v |= DN2_FPUT(w->rx_err, DN2_CS_RX_ERR);
     if (w->req_error) {
         v |= DN2_CS_REQ_ERROR;
     }
@@ -148,7 +148,7 @@ static void dimmnet2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
         dimmnet2_rx_resume(s);
         break;
     case DN2_UR_STATUS_SIZE:
-        w->status_size_reg = v & DN2_STATUS_SIZE_MASK;
+        w->status_size_reg = DN2_FGET(v, DN2_STATUS_SIZE_CODE);
         dimmnet2_status_ring_reset(w);
         dimmnet2_rx_resume(s);
         break;
@@ -176,8 +176,7 @@ static uint64_t dimmnet2_sr_read(DN2State *s, hwaddr off)
 {
     switch (off) {
     case DN2_SR_SMA:
-        return (s->sma_lid & DN2_SMA_LID_MASK) |
-               ((uint64_t)(s->link_state & 3) << DN2_SMA_LINK_SHIFT);
+        return dn2_sma_encode(s->sma_lid, s->link_state);
     case DN2_SR_CTL_RESET:
         /* "Any read or write resets the NIC controller." */
         dimmnet2_controller_reset(s);
@@ -198,7 +197,7 @@ static void dimmnet2_sr_write(DN2State *s, hwaddr off, uint64_t v)
         }
         break;
     case DN2_SR_SDIMM_CAPACITY:
-        s->sdimm_cap_reg = v & DN2_SDIMM_CAP_MASK;
+        s->sdimm_cap_reg = DN2_FGET(v, DN2_SDIMM_CAP_CODE);
         if (dn2_sdimm_module_bytes(v) > s->sodimm_bytes / 2) {
             qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: SO-DIMM capacity 0x%"
                           PRIx64 " per module exceeds the 0x%" PRIx64
@@ -207,21 +206,21 @@ static void dimmnet2_sr_write(DN2State *s, hwaddr off, uint64_t v)
         }
         break;
     case DN2_SR_MTU:
-        s->mtu_reg = v & DN2_MTU_MASK;
+        s->mtu_reg = DN2_FGET(v, DN2_MTU_CODE);
         break;
     case DN2_SR_SMA:
         /* SMA software reset: the port forgets its LID and renegotiates. */
         dimmnet2_port_sma_reset(s);
         break;
     case DN2_SR_LID:
-        s->lid = v & DN2_SMA_LID_MASK;
+        s->lid = DN2_FGET(v, DN2_SR_LID_VALUE);
         break;
     case DN2_SR_PGID0:
     case DN2_SR_PGID1: {
         int w = off == DN2_SR_PGID1;
         /* Writing a PGID is how a process is given a WID: from then on
          * packets for that WID are accepted (choice #32). */
-        s->pgid[w] = v & DN2_PGID_MASK;
+        s->pgid[w] = DN2_FGET(v, DN2_SR_PGID_VALUE);
         s->wid[w].pgid_set = 1;
         break;
     }
@@ -229,19 +228,17 @@ static void dimmnet2_sr_write(DN2State *s, hwaddr off, uint64_t v)
         dimmnet2_controller_reset(s);
         break;
     case DN2_SR_AMT: {
-        uint32_t value = v & DN2_AMT_VALUE_MASK;
-        uint32_t swid = (v >> DN2_AMT_WID_SHIFT) & 1;
-        uint16_t slid = (v >> DN2_AMT_LID_SHIFT) & 0xffff;
+        struct dn2_amt_req a;
         int dwid;
 
         /* Per receiving process when bit 31 names one, else both: two
          * processes of a board can each have a ring for the same sender
          * (choice #52). */
+        dn2_amt_decode(v, &a);
         for (dwid = 0; dwid < DN2_NUM_WID; dwid++) {
-            if (!(v & DN2_BIT(DN2_AMT_DWID_GIVEN_BIT)) ||
-                dwid == ((v >> DN2_AMT_DWID_BIT) & 1)) {
-                s->amt[dimmnet2_amt_index(slid, swid, dwid)] = DIMMNET2_AMT_VALID | value;
-                trace_dimmnet2_amt_set(s->index, slid, swid, dwid, value);
+            if (dn2_amt_req_for(&a, dwid)) {
+                s->amt[dimmnet2_amt_index(a.lid, a.wid, dwid)] = dn2_amt_slot(a.value);
+                trace_dimmnet2_amt_set(s->index, a.lid, a.wid, dwid, a.value);
             }
         }
         break;

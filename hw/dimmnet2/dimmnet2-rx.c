@@ -152,10 +152,14 @@ static void dimmnet2_status_write(DN2State *s, int wid, uint64_t lower, uint64_t
 static void dimmnet2_status_post(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                             uint32_t first, uint32_t size)
 {
-    dimmnet2_status_write(s, h->dwid,
-                     dn2_req_lower(h->type, h->dtype, h->iter,
-                                   dn2_lid_to_clid(slid), h->swid, 1, size),
-                     dn2_req_upper(first, 0));
+    struct dn2_status_fields f = {
+        .type = h->type, .dtype = h->dtype, .iter = h->iter, .wid = h->swid,
+        .eflag = 1, .clid = dn2_lid_to_clid(slid), .size = size, .addr = first,
+    };
+    struct dn2_status_rec rec;
+
+    dn2_status_pack(&f, &rec);
+    dimmnet2_status_write(s, h->dwid, rec.lower, rec.upper);
 }
 
 /* ------------------------------------------------------------------ */
@@ -326,10 +330,10 @@ static bool dimmnet2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t 
                          dimmnet2_sdimm_area(s));
     uint32_t lo = h->dwid * DN2_LLCM_WID_STRIDE;
 
-    if (!(v & DIMMNET2_AMT_VALID) || !w->ipush_area || !s->sdimm_ready) {
+    if (!dn2_amt_slot_valid(v) || !w->ipush_area || !s->sdimm_ready) {
         return false;
     }
-    r->entry_off = (v & DN2_AMT_VALUE_MASK) * DN2_AMT_UNIT;
+    r->entry_off = dn2_amt_slot_value(v) * DN2_AMT_UNIT;
     if (r->entry_off < lo || r->entry_off + DN2_AMT_ENTRY > lo + DN2_LLCM_AREA) {
         return false;           /* the entry must be in the receiver's LLCM */
     }
@@ -522,7 +526,7 @@ static void dimmnet2_lhs_place(DN2State *s, int wid, DN2LhsMsg *m, DN2Ring *r,
             n = MIN(len, DN2_LINE - off);
         } else if (off < inline_end) {
             n = MIN(len, inline_end - off);
-            memcpy(dimmnet2_lhb_entry(s, wid, m->entry) + 2 * DN2_LINE + (off - DN2_LINE),
+            memcpy(dimmnet2_lhb_entry(s, wid, m->entry) + DN2_LHB_DATA_OFF + (off - DN2_LINE),
                    data, n);
         } else {
             n = len;
@@ -544,7 +548,9 @@ static DN2RxResult dimmnet2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_
     const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
     DN2LhsMsg *m = dimmnet2_lhs_find(w, slid, h->swid);
     uint8_t *ent;
-    uint64_t l0;
+    uint64_t old;
+    struct dn2_lh_entry lh;
+    struct dn2_env e;
     DN2Ring r;
 
     if (!dimmnet2_ring_lookup(s, h, slid, &r)) {
@@ -604,17 +610,20 @@ static DN2RxResult dimmnet2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_
         }
 
         ent = dimmnet2_lhb_entry(s, h->dwid, m->entry);
-        memset(ent + 2 * DN2_LINE, 0, DN2_LHB_DATA);
+        memset(ent + DN2_LHB_DATA_OFF, 0, DN2_LHB_DATA);
         dimmnet2_lhs_place(s, h->dwid, m, &r, 0, data, dlen);
-        stq_le_p(ent + DN2_LINE, DN2_PUT(DN2_GET(env, 31, 0), 63, 32) |
-                 DN2_PUT(total - DN2_LINE, 31, 0));
-        /* Envelope valid: toggle Valid (the host may VL the overflow now). */
-        l0 = ldq_le_p(ent);
-        l0 = DN2_PUT(m->pointer, 63, 32) | DN2_PUT(DN2_GET(env, 63, 48), 31, 16) |
-             DN2_PUT(DN2_GET(env, 45, 32), 15, 2) |
-             ((l0 ^ DN2_LH_VALID) & (DN2_LH_VALID | DN2_LH_COMPLETE));
+        /* Envelope valid: toggle Valid (the host may VL the overflow now);
+         * Complete keeps the value the host last saw. */
+        dn2_env_unpack(env, &e);
+        old = ldq_le_p(ent);
+        lh = (struct dn2_lh_entry) {
+            .pointer = m->pointer, .context = e.context, .rank = e.rank,
+            .valid = !(old & DN2_LH_VALID), .complete = !!(old & DN2_LH_COMPLETE),
+            .tag = e.tag, .size = total - DN2_LINE,
+        };
+        stq_le_p(ent + DN2_LINE, dn2_lh_line1(&lh));
         smp_wmb();
-        stq_le_p(ent, l0);
+        stq_le_p(ent, dn2_lh_line0(&lh));
     } else {
         if (!m || off != m->got) {
             return dimmnet2_rx_drop(s, DN2_RXD_LHS_NO_START, h->dwid, slid, 0);
@@ -693,14 +702,14 @@ DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
     if (lines == DN2_HDR_LINES_RVL && dlen) {
         return dimmnet2_rx_drop(s, DN2_RXD_RVL_DATA, h.dwid, slid, DN2_RX_ERR_RVL_DATA);
     }
-    h.w1_lo = ldl_le_p(pkt + 8);
-    h.w1_hi = ldl_le_p(pkt + 12);
-    if (lines > 2) {
-        h.total = ldl_le_p(pkt + 16);
-        h.stride = ldl_le_p(pkt + 20);
-    }
-    if (lines > 3) {
-        h.ex = ldq_le_p(pkt + 24);
+    {
+        uint64_t line[DN2_HDR_LINES_MAX];
+        unsigned i;
+
+        for (i = 0; i < lines; i++) {
+            line[i] = ldq_le_p(pkt + i * DN2_LINE);
+        }
+        dn2_hdr_unpack(&h, line, lines);
     }
 
     own = dimmnet2_port_lid(s);

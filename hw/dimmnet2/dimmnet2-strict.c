@@ -229,8 +229,8 @@ bool dimmnet2_strict_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal *wh
 {
     /* BOTF counts with the local ones here: it reads only its Write Window */
     bool local = r->otype < DN2_OP_RVL;
-    bool sdimm_src = local ? dn2_otype_is_vl(r->otype) : r->otype != DN2_OP_BOTF;
-    bool sdimm_dst = dn2_otype_is_vs(r->otype);
+    bool sdimm_src = local ? dimmnet2_is_vl(r->otype) : r->otype != DN2_OP_BOTF;
+    bool sdimm_dst = dimmnet2_is_vs(r->otype);
     int form = dn2_otype_form(r->otype);
 
     if (!s->strict || r->otype == DN2_OP_NOP || !dn2_otype_valid(r->otype)) {

@@ -89,15 +89,13 @@ static void dimmnet2_emit(DN2State *s, struct dn2_hdr *h, unsigned lines,
 {
     uint8_t *p = s->pkt_buf;
     uint32_t bytes = lines * DN2_LINE + dlen;
+    uint64_t line[DN2_HDR_LINES_MAX];
+    unsigned i;
 
     h->size = dn2_pkt_size_field(bytes);
-    stq_le_p(p, dn2_hdr0_encode(h));
-    stq_le_p(p + 8, dn2_hdr1_encode(h->w1_lo, h->w1_hi));
-    if (lines > 2) {
-        stq_le_p(p + 16, dn2_hdr1_encode(h->total, h->stride));
-    }
-    if (lines > 3) {
-        stq_le_p(p + 24, h->ex);
+    g_assert(dn2_hdr_pack(h, line) == lines);
+    for (i = 0; i < lines; i++) {
+        stq_le_p(p + i * DN2_LINE, line[i]);
     }
     /* Whole lines on the wire; the last one may be partly padding. */
     bytes = ROUND_UP(bytes, DN2_LINE);
@@ -128,12 +126,11 @@ static DN2Step dimmnet2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req 
      * issuing process's WID as SWID: a process cannot speak for the other
      * process of its board (choice #45). */
     h0 = ldq_le_p(s->pkt_buf);
-    h0 = (h0 & ~(DN2_H0_BOTF_PATCH_MASK | DN2_BIT(DN2_H0_SWID_BIT))) |
-         DN2_PUT(dn2_pkt_size_field(size), DN2_H0_SIZE_HI, DN2_H0_SIZE_LO) |
-         DN2_PUT(s->pgid[r->wid], DN2_H0_PGID_HI, DN2_H0_PGID_LO) |
-         ((uint64_t)(r->wid & 1) << DN2_H0_SWID_BIT);
+    h0 = DN2_FSET(h0, DN2_H0_SIZE, dn2_pkt_size_field(size));
+    h0 = DN2_FSET(h0, DN2_H0_PGID, s->pgid[r->wid]);
+    h0 = DN2_FSET(h0, DN2_H0_SWID, r->wid);
     stq_le_p(s->pkt_buf, h0);
-    dlid = DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
+    dlid = dn2_hdr0_dlid(h0);
     if (!dimmnet2_port_can_send(s, h0, bytes)) {
         return DIMMNET2_STEP_STALL;
     }
@@ -184,7 +181,7 @@ static DN2Step dimmnet2_exec_rvl(DN2State *s, DN2Exec *x, const struct dn2_req *
 static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
                            uint64_t *budget)
 {
-    bool ipush = dn2_otype_is_ipush(r->otype);
+    bool ipush = dn2_otype_is_msg(r->otype);
     int form = ipush ? DN2_FORM_CONTIG : dn2_otype_form(r->otype);
     uint32_t esz = dn2_dtype_bytes(r->dtype);
     uint32_t mtu = dimmnet2_mtu(s);
@@ -197,7 +194,7 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
     want = form == DN2_FORM_CONTIG ? r->arg : (uint64_t)r->iter * esz;
     dimmnet2_pat_init(s, r, &p, want);
     if (r->otype == DN2_OP_LHSV2) {
-        uint32_t wwlen = DN2_GET(r->dst, 9, 0), wwoff = DN2_GET(r->dst, 21, 10);
+        uint32_t wwlen = dn2_lhsv2_ww_bytes(r->dst), wwoff = dn2_lhsv2_ww_off(r->dst);
         if (wwoff >= DN2_WIN_AREA) {
             wwlen = 0;
             s->wid[r->wid].req_error = 1;

@@ -77,7 +77,7 @@ static void dimmnet2_on_issue(DN2State *s, const DN2FifoEntry *e)
     struct dn2_req r;
 
     dimmnet2_req_of(&r, e);
-    if (dn2_otype_is_vl(r.otype) || dn2_otype_is_vs(r.otype)) {
+    if (dn2_otype_is_local(r.otype)) {
         dimmnet2_local_on_issue(s, &r);
     } else {
         dimmnet2_tx_on_issue(s, &r);
@@ -100,7 +100,7 @@ static int dimmnet2_req_ww(const DN2FifoEntry *e)
     case DN2_OP_VSI:
         return r.src == DN2_COPY_OFF ? -1 : (int)((r.src / DN2_WIN_SIZE) % DN2_NUM_WW);
     case DN2_OP_LHSV2:
-        return (int)((DN2_GET(r.dst, 21, 10) / DN2_WIN_SIZE) % DN2_NUM_WW);
+        return (int)((dn2_lhsv2_ww_off(r.dst) / DN2_WIN_SIZE) % DN2_NUM_WW);
     default:
         return -1;
     }
@@ -204,7 +204,7 @@ bool dimmnet2_wc_news(DN2State *s)
  * remote data) the SO-DIMM?  (A copy does both.) */
 static bool dimmnet2_otype_reads_sdimm(unsigned otype)
 {
-    return dn2_otype_is_vl(otype) ||
+    return dimmnet2_is_vl(otype) ||
            (otype >= DN2_OP_RVS && otype != DN2_OP_BOTF && !dn2_otype_is_rvl(otype));
 }
 
@@ -216,36 +216,33 @@ uint64_t dimmnet2_wc_module_state(DN2State *s)
 {
     const DN2Exec *x = s->exec.active ? &s->exec :
                        s->rc_exec.active ? &s->rc_exec : NULL;
-    uint64_t v = 0, rc = 0;
+    struct dn2_module_state m = { 0 };
     struct dn2_req r;
 
     if (x) {
         dimmnet2_req_of(&r, &x->ent);
-        v |= (uint64_t)(1 + r.otype) << DN2_MS_WC_SHIFT;
+        m.wc = dn2_ms_wc_busy(r.otype);
     }
     if (dimmnet2_rx_holding(s)) {
-        rc |= DN2_MS_RC_HOLDING;    /* refused a packet, none accepted since */
+        m.rc |= DN2_MS_RC_HOLDING;  /* refused a packet, none accepted since */
     }
     if (s->rc_exec.active) {
-        rc |= DN2_MS_RC_ANSWERING;
+        m.rc |= DN2_MS_RC_ANSWERING;
+        m.pu = DN2_MS_UNIT_BUSY;    /* an answer reads */
     }
-    v |= rc << DN2_MS_RC_SHIFT;
     if (s->exec.active) {
         bool copy;
 
         dimmnet2_req_of(&r, &s->exec.ent);
-        copy = r.src == DN2_COPY_OFF && dn2_otype_is_vs(r.otype);
-        if (dn2_otype_is_vs(r.otype)) {
-            v |= (uint64_t)DN2_MS_UNIT_BUSY << DN2_MS_WU_SHIFT;
+        copy = r.src == DN2_COPY_OFF && dimmnet2_is_vs(r.otype);
+        if (dimmnet2_is_vs(r.otype)) {
+            m.wu = DN2_MS_UNIT_BUSY;
         }
         if (copy || (dimmnet2_otype_reads_sdimm(r.otype) && r.dst != DN2_COPY_OFF)) {
-            v |= (uint64_t)DN2_MS_UNIT_BUSY << DN2_MS_PU_SHIFT;
+            m.pu = DN2_MS_UNIT_BUSY;
         }
     }
-    if (s->rc_exec.active) {
-        v |= (uint64_t)DN2_MS_UNIT_BUSY << DN2_MS_PU_SHIFT;   /* an answer reads */
-    }
-    return v;
+    return dn2_ms_pack(&m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -297,7 +294,7 @@ static DN2Step dimmnet2_exec_step(DN2State *s, DN2Exec *x, uint64_t *budget)
         trace_dimmnet2_ignored(s->index, r.wid, r.otype);
         return DIMMNET2_STEP_DONE;
     }
-    if (dn2_otype_is_vl(r.otype) || dn2_otype_is_vs(r.otype)) {
+    if (dn2_otype_is_local(r.otype)) {
         return dimmnet2_local_step(s, x, &r, budget);
     }
     ret = dimmnet2_tx_step(s, x, &r, budget);

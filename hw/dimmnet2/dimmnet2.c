@@ -495,11 +495,11 @@ static int dimmnet2_post_load(void *opaque, int version_id)
                        "RC FIFO entry %u", i);
     }
     DN2_LOAD_CHECK(s->sdimm_ready <= 1 && s->rc_turn <= 1, "flag fields");
-    DN2_LOAD_CHECK(!(s->sdimm_cap_reg & ~DN2_SDIMM_CAP_MASK), "SO-DIMM Capacity 0x%x",
+    DN2_LOAD_CHECK(!(s->sdimm_cap_reg & ~DN2_FMASK(DN2_SDIMM_CAP_CODE)), "SO-DIMM Capacity 0x%x",
                    s->sdimm_cap_reg);
-    DN2_LOAD_CHECK(!(s->mtu_reg & ~DN2_MTU_MASK), "MTU 0x%x", s->mtu_reg);
+    DN2_LOAD_CHECK(!(s->mtu_reg & ~DN2_FMASK(DN2_MTU_CODE)), "MTU 0x%x", s->mtu_reg);
     for (i = 0; i < DIMMNET2_AMT_ENTRIES; i++) {
-        DN2_LOAD_CHECK(!(s->amt[i] & ~(DIMMNET2_AMT_VALID | DN2_AMT_VALUE_MASK)),
+        DN2_LOAD_CHECK(!(s->amt[i] & ~DN2_AMT_SLOT_MASK),
                        "AMT Address Table entry %u = 0x%x", i, s->amt[i]);
     }
     DN2_LOAD_CHECK(dimmnet2_exec_ok(s, &s->exec), "executor state");
@@ -517,7 +517,7 @@ static int dimmnet2_post_load(void *opaque, int version_id)
         DN2_LOAD_CHECK(!(d->ww_status & ~(DN2_CS_WW_MASK(0) | DN2_CS_WW_MASK(1) |
                                           DN2_CS_WW_MASK(2) | DN2_CS_WW_MASK(3))),
                        "WID %d Write Window status 0x%x", w, d->ww_status);
-        DN2_LOAD_CHECK(!(d->status_size_reg & ~DN2_STATUS_SIZE_MASK), "WID %d Status Area Size", w);
+        DN2_LOAD_CHECK(!(d->status_size_reg & ~DN2_FMASK(DN2_STATUS_SIZE_CODE)), "WID %d Status Area Size", w);
         /* The ring as the registers make it: 16-byte records inside the
          * process's 32 KiB of LLCM, head and tail inside the ring. */
         DN2_LOAD_CHECK(d->status_init <= DN2_STATUS_INIT_MASK &&
