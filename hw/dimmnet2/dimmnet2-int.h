@@ -57,6 +57,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(DN2State, DIMMNET2)
 #define DIMMNET2_LOOP_QUEUES    (DN2_NUM_WID * 2)
 #define DIMMNET2_LOOP_LID       1       /* the loopback cable's LID */
 #define DIMMNET2_RC_TIMEOUT_MS_DEFAULT 5000  /* an RC answer with no progress */
+#define DIMMNET2_COALESCE_US_DEFAULT 100     /* packets wait this long for an ACK */
 #define DIMMNET2_STRICT_PLACES  256     /* strict: places remembered (and lines kept) */
 /* An LHS message being received in several packets (per sender). */
 #define DIMMNET2_LHS_SLOTS      8
@@ -287,6 +288,7 @@ struct DN2State {
     uint64_t guid;              /* board GUID for the subnet manager */
     uint32_t rc_timeout_ms;     /* abandon an RC answer stalled this long */
     char *secret_id;            /* -object secret id: the cluster secret */
+    uint32_t coalesce_us;       /* Nagle per peer, 0 = off: dimmnet2_port_flush() */
     bool strict;                /* strict=on: dimmnet2-strict.c */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 

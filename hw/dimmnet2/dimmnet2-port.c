@@ -74,7 +74,10 @@ struct DN2Fab {
     bool quit;                  /* atomic: the thread must leave */
     uint8_t *secret;            /* the cluster secret (secret=), or NULL */
     size_t secret_len;
+    bool flush_now;             /* this run sent to a peer with nothing in flight */
+    bool in_input;              /* after a burst of input: flush (ACKs are owed) */
 };
+
 
 typedef struct DN2LoopPkt {
     uint64_t seq;               /* order of sending, over all queues */
@@ -320,10 +323,12 @@ static void dimmnet2_fab_drain(DN2State *s, DN2RxBatch *b, int budget)
  * (ACKs ride on the answer) and re-arm its timer. */
 static void dimmnet2_fab_after_input(DN2State *s)
 {
+    s->fab->in_input = true;
     if (!s->port_ops->news(s)) {
         dn2f_ep_flush(s->fab->ep);
         dimmnet2_fab_rearm(s);
     }
+    s->fab->in_input = false;
 }
 
 /* rx-thread=off: the main loop's fd handler. */
@@ -696,7 +701,12 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
         break;
     }
     case DN2_PORT_FABRIC: {
-        int r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);
+        int r;
+
+        if (!s->coalesce_us || !dn2f_ep_pending(s->fab->ep, dlid)) {
+            s->fab->flush_now = true;   /* nothing in flight: no ACK to wait for */
+        }
+        r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);
         if (r < 0) {
             /* No route to that LID (or a header that disagrees with it):
              * the fabric dropped the packet, as a switch would. */
@@ -710,11 +720,28 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
     }
 }
 
+/*
+ * The Window Controller's run is over: send what it queued.  With
+ * coalesce-us > 0 (Nagle's rule, RFC 896, per peer) packets that only went
+ * to peers which still have packets in flight wait for the ACK that comes
+ * back (the input that brings it flushes), or coalesce-us at most, so
+ * that a stream of small primitives leaves in few datagrams while a lone
+ * request (a ping-pong, the first of a burst) leaves at once.
+ */
 void dimmnet2_port_flush(DN2State *s)
 {
-    if (s->port_kind == DN2_PORT_FABRIC) {
-        dn2f_ep_flush(s->fab->ep);
+    DN2Fab *l = s->fab;
+
+    if (s->port_kind != DN2_PORT_FABRIC) {
+        return;
+    }
+    if (l->flush_now || l->in_input || !s->coalesce_us) {
+        l->flush_now = false;
+        dn2f_ep_flush(l->ep);
         dimmnet2_fab_rearm(s);
+    } else {
+        timer_mod_anticipate_ns(l->timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                                (int64_t)s->coalesce_us * SCALE_US);
     }
 }
 

@@ -190,6 +190,11 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
             return false;
         }
     }
+    if (s->coalesce_us > 1000 * 1000) {
+        error_setg(errp, "dimmnet2: coalesce-us=%u is over a second; give 0 "
+                   "(send at once) up to 1000000", s->coalesce_us);
+        return false;
+    }
     if (s->rc_timeout_ms > 3600 * 1000) {
         error_setg(errp, "dimmnet2: rc-timeout-ms=%u is over an hour; give "
                    "0 (never abandon) or at most 3600000", s->rc_timeout_ms);
@@ -608,6 +613,8 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_UINT32("rc-timeout-ms", DN2State, rc_timeout_ms,
                        DIMMNET2_RC_TIMEOUT_MS_DEFAULT),
     DEFINE_PROP_STRING("secret", DN2State, secret_id),
+    DEFINE_PROP_UINT32("coalesce-us", DN2State, coalesce_us,
+                       DIMMNET2_COALESCE_US_DEFAULT),
     DEFINE_PROP_BOOL("strict", DN2State, strict, false),
     DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
@@ -761,6 +768,11 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "secret",
         "id of a -object secret holding the cluster secret shared with the "
         "dn2-switch (--secret-file): joining and data are authenticated");
+    object_class_property_set_description(klass, "coalesce-us",
+        "with switch=: packets to a peer that still has packets in flight "
+        "wait for its ACK, at most this long, and leave together, as TCP's "
+        "Nagle rule (default 100); 0: every Window Controller run sends at "
+        "once; see docs/benchmarks-guest.md");
     object_class_property_set_description(klass, "strict",
         "the board as strict as the hardware: requests never run inside the "
         "doorbell, a VL fills the Prefetch Window line by line, the LID "

@@ -1971,6 +1971,70 @@ static int64_t link_drops(Board *b)
 }
 
 /*
+ * coalesce-us > 0 (the default 100): BOTFs to a peer that still has
+ * packets in flight wait for its ACK and leave together; coalesce-us=0
+ * sends each Window Controller run at once.  (The case waits a second, as
+ * qtest commands are far slower than a guest's stores.)  B is stopped (SIGSTOP) while A sends, so
+ * no ACK comes back: with coalescing the first BOTF leaves alone and the
+ * rest in few datagrams; without, one datagram each (and retransmissions).
+ * Either way every byte arrives once B runs again.
+ */
+static void coalesce_case(bool on)
+{
+    enum { N = 12, LEN = DN2_BOTF_MAX - 16 };
+    Fab f;
+    Board *A, *B;
+    uint8_t data[N][LEN];
+    struct dn2_hdr h;
+    uint64_t pk0, dg0, pk, dg;
+    unsigned i;
+    const char *w = on ? "coalesce-us=1000000" : "coalesce-us=0";
+
+    g_board_props = on ? ",coalesce-us=1000000" : ",coalesce-us=0";
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    pk0 = qom_u64(A, "stat-tx-packets");
+    dg0 = qom_u64(A, "stat-link-dgrams-tx");
+    kill(qtest_pid(B->d.qts), SIGSTOP);
+    for (i = 0; i < N; i++) {
+        dn2q_pattern(data[i], LEN, 80 + i);
+        h = rvs_hdr(B->lid, 0x10000 + i * LEN);
+        h.eflag = i == N - 1;
+        botf_send(A, 0, i % DN2_NUM_WW, &h, data[i], LEN);
+    }
+    pk = qom_u64(A, "stat-tx-packets") - pk0;
+    dg = qom_u64(A, "stat-link-dgrams-tx") - dg0;
+    kill(qtest_pid(B->d.qts), SIGCONT);
+    g_test_message("%s: %" PRIu64 " datagrams for %" PRIu64 " packets", w, dg, pk);
+    EXPECT_HEX(pk, N, "%s: A sent %u packets", w, N);
+    if (on) {
+        EXPECT_TRUE(dg <= N / 3, "%s: %" PRIu64 " datagrams for %u packets to a silent "
+                    "peer (the first alone, the rest together)", w, dg, N);
+    } else {
+        EXPECT_TRUE(dg >= N, "%s: %" PRIu64 " datagrams for %u packets (one each)", w,
+                    dg, N);
+    }
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, LEN, 0x10000 + (N - 1) * LEN, T_SHORT, w);
+    for (i = 0; i < N; i++) {
+        sd_expect(B, 0, 0x10000 + i * LEN, data[i], LEN, w);
+    }
+out:
+    g_board_props = "";
+    fab_down(&f);
+}
+
+static void test_coalesce_on(void)
+{
+    coalesce_case(true);
+}
+
+static void test_coalesce_off(void)
+{
+    coalesce_case(false);
+}
+
+/*
  * A hostile network: one path per behaviour, each on a fresh pair of
  * boards (B with no process at WID 1), ending with legitimate traffic both
  * ways.  hostile_up() opens the raw socket the attacker sends from.
@@ -2667,6 +2731,8 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/rvl-family", test_rvl_family);
         qtest_add_func("/dimmnet2-fabric/ipush-lhs", test_ipush_lhs);
         qtest_add_func("/dimmnet2-fabric/botf", test_botf);
+        qtest_add_func("/dimmnet2-fabric/coalesce/on", test_coalesce_on);
+        qtest_add_func("/dimmnet2-fabric/coalesce/off", test_coalesce_off);
         qtest_add_func("/dimmnet2-fabric/all-to-all", test_all_to_all);
         qtest_add_func("/dimmnet2-fabric/multicast", test_multicast);
         qtest_add_func("/dimmnet2-fabric/pgid", test_pgid);
