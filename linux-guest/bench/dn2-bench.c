@@ -64,7 +64,7 @@
  * handshake and barriers are BOTFs (no eflag) into the peer's LLCM.
  */
 #define _GNU_SOURCE
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 #include "dn2msg.h"
 
 #include <errno.h>
@@ -81,14 +81,15 @@
 
 /* ------------------------------------------------------------ layout */
 
-/* LLCM (ours; the peer writes the control words with BOTF) */
-#define LL_HELLO     0x000u
-#define LL_BARRIER   0x010u
-#define LL_ACK       0x020u
-#define LL_XCHG      0x030u     /* value at +0, sequence at +8 */
-#define LL_AMT       0x100u     /* our IPUSH ring's AMT entry */
-#define LL_STATUS    0x7000u
-#define LL_STATUS_LEN 4096u     /* 255 records */
+/* LLCM (ours; the library's LLCM map, libdimmnet2.h): the peer writes
+ * the control words with BOTF */
+#define LL_HELLO     (DN2_LLCM_MAP_CTL + 0x000u)
+#define LL_BARRIER   (DN2_LLCM_MAP_CTL + 0x010u)
+#define LL_ACK       (DN2_LLCM_MAP_CTL + 0x020u)
+#define LL_XCHG      (DN2_LLCM_MAP_CTL + 0x030u)  /* value at +0, sequence at +8 */
+#define LL_AMT       DN2_LLCM_MAP_AMT             /* our IPUSH ring's AMT entry */
+#define LL_STATUS    DN2_LLCM_MAP_STATUS
+#define LL_STATUS_LEN DN2_LLCM_MAP_STATUS_LEN     /* 255 records */
 
 /* SO-DIMM (ours) */
 #define SD_RING      0x0000000u /* IPUSH ring */
@@ -149,8 +150,8 @@ static void board_state(FILE *f)
     fprintf(f, "  rank %d (LID %u WID %d): Controller Status 0x%llx "
             "(rx error state %llu, rx overflow %llu, refused %llu, status ring %s)\n",
             me, my_lid, dn2_wid(d), (unsigned long long)cs,
-            (unsigned long long)DN2_GET(cs, 19, 18), (unsigned long long)DN2_GET(cs, 17, 17),
-            (unsigned long long)DN2_GET(cs, 20, 20),
+            (unsigned long long)dn2_cs_rx_err(cs), (unsigned long long)!!(cs & DN2_CS_RX_OVF),
+            (unsigned long long)!!(cs & DN2_CS_REQ_ERROR),
             cs & DN2_CS_STATUS_FULL ? "full" : cs & DN2_CS_STATUS_EMPTY ? "empty" : "non-empty");
     fprintf(f, "  Primitive Counter: BOTF %u VL %u VS %u RVL %u RVS %u IPUSH %u; "
             "Packet Counter %llu\n",
@@ -255,7 +256,7 @@ static void spin_us(double us)
 {
     double t0 = now_us();
     while (now_us() - t0 < us) {
-        __asm__ volatile("pause" ::: "memory");
+        dn2_cpu_relax();
     }
 }
 
@@ -298,61 +299,19 @@ static int wait_vs(int w)
     return dn2_wait_vs(d, w, TMO);
 }
 
-static int wait_pw(int w)
-{
-    WAIT_UNTIL((dn2_ur_read(d, DN2_UR_PW_FLAG) & DN2_PWF_WIN_MASK(w)) == DN2_PWF_WIN_MASK(w));
-    return dn2_wait_pw(d, w, TMO);
-}
-
 /* ------------------------------------------------------ SO-DIMM access */
 
 /* Write len bytes at SO-DIMM sd through the four Write Windows (VS). */
 static void sd_write(uint32_t sd, const uint8_t *buf, size_t len)
 {
-    int used[DN2_NUM_WW] = { 0 }, w = 0, i;
-    size_t off;
-
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
-        if (used[w]) {
-            check(wait_vs(w), "VS (SO-DIMM fill)");
-        }
-        dn2_ww_write(d, w * DN2_WIN_SIZE, buf + off, k);
-        fifo_room();
-        check(dn2_vs(d, w * DN2_WIN_SIZE, sd + (uint32_t)off, k), "VS issue");
-        used[w] = 1;
-        w = (w + 1) % DN2_NUM_WW;
-    }
-    for (i = 0; i < DN2_NUM_WW; i++) {
-        if (used[i]) {
-            check(wait_vs(i), "VS (SO-DIMM fill)");
-        }
-    }
+    check(dn2_sd_write(d, sd, buf, len, DN2_WIN_ALL, TMO), "VS (SO-DIMM fill)");
 }
 
 /* Read len bytes at SO-DIMM sd into host memory: VL into the four
  * Prefetch Windows, pipelined (the thesis's receive-with-copy path). */
 static void sd_read(uint32_t sd, uint8_t *buf, size_t len)
 {
-    size_t n = (len + DN2_WIN_SIZE - 1) / DN2_WIN_SIZE, k;
-
-#define CHUNK(k) ((len - (k) * DN2_WIN_SIZE) < DN2_WIN_SIZE ? (uint32_t)(len - (k) * DN2_WIN_SIZE) : DN2_WIN_SIZE)
-    for (k = 0; k < n && k < DN2_NUM_WW; k++) {
-        fifo_room();
-        check(dn2_vl(d, sd + (uint32_t)(k * DN2_WIN_SIZE), (uint32_t)(k % DN2_NUM_WW) * DN2_WIN_SIZE,
-                     CHUNK(k)), "VL issue");
-    }
-    for (k = 0; k < n; k++) {
-        int w = (int)(k % DN2_NUM_WW);
-        check(wait_pw(w), "VL (Prefetch Window flags)");
-        dn2_pw_read(d, (uint32_t)w * DN2_WIN_SIZE, buf + k * DN2_WIN_SIZE, CHUNK(k));
-        if (k + DN2_NUM_WW < n) {
-            fifo_room();
-            check(dn2_vl(d, sd + (uint32_t)((k + DN2_NUM_WW) * DN2_WIN_SIZE),
-                         (uint32_t)w * DN2_WIN_SIZE, CHUNK(k + DN2_NUM_WW)), "VL issue");
-        }
-    }
-#undef CHUNK
+    check(dn2_sd_read(d, sd, buf, len, DN2_WIN_ALL, TMO), "VL (Prefetch Window flags)");
 }
 
 /* Read len bytes of our IPUSH ring starting at SO-DIMM offset at. */
@@ -370,12 +329,7 @@ static void ring_read(uint32_t at, uint8_t *buf, size_t len)
 /* Read our Prefetch Window area (BOTF with rflag landed there). */
 static void pw_read_fresh(uint8_t *buf, size_t len)
 {
-    size_t a;
-
-    for (a = 0; a < len; a += 64) {
-        __asm__ volatile("clflush %0" : "+m"(*(volatile char *)(dn2_pw(d) + a)));
-    }
-    __asm__ volatile("mfence" ::: "memory");
+    dn2_cpu_flush(dn2_pw(d), len);
     dn2_pw_read(d, 0, buf, len);
 }
 
@@ -411,7 +365,7 @@ static void ctl_wait(uint32_t off, uint64_t want, const char *what)
             fail("timed out waiting for the peer's %s (word %llu, want %llu)", what,
                  (unsigned long long)*llcm64(off), (unsigned long long)want);
         }
-        __asm__ volatile("pause" ::: "memory");
+        dn2_cpu_relax();
     }
 }
 
@@ -434,7 +388,7 @@ static double xchg_to0(double v)
         return v;
     }
     ctl_wait(LL_XCHG + 8, xchg_seq, "exchange");
-    __asm__ volatile("mfence" ::: "memory");
+    dn2_cpu_mfence();
     {
         uint64_t w = *llcm64(LL_XCHG);
         double r;
@@ -494,7 +448,7 @@ static void status_wait(struct dn2_rx_status *st, unsigned type, const char *wha
             if (sleep_us > 0 && now_us() - t0 >= spin_first_us) {
                 nap();
             } else {
-                __asm__ volatile("pause" ::: "memory");
+                dn2_cpu_relax();
             }
         }
     }
