@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static void dev_close(struct dn2 *d)
+void dn2b_release(struct dn2 *d)
 {
     int i;
 
@@ -118,7 +118,7 @@ static int dev_amt(struct dn2 *d, uint16_t lid, int wid, unsigned value)
 
 static const struct dn2_board_ops dev_ops = {
     .name = "driver",
-    .close = dev_close,
+    .close = dn2b_release,
     .refresh = dev_refresh,
     .reset = dev_reset,
     .sdimm_init = dev_sdimm_init,
@@ -128,50 +128,42 @@ static const struct dn2_board_ops dev_ops = {
     .amt = dev_amt,
 };
 
-static int dev_map(struct dn2 *d, off_t off, size_t len, int prot, void **out)
-{
-    void *p;
-
-    if (d->nmap >= DN2_MAX_MAPS) {
-        return -ENOMEM;
-    }
-    p = mmap(NULL, len, prot, MAP_SHARED, d->fd, off);
-    if (p == MAP_FAILED) {
-        return -errno;
-    }
-    d->map[d->nmap] = p;
-    d->map_len[d->nmap] = len;
-    d->nmap++;
-    *out = p;
-    return 0;
-}
-
-/* The pieces of the process's WID, with their memory types (dn2_uapi.h). */
+/* The pieces of the process's WID, with their memory types (dn2_uapi.h):
+ * the read-only ones are the board's to write. */
 static int dev_map_pieces(struct dn2 *d)
 {
-    void *p = NULL;
-    int r;
+    enum { WW, PW, LLCM, LHB, UR, NPIECES };
+    static const struct {
+        off_t off;
+        size_t len;
+        int prot;
+    } piece[NPIECES] = {
+        [WW] = { DN2_MMAP_WW, DN2_MMAP_WW_LEN, PROT_READ | PROT_WRITE },
+        [PW] = { DN2_MMAP_PW, DN2_MMAP_PW_LEN, PROT_READ },
+        [LLCM] = { DN2_MMAP_LLCM, DN2_MMAP_LLCM_LEN, PROT_READ | PROT_WRITE },
+        [LHB] = { DN2_MMAP_LHB, DN2_MMAP_LHB_LEN, PROT_READ },
+        [UR] = { DN2_MMAP_UR, DN2_MMAP_UR_LEN, PROT_READ | PROT_WRITE },
+    };
+    void *p[NPIECES];
+    int i;
 
-    if ((r = dev_map(d, DN2_MMAP_WW, DN2_MMAP_WW_LEN, PROT_READ | PROT_WRITE, &p))) {
-        return r;
+    for (i = 0; i < NPIECES; i++) {
+        if (d->nmap >= DN2_MAX_MAPS) {
+            return -ENOMEM;
+        }
+        p[i] = mmap(NULL, piece[i].len, piece[i].prot, MAP_SHARED, d->fd, piece[i].off);
+        if (p[i] == MAP_FAILED) {
+            return -errno;
+        }
+        d->map[d->nmap] = p[i];
+        d->map_len[d->nmap] = piece[i].len;
+        d->nmap++;
     }
-    d->ww = p;
-    if ((r = dev_map(d, DN2_MMAP_PW, DN2_MMAP_PW_LEN, PROT_READ, &p))) {
-        return r;
-    }
-    d->pw = p;
-    if ((r = dev_map(d, DN2_MMAP_LLCM, DN2_MMAP_LLCM_LEN, PROT_READ | PROT_WRITE, &p))) {
-        return r;
-    }
-    d->llcm = p;
-    if ((r = dev_map(d, DN2_MMAP_LHB, DN2_MMAP_LHB_LEN, PROT_READ, &p))) {
-        return r;
-    }
-    d->lhb = p;
-    if ((r = dev_map(d, DN2_MMAP_UR, DN2_MMAP_UR_LEN, PROT_READ | PROT_WRITE, &p))) {
-        return r;
-    }
-    d->ur = p;
+    d->ww = p[WW];
+    d->pw = p[PW];
+    d->llcm = p[LLCM];
+    d->lhb = p[LHB];
+    d->ur = p[UR];
     return 0;
 }
 
@@ -205,7 +197,7 @@ int dn2b_dev_open(struct dn2 *d, const char *path, int control)
     }
     return 0;
 fail:
-    dev_close(d);
+    dn2b_release(d);
     d->ops = NULL;
     return r;
 }

@@ -17,20 +17,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static void mem_close(struct dn2 *d)
-{
-    int i;
-
-    for (i = 0; i < d->nmap; i++) {
-        munmap(d->map[i], d->map_len[i]);
-    }
-    d->nmap = 0;
-    if (d->fd >= 0) {
-        close(d->fd);
-        d->fd = -1;
-    }
-}
-
 static void mem_refresh(struct dn2 *d)
 {
     uint64_t v = dn2i_sr_rd(d, DN2_SR_SMA);
@@ -98,7 +84,7 @@ static int mem_amt(struct dn2 *d, uint16_t lid, int wid, unsigned value)
 
 static const struct dn2_board_ops mem_ops = {
     .name = "/dev/mem",
-    .close = mem_close,
+    .close = dn2b_release,
     .refresh = mem_refresh,
     .reset = mem_reset,
     .sdimm_init = mem_sdimm_init,

@@ -69,6 +69,10 @@ struct dn2 {
 int dn2b_dev_open(struct dn2 *d, const char *path, int control);
 int dn2b_mem_open(struct dn2 *d, uint64_t phys_base, int wid);
 
+/* Unmap what the board layer mapped and close its descriptor (both open
+ * paths' close operation and failure path). */
+void dn2b_release(struct dn2 *d);
+
 /* Registers of the process's User Register page and the System Register
  * (the latter mapped in /dev/mem mode only). */
 static inline uint64_t dn2i_ur_rd(struct dn2 *d, unsigned off) { return d->ur[off / 8]; }

@@ -60,7 +60,9 @@ static void dn2_lh_sync(struct dn2 *d)
     }
 }
 
-int dn2_open(dn2_t **out, const char *path)
+/* Through the driver: a process handle (lh_sync: the LH Buffer's state)
+ * or the control handle. */
+static int dn2_open_dev(dn2_t **out, const char *path, int control)
 {
     struct dn2 *d = dn2_alloc();
     int r;
@@ -68,31 +70,26 @@ int dn2_open(dn2_t **out, const char *path)
     if (!d) {
         return -ENOMEM;
     }
-    if ((r = dn2b_dev_open(d, path, 0))) {
+    if ((r = dn2b_dev_open(d, path, control))) {
         free(d);
         return r;
     }
-    dn2_lh_sync(d);
+    if (!control) {
+        dn2_lh_sync(d);
+    }
     d->ops->refresh(d);
     *out = d;
     return 0;
 }
 
+int dn2_open(dn2_t **out, const char *path)
+{
+    return dn2_open_dev(out, path, 0);
+}
+
 int dn2_open_control(dn2_t **out, const char *path)
 {
-    struct dn2 *d = dn2_alloc();
-    int r;
-
-    if (!d) {
-        return -ENOMEM;
-    }
-    if ((r = dn2b_dev_open(d, path, 1))) {
-        free(d);
-        return r;
-    }
-    d->ops->refresh(d);
-    *out = d;
-    return 0;
+    return dn2_open_dev(out, path, 1);
 }
 
 int dn2_open_mem(dn2_t **out, uint64_t phys_base, int wid)

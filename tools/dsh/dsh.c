@@ -888,7 +888,7 @@ static int c_sreg_write(int argc, char **argv)
         break;
     case DN2_SR_PGID0:
     case DN2_SR_PGID1:
-        printf("PGID %u for WID %d\n", (unsigned)(v & 0xff),
+        printf("PGID %u for WID %d\n", (unsigned)(v & DN2_PGID_MASK),
                sregs[i].off == DN2_SR_PGID1);
         break;
     }
