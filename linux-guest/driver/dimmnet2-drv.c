@@ -242,8 +242,7 @@ static long ioc_ctl_reset(struct dn2_board *b)
 static long ioc_sdimm_init(struct dn2_board *b, void __user *arg)
 {
 	struct dn2_sdimm_init req;
-	u64 last;
-	u64 code;
+	u64 last, code;
 	int ret;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
