@@ -883,8 +883,8 @@ static int c_sreg_write(int argc, char **argv)
                ? " (not a valid code: the default)" : "");
         break;
     case DN2_SR_LID:
-        printf("LID %u (0x%04x, CLID 0x%03x)\n", (unsigned)(v & 0xffff),
-               (unsigned)(v & 0xffff), dn2_lid_to_clid((uint16_t)v));
+        printf("LID %u (0x%04x, CLID 0x%03x)\n", (unsigned)(uint16_t)v,
+               (unsigned)(uint16_t)v, dn2_lid_to_clid((uint16_t)v));
         break;
     case DN2_SR_PGID0:
     case DN2_SR_PGID1:
