@@ -341,7 +341,11 @@ static inline uint32_t dn2_ms_wc_busy(unsigned otype)
 #define DN2_SR_PGID1           0x900u  /* W: [7:0] */
 #define DN2_SR_CTL_RESET       0xa00u  /* any read or write resets the controller */
 #define DN2_SR_AMT             0xb00u  /* W: AMT Address Table interface */
-#define DN2_PGID_MASK          0xffu   /* PGID0/PGID1 [7:0] */
+/* The value fields of the LID and PGID registers. */
+#define DN2_SR_LID_VALUE_HI    15
+#define DN2_SR_LID_VALUE_LO    0
+#define DN2_SR_PGID_VALUE_HI   7
+#define DN2_SR_PGID_VALUE_LO   0
 
 /* SMA LID read-back: [15:0] LID from the subnet manager, [17:16] link. */
 #define DN2_SMA_LID_HI         15

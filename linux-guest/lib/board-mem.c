@@ -70,7 +70,7 @@ static int mem_wait_link(struct dn2 *d, uint16_t *lid, long timeout_us)
 
 static int mem_pgid(struct dn2 *d, int wid, unsigned pgid)
 {
-    dn2i_sr_wr(d, wid ? DN2_SR_PGID1 : DN2_SR_PGID0, pgid & DN2_PGID_MASK);
+    dn2i_sr_wr(d, wid ? DN2_SR_PGID1 : DN2_SR_PGID0, DN2_FGET(pgid, DN2_SR_PGID_VALUE));
     return 0;
 }
 

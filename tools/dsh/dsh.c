@@ -883,12 +883,12 @@ static int c_sreg_write(int argc, char **argv)
                ? " (not a valid code: the default)" : "");
         break;
     case DN2_SR_LID:
-        printf("LID %u (0x%04x, CLID 0x%03x)\n", (unsigned)(uint16_t)v,
-               (unsigned)(uint16_t)v, dn2_lid_to_clid((uint16_t)v));
+        printf("LID %u (0x%04x, CLID 0x%03x)\n", (unsigned)DN2_FGET(v, DN2_SR_LID_VALUE),
+               (unsigned)DN2_FGET(v, DN2_SR_LID_VALUE), dn2_lid_to_clid((uint16_t)v));
         break;
     case DN2_SR_PGID0:
     case DN2_SR_PGID1:
-        printf("PGID %u for WID %d\n", (unsigned)(v & DN2_PGID_MASK),
+        printf("PGID %u for WID %d\n", (unsigned)DN2_FGET(v, DN2_SR_PGID_VALUE),
                sregs[i].off == DN2_SR_PGID1);
         break;
     }
