@@ -2,7 +2,7 @@
 /*
  * DIMMnet-2 Linux driver <-> user space interface: the character device
  * /dev/dimmnet2-N (N = board index, the ACPI _UID), its mmap layout and its
- * ioctls.  Shared by linux-guest/driver/dimmnet2.c and the user library.
+ * ioctls.  Shared by linux-guest/driver/dimmnet2-drv.c and the user library.
  *
  * Pure C: <linux/types.h> and <linux/ioctl.h> (kernel and user space), plus
  * the ABI header for the window layout (every hardware constant lives

@@ -64,8 +64,9 @@
  * handshake and barriers are BOTFs (no eflag) into the peer's LLCM.
  */
 #define _GNU_SOURCE
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 #include "dn2msg.h"
+#include "bench-sizes.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -81,14 +82,15 @@
 
 /* ------------------------------------------------------------ layout */
 
-/* LLCM (ours; the peer writes the control words with BOTF) */
-#define LL_HELLO     0x000u
-#define LL_BARRIER   0x010u
-#define LL_ACK       0x020u
-#define LL_XCHG      0x030u     /* value at +0, sequence at +8 */
-#define LL_AMT       0x100u     /* our IPUSH ring's AMT entry */
-#define LL_STATUS    0x7000u
-#define LL_STATUS_LEN 4096u     /* 255 records */
+/* LLCM (ours; the library's LLCM map, libdimmnet2.h): the peer writes
+ * the control words with BOTF */
+#define LL_HELLO     (DN2_LLCM_MAP_CTL + 0x000u)
+#define LL_BARRIER   (DN2_LLCM_MAP_CTL + 0x010u)
+#define LL_ACK       (DN2_LLCM_MAP_CTL + 0x020u)
+#define LL_XCHG      (DN2_LLCM_MAP_CTL + 0x030u)  /* value at +0, sequence at +8 */
+#define LL_AMT       DN2_LLCM_MAP_AMT             /* our IPUSH ring's AMT entry */
+#define LL_STATUS    DN2_LLCM_MAP_STATUS
+#define LL_STATUS_LEN DN2_LLCM_MAP_STATUS_LEN     /* 255 records */
 
 /* SO-DIMM (ours) */
 #define SD_RING      0x0000000u /* IPUSH ring */
@@ -149,8 +151,8 @@ static void board_state(FILE *f)
     fprintf(f, "  rank %d (LID %u WID %d): Controller Status 0x%llx "
             "(rx error state %llu, rx overflow %llu, refused %llu, status ring %s)\n",
             me, my_lid, dn2_wid(d), (unsigned long long)cs,
-            (unsigned long long)DN2_GET(cs, 19, 18), (unsigned long long)DN2_GET(cs, 17, 17),
-            (unsigned long long)DN2_GET(cs, 20, 20),
+            (unsigned long long)dn2_cs_rx_err(cs), (unsigned long long)!!(cs & DN2_CS_RX_OVF),
+            (unsigned long long)!!(cs & DN2_CS_REQ_ERROR),
             cs & DN2_CS_STATUS_FULL ? "full" : cs & DN2_CS_STATUS_EMPTY ? "empty" : "non-empty");
     fprintf(f, "  Primitive Counter: BOTF %u VL %u VS %u RVL %u RVS %u IPUSH %u; "
             "Packet Counter %llu\n",
@@ -255,7 +257,7 @@ static void spin_us(double us)
 {
     double t0 = now_us();
     while (now_us() - t0 < us) {
-        __asm__ volatile("pause" ::: "memory");
+        dn2_cpu_relax();
     }
 }
 
@@ -298,61 +300,19 @@ static int wait_vs(int w)
     return dn2_wait_vs(d, w, TMO);
 }
 
-static int wait_pw(int w)
-{
-    WAIT_UNTIL((dn2_ur_read(d, DN2_UR_PW_FLAG) & DN2_PWF_WIN_MASK(w)) == DN2_PWF_WIN_MASK(w));
-    return dn2_wait_pw(d, w, TMO);
-}
-
 /* ------------------------------------------------------ SO-DIMM access */
 
 /* Write len bytes at SO-DIMM sd through the four Write Windows (VS). */
 static void sd_write(uint32_t sd, const uint8_t *buf, size_t len)
 {
-    int used[DN2_NUM_WW] = { 0 }, w = 0, i;
-    size_t off;
-
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
-        if (used[w]) {
-            check(wait_vs(w), "VS (SO-DIMM fill)");
-        }
-        dn2_ww_write(d, w * DN2_WIN_SIZE, buf + off, k);
-        fifo_room();
-        check(dn2_vs(d, w * DN2_WIN_SIZE, sd + (uint32_t)off, k), "VS issue");
-        used[w] = 1;
-        w = (w + 1) % DN2_NUM_WW;
-    }
-    for (i = 0; i < DN2_NUM_WW; i++) {
-        if (used[i]) {
-            check(wait_vs(i), "VS (SO-DIMM fill)");
-        }
-    }
+    check(dn2_sd_write(d, sd, buf, len, DN2_WIN_ALL, TMO), "VS (SO-DIMM fill)");
 }
 
 /* Read len bytes at SO-DIMM sd into host memory: VL into the four
  * Prefetch Windows, pipelined (the thesis's receive-with-copy path). */
 static void sd_read(uint32_t sd, uint8_t *buf, size_t len)
 {
-    size_t n = (len + DN2_WIN_SIZE - 1) / DN2_WIN_SIZE, k;
-
-#define CHUNK(k) ((len - (k) * DN2_WIN_SIZE) < DN2_WIN_SIZE ? (uint32_t)(len - (k) * DN2_WIN_SIZE) : DN2_WIN_SIZE)
-    for (k = 0; k < n && k < DN2_NUM_WW; k++) {
-        fifo_room();
-        check(dn2_vl(d, sd + (uint32_t)(k * DN2_WIN_SIZE), (uint32_t)(k % DN2_NUM_WW) * DN2_WIN_SIZE,
-                     CHUNK(k)), "VL issue");
-    }
-    for (k = 0; k < n; k++) {
-        int w = (int)(k % DN2_NUM_WW);
-        check(wait_pw(w), "VL (Prefetch Window flags)");
-        dn2_pw_read(d, (uint32_t)w * DN2_WIN_SIZE, buf + k * DN2_WIN_SIZE, CHUNK(k));
-        if (k + DN2_NUM_WW < n) {
-            fifo_room();
-            check(dn2_vl(d, sd + (uint32_t)((k + DN2_NUM_WW) * DN2_WIN_SIZE),
-                         (uint32_t)w * DN2_WIN_SIZE, CHUNK(k + DN2_NUM_WW)), "VL issue");
-        }
-    }
-#undef CHUNK
+    check(dn2_sd_read(d, sd, buf, len, DN2_WIN_ALL, TMO), "VL (Prefetch Window flags)");
 }
 
 /* Read len bytes of our IPUSH ring starting at SO-DIMM offset at. */
@@ -370,12 +330,7 @@ static void ring_read(uint32_t at, uint8_t *buf, size_t len)
 /* Read our Prefetch Window area (BOTF with rflag landed there). */
 static void pw_read_fresh(uint8_t *buf, size_t len)
 {
-    size_t a;
-
-    for (a = 0; a < len; a += 64) {
-        __asm__ volatile("clflush %0" : "+m"(*(volatile char *)(dn2_pw(d) + a)));
-    }
-    __asm__ volatile("mfence" ::: "memory");
+    dn2_cpu_flush(dn2_pw(d), len);
     dn2_pw_read(d, 0, buf, len);
 }
 
@@ -411,7 +366,7 @@ static void ctl_wait(uint32_t off, uint64_t want, const char *what)
             fail("timed out waiting for the peer's %s (word %llu, want %llu)", what,
                  (unsigned long long)*llcm64(off), (unsigned long long)want);
         }
-        __asm__ volatile("pause" ::: "memory");
+        dn2_cpu_relax();
     }
 }
 
@@ -434,7 +389,7 @@ static double xchg_to0(double v)
         return v;
     }
     ctl_wait(LL_XCHG + 8, xchg_seq, "exchange");
-    __asm__ volatile("mfence" ::: "memory");
+    dn2_cpu_mfence();
     {
         uint64_t w = *llcm64(LL_XCHG);
         double r;
@@ -494,7 +449,7 @@ static void status_wait(struct dn2_rx_status *st, unsigned type, const char *wha
             if (sleep_us > 0 && now_us() - t0 >= spin_first_us) {
                 nap();
             } else {
-                __asm__ volatile("pause" ::: "memory");
+                dn2_cpu_relax();
             }
         }
     }
@@ -727,6 +682,123 @@ static void title(const char *t, const char *how)
     }
 }
 
+/* ========================================================= harness */
+
+/* What one benchmark moves, as callbacks: the stream and ping-pong
+ * drivers below are the same for BOTF, RVS, IPUSH and LHS. */
+struct xfer {
+    const char *what;                   /* for a timeout message */
+    size_t size;
+    void (*start)(struct xfer *x);      /* after the barrier (NULL: none) */
+    void (*send)(struct xfer *x);       /* one message out */
+    void (*sent)(struct xfer *x);       /* the messages sent left (NULL: none) */
+    void (*recv)(struct xfer *x);       /* one message in */
+    void (*round)(struct xfer *x);      /* ping-pong: after each round (NULL: none) */
+};
+
+static void xfer_start(struct xfer *x)
+{
+    barrier();
+    if (x->start) {
+        x->start(x);
+    }
+}
+
+static void xfer_sent(struct xfer *x)
+{
+    if (x->sent) {
+        x->sent(x);
+    }
+}
+
+/* Delivered bandwidth of n messages from rank 0 to rank 1, MB/s. */
+static double stream_uni_once(struct xfer *x)
+{
+    unsigned n = stream_n(x->size), i;
+    double t0, t = 0;
+
+    xfer_start(x);
+    if (me == 0) {
+        t0 = now_us();
+        for (i = 0; i < n; i++) {
+            x->send(x);
+        }
+        xfer_sent(x);
+        ctl_wait(LL_ACK, ++ack_seq, "end-of-stream answer");
+        t = now_us() - t0;
+    } else {
+        for (i = 0; i < n; i++) {
+            x->recv(x);
+        }
+        ++ack_seq;
+        ctl_send(LL_ACK, &ack_seq, 8);
+    }
+    check_board();
+    return n * (double)x->size / t;
+}
+
+/* Both ranks stream n messages at once; the sum, MB/s. */
+static double stream_bi_once(struct xfer *x)
+{
+    unsigned n = stream_n(x->size), i;
+    double t0, t, t1;
+
+    xfer_start(x);
+    t0 = now_us();
+    for (i = 0; i < n; i++) {
+        x->send(x);
+    }
+    xfer_sent(x);
+    for (i = 0; i < n; i++) {
+        x->recv(x);
+    }
+    t = now_us() - t0;
+    t1 = xchg_to0(t);
+    check_board();
+    return 2.0 * n * (double)x->size / (t > t1 ? t : t1);
+}
+
+/* The median of ROUNDS streams (each stream is short: at most MAX_STREAM
+ * messages, so that the receive-status ring never fills). */
+static double stream_median(double (*once)(struct xfer *x), struct xfer *x)
+{
+    double r[ROUNDS];
+    int k;
+
+    for (k = 0; k < ROUNDS; k++) {
+        r[k] = once(x);
+    }
+    return median_of(r, ROUNDS);
+}
+
+/* n timed rounds after warm ones: rank 0 sends then receives, rank 1
+ * receives then sends.  The round trips go to rt_add(). */
+static void pingpong(struct xfer *x, unsigned n, unsigned warm)
+{
+    unsigned i;
+    int k;
+
+    xfer_start(x);
+    n_rt = 0;
+    for (i = 0; i < n + warm; i++) {
+        double ti = now_us();
+
+        for (k = 0; k < 2; k++) {
+            if ((k == 0) == (me == 0)) {
+                x->send(x);
+            } else {
+                x->recv(x);
+            }
+        }
+        if (x->round) {
+            x->round(x);
+        }
+        if (i >= warm) {
+            rt_add(now_us() - ti);
+        }
+    }
+}
+
 /* ============================================================ BOTF */
 
 /* One message: ceil(size / 496) images, eflag on the last. */
@@ -744,116 +816,77 @@ static void botf_msg(struct dn2_botf_rr *rr, enum dn2_target to, uint32_t dst,
     }
 }
 
-/* Delivered bandwidth, MB/s. */
-static double botf_uni_once(size_t size, int ww)
-{
-    unsigned n = stream_n(size), i;
+/* BOTF messages (botf_msg) through ww Write Windows, to dst. */
+struct botf_xfer {
+    struct xfer x;
     struct dn2_botf_rr rr;
-    struct dn2_rx_status st;
-    double t0, t = 0;
+    int ww;
+    enum dn2_target to;
+    uint32_t dst;
+};
 
-    barrier();
-    if (me == 0) {
-        dn2_botf_rr_init(d, &rr, ww);
-        t0 = now_us();
-        for (i = 0; i < n; i++) {
-            botf_msg(&rr, DN2_TO_SDIMM, SD_DST, my_pat, size);
-        }
-        rr_drain(&rr);
-        ctl_wait(LL_ACK, ++ack_seq, "end-of-stream answer");
-        t = now_us() - t0;
-    } else {
-        for (i = 0; i < n; i++) {
-            status_wait(&st, DN2_OP_RVS, "BOTF stream");
-        }
-        ++ack_seq;
-        ctl_send(LL_ACK, &ack_seq, 8);
-    }
-    check_board();
-    return n * (double)size / t;
+static void botf_start(struct xfer *x)
+{
+    struct botf_xfer *b = (struct botf_xfer *)x;
+
+    dn2_botf_rr_init(d, &b->rr, b->ww);
 }
 
-/* The median of ROUNDS streams (each stream is short: at most MAX_STREAM
- * messages, so that the receive-status ring never fills). */
+static void botf_send(struct xfer *x)
+{
+    struct botf_xfer *b = (struct botf_xfer *)x;
+
+    botf_msg(&b->rr, b->to, b->dst, my_pat, x->size);
+}
+
+static void botf_sent(struct xfer *x)
+{
+    rr_drain(&((struct botf_xfer *)x)->rr);
+}
+
+static void botf_recv(struct xfer *x)
+{
+    struct dn2_rx_status st;
+
+    status_wait(&st, DN2_OP_RVS, x->what);
+}
+
+static struct botf_xfer botf_xfer(const char *what, size_t size, int ww, enum dn2_target to)
+{
+    struct botf_xfer b = {
+        .x = { .what = what, .size = size, .start = botf_start, .send = botf_send,
+               .sent = botf_sent, .recv = botf_recv },
+        .ww = ww,
+        .to = to,
+        .dst = to == DN2_TO_PW ? 0 : SD_DST,
+    };
+
+    return b;
+}
+
+/* Delivered bandwidth, MB/s: the median of ROUNDS streams. */
 static double botf_uni(size_t size, int ww)
 {
-    double r[ROUNDS];
-    int k;
+    struct botf_xfer b = botf_xfer("BOTF stream", size, ww, DN2_TO_SDIMM);
 
-    for (k = 0; k < ROUNDS; k++) {
-        r[k] = botf_uni_once(size, ww);
-    }
-    return median_of(r, ROUNDS);
+    return stream_median(stream_uni_once, &b.x);
 }
 
-static double botf_bi_once(size_t size, int ww)
-{
-    unsigned n = stream_n(size), i;
-    struct dn2_botf_rr rr;
-    struct dn2_rx_status st;
-    double t0, t, t1;
-
-    barrier();
-    dn2_botf_rr_init(d, &rr, ww);
-    t0 = now_us();
-    for (i = 0; i < n; i++) {
-        botf_msg(&rr, DN2_TO_SDIMM, SD_DST, my_pat, size);
-    }
-    rr_drain(&rr);
-    for (i = 0; i < n; i++) {
-        status_wait(&st, DN2_OP_RVS, "BOTF bidirectional");
-    }
-    t = now_us() - t0;
-    t1 = xchg_to0(t);
-    check_board();
-    return 2.0 * n * (double)size / (t > t1 ? t : t1);
-}
-
-/* The median of ROUNDS streams (each stream is short: at most MAX_STREAM
- * messages, so that the receive-status ring never fills). */
 static double botf_bi(size_t size, int ww)
 {
-    double r[ROUNDS];
-    int k;
+    struct botf_xfer b = botf_xfer("BOTF bidirectional", size, ww, DN2_TO_SDIMM);
 
-    for (k = 0; k < ROUNDS; k++) {
-        r[k] = botf_bi_once(size, ww);
-    }
-    return median_of(r, ROUNDS);
+    return stream_median(stream_bi_once, &b.x);
 }
 
 /* RTT/2 in µs; checks the last message received. */
 static double botf_pp(size_t size, int ww, enum dn2_target to)
 {
-    unsigned n = pp_n(size), warm = 3, i;
-    uint32_t dst = to == DN2_TO_PW ? 0 : SD_DST;
-    struct dn2_botf_rr rr;
-    struct dn2_rx_status st;
-    double t0 = 0, t;
+    struct botf_xfer b = botf_xfer("BOTF ping-pong", size, ww, to);
     long bad;
 
-    barrier();
-    dn2_botf_rr_init(d, &rr, ww);
-    n_rt = 0;
-    for (i = 0; i < n + warm; i++) {
-        double ti = now_us();
-        if (i == warm) {
-            t0 = ti;
-        }
-        if (me == 0) {
-            botf_msg(&rr, to, dst, my_pat, size);
-            status_wait(&st, DN2_OP_RVS, "BOTF ping-pong");
-        } else {
-            status_wait(&st, DN2_OP_RVS, "BOTF ping-pong");
-            botf_msg(&rr, to, dst, my_pat, size);
-        }
-        if (i >= warm) {
-            rt_add(now_us() - ti);
-        }
-    }
-    t = now_us() - t0;
-    (void)t;
-    rr_drain(&rr);
+    pingpong(&b.x, pp_n(size), 3);
+    rr_drain(&b.rr);
     if (to == DN2_TO_PW) {
         pw_read_fresh(rxbuf, size);
     } else {
@@ -1048,154 +1081,102 @@ static void run_botf_big(void)
 
 /* ============================================================ RVS */
 
-static double rvs_uni_once(size_t size)
-{
-    unsigned n = stream_n(size), i;
-    struct dn2_rx_status st;
-    double t0, t = 0;
+/* RVS (eflag) of size bytes from SD_SRC to the peer's SD_DST; IPUSH
+ * into the peer's ring with ipush; copy: the receiver copies each message
+ * into host memory. */
+struct push_xfer {
+    struct xfer x;
+    int ipush, copy;
+    uint32_t at;                        /* IPUSH: where the last message is */
+};
 
-    barrier();
-    if (me == 0) {
-        t0 = now_us();
-        for (i = 0; i < n; i++) {
-            fifo_room();
-            check(dn2_rvs(d, peer_lid, peer_wid, SD_SRC, SD_DST, (uint32_t)size, NULL,
-                          DN2_F_EFLAG), "RVS");
-        }
-        ctl_wait(LL_ACK, ++ack_seq, "end-of-stream answer");
-        t = now_us() - t0;
+static void push_send(struct xfer *x)
+{
+    struct push_xfer *p = (struct push_xfer *)x;
+
+    fifo_room();
+    if (p->ipush) {
+        check(dn2_ipush(d, peer_lid, peer_wid, SD_SRC, (uint32_t)x->size, DN2_F_EFLAG),
+              "IPUSH");
     } else {
-        for (i = 0; i < n; i++) {
-            status_wait(&st, DN2_OP_RVS, "RVS stream");
-            if (st.size != size) {
-                fail("RVS status record says %u bytes, %zu were sent", st.size, size);
-            }
-        }
-        ++ack_seq;
-        ctl_send(LL_ACK, &ack_seq, 8);
-    }
-    check_board();
-    return n * (double)size / t;
-}
-
-/* The median of ROUNDS streams (each stream is short: at most MAX_STREAM
- * messages, so that the receive-status ring never fills). */
-static double rvs_uni(size_t size)
-{
-    double r[ROUNDS];
-    int k;
-
-    for (k = 0; k < ROUNDS; k++) {
-        r[k] = rvs_uni_once(size);
-    }
-    return median_of(r, ROUNDS);
-}
-
-static double rvs_bi_once(size_t size)
-{
-    unsigned n = stream_n(size), i;
-    struct dn2_rx_status st;
-    double t0, t, t1;
-
-    barrier();
-    t0 = now_us();
-    for (i = 0; i < n; i++) {
-        fifo_room();
-        check(dn2_rvs(d, peer_lid, peer_wid, SD_SRC, SD_DST, (uint32_t)size, NULL,
+        check(dn2_rvs(d, peer_lid, peer_wid, SD_SRC, SD_DST, (uint32_t)x->size, NULL,
                       DN2_F_EFLAG), "RVS");
     }
-    for (i = 0; i < n; i++) {
-        status_wait(&st, DN2_OP_RVS, "RVS bidirectional");
-    }
-    t = now_us() - t0;
-    t1 = xchg_to0(t);
-    check_board();
-    return 2.0 * n * (double)size / (t > t1 ? t : t1);
 }
 
-/* The median of ROUNDS streams (each stream is short: at most MAX_STREAM
- * messages, so that the receive-status ring never fills). */
+static void push_recv(struct xfer *x)
+{
+    struct push_xfer *p = (struct push_xfer *)x;
+    struct dn2_rx_status st;
+    size_t got = 0;
+
+    if (!p->ipush) {
+        status_wait(&st, DN2_OP_RVS, x->what);
+        if (st.size != x->size) {
+            fail("RVS status record says %u bytes, %zu were sent", st.size, x->size);
+        }
+        if (p->copy) {
+            sd_read(SD_DST, rxbuf, x->size);
+        }
+        return;
+    }
+    /* IPUSH: per-packet records until the whole message */
+    while (got < x->size) {
+        status_wait(&st, DN2_OP_IPUSH, x->what);
+        if (!got) {
+            p->at = st.addr;
+        }
+        got += st.size;
+    }
+    if (got != x->size) {
+        fail("IPUSH status records add up to %zu bytes, %zu were sent", got, x->size);
+    }
+    if (p->copy) {
+        ring_read(p->at, rxbuf, x->size);
+    }
+    dn2_ring_consume(d, &ring, (uint32_t)x->size);
+}
+
+static struct push_xfer push_xfer(const char *what, size_t size, int ipush, int copy)
+{
+    struct push_xfer p = {
+        .x = { .what = what, .size = size, .send = push_send, .recv = push_recv },
+        .ipush = ipush,
+        .copy = copy,
+    };
+
+    return p;
+}
+
+/* Delivered bandwidth, MB/s: the median of ROUNDS streams. */
+static double rvs_uni(size_t size)
+{
+    struct push_xfer p = push_xfer("RVS stream", size, 0, 0);
+
+    return stream_median(stream_uni_once, &p.x);
+}
+
 static double rvs_bi(size_t size)
 {
-    double r[ROUNDS];
-    int k;
+    struct push_xfer p = push_xfer("RVS bidirectional", size, 0, 0);
 
-    for (k = 0; k < ROUNDS; k++) {
-        r[k] = rvs_bi_once(size);
-    }
-    return median_of(r, ROUNDS);
+    return stream_median(stream_bi_once, &p.x);
 }
 
 /* Ping-pong with PUSH (RVS, eflag) or IPUSH; copy: the receiver copies the
  * message into host memory.  RTT/2 in µs. */
 static double push_pp(size_t size, int ipush, int copy)
 {
-    unsigned n = pp_n(size), warm = 2, i;
-    struct dn2_rx_status st;
-    double t0 = 0, t;
-    uint32_t at = 0;
+    struct push_xfer p = push_xfer(ipush ? "IPUSH ping-pong" : "PUSH ping-pong", size, ipush,
+                                   copy);
     long bad;
 
-    if (copy) {
-        n = iters(size, 1.0 * (1 << 20), 6, 200);
-    }
-    barrier();
-    n_rt = 0;
-    for (i = 0; i < n + warm; i++) {
-        double ti = now_us();
-        int k;
-        if (i == warm) {
-            t0 = ti;
-        }
-        for (k = 0; k < 2; k++) {
-            if ((k == 0) == (me == 0)) {
-                /* send */
-                fifo_room();
-                if (ipush) {
-                    check(dn2_ipush(d, peer_lid, peer_wid, SD_SRC, (uint32_t)size, DN2_F_EFLAG),
-                          "IPUSH");
-                } else {
-                    check(dn2_rvs(d, peer_lid, peer_wid, SD_SRC, SD_DST, (uint32_t)size, NULL,
-                                  DN2_F_EFLAG), "RVS");
-                }
-            } else if (ipush) {
-                /* receive: per-packet records until the whole message */
-                size_t got = 0;
-                while (got < size) {
-                    status_wait(&st, DN2_OP_IPUSH, "IPUSH ping-pong");
-                    if (!got) {
-                        at = st.addr;
-                    }
-                    got += st.size;
-                }
-                if (got != size) {
-                    fail("IPUSH status records add up to %zu bytes, %zu were sent", got, size);
-                }
-                if (copy) {
-                    ring_read(at, rxbuf, size);
-                }
-                dn2_ring_consume(d, &ring, (uint32_t)size);
-            } else {
-                status_wait(&st, DN2_OP_RVS, "PUSH ping-pong");
-                if (st.size != size) {
-                    fail("RVS status record says %u bytes, %zu were sent", st.size, size);
-                }
-                if (copy) {
-                    sd_read(SD_DST, rxbuf, size);
-                }
-            }
-        }
-        if (i >= warm) {
-            rt_add(now_us() - ti);
-        }
-    }
-    t = now_us() - t0;
-    (void)t;
+    pingpong(&p.x, copy ? iters(size, 1.0 * (1 << 20), 6, 200) : pp_n(size), 2);
     if (!copy) {
         /* the last message is still where it landed (a consumed ring
          * slot is only overwritten by a later IPUSH) */
         if (ipush) {
-            ring_read(at, rxbuf, size);
+            ring_read(p.at, rxbuf, size);
         } else {
             sd_read(SD_DST, rxbuf, size);
         }
@@ -1339,99 +1320,117 @@ static void run_ipush(void)
 enum { V_IPUSH, V_LHSV1, V_LHSV2 };
 
 /* One tagged message of 8 + size bytes each way; RTT/2 in µs. */
-static double lhs_pp(size_t size, int v)
-{
-    unsigned n = full ? 600 : 250, warm = 3, i;
+/* One message of size bytes after its envelope word, by IPUSH (staged in
+ * SO-DIMM by VS), LHSv1 (the same) or LHSv2 (straight from the Write
+ * Window); the receiver checks each one. */
+struct lhs_xfer {
+    struct xfer x;
+    int v;                              /* V_IPUSH, V_LHSV1, V_LHSV2 */
+    size_t len;                         /* 8 + size */
+    uint64_t env;
     uint8_t msg[DN2_BOTF_MAX], in[DN2_BOTF_MAX];
-    size_t len = 8 + size;
-    uint64_t env = dn2_envelope(0x5, (unsigned)me, (uint32_t)size);
+    unsigned c_before;                  /* IPUSH counter before our last send */
+    int w;                              /* the Write Window of our last send */
+};
+
+static void lhs_send(struct xfer *x)
+{
+    struct lhs_xfer *l = (struct lhs_xfer *)x;
+    uint32_t ww = 0;
+
+    /* a fresh window each time (LHSv2 reads it later) */
+    l->w = (l->w + 1) % DN2_NUM_WW;
+    ww = (uint32_t)l->w * DN2_WIN_SIZE;
+    l->c_before = dn2_count(d, DN2_PC_IPUSH);
+    dn2_ww_write(d, ww, l->msg, l->len);
+    fifo_room();
+    if (l->v == V_LHSV2) {
+        check(dn2_lhsv2(d, peer_lid, peer_wid, ww, (uint32_t)l->len, SD_STAGE,
+                        (uint32_t)l->len, 0), "LHSv2");
+        return;
+    }
+    check(dn2_vs(d, ww, SD_STAGE, (uint32_t)l->len), "VS");
+    check(wait_vs(l->w), "VS (staging)");
+    fifo_room();
+    if (l->v == V_LHSV1) {
+        check(dn2_lhsv1(d, peer_lid, peer_wid, SD_STAGE, (uint32_t)l->len, 0), "LHSv1");
+    } else {
+        check(dn2_ipush(d, peer_lid, peer_wid, SD_STAGE, (uint32_t)l->len, DN2_F_EFLAG),
+              "IPUSH");
+    }
+}
+
+static void lhs_recv(struct xfer *x)
+{
+    struct lhs_xfer *l = (struct lhs_xfer *)x;
+    size_t size = x->size;
     struct dn2_rx_status st;
     struct dn2_lh_msg m;
-    double t0 = 0, t;
-    unsigned c_before = 0;
-    int w = 0;
+    int r;
 
-    n = (unsigned)(n * scale) < 3 ? 3 : (unsigned)(n * scale);
-    memcpy(msg, &env, 8);
-    memcpy(msg + 8, my_pat, size);
-    barrier();
-    n_rt = 0;
-    for (i = 0; i < n + warm; i++) {
-        double ti = now_us();
-        int k;
-        if (i == warm) {
-            t0 = ti;
+    if (l->v == V_IPUSH) {
+        status_wait(&st, DN2_OP_IPUSH, "IPUSH message");
+        if (st.size != l->len) {
+            fail("IPUSH status record says %u bytes, %zu were sent", st.size, l->len);
         }
-        for (k = 0; k < 2; k++) {
-            if ((k == 0) == (me == 0)) {
-                /* send: a fresh window each time (LHSv2 reads it later) */
-                w = (w + 1) % DN2_NUM_WW;
-                c_before = dn2_count(d, DN2_PC_IPUSH);
-                dn2_ww_write(d, (uint32_t)w * DN2_WIN_SIZE, msg, len);
-                fifo_room();
-                if (v == V_LHSV2) {
-                    check(dn2_lhsv2(d, peer_lid, peer_wid, (uint32_t)w * DN2_WIN_SIZE,
-                                    (uint32_t)len, SD_STAGE, (uint32_t)len, 0), "LHSv2");
-                } else {
-                    check(dn2_vs(d, (uint32_t)w * DN2_WIN_SIZE, SD_STAGE, (uint32_t)len), "VS");
-                    check(wait_vs(w), "VS (staging)");
-                    fifo_room();
-                    if (v == V_LHSV1) {
-                        check(dn2_lhsv1(d, peer_lid, peer_wid, SD_STAGE, (uint32_t)len, 0), "LHSv1");
-                    } else {
-                        check(dn2_ipush(d, peer_lid, peer_wid, SD_STAGE, (uint32_t)len,
-                                        DN2_F_EFLAG), "IPUSH");
-                    }
-                }
-            } else if (v == V_IPUSH) {
-                status_wait(&st, DN2_OP_IPUSH, "IPUSH message");
-                if (st.size != len) {
-                    fail("IPUSH status record says %u bytes, %zu were sent", st.size, len);
-                }
-                ring_read(st.addr, in, len);
-                dn2_ring_consume(d, &ring, (uint32_t)len);
-            } else {
-                int r;
-                WAIT_UNTIL((dn2_ur_read(d, DN2_UR_LHB_ADDR) & DN2_LHB_ADDR_MASK) != lh_head);
-                r = dn2_lh_next(d, &m, TMO);
-                if (r == 0) {
-                    fail("no LH Buffer entry within %ld s", TMO / 1000000);
-                }
-                check(r, "LH Buffer");
-                if (m.rank != (unsigned)(me ^ 1) || m.tag != size || m.context != 0x5 ||
-                    m.size != size) {
-                    fail("LH entry: context %u rank %u tag %u size %u; expected 5 %d %zu %zu",
-                         m.context, m.rank, m.tag, m.size, me ^ 1, size, size);
-                }
-                memcpy(in + 8, m.data, size < DN2_LHB_DATA ? size : DN2_LHB_DATA);
-                if (size > DN2_LHB_DATA) {
-                    if (!m.complete) {
-                        check(dn2_lh_wait_complete(d, &m, TMO), "LH entry completion");
-                    }
-                    ring_read(m.pointer, in + 8 + DN2_LHB_DATA, size - DN2_LHB_DATA);
-                    dn2_ring_consume(d, &ring, (uint32_t)(size - DN2_LHB_DATA));
-                }
-                dn2_lh_release(d);
-                lh_head = (lh_head + DN2_LHB_ENTRY) % DN2_LHB_AREA;
-                memcpy(in, &env, 8);    /* the envelope was decoded, not copied */
-            }
-        }
-        if (mismatch(in + 8, peer_pat, size) >= 0) {
-            long bad = mismatch(in + 8, peer_pat, size);
-            fail("LHS variant %d, %zu B: received byte %ld is 0x%02x, the peer sent 0x%02x",
-                 v, size, bad, in[8 + bad], peer_pat[bad]);
-        }
-        if (i >= warm) {
-            rt_add(now_us() - ti);
-        }
+        ring_read(st.addr, l->in, l->len);
+        dn2_ring_consume(d, &ring, (uint32_t)l->len);
+        return;
     }
-    t = now_us() - t0;
-    (void)t;
+    WAIT_UNTIL((dn2_ur_read(d, DN2_UR_LHB_ADDR) & DN2_LHB_ADDR_MASK) != lh_head);
+    r = dn2_lh_next(d, &m, TMO);
+    if (r == 0) {
+        fail("no LH Buffer entry within %ld s", TMO / 1000000);
+    }
+    check(r, "LH Buffer");
+    if (m.rank != (unsigned)(me ^ 1) || m.tag != size || m.context != 0x5 || m.size != size) {
+        fail("LH entry: context %u rank %u tag %u size %u; expected 5 %d %zu %zu",
+             m.context, m.rank, m.tag, m.size, me ^ 1, size, size);
+    }
+    memcpy(l->in + 8, m.data, size < DN2_LHB_DATA ? size : DN2_LHB_DATA);
+    if (size > DN2_LHB_DATA) {
+        if (!m.complete) {
+            check(dn2_lh_wait_complete(d, &m, TMO), "LH entry completion");
+        }
+        ring_read(m.pointer, l->in + 8 + DN2_LHB_DATA, size - DN2_LHB_DATA);
+        dn2_ring_consume(d, &ring, (uint32_t)(size - DN2_LHB_DATA));
+    }
+    dn2_lh_release(d);
+    lh_head = (lh_head + DN2_LHB_ENTRY) % DN2_LHB_AREA;
+    memcpy(l->in, &l->env, 8);          /* the envelope was decoded, not copied */
+}
+
+static void lhs_round(struct xfer *x)
+{
+    struct lhs_xfer *l = (struct lhs_xfer *)x;
+    long bad = mismatch(l->in + 8, peer_pat, x->size);
+
+    if (bad >= 0) {
+        fail("LHS variant %d, %zu B: received byte %ld is 0x%02x, the peer sent 0x%02x",
+             l->v, x->size, bad, l->in[8 + bad], peer_pat[bad]);
+    }
+}
+
+static double lhs_pp(size_t size, int v)
+{
+    static struct lhs_xfer l;
+    unsigned n = full ? 600 : 250;
+
+    memset(&l, 0, sizeof(l));
+    l.x = (struct xfer){ .what = "LHS ping-pong", .size = size, .send = lhs_send,
+                         .recv = lhs_recv, .round = lhs_round };
+    l.v = v;
+    l.len = 8 + size;
+    l.env = dn2_envelope(0x5, (unsigned)me, (uint32_t)size);
+    memcpy(l.msg, &l.env, 8);
+    memcpy(l.msg + 8, my_pat, size);
+    n = (unsigned)(n * scale) < 3 ? 3 : (unsigned)(n * scale);
+    pingpong(&l.x, n, 3);
     /* Our last message may still be waiting in the Request FIFO; the next
      * control BOTF rewrites Write Window 0. */
     if (me == 1) {
-        WAIT_UNTIL(((dn2_count(d, DN2_PC_IPUSH) - c_before) & DN2_PC_MASK) >= 1);
-        check(dn2_wait_count(d, DN2_PC_IPUSH, c_before, 1, TMO), "last LHS/IPUSH to leave");
+        WAIT_UNTIL(((dn2_count(d, DN2_PC_IPUSH) - l.c_before) & DN2_PC_MASK) >= 1);
+        check(dn2_wait_count(d, DN2_PC_IPUSH, l.c_before, 1, TMO), "last LHS/IPUSH to leave");
     }
     check_board();
     return rt_half_median();
@@ -1740,18 +1739,9 @@ int main(int argc, char **argv)
         case 'u': udp_file = optarg; break;
         case 's': scale = strtod(optarg, NULL); break;
         case 'q': quiet = 1; break;
-        case 'S': {
-            char *l = strdup(optarg), *tok, *sp = NULL;
-            for (tok = strtok_r(l, ",", &sp); tok && n_user < 64; tok = strtok_r(NULL, ",", &sp)) {
-                char *e;
-                size_t v = strtoul(tok, &e, 0);
-                if (*e == 'k' || *e == 'K') v <<= 10;
-                if (*e == 'm' || *e == 'M') v <<= 20;
-                if (v >= 8 && v <= MAXMSG) user_sizes[n_user++] = v;
-            }
-            free(l);
+        case 'S':
+            n_user = bench_parse_sizes(optarg, user_sizes, 64, 8, MAXMSG);
             break;
-        }
         case 'P':
             if (set_poll(optarg)) {
                 usage();

@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-sizes.h"
+
 #define CHUNK     65504u        /* largest datagram we send (multiple of 8) */
 #define ST_DGRAM  1472u         /* stream: the largest unfragmented datagram */
 #define MAXMSG    (1u << 20)
@@ -423,11 +425,27 @@ static const size_t sizes_f[] = { 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96,
                                   1240, 1488, 1736, 1984, 2048, 4096, 8192, 16384, 32768, 65536,
                                   131072, 262144, 524288, 1048576 };
 
+/* Send the server a bare message of type; 1 if it answers in kind
+ * within 200 ms. */
+static int ask(unsigned type, uint32_t seq)
+{
+    struct sockaddr_in from;
+    unsigned t;
+    uint32_t s, w1;
+
+    hdr(buf, type, seq, 0);
+    tx(&peer, buf, 8);
+    if (rx(200, &from) < 8) {
+        return 0;
+    }
+    unhdr(rbuf, &t, &s, &w1);
+    return t == type;
+}
+
 static int client(const char *peer_s, int port, int full, const char *list)
 {
     size_t sizes[128], ns = 0, i;
     uint32_t seq = 0;
-    struct sockaddr_in from;
     double t0 = now_us();
     int ok = 0;
 
@@ -438,15 +456,7 @@ static int client(const char *peer_s, int port, int full, const char *list)
         return 2;
     }
     if (list) {
-        char *l = strdup(list), *tok, *sp = NULL;
-        for (tok = strtok_r(l, ",", &sp); tok && ns < 128; tok = strtok_r(NULL, ",", &sp)) {
-            char *e;
-            size_t v = strtoul(tok, &e, 0);
-            if (*e == 'k' || *e == 'K') v <<= 10;
-            if (*e == 'm' || *e == 'M') v <<= 20;
-            if (v >= 8 && v <= MAXMSG) sizes[ns++] = v;
-        }
-        free(l);
+        ns = bench_parse_sizes(list, sizes, 128, 8, MAXMSG);
     } else {
         const size_t *s = full ? sizes_f : sizes_q;
         ns = full ? sizeof(sizes_f) / sizeof(sizes_f[0]) : sizeof(sizes_q) / sizeof(sizes_q[0]);
@@ -454,14 +464,7 @@ static int client(const char *peer_s, int port, int full, const char *list)
     }
     /* Wait for the server (it may still be starting). */
     while (!ok && now_us() - t0 < 60e6) {
-        unsigned type;
-        uint32_t s, w1;
-        hdr(buf, T_HELLO, 1, 0);
-        tx(&peer, buf, 8);
-        if (rx(200, &from) >= 8) {
-            unhdr(rbuf, &type, &s, &w1);
-            ok = type == T_HELLO;
-        }
+        ok = ask(T_HELLO, 1);
     }
     if (!ok) {
         fprintf(stderr, "udp-bench: no answer from %s:%d in 60 s\n", peer_s, port);
@@ -477,15 +480,7 @@ static int client(const char *peer_s, int port, int full, const char *list)
     for (i = 0; i < ns; i++) {
         stream(sizes[i], (uint32_t)(i + 1), full ? 16.0 : 4.0);
     }
-    for (i = 0; i < 5; i++) {
-        unsigned type;
-        uint32_t s, w1;
-        hdr(buf, T_QUIT, 0, 0);
-        tx(&peer, buf, 8);
-        if (rx(200, &from) >= 8) {
-            unhdr(rbuf, &type, &s, &w1);
-            if (type == T_QUIT) break;
-        }
+    for (i = 0; i < 5 && !ask(T_QUIT, 0); i++) {
     }
     if (verbose) {
         fprintf(stderr, "[udp-bench] done in %.1f s\n", (now_us() - t0) / 1e6);

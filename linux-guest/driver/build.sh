@@ -40,7 +40,7 @@ fi
 
 inputs_hash() {
     {
-        cat "$here/dimmnet2.c" "$here/Kbuild" "$here/Makefile" \
+        cat "$here/dimmnet2-drv.c" "$here/Kbuild" "$here/Makefile" \
             "$DN2_TOP/include/dimmnet2/dn2_abi.h" "$DN2_TOP/include/dimmnet2/dn2_uapi.h"
         echo "$kdir"
         cat "$kdir/Module.symvers" "$kdir/include/config/auto.conf" 2>/dev/null
@@ -61,8 +61,8 @@ if [ -z "$force" ] && [ -f "$out/dimmnet2.ko" ] && [ "$(cat "$out/.stamp" 2>/dev
     exit 0
 fi
 
-rm -f "$out/.stamp" "$out/dimmnet2.ko"
-cp "$here/dimmnet2.c" "$here/Kbuild" "$here/Makefile" "$out/"
+rm -f "$out/.stamp" "$out/dimmnet2.ko" "$out/dimmnet2.c"   # (the source's old name)
+cp "$here/dimmnet2-drv.c" "$here/Kbuild" "$here/Makefile" "$out/"
 log "building dimmnet2.ko against $kdir"
 if ! make -C "$kdir" M="$out" DN2_INCLUDE="$DN2_TOP/include" modules > "$buildlog" 2>&1 \
     || [ ! -f "$out/dimmnet2.ko" ]; then

@@ -1,22 +1,59 @@
 /* SPDX-License-Identifier: MIT */
-/* libdimmnet2 internals: the handle and CPU-level helpers. */
+/*
+ * libdimmnet2 internals: the handle, the board-access operations and the
+ * helpers every layer may use.  The library is three layers, each calling
+ * only the ones below it:
+ *
+ *   libdimmnet2.c, dn2msg.c   primitives, completion, rings, LH Buffer,
+ *                             opening and administration (public API)
+ *   board-dev.c, board-mem.c  board access: map a board's pieces (through
+ *                             the driver, or /dev/mem) and fill the
+ *                             handle's dn2_board_ops (administration,
+ *                             LID/area discovery, close)
+ *   this header, dn2-cpu.h    the handle, register access, polling, CPU
+ */
 #ifndef DN2_INTERNAL_H
 #define DN2_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+
+#include "dimmnet2/dn2_abi.h"
+#include "dn2-cpu.h"
 
 #define DN2_ISSUE_TIMEOUT_US 5000000L   /* a board that stays busy 5 s is stuck */
+#define DN2_MAX_MAPS         6
+
+struct dn2;
+
+/* What differs between the ways of opening a board.  Filled by the board
+ * layer's open function; every call returns 0 or a negative error. */
+struct dn2_board_ops {
+    const char *name;               /* "driver", "/dev/mem" */
+    /* Unmap and close what the open function set up (not the handle). */
+    void (*close)(struct dn2 *d);
+    /* Learn this board's LID and the process's SO-DIMM bytes, if known. */
+    void (*refresh)(struct dn2 *d);
+    /* Administration (the System Register, or the driver's ioctls). */
+    int (*reset)(struct dn2 *d);
+    int (*sdimm_init)(struct dn2 *d, unsigned capacity_code, long timeout_us);
+    int (*mtu)(struct dn2 *d, unsigned mtu_code);
+    int (*wait_link)(struct dn2 *d, uint16_t *lid, long timeout_us);
+    int (*pgid)(struct dn2 *d, int wid, unsigned pgid);
+    int (*amt)(struct dn2 *d, uint16_t lid, int wid, unsigned value);
+};
 
 struct dn2 {
+    const struct dn2_board_ops *ops;
     int fd;
     int wid;
     int control;                    /* driver control handle: no mappings */
     volatile uint8_t *ww, *pw, *llcm, *lhb;
     volatile uint64_t *ur;
     volatile uint64_t *sr;          /* /dev/mem mode only */
-    void *map[6];
-    size_t map_len[6];
+    void *map[DN2_MAX_MAPS];
+    size_t map_len[DN2_MAX_MAPS];
     int nmap;
     uint16_t lid;
     uint64_t sdimm_bytes;
@@ -24,64 +61,49 @@ struct dn2 {
     uint32_t ipush_units;           /* what we last wrote to IPUSH Area Size */
     uint32_t st_init, st_size, st_head;
     uint32_t lh_head;
-    uint8_t lh_uses[64];            /* toggles seen per LH entry */
+    uint8_t lh_uses[DN2_LHB_ENTRIES];  /* toggles seen per LH entry */
 };
 
-uint64_t dn2i_now_us(void);
-void dn2i_refresh_info(struct dn2 *d);
-void dn2i_forget_state(struct dn2 *d);
-void dn2i_lh_sync(struct dn2 *d);
-/* Driver-mode administration (open-dev.c). */
-int dn2i_drv_reset(struct dn2 *d);
-int dn2i_drv_sdimm_init(struct dn2 *d, unsigned capacity_code, long timeout_us);
-int dn2i_drv_mtu(struct dn2 *d, unsigned mtu_code);
-int dn2i_drv_wait_link(struct dn2 *d, uint16_t *lid, long timeout_us);
-int dn2i_drv_pgid(struct dn2 *d, int wid, unsigned pgid);
-int dn2i_drv_amt(struct dn2 *d, uint16_t lid, int wid, unsigned value);
+/* Board layer: set up d (fd, pieces, ops) or return an error with nothing
+ * left open.  control: the driver's control handle (no WID, no maps). */
+int dn2b_dev_open(struct dn2 *d, const char *path, int control);
+int dn2b_mem_open(struct dn2 *d, uint64_t phys_base, int wid);
 
-static inline void dn2i_relax(void)
+/* Unmap what the board layer mapped and close its descriptor (both open
+ * paths' close operation and failure path). */
+void dn2b_release(struct dn2 *d);
+
+/* Registers of the process's User Register page and the System Register
+ * (the latter mapped in /dev/mem mode only). */
+static inline uint64_t dn2i_ur_rd(struct dn2 *d, unsigned off) { return d->ur[off / 8]; }
+static inline void dn2i_ur_wr(struct dn2 *d, unsigned off, uint64_t v) { d->ur[off / 8] = v; }
+static inline uint64_t dn2i_sr_rd(struct dn2 *d, unsigned off) { return d->sr[off / 8]; }
+static inline void dn2i_sr_wr(struct dn2 *d, unsigned off, uint64_t v) { d->sr[off / 8] = v; }
+
+static inline uint64_t dn2i_now_us(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("pause" ::: "memory");
-#else
-    __asm__ volatile("" ::: "memory");
-#endif
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static inline void dn2i_sfence(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("sfence" ::: "memory");
-#else
-    __sync_synchronize();
-#endif
-}
-
-static inline void dn2i_mfence(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("mfence" ::: "memory");
-#else
-    __sync_synchronize();
-#endif
-}
-
-static inline void dn2i_clflush(const volatile void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("clflush %0" : "+m"(*(volatile char *)p));
-#else
-    (void)p;
-#endif
-}
-
-static inline void dn2i_prefetchnta(const volatile void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("prefetchnta %0" : : "m"(*(const volatile char *)p));
-#else
-    (void)p;
-#endif
-}
+/* Polls until cond or the timeout: 0 means one look, < 0 forever.
+ * The condition is tried once before the clock is read: most waits are
+ * already over (an idle board executes a request inside its doorbell
+ * write), and clock_gettime costs as much as a register read under TCG. */
+#define DN2_POLL(d, timeout_us, cond)                                   \
+    ({                                                                  \
+        uint64_t _t0 = 0;                                               \
+        int _r = -ETIMEDOUT, _first = 1;                                \
+        for (;;) {                                                      \
+            if (cond) { _r = 0; break; }                                \
+            if (_first) { _first = 0; _t0 = dn2i_now_us(); }            \
+            if ((timeout_us) >= 0 &&                                    \
+                dn2i_now_us() - _t0 >= (uint64_t)(timeout_us)) break;   \
+            dn2_cpu_relax();                                            \
+        }                                                               \
+        _r;                                                             \
+    })
 
 #endif

@@ -15,11 +15,7 @@ enum { K_DATA = 0, K_RTS = 1, K_FIN = 2, K_BARRIER = 3 };
 #define CTX_KIND(ctx)   ((ctx) >> 12)
 
 #define WW_PAYLOAD      (DN2_BOTF_MAX - DN2_LINE)   /* 504 bytes after the envelope */
-#define LLCM_AMT_OFF    0x100u                      /* our AMT entry in LLCM */
-#define LLCM_READY_OFF  0x1000u                     /* one byte per rank */
-#define LLCM_READY_LEN  0x4000u
-#define LLCM_STATUS_OFF 0x7000u
-#define LLCM_STATUS_LEN 1024u
+#define LLCM_STATUS_LEN 1024u                       /* of DN2_LLCM_MAP_STATUS_LEN */
 #define PW_MSG          3                           /* Prefetch Window we read through */
 
 struct umsg {
@@ -29,8 +25,9 @@ struct umsg {
     uint8_t *data;
 };
 
-/* What last used a Write Window, so it is not overwritten too early. */
-enum { WW_FREE, WW_VS, WW_LHS };
+/* What last used a Write Window, so it is not overwritten too early
+ * (a VS through dn2_sd_write has always completed when it returns). */
+enum { WW_FREE, WW_LHS };
 
 struct dn2_comm {
     dn2_t *d;
@@ -62,22 +59,18 @@ static unsigned ipush_left(dn2_comm_t *c)
 /* Wait until Write Window n may be overwritten. */
 static int ww_acquire(dn2_comm_t *c, int n)
 {
-    int r = 0;
-
-    if (c->ww_use[n] == WW_VS) {
-        r = dn2_wait_vs(c->d, n, c->o.timeout_us);
-    } else if (c->ww_use[n] == WW_LHS) {
+    if (c->ww_use[n] == WW_LHS) {
         unsigned need = c->ww_seq[n];
         uint64_t t0 = dn2i_now_us();
         while (((ipush_left(c) - need) & DN2_PC_MASK) > DN2_PC_MASK / 2) {
             if (c->o.timeout_us >= 0 && dn2i_now_us() - t0 > (uint64_t)c->o.timeout_us) {
                 return -ETIMEDOUT;
             }
-            dn2i_relax();
+            dn2_cpu_relax();
         }
     }
     c->ww_use[n] = WW_FREE;
-    return r;
+    return 0;
 }
 
 static int ww_take(dn2_comm_t *c, int *n)
@@ -87,46 +80,24 @@ static int ww_take(dn2_comm_t *c, int *n)
     return ww_acquire(c, *n);
 }
 
-/* Copy a user buffer into our SO-DIMM at sd through the Write Windows. */
+/* Copy a user buffer into our SO-DIMM at sd through the Write Windows
+ * (each first freed of what used it last). */
 static int stage(dn2_comm_t *c, uint32_t sd, const uint8_t *buf, size_t len)
 {
-    size_t off;
-    int n, r, i;
+    int i, r;
 
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
-        if ((r = ww_take(c, &n))) {
-            return r;
-        }
-        dn2_ww_write(c->d, n * DN2_WIN_SIZE, buf + off, k);
-        if ((r = dn2_vs(c->d, n * DN2_WIN_SIZE, sd + (uint32_t)off, k))) {
-            return r;
-        }
-        c->ww_use[n] = WW_VS;
-    }
     for (i = 0; i < DN2_NUM_WW; i++) {
-        if (c->ww_use[i] == WW_VS && (r = ww_acquire(c, i))) {
+        if ((r = ww_acquire(c, i))) {
             return r;
         }
     }
-    return 0;
+    return dn2_sd_write(c->d, sd, buf, len, DN2_WIN_ALL, c->o.timeout_us);
 }
 
 /* Read our SO-DIMM [sd, sd + len) through Prefetch Window PW_MSG. */
 static int sd_read(dn2_comm_t *c, uint32_t sd, uint8_t *buf, size_t len)
 {
-    size_t off;
-    int r;
-
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
-        if ((r = dn2_vl(c->d, sd + (uint32_t)off, PW_MSG * DN2_WIN_SIZE, k)) ||
-            (r = dn2_wait_pw(c->d, PW_MSG, c->o.timeout_us))) {
-            return r;
-        }
-        dn2_pw_read(c->d, PW_MSG * DN2_WIN_SIZE, buf + off, k);
-    }
-    return 0;
+    return dn2_sd_read(c->d, sd, buf, len, 1u << PW_MSG, c->o.timeout_us);
 }
 
 /* Read bytes of our receive ring starting at SO-DIMM offset 'at'. */
@@ -318,7 +289,7 @@ static uint8_t dn2_job_token(void)
  */
 static int announce(dn2_comm_t *c, uint8_t token)
 {
-    volatile uint8_t *ready = dn2_llcm(c->d) + LLCM_READY_OFF;
+    volatile uint8_t *ready = dn2_llcm(c->d) + DN2_LLCM_MAP_READY;
     long tmo = c->o.timeout_us >= 0 ? c->o.timeout_us : 60000000L;
     struct dn2_botf_rr rr;
     uint8_t *seen;
@@ -336,7 +307,7 @@ static int announce(dn2_comm_t *c, uint8_t token)
     for (i = 0; i < c->size && !r; i++) {
         if (i != c->rank) {
             r = dn2_botf_rr_send(c->d, &rr, c->tab[i].lid, c->tab[i].wid, DN2_TO_LLCM,
-                                 LLCM_READY_OFF + c->rank, &token, 1, 0);
+                                 DN2_LLCM_MAP_READY + c->rank, &token, 1, 0);
         }
     }
     t0 = dn2i_now_us();
@@ -346,13 +317,13 @@ static int announce(dn2_comm_t *c, uint8_t token)
                 seen[i] = 1;
                 left--;
                 r = dn2_botf_rr_send(c->d, &rr, c->tab[i].lid, c->tab[i].wid, DN2_TO_LLCM,
-                                     LLCM_READY_OFF + c->rank, &token, 1, 0);
+                                     DN2_LLCM_MAP_READY + c->rank, &token, 1, 0);
             }
         }
         if (left > 0 && dn2i_now_us() - t0 > (uint64_t)tmo) {
             r = -ETIMEDOUT;
         }
-        dn2i_relax();
+        dn2_cpu_relax();
     }
     if (!r) {
         r = dn2_botf_rr_drain(c->d, &rr, 5000000);
@@ -369,7 +340,7 @@ int dn2_comm_init(dn2_comm_t **out, dn2_t *d, int rank_self, int nranks,
     uint64_t need;
     int r, i;
 
-    if (nranks < 1 || nranks > (int)LLCM_READY_LEN || rank_self < 0 || rank_self >= nranks ||
+    if (nranks < 1 || nranks > (int)DN2_LLCM_MAP_READY_LEN || rank_self < 0 || rank_self >= nranks ||
         table[rank_self].wid != dn2_wid(d)) {
         return -EINVAL;
     }
@@ -403,9 +374,9 @@ int dn2_comm_init(dn2_comm_t **out, dn2_t *d, int rank_self, int nranks,
         (dn2_sdimm_bytes(d) && need > dn2_sdimm_bytes(d))) {
         goto fail;
     }
-    value = (dn2_wid(d) * DN2_LLCM_WID_STRIDE + LLCM_AMT_OFF) / DN2_AMT_UNIT;
+    value = (dn2_wid(d) * DN2_LLCM_WID_STRIDE + DN2_LLCM_MAP_AMT) / DN2_AMT_UNIT;
     if ((r = dn2_ring_init(d, &c->ring, value, 0, c->o.ring_bytes)) ||
-        (r = dn2_status_ring_init(d, LLCM_STATUS_OFF, LLCM_STATUS_LEN))) {
+        (r = dn2_status_ring_init(d, DN2_LLCM_MAP_STATUS, LLCM_STATUS_LEN))) {
         goto fail;
     }
     for (i = 0; i < nranks; i++) {
@@ -490,7 +461,7 @@ int dn2_send(dn2_comm_t *c, int dest, int tag, const void *buf, size_t len)
         /* The staging area is free again once the packet has left. */
         since = c->ipush_issued;
         while (((ipush_left(c) - since) & DN2_PC_MASK) > DN2_PC_MASK / 2) {
-            dn2i_relax();
+            dn2_cpu_relax();
         }
         return 0;
     }

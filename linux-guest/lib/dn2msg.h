@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -15,7 +15,7 @@
  *
  * Exit status: 0 up, 1 failed (the reason on stderr), 2 bad arguments.
  */
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -534,19 +534,19 @@ static void test_opcodes(void)
     CHECK_EQ(DN2_OP_IPUSH >> 3, 3);
     CHECK_EQ(DN2_OP_LHSV2 >> 3, 3);
 
-    /* access form = low two bits */
-    CHECK_EQ(dn2_otype_form(DN2_OP_VL), DN2_FORM_CONTIG);
-    CHECK_EQ(dn2_otype_form(DN2_OP_VLS), DN2_FORM_STRIDE);
-    CHECK_EQ(dn2_otype_form(DN2_OP_VLI), DN2_FORM_LIST);
-    CHECK_EQ(dn2_otype_form(DN2_OP_VS), DN2_FORM_CONTIG);
-    CHECK_EQ(dn2_otype_form(DN2_OP_VSS), DN2_FORM_STRIDE);
-    CHECK_EQ(dn2_otype_form(DN2_OP_VSI), DN2_FORM_LIST);
-    CHECK_EQ(dn2_otype_form(DN2_OP_RVL), DN2_FORM_CONTIG);
-    CHECK_EQ(dn2_otype_form(DN2_OP_RVLS), DN2_FORM_STRIDE);
-    CHECK_EQ(dn2_otype_form(DN2_OP_RVLI), DN2_FORM_LIST);
-    CHECK_EQ(dn2_otype_form(DN2_OP_RVS), DN2_FORM_CONTIG);
-    CHECK_EQ(dn2_otype_form(DN2_OP_RVSS), DN2_FORM_STRIDE);
-    CHECK_EQ(dn2_otype_form(DN2_OP_RVSI), DN2_FORM_LIST);
+    /* access form = low two bits, in each of the four families */
+    {
+        static const unsigned fam[] = { DN2_OP_VL, DN2_OP_VS, DN2_OP_RVL, DN2_OP_RVS };
+        static const int form[] = { DN2_FORM_CONTIG, DN2_FORM_STRIDE, DN2_FORM_LIST };
+
+        for (unsigned f = 0; f < 4; f++) {
+            for (unsigned k = 0; k < 3; k++) {
+                CHECK_EQ(dn2_otype_form(fam[f] + k), form[k]);
+            }
+        }
+        CHECK_EQ(DN2_OP_VLI, DN2_OP_VL + 2);
+        CHECK_EQ(DN2_OP_RVSS, DN2_OP_RVS + 1);
+    }
 
     /* DTYPE (Table 4.5) */
     for (unsigned d = 0; d < 8; d++) {
@@ -1346,11 +1346,15 @@ static void test_amt_codec(void)
     CHECK_EQ(dn2_amt_slot(0xabc), 0x8abc);
     CHECK_EQ(dn2_amt_slot(0x1abc), 0x8abc);            /* truncated */
     CHECK(dn2_amt_slot_valid(dn2_amt_slot(0)));
-    CHECK(!dn2_amt_slot_valid(0x0fff));
-    CHECK_EQ(dn2_amt_slot_value(0x8abc), 0xabc);
-    for (uint32_t v = 0; v <= 0xfff; v++) {
-        if (dn2_amt_slot_value(dn2_amt_slot(v)) != v) {
-            fail_at(__FILE__, __LINE__, "slot value 0x%x", v);
+    /* every 16-bit slot: valid = bit 15, value = [11:0], and a written
+     * slot gives its value back */
+    for (uint32_t slot = 0; slot <= 0xffff; slot++) {
+        int valid = dn2_amt_slot_valid((uint16_t)slot);
+        uint32_t value = dn2_amt_slot_value((uint16_t)slot);
+
+        if (valid != (int)(slot >> 15) || value != (slot & 0xfff) ||
+            dn2_amt_slot(value) != (0x8000 | (slot & 0xfff))) {
+            fail_at(__FILE__, __LINE__, "slot 0x%04x", slot);
             return;
         }
     }

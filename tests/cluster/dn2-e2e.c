@@ -14,7 +14,7 @@
  * a dn2msg message after the data: the fabric delivers a sender's packets in
  * order, so when the note arrives the data is there.
  */
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 #include "dn2msg.h"
 
 #include <errno.h>
@@ -46,51 +46,6 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
     for (i = 0; i < n; i++) {
         p[i] = (uint8_t)(seed * 29 + i * 13 + (i >> 10));
     }
-}
-
-static int sd_write_h(dn2_t *h, uint32_t dst, const uint8_t *src, size_t len);
-static int sd_read_h(dn2_t *h, uint32_t src, uint8_t *dst, size_t len);
-
-static int sd_write(uint32_t dst, const uint8_t *src, size_t len)
-{
-    return sd_write_h(d, dst, src, len);
-}
-
-static int sd_read(uint32_t src, uint8_t *dst, size_t len)
-{
-    return sd_read_h(d, src, dst, len);
-}
-
-static int sd_write_h(dn2_t *h, uint32_t dst, const uint8_t *src, size_t len)
-{
-    size_t off;
-    int r;
-
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
-        dn2_ww_write(h, 0, src + off, n);
-        if ((r = dn2_vs(h, 0, dst + (uint32_t)off, (uint32_t)n)) ||
-            (r = dn2_wait_vs(h, 0, TMO))) {
-            return r;
-        }
-    }
-    return 0;
-}
-
-static int sd_read_h(dn2_t *h, uint32_t src, uint8_t *dst, size_t len)
-{
-    size_t off;
-    int r;
-
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
-        if ((r = dn2_vl(h, src + (uint32_t)off, 0, (uint32_t)n)) ||
-            (r = dn2_wait_pw(h, 0, TMO))) {
-            return r;
-        }
-        dn2_pw_read(h, 0, dst + off, n);
-    }
-    return 0;
 }
 
 /* The sender's note after a primitive: "step s done". */
@@ -169,7 +124,7 @@ static void pair_tests(int peer)
     /* RVS, RVSS, RVSI into the peer's SO-DIMM. */
     fill(a, sizeof(a), 7);
     if (sender) {
-        r = sd_write(SD_BASE, a, sizeof(a));
+        r = dn2_sd_write(d, SD_BASE, a, sizeof(a), 1, TMO);
     }
     step++;
     if (sender) {
@@ -177,7 +132,7 @@ static void pair_tests(int peer)
         note(peer, step);
         ok = !r;
     } else {
-        ok = !wait_note(peer, step) && !sd_read(SD_BASE + 0x100000, b, sizeof(a)) &&
+        ok = !wait_note(peer, step) && !dn2_sd_read(d, SD_BASE + 0x100000, b, sizeof(a), 1, TMO) &&
              !memcmp(a, b, sizeof(a));
     }
     verdict(peer, sender, ok, "RVS 64 KiB SO-DIMM to SO-DIMM across boards");
@@ -188,7 +143,7 @@ static void pair_tests(int peer)
         note(peer, step);
         ok = !r;
     } else {
-        ok = !wait_note(peer, step) && !sd_read(SD_BASE + 0x200000, b, 200 * 32);
+        ok = !wait_note(peer, step) && !dn2_sd_read(d, SD_BASE + 0x200000, b, 200 * 32, 1, TMO);
         for (i = 0; i < 200 && ok; i++) {
             ok = !memcmp(b + 32 * i, a + 8 * i, 8);
         }
@@ -202,7 +157,7 @@ static void pair_tests(int peer)
         for (i = 0; i < 16; i++) {
             list[i] = 64u * (15 - i);
         }
-        sd_write(SD_BASE + 0x300000, (uint8_t *)list, sizeof(list));
+        dn2_sd_write(d, SD_BASE + 0x300000, (uint8_t *)list, sizeof(list), 1, TMO);
         note(peer, step);
     } else {
         wait_note(peer, step);
@@ -214,7 +169,7 @@ static void pair_tests(int peer)
         note(peer, step);
         ok = !r;
     } else {
-        ok = !wait_note(peer, step) && !sd_read(SD_BASE + 0x310000, b, 1024);
+        ok = !wait_note(peer, step) && !dn2_sd_read(d, SD_BASE + 0x310000, b, 1024, 1, TMO);
         for (i = 0; i < 16 && ok; i++) {
             ok = !memcmp(b + 64 * (15 - i), a + 16 * i, 16);
         }
@@ -256,7 +211,7 @@ static void pair_tests(int peer)
         for (i = 0; i < 8; i++) {
             list[i] = 256u * (7 - i) + 32u;
         }
-        sd_write(SD_BASE + 0x500000, (uint8_t *)list, sizeof(list));
+        dn2_sd_write(d, SD_BASE + 0x500000, (uint8_t *)list, sizeof(list), 1, TMO);
         note(peer, step);
         ok = 1;
     } else {
@@ -307,8 +262,8 @@ static void pair_tests(int peer)
         if (!r) {
             memcpy(msg, &env, 8);
             memcpy(msg + 8, a + 1000, 200);
-            r = sd_write_h(w1, 0, a, 3000);
-            if (!r) r = sd_write_h(w1, 0x4000, msg, sizeof(msg));
+            r = dn2_sd_write(w1, 0, a, 3000, 1, TMO);
+            if (!r) r = dn2_sd_write(w1, 0x4000, msg, sizeof(msg), 1, TMO);
             if (!r) r = dn2_ipush(w1, plid, 1, 0, 3000, DN2_F_EFLAG);
             if (!r) r = dn2_lhsv1(w1, plid, 1, 0x4000, sizeof(msg), 0);
             dn2_close(w1);
@@ -324,7 +279,7 @@ static void pair_tests(int peer)
             struct dn2_rx_status st;
             if (dn2_status_next(w1r, &st, TMO) != 1 || st.type != DN2_OP_IPUSH ||
                 dn2_ring_avail(w1r, &ring, &at) < st.size || at != st.addr ||
-                sd_read_h(w1r, at, b + got, st.size)) {
+                dn2_sd_read(w1r, at, b + got, st.size, 1, TMO)) {
                 ok = 0;
                 break;
             }
@@ -336,7 +291,7 @@ static void pair_tests(int peer)
             int n = dn2_lh_next(w1r, &lh, TMO);
             ok = n == 1 && !dn2_lh_wait_complete(w1r, &lh, TMO) && lh.context == 4 &&
                  lh.rank == 3 && lh.tag == 0x5151 && lh.size == 200 &&
-                 !memcmp(lh.data, a + 1000, 48) && !sd_read_h(w1r, lh.pointer, b, 152) &&
+                 !memcmp(lh.data, a + 1000, 48) && !dn2_sd_read(w1r, lh.pointer, b, 152, 1, TMO) &&
                  !memcmp(b, a + 1048, 152);
             if (n == 1) {
                 dn2_lh_release(w1r);
@@ -356,11 +311,11 @@ static void pair_tests(int peer)
         uint32_t list[16];
         step++;
         fill(a, 4096, 40 + me);
-        r = sd_write(SD_BASE + 0x800000, a, 4096);
+        r = dn2_sd_write(d, SD_BASE + 0x800000, a, 4096, 1, TMO);
         dn2_ww_write(d, 0, a, 512);         /* VSS/VSI take their data from WW0 */
         if (!r) r = dn2_vss(d, 0, SD_BASE + 0x810000, DN2_DTYPE_8B, 64, 24);
         if (!r) r = dn2_wait_vs(d, 0, TMO);
-        if (!r) r = sd_read(SD_BASE + 0x810000, b, 64 * 24);
+        if (!r) r = dn2_sd_read(d, SD_BASE + 0x810000, b, 64 * 24, 1, TMO);
         ok = !r;
         for (i = 0; i < 64 && ok; i++) {
             ok = !memcmp(b + 24 * i, a + 8 * i, 8);
@@ -368,10 +323,10 @@ static void pair_tests(int peer)
         for (i = 0; i < 16; i++) {
             list[i] = 128u * (15 - i);
         }
-        if (ok) ok = !sd_write(SD_BASE + 0x820000, (uint8_t *)list, sizeof(list));
+        if (ok) ok = !dn2_sd_write(d, SD_BASE + 0x820000, (uint8_t *)list, sizeof(list), 1, TMO);
         dn2_ww_write(d, 0, a, 512);
         if (ok) ok = !dn2_vsi(d, 0, SD_BASE + 0x830000, DN2_DTYPE_16B, 16, SD_BASE + 0x820000) &&
-                     !dn2_wait_vs(d, 0, TMO) && !sd_read(SD_BASE + 0x830000, b, 2048);
+                     !dn2_wait_vs(d, 0, TMO) && !dn2_sd_read(d, SD_BASE + 0x830000, b, 2048, 1, TMO);
         for (i = 0; i < 16 && ok; i++) {
             ok = !memcmp(b + 128 * (15 - i), a + 16 * i, 16);
         }
@@ -384,7 +339,7 @@ static void pair_tests(int peer)
             }
         }
         if (ok) ok = !dn2_copy(d, SD_BASE + 0x800000, NULL, SD_BASE + 0x840000, NULL, 4096) &&
-                     !dn2_wait_vs(d, 3, TMO) && !sd_read(SD_BASE + 0x840000, b, 4096) &&
+                     !dn2_wait_vs(d, 3, TMO) && !dn2_sd_read(d, SD_BASE + 0x840000, b, 4096, 1, TMO) &&
                      !memcmp(a, b, 4096);
         verdict(peer, sender, ok, "local VSS, VSI, VLI and the SO-DIMM copy on the peer's board");
     }

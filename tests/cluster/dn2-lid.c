@@ -170,7 +170,7 @@ int main(int argc, char **argv)
     t0 = now_ms();
     for (;;) {
         v = *sma;
-        up = ((v & DN2_SMA_LINK_MASK) >> DN2_SMA_LINK_SHIFT) == DN2_SMA_LINK_READY;
+        up = dn2_sma_link_ready(v);
         if (up || wait_s <= 0 || now_ms() - t0 >= (uint64_t)wait_s * 1000) {
             break;
         }
@@ -186,13 +186,13 @@ int main(int argc, char **argv)
     }
     if (shell) {
         printf("DN2_LID=%llu DN2_LINK=%llu DN2_LINK_UP=%d DN2_BASE=0x%llx\n",
-               (unsigned long long)(v & DN2_SMA_LID_MASK),
-               (unsigned long long)((v & DN2_SMA_LINK_MASK) >> DN2_SMA_LINK_SHIFT),
+               (unsigned long long)dn2_sma_lid(v),
+               (unsigned long long)dn2_sma_link(v),
                up, (unsigned long long)base);
     } else {
         printf("board %d at 0x%llx: LID 0x%04llx, link %s (SMA LID 0x%llx)\n",
                board, (unsigned long long)base,
-               (unsigned long long)(v & DN2_SMA_LID_MASK), up ? "up" : "down",
+               (unsigned long long)dn2_sma_lid(v), up ? "up" : "down",
                (unsigned long long)v);
     }
     return up ? 0 : 1;

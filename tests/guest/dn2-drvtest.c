@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dn2-cpu.h"
 #include "dn2-sysfs.h"
 #include "dimmnet2/dn2_abi.h"
 #include "dimmnet2/dn2_uapi.h"
@@ -512,16 +513,6 @@ static void check_types(const char *sysdir, const int wid[2])
 
 /* ------------------------------------------------ VS/VL round trip */
 
-static void clflush_range(const volatile void *p, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i += 64) {
-        __asm__ volatile("clflush (%0)" :: "r"((const volatile uint8_t *)p + i) : "memory");
-    }
-    __asm__ volatile("mfence" ::: "memory");
-}
-
 /*
  * Write Window 0 -> SO-DIMM (VS), SO-DIMM -> Prefetch Window VL_WINDOW
  * (VL), through the mapped pieces only.  Returns 1 if the bytes came
@@ -540,7 +531,7 @@ static int round_trip(struct maps *m, uint64_t seed, char *why, size_t whylen)
         wr64(ww, 8 * i, pattern[i]);
     }
     /* WC stores drain before the UC doorbell. */
-    __asm__ volatile("sfence" ::: "memory");
+    dn2_cpu_sfence();
     pc0 = rd64(ur, DN2_UR_PRIM_COUNTER);
     wr64(ur, DN2_UR_CMD0_UPPER, dn2_req_upper(0, SDIMM_TEST_OFF));
     wr64(ur, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VS, DN2_DTYPE_1B, 0, 0, 0, 0,
@@ -559,7 +550,7 @@ static int round_trip(struct maps *m, uint64_t seed, char *why, size_t whylen)
         return 0;
     }
     /* Software coherence for the (write-back) Prefetch Window. */
-    clflush_range(pw + VL_WINDOW * DN2_WIN_SIZE, DN2_WIN_SIZE);
+    dn2_cpu_flush(pw + VL_WINDOW * DN2_WIN_SIZE, DN2_WIN_SIZE);
     wr64(ur, DN2_UR_CMD0_UPPER, dn2_req_upper(SDIMM_TEST_OFF, VL_WINDOW * DN2_WIN_SIZE));
     wr64(ur, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VL, DN2_DTYPE_1B, 0, 0, 0, 0,
                                               DN2_WIN_SIZE));
@@ -568,7 +559,7 @@ static int round_trip(struct maps *m, uint64_t seed, char *why, size_t whylen)
         snprintf(why, whylen, "VL: PW flags 0x%llx", (unsigned long long)last);
         return 0;
     }
-    clflush_range(pw + VL_WINDOW * DN2_WIN_SIZE, DN2_WIN_SIZE);
+    dn2_cpu_flush(pw + VL_WINDOW * DN2_WIN_SIZE, DN2_WIN_SIZE);
     for (i = 0; i < DN2_WIN_SIZE / 8; i++) {
         uint64_t w = rd64(pw, VL_WINDOW * DN2_WIN_SIZE + 8 * i);
         if (w != pattern[i]) {
@@ -928,7 +919,7 @@ static void test_mmap(void)
         b = rd64(m[1].p[P_LLCM], 0x100);
         wr64(m[0].p[P_WW], 0x7f8, 0xaaaa0000aaaa0000ULL);
         wr64(m[1].p[P_WW], 0x7f8, 0xbbbb0000bbbb0000ULL);
-        __asm__ volatile("sfence" ::: "memory");
+        dn2_cpu_sfence();
         wa = rd64(m[0].p[P_WW], 0x7f8);
         wb = rd64(m[1].p[P_WW], 0x7f8);
         check(a == 0x1111222233334444ULL && b == 0x5555666677778888ULL &&

@@ -7,7 +7,7 @@
  *
  *   dn2-libtest [PHYS_BASE]      (default dn2_find_base(); needs root: /dev/mem)
  */
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,38 +38,6 @@ static void pattern(uint8_t *p, size_t n, unsigned seed)
     for (i = 0; i < n; i++) {
         p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
     }
-}
-
-/* Write len bytes to SO-DIMM at dst through the Write Window (VS). */
-static int sd_write(dn2_t *d, uint32_t dst, const uint8_t *src, size_t len)
-{
-    size_t off;
-    int r;
-
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
-        dn2_ww_write(d, 0, src + off, n);
-        if ((r = dn2_vs(d, 0, dst + off, n)) || (r = dn2_wait_vs(d, 0, TMO))) {
-            return r;
-        }
-    }
-    return 0;
-}
-
-/* Read len bytes of SO-DIMM at src through the Prefetch Window (VL). */
-static int sd_read(dn2_t *d, uint32_t src, uint8_t *dst, size_t len)
-{
-    size_t off;
-    int r;
-
-    for (off = 0; off < len; off += DN2_WIN_SIZE) {
-        size_t n = len - off < DN2_WIN_SIZE ? len - off : DN2_WIN_SIZE;
-        if ((r = dn2_vl(d, src + off, 0, n)) || (r = dn2_wait_pw(d, 0, TMO))) {
-            return r;
-        }
-        dn2_pw_read(d, 0, dst + off, n);
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -110,8 +78,8 @@ int main(int argc, char **argv)
 
     /* Local: VS then VL. */
     pattern(a, 4096, 1);
-    r = sd_write(w0, 0x10000, a, 4096);
-    if (!r) r = sd_read(w0, 0x10000, b, 4096);
+    r = dn2_sd_write(w0, 0x10000, a, 4096, 1, TMO);
+    if (!r) r = dn2_sd_read(w0, 0x10000, b, 4096, 1, TMO);
     CHECK(r == 0 && !memcmp(a, b, 4096), "VS + VL round trip of 4 KiB: %s", dn2_strerror(r));
     r = dn2_vs(w0, 0x100, 0, 0x200);
     if (!r) r = dn2_wait_vs(w0, 0, TMO);
@@ -119,10 +87,10 @@ int main(int argc, char **argv)
 
     /* Local SO-DIMM to SO-DIMM copy, 64 KiB. */
     pattern(a, 65536, 2);
-    r = sd_write(w0, 0x20000, a, 65536);
+    r = dn2_sd_write(w0, 0x20000, a, 65536, 1, TMO);
     if (!r) r = dn2_copy(w0, 0x20000, NULL, 0x40000, NULL, 65536);
     if (!r) r = dn2_wait_vs(w0, 3, TMO);
-    if (!r) r = sd_read(w0, 0x40000, b, 65536);
+    if (!r) r = dn2_sd_read(w0, 0x40000, b, 65536, 1, TMO);
     CHECK(r == 0 && !memcmp(a, b, 65536), "SO-DIMM copy of 64 KiB (VL + VS pair): %s", dn2_strerror(r));
 
     /* Strided gather: every other 8-byte element. */
@@ -153,12 +121,12 @@ int main(int argc, char **argv)
 
     /* RVS: 9000 bytes = 5 packets at MTU 2048, one status record. */
     pattern(a, 9000, 3);
-    r = sd_write(w0, 0x50000, a, 9000);
+    r = dn2_sd_write(w0, 0x50000, a, 9000, 1, TMO);
     if (!r) r = dn2_rvs(w0, lid, 1, 0x50000, 0x60000, 9000, NULL, DN2_F_EFLAG);
     n = r ? r : dn2_status_next(w1, &st, TMO);
     CHECK(n == 1 && st.size == 9000 && st.addr == 0x60000,
           "RVS 9000 bytes: one status record, size %u at 0x%x", st.size, st.addr);
-    r = sd_read(w1, 0x60000, b, 9000);
+    r = dn2_sd_read(w1, 0x60000, b, 9000, 1, TMO);
     CHECK(r == 0 && !memcmp(a, b, 9000), "RVS data in WID 1's SO-DIMM");
     CHECK(dn2_packet_counter(w1) >= 5, "WID 1 Packet Counter %llu (>= 5)",
           (unsigned long long)dn2_packet_counter(w1));
@@ -173,7 +141,7 @@ int main(int argc, char **argv)
     /* RVSS: 16 elements of 4 bytes scattered with stride 64. */
     r = dn2_rvss(w0, lid, 1, 0x50000, 0x70000, DN2_DTYPE_4B, 16, 64, NULL, DN2_F_EFLAG);
     n = r ? r : dn2_status_next(w1, &st, TMO);
-    r = sd_read(w1, 0x70000, b, 1024);
+    r = dn2_sd_read(w1, 0x70000, b, 1024, 1, TMO);
     for (i = 0, n = (n == 1) ? 0 : -100; i < 16; i++) {
         n += !memcmp(b + 64 * i, a + 4 * i, 4);
     }
@@ -186,7 +154,7 @@ int main(int argc, char **argv)
         const struct dn2_pattern g = { DN2_FORM_STRIDE, DN2_DTYPE_8B, 32, 16 };
         r = dn2_rvs(w0, lid, 1, 0x50000, 0x78000, 256, &g, DN2_F_EFLAG);
         n = r ? r : dn2_status_next(w1, &st, TMO);
-        if (!r) r = sd_read(w1, 0x78000, b, 256);
+        if (!r) r = dn2_sd_read(w1, 0x78000, b, 256, 1, TMO);
         for (i = 0, n = (n == 1) ? 0 : -100; i < 32; i++) {
             n += !memcmp(b + 8 * i, a + 16 * i, 8);
         }
@@ -206,7 +174,7 @@ int main(int argc, char **argv)
         uint32_t at;
         if (dn2_status_next(w1, &st, TMO) == 1 && st.type == DN2_OP_IPUSH &&
             dn2_ring_avail(w1, &ring, &at) >= 1000 && at == st.addr &&
-            sd_read(w1, at, b, 1000) == 0 && !memcmp(b, a + 1000 * i, 1000)) {
+            dn2_sd_read(w1, at, b, 1000, 1, TMO) == 0 && !memcmp(b, a + 1000 * i, 1000)) {
             n++;
             dn2_ring_consume(w1, &ring, 1000);
         }
@@ -219,7 +187,7 @@ int main(int argc, char **argv)
         uint64_t env = dn2_envelope(3, 7, 0xabcd1234u);
         memcpy(a, &env, 8);
         pattern(a + 8, 200, 4);
-        r = sd_write(w0, 0x80000, a, 208);
+        r = dn2_sd_write(w0, 0x80000, a, 208, 1, TMO);
         if (!r) r = dn2_lhsv1(w0, lid, 1, 0x80000, 208, 0);
         n = r ? r : dn2_lh_next(w1, &lh, TMO);
         CHECK(n == 1 && lh.context == 3 && lh.rank == 7 && lh.tag == 0xabcd1234u &&
@@ -228,7 +196,7 @@ int main(int argc, char **argv)
         r = dn2_lh_wait_complete(w1, &lh, TMO);
         CHECK(r == 0 && !memcmp(lh.data, a + 8, DN2_LHB_DATA),
               "LHSv1 complete, 48 inline bytes match");
-        r = sd_read(w1, lh.pointer, b, 152);
+        r = dn2_sd_read(w1, lh.pointer, b, 152, 1, TMO);
         CHECK(r == 0 && !memcmp(b, a + 56, 152), "LHSv1 overflow at 0x%x matches", lh.pointer);
         dn2_lh_release(w1);
         dn2_ring_consume(w1, &ring, 152);
@@ -249,7 +217,7 @@ int main(int argc, char **argv)
         }
         CHECK(n == 1 && lh.context == 9 && lh.tag == 77 && lh.size == 156 &&
               !memcmp(lh.data, img + 8, 48), "LHSv2 gathers the Write Window part first");
-        r = sd_read(w1, lh.pointer, b, 108);
+        r = dn2_sd_read(w1, lh.pointer, b, 108, 1, TMO);
         CHECK(r == 0 && !memcmp(b, img + 56, 8) && !memcmp(b + 8, a, 100),
               "LHSv2 overflow = rest of the WW part, then the SO-DIMM part");
         dn2_lh_release(w1);
@@ -264,7 +232,7 @@ int main(int argc, char **argv)
         uint64_t env = dn2_envelope(5, 2, 99);
         memcpy(a, &env, 8);
         pattern(a + 8, 40, 8);
-        if (!r) r = sd_write(w0, 0x90000, a, 48);
+        if (!r) r = dn2_sd_write(w0, 0x90000, a, 48, 1, TMO);
         if (!r) r = dn2_lhsv1(w0, lid, 1, 0x90000, 48, 0);
         n = r ? r : dn2_lh_next(w1, &lh, TMO);
         CHECK(n == 1 && lh.tag == 99 && lh.size == 40 && !memcmp(lh.data, a + 8, 40),

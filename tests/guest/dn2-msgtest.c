@@ -12,7 +12,7 @@
  * cover the eager path (inline, Write Window, staged) and rendezvous, tags
  * out of order (unexpected queue), wildcards, truncation and barriers.
  */
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 #include "dn2msg.h"
 
 #include <errno.h>

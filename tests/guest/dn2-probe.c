@@ -400,13 +400,13 @@ int main(int argc, char **argv)
     /* 6. SMA LID: no fabric, so no link */
     v = rd64(DN2_SR_BASE + DN2_SR_SMA);
     diag("SMA LID = 0x%llx: LID 0x%llx, link status %llu (%s)",
-         (unsigned long long)v, (unsigned long long)(v & DN2_SMA_LID_MASK),
-         (unsigned long long)((v & DN2_SMA_LINK_MASK) >> DN2_SMA_LINK_SHIFT),
-         ((v & DN2_SMA_LINK_MASK) >> DN2_SMA_LINK_SHIFT) == DN2_SMA_LINK_READY ?
+         (unsigned long long)v, (unsigned long long)dn2_sma_lid(v),
+         (unsigned long long)dn2_sma_link(v),
+         dn2_sma_link_ready(v) ?
          "ready" : "down");
     result(T_SMA, (v & DN2_SMA_LINK_MASK) == 0,
            "SMA LID link status %llu (no fabric attached: want 0)",
-           (unsigned long long)((v & DN2_SMA_LINK_MASK) >> DN2_SMA_LINK_SHIFT));
+           (unsigned long long)dn2_sma_link(v));
 
     /* 7. SO-DIMM Capacity (1 = 256 MiB per module) + Init */
     wr64(DN2_SR_BASE + DN2_SR_SDIMM_CAPACITY, 1);
@@ -520,8 +520,7 @@ int main(int argc, char **argv)
      * waits for the link, and requests behind it stay in the Request FIFO.
      * WW0's "done" bit and PW1's flags are set from the round trip above.
      */
-    link_up = ((rd64(DN2_SR_BASE + DN2_SR_SMA) & DN2_SMA_LINK_MASK) >>
-               DN2_SMA_LINK_SHIFT) == DN2_SMA_LINK_READY;
+    link_up = dn2_sma_link_ready(rd64(DN2_SR_BASE + DN2_SR_SMA));
     if (link_up) {
         result(T_STALL, 1, "# SKIP the link is up: a remote store would not wait");
         result(T_VS_ISSUE, 1, "# SKIP the link is up");
@@ -534,13 +533,13 @@ int main(int argc, char **argv)
         ur_wr(DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_RVS, DN2_DTYPE_1B, 0,
                                                dn2_lid_to_clid(1), 0, 1, 8));
         ok = poll_reg(DN2_UR_OFF(0) + DN2_UR_MODULE_STATE,
-                      DN2_MASK(DN2_MS_RC_SHIFT - 1, DN2_MS_WC_SHIFT),
-                      DN2_PUT(1 + DN2_OP_RVS, DN2_MS_RC_SHIFT - 1, DN2_MS_WC_SHIFT),
+                      DN2_FMASK(DN2_MS_WC),
+                      DN2_FPUT(dn2_ms_wc_busy(DN2_OP_RVS), DN2_MS_WC),
                       &ms, &ns);
         diag("Module State after an RVS to LID 1 (no link) = 0x%llx: Window "
              "Controller field %llu (1 + OTYPE 0x%x = executing RVS)",
              (unsigned long long)ms,
-             (unsigned long long)DN2_GET(ms, DN2_MS_RC_SHIFT - 1, DN2_MS_WC_SHIFT),
+             (unsigned long long)DN2_FGET(ms, DN2_MS_WC),
              DN2_OP_RVS);
         result(T_STALL, ok, "an RVS with no link keeps the Window Controller "
                "busy (Module State 0x%llx)", (unsigned long long)ms);

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 #include "dn2-tap.h"
 
 #define TMO 2000000
@@ -34,18 +34,6 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
     for (i = 0; i < n; i++) {
         p[i] = (uint8_t)(seed * 31 + i * 7);
     }
-}
-
-/* Read SO-DIMM through Prefetch Window 0 (a correct program). */
-static int sd_read(dn2_t *d, uint32_t src, uint8_t *dst, uint32_t len)
-{
-    int r = dn2_vl(d, src, 0, len);
-
-    if (!r) {
-        r = dn2_wait_pw(d, 0, TMO);
-    }
-    dn2_pw_read(d, 0, dst, len);
-    return r;
 }
 
 int main(int argc, char **argv)
@@ -79,7 +67,7 @@ int main(int argc, char **argv)
     dn2_ww_write(w0, 0, b, sizeof(b));
     if (!r) r = dn2_vs(w0, 0, 0x2000, sizeof(b));
     if (!r) r = dn2_wait_vs(w0, 0, TMO);
-    if (!r) r = sd_read(w0, 0x1000, got, sizeof(got));
+    if (!r) r = dn2_sd_read(w0, 0x1000, got, sizeof(got), 1, TMO);
     CHECK(r == 0 && !memcmp(got, a, sizeof(a)),
           "ww-reused: the first VS kept its data (true only on a forgiving board)");
 
@@ -101,7 +89,7 @@ int main(int argc, char **argv)
         struct dn2_rx_status st;
         r = dn2_status_next(w0, &st, TMO) == 1 ? 0 : -1;
     }
-    if (!r) r = sd_read(w0, 0x4000, got, sizeof(got));
+    if (!r) r = dn2_sd_read(w0, 0x4000, got, sizeof(got), 1, TMO);
     CHECK(r == 0 && !memcmp(got, a, sizeof(a)),
           "no-lid: an RVS to ourselves with the LID register cleared: %s", dn2_strerror(r));
     return t_fail ? 1 : 0;

@@ -14,7 +14,7 @@
  * Every register offset, bit and layout comes from <dimmnet2/dn2_abi.h>.
  */
 #define _GNU_SOURCE
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 #include "dimmnet2/dn2_uapi.h"
 
 #include <ctype.h>
@@ -205,30 +205,12 @@ static int want_args(int argc, int lo, int hi, const char *usage)
 
 /* ------------------------------------------------------------ CPU helpers */
 
-static void cpu_clflush(const volatile void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("clflush %0" : "+m"(*(volatile char *)p));
-#else
-    (void)p;
-#endif
-}
-
-static void cpu_mfence(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("mfence" ::: "memory");
-#else
-    __sync_synchronize();
-#endif
-}
-
 /* The Prefetch Window and the LH Buffer may be write-back (driver mode):
  * drop their lines before reading or before the board fills them. */
 static void forget_lines(const volatile uint8_t *base, uint32_t off, uint32_t len,
                          uint32_t area)
 {
-    uint32_t a, end = off + len;
+    uint32_t end = off + len;
 
     if (off >= area) {
         return;
@@ -236,10 +218,7 @@ static void forget_lines(const volatile uint8_t *base, uint32_t off, uint32_t le
     if (end > area || end < off) {
         end = area;
     }
-    for (a = off & ~63u; a < end; a += 64) {
-        cpu_clflush(base + a);
-    }
-    cpu_mfence();
+    dn2_cpu_flush(base + off, end - off);
 }
 
 static uint64_t now_ms(void)
@@ -347,7 +326,7 @@ static int link_ready(uint64_t *sma)
         if (sma) {
             *sma = v;
         }
-        return DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY;
+        return dn2_sma_link_ready(v);
     }
     if (drv_info(&info)) {
         return -1;
@@ -457,19 +436,19 @@ static void print_pw_flag(uint64_t v)
 
 static void print_module_state(uint64_t v)
 {
-    unsigned wc = (unsigned)DN2_GET(v, 16, 0);
-    unsigned rc = (unsigned)DN2_GET(v, 36, 17);
-    unsigned wu = (unsigned)DN2_GET(v, 50, 37);
-    unsigned pu = (unsigned)DN2_GET(v, 57, 51);
+    struct dn2_module_state m;
+    unsigned wc, rc, wu, pu;
 
+    dn2_ms_unpack(v, &m);
+    wc = m.wc, rc = m.rc, wu = m.wu, pu = m.pu;
     /* [EMU] encoding (dn2_abi.h): 0 idle, WC = 1 + OTYPE being executed. */
     printf("Window Controller\n");
     if (wc == 0) {
         printf("  Executer : P_IDLE\n");
     } else {
-        unsigned op = wc - 1;
+        unsigned op = wc - DN2_MS_WC_OTYPE_BIAS;
         printf("  Executer : P_%s_EXEC (OTYPE 0x%02x)\n",
-               op <= 0x1f ? dn2_otype_name(op) : "?", op);
+               op <= DN2_OTYPE_MASK ? dn2_otype_name(op) : "?", op);
     }
     printf("Receive Controller\n  %s\n", rc ? "BUSY" : "IDLE");
     printf("Write Unit\n  %s\n", wu ? "BUSY" : "IDLE");
@@ -481,16 +460,15 @@ static void print_module_state(uint64_t v)
 
 static void print_status_record(uint32_t at, uint64_t lo, uint64_t up)
 {
-    unsigned type = (unsigned)DN2_GET(lo, 4, 0);
-    unsigned clid = (unsigned)DN2_GET(lo, 29, 18);
+    struct dn2_status_rec rec = { lo, up };
+    struct dn2_status_fields f;
 
+    dn2_status_unpack(&rec, &f);
     printf("status @0x%04x: lower %016" PRIx64 " upper %016" PRIx64 "\n", at, lo, up);
     printf("  %s from CLID 0x%03x (LID %u) WID %u: %" PRIu64 " bytes, "
            "first address 0x%" PRIx64 ", dtype %u, iteration %u\n",
-           dn2_otype_name(type), clid, dn2_clid_to_lid((uint16_t)clid),
-           (unsigned)DN2_GET(lo, 30, 30), (uint64_t)DN2_GET(lo, 63, 32),
-           (uint64_t)DN2_GET(up, 31, 0),
-           (unsigned)DN2_GET(lo, 7, 5), (unsigned)DN2_GET(lo, 15, 8));
+           dn2_otype_name(f.type), f.clid, dn2_clid_to_lid(f.clid),
+           f.wid, (uint64_t)f.size, (uint64_t)f.addr, f.dtype, f.iter);
 }
 
 /* After a timeout: say why the board may be stuck. */
@@ -498,13 +476,17 @@ static void explain_stall(void)
 {
     uint64_t ms = dn2_ur_read(S.d, DN2_UR_MODULE_STATE);
     uint64_t cs = dn2_ctl_status(S.d);
-    unsigned wc = (unsigned)DN2_GET(ms, 16, 0);
+    struct dn2_module_state m;
+    unsigned wc, op;
 
-    if (wc && wc - 1 >= DN2_OP_RVL && wc - 1 <= 0x1f && link_ready(NULL) == 0) {
+    dn2_ms_unpack(ms, &m);
+    wc = m.wc;
+    op = wc - DN2_MS_WC_OTYPE_BIAS;
+    if (wc && op >= DN2_OP_RVL && op <= DN2_OTYPE_MASK && link_ready(NULL) == 0) {
         note("the Window Controller is executing %s (OTYPE 0x%02x) and the link is not "
              "up: it waits for the link (a Controller Reset clears it)",
-             dn2_otype_name(wc - 1), wc - 1);
-    } else if (wc == 1 + DN2_OP_BOTF && link_ready(NULL) == 0) {
+             dn2_otype_name(op), op);
+    } else if (wc == dn2_ms_wc_busy(DN2_OP_BOTF) && link_ready(NULL) == 0) {
         note("the Window Controller is executing a BOTF and the link is not up");
     }
     if (cs & DN2_CS_REQ_ERROR) {
@@ -711,7 +693,7 @@ static int c_prim(int argc, char **argv)
     c.ex_valid = kv[9].given;
 
     /* The board fills Prefetch Window lines: drop them from the cache. */
-    if ((otype & 0x1c) == DN2_OP_VL || ((otype & 0x1c) == DN2_OP_RVL && c.cmd)) {
+    if (dn2_otype_family(otype) == DN2_OP_VL || (dn2_otype_is_rvl(otype) && c.cmd)) {
         uint32_t bytes = dn2_otype_form(otype) == DN2_FORM_CONTIG
                          ? (uint32_t)kv[5].val
                          : (uint32_t)kv[1].val * dn2_dtype_bytes((unsigned)kv[0].val);
@@ -798,8 +780,8 @@ static int c_sreg_read(int argc, char **argv)
     printf("LID  : %u (0x%04x, CLID 0x%03x)\n", (unsigned)(v & DN2_SMA_LID_MASK),
            (unsigned)(v & DN2_SMA_LID_MASK),
            dn2_lid_to_clid((uint16_t)(v & DN2_SMA_LID_MASK)));
-    printf("link : %u%u (%s)\n", (unsigned)DN2_GET(v, 17, 17), (unsigned)DN2_GET(v, 16, 16),
-           DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY ? "ready" : "not ready");
+    printf("link : %u%u (%s)\n", dn2_sma_link(v) >> 1, dn2_sma_link(v) & 1,
+           dn2_sma_link_ready(v) ? "ready" : "not ready");
     return 0;
 }
 
@@ -890,21 +872,23 @@ static int c_sreg_write(int argc, char **argv)
         break;
     case DN2_SR_SDIMM_CAPACITY:
         printf("%" PRIu64 " MiB per module%s\n", dn2_sdimm_module_bytes(v) >> 20,
-               dn2_sdimm_module_bytes(v) == DN2_SDIMM_CAP_DEFAULT && (v & 0x3f) != 1
+               dn2_sdimm_module_bytes(v) == DN2_SDIMM_CAP_DEFAULT &&
+               DN2_FGET(v, DN2_SDIMM_CAP_CODE) != dn2_sdimm_capacity_reg(DN2_SDIMM_CAP_DEFAULT)
                ? " (not a one-hot code: the default)" : "");
         break;
     case DN2_SR_MTU:
         printf("%u bytes%s\n", dn2_mtu_bytes(v),
-               dn2_mtu_bytes(v) == DN2_MTU_DEFAULT && (v & 0x1f) != 0x08
+               dn2_mtu_bytes(v) == DN2_MTU_DEFAULT &&
+               DN2_FGET(v, DN2_MTU_CODE) != dn2_mtu_reg(DN2_MTU_DEFAULT)
                ? " (not a valid code: the default)" : "");
         break;
     case DN2_SR_LID:
-        printf("LID %u (0x%04x, CLID 0x%03x)\n", (unsigned)(v & 0xffff),
-               (unsigned)(v & 0xffff), dn2_lid_to_clid((uint16_t)v));
+        printf("LID %u (0x%04x, CLID 0x%03x)\n", (unsigned)DN2_FGET(v, DN2_SR_LID_VALUE),
+               (unsigned)DN2_FGET(v, DN2_SR_LID_VALUE), dn2_lid_to_clid((uint16_t)v));
         break;
     case DN2_SR_PGID0:
     case DN2_SR_PGID1:
-        printf("PGID %u for WID %d\n", (unsigned)(v & 0xff),
+        printf("PGID %u for WID %d\n", (unsigned)DN2_FGET(v, DN2_SR_PGID_VALUE),
                sregs[i].off == DN2_SR_PGID1);
         break;
     }
@@ -1229,16 +1213,13 @@ static int c_dump(int argc, char **argv)
         uint32_t n = (uint32_t)(size - done < DN2_WIN_SIZE ? size - done : DN2_WIN_SIZE);
         uint32_t i, words = (n + 7) / 8;
         /* VL through Prefetch Window #3, then read the window. */
-        r = dn2_vl(S.d, (uint32_t)(off + done), DSH_SODIMM_WIN * DN2_WIN_SIZE, (n + 7) & ~7u);
-        if (!r) {
-            r = dn2_wait_pw(S.d, DSH_SODIMM_WIN, S.timeout_ms * 1000L);
-        }
+        r = dn2_sd_read(S.d, (uint32_t)(off + done), buf, words * 8, 1u << DSH_SODIMM_WIN,
+                        S.timeout_ms * 1000L);
         if (r) {
             fail("VL of SO-DIMM 0x%" PRIx64 ": %s", off + done, dn2_strerror(r));
             explain_stall();
             return -1;
         }
-        dn2_pw_read(S.d, DSH_SODIMM_WIN * DN2_WIN_SIZE, buf, words * 8);
         for (i = 0; i < words; i++) {
             if (i % 2 == 0) {
                 printf("#%0*" PRIx64 ":", w, off + done + i * 8);

@@ -26,6 +26,16 @@
 --                   dn2f.rec.lane == 2   dn2f.ack.lane == 3
 --                   dn2f.ts   dn2f.ack.echo (timestamps, version 4)
 
+-- The ABI table (see above).
+local function abi_path()
+    local env = os.getenv("DN2_WIRESHARK_ABI")
+    if env and env ~= "" then return env end
+    local src = debug.getinfo(1, "S").source or ""
+    local dir = src:match("^@(.*[/\\])") or ""
+    return dir .. "dimmnet2-abi.lua"
+end
+local abi = dofile(abi_path())
+
 local cap = Proto("dn2cap", "DIMMnet-2 switch capture")
 local fab = Proto("dn2f", "DIMMnet-2 fabric")
 local pkt = Proto("dn2", "DIMMnet-2 packet")
@@ -53,17 +63,10 @@ local bye_reasons = { [0] = "leaving", [1] = "switch shutdown", [2] = "unknown (
                       [3] = "refused: GUID in use", [4] = "refused: authentication",
                       [5] = "refused: no LID / host limit" }
 local families = { [0] = "none", [4] = "IPv4", [6] = "IPv6" }
--- OTYPE names (dn2_abi.h enum dn2_otype)
-local otypes = {
-    [0x00] = "NOP", [0x01] = "BOTF", [0x04] = "VL", [0x05] = "VLS", [0x06] = "VLI",
-    [0x08] = "VS", [0x09] = "VSS", [0x0a] = "VSI", [0x10] = "RVL", [0x11] = "RVLS",
-    [0x12] = "RVLI", [0x14] = "RVS", [0x15] = "RVSS", [0x16] = "RVSI", [0x18] = "IPUSH",
-    [0x19] = "LHSv1", [0x1a] = "LHSv2",
-}
-local dtypes = {
-    [0] = "1 B", [1] = "2 B", [2] = "4 B", [3] = "8 B", [4] = "16 B", [5] = "32 B",
-    [6] = "64 B", [7] = "128 B",
-}
+-- OTYPE names (dn2_abi.h enum dn2_otype) and DTYPE sizes, from the ABI table
+local otypes = abi.otypes
+local dtypes = {}
+for d, b in pairs(abi.dtype_bytes) do dtypes[d] = string.format("%d B", b) end
 
 -- capture header
 local fc = {
@@ -189,70 +192,79 @@ local fplist = {}
 for _, v in pairs(fp) do fplist[#fplist + 1] = v end
 pkt.fields = fplist
 
-local function bits(v, hi, lo)
-    -- v: UInt64; returns a Lua number
-    local width = hi - lo + 1
-    local mask = UInt64(1):lshift(width) - 1
+-- Field f = { hi, lo } of the 64-bit line v (UInt64); a Lua number.
+local function bits(v, f)
+    local hi, lo = f[1], f[2]
+    local mask = UInt64(1):lshift(hi - lo + 1) - 1
     return v:rshift(lo):band(mask):tonumber()
 end
 
 local function hdr_lines(t)
-    if t == 0x10 or t == 0x11 or t == 0x12 then return 4 end
-    if t == 0x15 or t == 0x16 then return 3 end
-    return 2
+    return abi.hdr_lines[t] or 2
+end
+
+-- What the 2nd DW's halves mean per TYPE (dn2_abi.h, "How the 2nd/3rd DW
+-- are used").
+local op = abi.op
+local function dw2_meaning(ty)
+    if ty == op.RVS then return "Initial DSTOff", "DSTOff of this packet"
+    elseif ty == op.RVSS or ty == op.RVSI then return "Initial DSTOff", "index of the first element"
+    elseif ty == op.RVL or ty == op.RVLS or ty == op.RVLI then
+        return "SRCOff on the responder", "DSTOff on the requester"
+    elseif abi.msg[ty] then return "message bytes", "byte offset in the message"
+    end
+    return "", ""
 end
 
 -- One DIMMnet-2 packet in tvb range r; returns a summary string.
 local function dissect_packet(r, tree)
     local len = r:len()
     local t = tree:add(pkt, r)
-    if len < 8 then
+    if len < abi.line then
         t:add_expert_info(PI_MALFORMED, PI_ERROR, "shorter than the 1st DW")
         return "short"
     end
-    local w = r:range(0, 8):le_uint64()
-    local dw = r:range(0, 8)
-    local size, ty, dl = bits(w, 11, 0), bits(w, 16, 12), bits(w, 47, 32)
+    local L = abi.line
+    local w = r:range(0, L):le_uint64()
+    local dw = r:range(0, L)
+    local h0 = abi.h0
+    local size, ty, dl = bits(w, h0.size), bits(w, h0.type), bits(w, h0.dlid)
     t:add(fp.size, dw, size)
     t:add(fp.type, dw, ty)
-    t:add(fp.dtype, dw, bits(w, 19, 17))
-    t:add(fp.pgid, dw, bits(w, 27, 20))
-    t:add(fp.dwid, dw, bits(w, 28, 28))
-    t:add(fp.swid, dw, bits(w, 29, 29))
+    t:add(fp.dtype, dw, bits(w, h0.dtype))
+    t:add(fp.pgid, dw, bits(w, h0.pgid))
+    t:add(fp.dwid, dw, bits(w, h0.dwid))
+    t:add(fp.swid, dw, bits(w, h0.swid))
     t:add(fp.dlid, dw, dl)
-    t:add(fp.iter, dw, bits(w, 58, 51))
-    t:add(fp.rflag, dw, bits(w, 59, 59))
-    t:add(fp.eflag, dw, bits(w, 60, 60))
-    t:add(fp.hflag, dw, bits(w, 61, 61))
-    t:add(fp.lflag, dw, bits(w, 62, 62))
-    t:add(fp.pflag, dw, bits(w, 63, 63))
+    t:add(fp.iter, dw, bits(w, h0.iter))
+    t:add(fp.rflag, dw, bits(w, h0.rflag))
+    t:add(fp.eflag, dw, bits(w, h0.eflag))
+    t:add(fp.hflag, dw, bits(w, h0.hflag))
+    t:add(fp.lflag, dw, bits(w, h0.lflag))
+    t:add(fp.pflag, dw, bits(w, h0.pflag))
     local lines = hdr_lines(ty)
-    if len >= 16 then
-        -- meaning per TYPE (dn2_abi.h, "How the 2nd/3rd DW are used")
-        local lo, hi = "", ""
-        if ty == 0x14 then lo, hi = "Initial DSTOff", "DSTOff of this packet"
-        elseif ty == 0x15 or ty == 0x16 then lo, hi = "Initial DSTOff", "index of the first element"
-        elseif ty >= 0x10 and ty <= 0x12 then lo, hi = "SRCOff on the responder", "DSTOff on the requester"
-        elseif ty == 0x18 or ty == 0x19 or ty == 0x1a then lo, hi = "message bytes", "byte offset in the message"
-        end
-        local a = t:add_le(fp.dw2_lo, r:range(8, 4))
+    if len >= 2 * L then
+        local x = r:range(L, L):le_uint64()
+        local lo, hi = dw2_meaning(ty)
+        local a = t:add(fp.dw2_lo, r:range(L, L), bits(x, abi.h1.lo))
         if lo ~= "" then a:append_text(" (" .. lo .. ")") end
-        local b = t:add_le(fp.dw2_hi, r:range(12, 4))
+        local b = t:add(fp.dw2_hi, r:range(L, L), bits(x, abi.h1.hi))
         if hi ~= "" then b:append_text(" (" .. hi .. ")") end
     end
-    if lines >= 3 and len >= 24 then
-        t:add_le(fp.dw3_lo, r:range(16, 4))
-        t:add_le(fp.dw3_hi, r:range(20, 4))
+    if lines >= 3 and len >= 3 * L then
+        local x = r:range(2 * L, L):le_uint64()
+        t:add(fp.dw3_lo, r:range(2 * L, L), bits(x, abi.h2.total))
+        t:add(fp.dw3_hi, r:range(2 * L, L), bits(x, abi.h2.stride))
     end
-    if lines >= 4 and len >= 32 then
-        local x = r:range(24, 8):le_uint64()
-        local xr = r:range(24, 8)
-        t:add(fp.ex_otype, xr, bits(x, 4, 0))
-        t:add(fp.ex_dtype, xr, bits(x, 7, 5))
-        t:add(fp.ex_iter, xr, bits(x, 15, 8))
-        t:add(fp.ex_arg, xr, bits(x, 63, 32))
+    if lines >= 4 and len >= 4 * L then
+        local x = r:range(3 * L, L):le_uint64()
+        local xr = r:range(3 * L, L)
+        t:add(fp.ex_otype, xr, bits(x, abi.ex.otype))
+        t:add(fp.ex_dtype, xr, bits(x, abi.ex.dtype))
+        t:add(fp.ex_iter, xr, bits(x, abi.ex.iter))
+        t:add(fp.ex_arg, xr, bits(x, abi.ex.arg))
     end
-    local hl = lines * 8
+    local hl = lines * L
     if len > hl then
         t:add(fp.payload, r:range(hl, len - hl))
     end

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libdimmnet2: primitives, completion polling, status ring, IPUSH rings,
- * LH Buffer and bring-up.  See dimmnet2.h for the API; the board's
- * behaviour is docs/device-model.md.
+ * libdimmnet2: opening, primitives, completion polling, status ring, IPUSH
+ * rings, LH Buffer and bring-up.  See libdimmnet2.h for the API; the
+ * board's behaviour is docs/device-model.md.  The top layer of the library
+ * (dn2-internal.h): it reaches a board only through the handle's pieces
+ * and its board-access operations (board-dev.c, board-mem.c).
  */
 #define _GNU_SOURCE
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 #include "dn2-internal.h"
 
 #include <errno.h>
@@ -33,33 +35,95 @@ const char *dn2_strerror(int err)
     }
 }
 
-/* ------------------------------------------------------------ timing */
+/* ------------------------------------------------------------ opening */
 
-uint64_t dn2i_now_us(void)
+static struct dn2 *dn2_alloc(void)
 {
-    struct timespec ts;
+    struct dn2 *d = calloc(1, sizeof(*d));
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + ts.tv_nsec / 1000;
+    if (d) {
+        d->fd = -1;
+    }
+    return d;
 }
 
-/* Polls until done() or the timeout: 0 means one look, < 0 forever. */
-/* The condition is tried once before the clock is read: most waits are
- * already over (an idle board executes a request inside its doorbell
- * write), and clock_gettime costs as much as a register read under TCG. */
-#define DN2_POLL(d, timeout_us, cond)                                   \
-    ({                                                                  \
-        uint64_t _t0 = 0;                                               \
-        int _r = -ETIMEDOUT, _first = 1;                                \
-        for (;;) {                                                      \
-            if (cond) { _r = 0; break; }                                \
-            if (_first) { _first = 0; _t0 = dn2i_now_us(); }            \
-            if ((timeout_us) >= 0 &&                                    \
-                dn2i_now_us() - _t0 >= (uint64_t)(timeout_us)) break;   \
-            dn2i_relax();                                               \
-        }                                                               \
-        _r;                                                             \
-    })
+/* Learn the LH Buffer's state from the board: the head, and each entry's
+ * toggle parity (an earlier process on this WID may have used entries). */
+static void dn2_lh_sync(struct dn2 *d)
+{
+    unsigned i;
+
+    d->lh_head = dn2_ur_read(d, DN2_UR_LHB_ADDR) & DN2_LHB_ADDR_MASK;
+    for (i = 0; i < DN2_LHB_ENTRIES; i++) {
+        uint64_t l0 = *(const volatile uint64_t *)(d->lhb + i * DN2_LHB_ENTRY);
+        d->lh_uses[i] = (uint8_t)DN2_FGET(l0, DN2_LH_VALID);
+    }
+}
+
+/* Through the driver: a process handle (lh_sync: the LH Buffer's state)
+ * or the control handle. */
+static int dn2_open_dev(dn2_t **out, const char *path, int control)
+{
+    struct dn2 *d = dn2_alloc();
+    int r;
+
+    if (!d) {
+        return -ENOMEM;
+    }
+    if ((r = dn2b_dev_open(d, path, control))) {
+        free(d);
+        return r;
+    }
+    if (!control) {
+        dn2_lh_sync(d);
+    }
+    d->ops->refresh(d);
+    *out = d;
+    return 0;
+}
+
+int dn2_open(dn2_t **out, const char *path)
+{
+    return dn2_open_dev(out, path, 0);
+}
+
+int dn2_open_control(dn2_t **out, const char *path)
+{
+    return dn2_open_dev(out, path, 1);
+}
+
+int dn2_open_mem(dn2_t **out, uint64_t phys_base, int wid)
+{
+    struct dn2 *d;
+    int r;
+
+    if ((wid != 0 && wid != 1) || (phys_base & (DN2_BASE_ALIGN - 1))) {
+        return -EINVAL;
+    }
+    if (!(d = dn2_alloc())) {
+        return -ENOMEM;
+    }
+    if ((r = dn2b_mem_open(d, phys_base, wid))) {
+        free(d);
+        return r;
+    }
+    /* Where the driver is absent, software owns the whole board: learn
+     * what it can from the registers. */
+    dn2_lh_sync(d);
+    *out = d;
+    return 0;
+}
+
+void dn2_close(dn2_t *d)
+{
+    if (!d) {
+        return;
+    }
+    if (d->ops) {
+        d->ops->close(d);
+    }
+    free(d);
+}
 
 /* ------------------------------------------------------ raw access */
 
@@ -72,12 +136,12 @@ const volatile uint8_t *dn2_lhb(dn2_t *d) { return d->lhb; }
 
 uint64_t dn2_ur_read(dn2_t *d, unsigned off)
 {
-    return d->ur[off / 8];
+    return dn2i_ur_rd(d, off);
 }
 
 void dn2_ur_write(dn2_t *d, unsigned off, uint64_t v)
 {
-    d->ur[off / 8] = v;
+    dn2i_ur_wr(d, off, v);
 }
 
 int dn2_sr_read(dn2_t *d, unsigned off, uint64_t *v)
@@ -85,7 +149,7 @@ int dn2_sr_read(dn2_t *d, unsigned off, uint64_t *v)
     if (!d->sr || off >= DN2_SR_PAGE || (off & 7)) {
         return d->sr ? -EINVAL : -EPERM;
     }
-    *v = d->sr[off / 8];
+    *v = dn2i_sr_rd(d, off);
     return 0;
 }
 
@@ -94,7 +158,7 @@ int dn2_sr_write(dn2_t *d, unsigned off, uint64_t v)
     if (!d->sr || off >= DN2_SR_PAGE || (off & 7)) {
         return d->sr ? -EINVAL : -EPERM;
     }
-    d->sr[off / 8] = v;
+    dn2i_sr_wr(d, off, v);
     return 0;
 }
 
@@ -110,14 +174,8 @@ void dn2_reset_counters(dn2_t *d)
 
 uint16_t dn2_lid(dn2_t *d)
 {
-    uint64_t v;
-
-    if (!d->lid && d->sr && dn2_sr_read(d, DN2_SR_SMA, &v) == 0 &&
-        DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
-        d->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
-    }
     if (!d->lid) {
-        dn2i_refresh_info(d);
+        d->ops->refresh(d);
     }
     return d->lid;
 }
@@ -140,7 +198,7 @@ void dn2_ww_write(dn2_t *d, uint32_t ww_off, const void *src, size_t len)
     for (; i < len; i++) {
         p[i] = s[i];
     }
-    dn2i_sfence();
+    dn2_cpu_sfence();
 }
 
 void dn2_pw_read(dn2_t *d, uint32_t pw_off, void *dst, size_t len)
@@ -164,7 +222,7 @@ int dn2_issue(dn2_t *d, const struct dn2_cmd *c, long timeout_us)
     }
     /* The thesis's order (§5.2.2): Upper, then Command Ex, then Lower.
      * BOTF uses the Lower word only. */
-    if ((c->lower & 0x1f) != DN2_OP_BOTF) {
+    if (dn2_req_otype(c->lower) != DN2_OP_BOTF) {
         dn2_ur_write(d, upper, c->upper);
     }
     if (c->ex_valid) {
@@ -177,7 +235,7 @@ int dn2_issue(dn2_t *d, const struct dn2_cmd *c, long timeout_us)
         dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 0);
         d->ex_flag = 0;
     }
-    dn2i_sfence();
+    dn2_cpu_sfence();
     dn2_ur_write(d, lower, c->lower);
     return 0;
 }
@@ -221,15 +279,12 @@ int dn2_vsi(dn2_t *d, uint32_t ww_off, uint32_t sd_dst, unsigned dtype,
  * (the window is write-back; §4.2.1's software coherence). */
 static void dn2_pw_forget(dn2_t *d, uint32_t pw_off, uint32_t len)
 {
-    uint32_t a, end = pw_off + len;
+    uint32_t end = pw_off + len;
 
     if (end > DN2_WIN_AREA) {
         end = DN2_WIN_AREA;
     }
-    for (a = pw_off & ~63u; a < end; a += 64) {
-        dn2i_clflush(d->pw + a);
-    }
-    dn2i_mfence();
+    dn2_cpu_flush(d->pw + pw_off, end > pw_off ? end - pw_off : 0);
 }
 
 static uint32_t dn2_vl_bytes(uint32_t pw_off, uint32_t want)
@@ -313,8 +368,8 @@ int dn2_wait_pw(dn2_t *d, int window, long timeout_us)
     if (!r) {
         /* Stale lines were flushed at issue; bring the new ones in. */
         uint32_t a;
-        for (a = window * DN2_WIN_SIZE; a < (window + 1) * DN2_WIN_SIZE; a += 64) {
-            dn2i_prefetchnta(d->pw + a);
+        for (a = window * DN2_WIN_SIZE; a < (window + 1) * DN2_WIN_SIZE; a += DN2_CPU_LINE) {
+            dn2_cpu_prefetchnta(d->pw + a);
         }
     } else if (dn2_ctl_status(d) & DN2_CS_REQ_ERROR) {
         r = DN2_E_REFUSED;
@@ -332,8 +387,55 @@ static void dn2_vl_issue_unchecked(dn2_t *d, uint32_t sd_src, uint32_t pw_off, u
         dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 0);
         d->ex_flag = 0;
     }
-    dn2i_sfence();
+    dn2_cpu_sfence();
     dn2_ur_write(d, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, size));
+}
+
+/* The windows whose bits are set in mask, in order; their count. */
+static int dn2_windows(unsigned mask, int win[DN2_NUM_WW])
+{
+    int i, n = 0;
+
+    for (i = 0; i < DN2_NUM_WW; i++) {
+        if (mask & (1u << i)) {
+            win[n++] = i;
+        }
+    }
+    return n;
+}
+
+/* The send-side staging path: one VS in flight per Write Window, each
+ * window waited for before it is refilled, and all of them at the end. */
+int dn2_sd_write(dn2_t *d, uint32_t sd_dst, const void *src, size_t len,
+                 unsigned ww_mask, long timeout_us)
+{
+    int win[DN2_NUM_WW], nwin = dn2_windows(ww_mask, win), i = 0, r;
+    const uint8_t *in = src;
+    unsigned busy = 0;
+    size_t off;
+
+    if (!nwin) {
+        return -EINVAL;
+    }
+    for (off = 0; off < len; off += DN2_WIN_SIZE, i = (i + 1) % nwin) {
+        uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
+        int w = win[i];
+
+        if ((busy & (1u << w)) && (r = dn2_wait_vs(d, w, timeout_us))) {
+            return r;
+        }
+        dn2_ww_write(d, (uint32_t)w * DN2_WIN_SIZE, in + off, k);
+        if ((r = dn2_vs(d, (uint32_t)w * DN2_WIN_SIZE, sd_dst + (uint32_t)off, k))) {
+            return r;
+        }
+        busy |= 1u << w;
+    }
+    for (i = 0; i < nwin; i++) {
+        if ((busy & (1u << win[i])) && (r = dn2_wait_vs(d, win[i], timeout_us))) {
+            return r;
+        }
+    }
+    return 0;
 }
 
 /*
@@ -348,15 +450,10 @@ static void dn2_vl_issue_unchecked(dn2_t *d, uint32_t sd_src, uint32_t pw_off, u
 int dn2_sd_read(dn2_t *d, uint32_t sd_src, void *dst, size_t len,
                 unsigned pw_mask, long timeout_us)
 {
-    int win[DN2_NUM_WW], nwin = 0, i, r;
+    int win[DN2_NUM_WW], nwin = dn2_windows(pw_mask, win), i, r;
     size_t off = 0;
     uint8_t *out = dst;
 
-    for (i = 0; i < DN2_NUM_WW; i++) {
-        if (pw_mask & (1u << i)) {
-            win[nwin++] = i;
-        }
-    }
     if (!nwin) {
         return -EINVAL;
     }
@@ -369,12 +466,12 @@ int dn2_sd_read(dn2_t *d, uint32_t sd_src, void *dst, size_t len,
             size_t left = len - off - (size_t)n * DN2_WIN_SIZE;
             uint32_t a, base = win[n] * DN2_WIN_SIZE;
             k[n] = left < DN2_WIN_SIZE ? (uint32_t)left : DN2_WIN_SIZE;
-            for (a = 0; a < k[n]; a += 64) {
-                dn2i_clflush(d->pw + base + a);
+            for (a = 0; a < k[n]; a += DN2_CPU_LINE) {
+                dn2_cpu_clflush(d->pw + base + a);
             }
             mask |= DN2_PWF_WIN_MASK(win[n]);
         }
-        dn2i_mfence();
+        dn2_cpu_mfence();
         for (i = 0; i < n; i++) {
             if (!(i & 1)) {
                 r = DN2_POLL(d, DN2_ISSUE_TIMEOUT_US,
@@ -507,7 +604,7 @@ static int dn2_net(dn2_t *d, unsigned op, unsigned dtype, unsigned iter,
     if (ex) {
         /* Command Ex OTYPE: the VL family for a gather on the sender, the
          * VS family for a landing pattern; the form is what counts. */
-        c.ex = dn2_req_ex((op & 0x1c) == DN2_OP_RVL ? (DN2_OP_VS | ex->form)
+        c.ex = dn2_req_ex(dn2_otype_is_rvl(op) ? (DN2_OP_VS | ex->form)
                                                     : (DN2_OP_VL | ex->form),
                           ex->dtype, ex->iter, ex->arg);
         c.ex_valid = 1;
@@ -589,7 +686,7 @@ int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
 {
     /* The prefix is DSTOff[9:0] bytes and may run over window boundaries
      * up to the end of the process's 2 KiB window area (choice #46). */
-    if (ww_bytes > 1023 || ww_off >= DN2_WIN_AREA || ww_off + ww_bytes > DN2_WIN_AREA ||
+    if (ww_bytes > DN2_FMASK(DN2_LHSV2_WW_BYTES) || ww_off >= DN2_WIN_AREA || ww_off + ww_bytes > DN2_WIN_AREA ||
         ww_bytes > size) {
         return -EINVAL;
     }
@@ -601,15 +698,13 @@ int dn2_lhsv2(dn2_t *d, uint16_t dlid, int dwid, uint32_t ww_off,
 
 int dn2_status_ring_init(dn2_t *d, uint32_t llcm_off, uint32_t bytes)
 {
-    unsigned k;
+    uint64_t code = dn2_status_size_reg(bytes);
 
-    for (k = 0; k < 7 && (64u << k) != bytes; k++) {
-    }
-    if (k == 7 || (llcm_off & 15) || llcm_off + bytes > DN2_LLCM_AREA) {
+    if (!code || (llcm_off % DN2_STATUS_REC_SIZE) || llcm_off + bytes > DN2_LLCM_AREA) {
         return -EINVAL;
     }
     dn2_ur_write(d, DN2_UR_STATUS_INIT, llcm_off);
-    dn2_ur_write(d, DN2_UR_STATUS_SIZE, 1u << k);
+    dn2_ur_write(d, DN2_UR_STATUS_SIZE, code);
     d->st_init = llcm_off;
     d->st_size = bytes;
     d->st_head = llcm_off;
@@ -618,7 +713,8 @@ int dn2_status_ring_init(dn2_t *d, uint32_t llcm_off, uint32_t bytes)
 
 int dn2_status_next(dn2_t *d, struct dn2_rx_status *st, long timeout_us)
 {
-    uint64_t lo, up;
+    struct dn2_status_rec rec;
+    struct dn2_status_fields f;
     int r;
 
     if (!d->st_size) {
@@ -628,15 +724,16 @@ int dn2_status_next(dn2_t *d, struct dn2_rx_status *st, long timeout_us)
     if (r) {
         return r == -ETIMEDOUT ? 0 : r;
     }
-    lo = *(volatile uint64_t *)(d->llcm + d->st_head);
-    up = *(volatile uint64_t *)(d->llcm + d->st_head + 8);
-    st->type = DN2_GET(lo, 4, 0);
-    st->dtype = DN2_GET(lo, 7, 5);
-    st->iter = DN2_GET(lo, 15, 8);
-    st->src_clid = DN2_GET(lo, 29, 18);
-    st->src_wid = DN2_GET(lo, 30, 30);
-    st->size = DN2_GET(lo, 63, 32);
-    st->addr = DN2_GET(up, 31, 0);
+    rec.lower = *(volatile uint64_t *)(d->llcm + d->st_head);
+    rec.upper = *(volatile uint64_t *)(d->llcm + d->st_head + 8);
+    dn2_status_unpack(&rec, &f);
+    st->type = f.type;
+    st->dtype = f.dtype;
+    st->iter = f.iter;
+    st->src_clid = f.clid;
+    st->src_wid = f.wid;
+    st->size = f.size;
+    st->addr = f.addr;
     d->st_head = d->st_init + (d->st_head - d->st_init + DN2_STATUS_REC_SIZE) %
                  d->st_size;
     dn2_ur_write(d, DN2_UR_STATUS_ADDR, d->st_head);
@@ -709,21 +806,22 @@ void dn2_ring_consume(dn2_t *d, const struct dn2_ring *r, uint32_t len)
 static void dn2_lh_decode(dn2_t *d, uint32_t slot, struct dn2_lh_msg *m)
 {
     const volatile uint8_t *e = d->lhb + slot * DN2_LHB_ENTRY;
-    uint64_t l0 = *(const volatile uint64_t *)e;
-    uint64_t l1 = *(const volatile uint64_t *)(e + 8);
+    struct dn2_lh_entry ent;
 
-    m->pointer = DN2_GET(l0, 63, 32);
-    m->context = DN2_GET(l0, 31, 16);
-    m->rank = DN2_GET(l0, 15, 2);
-    m->tag = DN2_GET(l1, 63, 32);
-    m->size = DN2_GET(l1, 31, 0);
-    memcpy(m->data, (const void *)(e + 2 * DN2_LINE), DN2_LHB_DATA);
+    dn2_lh_unpack(*(const volatile uint64_t *)e, *(const volatile uint64_t *)(e + DN2_LINE),
+                  &ent);
+    m->pointer = ent.pointer;
+    m->context = ent.context;
+    m->rank = ent.rank;
+    m->tag = ent.tag;
+    m->size = ent.size;
+    memcpy(m->data, (const void *)(e + DN2_LHB_DATA_OFF), DN2_LHB_DATA);
 }
 
 static int dn2_lh_flag(dn2_t *d, uint32_t slot, uint64_t flag)
 {
-    dn2i_clflush(d->lhb + slot * DN2_LHB_ENTRY);
-    dn2i_mfence();
+    dn2_cpu_clflush(d->lhb + slot * DN2_LHB_ENTRY);
+    dn2_cpu_mfence();
     return !!(*(const volatile uint64_t *)(d->lhb + slot * DN2_LHB_ENTRY) & flag);
 }
 
@@ -777,82 +875,49 @@ void dn2_lh_release(dn2_t *d)
 
 /* -------------------------------------------- administration (root) */
 
+/* After a Controller Reset, the board's per-process state is gone. */
+static void dn2_forget_state(struct dn2 *d)
+{
+    d->ex_flag = 0;
+    d->ipush_units = 0;
+    d->st_init = d->st_size = d->st_head = 0;
+    d->lh_head = 0;
+    memset(d->lh_uses, 0, sizeof(d->lh_uses));
+    d->lid = 0;
+    d->sdimm_bytes = 0;
+}
+
 int dn2_admin_reset(dn2_t *d)
 {
-    int r = d->sr ? dn2_sr_write(d, DN2_SR_CTL_RESET, 1) : dn2i_drv_reset(d);
+    int r = d->ops->reset(d);
 
     if (!r) {
-        dn2i_forget_state(d);
+        dn2_forget_state(d);
     }
     return r;
 }
 
 int dn2_admin_sdimm_init(dn2_t *d, unsigned capacity_code, long timeout_us)
 {
-    int r;
-
-    if (!d->sr) {
-        return dn2i_drv_sdimm_init(d, capacity_code, timeout_us);
-    }
-    r = dn2_sr_write(d, DN2_SR_SDIMM_CAPACITY, capacity_code);
-
-    if (!r) {
-        r = dn2_sr_write(d, DN2_SR_SDIMM_INIT, 1);
-    }
-    if (!r) {
-        r = DN2_POLL(d, timeout_us, dn2_ctl_status(d) & DN2_CS_SDIMM_READY);
-    }
-    if (!r) {
-        d->sdimm_bytes = dn2_sdimm_module_bytes(capacity_code);
-    }
-    return r;
+    return d->ops->sdimm_init(d, capacity_code, timeout_us);
 }
 
 int dn2_admin_mtu(dn2_t *d, unsigned mtu_code)
 {
-    if (!d->sr) {
-        return dn2i_drv_mtu(d, mtu_code);
-    }
-    return dn2_sr_write(d, DN2_SR_MTU, mtu_code);
+    return d->ops->mtu(d, mtu_code);
 }
 
 int dn2_admin_wait_link(dn2_t *d, uint16_t *lid, long timeout_us)
 {
-    uint64_t v = 0;
-    int r;
-
-    if (!d->sr) {
-        return dn2i_drv_wait_link(d, lid, timeout_us);
-    }
-    r = DN2_POLL(d, timeout_us,
-                 (dn2_sr_read(d, DN2_SR_SMA, &v), DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY));
-    if (r) {
-        return r == -ETIMEDOUT ? DN2_E_LINK : r;
-    }
-    d->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
-    if (lid) {
-        *lid = d->lid;
-    }
-    /* Tell the Core Logic its LID (bring-up step 4). */
-    return dn2_sr_write(d, DN2_SR_LID, d->lid);
+    return d->ops->wait_link(d, lid, timeout_us);
 }
 
 int dn2_admin_pgid(dn2_t *d, int wid, unsigned pgid)
 {
-    if (!d->sr) {
-        return dn2i_drv_pgid(d, wid, pgid);
-    }
-    return dn2_sr_write(d, wid ? DN2_SR_PGID1 : DN2_SR_PGID0, pgid & 0xff);
+    return d->ops->pgid(d, wid, pgid);
 }
 
 int dn2_admin_amt(dn2_t *d, uint16_t sender_lid, int sender_wid, unsigned value)
 {
-    if (!d->sr) {
-        /* a process handle: its own entry, no privilege; a control
-         * handle: the board's (both processes), root */
-        return dn2i_drv_amt(d, sender_lid, sender_wid, value);
-    }
-    /* /dev/mem: for the process whose LLCM holds the entry (choice #52) */
-    return dn2_sr_write(d, DN2_SR_AMT, dn2_amt_encode_dwid(value, sender_wid, sender_lid,
-                                                           dn2_amt_value_wid(value)));
+    return d->ops->amt(d, sender_lid, sender_wid, value);
 }

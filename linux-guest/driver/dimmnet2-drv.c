@@ -137,7 +137,7 @@ static void sr_write(struct dn2_board *b, u32 reg, u64 v)
 
 static unsigned int link_state(u64 sma)
 {
-	return (unsigned int)((sma & DN2_SMA_LINK_MASK) >> DN2_SMA_LINK_SHIFT);
+	return dn2_sma_link(sma);
 }
 
 static void config_reset(struct dn2_board *b)
@@ -185,27 +185,13 @@ static int poll_reg(struct dn2_board *b, bool sr, u32 reg, u64 mask, u64 want,
 	}
 }
 
-/* One-hot code k such that decode(1 << k) == want; -1 if none. */
-static int sdimm_code(u32 mib)
+/* The SO-DIMM Capacity register value for modules of mib MiB (0: the
+ * default); 0 if the board has no such code. */
+static u64 sdimm_code(u32 mib)
 {
-	int k;
-
 	if (!mib)
-		mib = (u32)(DN2_SDIMM_CAP_DEFAULT >> 20);
-	for (k = 0; k < 6; k++)
-		if (dn2_sdimm_module_bytes(1u << k) == (u64)mib << 20)
-			return k;
-	return -1;
-}
-
-static int mtu_code(u32 bytes)
-{
-	int k;
-
-	for (k = 0; k < 5; k++)
-		if (dn2_mtu_bytes(1u << k) == bytes)
-			return k;
-	return -1;
+		return dn2_sdimm_capacity_reg(DN2_SDIMM_CAP_DEFAULT);
+	return dn2_sdimm_capacity_reg((u64)mib << 20);
 }
 
 /* --------------------------------------------------------------- ioctls */
@@ -256,19 +242,19 @@ static long ioc_ctl_reset(struct dn2_board *b)
 static long ioc_sdimm_init(struct dn2_board *b, void __user *arg)
 {
 	struct dn2_sdimm_init req;
-	u64 last;
-	int code, ret;
+	u64 last, code;
+	int ret;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
 	code = sdimm_code(req.module_mib);
-	if (code < 0) {
+	if (!code) {
 		dev_err(b->dev, "SO-DIMM init: %u MiB per module is not a capacity the board supports (256..8192, a power of two)\n",
 			req.module_mib);
 		return -EINVAL;
 	}
-	sr_write(b, DN2_SR_SDIMM_CAPACITY, 1u << code);
-	WRITE_ONCE(b->sdimm_module_mib, (u32)(dn2_sdimm_module_bytes(1u << code) >> 20));
+	sr_write(b, DN2_SR_SDIMM_CAPACITY, code);
+	WRITE_ONCE(b->sdimm_module_mib, (u32)(dn2_sdimm_module_bytes(code) >> 20));
 	sr_write(b, DN2_SR_SDIMM_INIT, 1);
 	ret = poll_reg(b, false, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY,
 		       DN2_CS_SDIMM_READY, timeout_ms(req.timeout_ms), &last);
@@ -279,24 +265,24 @@ static long ioc_sdimm_init(struct dn2_board *b, void __user *arg)
 	}
 	if (ret)
 		return ret;
-	req.sdimm_area = dn2_sdimm_module_bytes(1u << code);
+	req.sdimm_area = dn2_sdimm_module_bytes(code);
 	return copy_to_user(arg, &req, sizeof(req)) ? -EFAULT : 0;
 }
 
 static long ioc_set_mtu(struct dn2_board *b, void __user *arg)
 {
 	u32 bytes;
-	int code;
+	u64 code;
 
 	if (get_user(bytes, (u32 __user *)arg))
 		return -EFAULT;
-	code = mtu_code(bytes);
-	if (code < 0) {
+	code = dn2_mtu_reg(bytes);
+	if (!code) {
 		dev_err(b->dev, "MTU %u is not one the board supports (256, 512, 1024, 2048, 4096)\n",
 			bytes);
 		return -EINVAL;
 	}
-	sr_write(b, DN2_SR_MTU, 1u << code);
+	sr_write(b, DN2_SR_MTU, code);
 	WRITE_ONCE(b->mtu, bytes);
 	return 0;
 }
@@ -324,7 +310,7 @@ static long ioc_link_up(struct dn2_board *b, void __user *arg)
 			return -EFAULT;
 		return ret;
 	}
-	lid = (u16)(sma & DN2_SMA_LID_MASK);
+	lid = dn2_sma_lid(sma);
 	if (!dn2_lid_assignable(lid))
 		dev_warn(b->dev, "the subnet manager gave LID 0x%x, which has no unicast CLID (bits [11:8] must be 0)\n",
 			 lid);
