@@ -212,6 +212,31 @@ struct dn2f_ep {
     bool in_deliver;
 };
 
+/* ---------------------------------------------------------------- names */
+const char *dn2f_drop_name(unsigned reason)
+{
+    static const char *const names[DN2F_DROP_MAX] = {
+        [DN2F_DROP_BAD_DGRAM] = "bad_datagram",
+        [DN2F_DROP_NOT_FOR_US] = "not_for_us",
+        [DN2F_DROP_FORGED] = "forged_source",
+        [DN2F_DROP_UNKNOWN_PEER] = "unknown_peer",
+        [DN2F_DROP_STALE_EPOCH] = "stale_epoch",
+        [DN2F_DROP_BAD_ACK] = "bad_ack",
+        [DN2F_DROP_BAD_DLID] = "bad_dlid",
+        [DN2F_DROP_WINDOW] = "beyond_window",
+        [DN2F_DROP_NO_BUFFER] = "no_buffer",
+        [DN2F_DROP_NO_ROUTE] = "no_route",
+        [DN2F_DROP_DELIVER_ERR] = "deliver_error",
+        [DN2F_DROP_PEER_GONE] = "peer_gone",
+        [DN2F_DROP_PEER_RESET] = "peer_reset",
+        [DN2F_DROP_NOT_READY] = "link_not_ready",
+        [DN2F_DROP_STALE_SESSION] = "stale_session",
+        [DN2F_DROP_AUTH] = "auth",
+    };
+    return reason < DN2F_DROP_MAX && names[reason] ? names[reason] : "?";
+}
+
+
 /* ------------------------------------------------------------ utilities */
 static uint64_t now(struct dn2f_ep *ep)
 {

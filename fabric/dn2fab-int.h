@@ -43,6 +43,16 @@ static inline int32_t dn2f_seqdiff(uint32_t a, uint32_t b)
     return (int32_t)(a - b);
 }
 
+static inline bool dn2f_all_zero(const uint8_t *p, size_t n)
+{
+    while (n--) {
+        if (*p++) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static inline size_t dn2f_pad4(size_t n)
 {
     return (n + 3) & ~(size_t)3;

@@ -73,7 +73,7 @@ out=${DN2_SOAK_BUILD:-$DN2_TOP/build/soak}
 mkdir -p "$out"
 cc=${CC:-cc}
 "$cc" -O2 -g -Wall -Wextra -I include -I fabric -o "$out/dn2-soak.new" \
-    tools/soak/dn2-soak.c fabric/dn2fab.c || die "cannot compile tools/soak/dn2-soak.c"
+    tools/soak/dn2-soak.c fabric/dn2fab-wire.c fabric/dn2fab-wire-dec.c fabric/dn2fab-addr.c fabric/dn2fab-hmac.c || die "cannot compile tools/soak/dn2-soak.c"
 mv -f "$out/dn2-soak.new" "$out/dn2-soak"
 
 limit=${DN2_SOAK_LIMIT:-$([ -n "$quick" ] && echo 500 || echo 1800)}

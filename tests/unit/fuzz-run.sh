@@ -14,7 +14,7 @@ top=${DN2_TOP:-$(cd "$here/../.." && pwd)}
 secs=${DN2_FUZZ_SECONDS:-20}
 clang=${CLANG:-clang}
 corpus="$top/tests/unit/fuzz-corpus"
-srcs=("$top/fabric/dn2fab.c" "$top/fabric/dn2fab-ep.c" "$top/fabric/dn2fab-sw.c")
+srcs=("$top"/fabric/dn2fab*.c)          # the whole library
 inc=(-I"$top/include" -I"$top/fabric")
 
 if [ -n "${DN2_FUZZ_BUILD:-}" ]; then
