@@ -56,7 +56,7 @@ const char *dn2f_drop_name(unsigned reason)
         [DN2F_DROP_NO_ROUTE] = "no_route",
         [DN2F_DROP_DELIVER_ERR] = "deliver_error",
         [DN2F_DROP_PEER_GONE] = "peer_gone",
-        [DN2F_DROP_PEER_RESET] = "ep_peer_reset",
+        [DN2F_DROP_PEER_RESET] = "peer_reset",
         [DN2F_DROP_NOT_READY] = "link_not_ready",
         [DN2F_DROP_STALE_SESSION] = "stale_session",
         [DN2F_DROP_AUTH] = "auth",
