@@ -348,19 +348,14 @@ void ep_input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m)
 
 int dn2f_ep_mcast_join(struct dn2f_ep *ep, uint16_t group_lid)
 {
-    unsigned i;
+    int rc;
     if (!dn2f_lid_is_mcast(group_lid)) {
         return -EINVAL;
     }
-    for (i = 0; i < ep->njoins; i++) {
-        if (ep->joins[i] == group_lid) {
-            return 0;
-        }
+    rc = dn2f_lidset_add(ep->joins, &ep->njoins, MAX_JOINS, group_lid);
+    if (rc <= 0) {
+        return rc;
     }
-    if (ep->njoins >= MAX_JOINS) {
-        return -ENOSPC;
-    }
-    ep->joins[ep->njoins++] = group_lid;
     if (ep->link == DN2F_LINK_UP) {
         ep_send_ctrl(ep, DN2F_T_MCAST_JOIN, group_lid, 0);
     }
@@ -369,15 +364,11 @@ int dn2f_ep_mcast_join(struct dn2f_ep *ep, uint16_t group_lid)
 
 int dn2f_ep_mcast_leave(struct dn2f_ep *ep, uint16_t group_lid)
 {
-    unsigned i;
-    for (i = 0; i < ep->njoins; i++) {
-        if (ep->joins[i] == group_lid) {
-            ep->joins[i] = ep->joins[--ep->njoins];
-            if (ep->link == DN2F_LINK_UP) {
-                ep_send_ctrl(ep, DN2F_T_MCAST_LEAVE, group_lid, 0);
-            }
-            return 0;
-        }
+    if (!dn2f_lidset_del(ep->joins, &ep->njoins, group_lid)) {
+        return -ENOENT;
     }
-    return -ENOENT;
+    if (ep->link == DN2F_LINK_UP) {
+        ep_send_ctrl(ep, DN2F_T_MCAST_LEAVE, group_lid, 0);
+    }
+    return 0;
 }

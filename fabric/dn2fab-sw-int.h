@@ -42,7 +42,7 @@ struct swport {
 };
 
 struct swgroup {
-    uint16_t n;
+    unsigned n;
     uint16_t lids[DN2F_MCAST_MAX_MEMBERS];
 };
 

@@ -479,6 +479,24 @@ static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t
 
 
 /* HELLO: answer with an ASSIGN and its ticket; store nothing. */
+/* A HELLO or a ticketed KEEPALIVE of guid from an address: refused (and
+ * told so) when p, the GUID's port, is live elsewhere (a twin, or someone
+ * claiming its identity: it keeps its port until its BYE or timeout), or
+ * when that host has too many ports. */
+static bool join_refused(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t epoch,
+                         uint64_t guid, const struct swport *p)
+{
+    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
+        refuse(sw, from, epoch, guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
+        return true;
+    }
+    if (host_full(sw, from, p)) {
+        refuse(sw, from, epoch, guid, DN2F_BYE_FULL, "too many ports from that host");
+        return true;
+    }
+    return false;
+}
+
 static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
                          const struct dn2f_msg *m)
 {
@@ -486,15 +504,7 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
     struct swport *p = port_by_guid(sw, h->guid);
     uint16_t lid;
 
-    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
-        /* The GUID belongs to a live board elsewhere: a twin, or someone
-         * claiming its identity.  It keeps its port until its BYE or
-         * timeout. */
-        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
-        return;
-    }
-    if (host_full(sw, from, p)) {
-        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "too many ports from that host");
+    if (join_refused(sw, from, m->h.src_epoch, h->guid, p)) {
         return;
     }
     lid = p ? p->lid : pick_lid(sw, h->lid_hint);
@@ -530,12 +540,7 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
         return;
     }
     p = port_by_guid(sw, k->guid);
-    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
-        refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
-        return;
-    }
-    if (host_full(sw, from, p)) {
-        refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_FULL, "too many ports from that host");
+    if (join_refused(sw, from, m->h.src_epoch, k->guid, p)) {
         return;
     }
     q = port_by_lid(sw, lid);
@@ -739,8 +744,9 @@ static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to,
 /* ------------------------------------------------------------ mcast */
 static int group_add(struct dn2f_sw *sw, uint16_t glid, uint16_t lid)
 {
-    unsigned gi, i;
+    unsigned gi;
     struct swgroup *g;
+    int rc;
     if (!dn2f_lid_is_mcast(glid) || !dn2_lid_assignable(lid)) {
         return -EINVAL;
     }
@@ -752,15 +758,10 @@ static int group_add(struct dn2f_sw *sw, uint16_t glid, uint16_t lid)
             return -ENOMEM;
         }
     }
-    for (i = 0; i < g->n; i++) {
-        if (g->lids[i] == lid) {
-            return 0;
-        }
+    rc = dn2f_lidset_add(g->lids, &g->n, DN2F_MCAST_MAX_MEMBERS, lid);
+    if (rc <= 0) {
+        return rc;
     }
-    if (g->n >= DN2F_MCAST_MAX_MEMBERS) {
-        return -ENOSPC;
-    }
-    g->lids[g->n++] = lid;
     mark_dirty(sw);
     return 0;
 }
@@ -769,16 +770,8 @@ static int group_add(struct dn2f_sw *sw, uint16_t glid, uint16_t lid)
 static void group_del(struct dn2f_sw *sw, uint16_t glid, uint16_t lid)
 {
     struct swgroup *g = sw->groups[dn2f_lid_index(glid) - DN2_CLID_MCAST_FIRST];
-    unsigned i;
-    if (!g) {
-        return;
-    }
-    for (i = 0; i < g->n; i++) {
-        if (g->lids[i] == lid) {
-            g->lids[i] = g->lids[--g->n];
-            mark_dirty(sw);
-            return;
-        }
+    if (g && dn2f_lidset_del(g->lids, &g->n, lid)) {
+        mark_dirty(sw);
     }
 }
 
