@@ -38,7 +38,7 @@
  * before sendto) and dimmnet2_rx (stamped after recvfrom), one fflush per
  * line, as QEMU does.
  *
- * Built by scripts/bench.sh with cc against include/dimmnet2/dn2_abi.h.
+ * Built by meson (tools/meson.build) against include/dimmnet2/dn2_abi.h.
  *
  * SPDX-License-Identifier: MIT
  */
