@@ -1799,42 +1799,46 @@ static void expect_data(Board *d, uint64_t doff, const uint8_t *want, size_t len
     free(got);
 }
 
+/* One known-good transfer of data (len bytes) from s's SO-DIMM at soff to
+ * d's at doff, issued by board by with op (RVS: by = s, to d; RVL: by = d,
+ * from s): the data lands byte-exact with its status record on d.  Its
+ * time in ms. */
+static uint64_t known_good(Board *by, unsigned op, Board *s, Board *d, uint64_t soff,
+                           uint64_t doff, const uint8_t *data, size_t len, const char *what)
+{
+    Board *peer = by == s ? d : s;
+    uint64_t t0 = now_ms();
+
+    sd_put(s, soff, data, len);
+    sd_zero(d, doff, len);
+    if (!fifo_room(by, 0, T_XFER)) {
+        hang("%s: no room in board %s's Request FIFO", what, by->name);
+    }
+    issue(by, 0, dn2_req_upper((uint32_t)soff, (uint32_t)doff),
+          dn2_req_lower(op, 0, 0, dn2_lid_to_clid(peer->lid), 0, 1, (uint32_t)len));
+    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), doff, what);
+    expect_data(d, doff, data, len, what);
+    return now_ms() - t0;
+}
+
 static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_t roff,
                        uint64_t loff, size_t len)
 {
     uint8_t *a = malloc(len), *c = malloc(len);
     char what[96];
-    uint64_t t0 = now_ms(), t1;
+    uint64_t ms;
 
     fill_bytes(a, len, 0x5eed0000 + known_good_seq++);
     fill_bytes(c, len, 0x5eed0000 + known_good_seq++);
     /* RVS s -> d */
     snprintf(what, sizeof(what), "known-good RVS %s->%s %zu B", s->name, d->name, len);
-    sd_put(s, soff, a, len);
-    sd_zero(d, doff, len);
-    if (!fifo_room(s, 0, T_XFER)) {
-        hang("%s: no room in board %s's Request FIFO", what, s->name);
-    }
-    issue(s, 0, dn2_req_upper((uint32_t)soff, (uint32_t)doff),
-          dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(d->lid), 0, 1, (uint32_t)len));
-    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), doff, what);
-    expect_data(d, doff, a, len, what);
-    t1 = now_ms();
-    if (t1 - t0 > 200) {
-        vnote("%s took %" PRIu64 " ms", what, t1 - t0);
+    ms = known_good(s, DN2_OP_RVS, s, d, soff, doff, a, len, what);
+    if (ms > 200) {
+        vnote("%s took %" PRIu64 " ms", what, ms);
     }
     /* RVL: d asks s for roff, lands at d's loff */
     snprintf(what, sizeof(what), "known-good RVL %s<-%s %zu B", d->name, s->name, len);
-    sd_put(s, roff, c, len);
-    sd_zero(d, loff, len);
-    if (!fifo_room(d, 0, T_XFER)) {
-        hang("%s: no room in board %s's Request FIFO", what, d->name);
-    }
-    issue(d, 0, dn2_req_upper((uint32_t)roff, (uint32_t)loff),
-          dn2_req_lower(DN2_OP_RVL, 0, 0, dn2_lid_to_clid(s->lid), 0, 1, (uint32_t)len));
-    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), loff, what);
-    expect_data(d, loff, c, len, what);
-    last_rvl_ms = now_ms() - t1;
+    last_rvl_ms = known_good(d, DN2_OP_RVL, s, d, roff, loff, c, len, what);
     if (last_rvl_ms > 200) {
         vnote("%s took %" PRIu64 " ms", what, last_rvl_ms);
     }
