@@ -408,12 +408,12 @@ static void board_up(Q *q)
 
     do {
         v = sr(q, DN2_SR_SMA);
-        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
+        if (dn2_sma_link_ready(v)) {
             break;
         }
         usleep(1000);
     } while (qb_now_ns() < end);
-    if (DN2_GET(v, 17, 16) != DN2_SMA_LINK_READY) {
+    if (!dn2_sma_link_ready(v)) {
         die("board %c: no link", q->name);
     }
     q->lid = (uint16_t)(v & DN2_SMA_LID_MASK);

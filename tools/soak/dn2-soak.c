@@ -1547,9 +1547,8 @@ static void board_dump(Board *b)
     ms = ur(b, 0, DN2_UR_MODULE_STATE);
     note("  board %s: SMA LID register 0x%" PRIx64 " (LID 0x%x, link %s), Module State 0x%"
          PRIx64 " (Window Controller %s), LID 0x%x", b->name, sma,
-         (unsigned)(sma & DN2_SMA_LID_MASK),
-         DN2_GET(sma, 17, 16) == DN2_SMA_LINK_READY ? "ready" : "NOT ready", ms,
-         (ms & DN2_MASK(16, 0)) ? dn2_otype_name((unsigned)((ms & DN2_MASK(16, 0)) - 1)) :
+         (unsigned)dn2_sma_lid(sma), dn2_sma_link_ready(sma) ? "ready" : "NOT ready", ms,
+         DN2_FGET(ms, DN2_MS_WC) ? dn2_otype_name((unsigned)(DN2_FGET(ms, DN2_MS_WC) - 1)) :
          "idle", b->lid);
     for (i = 0; i < 2 && !b->dead; i++) {
         note("  board %s WID %u: Controller Status 0x%" PRIx64 ", Primitive Counter 0x%"
@@ -1608,8 +1607,8 @@ static bool wait_link(Board *b, unsigned ms)
 
     do {
         v = sr(b, DN2_SR_SMA);
-        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
-            b->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
+        if (dn2_sma_link_ready(v)) {
+            b->lid = dn2_sma_lid(v);
             return true;
         }
         idle();
@@ -3669,8 +3668,8 @@ static void phase_rvs(void)
             for (d = 0; d < NB3; d++) {
                 unsigned n = st_take(bs[d], 0, recs, 256), j;
                 for (j = 0; j < n; j++) {
-                    uint16_t clid = (uint16_t)DN2_GET(recs[j].lower, 29, 18);
-                    uint32_t size = (uint32_t)DN2_GET(recs[j].lower, 63, 32);
+                    uint16_t clid = (uint16_t)DN2_FGET(recs[j].lower, DN2_ST_CLID);
+                    uint32_t size = (uint32_t)DN2_FGET(recs[j].lower, DN2_ST_SIZE);
                     uint32_t at = (uint32_t)recs[j].upper;
                     Xfer *hit = NULL, *stale = NULL;
                     for (k = first_x; k < nxf; k++) {
