@@ -3,6 +3,7 @@
 #ifndef DN2FAB_INT_H
 #define DN2FAB_INT_H
 
+#include <errno.h>
 #include <string.h>
 #include "dn2fab.h"
 
@@ -43,9 +44,50 @@ static inline int32_t dn2f_seqdiff(uint32_t a, uint32_t b)
     return (int32_t)(a - b);
 }
 
+static inline bool dn2f_all_zero(const uint8_t *p, size_t n)
+{
+    while (n--) {
+        if (*p++) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static inline size_t dn2f_pad4(size_t n)
 {
     return (n + 3) & ~(size_t)3;
+}
+
+/* A small unordered set of LIDs, set[0..*n), at most max: the groups a
+ * board joins, the members of a group at the switch.
+ * add: 1 = added, 0 = already there, -ENOSPC = full.
+ * del: true = removed (the last one takes its place). */
+static inline int dn2f_lidset_add(uint16_t *set, unsigned *n, unsigned max, uint16_t lid)
+{
+    unsigned i;
+    for (i = 0; i < *n; i++) {
+        if (set[i] == lid) {
+            return 0;
+        }
+    }
+    if (*n >= max) {
+        return -ENOSPC;
+    }
+    set[(*n)++] = lid;
+    return 1;
+}
+
+static inline bool dn2f_lidset_del(uint16_t *set, unsigned *n, uint16_t lid)
+{
+    unsigned i;
+    for (i = 0; i < *n; i++) {
+        if (set[i] == lid) {
+            set[i] = set[--*n];
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Address <-> wire (family byte 0/4/6, port, scope, 16 address bytes). */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dn2fab switch core.  See dn2fab-sw.h and docs/fabric.md.
+ * dn2fab switch core: ports, joins, routes, statistics, input dispatch,
+ * timers (the data path is in dn2fab-sw-fwd.c).  See dn2fab-sw.h and
+ * docs/fabric.md.
  *
  * Joining is stateless until the board proves it receives at its address:
  * HELLO is answered by an ASSIGN carrying a ticket (the switch's MAC over
@@ -26,98 +28,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "dn2fab-int.h"
-#include "dn2fab-hmac.h"
-#include "dn2fab-sw.h"
-
-#define NO_DEADLINE UINT64_MAX
-#define HOUSEKEEP_NS 50000000ULL        /* 50 ms */
-#define ROUTES_COALESCE_NS 2000000ULL   /* 2 ms */
-#define ROUTES_GAP_NS 20000000ULL       /* at least 20 ms between publications ... */
-#define ROUTES_GAP_PER_PORT_NS 20000ULL /* ... + 20 us per live port */
-#define REORDER_HOLD_NS 1000000ULL      /* a held datagram waits at most 1 ms */
-#define BYE_TOKENS_PER_S 100
-#define LOG_TOKENS_PER_S 10             /* refusal / auth log lines */
-#define STATS_TOKENS_PER_S 1000         /* STATS_RESP chunks */
-#define TICKET_LIFE_S 10
-
-enum port_state { PORT_ACTIVE = 1, PORT_GONE = 2 };
-
-struct swport {
-    uint16_t lid;
-    enum port_state state;
-    uint64_t guid, epoch;
-    struct dn2f_addr addr;
-    uint64_t last_seen;
-    uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes, drops, retx;
-    uint8_t tok[DN2F_TOKEN_LEN];        /* secret: this join's token */
-};
-
-struct swgroup {
-    uint16_t n;
-    uint16_t lids[DN2F_MCAST_MAX_MEMBERS];
-};
-
-struct fq {                     /* fault queue entry (sorted by due) */
-    struct fq *prev, *next;
-    uint64_t due;
-    bool held;                  /* reorder: released after the next send */
-    unsigned flags;
-    uint16_t in_lid, out_lid;
-    struct dn2f_addr to;
-    size_t len;
-    uint8_t buf[];
-};
-
-struct chunk {
-    uint16_t r0, nr, g0, ng;    /* route / group index ranges */
-};
-
-struct dn2f_sw {
-    struct dn2f_sw_config cfg;
-    struct dn2f_sw_ops ops;
-    void *opaque;
-    uint64_t epoch;
-    uint64_t start;
-    struct dn2f_rng rng;
-    bool faults;
-
-    struct swport *ports[DN2F_NUM_CLID];
-    unsigned nactive;
-    struct swgroup *groups[DN2F_NUM_GROUPS];
-
-    uint32_t gen;
-    bool dirty;
-    uint64_t dirty_due;
-    uint64_t last_publish;
-    /* the routing table of generation gen, as sent */
-    uint16_t *rt_lids;          /* active LIDs, ascending */
-    unsigned rt_n;
-    uint16_t *gr_lids;          /* non-empty groups, ascending */
-    unsigned gr_n;
-    struct chunk chunks[DN2F_ROUTES_MAX_CHUNKS];
-    unsigned nchunks;
-
-    uint64_t housekeep_due;
-    double bye_tokens;
-    uint64_t bye_last;
-    double log_tokens;
-    uint64_t log_last;
-    unsigned log_suppressed;
-    double stats_tokens;
-    uint64_t stats_last;
-    struct dn2f_hmac_key ticket_key;    /* random per switch incarnation */
-    bool auth;                          /* a cluster secret is set */
-    struct dn2f_hmac_key kctl;
-    uint8_t kseal[DN2F_SHA256_LEN];
-
-    struct fq *fq_head, *fq_tail;
-    unsigned fq_n;
-    size_t fq_bytes;
-
-    uint8_t *obuf;
-    struct dn2f_swsummary sum;
-};
+#include "dn2fab-sw-int.h"
 
 /* --------------------------------------------------------------- basics */
 void dn2f_sw_config_default(struct dn2f_sw_config *c)
@@ -132,10 +43,7 @@ void dn2f_sw_config_default(struct dn2f_sw_config *c)
     c->max_ports_per_host = 256;
 }
 
-static uint64_t now(struct dn2f_sw *sw)
-{
-    return sw->ops.now_ns(sw->opaque);
-}
+
 
 static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -152,6 +60,7 @@ static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
     sw->ops.log(sw->opaque, msg);
 }
 
+
 /* Token bucket: true if one token was taken. */
 static bool bucket_take(double *tokens, uint64_t *last, uint64_t t, double rate, double burst)
 {
@@ -166,6 +75,7 @@ static bool bucket_take(double *tokens, uint64_t *last, uint64_t t, double rate,
     *tokens -= 1;
     return true;
 }
+
 
 /* Log lines a stranger can provoke (refusals, bad MACs): rate-limited. */
 static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
@@ -193,13 +103,15 @@ static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
     }
 }
 
-static void capture(struct dn2f_sw *sw, unsigned ev, unsigned flags, unsigned reason,
-                    uint16_t in, uint16_t out, const void *buf, size_t len)
+
+void sw_capture(struct dn2f_sw *sw, unsigned ev, unsigned flags, unsigned reason,
+                uint16_t in, uint16_t out, const void *buf, size_t len)
 {
     if (sw->ops.capture) {
         sw->ops.capture(sw->opaque, ev, flags, reason, in, out, buf, len);
     }
 }
+
 
 static struct swport *port_by_lid(struct dn2f_sw *sw, uint16_t lid)
 {
@@ -209,22 +121,25 @@ static struct swport *port_by_lid(struct dn2f_sw *sw, uint16_t lid)
     return sw->ports[dn2f_lid_index(lid)];
 }
 
-static struct swport *live_port(struct dn2f_sw *sw, uint16_t lid)
+
+struct swport *sw_live_port(struct dn2f_sw *sw, uint16_t lid)
 {
     struct swport *p = port_by_lid(sw, lid);
     return p && p->state == PORT_ACTIVE ? p : NULL;
 }
 
+
 /* The live port that sent this datagram, or NULL. */
-static struct swport *src_port(struct dn2f_sw *sw, const struct dn2f_addr *from,
-                               const struct dn2f_msg *m)
+struct swport *sw_src_port(struct dn2f_sw *sw, const struct dn2f_addr *from,
+                           const struct dn2f_msg *m)
 {
-    struct swport *p = live_port(sw, m->h.src_lid);
+    struct swport *p = sw_live_port(sw, m->h.src_lid);
     if (!p || !dn2f_addr_equal(&p->addr, from) || p->epoch != m->h.src_epoch) {
         return NULL;
     }
     return p;
 }
+
 
 /* A new routing table is due: coalesced (2 ms), and paced so that churn
  * cannot keep the switch republishing (each publication sends the whole
@@ -241,10 +156,12 @@ static void mark_dirty(struct dn2f_sw *sw)
     }
 }
 
-static void raw_send(struct dn2f_sw *sw, const struct dn2f_addr *to, const void *buf, size_t len)
+
+void sw_raw_send(struct dn2f_sw *sw, const struct dn2f_addr *to, const void *buf, size_t len)
 {
     (void)sw->ops.send_datagram(sw->opaque, to, buf, len);
 }
+
 
 static void send_ctrl_buf(struct dn2f_sw *sw, const struct dn2f_addr *to, uint16_t out_lid,
                           const void *buf, size_t len)
@@ -252,15 +169,17 @@ static void send_ctrl_buf(struct dn2f_sw *sw, const struct dn2f_addr *to, uint16
     if (!len) {
         return;
     }
-    capture(sw, DN2F_CAP_CTRL_TX, 0, 0, 0, out_lid, buf, len);
-    raw_send(sw, to, buf, len);
+    sw_capture(sw, DN2F_CAP_CTRL_TX, 0, 0, 0, out_lid, buf, len);
+    sw_raw_send(sw, to, buf, len);
 }
+
 
 /* The length, and the MAC when a secret is set (control datagrams). */
 static size_t sw_finish(struct dn2f_sw *sw, struct dn2f_wbuf *w)
 {
     return sw->auth ? dn2f_finish_mac(w, &sw->kctl) : dn2f_finish(w);
 }
+
 
 /* KEEPALIVE (a = routes generation) or BYE (a = reason). */
 static void send_small(struct dn2f_sw *sw, const struct dn2f_addr *to, unsigned type,
@@ -278,6 +197,7 @@ static void send_small(struct dn2f_sw *sw, const struct dn2f_addr *to, unsigned 
     send_ctrl_buf(sw, to, dst, buf, sw_finish(sw, &w));
 }
 
+
 /* Rate-limited BYE to a source that is not (or not yet) a port: "unknown"
  * (it will HELLO again) or a refusal of its join. */
 static void send_bye_to(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch,
@@ -290,149 +210,12 @@ static void send_bye_to(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t
     send_small(sw, to, DN2F_T_BYE, 0, dst_epoch, reason);
 }
 
-static void send_bye_unknown(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch)
+
+void sw_send_bye_unknown(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch)
 {
     send_bye_to(sw, to, dst_epoch, DN2F_BYE_UNKNOWN);
 }
 
-/* ------------------------------------------------------ fault injection */
-static void fq_unlink(struct dn2f_sw *sw, struct fq *e)
-{
-    if (e->prev) {
-        e->prev->next = e->next;
-    } else {
-        sw->fq_head = e->next;
-    }
-    if (e->next) {
-        e->next->prev = e->prev;
-    } else {
-        sw->fq_tail = e->prev;
-    }
-    sw->fq_n--;
-    sw->fq_bytes -= e->len;
-}
-
-static void fq_release(struct dn2f_sw *sw, struct fq *e)
-{
-    struct swport *op = live_port(sw, e->out_lid);
-    fq_unlink(sw, e);
-    capture(sw, DN2F_CAP_FWD, e->flags, 0, e->in_lid, e->out_lid, e->buf, e->len);
-    raw_send(sw, &e->to, e->buf, e->len);
-    (void)op;
-    free(e);
-}
-
-static bool fq_insert(struct dn2f_sw *sw, const struct dn2f_addr *to, const void *buf,
-                      size_t len, uint64_t due, bool held, unsigned flags,
-                      uint16_t in, uint16_t out)
-{
-    struct fq *e, *at;
-    if (sw->fq_n >= sw->cfg.fault_queue_max || sw->fq_bytes + len > sw->cfg.fault_queue_bytes) {
-        return false;
-    }
-    e = malloc(sizeof(*e) + len);
-    if (!e) {
-        return false;
-    }
-    e->due = due;
-    e->held = held;
-    e->flags = flags;
-    e->in_lid = in;
-    e->out_lid = out;
-    e->to = *to;
-    e->len = len;
-    memcpy(e->buf, buf, len);
-    for (at = sw->fq_tail; at && at->due > due; at = at->prev) {
-    }
-    e->prev = at;
-    e->next = at ? at->next : sw->fq_head;
-    if (e->next) {
-        e->next->prev = e;
-    } else {
-        sw->fq_tail = e;
-    }
-    if (at) {
-        at->next = e;
-    } else {
-        sw->fq_head = e;
-    }
-    sw->fq_n++;
-    sw->fq_bytes += len;
-    return true;
-}
-
-static void release_held(struct dn2f_sw *sw)
-{
-    struct fq *e, *nx;
-    for (e = sw->fq_head; e; e = nx) {
-        nx = e->next;
-        if (e->held) {
-            fq_release(sw, e);
-        }
-    }
-}
-
-/* Send a data-plane datagram (DATA / ACK) toward a board. */
-static void data_send(struct dn2f_sw *sw, struct swport *out, uint16_t in_lid,
-                      const void *buf, size_t len, uint64_t pkts, uint64_t bytes)
-{
-    double r_drop, r_dup, r_reorder, r_delay;
-    unsigned copies, c;
-    uint64_t t;
-
-    out->tx_pkts += pkts;
-    out->tx_bytes += bytes;
-    sw->sum.dgrams_fwd++;
-    if (!sw->faults) {
-        capture(sw, DN2F_CAP_FWD, 0, 0, in_lid, out->lid, buf, len);
-        raw_send(sw, &out->addr, buf, len);
-        return;
-    }
-    /* Always four draws per datagram: the decisions depend only on the
-     * seed and the order of datagrams. */
-    r_drop = dn2f_rng_unit(&sw->rng);
-    r_dup = dn2f_rng_unit(&sw->rng);
-    r_reorder = dn2f_rng_unit(&sw->rng);
-    r_delay = dn2f_rng_unit(&sw->rng);
-    if (r_drop < sw->cfg.drop) {
-        sw->sum.inj_drop++;
-        out->drops++;
-        capture(sw, DN2F_CAP_DROP_INJ, 0, 0, in_lid, out->lid, buf, len);
-        return;
-    }
-    copies = r_dup < sw->cfg.dup ? 2 : 1;
-    if (copies == 2) {
-        sw->sum.inj_dup++;
-    }
-    t = now(sw);
-    for (c = 0; c < copies; c++) {
-        unsigned flags = c ? DN2F_CAPF_DUP : 0;
-        uint64_t delay = 0;
-        bool held = false;
-        if (sw->cfg.delay_ns && r_delay < sw->cfg.delay_frac) {
-            delay = sw->cfg.delay_ns;
-            flags |= DN2F_CAPF_DELAYED;
-            if (c == 0) {
-                sw->sum.inj_delay++;
-            }
-        }
-        if (c == 0 && r_reorder < sw->cfg.reorder) {
-            held = true;
-            flags |= DN2F_CAPF_REORDERED;
-            sw->sum.inj_reorder++;
-            if (delay < REORDER_HOLD_NS) {
-                delay = REORDER_HOLD_NS;
-            }
-        }
-        if ((delay || held) &&
-            fq_insert(sw, &out->addr, buf, len, t + delay, held, flags, in_lid, out->lid)) {
-            continue;
-        }
-        capture(sw, DN2F_CAP_FWD, flags & DN2F_CAPF_DUP, 0, in_lid, out->lid, buf, len);
-        raw_send(sw, &out->addr, buf, len);
-        release_held(sw);       /* what was held back now arrives after this one */
-    }
-}
 
 /* -------------------------------------------------------------- routes */
 static void routes_rebuild(struct dn2f_sw *sw)
@@ -482,6 +265,7 @@ static void routes_rebuild(struct dn2f_sw *sw)
     sw->nchunks = c + 1;        /* at most 14 + 17 chunks: well under 256 */
 }
 
+
 static void send_routes(struct dn2f_sw *sw, struct swport *to)
 {
     unsigned c, i;
@@ -513,6 +297,7 @@ static void send_routes(struct dn2f_sw *sw, struct swport *to)
     }
 }
 
+
 static void routes_publish(struct dn2f_sw *sw)
 {
     unsigned i;
@@ -528,6 +313,7 @@ static void routes_publish(struct dn2f_sw *sw)
     }
 }
 
+
 /* ------------------------------------------------------------ ports */
 static void port_gone(struct dn2f_sw *sw, struct swport *p, const char *why)
 {
@@ -541,6 +327,7 @@ static void port_gone(struct dn2f_sw *sw, struct swport *p, const char *why)
           (unsigned long long)p->guid, dn2f_addr_str(&p->addr, a, sizeof(a)), why);
     mark_dirty(sw);
 }
+
 
 static uint16_t pick_lid(struct dn2f_sw *sw, uint16_t hint)
 {
@@ -567,6 +354,7 @@ static uint16_t pick_lid(struct dn2f_sw *sw, uint16_t hint)
     return oldest ? oldest->lid : 0;
 }
 
+
 /* The ticket of a join: who (GUID, epoch), which LID, where (address), when. */
 static void ticket_mac(struct dn2f_sw *sw, uint64_t guid, uint64_t epoch, uint16_t lid,
                        const struct dn2f_addr *addr, uint32_t time, uint8_t *out)
@@ -586,6 +374,7 @@ static void ticket_mac(struct dn2f_sw *sw, uint64_t guid, uint64_t epoch, uint16
     memcpy(out, mac, DN2F_TICKET_LEN);
 }
 
+
 /* A join's token, derived from its ticket: fresh per join, and the switch
  * need not store it before the join completes. */
 static void ticket_token(struct dn2f_sw *sw, const struct dn2f_ticket *t, uint8_t *tok)
@@ -601,10 +390,12 @@ static void ticket_token(struct dn2f_sw *sw, const struct dn2f_ticket *t, uint8_
     memcpy(tok, mac, DN2F_TOKEN_LEN);
 }
 
+
 static uint32_t sw_seconds(struct dn2f_sw *sw)
 {
     return (uint32_t)((now(sw) - sw->start) / 1000000000ULL);
 }
+
 
 static struct swport *port_by_guid(struct dn2f_sw *sw, uint64_t guid)
 {
@@ -616,6 +407,7 @@ static struct swport *port_by_guid(struct dn2f_sw *sw, uint64_t guid)
     }
     return NULL;
 }
+
 
 static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b);
 
@@ -634,6 +426,7 @@ static unsigned host_ports(struct dn2f_sw *sw, const struct dn2f_addr *from,
     return n;
 }
 
+
 static bool host_full(struct dn2f_sw *sw, const struct dn2f_addr *from, const struct swport *p)
 {
     if (!sw->cfg.max_ports_per_host || (p && p->state == PORT_ACTIVE) ||
@@ -642,6 +435,7 @@ static bool host_full(struct dn2f_sw *sw, const struct dn2f_addr *from, const st
     }
     return host_ports(sw, from, p) >= sw->cfg.max_ports_per_host;
 }
+
 
 static void refuse(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t epoch,
                    uint64_t guid, unsigned reason, const char *why)
@@ -652,6 +446,7 @@ static void refuse(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t ep
                  dn2f_addr_str(from, a, sizeof(a)), why);
     send_bye_to(sw, from, epoch, reason);
 }
+
 
 static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t guid,
                         uint64_t epoch, uint16_t lid, const struct swport *same)
@@ -682,7 +477,26 @@ static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t
     send_ctrl_buf(sw, to, lid, buf, sw_finish(sw, &w));
 }
 
+
 /* HELLO: answer with an ASSIGN and its ticket; store nothing. */
+/* A HELLO or a ticketed KEEPALIVE of guid from an address: refused (and
+ * told so) when p, the GUID's port, is live elsewhere (a twin, or someone
+ * claiming its identity: it keeps its port until its BYE or timeout), or
+ * when that host has too many ports. */
+static bool join_refused(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t epoch,
+                         uint64_t guid, const struct swport *p)
+{
+    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
+        refuse(sw, from, epoch, guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
+        return true;
+    }
+    if (host_full(sw, from, p)) {
+        refuse(sw, from, epoch, guid, DN2F_BYE_FULL, "too many ports from that host");
+        return true;
+    }
+    return false;
+}
+
 static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
                          const struct dn2f_msg *m)
 {
@@ -690,15 +504,7 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
     struct swport *p = port_by_guid(sw, h->guid);
     uint16_t lid;
 
-    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
-        /* The GUID belongs to a live board elsewhere: a twin, or someone
-         * claiming its identity.  It keeps its port until its BYE or
-         * timeout. */
-        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
-        return;
-    }
-    if (host_full(sw, from, p)) {
-        refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "too many ports from that host");
+    if (join_refused(sw, from, m->h.src_epoch, h->guid, p)) {
         return;
     }
     lid = p ? p->lid : pick_lid(sw, h->lid_hint);
@@ -710,6 +516,7 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
                 p && p->state == PORT_ACTIVE && p->epoch == m->h.src_epoch &&
                 dn2f_addr_equal(&p->addr, from) ? p : NULL);
 }
+
 
 /* A KEEPALIVE returning a valid ticket: the board receives at its address;
  * create (or move, or renew) its port. */
@@ -729,22 +536,17 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
     if (!dn2f_ct_equal(mac, k->ticket.mac, DN2F_TICKET_LEN) ||
         (uint32_t)(t_s - k->ticket.time) > TICKET_LIFE_S || !dn2_lid_assignable(lid)) {
         sw->sum.bad++;
-        send_bye_unknown(sw, from, m->h.src_epoch);     /* stale: HELLO again */
+        sw_send_bye_unknown(sw, from, m->h.src_epoch);     /* stale: HELLO again */
         return;
     }
     p = port_by_guid(sw, k->guid);
-    if (p && p->state == PORT_ACTIVE && !dn2f_addr_equal(&p->addr, from)) {
-        refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_GUID_IN_USE, "GUID in use");
-        return;
-    }
-    if (host_full(sw, from, p)) {
-        refuse(sw, from, m->h.src_epoch, k->guid, DN2F_BYE_FULL, "too many ports from that host");
+    if (join_refused(sw, from, m->h.src_epoch, k->guid, p)) {
         return;
     }
     q = port_by_lid(sw, lid);
     if (p ? p->lid != lid : (q && q->state == PORT_ACTIVE)) {
         /* the LID of the ticket went to someone else meanwhile */
-        send_bye_unknown(sw, from, m->h.src_epoch);
+        sw_send_bye_unknown(sw, from, m->h.src_epoch);
         return;
     }
     if (!p) {
@@ -796,151 +598,6 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
     }
 }
 
-/* ------------------------------------------------------------- data */
-static void count_recs(const struct dn2f_msg *m, uint64_t *pkts, uint64_t *bytes, uint64_t *retx)
-{
-    struct dn2f_iter it;
-    struct dn2f_rec r;
-    *pkts = *bytes = *retx = 0;
-    if (m->h.type != DN2F_T_DATA) {
-        return;
-    }
-    dn2f_data_iter(m, &it);
-    while (dn2f_data_next(&it, &r)) {
-        (*pkts)++;
-        *bytes += r.len;
-        if (r.rflags & DN2F_RF_RETX) {
-            (*retx)++;
-        }
-    }
-}
-
-static void replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_msg *m,
-                      const void *buf, size_t len)
-{
-    uint16_t done[DN2F_NUM_CLID / 16];
-    unsigned ndone = 0;
-    struct dn2f_iter it;
-    struct dn2f_rec r;
-
-    memset(done, 0, sizeof(done));
-    if (sw->auth) {
-        /* the origin is authenticated with the sender's token (the group has
-         * none); the switch re-authenticates each copy for its member */
-        static const uint8_t zero[DN2F_TOKEN_LEN];
-        struct dn2f_hmac_key k;
-        dn2f_pair_key(&k, in->tok, zero);
-        if (!dn2f_mac_ok(buf, m, &k)) {
-            in->drops++;
-            sw->sum.bad++;
-            capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_BAD_MCAST, in->lid, m->h.dst_lid, buf, len);
-            return;
-        }
-    }
-    /* All records of one datagram are for the datagram's group. */
-    dn2f_data_iter(m, &it);
-    while (dn2f_data_next(&it, &r)) {
-        if (r.group != m->h.dst_lid) {
-            in->drops++;
-            capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_BAD_MCAST, in->lid, m->h.dst_lid, buf, len);
-            return;
-        }
-    }
-    /* One output datagram per distinct member, with that member's records. */
-    dn2f_data_iter(m, &it);
-    while (dn2f_data_next(&it, &r)) {
-        unsigned i;
-        for (i = 0; i < r.nmemb; i++) {
-            struct dn2f_member mb, m2;
-            uint16_t lid;
-            unsigned idx;
-            struct swport *out;
-            struct dn2f_iter it2;
-            struct dn2f_rec r2;
-            struct dn2f_wbuf w;
-            uint64_t pkts = 0, bytes = 0;
-
-            dn2f_rec_member_full(&r, i, &mb);
-            lid = mb.lid;
-            idx = dn2f_lid_index(lid);
-            if (done[idx >> 4] & (1u << (idx & 15))) {
-                continue;
-            }
-            done[idx >> 4] |= (uint16_t)(1u << (idx & 15));
-            ndone++;
-            out = live_port(sw, lid);
-            if (!out || !mb.src_sess) {
-                in->drops++;
-                continue;       /* the sender's retransmissions sort it out */
-            }
-            dn2f_wbuf_init(&w, sw->obuf, DN2F_DGRAM_MAX);
-            dn2f_put_hdr(&w, DN2F_T_DATA, 0, m->h.src_lid, lid, m->h.src_epoch, mb.epoch);
-            dn2f_hdr_set_sessions(&w, mb.src_sess, mb.dst_sess);
-            dn2f_data_set_ts(&w, m->u.data.ts);     /* the sender's: echoed to it */
-            /* this and later records that list lid (with the same epoch) */
-            it2 = it;
-            r2 = r;
-            for (;;) {
-                unsigned j;
-                for (j = 0; j < r2.nmemb; j++) {
-                    dn2f_rec_member_full(&r2, j, &m2);
-                    if (m2.lid == lid && m2.epoch == mb.epoch && m2.src_sess == mb.src_sess &&
-                        m2.dst_sess == mb.dst_sess) {
-                        dn2f_put_rec(&w, DN2F_REC_MCAST_COPY, r2.rflags, m2.seq, r2.group,
-                                     0, NULL, NULL, NULL, r2.pkt, r2.len);
-                        pkts++;
-                        bytes += r2.len;
-                        break;
-                    }
-                }
-                if (!dn2f_data_next(&it2, &r2)) {
-                    break;
-                }
-            }
-            if (sw->auth) {
-                struct dn2f_hmac_key k;
-                dn2f_pair_key(&k, in->tok, out->tok);
-                data_send(sw, out, in->lid, sw->obuf, dn2f_finish_mac(&w, &k), pkts, bytes);
-            } else {
-                data_send(sw, out, in->lid, sw->obuf, dn2f_finish(&w), pkts, bytes);
-            }
-        }
-    }
-    (void)ndone;
-}
-
-static void handle_data(struct dn2f_sw *sw, const struct dn2f_addr *from,
-                        const struct dn2f_msg *m, const void *buf, size_t len)
-{
-    struct swport *in = src_port(sw, from, m), *out;
-    uint64_t pkts, bytes, retx;
-
-    if (!in) {
-        capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_UNKNOWN_SRC, m->h.src_lid, m->h.dst_lid, buf, len);
-        sw->sum.bad++;
-        if (!live_port(sw, m->h.src_lid) ||
-            dn2f_addr_equal(&live_port(sw, m->h.src_lid)->addr, from)) {
-            send_bye_unknown(sw, from, m->h.src_epoch);
-        }
-        return;
-    }
-    in->last_seen = now(sw);
-    count_recs(m, &pkts, &bytes, &retx);
-    in->rx_pkts += pkts;
-    in->rx_bytes += bytes;
-    in->retx += retx;
-    if (m->h.type == DN2F_T_DATA && (m->u.data.kinds & (1u << DN2F_REC_MCAST_ORIGIN))) {
-        replicate(sw, in, m, buf, len);
-        return;
-    }
-    out = live_port(sw, m->h.dst_lid);
-    if (!out) {
-        in->drops++;
-        capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_NO_ROUTE, in->lid, m->h.dst_lid, buf, len);
-        return;
-    }
-    data_send(sw, out, in->lid, buf, len, pkts, bytes);
-}
 
 /* ------------------------------------------------------------ stats */
 void dn2f_sw_summary(struct dn2f_sw *sw, struct dn2f_swsummary *s)
@@ -950,6 +607,7 @@ void dn2f_sw_summary(struct dn2f_sw *sw, struct dn2f_swsummary *s)
     s->routes_gen = sw->gen;
     s->uptime_ms = (now(sw) - sw->start) / 1000000;
 }
+
 
 bool dn2f_sw_port(struct dn2f_sw *sw, unsigned i, struct dn2f_portstat *ps)
 {
@@ -977,15 +635,18 @@ bool dn2f_sw_port(struct dn2f_sw *sw, unsigned i, struct dn2f_portstat *ps)
     return false;
 }
 
+
 unsigned dn2f_sw_active_ports(const struct dn2f_sw *sw)
 {
     return sw->nactive;
 }
 
+
 uint64_t dn2f_sw_epoch(const struct dn2f_sw *sw)
 {
     return sw->epoch;
 }
+
 
 /* Same host address (any port), IPv4-mapped IPv6 = IPv4. */
 static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b)
@@ -1001,6 +662,7 @@ static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b)
            memcmp(&x.u.in6.sin6_addr, &y.u.in6.sin6_addr, 16) == 0;
 }
 
+
 static bool is_loopback(const struct dn2f_addr *a)
 {
     struct dn2f_addr x = *a;
@@ -1010,6 +672,7 @@ static bool is_loopback(const struct dn2f_addr *a)
     return x.len >= sizeof(struct sockaddr_in6) && x.u.sa.sa_family == AF_INET6 &&
            IN6_IS_ADDR_LOOPBACK(&x.u.in6.sin6_addr);
 }
+
 
 /* Who may read the port table: this host, or the host of a live member. */
 static bool stats_allowed(struct dn2f_sw *sw, const struct dn2f_addr *from)
@@ -1026,6 +689,7 @@ static bool stats_allowed(struct dn2f_sw *sw, const struct dn2f_addr *from)
     }
     return false;
 }
+
 
 /* One STATS_RESP chunk per request (the requester asks for each), so one
  * padded request of DN2F_STATS_REQ_MIN bytes gets at most ~8 KiB back. */
@@ -1076,11 +740,13 @@ static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to,
     send_ctrl_buf(sw, to, 0, sw->obuf, sw_finish(sw, &w));
 }
 
+
 /* ------------------------------------------------------------ mcast */
 static int group_add(struct dn2f_sw *sw, uint16_t glid, uint16_t lid)
 {
-    unsigned gi, i;
+    unsigned gi;
     struct swgroup *g;
+    int rc;
     if (!dn2f_lid_is_mcast(glid) || !dn2_lid_assignable(lid)) {
         return -EINVAL;
     }
@@ -1092,39 +758,29 @@ static int group_add(struct dn2f_sw *sw, uint16_t glid, uint16_t lid)
             return -ENOMEM;
         }
     }
-    for (i = 0; i < g->n; i++) {
-        if (g->lids[i] == lid) {
-            return 0;
-        }
+    rc = dn2f_lidset_add(g->lids, &g->n, DN2F_MCAST_MAX_MEMBERS, lid);
+    if (rc <= 0) {
+        return rc;
     }
-    if (g->n >= DN2F_MCAST_MAX_MEMBERS) {
-        return -ENOSPC;
-    }
-    g->lids[g->n++] = lid;
     mark_dirty(sw);
     return 0;
 }
 
+
 static void group_del(struct dn2f_sw *sw, uint16_t glid, uint16_t lid)
 {
     struct swgroup *g = sw->groups[dn2f_lid_index(glid) - DN2_CLID_MCAST_FIRST];
-    unsigned i;
-    if (!g) {
-        return;
-    }
-    for (i = 0; i < g->n; i++) {
-        if (g->lids[i] == lid) {
-            g->lids[i] = g->lids[--g->n];
-            mark_dirty(sw);
-            return;
-        }
+    if (g && dn2f_lidset_del(g->lids, &g->n, lid)) {
+        mark_dirty(sw);
     }
 }
+
 
 int dn2f_sw_mcast_add(struct dn2f_sw *sw, uint16_t group_lid, uint16_t member_lid)
 {
     return group_add(sw, group_lid, member_lid);
 }
+
 
 /* ------------------------------------------------------------ input */
 void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void *buf, size_t len)
@@ -1137,19 +793,19 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
     rc = dn2f_decode(buf, len, &m);
     if (rc) {
         sw->sum.bad++;
-        capture(sw, DN2F_CAP_BAD, 0, DN2F_SWR_DECODE | ((unsigned)-rc << 8), 0, 0, buf,
+        sw_capture(sw, DN2F_CAP_BAD, 0, DN2F_SWR_DECODE | ((unsigned)-rc << 8), 0, 0, buf,
                 len > DN2F_DGRAM_MAX ? DN2F_DGRAM_MAX : len);
         return;
     }
     /* With a secret every datagram carries a MAC (control: the control key;
      * DATA/ACK: the pair's tokens, checked by the receiving board; a
-     * multicast origin is checked in replicate()), without one none does. */
+     * multicast origin is checked in sw_replicate()), without one none does. */
     if (!(m.h.flags & DN2F_F_MAC) != !sw->auth ||
         (sw->auth && m.h.type != DN2F_T_DATA && m.h.type != DN2F_T_ACK &&
          !dn2f_mac_ok(buf, &m, &sw->kctl))) {
         char a[80];
         sw->sum.bad++;
-        capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_AUTH, m.h.src_lid, m.h.dst_lid, buf, len);
+        sw_capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_AUTH, m.h.src_lid, m.h.dst_lid, buf, len);
         if (m.h.type == DN2F_T_HELLO || m.h.type == DN2F_T_KEEPALIVE) {
             logf_limited(sw, "%s from %s: %s", dn2f_type_name(m.h.type),
                          dn2f_addr_str(from, a, sizeof(a)),
@@ -1163,25 +819,25 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
     switch (m.h.type) {
     case DN2F_T_DATA:
     case DN2F_T_ACK:
-        handle_data(sw, from, &m, buf, len);
+        sw_handle_data(sw, from, &m, buf, len);
         return;
     default:
         break;
     }
-    capture(sw, DN2F_CAP_CTRL_RX, 0, 0, m.h.src_lid, 0, buf, len);
+    sw_capture(sw, DN2F_CAP_CTRL_RX, 0, 0, m.h.src_lid, 0, buf, len);
     switch (m.h.type) {
     case DN2F_T_HELLO:
         handle_hello(sw, from, &m);
         return;
     case DN2F_T_KEEPALIVE:
-        p = src_port(sw, from, &m);
+        p = sw_src_port(sw, from, &m);
         if (!p && m.u.keepalive.guid) {
             establish(sw, from, &m);    /* a joining board returns its ticket */
             return;
         }
         if (!p) {
             sw->sum.bad++;
-            send_bye_unknown(sw, from, m.h.src_epoch);
+            sw_send_bye_unknown(sw, from, m.h.src_epoch);
             return;
         }
         p->last_seen = now(sw);
@@ -1191,7 +847,7 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
         }
         return;
     case DN2F_T_BYE:
-        p = src_port(sw, from, &m);
+        p = sw_src_port(sw, from, &m);
         if (p) {
             port_gone(sw, p, "said bye");
         }
@@ -1201,7 +857,7 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
         return;
     case DN2F_T_MCAST_JOIN:
     case DN2F_T_MCAST_LEAVE:
-        p = src_port(sw, from, &m);
+        p = sw_src_port(sw, from, &m);
         if (!p) {
             sw->sum.bad++;
             return;
@@ -1217,10 +873,11 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
         return;
     default:
         sw->sum.bad++;
-        capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_NOT_FOR_SWITCH, m.h.src_lid, 0, buf, len);
+        sw_capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_NOT_FOR_SWITCH, m.h.src_lid, 0, buf, len);
         return;
     }
 }
+
 
 /* ------------------------------------------------------------ timers */
 uint64_t dn2f_sw_next_deadline(struct dn2f_sw *sw)
@@ -1235,13 +892,14 @@ uint64_t dn2f_sw_next_deadline(struct dn2f_sw *sw)
     return d;
 }
 
+
 void dn2f_sw_tick(struct dn2f_sw *sw)
 {
     uint64_t t = now(sw);
     unsigned i;
 
     while (sw->fq_head && sw->fq_head->due <= t) {
-        fq_release(sw, sw->fq_head);
+        sw_fq_release(sw, sw->fq_head);
     }
     if (t >= sw->housekeep_due) {
         sw->housekeep_due = t + HOUSEKEEP_NS;
@@ -1257,6 +915,7 @@ void dn2f_sw_tick(struct dn2f_sw *sw)
     }
 }
 
+
 void dn2f_sw_shutdown(struct dn2f_sw *sw)
 {
     unsigned i;
@@ -1267,6 +926,7 @@ void dn2f_sw_shutdown(struct dn2f_sw *sw)
         }
     }
 }
+
 
 /* ------------------------------------------------------------ lifecycle */
 struct dn2f_sw *dn2f_sw_new(const struct dn2f_sw_config *cfg,
@@ -1332,6 +992,7 @@ struct dn2f_sw *dn2f_sw_new(const struct dn2f_sw_config *cfg,
     return sw;
 }
 
+
 void dn2f_sw_free(struct dn2f_sw *sw)
 {
     unsigned i;
@@ -1340,7 +1001,7 @@ void dn2f_sw_free(struct dn2f_sw *sw)
     }
     while (sw->fq_head) {
         struct fq *e = sw->fq_head;
-        fq_unlink(sw, e);
+        sw_fq_unlink(sw, e);
         free(e);
     }
     for (i = 0; i < DN2F_NUM_CLID; i++) {

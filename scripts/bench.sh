@@ -10,9 +10,9 @@
 #   --out FILE   also write the raw key=value output there
 #                (default build/bench/bench-<date>.txt)
 #
-# Steps: builds the project (meson compile: QEMU, dn2-switch), compiles
-# tools/bench/udp-baseline.c and tools/bench/dn2-bench-qtest.c with cc into
-# build/bench/, runs
+# Steps: builds the project (meson compile: QEMU, dn2-switch, and the
+# programs of tools/bench: build/tools/udp-baseline, dn2-bench-qtest,
+# udp-board), runs
 #   (c) udp-baseline: ping-pong (24 B, 512 B; blocking recv and poll+recv)
 #       and streams of 4 KiB..64 MiB in 4 KiB and 60 KiB datagrams;
 #   (a)+(b) dn2-bench-qtest: qtest command cost, BOTF ping-pong (24 B and
@@ -21,7 +21,7 @@
 # and prints one table with the ratios.  Latency figures on a 2-CPU VM
 # depend on what else runs: the load average is printed with the results.
 #
-# Environment: QEMU (qemu-system-x86_64 to use), DN2_FIRMWARE_DIR, CC.
+# Environment: QEMU (qemu-system-x86_64 to use), DN2_FIRMWARE_DIR.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -53,12 +53,13 @@ switch=$DN2_TOP/$BUILD/fabric/dn2-switch
 fw=${DN2_FIRMWARE_DIR:-$DN2_CACHE/firmware}
 [ -f "$fw/bios-256k.bin" ] || die "no bios-256k.bin in $fw (run scripts/setup.sh)"
 
+# The programs, built by meson (tools/meson.build); results in build/bench.
+tdir=$DN2_TOP/$BUILD/tools
+for t in udp-baseline dn2-bench-qtest udp-board; do
+    [ -x "$tdir/$t" ] || die "$tdir/$t missing: run meson compile -C $BUILD"
+done
 bdir=$DN2_TOP/$BUILD/bench
 mkdir -p "$bdir"
-cc=${CC:-cc}
-"$cc" -O2 -Wall -Wextra -o "$bdir/udp-baseline" tools/bench/udp-baseline.c
-"$cc" -O2 -Wall -Wextra -I include -o "$bdir/dn2-bench-qtest" tools/bench/dn2-bench-qtest.c
-"$cc" -O2 -Wall -Wextra -I include -pthread -o "$bdir/udp-board" tools/bench/udp-board.c
 [ -n "$out" ] || out=$bdir/bench-$(date +%Y%m%d-%H%M%S).txt
 : > "$out"
 
@@ -76,32 +77,32 @@ command -v taskset > /dev/null && taskset -c 0 true 2> /dev/null && pin="taskset
     echo "qemu bin=$qemu"
 } | tee -a "$out"
 log "raw UDP baseline"
-run "$bdir/udp-baseline" pingpong 24 "$ppiters"
+run "$tdir/udp-baseline" pingpong 24 "$ppiters"
 if [ -n "$pin" ]; then
-    $pin "$bdir/udp-baseline" pingpong 24 "$ppiters" | sed 's/^pingpong /pingpong-one-cpu /' |
+    $pin "$tdir/udp-baseline" pingpong 24 "$ppiters" | sed 's/^pingpong /pingpong-one-cpu /' |
         tee -a "$out"
 fi
-run "$bdir/udp-baseline" pingpong 512 "$ppiters"
-run "$bdir/udp-baseline" pingpong-poll 24 "$ppiters"
+run "$tdir/udp-baseline" pingpong 512 "$ppiters"
+run "$tdir/udp-baseline" pingpong-poll 24 "$ppiters"
 for s in ${sizes//,/ }; do
     n=$s
     case $s in *K) n=$(( ${s%K} * 1024 )) ;; *M) n=$(( ${s%M} * 1048576 )) ;; esac
-    run "$bdir/udp-baseline" stream "$n" 4096 "$reps"
-    run "$bdir/udp-baseline" stream "$n" 61440 "$reps"
+    run "$tdir/udp-baseline" stream "$n" 4096 "$reps"
+    run "$tdir/udp-baseline" stream "$n" 61440 "$reps"
 done
 log "two boards over dn2-switch (qtest driven)"
-run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+run "$tdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
     --iters "$iters" --reps "$reps" --sizes "$sizes" --no-trace --place main
 # Latency: the boards, then two udp-board processes in their place under the
 # same driver (the harness's own share), with free placement and all on one
 # CPU (as the raw UDP ping-pong's two processes end up).
 log "latency: boards and the udp-board control, free placement"
-run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
-    --iters "$iters" --latency-only --control "$bdir/udp-board" --place free
+run "$tdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+    --iters "$iters" --latency-only --control "$tdir/udp-board" --place free
 if [ -n "$pin" ]; then
     log "latency: the same on one CPU ($pin)"
-    run $pin "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
-        --iters "$iters" --latency-only --control "$bdir/udp-board" --place one-cpu
+    run $pin "$tdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+        --iters "$iters" --latency-only --control "$tdir/udp-board" --place one-cpu
 fi
 # The quiet path: both boards on CPU 0, the driver on CPU 1 of its own,
 # busy-waiting (for qtest answers, and on A's SO-DIMM for the echo's answer,
@@ -109,10 +110,10 @@ fi
 # board's receive thread (rx-thread=on) and, for comparison, in the main loop.
 if [ "$(nproc)" -ge 2 ] && taskset -c 1 true 2> /dev/null; then
     log "latency: boards on CPU 0, the driver busy-waiting on CPU 1"
-    run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
-        --iters "$iters" --latency-only --control "$bdir/udp-board" --place split \
+    run "$tdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+        --iters "$iters" --latency-only --control "$tdir/udp-board" --place split \
         --boards-cpu 0 --driver-cpu 1 --device-opts rx-thread=on
-    run "$bdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
+    run "$tdir/dn2-bench-qtest" --qemu "$qemu" --switch "$switch" --fw "$fw" \
         --iters "$iters" --latency-only --place split-mainloop \
         --boards-cpu 0 --driver-cpu 1 --device-opts rx-thread=off
 fi

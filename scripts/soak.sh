@@ -16,15 +16,16 @@
 # --reset-board 0..3).
 #
 # No guest OS: the tool starts QEMUs with -accel qtest and drives the boards
-# over the qtest protocol, as scripts/bench.sh does.  It is compiled here with
-# cc (it does not touch the meson build directory's targets).  Exit status 0
+# over the qtest protocol, as scripts/bench.sh does.  The tool is built by
+# meson (build/tools/dn2-soak); when that is missing it is built in
+# build-soak/, never in someone else's build directory.  Exit status 0
 # when every property held; 1 when one did not (the TAP lines say which, the
 # "#" lines above them why); 2 on a usage or setup error.  Bounded in time:
 # the tool times every wait; this script adds an overall limit.
 #
-# Environment: QEMU (qemu-system-x86_64), DN2_SWITCH (dn2-switch),
-# DN2_FIRMWARE_DIR, CC, DN2_SOAK_BUILD (where the tool is compiled; default
-# build/soak), DN2_SOAK_LIMIT (overall seconds; default 500 quick, 1800 full).
+# Environment: QEMU (qemu-system-x86_64), DN2_SWITCH (dn2-switch), DN2_SOAK
+# (the tool), DN2_FIRMWARE_DIR, DN2_SOAK_LIMIT (overall seconds; default
+# 500 quick, 1800 full).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -54,27 +55,21 @@ for _ in $(seq 1 60); do
 done
 [ -x "$qemu" ] || die "no QEMU at '$qemu' (set QEMU=, or build: scripts/build-qemu.sh)"
 
-switch=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
-if [ ! -x "$switch" ]; then
-    # our own build directory, never build/ (someone else's)
-    log "no $switch: building dn2-switch in build-soak/"
+# The switch and the tool from the meson build; missing, from our own.
+own_build() { # own_build TARGET: builds it in build-soak/, prints its path
+    log "no $1 in build/: building it in build-soak/"
     [ -f build-soak/build.ninja ] || meson setup build-soak >/dev/null
-    meson compile -C build-soak fabric/dn2-switch >/dev/null || die "cannot build dn2-switch"
-    switch=$DN2_TOP/build-soak/fabric/dn2-switch
-fi
+    meson compile -C build-soak "$1" >/dev/null || die "cannot build $1"
+    echo "$DN2_TOP/build-soak/$1"
+}
+switch=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
+[ -x "$switch" ] || switch=$(own_build fabric/dn2-switch) || exit 1
+tool=${DN2_SOAK:-$DN2_TOP/build/tools/dn2-soak}
+[ -x "$tool" ] || tool=$(own_build tools/dn2-soak) || exit 1
 
 fw=${DN2_FIRMWARE_DIR:-$(bash scripts/build-qemu.sh --print-env 2>/dev/null | sed -n 's/^DN2_FIRMWARE_DIR=//p')}
 fw=${fw:-$DN2_CACHE/firmware}
 [ -f "$fw/bios-256k.bin" ] || die "no bios-256k.bin in '$fw' (run scripts/setup.sh)"
-
-# The tool: one C file plus the fabric's wire-format code (for well-formed
-# datagrams to mutate and for the registered hostile peer).
-out=${DN2_SOAK_BUILD:-$DN2_TOP/build/soak}
-mkdir -p "$out"
-cc=${CC:-cc}
-"$cc" -O2 -g -Wall -Wextra -I include -I fabric -o "$out/dn2-soak.new" \
-    tools/soak/dn2-soak.c fabric/dn2fab.c || die "cannot compile tools/soak/dn2-soak.c"
-mv -f "$out/dn2-soak.new" "$out/dn2-soak"
 
 limit=${DN2_SOAK_LIMIT:-$([ -n "$quick" ] && echo 500 || echo 1800)}
 # The tool's temporary directory (SO-DIMM files, logs, sockets) goes in one
@@ -94,7 +89,7 @@ t0=$(date +%s)
 rc=0
 # The tool kills its children on exit (and they die with it: PDEATHSIG);
 # timeout bounds the whole run even if the tool itself were stuck.
-DN2_SOAK_TMP=$tmp timeout --kill-after=20 "$limit" "$out/dn2-soak" --qemu "$qemu" \
+DN2_SOAK_TMP=$tmp timeout --kill-after=20 "$limit" "$tool" --qemu "$qemu" \
     --switch "$switch" --fw "$fw" "${args[@]}" &
 pid=$!
 wait "$pid" || rc=$?

@@ -15,6 +15,7 @@
 #include "dn2fab.h"
 #include "dn2fab-hmac.h"
 #include "dn2fab-sw.h"
+#include "fab-pkt.h"
 
 /* ================================================================ TAP */
 static int tap_n, tap_failed;
@@ -229,12 +230,7 @@ static void fill_pkt(uint8_t *p, size_t len, uint16_t dlid, uint16_t slid, uint3
 {
     size_t i;
     uint32_t x = n * 2654435761u ^ slid ^ (stream << 20);
-    memset(p, 0, 8);
-    p[0] = (uint8_t)(len & 0xff);
-    p[1] = (uint8_t)((len >> 8) & 0x0f);
-    p[4] = (uint8_t)dlid;
-    p[5] = (uint8_t)(dlid >> 8);
-    memcpy(p + 8, &n, 4);
+    fab_pkt_head(p, len, dlid, n);
     memcpy(p + 12, &stream, 4);
     for (i = 16; i < len; i++) {
         x = x * 1103515245u + 12345u;
@@ -974,6 +970,267 @@ static bool t_wire_truncated(void)
     }
     free(copy);
     CHECK(dn2f_decode(NULL, 0, &m) == -DN2F_E_SHORT, "NULL");
+    return true;
+}
+
+/* Every field of every record, each with its own value, through the
+ * encoder, the validating decoder and the iterators (one decoder per
+ * record serves the last two): a field read or written at another field's
+ * offset shows as a wrong value here. */
+static size_t wire_fields_sample(int kind, uint8_t *buf)
+{
+    struct dn2f_wbuf w;
+    uint8_t pkt[64];
+    dn2f_wbuf_init(&w, buf, DN2F_DGRAM_MAX);
+    switch (kind) {
+    case 0: {                   /* ASSIGN: ticket and token too */
+        struct dn2f_assign a = { .guid = 0x0102030405060708ULL, .lid = 0x2003,
+                                 .link_state = 2, .route_mode = DN2F_ROUTE_DIRECT,
+                                 .ticket.time = 0x11121314u };
+        unsigned i;
+        for (i = 0; i < DN2F_TICKET_LEN; i++) {
+            a.ticket.mac[i] = (uint8_t)(0x20 + i);
+            a.token[i] = (uint8_t)(0x40 + i);
+        }
+        dn2f_put_hdr(&w, DN2F_T_ASSIGN, 0, 0x0fff, 0x2003, 0x5152535455565758ULL,
+                     0x6162636465666768ULL);
+        dn2f_put_assign(&w, &a);
+        break;
+    }
+    case 1: {                   /* KEEPALIVE with a ticket */
+        struct dn2f_ticket t = { .time = 0x31323334u };
+        unsigned i;
+        for (i = 0; i < DN2F_TICKET_LEN; i++) {
+            t.mac[i] = (uint8_t)(0x70 + i);
+        }
+        dn2f_put_hdr(&w, DN2F_T_KEEPALIVE, 0, 1, 0, 3, 4);
+        dn2f_put_keepalive(&w, 0x41424344u, 0x8182838485868788ULL, &t);
+        break;
+    }
+    case 2: {                   /* ROUTES: one route with token, one group */
+        struct dn2f_route r;
+        uint16_t lids[2] = { 0x1003, 0x2004 };
+        unsigned i;
+        memset(&r, 0, sizeof(r));
+        r.lid = 0x3001;
+        r.flags = DN2F_RT_DIRECT;
+        dn2f_addr_parse(&r.addr, "[::1]:4321");
+        r.epoch = 0x9192939495969798ULL;
+        for (i = 0; i < DN2F_TOKEN_LEN; i++) {
+            r.token[i] = (uint8_t)(0xa0 + i);
+        }
+        dn2f_put_hdr(&w, DN2F_T_ROUTES, 0, 0, 1, 5, 6);
+        dn2f_put_routes_hdr(&w, 0x01020304u, 2, 3, 1, 1);
+        dn2f_put_route(&w, &r);
+        dn2f_put_group(&w, 0xc007, 2, lids);
+        break;
+    }
+    case 3: {                   /* STATS_RESP: every summary and port counter */
+        struct dn2f_swsummary sm = { .route_mode = DN2F_ROUTE_SWITCH, .routes_gen = 0x0a0b0c0d,
+                                     .uptime_ms = 11, .dgrams_in = 12, .dgrams_fwd = 13,
+                                     .bad = 14, .inj_drop = 15, .inj_dup = 16,
+                                     .inj_reorder = 17, .inj_delay = 18 };
+        struct dn2f_portstat ps;
+        memset(&ps, 0, sizeof(ps));
+        ps.lid = 0x1002;
+        ps.state = 2;
+        dn2f_addr_parse(&ps.addr, "127.0.0.2:999");
+        ps.guid = 21;
+        ps.epoch = 22;
+        ps.rx_pkts = 23;
+        ps.rx_bytes = 24;
+        ps.tx_pkts = 25;
+        ps.tx_bytes = 26;
+        ps.drops = 27;
+        ps.retx = 28;
+        dn2f_put_hdr(&w, DN2F_T_STATS_RESP, 0, 0, 0, 1, 0);
+        dn2f_put_stats_hdr(&w, 0x5a5b5c5du, 1, 2, 1, &sm);
+        dn2f_put_portstat(&w, &ps);
+        break;
+    }
+    case 4: {                   /* a multicast origin: members with sessions */
+        struct dn2f_member mb[2] = {
+            { .lid = 2, .seq = 0x71727374u, .epoch = 0x75767778797a7b7cULL,
+              .src_sess = 0x7d7e7f80u, .dst_sess = 0x81828384u },
+            { .lid = 0x1003, .seq = 0x91929394u, .epoch = 0x95969798999a9b9cULL,
+              .src_sess = 0x9d9e9fa0u, .dst_sess = 0xa1a2a3a4u },
+        };
+        dn2f_put_hdr(&w, DN2F_T_DATA, 0, 1, 0xc005, 11, 0);
+        fill_pkt(pkt, 44, 0xc005, 1, 0, 0);
+        dn2f_put_origin(&w, 0, 0xc005, 2, mb, pkt, 44);
+        break;
+    }
+    case 5:                     /* a request record: its "after" */
+        dn2f_put_hdr(&w, DN2F_T_DATA, 0, 1, 2, 11, 22);
+        dn2f_hdr_set_sessions(&w, 0xd1d2d3d4u, 0xe1e2e3e4u);
+        fill_pkt(pkt, 24, 2, 1, 0, 0);
+        set_type(pkt, DN2_OP_RVL);
+        dn2f_put_req(&w, 0, 0x12345678u, 0x23456789u, pkt, 24);
+        break;
+    case 6:                     /* an ACK of two lanes with SACK bits and echoes */
+    {
+        uint8_t bits[4] = { 0x81, 0, 0, 0x40 };
+        dn2f_put_hdr(&w, DN2F_T_ACK, DN2F_F_ACKREQ, 1, 2, 3, 4);
+        dn2f_hdr_set_sessions(&w, 7, 8);
+        dn2f_put_ack_echo(&w, 3, true, 0x100, 0x140, 0xb1b2b3b4u, 32, bits);
+        dn2f_put_ack_echo(&w, 1, false, 0x200, 0x200, 0xc1c2c3c4u, 0, NULL);
+        break;
+    }
+    case 7:                     /* STATS_REQ (unpadded), BYE, MCAST_LEAVE */
+        dn2f_put_hdr(&w, DN2F_T_STATS_REQ, 0, 0, 0, 0, 0);
+        dn2f_put_stats_req(&w, 0xcafe0001u, 0x0102, 0);
+        break;
+    case 8:
+        dn2f_put_hdr(&w, DN2F_T_BYE, 0, 1, 0, 3, 4);
+        dn2f_put_u32pair(&w, DN2F_BYE_FULL, 0);
+        break;
+    case 9:
+        dn2f_put_hdr(&w, DN2F_T_MCAST_LEAVE, 0, 3, 0, 3, 4);
+        dn2f_put_mcast(&w, 0xc00a);
+        break;
+    default:
+        return 0;
+    }
+    return dn2f_finish(&w);
+}
+#define NFIELDS_SAMPLES 10
+
+static bool t_wire_every_field(void)
+{
+    struct dn2f_msg m;
+    struct dn2f_iter it;
+    struct dn2f_rec r;
+    struct dn2f_route rt;
+    struct dn2f_portstat ps;
+    struct dn2f_member mb;
+    struct dn2f_addr a;
+    const uint8_t *mem;
+    uint16_t g, n;
+    size_t len;
+    unsigned i;
+    int rc;
+
+    len = wire_fields_sample(0, g_buf);
+    rc = dn2f_decode(g_buf, len, &m);
+    CHECK(rc == 0, "assign: %s", dn2f_strerror(rc));
+    CHECK(m.h.version == DN2F_VERSION && m.h.type == DN2F_T_ASSIGN && m.h.src_lid == 0x0fff &&
+          m.h.dst_lid == 0x2003 && m.h.length == len &&
+          m.h.src_epoch == 0x5152535455565758ULL && m.h.dst_epoch == 0x6162636465666768ULL,
+          "header fields");
+    CHECK(m.u.assign.guid == 0x0102030405060708ULL && m.u.assign.lid == 0x2003 &&
+          m.u.assign.link_state == 2 && m.u.assign.route_mode == DN2F_ROUTE_DIRECT &&
+          m.u.assign.ticket.time == 0x11121314u, "assign fields");
+    for (i = 0; i < DN2F_TICKET_LEN; i++) {
+        CHECK(m.u.assign.ticket.mac[i] == 0x20 + i && m.u.assign.token[i] == 0x40 + i,
+              "assign ticket / token byte %u", i);
+    }
+
+    len = wire_fields_sample(1, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "keepalive");
+    CHECK(m.u.keepalive.gen == 0x41424344u && m.u.keepalive.guid == 0x8182838485868788ULL &&
+          m.u.keepalive.ticket.time == 0x31323334u && m.u.keepalive.ticket.mac[0] == 0x70 &&
+          m.u.keepalive.ticket.mac[DN2F_TICKET_LEN - 1] == 0x70 + DN2F_TICKET_LEN - 1,
+          "keepalive fields");
+
+    len = wire_fields_sample(2, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "routes");
+    CHECK(m.u.routes.gen == 0x01020304u && m.u.routes.chunk == 2 && m.u.routes.nchunks == 3 &&
+          m.u.routes.nroutes == 1 && m.u.routes.ngroups == 1, "routes header");
+    dn2f_routes_iter(&m, &it);
+    dn2f_addr_parse(&a, "[::1]:4321");
+    CHECK(dn2f_routes_next_route(&it, &rt) && rt.lid == 0x3001 && rt.flags == DN2F_RT_DIRECT &&
+          dn2f_addr_equal(&rt.addr, &a) && rt.epoch == 0x9192939495969798ULL &&
+          rt.token[0] == 0xa0 && rt.token[DN2F_TOKEN_LEN - 1] == 0xa0 + DN2F_TOKEN_LEN - 1,
+          "route fields");
+    CHECK(dn2f_routes_next_group(&it, &g, &n, &mem) && g == 0xc007 && n == 2 &&
+          mem[0] == 0x03 && mem[1] == 0x10 && mem[2] == 0x04 && mem[3] == 0x20, "group fields");
+    CHECK(!dn2f_routes_next_group(&it, &g, &n, &mem), "one group");
+
+    len = wire_fields_sample(3, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "stats");
+    CHECK(m.u.stats.cookie == 0x5a5b5c5du && m.u.stats.chunk == 1 && m.u.stats.nchunks == 2 &&
+          m.u.stats.nports == 1 && m.u.stats.sum.route_mode == DN2F_ROUTE_SWITCH &&
+          m.u.stats.sum.routes_gen == 0x0a0b0c0d && m.u.stats.sum.uptime_ms == 11 &&
+          m.u.stats.sum.dgrams_in == 12 && m.u.stats.sum.dgrams_fwd == 13 &&
+          m.u.stats.sum.bad == 14 && m.u.stats.sum.inj_drop == 15 &&
+          m.u.stats.sum.inj_dup == 16 && m.u.stats.sum.inj_reorder == 17 &&
+          m.u.stats.sum.inj_delay == 18, "stats summary fields");
+    dn2f_stats_iter(&m, &it);
+    dn2f_addr_parse(&a, "127.0.0.2:999");
+    CHECK(dn2f_stats_next(&it, &ps) && ps.lid == 0x1002 && ps.state == 2 &&
+          dn2f_addr_equal(&ps.addr, &a) && ps.guid == 21 && ps.epoch == 22 &&
+          ps.rx_pkts == 23 && ps.rx_bytes == 24 && ps.tx_pkts == 25 && ps.tx_bytes == 26 &&
+          ps.drops == 27 && ps.retx == 28, "port statistics fields");
+    CHECK(!dn2f_stats_next(&it, &ps), "one port");
+
+    len = wire_fields_sample(4, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "origin");
+    dn2f_data_iter(&m, &it);
+    CHECK(dn2f_data_next(&it, &r) && r.kind == DN2F_REC_MCAST_ORIGIN && r.group == 0xc005 &&
+          r.nmemb == 2 && r.len == 44 && r.seq == 0, "origin record fields");
+    dn2f_rec_member_full(&r, 0, &mb);
+    CHECK(mb.lid == 2 && mb.seq == 0x71727374u && mb.epoch == 0x75767778797a7b7cULL &&
+          mb.src_sess == 0x7d7e7f80u && mb.dst_sess == 0x81828384u, "member 1 fields");
+    dn2f_rec_member_full(&r, 1, &mb);
+    CHECK(mb.lid == 0x1003 && mb.seq == 0x91929394u && mb.epoch == 0x95969798999a9b9cULL &&
+          mb.src_sess == 0x9d9e9fa0u && mb.dst_sess == 0xa1a2a3a4u, "member 2 fields");
+    CHECK(!dn2f_data_next(&it, &r), "one record");
+
+    len = wire_fields_sample(5, g_buf);
+    rc = dn2f_decode(g_buf, len, &m);
+    CHECK(rc == 0, "request: %s", dn2f_strerror(rc));
+    CHECK(m.h.src_sess == 0xd1d2d3d4u && m.h.dst_sess == 0xe1e2e3e4u, "header sessions");
+    dn2f_data_iter(&m, &it);
+    CHECK(dn2f_data_next(&it, &r) && r.kind == DN2F_REC_UNICAST &&
+          (r.rflags & DN2F_RF_REQ) && r.lane == DN2F_LANE_REQ && r.seq == 0x12345678u &&
+          r.after == 0x23456789u && r.len == 24 && dn2f_pkt_dlid(r.pkt) == 2,
+          "request record fields");
+
+    len = wire_fields_sample(6, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "ack");
+    CHECK(m.h.flags == DN2F_F_ACKREQ && m.u.acks.n == 2 && m.u.acks.a[0].lane == 3 &&
+          m.u.acks.a[0].cum == 0x100 && m.u.acks.a[0].limit == 0x140 &&
+          m.u.acks.a[0].echo == 0xb1b2b3b4u && m.u.acks.a[0].nbits == 32 &&
+          dn2f_ack_sacked(&m.u.acks.a[0], 0) && dn2f_ack_sacked(&m.u.acks.a[0], 7) &&
+          !dn2f_ack_sacked(&m.u.acks.a[0], 8) && dn2f_ack_sacked(&m.u.acks.a[0], 30) &&
+          m.u.acks.a[1].lane == 1 && m.u.acks.a[1].cum == 0x200 &&
+          m.u.acks.a[1].limit == 0x200 && m.u.acks.a[1].echo == 0xc1c2c3c4u &&
+          m.u.acks.a[1].nbits == 0, "ack block fields");
+
+    len = wire_fields_sample(7, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0 && m.u.stats_req.cookie == 0xcafe0001u &&
+          m.u.stats_req.chunk == 0x0102, "stats request fields");
+    len = wire_fields_sample(8, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0 && m.u.bye.reason == DN2F_BYE_FULL, "bye fields");
+    len = wire_fields_sample(9, g_buf);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0 && m.h.type == DN2F_T_MCAST_LEAVE &&
+          m.u.mcast.group == 0xc00a, "mcast fields");
+    return true;
+}
+
+/* Each of those datagrams holds exactly one of its variable records, so
+ * every cut (with the length field patched to match) must be refused:
+ * nothing decodes from part of a record, and the iterators never see one. */
+static bool t_wire_every_cut(void)
+{
+    struct dn2f_msg m;
+    uint8_t *copy = malloc(DN2F_DGRAM_MAX + 8);
+    size_t len, l;
+    int k, rc;
+
+    for (k = 0; k < NFIELDS_SAMPLES; k++) {
+        len = wire_fields_sample(k, g_buf);
+        CHECK(len >= DN2F_HDR_LEN && dn2f_decode(g_buf, len, &m) == 0, "sample %d", k);
+        for (l = DN2F_HDR_LEN; l < len; l++) {
+            memcpy(copy, g_buf, l);
+            copy[12] = (uint8_t)l;
+            copy[13] = (uint8_t)(l >> 8);
+            copy[14] = copy[15] = 0;
+            rc = dn2f_decode(copy, l, &m);
+            CHECK(rc < 0, "sample %d cut to %zu bytes accepted", k, l);
+        }
+    }
+    free(copy);
     return true;
 }
 
@@ -2915,6 +3172,22 @@ static bool t_lost_resent(void)
     return true;
 }
 
+/* Boards 1 and 2 go off the CPU for min..max ns every ~gap ns, board i
+ * first at now + first * i. */
+static void starve_boards(uint64_t min, uint64_t max, uint64_t gap, uint64_t first)
+{
+    int i;
+
+    for (i = 1; i <= 2; i++) {
+        struct node *nd = &sim.nodes[i];
+        nd->starve = true;
+        nd->starve_min = min;
+        nd->starve_max = max;
+        nd->starve_gap = gap;
+        nd->next_stall = sim.now + first * (uint64_t)i;
+    }
+}
+
 /* (c) Loss, duplication and reordering, with both boards starved now and
  * then (late ACKs): everything delivered in order, exactly once and
  * byte-exact; the spurious resends are recognised and counted. */
@@ -2922,18 +3195,10 @@ static bool t_spurious_mixed(void)
 {
     char msg[200];
     const struct dn2f_ep_stats *s1, *s2;
-    int i;
 
     sim_reset(33, 0.03, 0.02, 0.05);
     CHECK(bring_up(DN2F_ROUTE_SWITCH, 2), "link did not come up");
-    for (i = 1; i <= 2; i++) {
-        struct node *nd = &sim.nodes[i];
-        nd->starve = true;
-        nd->starve_min = 1000000;       /* 1..5 ms off the CPU, every ~4 ms */
-        nd->starve_max = 5000000;
-        nd->starve_gap = 4000000;
-        nd->next_stall = sim.now + 1000000 * (uint64_t)i;
-    }
+    starve_boards(1000000, 5000000, 4000000, 1000000);  /* 1..5 ms off the CPU, every ~4 ms */
     stream(1, 2, 3000);
     stream(2, 1, 3000);
     APP(1)->pace_ns = APP(2)->pace_ns = 40000;
@@ -2967,18 +3232,10 @@ static bool t_starved_no_loss(void)
     char msg[200];
     const struct dn2f_ep_stats *s1, *s2;
     uint64_t tx, retx;
-    int i;
 
     sim_reset(34, 0, 0, 0);
     CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
-    for (i = 1; i <= 2; i++) {
-        struct node *nd = &sim.nodes[i];
-        nd->starve = true;
-        nd->starve_min = 500000;        /* 0.5..8 ms off the CPU, every ~5 ms */
-        nd->starve_max = 8000000;
-        nd->starve_gap = 5000000;
-        nd->next_stall = sim.now + 700000 * (uint64_t)i;
-    }
+    starve_boards(500000, 8000000, 5000000, 700000);    /* 0.5..8 ms off the CPU, every ~5 ms */
     stream(1, 2, 20000);
     stream(2, 1, 20000);
     APP(1)->pace_ns = APP(2)->pace_ns = 40000;  /* 25 000 packets/s each way */
@@ -3013,6 +3270,9 @@ static const struct {
 } tests[] = {
     { "wire: encode/decode round trip of every type", t_wire_roundtrip },
     { "wire: truncated datagrams rejected", t_wire_truncated },
+    { "wire: every field of every record round-trips through encoder, decoder, iterators",
+      t_wire_every_field },
+    { "wire: every cut through a record is refused", t_wire_every_cut },
     { "wire: oversized datagrams and bad fields rejected", t_wire_oversized_and_fields },
     { "wire: random garbage and bit flips never crash", t_wire_garbage },
     { "addresses: parse / compare / print", t_addr },

@@ -5,10 +5,11 @@
  *
  * It is a qtest client of its own rather than a libqtest program: it
  * speaks the qtest text protocol (readq / writeq / write) on the UNIX
- * socket QEMU connects to (-qtest unix:PATH), so it builds with a plain C
- * compiler against include/dimmnet2/dn2_abi.h only, is not one of the
- * project's tests, and has as little per-command overhead as a qtest
- * driver can have.
+ * socket QEMU connects to (-qtest unix:PATH), so it builds outside QEMU's
+ * tree (meson, tools/meson.build) against include/dimmnet2/dn2_abi.h and
+ * tools/common (starting the QEMUs and the switch, shared with dn2-soak),
+ * is not one of the project's tests, and has as little per-command
+ * overhead as a qtest driver can have.
  *
  *   dn2-bench-qtest --qemu BIN --switch BIN [--fw DIR] [--iters N]
  *                   [--sizes 4K,16K,...] [--reps N] [--no-trace]
@@ -72,7 +73,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -82,6 +82,7 @@
 #include <unistd.h>
 
 #include "dimmnet2/dn2_abi.h"
+#include "qtest-board.h"
 
 #define ST_OFF      0x7000u
 #define ST_SIZE_REG 0x40u           /* 4096-byte status ring */
@@ -96,14 +97,6 @@ static const char *sysname = "qemu", *place = "free";
 /* On tmpfs when there is one: the trace log lines are written between a
  * stamp and the sendto() they time, so keep that write cheap. */
 static char tmpdir[64];
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 static void die(const char *fmt, ...)
 {
@@ -140,41 +133,24 @@ static bool spin_io;
 
 static pid_t spawn(char *const argv[], const char *out)
 {
-    pid_t pid = fork();
+    struct qb_spawn how = { .out = out, .cpu = boards_cpu };
+    pid_t pid = qb_spawn(argv, &how);
 
     if (pid < 0) {
-        die("fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (boards_cpu >= 0) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(boards_cpu, &set);
-            if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-                _exit(126);
-            }
-        }
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(argv[0], argv);
-        _exit(127);
+        die("fork: %s", strerror((int)-pid));
     }
     return pid;
 }
 
 static void reap(pid_t pid, int sig)
 {
-    uint64_t end = now_ns() + 3000000000ull;
+    uint64_t end = qb_now_ns() + 3000000000ull;
 
     if (pid <= 0) {
         return;
     }
     kill(pid, sig);
-    while (now_ns() < end) {
+    while (qb_now_ns() < end) {
         if (waitpid(pid, NULL, WNOHANG) == pid) {
             return;
         }
@@ -189,22 +165,20 @@ static int switch_port;
 
 static void switch_start(void)
 {
-    char ready[256], log[256];
-    char *argv[] = { (char *)switch_bin, "--listen", "127.0.0.1:0", "--ready-file", ready,
-                     "--quiet", NULL };
-    uint64_t end = now_ns() + 10000000000ull;
+    char ready[256], log[256], listen[QB_LISTEN_LEN];
+    char *argv[8];
+    int n = 0;
+    uint64_t end = qb_now_ns() + 10000000000ull;
 
     snprintf(ready, sizeof(ready), "%s/switch.port", tmpdir);
     snprintf(log, sizeof(log), "%s/switch.log", tmpdir);
+    qb_switch_argv(argv, &n, switch_bin, listen, 0, ready);
+    argv[n] = NULL;
     switch_pid = spawn(argv, log);
-    while (now_ns() < end) {
-        FILE *f = fopen(ready, "r");
-        if (f) {
-            int ok = fscanf(f, "%d", &switch_port) == 1 && switch_port > 0;
-            fclose(f);
-            if (ok) {
-                return;
-            }
+    while (qb_now_ns() < end) {
+        switch_port = qb_ready_port(ready);
+        if (switch_port) {
+            return;
         }
         usleep(5000);
     }
@@ -241,7 +215,6 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
                     const char *trace_log)
 {
     char sock[256], mem[256], dev[512], memobj[512], qt[300], log[256];
-    struct sockaddr_un a;
     int lfd;
     char *argv[32];
     int n = 0;
@@ -253,16 +226,9 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
     snprintf(sock, sizeof(sock), "%s/qtest-%c.sock", tmpdir, name);
     snprintf(mem, sizeof(mem), "%s/sodimm-%c", tmpdir, name);
     snprintf(log, sizeof(log), "%s/qemu-%c.log", tmpdir, name);
-    unlink(sock);
-    lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    if (strlen(sock) >= sizeof(a.sun_path)) {
-        die("socket path too long: %s", sock);
-    }
-    memcpy(a.sun_path, sock, strlen(sock) + 1);
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 1) < 0) {
-        die("qtest socket %s: %s", sock, strerror(errno));
+    lfd = qb_listen_unix(sock);
+    if (lfd < 0) {
+        die("qtest socket %s: %s", sock, strerror(-lfd));
     }
     if (shm_next) {
         snprintf(q->mempath, sizeof(q->mempath), "%s", mem);
@@ -276,22 +242,7 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
              "%s%s%s", switch_port, guid, extra_dev ? extra_dev : "", dev_opts ? "," : "",
              dev_opts ? dev_opts : "");
     snprintf(qt, sizeof(qt), "unix:%s", sock);
-    argv[n++] = (char *)qemu_bin;
-    argv[n++] = "-qtest";
-    argv[n++] = qt;
-    argv[n++] = "-qtest-log";       /* the default logs every command to stderr */
-    argv[n++] = "none";
-    argv[n++] = "-accel";
-    argv[n++] = "qtest";
-    argv[n++] = "-display";
-    argv[n++] = "none";
-    argv[n++] = "-L";
-    argv[n++] = (char *)fw_dir;
-    argv[n++] = "-M";
-    argv[n++] = "q35";
-    argv[n++] = "-nodefaults";
-    argv[n++] = "-m";
-    argv[n++] = "64M";
+    qb_qemu_argv(argv, &n, qemu_bin, fw_dir, qt);
     argv[n++] = "-object";
     argv[n++] = memobj;
     argv[n++] = "-device";
@@ -453,16 +404,16 @@ static void sr_w(Q *q, uint32_t off, uint64_t v)
 
 static void board_up(Q *q)
 {
-    uint64_t end = now_ns() + 10000000000ull, v;
+    uint64_t end = qb_now_ns() + 10000000000ull, v;
 
     do {
         v = sr(q, DN2_SR_SMA);
-        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
+        if (dn2_sma_link_ready(v)) {
             break;
         }
         usleep(1000);
-    } while (now_ns() < end);
-    if (DN2_GET(v, 17, 16) != DN2_SMA_LINK_READY) {
+    } while (qb_now_ns() < end);
+    if (!dn2_sma_link_ready(v)) {
         die("board %c: no link", q->name);
     }
     q->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
@@ -495,19 +446,19 @@ static void cmd_note(int write, uint64_t ns)
 /* Spin until the board's status tail passes st_seen; returns polls. */
 static unsigned st_wait(Q *q, uint64_t timeout_ns)
 {
-    uint64_t end = now_ns() + timeout_ns;
+    uint64_t end = qb_now_ns() + timeout_ns;
     unsigned polls = 0;
 
     for (;;) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = qb_now_ns();
         uint64_t t = ur(q, DN2_UR_STATUS_ADDR);
-        cmd_note(0, now_ns() - t0);
+        cmd_note(0, qb_now_ns() - t0);
         polls++;
         if (t != q->st_seen) {
             q->st_seen = st_next(q->st_seen);
             return polls;
         }
-        if (now_ns() > end) {
+        if (qb_now_ns() > end) {
             die("board %c: no status record", q->name);
         }
     }
@@ -544,13 +495,13 @@ static double cmd_cost(Q *q, bool write, unsigned n)
     unsigned i;
 
     for (i = 0; i < n; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = qb_now_ns();
         if (write) {
             ur_w(q, DN2_UR_CMD_EX, i);
         } else {
             ur(q, DN2_UR_CTL_STATUS);
         }
-        v[i] = now_ns() - t0;
+        v[i] = qb_now_ns() - t0;
     }
     stats("cmd", v, n, &med, &p99);
     free(v);
@@ -597,21 +548,21 @@ static double pingpong(Q *a, Q *b, unsigned bytes, unsigned n, uint64_t *rt)
     botf_image(a, b, bytes);
     botf_image(b, a, bytes);
     for (i = 0; i < warm + n; i++) {
-        uint64_t t0 = now_ns(), t1, tw;
+        uint64_t t0 = qb_now_ns(), t1, tw;
         ur_w(a, DN2_UR_CMD0_LOWER, lower);
-        cmd_note(1, now_ns() - t0);
+        cmd_note(1, qb_now_ns() - t0);
         if (settle_us) {
             usleep(settle_us);
         }
         polls += st_wait(b, 5000000000ull);
-        tw = now_ns();
+        tw = qb_now_ns();
         ur_w(b, DN2_UR_CMD0_LOWER, lower);
-        cmd_note(1, now_ns() - tw);
+        cmd_note(1, qb_now_ns() - tw);
         if (settle_us) {
             usleep(settle_us);
         }
         polls += st_wait(a, 5000000000ull);
-        t1 = now_ns();
+        t1 = qb_now_ns();
         if (i >= warm) {
             rt[i - warm] = t1 - t0;
         }
@@ -765,14 +716,14 @@ static void spin_echo(unsigned bytes, unsigned n)
     }
     echo_image(&a, &b, bytes);
     for (i = 0; i < max; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = qb_now_ns();
         for (w = 0; w < bytes; w += 8) {
             *sd_word(&a, dst + w) = 0;
         }
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         ur_w(&a, DN2_UR_CMD0_LOWER, lower);
         while (!*sd_word(&a, last)) {
-            if (now_ns() - t0 > 5000000000ull) {
+            if (qb_now_ns() - t0 > 5000000000ull) {
                 printf("echo-spin bytes=%u sys=%s place=%s failed=1 at=%u\n", bytes, sysname,
                        place, i);
                 goto out;
@@ -874,10 +825,10 @@ static void rvs_single(Q *a, Q *b, uint64_t size, unsigned reps)
     ur_w(a, DN2_UR_CMD0_LOWER, lower);
     st_wait(b, 60000000000ull);
     for (i = 0; i < reps; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = qb_now_ns();
         ur_w(a, DN2_UR_CMD0_LOWER, lower);
         st_wait(b, 60000000000ull);
-        t[i] = now_ns() - t0;
+        t[i] = qb_now_ns() - t0;
         st_free(b, false);
     }
     st_free(b, true);
@@ -902,7 +853,7 @@ static void rvs_stream(Q *a, Q *b, uint64_t size, unsigned n, unsigned reps)
     for (r = 0; r < reps; r++) {
         unsigned issued = 0, seen = 0, done0 = dn2_pc_field(ur(a, DN2_UR_PRIM_COUNTER),
                                                              DN2_PC_RVS);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = qb_now_ns();
         while (seen < n) {
             /* the sender's RVS counter tells how many left the FIFO */
             unsigned done = (dn2_pc_field(ur(a, DN2_UR_PRIM_COUNTER), DN2_PC_RVS) -
@@ -918,7 +869,7 @@ static void rvs_stream(Q *a, Q *b, uint64_t size, unsigned n, unsigned reps)
             }
             st_free(b, false);
         }
-        t[r] = now_ns() - t0;
+        t[r] = qb_now_ns() - t0;
         st_free(b, true);
     }
     stats("rvs", t, reps, &med, &p99);

@@ -38,7 +38,7 @@
  * before sendto) and dimmnet2_rx (stamped after recvfrom), one fflush per
  * line, as QEMU does.
  *
- * Built by scripts/bench.sh with cc against include/dimmnet2/dn2_abi.h.
+ * Built by meson (tools/meson.build) against include/dimmnet2/dn2_abi.h.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -220,7 +220,7 @@ static void *rx_thread(void *arg)
 static uint64_t readq(uint64_t addr)
 {
     if (addr == base + DN2_SR_BASE + DN2_SR_SMA) {
-        return DN2_PUT(DN2_SMA_LINK_READY, 17, 16) | lid;
+        return dn2_sma_encode(lid, DN2_SMA_LINK_READY);
     }
     if (addr == base + DN2_UR_OFF(0) + DN2_UR_STATUS_ADDR) {
         return st_init + st_tail;

@@ -77,6 +77,7 @@
 
 #include "dimmnet2/dn2_abi.h"
 #include "dn2fab.h"
+#include "qtest-board.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB ((uint64_t)1024 * 1024)
@@ -109,22 +110,14 @@ static bool use_secret;
 static bool keep_tmp, verbose;
 static uint64_t t_start;
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static uint64_t now_ms(void)
 {
-    return now_ns() / 1000000;
+    return qb_now_ns() / 1000000;
 }
 
 static double elapsed_s(void)
 {
-    return (now_ns() - t_start) / 1e9;
+    return (qb_now_ns() - t_start) / 1e9;
 }
 
 static void msleep(unsigned ms)
@@ -175,45 +168,13 @@ static void die(const char *fmt, ...)
     exit(2);
 }
 
-/* xoshiro256** seeded by splitmix64: the run's randomness, from --seed. */
-typedef struct Rng {
-    uint64_t s[4];
-} Rng;
-
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(Rng *r, uint64_t seed)
-{
-    int i;
-
-    for (i = 0; i < 4; i++) {
-        r->s[i] = splitmix(&seed);
-    }
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
+/* The run's randomness, from --seed: the fabric's PRNG (xoshiro256**
+ * seeded by splitmix64). */
+typedef struct dn2f_rng Rng;
 
 static uint64_t rnd(Rng *r)
 {
-    uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return res;
+    return dn2f_rng_next(r);
 }
 
 /* [0, n) */
@@ -360,26 +321,11 @@ static void on_signal(int sig)
 /* cwd: run there with core dumps on (a crash gets a backtrace). */
 static pid_t spawn_in(char *const argv[], const char *out, const char *cwd)
 {
-    pid_t pid = fork();
+    struct qb_spawn how = { .out = out, .append = true, .cwd = cwd, .cpu = -1 };
+    pid_t pid = qb_spawn(argv, &how);
 
     if (pid < 0) {
-        die("fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (cwd) {
-            struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
-            if (chdir(cwd) == 0) {
-                setrlimit(RLIMIT_CORE, &rl);
-            }
-        }
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(argv[0], argv);
-        _exit(127);
+        die("fork: %s", strerror((int)-pid));
     }
     child_add(pid);
     return pid;
@@ -694,21 +640,15 @@ typedef struct Sw {
 
 static bool sw_start(Sw *s, int port)
 {
-    char listen[64];
+    char listen[QB_LISTEN_LEN];
     char *argv[32];
     int n = 0, i, st;
     uint64_t end;
 
     snprintf(s->ready, sizeof(s->ready), "%s/switch.port", tmpdir);
     snprintf(s->log, sizeof(s->log), "%s/switch.log", tmpdir);
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
     unlink(s->ready);
-    argv[n++] = (char *)switch_bin;
-    argv[n++] = "--listen";
-    argv[n++] = listen;
-    argv[n++] = "--ready-file";
-    argv[n++] = s->ready;
-    argv[n++] = "--quiet";
+    qb_switch_argv(argv, &n, switch_bin, listen, port, s->ready);
     for (i = 0; i < s->nargs; i++) {
         argv[n++] = s->args[i];
     }
@@ -721,14 +661,10 @@ static bool sw_start(Sw *s, int port)
     s->starts++;
     end = now_ms() + 10000;
     while (now_ms() < end) {
-        FILE *f = fopen(s->ready, "r");
-        if (f) {
-            int p = 0, ok = fscanf(f, "%d", &p) == 1 && p > 0;
-            fclose(f);
-            if (ok) {
-                s->port = p;
-                return true;
-            }
+        int p = qb_ready_port(s->ready);
+        if (p) {
+            s->port = p;
+            return true;
         }
         if (wait_exit(s->pid, &st, 0)) {
             s->pid = 0;
@@ -1301,18 +1237,10 @@ static bool qom_try(Board *b, const char *prop, uint64_t *v)
 
 static int listen_unix(const char *path)
 {
-    struct sockaddr_un a;
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int fd = qb_listen_unix(path);
 
-    unlink(path);
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(a.sun_path)) {
-        die("socket path too long: %s", path);
-    }
-    strcpy(a.sun_path, path);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0) {
-        die("socket %s: %s", path, strerror(errno));
+    if (fd < 0) {
+        die("socket %s: %s", path, strerror(-fd));
     }
     return fd;
 }
@@ -1388,22 +1316,7 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m%s%s%s", devprops && *devprops ? "," : "",
              devprops ? devprops : "", use_secret ? ",secret=csec" : "");
     b->loopback = devprops && strstr(devprops, "loopback=on");
-    argv[n++] = (char *)qemu_bin;
-    argv[n++] = "-qtest";
-    argv[n++] = qsa;
-    argv[n++] = "-qtest-log";
-    argv[n++] = "none";
-    argv[n++] = "-accel";
-    argv[n++] = "qtest";
-    argv[n++] = "-display";
-    argv[n++] = "none";
-    argv[n++] = "-L";
-    argv[n++] = (char *)fw_dir;
-    argv[n++] = "-M";
-    argv[n++] = "q35";
-    argv[n++] = "-nodefaults";
-    argv[n++] = "-m";
-    argv[n++] = "64M";
+    qb_qemu_argv(argv, &n, qemu_bin, fw_dir, qsa);
     argv[n++] = "-chardev";
     argv[n++] = chr;
     argv[n++] = "-mon";
@@ -1634,9 +1547,8 @@ static void board_dump(Board *b)
     ms = ur(b, 0, DN2_UR_MODULE_STATE);
     note("  board %s: SMA LID register 0x%" PRIx64 " (LID 0x%x, link %s), Module State 0x%"
          PRIx64 " (Window Controller %s), LID 0x%x", b->name, sma,
-         (unsigned)(sma & DN2_SMA_LID_MASK),
-         DN2_GET(sma, 17, 16) == DN2_SMA_LINK_READY ? "ready" : "NOT ready", ms,
-         (ms & DN2_MASK(16, 0)) ? dn2_otype_name((unsigned)((ms & DN2_MASK(16, 0)) - 1)) :
+         (unsigned)dn2_sma_lid(sma), dn2_sma_link_ready(sma) ? "ready" : "NOT ready", ms,
+         DN2_FGET(ms, DN2_MS_WC) ? dn2_otype_name((unsigned)(DN2_FGET(ms, DN2_MS_WC) - 1)) :
          "idle", b->lid);
     for (i = 0; i < 2 && !b->dead; i++) {
         note("  board %s WID %u: Controller Status 0x%" PRIx64 ", Primitive Counter 0x%"
@@ -1695,8 +1607,8 @@ static bool wait_link(Board *b, unsigned ms)
 
     do {
         v = sr(b, DN2_SR_SMA);
-        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
-            b->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
+        if (dn2_sma_link_ready(v)) {
+            b->lid = dn2_sma_lid(v);
             return true;
         }
         idle();
@@ -1886,42 +1798,46 @@ static void expect_data(Board *d, uint64_t doff, const uint8_t *want, size_t len
     free(got);
 }
 
+/* One known-good transfer of data (len bytes) from s's SO-DIMM at soff to
+ * d's at doff, issued by board by with op (RVS: by = s, to d; RVL: by = d,
+ * from s): the data lands byte-exact with its status record on d.  Its
+ * time in ms. */
+static uint64_t known_good(Board *by, unsigned op, Board *s, Board *d, uint64_t soff,
+                           uint64_t doff, const uint8_t *data, size_t len, const char *what)
+{
+    Board *peer = by == s ? d : s;
+    uint64_t t0 = now_ms();
+
+    sd_put(s, soff, data, len);
+    sd_zero(d, doff, len);
+    if (!fifo_room(by, 0, T_XFER)) {
+        hang("%s: no room in board %s's Request FIFO", what, by->name);
+    }
+    issue(by, 0, dn2_req_upper((uint32_t)soff, (uint32_t)doff),
+          dn2_req_lower(op, 0, 0, dn2_lid_to_clid(peer->lid), 0, 1, (uint32_t)len));
+    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), doff, what);
+    expect_data(d, doff, data, len, what);
+    return now_ms() - t0;
+}
+
 static void round_trip(Board *s, Board *d, uint64_t soff, uint64_t doff, uint64_t roff,
                        uint64_t loff, size_t len)
 {
     uint8_t *a = malloc(len), *c = malloc(len);
     char what[96];
-    uint64_t t0 = now_ms(), t1;
+    uint64_t ms;
 
     fill_bytes(a, len, 0x5eed0000 + known_good_seq++);
     fill_bytes(c, len, 0x5eed0000 + known_good_seq++);
     /* RVS s -> d */
     snprintf(what, sizeof(what), "known-good RVS %s->%s %zu B", s->name, d->name, len);
-    sd_put(s, soff, a, len);
-    sd_zero(d, doff, len);
-    if (!fifo_room(s, 0, T_XFER)) {
-        hang("%s: no room in board %s's Request FIFO", what, s->name);
-    }
-    issue(s, 0, dn2_req_upper((uint32_t)soff, (uint32_t)doff),
-          dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(d->lid), 0, 1, (uint32_t)len));
-    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), doff, what);
-    expect_data(d, doff, a, len, what);
-    t1 = now_ms();
-    if (t1 - t0 > 200) {
-        vnote("%s took %" PRIu64 " ms", what, t1 - t0);
+    ms = known_good(s, DN2_OP_RVS, s, d, soff, doff, a, len, what);
+    if (ms > 200) {
+        vnote("%s took %" PRIu64 " ms", what, ms);
     }
     /* RVL: d asks s for roff, lands at d's loff */
     snprintf(what, sizeof(what), "known-good RVL %s<-%s %zu B", d->name, s->name, len);
-    sd_put(s, roff, c, len);
-    sd_zero(d, loff, len);
-    if (!fifo_room(d, 0, T_XFER)) {
-        hang("%s: no room in board %s's Request FIFO", what, d->name);
-    }
-    issue(d, 0, dn2_req_upper((uint32_t)roff, (uint32_t)loff),
-          dn2_req_lower(DN2_OP_RVL, 0, 0, dn2_lid_to_clid(s->lid), 0, 1, (uint32_t)len));
-    wait_record(d, rec_lower(DN2_OP_RVS, s->lid, 0, (uint32_t)len), loff, what);
-    expect_data(d, loff, c, len, what);
-    last_rvl_ms = now_ms() - t1;
+    last_rvl_ms = known_good(d, DN2_OP_RVL, s, d, roff, loff, c, len, what);
     if (last_rvl_ms > 200) {
         vnote("%s took %" PRIu64 " ms", what, last_rvl_ms);
     }
@@ -2367,7 +2283,7 @@ static void mmio_segment(void)
     fa = (FuzzCtx){ r, A.lid, B.lid, fp, A.area };
     fb = (FuzzCtx){ r, B.lid, A.lid, fp, B.area };
     fl = (FuzzCtx){ r, L.lid, L.lid, fp, L.area };
-    t0 = now_ns() - (uint64_t)(P1.secs * 1e9);
+    t0 = qb_now_ns() - (uint64_t)(P1.secs * 1e9);
     next_check = (P1.ops / every + 1) * every;
     while (P1.ops < opt_mmio_ops) {
         FuzzCtx *fc[3] = { &fa, &fb, &fl };
@@ -2379,16 +2295,16 @@ static void mmio_segment(void)
             P1.ops += bs[i]->qon;
             q_flush(bs[i], T_CMD);
         }
-        P1.secs = (now_ns() - t0) / 1e9;
+        P1.secs = (qb_now_ns() - t0) / 1e9;
         if (P1.ops >= next_check || P1.ops >= opt_mmio_ops) {
-            double s = (now_ns() - t0) / 1e9;
+            double s = (qb_now_ns() - t0) / 1e9;
             mmio_check(bs, 3, r);
             note("mmio: %" PRIu64 " operations in %.1f s (%.0f/s incl. checks), check %" PRIu64
                  " passed", P1.ops, s, P1.ops / s, P1.checks);
             next_check += every;
         }
     }
-    P1.secs = (now_ns() - t0) / 1e9;
+    P1.secs = (qb_now_ns() - t0) / 1e9;
     diag++;
     note("mmio: what the boards saw:");
     for (int i = 0; i < 3; i++) {
@@ -2404,7 +2320,7 @@ static void mmio_segment(void)
 static void phase_mmio(void)
 {
     P1.ran = true;
-    rng_seed(&p1_rng, opt_seed ^ 0x6d6d696f);
+    dn2f_rng_seed(&p1_rng, opt_seed ^ 0x6d6d696f);
     for (;;) {
         if (!setjmp(phase_env)) {
             mmio_segment();
@@ -3210,7 +3126,7 @@ static void hostile_run(bool secret)
     use_secret = secret;
     P2.ran = true;
     memset(&sw, 0, sizeof(sw));
-    rng_seed(&r, opt_seed ^ 0x686f7374 ^ (secret ? 0x5ec : 0));
+    dn2f_rng_seed(&r, opt_seed ^ 0x686f7374 ^ (secret ? 0x5ec : 0));
     every = ndg / 10 ? ndg / 10 : 1;
     psw = &sw;
     if (!sw_start(&sw, 0)) {
@@ -3285,7 +3201,7 @@ static void hostile_run(bool secret)
         base_stalls[i] = qom(bs[i], "stat-rx-stalls");
         base_acc[i] = qom(bs[i], "stat-rx-packets");
     }
-    t0 = now_ns();
+    t0 = qb_now_ns();
     next_check = every;
     while (P2.sent < ndg) {
         unsigned k = (unsigned)rndn(&r, 1000), tgt = (unsigned)rndn(&r, 10);
@@ -3421,11 +3337,11 @@ static void hostile_run(bool secret)
             }
             P2.checks++;
             note("hostile%s: %" PRIu64 " datagrams in %.1f s, round trips A<->B passed (check %u)",
-                 secret ? " (cluster secret)" : "", P2.sent, (now_ns() - t0) / 1e9, P2.checks);
+                 secret ? " (cluster secret)" : "", P2.sent, (qb_now_ns() - t0) / 1e9, P2.checks);
             next_check += every;
         }
     }
-    P2.secs = (now_ns() - t0) / 1e9;
+    P2.secs = (qb_now_ns() - t0) / 1e9;
     P2.sent_ok = secret ? !P2.peer_ok : P2.peer_ok;
     /* afterwards: the peer stays polite for a while; then the checks */
     for (t0 = now_ms(); now_ms() < t0 + 500;) {
@@ -3712,11 +3628,11 @@ static void phase_rvs(void)
          " MiB in 1 MiB RVS requests = %" PRIu64 " MiB; switch restart at 40 %%, system_reset "
          "of board %c at 75 %%", lids[0], lids[1], lids[2], lids[3], sw.port, nrounds,
          per_pair / MiB, total / MiB, 'A' + R);
-    t0 = now_ns();
+    t0 = qb_now_ns();
     last_progress = now_ms();
     for (round = 0; round < nrounds; round++) {
         size_t first_x = nxf, k;
-        uint64_t rt0 = now_ns(), left;
+        uint64_t rt0 = qb_now_ns(), left;
         int s, d;
 
         for (s = 0; s < NB3; s++) {
@@ -3752,8 +3668,8 @@ static void phase_rvs(void)
             for (d = 0; d < NB3; d++) {
                 unsigned n = st_take(bs[d], 0, recs, 256), j;
                 for (j = 0; j < n; j++) {
-                    uint16_t clid = (uint16_t)DN2_GET(recs[j].lower, 29, 18);
-                    uint32_t size = (uint32_t)DN2_GET(recs[j].lower, 63, 32);
+                    uint16_t clid = (uint16_t)DN2_FGET(recs[j].lower, DN2_ST_CLID);
+                    uint32_t size = (uint32_t)DN2_FGET(recs[j].lower, DN2_ST_SIZE);
                     uint32_t at = (uint32_t)recs[j].upper;
                     Xfer *hit = NULL, *stale = NULL;
                     for (k = first_x; k < nxf; k++) {
@@ -3788,7 +3704,7 @@ static void phase_rvs(void)
             /* the switch restart and the system reset */
             if (!restarted && P3.moved >= total * 2 / 5) {
                 int port = sw.port, tries;
-                uint64_t tr = now_ns();
+                uint64_t tr = qb_now_ns();
                 restarted = true;
                 for (s = 0; s < NB3; s++) {
                     P3.inflight_at_restart += sq[s].out;
@@ -3817,14 +3733,14 @@ static void phase_rvs(void)
                                    bs[s]->lid, lids[s]);
                     }
                 }
-                P3.relink_s = (now_ns() - tr) / 1e9;
+                P3.relink_s = (qb_now_ns() - tr) / 1e9;
                 note("rvs: all links back %.2f s after the kill", P3.relink_s);
                 last_progress = now_ms();
             }
             if (!was_reset && P3.moved >= total * 3 / 4) {
                 Board *b = bs[R];
                 const char *r;
-                uint64_t tr = now_ns();
+                uint64_t tr = qb_now_ns();
                 unsigned ab = 0;
                 was_reset = true;
                 P3.inflight_at_reset = 0;
@@ -3883,7 +3799,7 @@ static void phase_rvs(void)
                         reissue(sq, k);
                     }
                 }
-                P3.reset_relink_s = (now_ns() - tr) / 1e9;
+                P3.reset_relink_s = (qb_now_ns() - tr) / 1e9;
                 note("rvs: board %s up again (link, LID 0x%x, bring-up) %.2f s after the reset; "
                      "%u aborted transfers re-issued as halves", b->name, b->lid,
                      P3.reset_relink_s, ab);
@@ -3897,7 +3813,7 @@ static void phase_rvs(void)
             if (!left) {
                 break;
             }
-            P3.secs = (now_ns() - t0) / 1e9;
+            P3.secs = (qb_now_ns() - t0) / 1e9;
             if (progress) {
                 last_progress = now_ms();
             } else {
@@ -3934,10 +3850,10 @@ static void phase_rvs(void)
         }
         P3.rounds++;
         note("rvs: round %u: %" PRIu64 " MiB verified in %.1f s (%.0f MB/s); %" PRIu64
-             " MiB moved in all", round + 1, perround / MiB, (now_ns() - rt0) / 1e9,
-             perround / ((now_ns() - rt0) / 1e3), P3.moved / MiB);
+             " MiB moved in all", round + 1, perround / MiB, (qb_now_ns() - rt0) / 1e9,
+             perround / ((qb_now_ns() - rt0) / 1e3), P3.moved / MiB);
     }
-    P3.secs = (now_ns() - t0) / 1e9;
+    P3.secs = (qb_now_ns() - t0) / 1e9;
     for (i = 0; i < NB3; i++) {
         if (!wait_link(bs[i], T_LINK) || bs[i]->lid != lids[i]) {
             phase_fail("board %s: link or LID wrong at the end (LID 0x%x, was 0x%x)",
@@ -4006,7 +3922,7 @@ int main(int argc, char **argv)
     bool do_mmio, do_hostile, do_secret, do_rvs;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    t_start = now_ns();
+    t_start = qb_now_ns();
     fw_dir = getenv("DN2_FIRMWARE_DIR");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the fabric datagram decoder, the endpoint input path and
- * the switch core input path (tests/unit/fuzz-run.sh builds and runs it).
+ * the switch core input path (tests/fuzz/fuzz-run.sh builds and runs it).
  *
  * Input layout: byte 0 selects who "sent" the datagram (bits 0-1: the switch,
  * the peer board, a stranger, or the switch core as receiver; bit 2: the
@@ -12,7 +12,7 @@
  * input took its link down, so inputs reach the data path.
  *
  * Built with -DFUZZ_GEN_CORPUS and no libFuzzer, main() writes the seed
- * corpus (tests/unit/fuzz-corpus/) instead.
+ * corpus (tests/fuzz/corpus/) instead.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>

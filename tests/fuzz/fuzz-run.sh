@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds fabric/fuzz-wire.c with clang -fsanitize=fuzzer,address,undefined and
+# Builds tests/fuzz/fuzz-wire.c with clang -fsanitize=fuzzer,address,undefined and
 # runs it for a bounded time over the seed corpus.  TAP output.
 #
-#   tests/unit/fuzz-run.sh                  20 s (DN2_FUZZ_SECONDS to change)
-#   tests/unit/fuzz-run.sh --regen-corpus   rewrite tests/unit/fuzz-corpus/
+#   tests/fuzz/fuzz-run.sh                  20 s (DN2_FUZZ_SECONDS to change)
+#   tests/fuzz/fuzz-run.sh --regen-corpus   rewrite tests/fuzz/corpus/
 #
 # Environment: DN2_FUZZ_SECONDS (default 20), DN2_FUZZ_BUILD (build folder,
 # default a temporary one), CLANG (default clang).
@@ -13,8 +13,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=${DN2_TOP:-$(cd "$here/../.." && pwd)}
 secs=${DN2_FUZZ_SECONDS:-20}
 clang=${CLANG:-clang}
-corpus="$top/tests/unit/fuzz-corpus"
-srcs=("$top/fabric/dn2fab.c" "$top/fabric/dn2fab-ep.c" "$top/fabric/dn2fab-sw.c")
+corpus="$here/corpus"
+srcs=("$top"/fabric/dn2fab*.c)          # the whole library
 inc=(-I"$top/include" -I"$top/fabric")
 
 if [ -n "${DN2_FUZZ_BUILD:-}" ]; then
@@ -28,7 +28,7 @@ fi
 trap cleanup EXIT
 
 if [ "${1:-}" = "--regen-corpus" ]; then
-    cc -std=gnu11 -O1 -DFUZZ_GEN_CORPUS "${inc[@]}" "$top/fabric/fuzz-wire.c" "${srcs[@]}" \
+    cc -std=gnu11 -O1 -DFUZZ_GEN_CORPUS "${inc[@]}" "$here/fuzz-wire.c" "${srcs[@]}" \
         -o "$out/gen-corpus" && mkdir -p "$corpus" && "$out/gen-corpus" "$corpus" &&
         ls -l "$corpus"
     exit $?
@@ -42,7 +42,7 @@ if ! command -v "$clang" >/dev/null 2>&1; then
 fi
 if "$clang" -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined "${inc[@]}" \
-        "$top/fabric/fuzz-wire.c" "${srcs[@]}" -o "$out/fuzz-wire" 2>"$out/build.log"; then
+        "$here/fuzz-wire.c" "${srcs[@]}" -o "$out/fuzz-wire" 2>"$out/build.log"; then
     echo "ok 1 - build fuzz-wire with -fsanitize=fuzzer,address,undefined"
 else
     echo "not ok 1 - build fuzz-wire"

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dn2fab endpoint, time: the RTO of a lane (backoff, floor), arming the
+ * retransmission and zero-credit probe deadlines, dn2f_ep_next_deadline
+ * and dn2f_ep_tick (HELLO, keepalive, switch loss, retransmissions,
+ * probes, delayed ACKs, orphaned peers).
+ * See dn2fab-ep.h for the other files.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dn2fab-ep.h"
+
+/* ------------------------------------------------------------------ RTO */
+uint64_t ep_cur_rto(struct dn2f_ep *ep, struct lane *L)
+{
+    uint64_t r = L->rto > L->rto_floor ? L->rto : L->rto_floor;
+    unsigned b = L->backoff;
+    while (b-- && r < ep->cfg.rto_max_ns) {
+        r <<= 1;
+    }
+    return r > ep->cfg.rto_max_ns ? ep->cfg.rto_max_ns : r;
+}
+
+void ep_floor_decay(struct dn2f_ep *ep, struct lane *L)
+{
+    uint64_t t;
+    if (!L->rto_floor) {
+        return;
+    }
+    t = now(ep);
+    while (L->rto_floor && t - L->floor_t >= FLOOR_DECAY_NS) {
+        L->floor_t += FLOOR_DECAY_NS;
+        L->rto_floor -= L->rto_floor / 8;
+        if (L->rto_floor <= ep->cfg.rto_min_ns) {
+            L->rto_floor = 0;
+        }
+    }
+}
+
+/* Earliest retransmission deadline of a lane (scan of the outstanding slots). */
+void ep_lane_rearm(struct dn2f_ep *ep, struct lane *L)
+{
+    uint32_t s;
+    uint64_t due = NO_DEADLINE, r;
+    bool outstanding = false;
+
+    ep_floor_decay(ep, L);
+    r = ep_cur_rto(ep, L);
+    if (L->tx) {
+        for (s = L->una; s != L->end; s++) {
+            struct txslot *t = txs(ep, L, s);
+            if (t->pb && t->sent && !t->sacked) {
+                /* after a timeout, a full (backed-off) RTO from it */
+                uint64_t from = t->last_tx > L->rto_restart ? t->last_tx : L->rto_restart;
+                outstanding = true;
+                if (from + r < due) {
+                    due = from + r;
+                }
+            }
+        }
+    }
+    L->rto_due = due;
+    /* Zero-credit probe: the lane is held back by credits and nothing is
+     * in flight that would bring an ACK back. */
+    if (!outstanding && dn2f_seqdiff(L->limit, L->end) <= 0) {
+        if (L->probe_due == NO_DEADLINE) {
+            uint64_t iv = ep_cur_rto(ep, L);
+            unsigned b = L->probe_backoff;
+            while (b-- && iv < ep->cfg.rto_max_ns) {
+                iv <<= 1;
+            }
+            if (iv > ep->cfg.rto_max_ns) {
+                iv = ep->cfg.rto_max_ns;
+            }
+            L->probe_due = now(ep) + iv;
+        }
+    } else {
+        L->probe_due = NO_DEADLINE;
+        L->probe_backoff = 0;
+    }
+}
+
+void ep_peer_rearm(struct dn2f_ep *ep, struct peer *p)
+{
+    unsigned l;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        ep_lane_rearm(ep, &p->ln[l]);
+    }
+}
+
+/* --------------------------------------------------------------- timers */
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+
+uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep)
+{
+    uint64_t d = NO_DEADLINE, t = now(ep);
+    struct peer *p;
+
+    if (ep->blocked_until) {
+        d = ep->blocked_until;
+    }
+    switch (ep->link) {
+    case DN2F_LINK_DOWN:
+        d = min64(d, ep->hello_due);
+        break;
+    case DN2F_LINK_ASSIGNED:
+    case DN2F_LINK_UP:
+        d = min64(d, ep->ka_due);
+        d = min64(d, ep->last_sw_rx + ep->cfg.keepalive_timeout_ns);
+        break;
+    }
+    for (p = ep->plist; p; p = p->next) {
+        if (p->ack_pending) {
+            d = min64(d, p->ack_due);
+        }
+        if (p->st == PEER_ORPHAN) {
+            d = min64(d, p->orphan_since + ep->cfg.peer_grace_ns);
+            continue;
+        }
+        if (ep->link == DN2F_LINK_UP) {
+            unsigned l;
+            for (l = 0; l < DN2F_NUM_LANES; l++) {
+                struct lane *L = &p->ln[l];
+                d = min64(d, L->rto_due);
+                d = min64(d, L->probe_due);
+                if (!ep->blocked_until && L->tx && L->nxt != L->end) {
+                    struct txslot *ts = txs(ep, L, L->nxt);
+                    if (ts->pb && !ts->sent && !ts->mc_pending &&
+                        (L->inflight == 0 || L->inflight + ts->pb->len <= L->cwnd)) {
+                        d = min64(d, t);        /* sendable: flush due */
+                    }
+                }
+            }
+        }
+    }
+    if (ep->blocked_until && d < ep->blocked_until) {
+        d = ep->blocked_until;  /* nothing can go out before that */
+    }
+    return d;
+}
+
+
+static bool lane_tick(struct dn2f_ep *ep, struct peer *p, unsigned lane, uint64_t t)
+{
+    struct lane *L = &p->ln[lane];
+    if (!L->tx) {
+        L->rto_due = NO_DEADLINE;
+        L->force_retx = false;
+    }
+    if (L->tx && L->rto_due != NO_DEADLINE && t >= L->rto_due) {
+        uint64_t r = ep_cur_rto(ep, L);
+        uint32_t s;
+        if (L->force_retx || L->backoff) {
+            /* The link or the peer is back: resend everything outstanding.
+             * A second timeout in a row (the first one's packet or its ACK
+             * was lost too: a lossy path rather than a late ACK): resend
+             * everything expired.  (Collect first, txb uses txb_seqs
+             * itself: in chunks.) */
+            uint32_t list[256];
+            unsigned n = 0;
+            bool forced = L->force_retx;
+            for (s = L->una; s != L->end; s++) {
+                struct txslot *ts = txs(ep, L, s);
+                uint64_t from = ts->last_tx > L->rto_restart ? ts->last_tx : L->rto_restart;
+                if (ts->pb && ts->sent && !ts->sacked && (forced || from + r <= t)) {
+                    list[n++] = s;
+                    if (n == 256) {
+                        if (!ep_lane_retransmit(ep, p, lane, list, n)) {
+                            return false;
+                        }
+                        n = 0;
+                    }
+                }
+            }
+            if (n && !ep_lane_retransmit(ep, p, lane, list, n)) {
+                return false;
+            }
+            L->force_retx = false;
+            if (!forced) {
+                ep->st.timeouts++;
+                if (L->backoff < 16) {
+                    L->backoff++;
+                }
+                L->cwnd = ep->cfg.max_dgram;
+                L->recovery = false;
+                L->rto_restart = t;
+            }
+        } else {
+            /* A timeout resends one packet, the oldest expired: its ACK's
+             * echo tells whether the flight was lost (RACK then resends
+             * the rest at once) or only its ACK was late (nothing more is
+             * resent; ep_spurious_timeout()). */
+            for (s = L->una; s != L->end; s++) {
+                struct txslot *ts = txs(ep, L, s);
+                uint64_t from;
+                if (!ts->pb || !ts->sent || ts->sacked) {
+                    continue;
+                }
+                from = ts->last_tx > L->rto_restart ? ts->last_tx : L->rto_restart;
+                if (from + r <= t) {
+                    break;
+                }
+            }
+            if (s != L->end) {
+                if (!L->rto_check) {
+                    L->rto_check = true;
+                    L->rto_seq = s;
+                    L->rto_ts = dn2f_ts_us(t);  /* <= the retransmission's stamp */
+                    L->rto_prev_tx = txs(ep, L, s)->last_tx;
+                    L->undo_cwnd = L->cwnd;
+                    L->undo_ssthresh = L->ssthresh;
+                }
+                if (!ep_lane_retransmit(ep, p, lane, &s, 1)) {
+                    return false;
+                }
+                ep->st.timeouts++;
+                if (L->backoff < 16) {
+                    L->backoff++;
+                }
+                L->ssthresh = L->cwnd / 2 > ep->cfg.max_dgram ? L->cwnd / 2 : ep->cfg.max_dgram;
+                L->cwnd = ep->cfg.max_dgram;
+                L->recovery = false;
+                L->rto_restart = t;
+            }
+        }
+        ep_lane_rearm(ep, L);
+    }
+    if (L->probe_due != NO_DEADLINE && t >= L->probe_due) {
+        ep_send_ack(ep, p, true);
+        L->probe_due = NO_DEADLINE;
+        if (L->probe_backoff < 16) {
+            L->probe_backoff++;
+        }
+        ep_lane_rearm(ep, L);
+    }
+    return true;
+}
+
+
+static void peer_tick(struct dn2f_ep *ep, struct peer *p, uint64_t t)
+{
+    unsigned l;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        if (!lane_tick(ep, p, l, t)) {
+            return;
+        }
+    }
+}
+
+
+void dn2f_ep_tick(struct dn2f_ep *ep)
+{
+    uint64_t t = now(ep);
+    struct peer *p, *nx;
+
+    switch (ep->link) {
+    case DN2F_LINK_DOWN:
+        if (t >= ep->hello_due) {
+            ep_send_ctrl(ep, DN2F_T_HELLO, 0, 0);
+            ep->hello_due = t + ep->cfg.hello_interval_ns;
+        }
+        break;
+    case DN2F_LINK_ASSIGNED:
+    case DN2F_LINK_UP:
+        if (t >= ep->last_sw_rx + ep->cfg.keepalive_timeout_ns) {
+            ep_link_set_down(ep);
+            ep_send_ctrl(ep, DN2F_T_HELLO, 0, 0);
+            ep->hello_due = t + ep->cfg.hello_interval_ns;
+            break;
+        }
+        if (t >= ep->ka_due) {
+            /* ASSIGNED: an unknown generation asks for the routing table */
+            ep_send_ctrl(ep, DN2F_T_KEEPALIVE,
+                      ep->link == DN2F_LINK_UP ? ep->routes_gen : ROUTES_GEN_NONE, 0);
+            ep->ka_due = t + (ep->link == DN2F_LINK_UP ? ep->cfg.keepalive_ns
+                                                       : ep->cfg.hello_interval_ns);
+            if (ep->link == DN2F_LINK_UP) {
+                ep_joins_sync(ep);
+            }
+        }
+        break;
+    }
+    for (p = ep->plist; p; p = nx) {
+        nx = p->next;
+        if (p->st == PEER_ORPHAN) {
+            if (t >= p->orphan_since + ep->cfg.peer_grace_ns) {
+                ep_peer_free(ep, p, DN2F_DROP_PEER_GONE);
+            }
+            continue;
+        }
+        if (ep->link == DN2F_LINK_UP && !ep->blocked_until) {
+            peer_tick(ep, p, t);
+        }
+    }
+    ep_flush_internal(ep);
+}
