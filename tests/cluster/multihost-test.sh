@@ -19,15 +19,16 @@
 #      more than half the RVS payload (in direct mode a third of the pairs
 #      are on one host and talk over its loopback)
 #   5-8. scripts/cluster.sh --hosts with `ip netns exec` as the remote
-#      shell: the switch on the switch host, QEMU nodes on the two board
-#      hosts (--dry-run, then a node lost on a remote host is reported as
-#      such and teardown reaches every host; see the script for details)
-#   9-. Slurm: slurmctld and a slurmd per board host, started here in the
-#      namespaces with a configuration of this test's own; cluster.sh run
-#      inside an allocation (salloc) takes its hosts from it and starts
-#      the nodes with srun
+#      shell, launched on the switch host: the switch there, a QEMU node on
+#      each board host (development mode); a job on every node; a node
+#      killed on its host is reported lost on that host; SIGTERM to the
+#      launcher leaves nothing on any host (tests/cluster/multihost-cluster.sh)
+#   9-10. Slurm (Debian's slurm-wlm): slurmctld and a slurmd per board
+#      host, started here in the namespaces with a configuration of this
+#      test's own; cluster.sh run inside an allocation (salloc) takes its
+#      hosts from it and starts the switch and the nodes with srun
 #
-# Needs root (namespaces), iproute2, and the binaries: QEMU, DN2_SWITCH,
+# Needs root (namespaces), iproute2, slurm-wlm (scripts/setup.sh), and the binaries: QEMU, DN2_SWITCH,
 # DN2_SCALE (default: found in build/), DN2_FIRMWARE_DIR.
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
@@ -80,7 +81,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "1..9"
+echo "1..10"
 
 # ------------------------------------------------------------ 1. the network
 mk_net() {

@@ -65,6 +65,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -95,6 +96,9 @@ static uint64_t sz = 256 << 10;     /* --size */
 static uint64_t memsz;              /* SO-DIMM backend per board */
 static unsigned nb;                 /* boards in this run */
 static int failures;
+/* the driver's own figures: qtest commands sent; samples of how many RVS a
+ * board still had queued when the driver came back to it */
+static uint64_t n_cmds, fill_sum, fill_n;
 
 static uint64_t now_ns(void)
 {
@@ -433,6 +437,7 @@ static const char *qt(Board *b, const char *cmd, size_t len)
     const char *l;
 
     snprintf(who, sizeof(who), "board %u qtest", b->idx);
+    n_cmds++;
     write_all(b->qfd, cmd, len, who);
     l = readline_fd(b->qfd, b->qin, &b->qhave, b->line, 30000, who);
     if (strncmp(l, "OK", 2)) {
@@ -752,6 +757,8 @@ static void issue(Board *b)
 {
     unsigned tries = 0;
 
+    fill_sum += b->out;
+    fill_n++;
     while (b->out < MAX_OUT && tries < nb) {
         unsigned d = b->rr % nb, k;
         b->rr++;
@@ -824,19 +831,31 @@ static uint64_t echo(Board *from, Board *to, uint32_t nonce)
 }
 
 struct pass {
-    double agg_mbps, min_share, max_share, mc_mbps;
+    double agg_mbps, min_share, max_share, mc_mbps, fifo_fill, driver_cpu, cmds_per_s;
     double echo_med_us, echo_p99_us;
     unsigned echoes;
     uint64_t transfers;
 };
+
+static double self_cpu_s(void)
+{
+    struct rusage u;
+
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 static void all_to_all(double seconds, unsigned echo_ms, unsigned mc_rounds, struct pass *o)
 {
     uint64_t t0, t_end, next_echo, *rtt = calloc(100000, sizeof(uint64_t)), bytes = 0;
     unsigned ne = 0, e = 0;
 
+    double c0 = self_cpu_s();
+    uint64_t cmds0 = n_cmds;
+
     memset(o, 0, sizeof(*o));
     memset(busy, 0, sizeof(busy));
+    fill_sum = fill_n = 0;
     for (unsigned i = 0; i < nb; i++) {
         bd[i]->out = 0;
         bd[i]->sent_bytes = bd[i]->got_bytes = 0;
@@ -879,6 +898,9 @@ static void all_to_all(double seconds, unsigned echo_ms, unsigned mc_rounds, str
             mn = bd[i]->sent_bytes < mn ? bd[i]->sent_bytes : mn;
         }
         o->agg_mbps = bytes / dt / 1e6;
+        o->fifo_fill = fill_n ? (double)fill_sum / fill_n / MAX_OUT : 0;
+        o->driver_cpu = (self_cpu_s() - c0) / dt;
+        o->cmds_per_s = (n_cmds - cmds0) / dt;
         o->min_share = mn / dt / 1e6;
         o->max_share = mx / dt / 1e6;
         o->transfers = bytes / sz;
@@ -925,6 +947,7 @@ static void all_to_all(double seconds, unsigned echo_ms, unsigned mc_rounds, str
 static const char *const stat_props[] = {
     "stat-link-dgrams-tx", "stat-link-retransmits", "stat-link-timeouts",
     "stat-link-spurious-timeouts", "stat-link-duplicates", "stat-link-drops",
+    "stat-link-fast-retransmits",
 };
 #define NSTAT (sizeof(stat_props) / sizeof(stat_props[0]))
 
@@ -1023,13 +1046,14 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                " switch_cpu_ms=%.1f switch_dgrams=%" PRIu64 " switch_us_per_dgram=%.2f"
                " rss_mb_per_board=%.1f anon_mb_per_board=%.1f"
                " dgrams=%.0f retransmits=%.0f retx_pct=%.3f timeouts=%" PRIu64
-               " spurious=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64 "\n",
+               " spurious=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64
+               " fast_retx=%" PRIu64 " queue_fill=%.2f driver_cpu=%.2f qtest_cmds_per_s=%.0f\n",
                n, route, pass, sz, seconds, p.transfers, p.agg_mbps, p.min_share, p.max_share,
                p.max_share > 0 ? p.min_share / p.max_share : 0, p.mc_mbps, p.echoes,
                p.echo_med_us, p.echo_p99_us, sw_cpu / 1e6, sw_dg,
                sw_dg ? sw_cpu / 1e3 / sw_dg : 0, rss / 1024.0 / n, anon / 1024.0 / n, dg, re,
                dg > 0 ? 100 * re / dg : 0, st1[2] - st0[2], st1[3] - st0[3], st1[4] - st0[4],
-               st1[5] - st0[5]);
+               st1[5] - st0[5], st1[6] - st0[6], p.fifo_fill, p.driver_cpu, p.cmds_per_s);
         fflush(stdout);
         if (p.transfers == 0) {
             fail("boards=%u pass %u: no transfer completed", n, pass);
