@@ -21,7 +21,8 @@
  *               share, echo RTT median/p99, the switch's CPU time per
  *               datagram it handled (/proc and `dn2-switch --stats`), RSS
  *               per board, and the boards' link counters over QMP
- *               (datagrams, retransmissions, timeouts).
+ *               (datagrams, packets, retransmitted packets as a share of
+ *               the packets sent, timeouts).
  *
  *   dn2-scale --qemu BIN --switch BIN --fw DIR [--boards 2,4,8,16,32]
  *             [--route direct|switch] [--size 256K] [--seconds S]
@@ -947,7 +948,7 @@ static void all_to_all(double seconds, unsigned echo_ms, unsigned mc_rounds, str
 static const char *const stat_props[] = {
     "stat-link-dgrams-tx", "stat-link-retransmits", "stat-link-timeouts",
     "stat-link-spurious-timeouts", "stat-link-duplicates", "stat-link-drops",
-    "stat-link-fast-retransmits",
+    "stat-link-fast-retransmits", "stat-tx-packets",
 };
 #define NSTAT (sizeof(stat_props) / sizeof(stat_props[0]))
 
@@ -988,7 +989,8 @@ static void restart_switch(void)
 static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds, bool restart)
 {
     Board *boards = calloc(n, sizeof(Board));
-    uint64_t st0[NSTAT], st1[NSTAT], sw_cpu0, sw_dg0, rss = 0, anon = 0;
+    uint64_t st0[NSTAT], st1[NSTAT], sw_cpu0, sw_dg0, rss = 0, anon = 0, q_cpu0, t_pass0;
+    double d_cpu0;
     struct pass p;
     int n_fail0 = failures;
     int len = 0;
@@ -1029,10 +1031,21 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
             restart_switch();
         }
         board_stats(st0);
+        q_cpu0 = 0;
+        for (unsigned i = 0; i < n; i++) {
+            q_cpu0 += cpu_ns(bd[i]->pid);
+        }
+        d_cpu0 = self_cpu_s();
+        t_pass0 = now_ns();
         sw_cpu0 = cpu_ns(sw_pid);
         sw_dg0 = switch_datagrams();
         all_to_all(seconds, echo_ms, mc_rounds, &p);
-        uint64_t sw_cpu = cpu_ns(sw_pid) - sw_cpu0, sw_dg = switch_datagrams() - sw_dg0;
+        uint64_t sw_cpu = cpu_ns(sw_pid) - sw_cpu0, sw_dg = switch_datagrams() - sw_dg0, q_cpu = 0;
+        double wall = (now_ns() - t_pass0) / 1e9, d_cpu = self_cpu_s() - d_cpu0;
+        for (unsigned i = 0; i < n; i++) {
+            q_cpu += cpu_ns(bd[i]->pid);
+        }
+        q_cpu -= q_cpu0;
         board_stats(st1);
         rss = anon = 0;
         for (unsigned i = 0; i < n; i++) {
@@ -1040,20 +1053,25 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
             anon += proc_kb(bd[i]->pid, "RssAnon");
         }
         double dg = (double)(st1[0] - st0[0]), re = (double)(st1[1] - st0[1]);
+        double pk = (double)(st1[7] - st0[7]);
         printf("scale boards=%u route=%s pass=%u size=%" PRIu64 " seconds=%.1f transfers=%" PRIu64
                " agg_mbps=%.1f slowest_mbps=%.1f fastest_mbps=%.1f share_ratio=%.2f"
                " mcast_mbps=%.1f echo_n=%u echo_rtt_median_us=%.0f echo_rtt_p99_us=%.0f"
                " switch_cpu_ms=%.1f switch_dgrams=%" PRIu64 " switch_us_per_dgram=%.2f"
                " rss_mb_per_board=%.1f anon_mb_per_board=%.1f"
-               " dgrams=%.0f retransmits=%.0f retx_pct=%.3f timeouts=%" PRIu64
+               " dgrams=%.0f packets=%.0f retransmits=%.0f retx_pct=%.3f timeouts=%" PRIu64
                " spurious=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64
-               " fast_retx=%" PRIu64 " queue_fill=%.2f driver_cpu=%.2f qtest_cmds_per_s=%.0f\n",
+               " fast_retx=%" PRIu64 " queue_fill=%.2f driver_cpu=%.2f qtest_cmds_per_s=%.0f"
+               " qemus_cpu=%.2f cpu_ms_per_mb=%.2f\n",
                n, route, pass, sz, seconds, p.transfers, p.agg_mbps, p.min_share, p.max_share,
                p.max_share > 0 ? p.min_share / p.max_share : 0, p.mc_mbps, p.echoes,
                p.echo_med_us, p.echo_p99_us, sw_cpu / 1e6, sw_dg,
-               sw_dg ? sw_cpu / 1e3 / sw_dg : 0, rss / 1024.0 / n, anon / 1024.0 / n, dg, re,
-               dg > 0 ? 100 * re / dg : 0, st1[2] - st0[2], st1[3] - st0[3], st1[4] - st0[4],
-               st1[5] - st0[5], st1[6] - st0[6], p.fifo_fill, p.driver_cpu, p.cmds_per_s);
+               sw_dg ? sw_cpu / 1e3 / sw_dg : 0, rss / 1024.0 / n, anon / 1024.0 / n, dg, pk, re,
+               pk > 0 ? 100 * re / pk : 0, st1[2] - st0[2], st1[3] - st0[3], st1[4] - st0[4],
+               st1[5] - st0[5], st1[6] - st0[6], p.fifo_fill, p.driver_cpu, p.cmds_per_s,
+               q_cpu / 1e9 / wall,
+               (q_cpu / 1e6 + sw_cpu / 1e6 + d_cpu * 1e3) /
+                   ((p.transfers + (double)mc_rounds * n * n) * sz / 1e6));
         fflush(stdout);
         if (p.transfers == 0) {
             fail("boards=%u pass %u: no transfer completed", n, pass);
