@@ -81,8 +81,8 @@ END {
         print "|---|---|---|---|---|---|---|---|---|---|---|"
         printf "%s", line[r]
         printf "target (aggregate at %d boards >= 80 %% of 2): %s (%.0f %%); no board starved (slowest >= half the fastest): %s\n",
-            lastn[r], last[r] >= 0.8 * base[r] ? "met" : "MISSED", 100 * last[r] / base[r],
-            starved[r] == "" ? "met" : "MISSED at" starved[r]
+            lastn[r], (last[r] >= 0.8 * base[r] ? "met" : "MISSED"), 100 * last[r] / base[r],
+            (starved[r] == "" ? "met" : ("MISSED at" starved[r]))
     }
 }' "$output"
 echo

@@ -370,6 +370,8 @@ typedef struct Board {
     uint8_t *mem;
     uint32_t st_head, st_seen;
     unsigned out;                   /* RVS issued, not yet checked */
+    unsigned pending;               /* qtest answers not yet read */
+    uint32_t tail;                  /* the status ring's tail, last read */
     unsigned rr;                    /* next destination, round robin */
     uint64_t sent_bytes, got_bytes; /* checked, this pass */
 } Board;
@@ -431,20 +433,61 @@ static void write_all(int fd, const char *s, size_t len, const char *who)
     }
 }
 
-/* One qtest command; its "OK ..." line. */
-static const char *qt(Board *b, const char *cmd, size_t len)
+/*
+ * qtest commands are pipelined: qsend() writes a command without waiting,
+ * qrecv() takes the next answer (QEMU answers in order).  The main loop
+ * sends to every board, then collects, so the QEMUs work on their commands
+ * at the same time instead of one round trip after the other (with 32
+ * QEMUs on 2 CPUs one round trip is a scheduling delay: the driver would
+ * measure itself).
+ */
+static void qsend(Board *b, const char *cmd, size_t len)
+{
+    n_cmds++;
+    b->pending++;
+    write_all(b->qfd, cmd, len, "qtest");
+}
+
+static const char *qrecv(Board *b)
 {
     char who[32];
     const char *l;
 
     snprintf(who, sizeof(who), "board %u qtest", b->idx);
-    n_cmds++;
-    write_all(b->qfd, cmd, len, who);
     l = readline_fd(b->qfd, b->qin, &b->qhave, b->line, 30000, who);
+    b->pending--;
     if (strncmp(l, "OK", 2)) {
-        die("board %u: '%.*s' -> '%s'", b->idx, (int)len - 1, cmd, l);
+        die("board %u: a qtest command failed: '%s'", b->idx, l);
     }
     return l;
+}
+
+/* Collect every answer still due. */
+static void qsync(Board *b)
+{
+    while (b->pending) {
+        qrecv(b);
+    }
+}
+
+/* One qtest command, waited for; its "OK ..." line. */
+static const char *qt(Board *b, const char *cmd, size_t len)
+{
+    qsync(b);
+    qsend(b, cmd, len);
+    return qrecv(b);
+}
+
+static void sendf(Board *b, const char *fmt, ...)
+{
+    char c[128];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(c, sizeof(c), fmt, ap);
+    va_end(ap);
+    qsend(b, c, (size_t)n);
 }
 
 static uint64_t readq(Board *b, uint64_t addr)
@@ -475,7 +518,6 @@ static void qwrite(Board *b, uint64_t addr, const uint8_t *d, size_t len)
     qt(b, c, (size_t)n);
 }
 
-static uint64_t ur(Board *b, uint32_t off) { return readq(b, b->base + DN2_UR_OFF(0) + off); }
 static void ur_w(Board *b, uint32_t off, uint64_t v) { writeq(b, b->base + DN2_UR_OFF(0) + off, v); }
 static uint64_t sr(Board *b, uint32_t off) { return readq(b, b->base + DN2_SR_BASE + off); }
 static void sr_w(Board *b, uint32_t off, uint64_t v) { writeq(b, b->base + DN2_SR_BASE + off, v); }
@@ -679,61 +721,123 @@ static uint32_t st_next(uint32_t pos)
     return ST_OFF + (pos - ST_OFF + DN2_STATUS_REC_SIZE) % ST_BYTES;
 }
 
-/* Handle the status records that board b has; returns how many. */
-static unsigned drain(Board *b)
+/* One status record at board b. */
+static void record(Board *b, uint64_t lower, uint64_t upper)
 {
-    uint32_t tail = (uint32_t)ur(b, DN2_UR_STATUS_ADDR) & DN2_STATUS_ADDR_MASK;
+    struct dn2_req r;
+    unsigned src, k;
+
+    dn2_req_decode(&r, lower, upper, 0, 0, 0, 0);
+    src = by_clid(r.dclid);
+    if (r.src == ECHO_DST) {
+        return;                         /* an echo's answer: timed elsewhere */
+    }
+    if (src >= nb) {
+        fail("board %u: status record from unknown CLID 0x%x", b->idx, r.dclid);
+        return;
+    }
+    if (r.arg != sz) {
+        fail("board %u: status record from board %u says %u bytes, want %" PRIu64,
+             b->idx, src, r.arg, sz);
+        return;
+    }
+    if (r.src == mc_at(src)) {
+        check(b, mc_at(src), mc_expect_key[src], "multicast", src);
+        mc_got++;
+        return;
+    }
+    if (r.src < rx_at(src, 0) || r.src >= rx_at(src, 0) + KSLOTS * sz ||
+        (r.src - rx_at(src, 0)) % sz) {
+        fail("board %u: status record from board %u for an unexpected address 0x%x",
+             b->idx, src, r.src);
+        return;
+    }
+    k = (unsigned)((r.src - rx_at(src, 0)) / sz);
+    if (!busy[src][b->idx][k]) {
+        fail("board %u: a second status record for slot %u from board %u", b->idx, k, src);
+        return;
+    }
+    check(b, rx_at(src, k), pat_key(src, b->idx, seq[src][b->idx][k]), "RVS", src);
+    busy[src][b->idx][k] = false;
+    bd[src]->out--;
+    bd[src]->sent_bytes += sz;
+    b->got_bytes += sz;
+}
+
+/* Phase 1 of reading the status ring: ask for its tail. */
+static void poll_send(Board *b)
+{
+    sendf(b, "readq 0x%" PRIx64 "\n", b->base + DN2_UR_OFF(0) + DN2_UR_STATUS_ADDR);
+}
+
+/* Phase 2: collect the answers due (the last is the tail). */
+static void poll_recv(Board *b)
+{
+    while (b->pending > 1) {
+        qrecv(b);
+    }
+    b->tail = (uint32_t)strtoull(qrecv(b) + 3, NULL, 16) & DN2_STATUS_ADDR_MASK;
+}
+
+/* Phase 3: ask for the new records (one read, two when the ring wraps). */
+static unsigned rec_send(Board *b)
+{
+    uint64_t llcm = b->base + DN2_LLCM_OFF(0);
+
+    if (b->tail == b->st_seen) {
+        return 0;
+    }
+    if (b->tail > b->st_seen) {
+        sendf(b, "read 0x%" PRIx64 " 0x%x\n", llcm + b->st_seen, b->tail - b->st_seen);
+        return 1;
+    }
+    sendf(b, "read 0x%" PRIx64 " 0x%x\n", llcm + b->st_seen, ST_OFF + ST_BYTES - b->st_seen);
+    if (b->tail > ST_OFF) {
+        sendf(b, "read 0x%" PRIx64 " 0x%x\n", llcm + ST_OFF, b->tail - ST_OFF);
+        return 2;
+    }
+    return 1;
+}
+
+static unsigned hexval(char c)
+{
+    return c <= '9' ? (unsigned)(c - '0') : (unsigned)((c | 0x20) - 'a' + 10);
+}
+
+/* Phase 4: take the records and check their data; free the ring now and
+ * then (pipelined: the answer is collected with the next poll). */
+static unsigned rec_recv(Board *b, unsigned reads)
+{
     unsigned n = 0;
 
-    while (b->st_seen != tail) {
-        uint64_t a = b->base + DN2_LLCM_OFF(0) + b->st_seen;
-        uint64_t lower = readq(b, a), upper = readq(b, a + 8);
-        struct dn2_req r;
-        unsigned src;
-
-        dn2_req_decode(&r, lower, upper, 0, 0, 0, 0);
-        b->st_seen = st_next(b->st_seen);
-        n++;
-        src = by_clid(r.dclid);
-        if (r.src == ECHO_DST) {
-            continue;                       /* an echo's answer: timed elsewhere */
+    for (unsigned r = 0; r < reads; r++) {
+        const char *l = qrecv(b), *h = strstr(l, "0x");
+        size_t len = h ? strlen(h + 2) / 2 : 0;
+        for (size_t off = 0; off + DN2_STATUS_REC_SIZE <= len; off += DN2_STATUS_REC_SIZE) {
+            uint64_t w[2] = { 0, 0 };
+            for (unsigned k = 0; k < 16; k++) {
+                const char *x = h + 2 + 2 * (off + k);
+                w[k / 8] |= (uint64_t)(hexval(x[0]) << 4 | hexval(x[1])) << (8 * (k % 8));
+            }
+            record(b, w[0], w[1]);
+            b->st_seen = st_next(b->st_seen);
+            n++;
         }
-        if (src >= nb) {
-            fail("board %u: status record from unknown CLID 0x%x", b->idx, r.dclid);
-            continue;
-        }
-        if (r.arg != sz) {
-            fail("board %u: status record from board %u says %u bytes, want %" PRIu64,
-                 b->idx, src, r.arg, sz);
-            continue;
-        }
-        if (r.src == mc_at(src)) {
-            check(b, mc_at(src), mc_expect_key[src], "multicast", src);
-            mc_got++;
-            continue;
-        }
-        if (r.src < rx_at(src, 0) || r.src >= rx_at(src, 0) + KSLOTS * sz ||
-            (r.src - rx_at(src, 0)) % sz) {
-            fail("board %u: status record from board %u for an unexpected address 0x%x",
-                 b->idx, src, r.src);
-            continue;
-        }
-        unsigned k = (unsigned)((r.src - rx_at(src, 0)) / sz);
-        if (!busy[src][b->idx][k]) {
-            fail("board %u: a second status record for slot %u from board %u", b->idx, k, src);
-            continue;
-        }
-        check(b, rx_at(src, k), pat_key(src, b->idx, seq[src][b->idx][k]), "RVS", src);
-        busy[src][b->idx][k] = false;
-        bd[src]->out--;
-        bd[src]->sent_bytes += sz;
-        b->got_bytes += sz;
     }
     if (n && ((b->st_seen - b->st_head + ST_BYTES) % ST_BYTES) >= 64 * DN2_STATUS_REC_SIZE) {
-        ur_w(b, DN2_UR_STATUS_ADDR, b->st_seen);
+        sendf(b, "writeq 0x%" PRIx64 " 0x%x\n", b->base + DN2_UR_OFF(0) + DN2_UR_STATUS_ADDR,
+              b->st_seen);
         b->st_head = b->st_seen;
     }
     return n;
+}
+
+/* All four phases for one board, waiting. */
+static unsigned drain(Board *b)
+{
+    poll_send(b);
+    poll_recv(b);
+    return rec_recv(b, rec_send(b));
 }
 
 static void st_free_all(void)
@@ -746,11 +850,15 @@ static void st_free_all(void)
     }
 }
 
+/* An RVS request (pipelined: the answers are collected later). */
 static void rvs(Board *b, uint16_t dlid, uint64_t from, uint64_t to)
 {
-    ur_w(b, DN2_UR_CMD0_UPPER, dn2_req_upper((uint32_t)from, (uint32_t)to));
-    ur_w(b, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(dlid), 0, 1,
-                                             (uint32_t)sz));
+    uint64_t ur0 = b->base + DN2_UR_OFF(0);
+
+    sendf(b, "writeq 0x%" PRIx64 " 0x%" PRIx64 "\n", ur0 + DN2_UR_CMD0_UPPER,
+          dn2_req_upper((uint32_t)from, (uint32_t)to));
+    sendf(b, "writeq 0x%" PRIx64 " 0x%" PRIx64 "\n", ur0 + DN2_UR_CMD0_LOWER,
+          dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(dlid), 0, 1, (uint32_t)sz));
 }
 
 /* Issue what board b has room for. */
@@ -868,11 +976,21 @@ static void all_to_all(double seconds, unsigned echo_ms, unsigned mc_rounds, str
     for (;;) {
         uint64_t t = now_ns();
         bool going = t < t_end, any = false;
+        unsigned reads[MAXB];
         for (unsigned i = 0; i < nb; i++) {
             if (going) {
                 issue(bd[i]);
             }
-            drain(bd[i]);
+            poll_send(bd[i]);
+        }
+        for (unsigned i = 0; i < nb; i++) {
+            poll_recv(bd[i]);
+            reads[i] = rec_send(bd[i]);
+        }
+        for (unsigned i = 0; i < nb; i++) {
+            rec_recv(bd[i], reads[i]);
+        }
+        for (unsigned i = 0; i < nb; i++) {
             any |= bd[i]->out > 0;
         }
         if (!going && !any) {
