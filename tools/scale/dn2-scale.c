@@ -588,9 +588,10 @@ static bool check(Board *b, uint64_t at, uint64_t key, const char *what, unsigne
 
 /* the SO-DIMM layout (WID 0 offsets, below memsz/2) */
 static uint64_t src_at(unsigned dst, unsigned k) { return SRC_BASE + ((uint64_t)dst * KSLOTS + k) * sz; }
-static uint64_t rx_at(unsigned src, unsigned k) { return SRC_BASE + ((uint64_t)(MAXB + src) * KSLOTS + k) * sz; }
-static uint64_t mc_at(unsigned src) { return SRC_BASE + (2ull * MAXB * KSLOTS + src) * sz; }
-static uint64_t mc_src(void) { return mc_at(MAXB); }
+static uint64_t rx_at(unsigned src, unsigned k) { return SRC_BASE + ((uint64_t)(nb + src) * KSLOTS + k) * sz; }
+static uint64_t mc_at(unsigned src) { return SRC_BASE + (2ull * nb * KSLOTS + src) * sz; }
+static uint64_t mc_src(void) { return mc_at(nb); }
+static uint64_t layout_end(void) { return mc_src() + sz; }
 
 static void board_start(Board *b, unsigned idx)
 {
@@ -1116,7 +1117,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
     nb = n;
     memset(seq, 0, sizeof(seq));
     memset(nseq, 0, sizeof(nseq));
-    memsz = 2 * (mc_at(MAXB) + sz);
+    memsz = 2 * layout_end();
     for (uint64_t p2 = 1 << 20;; p2 <<= 1) {
         if (p2 >= memsz) {
             memsz = p2;
@@ -1135,6 +1136,10 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
     }
     for (unsigned i = 0; i < n; i++) {
         board_init(bd[i]);
+        /* allocate the SO-DIMM pages the traffic uses now, not during the
+         * timed phase (first writes into a shared file fault per page) */
+        memset(bd[i]->mem, 0, layout_end() / 2);
+        memset(bd[i]->mem + memsz / 2, 0, layout_end() / 2);
     }
     /* the group names CLIDs 1..n: the switch gives out the lowest free ones */
     for (unsigned i = 0; i < n; i++) {
