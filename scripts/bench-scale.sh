@@ -4,8 +4,13 @@
 # RVS, a BOTF echo under that load and a multicast to all, every byte
 # checked, in both routing modes (tools/scale/dn2-scale.c).
 #
-#   scripts/bench-scale.sh [--boards 2,4,8,16,32] [--routes direct,switch]
+#   scripts/bench-scale.sh [--boards 2,4,8,16,32]
+#                          [--routes direct,switch,switch:-10]
 #                          [--seconds S] [--size BYTES] [-o FILE]
+#
+# A route "MODE:N" runs the switch at nice N (root only: in routing mode
+# switch it forwards every board's traffic, and the scheduler's equal
+# shares give it 1/(boards+1) of the CPUs; docs/benchmarks.md).
 #
 # Prints a table per routing mode and the verdict against the targets
 # (aggregate at the largest count >= 80 % of that at 2, nothing lost, the
@@ -19,6 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 boards=2,4,8,16,32
 routes=direct,switch
+[ "$(id -u)" = 0 ] && routes+=,switch:-10
 seconds=5
 size=256K
 output=
@@ -52,9 +58,11 @@ fw=$DN2_CACHE/firmware
     echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$output"
 status=0
-for route in ${routes//,/ }; do
+for cfg in ${routes//,/ }; do
+    route=${cfg%%:*} nice=()
+    [ "$route" != "$cfg" ] && nice=(--switch-nice "${cfg#*:}")
     "$DN2_TOP/build/tools/scale/dn2-scale" --qemu "$qemu" --switch "$DN2_TOP/build/fabric/dn2-switch" \
-        --fw "$fw" --boards "$boards" --route "$route" --seconds "$seconds" --size "$size" \
+        --fw "$fw" --boards "$boards" --route "$route" --seconds "$seconds" --size "$size" "${nice[@]}" \
         | tee -a "$output" | grep -E '^FAIL' >&2
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
@@ -64,12 +72,13 @@ awk '
 /^scale .* pass=0 / {
     delete v
     for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-    r = v["route"]; n = v["boards"]
+    r = v["route"] (v["switch_nice"] != 0 ? ", switch at nice " v["switch_nice"] : ""); n = v["boards"]
     if (!(r in base)) { base[r] = v["agg_mbps"]; order[++nr] = r }
-    line[r] = line[r] sprintf("| %5d | %8.0f | %5.0f %% | %7.1f / %-7.1f | %6.0f | %5.0f / %-6.0f | %8.1f | %6.1f | %7.2f %% | %4.2f | %4.2f |\n",
+    line[r] = line[r] sprintf("| %5d | %8.0f | %5.0f %% | %7.1f / %-7.1f | %6.0f | %5.0f / %-6.0f | %8.1f | %6.1f | %7.2f %% | %4.2f | %5.2f | %4.2f | %4.2f |\n",
         n, v["agg_mbps"], 100 * v["agg_mbps"] / base[r], v["slowest_mbps"], v["fastest_mbps"],
         v["mcast_mbps"], v["echo_rtt_median_us"], v["echo_rtt_p99_us"],
-        v["switch_us_per_dgram"], v["rss_mb_per_board"], v["retx_pct"], v["queue_fill"], v["driver_cpu"])
+        v["switch_us_per_dgram"], v["rss_mb_per_board"], v["retx_pct"], v["qemus_cpu"], v["cpu_ms_per_mb"],
+        v["queue_fill"], v["driver_cpu"])
     last[r] = v["agg_mbps"]; lastn[r] = n
     if (v["share_ratio"] < 0.5) starved[r] = starved[r] " " n
 }
@@ -77,8 +86,8 @@ END {
     for (k = 1; k <= nr; k++) {
         r = order[k]
         printf "\nroute=%s\n", r
-        print "| boards | aggregate MB/s | vs 2 | slowest / fastest board MB/s | multicast MB/s | echo RTT median / p99 us | switch us/datagram | RSS MiB/board | retransmitted | queue fill | driver CPU |"
-        print "|---|---|---|---|---|---|---|---|---|---|---|"
+        print "| boards | aggregate MB/s | vs 2 | slowest / fastest board MB/s | multicast MB/s | echo RTT median / p99 us | switch us/datagram | RSS MiB/board | retransmitted | QEMUs CPU | CPU ms/MB | queue fill | driver CPU |"
+        print "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         printf "%s", line[r]
         printf "target (aggregate at %d boards >= 80 %% of 2): %s (%.0f %%); no board starved (slowest >= half the fastest): %s\n",
             lastn[r], (last[r] >= 0.8 * base[r] ? "met" : "MISSED"), 100 * last[r] / base[r],

@@ -28,8 +28,11 @@
  *             [--route direct|switch] [--size 256K] [--seconds S]
  *             [--mcast-rounds N] [--echo-ms MS] [--restart]
  *             [--switch-netns NS --listen ADDR] [--netns NS1,NS2,...]
- *             [--tmpdir DIR]
+ *             [--switch-nice N] [--tmpdir DIR]
  *
+ *   --switch-nice N the switch's nice value (e.g. -10: it forwards every
+ *                   board's traffic in routing mode switch, and with the
+ *                   scheduler's equal shares it gets 1/(N+1) of the CPU)
  *   --restart       after the first pass, stop the switch (SIGTERM) and
  *                   start it again on the same port, wait until every
  *                   board has its link (and its LID) back, and run the
@@ -283,6 +286,8 @@ static int accept_within(int lfd, int ms, const char *what, const char *log)
 /* ------------------------------------------------------------------ */
 
 static pid_t sw_pid;
+static int sw_nice;                 /* --switch-nice */
+static bool sw_nice_set;
 static char sw_listen[160];         /* ADDR:PORT it serves on */
 static char sw_group[2048];         /* --mcast value */
 
@@ -319,6 +324,9 @@ static void switch_start(const char *listen)
                 const char *c = strrchr(listen, ':');
                 snprintf(host, sizeof(host), "%.*s", (int)(c - listen), listen);
                 snprintf(sw_listen, sizeof(sw_listen), "%s:%d", host, port);
+                if (sw_nice_set && setpriority(PRIO_PROCESS, (id_t)sw_pid, sw_nice) < 0) {
+                    die("--switch-nice %d: %s", sw_nice, strerror(errno));
+                }
                 return;
             }
         }
@@ -1177,7 +1185,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
         }
         double dg = (double)(st1[0] - st0[0]), re = (double)(st1[1] - st0[1]);
         double pk = (double)(st1[7] - st0[7]);
-        printf("scale boards=%u route=%s pass=%u size=%" PRIu64 " seconds=%.1f transfers=%" PRIu64
+        printf("scale boards=%u route=%s switch_nice=%d pass=%u size=%" PRIu64 " seconds=%.1f transfers=%" PRIu64
                " agg_mbps=%.1f slowest_mbps=%.1f fastest_mbps=%.1f share_ratio=%.2f"
                " mcast_mbps=%.1f echo_n=%u echo_rtt_median_us=%.0f echo_rtt_p99_us=%.0f"
                " switch_cpu_ms=%.1f switch_dgrams=%" PRIu64 " switch_us_per_dgram=%.2f"
@@ -1186,7 +1194,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                " spurious=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64
                " fast_retx=%" PRIu64 " queue_fill=%.2f driver_cpu=%.2f qtest_cmds_per_s=%.0f"
                " qemus_cpu=%.2f cpu_ms_per_mb=%.2f\n",
-               n, route, pass, sz, seconds, p.transfers, p.agg_mbps, p.min_share, p.max_share,
+               n, route, sw_nice, pass, sz, seconds, p.transfers, p.agg_mbps, p.min_share, p.max_share,
                p.max_share > 0 ? p.min_share / p.max_share : 0, p.mc_mbps, p.echoes,
                p.echo_med_us, p.echo_p99_us, sw_cpu / 1e6, sw_dg,
                sw_dg ? sw_cpu / 1e3 / sw_dg : 0, rss / 1024.0 / n, anon / 1024.0 / n, dg, pk, re,
@@ -1226,7 +1234,7 @@ static void usage(void)
     fprintf(stderr, "usage: dn2-scale --qemu BIN --switch BIN --fw DIR [--boards 2,4,...]\n"
             "       [--route direct|switch] [--size BYTES] [--seconds S] [--mcast-rounds N]\n"
             "       [--echo-ms MS] [--restart] [--switch-netns NS --listen ADDR:PORT]\n"
-            "       [--netns NS1,NS2,...] [--tmpdir DIR]\n");
+            "       [--netns NS1,NS2,...] [--switch-nice N] [--tmpdir DIR]\n");
     exit(2);
 }
 
@@ -1267,6 +1275,9 @@ int main(int argc, char **argv)
             switch_ns = v;
         } else if (!strcmp(a, "--listen")) {
             listen_addr = v;
+        } else if (!strcmp(a, "--switch-nice")) {
+            sw_nice = atoi(v);
+            sw_nice_set = true;
         } else if (!strcmp(a, "--tmpdir")) {
             tbase = v;
         } else if (!strcmp(a, "--netns")) {
