@@ -20,9 +20,10 @@
  *   figures     aggregate delivered MB/s, the slowest and fastest board's
  *               share, echo RTT median/p99, the switch's CPU time per
  *               datagram it handled (/proc and `dn2-switch --stats`), RSS
- *               per board, and the boards' link counters over QMP
+ *               per board, the boards' link counters over QMP
  *               (datagrams, packets, retransmitted packets as a share of
- *               the packets sent, timeouts).
+ *               the packets sent, timeouts), the host's UDP receive-buffer
+ *               overflows, the QEMUs' CPU share and CPU time per MB.
  *
  *   dn2-scale --qemu BIN --switch BIN --fw DIR [--boards 2,4,8,16,32]
  *             [--route direct|switch] [--size 256K] [--seconds S]
@@ -241,6 +242,34 @@ static uint64_t proc_kb(pid_t pid, const char *field)
     while (fgets(line, sizeof(line), f)) {
         if (!strncmp(line, field, l) && line[l] == ':') {
             v = strtoull(line + l + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+/* UDP datagrams the kernel dropped for a full receive buffer (the whole
+ * host, /proc/net/snmp Udp RcvbufErrors; this network namespace) */
+static uint64_t udp_rcvbuf_errors(void)
+{
+    char names[512], vals[512];
+    uint64_t v = 0;
+    FILE *f = fopen("/proc/net/snmp", "r");
+
+    if (!f) {
+        return 0;
+    }
+    while (fgets(names, sizeof(names), f)) {
+        if (!strncmp(names, "Udp:", 4) && fgets(vals, sizeof(vals), f)) {
+            char *sn, *sv, *n = strtok_r(names, " \n", &sn), *x = strtok_r(vals, " \n", &sv);
+            while (n && x) {
+                if (!strcmp(n, "RcvbufErrors")) {
+                    v = strtoull(x, NULL, 10);
+                }
+                n = strtok_r(NULL, " \n", &sn);
+                x = strtok_r(NULL, " \n", &sv);
+            }
             break;
         }
     }
@@ -1118,6 +1147,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
     Board *boards = calloc(n, sizeof(Board));
     uint64_t st0[NSTAT], st1[NSTAT], sw_cpu0, sw_dg0, rss = 0, anon = 0, q_cpu0, t_pass0;
     double d_cpu0;
+    uint64_t rcvbuf0;
     struct pass p;
     int n_fail0 = failures;
     int len = 0;
@@ -1167,6 +1197,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
             q_cpu0 += cpu_ns(bd[i]->pid);
         }
         d_cpu0 = self_cpu_s();
+        rcvbuf0 = udp_rcvbuf_errors();
         t_pass0 = now_ns();
         sw_cpu0 = cpu_ns(sw_pid);
         sw_dg0 = switch_datagrams();
@@ -1193,7 +1224,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                " dgrams=%.0f packets=%.0f retransmits=%.0f retx_pct=%.3f timeouts=%" PRIu64
                " spurious=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64
                " fast_retx=%" PRIu64 " queue_fill=%.2f driver_cpu=%.2f qtest_cmds_per_s=%.0f"
-               " qemus_cpu=%.2f cpu_ms_per_mb=%.2f\n",
+               " qemus_cpu=%.2f cpu_ms_per_mb=%.2f udp_rcvbuf_drops=%" PRIu64 "\n",
                n, route, sw_nice, pass, sz, seconds, p.transfers, p.agg_mbps, p.min_share, p.max_share,
                p.max_share > 0 ? p.min_share / p.max_share : 0, p.mc_mbps, p.echoes,
                p.echo_med_us, p.echo_p99_us, sw_cpu / 1e6, sw_dg,
@@ -1202,7 +1233,8 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                st1[5] - st0[5], st1[6] - st0[6], p.fifo_fill, p.driver_cpu, p.cmds_per_s,
                q_cpu / 1e9 / wall,
                (q_cpu / 1e6 + sw_cpu / 1e6 + d_cpu * 1e3) /
-                   ((p.transfers + (double)mc_rounds * n * n) * sz / 1e6));
+                   ((p.transfers + (double)mc_rounds * n * n) * sz / 1e6),
+               udp_rcvbuf_errors() - rcvbuf0);
         fflush(stdout);
         if (p.transfers == 0) {
             fail("boards=%u pass %u: no transfer completed", n, pass);
