@@ -10,9 +10,13 @@
  * (and set the error state the thesis defines, Controller Status [19:17]).
  *
  * When the host has not yet freed room (status ring, IPUSH ring, LH Buffer,
- * RC request FIFO), the packet is refused with -EBUSY and nothing of it is
- * written; the port keeps it, grants the sender no more credit, and offers
- * it again after dn2_link_resume().
+ * RC request FIFO), the packet is refused (DIMMNET2_RX_BUSY) and nothing of
+ * it is written; the port keeps it, grants the sender no more credit, and
+ * offers it again when the Receive Controller resumes: at once when the host
+ * frees room through a register or the Window Controller takes a request
+ * from the RC FIFO (dimmnet2_rx_resume), else from its own retry timer
+ * (an IPUSH ring's head lives in LLCM, which the host writes without any
+ * register).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,8 +26,9 @@
 #include "qemu/bswap.h"
 #include "qemu/atomic.h"
 #include "qemu/timer.h"
+#include "qemu/main-loop.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
 
 /* Retry delays while the host keeps a ring full: from 100 us, doubling up
@@ -32,19 +37,52 @@
 #define DN2_RX_RETRY_MIN_NS (100 * SCALE_US)
 #define DN2_RX_RETRY_MAX_NS (2 * SCALE_MS)
 
-static int dn2_rx_drop(DN2State *s, uint64_t *counter, uint16_t slid,
-                       const char *why)
-{
-    (*counter)++;
-    trace_dimmnet2_rx_drop(s->index, slid, why);
-    return 0;
-}
+/* Every reason to drop a packet, the statistic it counts in, and whether
+ * it is malformed (a peer's error: logged as a guest error). */
+static const struct {
+    const char *name;
+    DN2Stat stat;
+    bool malformed;
+} dimmnet2_rx_drops[DN2_RXD__MAX] = {
+    [DN2_RXD_TOO_LONG] = { "packet longer than the largest MTU",
+                           DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_TOO_SHORT] = { "packet shorter than a 2-line header",
+                            DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_NOT_NETWORK] = { "TYPE is not a network primitive",
+                              DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_HFLAG] = { "hflag does not match TYPE", DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_SHORT_SIZE] = { "packet shorter than its header or Packet Size",
+                             DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_RVL_DATA] = { "RVL packet with data", DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_FEW_ELEMENTS] = { "fewer data bytes than Iteration elements",
+                               DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_LHS_OUTSIDE] = { "LHS packet outside its message",
+                              DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_LHS_NO_ENVELOPE] = { "LHS first packet without envelope",
+                                  DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_LHS_NO_START] = { "LHS continuation without its start",
+                               DN2_STAT_RX_DROP_BAD, true },
+    [DN2_RXD_NOT_FOR_LID] = { "not for this LID", DN2_STAT_RX_DROP_ROUTE },
+    [DN2_RXD_STRICT_LID] = { "strict: LID register not set", DN2_STAT_RX_DROP_ROUTE },
+    [DN2_RXD_NO_PROCESS] = { "no process at DWID (PGID not set)",
+                             DN2_STAT_RX_DROP_NOPROC },
+    [DN2_RXD_PGID] = { "PGID mismatch", DN2_STAT_RX_DROP_PGID },
+    [DN2_RXD_SDIMM_NOT_READY] = { "SO-DIMM not ready", DN2_STAT_RX_DROP_NOPROC },
+    [DN2_RXD_NO_RING] = { "no valid IPUSH ring for this sender",
+                          DN2_STAT_RX_DROP_NOPROC },
+    [DN2_RXD_RING_TOO_SMALL] = { "packet larger than the IPUSH ring",
+                                 DN2_STAT_RX_DROP_NOPROC },
+};
 
-/* A malformed packet: counted, and its error state shown in the Controller
- * Status of the process it was for (wid), or of both when it is too short
- * to say (wid < 0), never in the other process's (choice #47). */
-static int dn2_rx_bad(DN2State *s, int wid, uint16_t slid, unsigned err,
-                      const char *why)
+/*
+ * Drop a packet: counted under its reason's statistic and traced; a
+ * malformed one is also logged, and its error state err (Controller Status
+ * [19:18], 0 for none) shown to the process it was for (wid), or to both
+ * when it is too short to say (wid < 0), never to the other process
+ * (choice #47).
+ */
+static DN2RxResult dimmnet2_rx_drop(DN2State *s, DN2RxDrop why, int wid,
+                                    uint16_t slid, unsigned err)
 {
     int i;
 
@@ -53,42 +91,49 @@ static int dn2_rx_bad(DN2State *s, int wid, uint16_t slid, unsigned err,
             s->wid[i].rx_err = err;
         }
     }
-    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: packet from LID 0x%x dropped: %s\n",
-                  slid, why);
-    return dn2_rx_drop(s, &s->stat_rx_drop_bad, slid, why);
+    if (dimmnet2_rx_drops[why].malformed) {
+        DIMMNET2_GUEST_ERROR(s, dimmnet2_rx_drops[why].stat, rx_malformed,
+                             "packet from LID 0x%x dropped: %s", slid,
+                             dimmnet2_rx_drops[why].name);
+    } else {
+        s->stat[dimmnet2_rx_drops[why].stat]++;
+        trace_dimmnet2_rx_drop(s->index, slid, dimmnet2_rx_drops[why].name);
+    }
+    return DIMMNET2_RX_DROPPED;
 }
 
-/* Host-owned memory (an IPUSH ring's head lives in LLCM) changes without
- * any register write: look again shortly. */
-static int dn2_rx_busy(DN2State *s, const char *why, uint16_t slid)
+/* No room yet: nothing of the packet is written.  Host-owned memory (an
+ * IPUSH ring's head lives in LLCM) changes without any register write, so
+ * the retry timer looks again shortly, backing off. */
+static DN2RxResult dimmnet2_rx_busy(DN2State *s, const char *why, uint16_t slid)
 {
     if (!s->rx_stalled) {
-        s->stat_rx_stalls++;
+        s->stat[DN2_STAT_RX_STALLS]++;
         trace_dimmnet2_rx_stall(s->index, slid, why);
     }
     s->rx_stalled = 1;
     s->rx_retry_ns = !s->rx_retry_ns ? DN2_RX_RETRY_MIN_NS :
                      MIN(2 * s->rx_retry_ns, DN2_RX_RETRY_MAX_NS);
     timer_mod(s->rx_retry, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + s->rx_retry_ns);
-    return -EBUSY;
+    return DIMMNET2_RX_BUSY;
 }
 
 /* ------------------------------------------------------------------ */
 /* The receive-status ring in LLCM                                     */
 /* ------------------------------------------------------------------ */
 
-static bool dn2_status_has_room(DN2State *s, DN2Wid *w)
+static bool dimmnet2_status_has_room(DN2State *s, DN2Wid *w)
 {
-    uint32_t size = dn2_status_ring_bytes(w);
+    uint32_t size = dimmnet2_status_ring_bytes(w);
 
     return size >= 2 * DN2_STATUS_REC_SIZE &&
-           dn2_status_ring_used(w) + 2 * DN2_STATUS_REC_SIZE <= size;
+           dimmnet2_status_ring_used(w) + 2 * DN2_STATUS_REC_SIZE <= size;
 }
 
-static void dn2_status_write(DN2State *s, int wid, uint64_t lower, uint64_t upper)
+static void dimmnet2_status_write(DN2State *s, int wid, uint64_t lower, uint64_t upper)
 {
     DN2Wid *w = &s->wid[wid];
-    uint32_t size = dn2_status_ring_bytes(w);
+    uint32_t size = dimmnet2_status_ring_bytes(w);
     uint32_t pos = w->status_init +
                    (uint32_t)((w->status_tail - w->status_init) % size);
     uint8_t *p = s->llcm_ptr + wid * DN2_LLCM_WID_STRIDE + pos;
@@ -104,13 +149,17 @@ static void dn2_status_write(DN2State *s, int wid, uint64_t lower, uint64_t uppe
     trace_dimmnet2_rx_status(s->index, wid, pos, lower, upper);
 }
 
-static void dn2_status_post(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+static void dimmnet2_status_post(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                             uint32_t first, uint32_t size)
 {
-    dn2_status_write(s, h->dwid,
-                     dn2_req_lower(h->type, h->dtype, h->iter,
-                                   dn2_lid_to_clid(slid), h->swid, 1, size),
-                     dn2_req_upper(first, 0));
+    struct dn2_status_fields f = {
+        .type = h->type, .dtype = h->dtype, .iter = h->iter, .wid = h->swid,
+        .eflag = 1, .clid = dn2_lid_to_clid(slid), .size = size, .addr = first,
+    };
+    struct dn2_status_rec rec;
+
+    dn2_status_pack(&f, &rec);
+    dimmnet2_status_write(s, h->dwid, rec.lower, rec.upper);
 }
 
 /* ------------------------------------------------------------------ */
@@ -121,14 +170,14 @@ enum { DN2_TGT_SDIMM, DN2_TGT_PW, DN2_TGT_LLCM };
 
 /* Store len bytes at process-relative address a of the target, clipping
  * at the area end (Controller Status bit 17). */
-static void dn2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
+static void dimmnet2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
                          const uint8_t *data, uint32_t len)
 {
     uint64_t area, n;
 
     switch (tgt) {
     case DN2_TGT_SDIMM:
-        area = dn2_sdimm_area(s);
+        area = dimmnet2_sdimm_area(s);
         break;
     case DN2_TGT_PW:
         area = DN2_WIN_AREA;
@@ -147,7 +196,7 @@ static void dn2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
     }
     switch (tgt) {
     case DN2_TGT_SDIMM:
-        dn2_sdimm_rw(s, wid, a, (void *)data, n, true);
+        dimmnet2_sdimm_rw(s, wid, a, (void *)data, n, true);
         break;
     case DN2_TGT_PW: {
         uint32_t off = wid * DN2_PW_WID_STRIDE + a, i;
@@ -172,44 +221,39 @@ static void dn2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
 /* RVS family: remote VS / VSS / VSI (§4.6.6)                           */
 /* ------------------------------------------------------------------ */
 
-static int dn2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+static DN2RxResult dimmnet2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                       const uint8_t *data, uint32_t dlen)
 {
     int form = dn2_otype_form(h->type);
     int tgt = h->lflag ? DN2_TGT_LLCM : h->rflag ? DN2_TGT_PW : DN2_TGT_SDIMM;
     DN2Wid *w = &s->wid[h->dwid];
     bool status = h->eflag || h->pflag;
-    uint32_t esz = dn2_dtype_bytes(h->dtype), size, i;
+    uint32_t esz = dn2_dtype_bytes(h->dtype), size, i, a;
+    DN2Pattern pat;
 
     if (tgt == DN2_TGT_SDIMM && !s->sdimm_ready) {
-        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid, "SO-DIMM not ready");
+        return dimmnet2_rx_drop(s, DN2_RXD_SDIMM_NOT_READY, h->dwid, slid, 0);
     }
     if (form != DN2_FORM_CONTIG && (uint64_t)h->iter * esz > dlen) {
-        return dn2_rx_bad(s, h->dwid, slid, DN2_RX_ERR_EARLY_SOP,
-                          "fewer data bytes than Iteration elements");
+        return dimmnet2_rx_drop(s, DN2_RXD_FEW_ELEMENTS, h->dwid, slid, DN2_RX_ERR_EARLY_SOP);
     }
-    if (status && !dn2_status_has_room(s, w)) {
-        return dn2_rx_busy(s, "status ring full", slid);
+    if (status && !dimmnet2_status_has_room(s, w)) {
+        return dimmnet2_rx_busy(s, "status ring full", slid);
     }
 
     if (form == DN2_FORM_CONTIG) {
-        dn2_rx_store(s, h->dwid, tgt, h->w1_hi, data, dlen);
+        dimmnet2_rx_store(s, h->dwid, tgt, h->w1_hi, data, dlen);
         size = h->w1_hi + dlen - h->w1_lo;
     } else {
+        /* 2nd DW [63:32]: the index of this packet's first element */
+        dimmnet2_pattern_init(&pat, form, h->w1_lo, h->stride, h->dtype);
         for (i = 0; i < h->iter; i++) {
-            uint32_t idx = h->w1_hi + i, a;
-            if (form == DN2_FORM_STRIDE) {
-                a = h->w1_lo + idx * h->stride;
-            } else {
-                uint32_t off;
-                if (!s->sdimm_ready ||
-                    !dn2_list_entry(s, h->dwid, h->stride, idx, &off)) {
-                    s->wid[h->dwid].rx_ovf = 1;
-                    continue;
-                }
-                a = h->w1_lo + off;
+            if ((form == DN2_FORM_LIST && !s->sdimm_ready) ||
+                !dimmnet2_pattern_addr(s, h->dwid, &pat, h->w1_hi + i, &a)) {
+                s->wid[h->dwid].rx_ovf = 1;
+                continue;
             }
-            dn2_rx_store(s, h->dwid, tgt, a, data + i * esz, esz);
+            dimmnet2_rx_store(s, h->dwid, tgt, a, data + i * esz, esz);
         }
         size = h->total;
     }
@@ -219,36 +263,36 @@ static int dn2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
             /* The record describes the primitive, not its last packet. */
             rec.iter = MIN(h->total / esz, DN2_ITER_MAX);
         }
-        dn2_status_post(s, &rec, slid, h->w1_lo, size);
+        dimmnet2_status_post(s, &rec, slid, h->w1_lo, size);
     }
-    return 1;
+    return DIMMNET2_RX_DELIVERED;
 }
 
 /* ------------------------------------------------------------------ */
 /* RVL family: the responder turns the request into RVS (§5.3.6)        */
 /* ------------------------------------------------------------------ */
 
-static int dn2_rx_rvl(DN2State *s, const struct dn2_hdr *h, uint16_t slid)
+static DN2RxResult dimmnet2_rx_rvl(DN2State *s, const struct dn2_hdr *h, uint16_t slid)
 {
     int form = dn2_otype_form(h->type);
-    unsigned ex_otype = DN2_GET(h->ex, 4, 0);
+    struct dn2_req ex;          /* the requester's Command Ex (Lower layout) */
     DN2FifoEntry e;
 
     if (!s->sdimm_ready) {
-        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid, "SO-DIMM not ready");
+        return dimmnet2_rx_drop(s, DN2_RXD_SDIMM_NOT_READY, h->dwid, slid, 0);
     }
-    if (s->rc_count >= DN2_RC_FIFO) {
-        return dn2_rx_busy(s, "RC request FIFO full", slid);
+    if (s->rc_count >= DIMMNET2_RC_FIFO) {
+        return dimmnet2_rx_busy(s, "RC request FIFO full", slid);
     }
     memset(&e, 0, sizeof(e));
     /* The requester's pattern (its Command Ex) becomes the remote side of
      * the RVS; the RVL's own pattern becomes the local side (as Ex). */
-    if (ex_otype) {
-        e.lower = dn2_req_lower(DN2_OP_RVS | dn2_otype_form(ex_otype),
-                                DN2_GET(h->ex, 7, 5), DN2_GET(h->ex, 15, 8),
-                                dn2_lid_to_clid(slid), h->swid, h->eflag,
-                                dn2_otype_form(ex_otype) == DN2_FORM_CONTIG ?
-                                h->total : (uint32_t)DN2_GET(h->ex, 63, 32));
+    dn2_req_decode(&ex, h->ex, 0, 0, 0, 0, 0);
+    if (ex.otype) {
+        e.lower = dn2_req_lower(DN2_OP_RVS | dn2_otype_form(ex.otype), ex.dtype,
+                                ex.iter, dn2_lid_to_clid(slid), h->swid, h->eflag,
+                                dn2_otype_form(ex.otype) == DN2_FORM_CONTIG ?
+                                h->total : ex.arg);
     } else {
         e.lower = dn2_req_lower(DN2_OP_RVS, 0, 0, dn2_lid_to_clid(slid),
                                 h->swid, h->eflag, h->total);
@@ -260,11 +304,11 @@ static int dn2_rx_rvl(DN2State *s, const struct dn2_hdr *h, uint16_t slid)
     e.rflag = h->rflag;
     e.wid = h->dwid;
     e.from_rc = 1;
-    s->rc_fifo[(s->rc_head + s->rc_count) % DN2_RC_FIFO] = e;
+    s->rc_fifo[(s->rc_head + s->rc_count) % DIMMNET2_RC_FIFO] = e;
     s->rc_count++;
-    /* The link runs the Window Controller once this burst of input is in
-     * (dn2_link_news(); the loopback bottom half kicks it). */
-    return 1;
+    /* The port runs the Window Controller once this burst of input is in
+     * (DN2PortOps.news). */
+    return DIMMNET2_RX_DELIVERED;
 }
 
 /* ------------------------------------------------------------------ */
@@ -277,19 +321,19 @@ typedef struct DN2Ring {
     uint32_t head, tail, base, size;
 } DN2Ring;
 
-static bool dn2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+static bool dimmnet2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                             DN2Ring *r)
 {
     DN2Wid *w = &s->wid[h->dwid];
-    uint16_t v = s->amt[dn2_amt_index(slid, h->swid, h->dwid)];
+    uint16_t v = s->amt[dimmnet2_amt_index(slid, h->swid, h->dwid)];
     uint64_t limit = MIN((uint64_t)w->ipush_area * DN2_IPUSH_AREA_UNIT,
-                         dn2_sdimm_area(s));
+                         dimmnet2_sdimm_area(s));
     uint32_t lo = h->dwid * DN2_LLCM_WID_STRIDE;
 
-    if (!(v & DN2_AMT_VALID) || !w->ipush_area || !s->sdimm_ready) {
+    if (!dn2_amt_slot_valid(v) || !w->ipush_area || !s->sdimm_ready) {
         return false;
     }
-    r->entry_off = (v & DN2_AMT_VALUE_MASK) * DN2_AMT_UNIT;
+    r->entry_off = dn2_amt_slot_value(v) * DN2_AMT_UNIT;
     if (r->entry_off < lo || r->entry_off + DN2_AMT_ENTRY > lo + DN2_LLCM_AREA) {
         return false;           /* the entry must be in the receiver's LLCM */
     }
@@ -304,24 +348,24 @@ static bool dn2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
            !(r->head % DN2_RING_ALIGN) && !(r->tail % DN2_RING_ALIGN);
 }
 
-static uint32_t dn2_ring_free(const DN2Ring *r)
+static uint32_t dimmnet2_ring_free(const DN2Ring *r)
 {
     return r->size - DN2_RING_ALIGN - (r->tail - r->head + r->size) % r->size;
 }
 
 /* Write data at ring offset pos (wrapping). */
-static void dn2_ring_write(DN2State *s, int wid, const DN2Ring *r, uint32_t pos,
+static void dimmnet2_ring_write(DN2State *s, int wid, const DN2Ring *r, uint32_t pos,
                            const uint8_t *data, uint32_t len)
 {
     uint32_t n = MIN(len, r->size - pos);
 
-    dn2_sdimm_rw(s, wid, r->base + pos, (void *)data, n, true);
+    dimmnet2_sdimm_rw(s, wid, r->base + pos, (void *)data, n, true);
     if (n < len) {
-        dn2_sdimm_rw(s, wid, r->base, (void *)(data + n), len - n, true);
+        dimmnet2_sdimm_rw(s, wid, r->base, (void *)(data + n), len - n, true);
     }
 }
 
-static void dn2_ring_set_tail(DN2State *s, DN2Ring *r, uint32_t tail)
+static void dimmnet2_ring_set_tail(DN2State *s, DN2Ring *r, uint32_t tail)
 {
     smp_wmb();
     r->tail = tail;
@@ -329,7 +373,7 @@ static void dn2_ring_set_tail(DN2State *s, DN2Ring *r, uint32_t tail)
     memory_region_set_dirty(&s->llcm, r->entry_off + DN2_AMT_TAIL, 4);
 }
 
-static int dn2_rx_ipush(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+static DN2RxResult dimmnet2_rx_ipush(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                         const uint8_t *data, uint32_t dlen)
 {
     DN2Wid *w = &s->wid[h->dwid];
@@ -337,45 +381,43 @@ static int dn2_rx_ipush(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
     uint32_t need = ROUND_UP(dlen, DN2_RING_ALIGN), pos;
     DN2Ring r;
 
-    if (!dn2_ring_lookup(s, h, slid, &r)) {
-        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
-                           "no valid IPUSH ring for this sender");
+    if (!dimmnet2_ring_lookup(s, h, slid, &r)) {
+        return dimmnet2_rx_drop(s, DN2_RXD_NO_RING, h->dwid, slid, 0);
     }
     if (need > r.size - DN2_RING_ALIGN) {
         s->wid[h->dwid].rx_ovf = 1;
-        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
-                           "packet larger than the IPUSH ring");
+        return dimmnet2_rx_drop(s, DN2_RXD_RING_TOO_SMALL, h->dwid, slid, 0);
     }
-    if (need > dn2_ring_free(&r)) {
-        return dn2_rx_busy(s, "IPUSH ring full", slid);
+    if (need > dimmnet2_ring_free(&r)) {
+        return dimmnet2_rx_busy(s, "IPUSH ring full", slid);
     }
-    if (status && !dn2_status_has_room(s, w)) {
-        return dn2_rx_busy(s, "status ring full", slid);
+    if (status && !dimmnet2_status_has_room(s, w)) {
+        return dimmnet2_rx_busy(s, "status ring full", slid);
     }
     pos = r.tail;
-    dn2_ring_write(s, h->dwid, &r, pos, data, dlen);
-    dn2_ring_set_tail(s, &r, (pos + need) % r.size);
+    dimmnet2_ring_write(s, h->dwid, &r, pos, data, dlen);
+    dimmnet2_ring_set_tail(s, &r, (pos + need) % r.size);
     if (status && !h->pflag) {
         /* one record per message (choice #55): where the message began
          * (its earlier packets filled whole 8-byte slots: 2nd DW offset
          * bytes before this one) and its size */
-        dn2_status_post(s, h, slid,
+        dimmnet2_status_post(s, h, slid,
                         r.base + (pos + r.size - h->w1_hi % r.size) % r.size, h->w1_lo);
     } else if (status) {
-        dn2_status_post(s, h, slid, r.base + pos, dlen);
+        dimmnet2_status_post(s, h, slid, r.base + pos, dlen);
     }
-    return 1;
+    return DIMMNET2_RX_DELIVERED;
 }
 
 /* ------------------------------------------------------------------ */
 /* LHS: envelope + 48 bytes into the LH Buffer, the rest into the ring  */
 /* ------------------------------------------------------------------ */
 
-static DN2LhsMsg *dn2_lhs_find(DN2Wid *w, uint16_t slid, uint8_t swid)
+static DN2LhsMsg *dimmnet2_lhs_find(DN2Wid *w, uint16_t slid, uint8_t swid)
 {
     int i;
 
-    for (i = 0; i < DN2_LHS_SLOTS; i++) {
+    for (i = 0; i < DIMMNET2_LHS_SLOTS; i++) {
         if (w->lhs[i].valid && w->lhs[i].slid == slid && w->lhs[i].swid == swid) {
             return &w->lhs[i];
         }
@@ -383,7 +425,7 @@ static DN2LhsMsg *dn2_lhs_find(DN2Wid *w, uint16_t slid, uint8_t swid)
     return NULL;
 }
 
-static uint8_t *dn2_lhb_entry(DN2State *s, int wid, uint32_t off)
+static uint8_t *dimmnet2_lhb_entry(DN2State *s, int wid, uint32_t off)
 {
     return s->lhb_ptr + wid * DN2_LHB_WID_STRIDE + off;
 }
@@ -391,11 +433,11 @@ static uint8_t *dn2_lhb_entry(DN2State *s, int wid, uint32_t off)
 /*
  * Every reassembly slot is taken.  A sender that died (or was reset) in
  * the middle of a message never finishes it; one whose last packet is
- * older than DN2_LHS_TIMEOUT_MS gives its slot up: its LH entry is
+ * older than DIMMNET2_LHS_TIMEOUT_MS gives its slot up: its LH entry is
  * completed with what arrived, and the process's Controller Status bit 17
  * says data was lost (choice #48).  NULL while every slot is recent.
  */
-static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
+static DN2LhsMsg *dimmnet2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
 {
     DN2Wid *w = &s->wid[wid];
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
@@ -403,9 +445,9 @@ static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
     uint8_t *ent;
     int i;
 
-    for (i = 0; i < DN2_LHS_SLOTS; i++) {
+    for (i = 0; i < DIMMNET2_LHS_SLOTS; i++) {
         DN2LhsMsg *m = &w->lhs[i];
-        if (m->valid && now - m->last_ns >= (int64_t)DN2_LHS_TIMEOUT_MS * SCALE_MS &&
+        if (m->valid && now - m->last_ns >= (int64_t)DIMMNET2_LHS_TIMEOUT_MS * SCALE_MS &&
             (!old || m->last_ns < old->last_ns)) {
             old = m;
         }
@@ -413,24 +455,23 @@ static DN2LhsMsg *dn2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
     if (!old) {
         return NULL;
     }
-    ent = dn2_lhb_entry(s, wid, old->entry);
+    ent = dimmnet2_lhb_entry(s, wid, old->entry);
     smp_wmb();
     stq_le_p(ent, ldq_le_p(ent) ^ DN2_LH_COMPLETE);
     memory_region_set_dirty(&s->lhb, wid * DN2_LHB_WID_STRIDE + old->entry, DN2_LHB_ENTRY);
     w->rx_ovf = 1;
-    s->stat_lhs_abandoned++;
-    trace_dimmnet2_lhs_abandoned(s->index, wid, old->slid, old->got, old->total);
-    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d WID %d: LHS message from LID "
-                  "0x%x abandoned after %u of %u bytes (no packet for %d ms; its slot "
-                  "is needed by LID 0x%x)\n", s->index, wid, old->slid, old->got,
-                  old->total, DN2_LHS_TIMEOUT_MS, slid);
-    old->valid = 0;
-    dn2_kick(s);                /* a VL of its overflow may be held */
+    DIMMNET2_GUEST_ERROR(s, DN2_STAT_LHS_ABANDONED, lhs_abandoned,
+                         "WID %d: LHS message from LID 0x%x abandoned after %u of "
+                         "%u bytes (no packet for %d ms; its slot is needed by LID "
+                         "0x%x)", wid, old->slid, old->got, old->total,
+                         DIMMNET2_LHS_TIMEOUT_MS, slid);
+    old->valid = 0;             /* a VL of its overflow held goes on (the
+                                 * port's news after this input runs it) */
     return old;
 }
 
 /* [a, a + alen) and [b, b + blen) overlap. */
-static bool dn2_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+static bool dimmnet2_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
     return alen && blen && a < b + blen && b < a + alen;
 }
@@ -438,33 +479,33 @@ static bool dn2_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 /*
  * The thesis lets the host issue the VL of an LHS message's overflow as
  * soon as Valid toggles; the NIC holds that VL until the message is in
- * (both modes, choice #53).  A message silent for DN2_LHS_TIMEOUT_MS no
+ * (both modes, choice #53).  A message silent for DIMMNET2_LHS_TIMEOUT_MS no
  * longer holds anything.
  */
-bool dn2_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len)
+bool dimmnet2_rx_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len)
 {
     const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
     DN2Wid *w = &s->wid[wid];
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     int i;
 
-    for (i = 0; i < DN2_LHS_SLOTS; i++) {
+    for (i = 0; i < DIMMNET2_LHS_SLOTS; i++) {
         DN2LhsMsg *m = &w->lhs[i];
         uint64_t over, first;
 
         if (!m->valid || m->got >= m->total || m->total <= inline_end ||
-            now - m->last_ns >= (int64_t)DN2_LHS_TIMEOUT_MS * SCALE_MS) {
+            now - m->last_ns >= (int64_t)DIMMNET2_LHS_TIMEOUT_MS * SCALE_MS) {
             continue;
         }
         over = ROUND_UP(m->total - inline_end, DN2_RING_ALIGN);
         first = over;
         if (m->ring_size && m->pointer + over > (uint64_t)m->ring_base + m->ring_size) {
             first = (uint64_t)m->ring_base + m->ring_size - m->pointer;
-            if (dn2_overlap(off, len, m->ring_base, over - first)) {
+            if (dimmnet2_overlap(off, len, m->ring_base, over - first)) {
                 return true;    /* the wrapped part */
             }
         }
-        if (dn2_overlap(off, len, m->pointer, first)) {
+        if (dimmnet2_overlap(off, len, m->pointer, first)) {
             return true;
         }
     }
@@ -474,7 +515,7 @@ bool dn2_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len)
 /* Put message bytes [off, off + len) of an LHS message where they belong:
  * [0, 8) is the envelope (already decoded), [8, 56) the entry's data lines,
  * the rest the overflow area in the ring. */
-static void dn2_lhs_place(DN2State *s, int wid, DN2LhsMsg *m, DN2Ring *r,
+static void dimmnet2_lhs_place(DN2State *s, int wid, DN2LhsMsg *m, DN2Ring *r,
                           uint32_t off, const uint8_t *data, uint32_t len)
 {
     const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
@@ -485,11 +526,11 @@ static void dn2_lhs_place(DN2State *s, int wid, DN2LhsMsg *m, DN2Ring *r,
             n = MIN(len, DN2_LINE - off);
         } else if (off < inline_end) {
             n = MIN(len, inline_end - off);
-            memcpy(dn2_lhb_entry(s, wid, m->entry) + 2 * DN2_LINE + (off - DN2_LINE),
+            memcpy(dimmnet2_lhb_entry(s, wid, m->entry) + DN2_LHB_DATA_OFF + (off - DN2_LINE),
                    data, n);
         } else {
             n = len;
-            dn2_ring_write(s, wid, r, (m->pointer - r->base + (off - inline_end)) %
+            dimmnet2_ring_write(s, wid, r, (m->pointer - r->base + (off - inline_end)) %
                            r->size, data, n);
         }
         off += n;
@@ -498,27 +539,28 @@ static void dn2_lhs_place(DN2State *s, int wid, DN2LhsMsg *m, DN2Ring *r,
     }
 }
 
-static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
+static DN2RxResult dimmnet2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
                       const uint8_t *data, uint32_t dlen)
 {
     DN2Wid *w = &s->wid[h->dwid];
     bool status = h->eflag || h->pflag;
     uint32_t total = h->w1_lo, off = h->w1_hi;
     const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
-    DN2LhsMsg *m = dn2_lhs_find(w, slid, h->swid);
+    DN2LhsMsg *m = dimmnet2_lhs_find(w, slid, h->swid);
     uint8_t *ent;
-    uint64_t l0;
+    uint64_t old;
+    struct dn2_lh_entry lh;
+    struct dn2_env e;
     DN2Ring r;
 
-    if (!dn2_ring_lookup(s, h, slid, &r)) {
-        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
-                           "no valid IPUSH ring for this LHS sender");
+    if (!dimmnet2_ring_lookup(s, h, slid, &r)) {
+        return dimmnet2_rx_drop(s, DN2_RXD_NO_RING, h->dwid, slid, 0);
     }
     if (off + (uint64_t)dlen > total || (off == 0 && total < DN2_LINE)) {
-        return dn2_rx_bad(s, h->dwid, slid, 0, "LHS packet outside its message");
+        return dimmnet2_rx_drop(s, DN2_RXD_LHS_OUTSIDE, h->dwid, slid, 0);
     }
-    if (status && !dn2_status_has_room(s, w)) {
-        return dn2_rx_busy(s, "status ring full", slid);
+    if (status && !dimmnet2_status_has_room(s, w)) {
+        return dimmnet2_rx_busy(s, "status ring full", slid);
     }
 
     if (off == 0) {
@@ -529,26 +571,25 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         int i;
 
         if (dlen < DN2_LINE) {
-            return dn2_rx_bad(s, h->dwid, slid, 0, "LHS first packet without envelope");
+            return dimmnet2_rx_drop(s, DN2_RXD_LHS_NO_ENVELOPE, h->dwid, slid, 0);
         }
         env = ldq_le_p(data);   /* only now: the packet may end at its header */
         if (used + DN2_LHB_ENTRY >= DN2_LHB_AREA) {
-            return dn2_rx_busy(s, "LH Buffer full", slid);
+            return dimmnet2_rx_busy(s, "LH Buffer full", slid);
         }
         if (over > r.size - DN2_RING_ALIGN) {
             s->wid[h->dwid].rx_ovf = 1;
-            return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
-                               "LHS overflow larger than the IPUSH ring");
+            return dimmnet2_rx_drop(s, DN2_RXD_RING_TOO_SMALL, h->dwid, slid, 0);
         }
-        if (over > dn2_ring_free(&r)) {
-            return dn2_rx_busy(s, "IPUSH ring full", slid);
+        if (over > dimmnet2_ring_free(&r)) {
+            return dimmnet2_rx_busy(s, "IPUSH ring full", slid);
         }
         if (!m) {
-            for (i = 0; i < DN2_LHS_SLOTS && w->lhs[i].valid; i++) {
+            for (i = 0; i < DIMMNET2_LHS_SLOTS && w->lhs[i].valid; i++) {
             }
-            m = i < DN2_LHS_SLOTS ? &w->lhs[i] : dn2_lhs_reclaim(s, h->dwid, slid);
+            m = i < DIMMNET2_LHS_SLOTS ? &w->lhs[i] : dimmnet2_lhs_reclaim(s, h->dwid, slid);
             if (!m) {
-                return dn2_rx_busy(s, "too many LHS messages in progress", slid);
+                return dimmnet2_rx_busy(s, "too many LHS messages in progress", slid);
             }
         }
         /* A sender's new message abandons an unfinished one: the NIC has
@@ -565,103 +606,115 @@ static int dn2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
         m->last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         w->lhb_tail = (w->lhb_tail + DN2_LHB_ENTRY) % DN2_LHB_AREA;
         if (over) {
-            dn2_ring_set_tail(s, &r, (r.tail + over) % r.size);
+            dimmnet2_ring_set_tail(s, &r, (r.tail + over) % r.size);
         }
 
-        ent = dn2_lhb_entry(s, h->dwid, m->entry);
-        memset(ent + 2 * DN2_LINE, 0, DN2_LHB_DATA);
-        dn2_lhs_place(s, h->dwid, m, &r, 0, data, dlen);
-        stq_le_p(ent + DN2_LINE, DN2_PUT(DN2_GET(env, 31, 0), 63, 32) |
-                 DN2_PUT(total - DN2_LINE, 31, 0));
-        /* Envelope valid: toggle Valid (the host may VL the overflow now). */
-        l0 = ldq_le_p(ent);
-        l0 = DN2_PUT(m->pointer, 63, 32) | DN2_PUT(DN2_GET(env, 63, 48), 31, 16) |
-             DN2_PUT(DN2_GET(env, 45, 32), 15, 2) |
-             ((l0 ^ DN2_LH_VALID) & (DN2_LH_VALID | DN2_LH_COMPLETE));
+        ent = dimmnet2_lhb_entry(s, h->dwid, m->entry);
+        memset(ent + DN2_LHB_DATA_OFF, 0, DN2_LHB_DATA);
+        dimmnet2_lhs_place(s, h->dwid, m, &r, 0, data, dlen);
+        /* Envelope valid: toggle Valid (the host may VL the overflow now);
+         * Complete keeps the value the host last saw. */
+        dn2_env_unpack(env, &e);
+        old = ldq_le_p(ent);
+        lh = (struct dn2_lh_entry) {
+            .pointer = m->pointer, .context = e.context, .rank = e.rank,
+            .valid = !(old & DN2_LH_VALID), .complete = !!(old & DN2_LH_COMPLETE),
+            .tag = e.tag, .size = total - DN2_LINE,
+        };
+        stq_le_p(ent + DN2_LINE, dn2_lh_line1(&lh));
         smp_wmb();
-        stq_le_p(ent, l0);
+        stq_le_p(ent, dn2_lh_line0(&lh));
     } else {
         if (!m || off != m->got) {
-            return dn2_rx_bad(s, h->dwid, slid, 0, "LHS continuation without its start");
+            return dimmnet2_rx_drop(s, DN2_RXD_LHS_NO_START, h->dwid, slid, 0);
         }
         m->last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        dn2_lhs_place(s, h->dwid, m, &r, off, data, dlen);
+        dimmnet2_lhs_place(s, h->dwid, m, &r, off, data, dlen);
     }
     m->got += dlen;
-    ent = dn2_lhb_entry(s, h->dwid, m->entry);
+    ent = dimmnet2_lhb_entry(s, h->dwid, m->entry);
     if (m->got >= m->total) {
         smp_wmb();
         stq_le_p(ent, ldq_le_p(ent) ^ DN2_LH_COMPLETE);
-        m->valid = 0;
-        if (s->exec.stalled) {
-            dn2_kick(s);        /* a VL of this overflow may be held */
-        }
+        m->valid = 0;           /* a VL of this overflow held goes on (the
+                                 * port's news after this input runs it) */
     }
     memory_region_set_dirty(&s->lhb, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
                             DN2_LHB_ENTRY);
     if (status) {
-        dn2_status_post(s, h, slid, m->entry, total);
+        dimmnet2_status_post(s, h, slid, m->entry, total);
     }
-    return 1;
+    return DIMMNET2_RX_DELIVERED;
 }
 
 /* ------------------------------------------------------------------ */
 /* Entry point                                                         */
 /* ------------------------------------------------------------------ */
 
-int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
+static bool dimmnet2_rx_is_network(unsigned type)
+{
+    switch (type) {
+    case DN2_OP_RVL: case DN2_OP_RVLS: case DN2_OP_RVLI:
+    case DN2_OP_RVS: case DN2_OP_RVSS: case DN2_OP_RVSI:
+    case DN2_OP_IPUSH:
+        return true;
+    default:
+        return false;
+    }
+}
+
+DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                               size_t len)
 {
     struct dn2_hdr h;
     unsigned lines;
     uint32_t psize, dlen;
     uint16_t own;
-    int ret;
+    DN2RxResult ret;
+    int dwid = -1;      /* the process a malformed packet was for, if it says */
+
+    if (len >= DN2_LINE) {
+        dn2_hdr0_decode(&h, ldq_le_p(pkt));
+        dwid = h.dwid;
+    }
 
     if (len > DN2_PKT_MAX) {
-        return dn2_rx_bad(s, len >= 8 ? (int)((ldq_le_p(pkt) >> DN2_H0_DWID_BIT) & 1) : -1,
-                          slid, 0, "packet longer than the largest MTU");
+        return dimmnet2_rx_drop(s, DN2_RXD_TOO_LONG, dwid, slid, 0);
     }
     if (len < DN2_HDR_LINES_SHORT * DN2_LINE) {
         /* Fewer lines than any header: the packet ended early. */
-        return dn2_rx_bad(s, len >= 8 ? (int)((ldq_le_p(pkt) >> DN2_H0_DWID_BIT) & 1) : -1,
-                          slid, DN2_RX_ERR_EARLY_SOP,
-                          "packet shorter than a 2-line header");
+        return dimmnet2_rx_drop(s, DN2_RXD_TOO_SHORT, dwid, slid,
+                                DN2_RX_ERR_EARLY_SOP);
     }
     dn2_hdr0_decode(&h, ldq_le_p(pkt));
-    switch (h.type) {
-    case DN2_OP_RVL: case DN2_OP_RVLS: case DN2_OP_RVLI:
-    case DN2_OP_RVS: case DN2_OP_RVSS: case DN2_OP_RVSI:
-    case DN2_OP_IPUSH:
-        break;
-    default:
-        return dn2_rx_bad(s, h.dwid, slid, 0, "TYPE is not a network primitive");
+    if (!dimmnet2_rx_is_network(h.type)) {
+        return dimmnet2_rx_drop(s, DN2_RXD_NOT_NETWORK, h.dwid, slid, 0);
     }
     lines = dn2_hdr_lines(h.type);
     if (h.hflag != (lines > DN2_HDR_LINES_SHORT)) {
-        return dn2_rx_bad(s, h.dwid, slid, DN2_RX_ERR_HFLAG, "hflag does not match TYPE");
+        return dimmnet2_rx_drop(s, DN2_RXD_HFLAG, h.dwid, slid, DN2_RX_ERR_HFLAG);
     }
     psize = dn2_pkt_size_bytes(h.size);
     if (len < lines * DN2_LINE || psize < lines * DN2_LINE || psize > len) {
-        return dn2_rx_bad(s, h.dwid, slid, DN2_RX_ERR_EARLY_SOP,
-                          "packet shorter than its header or Packet Size");
+        return dimmnet2_rx_drop(s, DN2_RXD_SHORT_SIZE, h.dwid, slid, DN2_RX_ERR_EARLY_SOP);
     }
     dlen = psize - lines * DN2_LINE;
     if (lines == DN2_HDR_LINES_RVL && dlen) {
-        return dn2_rx_bad(s, h.dwid, slid, DN2_RX_ERR_RVL_DATA, "RVL packet with data");
+        return dimmnet2_rx_drop(s, DN2_RXD_RVL_DATA, h.dwid, slid, DN2_RX_ERR_RVL_DATA);
     }
-    h.w1_lo = ldl_le_p(pkt + 8);
-    h.w1_hi = ldl_le_p(pkt + 12);
-    if (lines > 2) {
-        h.total = ldl_le_p(pkt + 16);
-        h.stride = ldl_le_p(pkt + 20);
-    }
-    if (lines > 3) {
-        h.ex = ldq_le_p(pkt + 24);
+    {
+        uint64_t line[DN2_HDR_LINES_MAX];
+        unsigned i;
+
+        for (i = 0; i < lines; i++) {
+            line[i] = ldq_le_p(pkt + i * DN2_LINE);
+        }
+        dn2_hdr_unpack(&h, line, lines);
     }
 
-    own = dn2_link_lid(s);
+    own = dimmnet2_port_lid(s);
     if (h.dlid != own && !dn2_clid_is_mcast(dn2_lid_to_clid(h.dlid))) {
-        return dn2_rx_drop(s, &s->stat_rx_drop_route, slid, "not for this LID");
+        return dimmnet2_rx_drop(s, DN2_RXD_NOT_FOR_LID, h.dwid, slid, 0);
     }
     if (s->strict && s->lid != own) {
         /* strict: the port accepts nothing until the LID register holds the
@@ -669,54 +722,142 @@ int dn2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt, size_t len)
         g_autofree char *d = g_strdup_printf("a packet from LID 0x%x refused: LID "
                                              "register 0x%x, the port's LID 0x%x",
                                              slid, s->lid, own);
-        dn2_strict_report(s, DN2_SV_NO_LID, h.dwid, DN2_SR_LID, d);
-        return dn2_rx_drop(s, &s->stat_rx_drop_route, slid, "strict: LID register not set");
+        dimmnet2_strict_report(s, DN2_SV_NO_LID, h.dwid, DN2_SR_LID, d);
+        return dimmnet2_rx_drop(s, DN2_RXD_STRICT_LID, h.dwid, slid, 0);
     }
     if (!s->wid[h.dwid].pgid_set) {
-        return dn2_rx_drop(s, &s->stat_rx_drop_noproc, slid,
-                           "no process at DWID (PGID not set)");
+        return dimmnet2_rx_drop(s, DN2_RXD_NO_PROCESS, h.dwid, slid, 0);
     }
     if (h.pgid != s->pgid[h.dwid]) {
         /* Protection (§4.4): only equal PGIDs communicate; choice #31. */
-        return dn2_rx_drop(s, &s->stat_rx_drop_pgid, slid, "PGID mismatch");
+        return dimmnet2_rx_drop(s, DN2_RXD_PGID, h.dwid, slid, 0);
     }
 
-    switch (h.type) {
-    case DN2_OP_RVL: case DN2_OP_RVLS: case DN2_OP_RVLI:
-        ret = dn2_rx_rvl(s, &h, slid);
-        break;
-    case DN2_OP_IPUSH:
-        ret = h.lflag ? dn2_rx_lhs(s, &h, slid, pkt + lines * DN2_LINE, dlen)
-                      : dn2_rx_ipush(s, &h, slid, pkt + lines * DN2_LINE, dlen);
-        break;
-    default:
-        ret = dn2_rx_rvs(s, &h, slid, pkt + lines * DN2_LINE, dlen);
-        break;
+    if (dn2_otype_is_rvl(h.type)) {
+        ret = dimmnet2_rx_rvl(s, &h, slid);
+    } else if (h.type == DN2_OP_IPUSH) {
+        ret = h.lflag ? dimmnet2_rx_lhs(s, &h, slid, pkt + lines * DN2_LINE, dlen)
+                      : dimmnet2_rx_ipush(s, &h, slid, pkt + lines * DN2_LINE, dlen);
+    } else {
+        ret = dimmnet2_rx_rvs(s, &h, slid, pkt + lines * DN2_LINE, dlen);
     }
-    if (ret < 0) {
+    if (ret == DIMMNET2_RX_BUSY) {
         return ret;
     }
     s->rx_retry_ns = 0;
-    if (ret > 0) {
+    if (ret == DIMMNET2_RX_DELIVERED) {
         s->wid[h.dwid].pkt_counter++;
-        s->stat_rx_packets++;
-        s->stat_rx_bytes += psize;
+        s->stat[DN2_STAT_RX_PACKETS]++;
+        s->stat[DN2_STAT_RX_BYTES] += psize;
         trace_dimmnet2_rx(s->index, slid, h.dwid, dn2_otype_name(h.type), dlen);
     }
-    return 0;
+    return ret;
 }
 
-static void dn2_rx_retry_cb(void *opaque)
+/* ------------------------------------------------------------------ */
+/* Stall and resume                                                    */
+/* ------------------------------------------------------------------ */
+
+/* Offer the port's held packets again. */
+static void dimmnet2_rx_resume_now(void *opaque)
 {
-    dn2_kick(opaque);
+    DN2State *s = opaque;
+
+    s->rx_stalled = 0;
+    dimmnet2_port_resume(s);
 }
 
-void dn2_rx_init(DN2State *s)
+/*
+ * Room may have appeared (the host moved a head register, the Window
+ * Controller took a request from the RC FIFO): resume a stalled receive,
+ * from a bottom half of the Receive Controller's own, so that no register
+ * write or executor run delivers packets in the middle of itself.
+ */
+void dimmnet2_rx_resume(DN2State *s)
 {
-    s->rx_retry = timer_new_ns(QEMU_CLOCK_REALTIME, dn2_rx_retry_cb, s);
+    if (s->rx_stalled && s->rx_bh) {
+        qemu_bh_schedule(s->rx_bh);
+    }
 }
 
-void dn2_rx_reset(DN2State *s)
+/* Is the Receive Controller holding a packet it refused (Module State)? */
+bool dimmnet2_rx_holding(DN2State *s)
+{
+    return s->rx_stalled || s->rx_retry_ns;
+}
+
+/* ------------------------------------------------------------------ */
+/* The RC request FIFO, read by the Window Controller                  */
+/* ------------------------------------------------------------------ */
+
+bool dimmnet2_rx_rc_pop(DN2State *s, DN2FifoEntry *e)
+{
+    if (!s->rc_count) {
+        return false;
+    }
+    *e = s->rc_fifo[s->rc_head];
+    s->rc_head = (s->rc_head + 1) % DIMMNET2_RC_FIFO;
+    s->rc_count--;
+    dimmnet2_rx_resume(s);          /* an RVL may wait for this room */
+    return true;
+}
+
+/* Drop the queued answers to CLID dclid (their requester is gone); the
+ * number dropped. */
+unsigned dimmnet2_rx_rc_abandon(DN2State *s, unsigned dclid)
+{
+    DN2FifoEntry keep[DIMMNET2_RC_FIFO];
+    uint32_t i, kept = 0, dropped = 0;
+
+    for (i = 0; i < s->rc_count; i++) {
+        DN2FifoEntry *e = &s->rc_fifo[(s->rc_head + i) % DIMMNET2_RC_FIFO];
+        if (dn2_req_dclid(e->lower) == dclid) {
+            dropped++;
+        } else {
+            keep[kept++] = *e;
+        }
+    }
+    memset(s->rc_fifo, 0, sizeof(s->rc_fifo));
+    memcpy(s->rc_fifo, keep, kept * sizeof(keep[0]));
+    s->rc_head = 0;
+    s->rc_count = kept;
+    if (dropped) {
+        dimmnet2_rx_resume(s);
+    }
+    return dropped;
+}
+
+/* ------------------------------------------------------------------ */
+/* Life cycle                                                          */
+/* ------------------------------------------------------------------ */
+
+static void dimmnet2_rx_retry_cb(void *opaque)
+{
+    dimmnet2_rx_resume_now(opaque);
+}
+
+void dimmnet2_rx_init(DN2State *s)
+{
+    s->rx_retry = timer_new_ns(QEMU_CLOCK_REALTIME, dimmnet2_rx_retry_cb, s);
+    s->rx_bh = qemu_bh_new_guarded(dimmnet2_rx_resume_now, s,
+                                   &DEVICE(s)->mem_reentrancy_guard);
+}
+
+void dimmnet2_rx_fini(DN2State *s)
+{
+    if (s->rx_retry) {
+        timer_free(s->rx_retry);
+        s->rx_retry = NULL;
+    }
+    if (s->rx_bh) {
+        qemu_bh_delete(s->rx_bh);
+        s->rx_bh = NULL;
+    }
+}
+
+/* Power-on and Controller Reset: nothing held, the RC FIFO empty.  (The
+ * port, reset after this, offers what it holds again.) */
+void dimmnet2_rx_reset(DN2State *s)
 {
     s->rx_stalled = 0;
     s->rx_retry_ns = 0;
@@ -726,5 +867,4 @@ void dn2_rx_reset(DN2State *s)
     memset(s->rc_fifo, 0, sizeof(s->rc_fifo));
     s->rc_head = 0;
     s->rc_count = 0;
-    s->rc_turn = 0;
 }

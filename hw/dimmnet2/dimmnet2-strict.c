@@ -1,6 +1,7 @@
 /*
- * DIMMnet-2 strict mode (strict=on): the board as unforgiving as the
- * hardware, and telling why.
+ * DIMMnet-2 request errors: refusing a request (Controller Status bit 20),
+ * and strict mode (strict=on): the board as unforgiving as the hardware,
+ * and telling why.
  *
  * Without it the emulator forgives what the real board would punish: an
  * idle Window Controller runs a request inside the doorbell store, so a
@@ -35,8 +36,44 @@
 #include "qapi/visitor.h"
 #include "qapi/qapi-builtin-visit.h"
 #include "migration/blocker.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
+
+/* ------------------------------------------------------------------ */
+/* Refusals                                                            */
+/* ------------------------------------------------------------------ */
+
+static const char *const dimmnet2_refusals[DN2_REFUSE__MAX] = {
+    [DN2_REFUSE_SDIMM_NOT_READY] = "SO-DIMM not initialised",
+    [DN2_REFUSE_DST_OUTSIDE_PW] = "DSTOff outside the process's Prefetch Window area",
+    [DN2_REFUSE_SRC_OUTSIDE_WW] = "SRCOff outside the process's Write Window area",
+    [DN2_REFUSE_VLI_COPY] = "VLI cannot be the source of a SO-DIMM copy",
+    [DN2_REFUSE_VSI_COPY] = "VSI cannot be the destination of a SO-DIMM copy",
+    [DN2_REFUSE_COPY_NO_SOURCE] = "SO-DIMM copy without a preceding VL-family half",
+    [DN2_REFUSE_STRICT_LID] = "strict: LID register not set to the port's LID",
+    [DN2_REFUSE_STRICT_SMALL] = "strict: SO-DIMM elements under 4 bytes",
+    [DN2_REFUSE_STRICT_MISALIGNED] = "strict: SO-DIMM offset not 4-byte aligned",
+    [DN2_REFUSE_STRICT_STRIDE] = "strict: stride not 4-byte aligned",
+};
+
+const char *dimmnet2_refusal_name(DN2Refusal why)
+{
+    return why < DN2_REFUSE__MAX ? dimmnet2_refusals[why] : "?";
+}
+
+/* Refuse a request: Controller Status bit 20 of its process, counted,
+ * traced and logged: by the local primitives, the remote ones and the
+ * Window Controller (strict mode's refusals below). */
+void dimmnet2_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why)
+{
+    s->wid[r->wid].req_error = 1;
+    DIMMNET2_GUEST_ERROR(s, DN2_STAT_REFUSED, refused, "WID %d %s refused: %s",
+                         r->wid, dn2_otype_name(r->otype), dimmnet2_refusal_name(why));
+}
+
+/* ------------------------------------------------------------------ */
+/* strict=on                                                           */
+/* ------------------------------------------------------------------ */
 
 static const struct {
     const char *name;
@@ -72,16 +109,11 @@ static const struct {
         "(thesis 5.2.2)" },
 };
 
-const char *dn2_strict_name(DN2StrictKind kind)
-{
-    return kind < DN2_SV__MAX ? dn2_sv_info[kind].name : "?";
-}
-
 /*
  * A violation of kind at {wid, reg} (reg: the register or window offset it
  * concerns): counted every time, reported the first time per place.
  */
-void dn2_strict_report(DN2State *s, DN2StrictKind kind, int wid, uint32_t reg,
+void dimmnet2_strict_report(DN2State *s, DN2StrictKind kind, int wid, uint32_t reg,
                        const char *detail)
 {
     uint32_t key = ((uint32_t)kind << 24) | ((uint32_t)(wid & 0xff) << 16) |
@@ -93,20 +125,20 @@ void dn2_strict_report(DN2State *s, DN2StrictKind kind, int wid, uint32_t reg,
         return;
     }
     s->strict_count[kind]++;
-    s->strict_total++;
+    s->stat[DN2_STAT_STRICT_VIOLATIONS]++;
     for (i = 0; i < s->strict_nseen; i++) {
         if (s->strict_seen[i] == key) {
             return;
         }
     }
-    if (s->strict_nseen < DN2_STRICT_PLACES) {
+    if (s->strict_nseen < DIMMNET2_STRICT_PLACES) {
         s->strict_seen[s->strict_nseen++] = key;
     }
     line = g_strdup_printf("%s WID %d reg 0x%x: %s (%s)", dn2_sv_info[kind].name, wid,
                            reg, detail ? detail : "", dn2_sv_info[kind].rule);
     trace_dimmnet2_strict_violation(s->index, dn2_sv_info[kind].name, wid, reg);
     qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d strict: %s\n", s->index, line);
-    if (s->strict_lines->len < DN2_STRICT_PLACES) {
+    if (s->strict_lines->len < DIMMNET2_STRICT_PLACES) {
         g_ptr_array_add(s->strict_lines, line);
     } else {
         g_free(line);
@@ -114,7 +146,7 @@ void dn2_strict_report(DN2State *s, DN2StrictKind kind, int wid, uint32_t reg,
 }
 
 /* qom-get strict-violations: ["kind WID w reg 0x..: detail (rule)", ...] */
-static void dn2_strict_get(Object *obj, Visitor *v, const char *name, void *opaque,
+static void dimmnet2_strict_get(Object *obj, Visitor *v, const char *name, void *opaque,
                            Error **errp)
 {
     DN2State *s = DIMMNET2(obj);
@@ -128,33 +160,21 @@ static void dn2_strict_get(Object *obj, Visitor *v, const char *name, void *opaq
     qapi_free_strList(list);
 }
 
-void dn2_strict_instance_init(DN2State *s)
+void dimmnet2_strict_instance_init(DN2State *s)
 {
-    object_property_add(OBJECT(s), "strict-violations", "strList", dn2_strict_get,
+    object_property_add(OBJECT(s), "strict-violations", "strList", dimmnet2_strict_get,
                         NULL, NULL, NULL);
     object_property_set_description(OBJECT(s), "strict-violations",
         "with strict=on: each violation of the programming protocol seen, "
         "once per kind and place, with the rule it breaks");
-    object_property_add_uint64_ptr(OBJECT(s), "stat-strict-violations",
-                                   &s->strict_total, OBJ_PROP_FLAG_READ);
-    object_property_set_description(OBJECT(s), "stat-strict-violations",
-        "with strict=on: violations of the programming protocol, every time");
 }
 
-/* The paced Window Controller: a virtual-clock timer instead of running in
- * the doorbell or a bottom half. */
-static void dn2_strict_tick(void *opaque)
-{
-    dn2_exec_run(opaque);
-}
-
-bool dn2_strict_init(DN2State *s, Error **errp)
+bool dimmnet2_strict_init(DN2State *s, Error **errp)
 {
     s->strict_lines = g_ptr_array_new_with_free_func(g_free);
     if (!s->strict) {
         return true;
     }
-    s->strict_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dn2_strict_tick, s);
     /* A VL line by line keeps part of its data in the device's buffer. */
     error_setg(&s->strict_blocker, "dimmnet2: a board with strict=on cannot be "
                "migrated");
@@ -164,28 +184,17 @@ bool dn2_strict_init(DN2State *s, Error **errp)
     return true;
 }
 
-void dn2_strict_fini(DN2State *s)
+void dimmnet2_strict_fini(DN2State *s)
 {
     migrate_del_blocker(&s->strict_blocker);
-    if (s->strict_timer) {
-        timer_free(s->strict_timer);
-        s->strict_timer = NULL;
-    }
     if (s->strict_lines) {
         g_ptr_array_free(s->strict_lines, true);
         s->strict_lines = NULL;
     }
 }
 
-/* Run the Window Controller strict-delay-ns from now (if not sooner). */
-void dn2_strict_schedule(DN2State *s)
-{
-    timer_mod_anticipate_ns(s->strict_timer,
-                            qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->strict_delay_ns);
-}
-
 /* The sum of a Write Window's 512 bytes, to see it rewritten. */
-uint64_t dn2_strict_ww_sum(DN2State *s, int wid, unsigned n)
+uint64_t dimmnet2_strict_ww_sum(DN2State *s, int wid, unsigned n)
 {
     const uint8_t *p = s->ww_ptr + wid * DN2_WW_WID_STRIDE + (n % DN2_NUM_WW) * DN2_WIN_SIZE;
     uint64_t h = 0xcbf29ce484222325ULL;         /* FNV-1a */
@@ -198,13 +207,13 @@ uint64_t dn2_strict_ww_sum(DN2State *s, int wid, unsigned n)
 }
 
 /* Is a SO-DIMM address or element size off the board's 4-byte grain? */
-static bool dn2_strict_grain(DN2State *s, const struct dn2_req *r, uint32_t addr,
+static bool dimmnet2_strict_grain(DN2State *s, const struct dn2_req *r, uint32_t addr,
                              const char *what)
 {
     if (addr & 3) {
         g_autofree char *d = g_strdup_printf("%s %s 0x%x", dn2_otype_name(r->otype),
                                              what, addr);
-        dn2_strict_report(s, DN2_SV_MISALIGNED, r->wid, DN2_UR_CMD0_LOWER, d);
+        dimmnet2_strict_report(s, DN2_SV_MISALIGNED, r->wid, DN2_UR_CMD0_LOWER, d);
         return false;
     }
     return true;
@@ -216,11 +225,12 @@ static bool dn2_strict_grain(DN2State *s, const struct dn2_req *r, uint32_t addr
  * sub-4-byte elements and misaligned SO-DIMM offsets.  True: refuse it
  * (Controller Status bit 20); the caller counts and logs the refusal.
  */
-bool dn2_strict_refuse(DN2State *s, const struct dn2_req *r, const char **why)
+bool dimmnet2_strict_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal *why)
 {
+    /* BOTF counts with the local ones here: it reads only its Write Window */
     bool local = r->otype < DN2_OP_RVL;
-    bool sdimm_src = local ? (r->otype & ~3) == DN2_OP_VL : r->otype != DN2_OP_BOTF;
-    bool sdimm_dst = local && (r->otype & ~3) == DN2_OP_VS;
+    bool sdimm_src = local ? dimmnet2_is_vl(r->otype) : r->otype != DN2_OP_BOTF;
+    bool sdimm_dst = dimmnet2_is_vs(r->otype);
     int form = dn2_otype_form(r->otype);
 
     if (!s->strict || r->otype == DN2_OP_NOP || !dn2_otype_valid(r->otype)) {
@@ -229,17 +239,17 @@ bool dn2_strict_refuse(DN2State *s, const struct dn2_req *r, const char **why)
     /* Before bring-up: reported; the request then does what the board
      * would do (refused without SO-DIMM, sent with PGID 0 without a PGID). */
     if (!s->sdimm_ready) {
-        dn2_strict_report(s, DN2_SV_NOT_UP, r->wid, DN2_SR_SDIMM_INIT,
+        dimmnet2_strict_report(s, DN2_SV_NOT_UP, r->wid, DN2_SR_SDIMM_INIT,
                           "SO-DIMM not initialised");
     } else if (!local && !s->wid[r->wid].pgid_set) {
-        dn2_strict_report(s, DN2_SV_NOT_UP, r->wid, r->wid ? DN2_SR_PGID1 : DN2_SR_PGID0,
+        dimmnet2_strict_report(s, DN2_SV_NOT_UP, r->wid, r->wid ? DN2_SR_PGID1 : DN2_SR_PGID0,
                           "a network primitive before the PGID is written");
     }
-    if (!local && s->lid != dn2_link_lid(s)) {
+    if (!local && s->lid != dimmnet2_port_lid(s)) {
         g_autofree char *d = g_strdup_printf("LID register 0x%x, the port's LID 0x%x",
-                                             s->lid, dn2_link_lid(s));
-        dn2_strict_report(s, DN2_SV_NO_LID, r->wid, DN2_SR_LID, d);
-        *why = "strict: LID register not set to the port's LID";
+                                             s->lid, dimmnet2_port_lid(s));
+        dimmnet2_strict_report(s, DN2_SV_NO_LID, r->wid, DN2_SR_LID, d);
+        *why = DN2_REFUSE_STRICT_LID;
         return true;
     }
     if (form != DN2_FORM_CONTIG && r->otype != DN2_OP_BOTF &&
@@ -247,21 +257,21 @@ bool dn2_strict_refuse(DN2State *s, const struct dn2_req *r, const char **why)
         g_autofree char *d = g_strdup_printf("%s with %u-byte elements",
                                              dn2_otype_name(r->otype),
                                              dn2_dtype_bytes(r->dtype));
-        dn2_strict_report(s, DN2_SV_SMALL_ELEMENT, r->wid, DN2_UR_CMD0_LOWER, d);
-        *why = "strict: SO-DIMM elements under 4 bytes";
+        dimmnet2_strict_report(s, DN2_SV_SMALL_ELEMENT, r->wid, DN2_UR_CMD0_LOWER, d);
+        *why = DN2_REFUSE_STRICT_SMALL;
         return true;
     }
-    if (r->src != DN2_COPY_OFF && sdimm_src && !dn2_strict_grain(s, r, r->src, "SRCOff")) {
-        *why = "strict: SO-DIMM offset not 4-byte aligned";
+    if (r->src != DN2_COPY_OFF && sdimm_src && !dimmnet2_strict_grain(s, r, r->src, "SRCOff")) {
+        *why = DN2_REFUSE_STRICT_MISALIGNED;
         return true;
     }
-    if (r->dst != DN2_COPY_OFF && sdimm_dst && !dn2_strict_grain(s, r, r->dst, "DSTOff")) {
-        *why = "strict: SO-DIMM offset not 4-byte aligned";
+    if (r->dst != DN2_COPY_OFF && sdimm_dst && !dimmnet2_strict_grain(s, r, r->dst, "DSTOff")) {
+        *why = DN2_REFUSE_STRICT_MISALIGNED;
         return true;
     }
     if (form == DN2_FORM_STRIDE && r->otype != DN2_OP_BOTF &&
-        !dn2_strict_grain(s, r, r->arg, "Stride")) {
-        *why = "strict: stride not 4-byte aligned";
+        !dimmnet2_strict_grain(s, r, r->arg, "Stride")) {
+        *why = DN2_REFUSE_STRICT_STRIDE;
         return true;
     }
     return false;

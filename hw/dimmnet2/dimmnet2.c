@@ -32,412 +32,33 @@
 #include "migration/vmstate.h"
 #include "system/hostmem.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
 
 /* ------------------------------------------------------------------ */
-/* User Registers                                                      */
+/* Power-on reset                                                      */
 /* ------------------------------------------------------------------ */
 
-static uint64_t dn2_ctl_status(DN2State *s, int wid)
-{
-    DN2Wid *w = &s->wid[wid];
-    uint32_t size = dn2_status_ring_bytes(w);
-    uint64_t used = dn2_status_ring_used(w);
-    uint64_t v = 0;
-
-    if (w->pending) {
-        v |= DN2_CS_REQ_PENDING;
-    }
-    if (s->sdimm_ready) {
-        v |= DN2_CS_SDIMM_READY;
-    }
-    if (dn2_fifo_almost_full(s)) {
-        v |= DN2_CS_FIFO_AFULL;
-    }
-    /* One record slot stays unused so that full and empty differ. */
-    if (used + DN2_STATUS_REC_SIZE >= size) {
-        v |= DN2_CS_STATUS_FULL;
-    }
-    if (used == 0) {
-        v |= DN2_CS_STATUS_EMPTY;
-    }
-    v |= (uint64_t)w->ww_status & (DN2_CS_WW_MASK(0) | DN2_CS_WW_MASK(1) |
-                                   DN2_CS_WW_MASK(2) | DN2_CS_WW_MASK(3));
-    if (w->rx_ovf) {
-        v |= DN2_CS_RX_OVF;
-    }
-    v |= (uint64_t)(w->rx_err & 3) << DN2_CS_RX_ERR_SHIFT;
-    if (w->req_error) {
-        v |= DN2_CS_REQ_ERROR;
-    }
-    return v;
-}
-
-static uint64_t dn2_prim_counter(DN2Wid *w)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 0; i < DN2_PC_NUM; i++) {
-        v |= (uint64_t)(w->prim_counter[i] & DN2_PC_MASK) << (i * DN2_PC_BITS);
-    }
-    return v;
-}
-
-static uint64_t dn2_ur_read(DN2State *s, int wid, hwaddr off)
-{
-    DN2Wid *w = &s->wid[wid];
-
-    switch (off) {
-    case DN2_UR_CTL_STATUS:
-        return dn2_ctl_status(s, wid);
-    case DN2_UR_PRIM_COUNTER:
-        return dn2_prim_counter(w);
-    case DN2_UR_PW_FLAG:
-        return w->pw_flag;
-    case DN2_UR_PKT_COUNTER:
-        return w->pkt_counter;
-    case DN2_UR_LHB_ADDR:
-        return w->lhb_tail;
-    case DN2_UR_MODULE_STATE:
-        return dn2_module_state(s);
-    case DN2_UR_STATUS_ADDR:
-        return w->status_tail;
-    default:
-        /* Write-only registers and holes read as zero [EMU]. */
-        return 0;
-    }
-}
-
-static void dn2_status_ring_reset(DN2Wid *w)
-{
-    w->status_head = w->status_init;
-    w->status_tail = w->status_init;
-}
-
-static void dn2_ur_write(DN2State *s, int wid, hwaddr off, uint64_t v)
-{
-    DN2Wid *w = &s->wid[wid];
-
-    switch (off) {
-    case DN2_UR_CMD0_UPPER:
-        w->upper[0] = v;
-        w->upper_seen = 1;
-        break;
-    case DN2_UR_CMD1_UPPER:
-        w->upper[1] = v;
-        w->upper_seen = 1;
-        break;
-    case DN2_UR_CMD_EX:
-        w->ex = v;
-        if (!w->upper_seen) {
-            dn2_strict_report(s, DN2_SV_EX_ORDER, wid, DN2_UR_CMD_EX,
-                              "Command Ex written before Command Upper");
-        }
-        break;
-    case DN2_UR_CMD0_LOWER:
-        dn2_doorbell(s, wid, 0, v);
-        break;
-    case DN2_UR_CMD1_LOWER:
-        dn2_doorbell(s, wid, 1, v);
-        break;
-    case DN2_UR_PRIM_COUNTER:
-        /* Also clears this process's error bits 17-20, so they are not
-         * sticky until a Controller Reset (choice #47). */
-        memset(w->prim_counter, 0, sizeof(w->prim_counter));
-        w->req_error = 0;
-        w->rx_err = 0;
-        w->rx_ovf = 0;
-        break;
-    case DN2_UR_PKT_COUNTER:
-        w->pkt_counter = 0;
-        break;
-    case DN2_UR_IPUSH_AREA_SIZE:
-        w->ipush_area = v & DN2_IPUSH_AREA_MASK;
-        break;
-    case DN2_UR_LHB_ADDR:
-        w->lhb_head = v & DN2_LHB_ADDR_MASK & ~(DN2_LHB_ENTRY - 1);
-        dn2_kick(s);            /* room may have appeared */
-        break;
-    case DN2_UR_STATUS_INIT:
-        w->status_init = v & DN2_STATUS_INIT_MASK & ~(DN2_STATUS_REC_SIZE - 1);
-        dn2_status_ring_reset(w);
-        break;
-    case DN2_UR_STATUS_SIZE:
-        w->status_size_reg = v & 0x7f;
-        dn2_status_ring_reset(w);
-        break;
-    case DN2_UR_STATUS_ADDR:
-        w->status_head = v & DN2_STATUS_ADDR_MASK & ~(DN2_STATUS_REC_SIZE - 1);
-        dn2_kick(s);
-        break;
-    case DN2_UR_CMD_EX_FLAG:
-        w->ex_flag = v & 1;
-        break;
-    default:
-        /* Read-only registers and holes: writes are ignored. */
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "dimmnet2: write to read-only/unused UR%d offset 0x%"
-                      HWADDR_PRIx "\n", wid, off);
-        break;
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* System Register                                                     */
-/* ------------------------------------------------------------------ */
-
-static void dn2_controller_reset(DN2State *s);
-
-static uint64_t dn2_sr_read(DN2State *s, hwaddr off)
-{
-    switch (off) {
-    case DN2_SR_SMA:
-        return (s->sma_lid & DN2_SMA_LID_MASK) |
-               ((uint64_t)(s->link_state & 3) << DN2_SMA_LINK_SHIFT);
-    case DN2_SR_CTL_RESET:
-        /* "Any read or write resets the NIC controller." */
-        dn2_controller_reset(s);
-        return 0;
-    default:
-        return 0;
-    }
-}
-
-static void dn2_sr_write(DN2State *s, hwaddr off, uint64_t v)
-{
-    switch (off) {
-    case DN2_SR_SDIMM_INIT:
-        if (v & 1) {
-            s->sdimm_ready = 1;
-            trace_dimmnet2_sdimm_init(s->index, dn2_sdimm_area(s));
-            dn2_kick(s);
-        }
-        break;
-    case DN2_SR_SDIMM_CAPACITY:
-        s->sdimm_cap_reg = v & 0x3f;
-        if (dn2_sdimm_module_bytes(v) > s->sodimm_bytes / 2) {
-            qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: SO-DIMM capacity 0x%"
-                          PRIx64 " per module exceeds the 0x%" PRIx64
-                          " installed; using what is installed\n",
-                          dn2_sdimm_module_bytes(v), s->sodimm_bytes / 2);
-        }
-        break;
-    case DN2_SR_MTU:
-        s->mtu_reg = v & 0x1f;
-        break;
-    case DN2_SR_SMA:
-        /* SMA software reset: the port forgets its LID and renegotiates. */
-        dn2_link_sma_reset(s);
-        break;
-    case DN2_SR_LID:
-        s->lid = v & 0xffff;
-        break;
-    case DN2_SR_PGID0:
-    case DN2_SR_PGID1: {
-        int w = off == DN2_SR_PGID1;
-        /* Writing a PGID is how a process is given a WID: from then on
-         * packets for that WID are accepted (choice #32). */
-        s->pgid[w] = v & 0xff;
-        s->wid[w].pgid_set = 1;
-        break;
-    }
-    case DN2_SR_CTL_RESET:
-        dn2_controller_reset(s);
-        break;
-    case DN2_SR_AMT: {
-        uint32_t value = v & DN2_AMT_VALUE_MASK;
-        uint32_t swid = (v >> DN2_AMT_WID_SHIFT) & 1;
-        uint16_t slid = (v >> DN2_AMT_LID_SHIFT) & 0xffff;
-        int dwid;
-
-        /* Per receiving process when bit 31 names one, else both: two
-         * processes of a board can each have a ring for the same sender
-         * (choice #52). */
-        for (dwid = 0; dwid < DN2_NUM_WID; dwid++) {
-            if (!(v & DN2_BIT(DN2_AMT_DWID_GIVEN_BIT)) ||
-                dwid == ((v >> DN2_AMT_DWID_BIT) & 1)) {
-                s->amt[dn2_amt_index(slid, swid, dwid)] = DN2_AMT_VALID | value;
-                trace_dimmnet2_amt_set(s->index, slid, swid, dwid, value);
-            }
-        }
-        break;
-    }
-    default:
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "dimmnet2: write to unused System Register offset 0x%"
-                      HWADDR_PRIx "\n", off);
-        break;
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* MMIO dispatch                                                       */
-/* ------------------------------------------------------------------ */
-
-/*
- * Registers are 64 bits wide and the real board is accessed in 64- or
- * 128-bit units (a 128-bit store arrives as two 64-bit halves).  Reads of
- * one 32-bit half are served; writes must be aligned 64-bit stores.  Any
- * other access is ignored and counted [EMU].
- */
-static bool dn2_access_ok(DN2State *s, hwaddr addr, unsigned size, bool write)
-{
-    if (size == 8 && !(addr & 7)) {
-        return true;
-    }
-    if (!write && size == 4 && !(addr & 3)) {
-        return true;
-    }
-    s->stat_bad_access++;
-    trace_dimmnet2_bad_access(s->index, addr, size, write);
-    qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: %u-byte %s at register offset 0x%"
-                  HWADDR_PRIx " ignored (64-bit accesses only)\n",
-                  size, write ? "write" : "read", addr);
-    return false;
-}
-
-static uint64_t dn2_reg_read(DN2State *s, hwaddr addr, unsigned size,
-                             bool system)
-{
-    hwaddr reg = addr & ~(hwaddr)7;
-    uint64_t v;
-    int wid = 0;
-
-    if (!dn2_access_ok(s, addr, size, false)) {
-        return 0;
-    }
-    if (system) {
-        v = reg < DN2_SR_PAGE ? dn2_sr_read(s, reg) : 0;
-    } else if (reg < DN2_NUM_WID * DN2_UR_WID_STRIDE) {
-        wid = reg / DN2_UR_WID_STRIDE;
-        v = dn2_ur_read(s, wid, reg % DN2_UR_WID_STRIDE);
-    } else {
-        v = 0;
-    }
-    if (size == 4) {
-        v = (addr & 4) ? v >> 32 : (uint32_t)v;
-    }
-    trace_dimmnet2_reg_read(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
-    return v;
-}
-
-static void dn2_reg_write(DN2State *s, hwaddr addr, uint64_t v, unsigned size,
-                          bool system)
-{
-    trace_dimmnet2_reg_write(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
-    if (!dn2_access_ok(s, addr, size, true)) {
-        return;
-    }
-    if (system) {
-        if (addr < DN2_SR_PAGE) {
-            dn2_sr_write(s, addr, v);
-        }
-    } else if (addr < DN2_NUM_WID * DN2_UR_WID_STRIDE) {
-        dn2_ur_write(s, addr / DN2_UR_WID_STRIDE, addr % DN2_UR_WID_STRIDE, v);
-    } else {
-        qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: write to unused User "
-                      "Register offset 0x%" HWADDR_PRIx "\n", addr);
-    }
-}
-
-static uint64_t dn2_ur_mmio_read(void *opaque, hwaddr addr, unsigned size)
-{
-    return dn2_reg_read(opaque, addr, size, false);
-}
-
-static void dn2_ur_mmio_write(void *opaque, hwaddr addr, uint64_t v,
-                              unsigned size)
-{
-    dn2_reg_write(opaque, addr, v, size, false);
-}
-
-static uint64_t dn2_sr_mmio_read(void *opaque, hwaddr addr, unsigned size)
-{
-    return dn2_reg_read(opaque, addr, size, true);
-}
-
-static void dn2_sr_mmio_write(void *opaque, hwaddr addr, uint64_t v,
-                              unsigned size)
-{
-    dn2_reg_write(opaque, addr, v, size, true);
-}
-
-static const MemoryRegionOps dn2_ur_ops = {
-    .read = dn2_ur_mmio_read,
-    .write = dn2_ur_mmio_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 1, .max_access_size = 8 },
-    .impl = { .min_access_size = 1, .max_access_size = 8 },
-};
-
-static const MemoryRegionOps dn2_sr_ops = {
-    .read = dn2_sr_mmio_read,
-    .write = dn2_sr_mmio_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 1, .max_access_size = 8 },
-    .impl = { .min_access_size = 1, .max_access_size = 8 },
-};
-
-/* ------------------------------------------------------------------ */
-/* Reset                                                               */
-/* ------------------------------------------------------------------ */
-
-/* Core Logic state shared by a Controller Reset and a power-on reset. */
-static void dn2_core_reset(DN2State *s)
-{
-    int i;
-
-    s->sdimm_ready = 0;
-    s->sdimm_cap_reg = 0;
-    s->mtu_reg = 0;
-    s->lid = 0;
-    s->pgid[0] = s->pgid[1] = 0;
-    memset(s->amt, 0, sizeof(s->amt));
-    for (i = 0; i < DN2_NUM_WID; i++) {
-        memset(&s->wid[i], 0, sizeof(s->wid[i]));
-        s->wid[i].pw_flag = DN2_PWF_ALL;   /* nothing being fetched */
-    }
-    dn2_prim_reset(s);
-    /* "Reset clears the LHS flags": the LH Buffer starts all-zero. */
-    memset(s->lhb_ptr, 0, DN2_REGION_SIZE);
-    memory_region_set_dirty(&s->lhb, 0, DN2_REGION_SIZE);
-}
-
-/*
- * Controller Reset (System Register 0xa00): the Core Logic returns to its
- * power-on state -- Request FIFO, executor, counters, status, ring
- * pointers, configuration registers, AMT Address Table, LH flags.  The SMA
- * (the LID the subnet manager gave and the link state) and the contents of
- * the SO-DIMMs, Write Window, Prefetch Window and LLCM are kept [EMU].
- */
-static void dn2_controller_reset(DN2State *s)
-{
-    trace_dimmnet2_controller_reset(s->index);
-    dn2_core_reset(s);
-}
-
-static void dn2_reset_hold(Object *obj, ResetType type)
+/* A power-on reset is a Controller Reset (which re-reads the SMA from the
+ * port: a reboot does not unplug the cable) that also clears the buffers. */
+static void dimmnet2_reset_hold(Object *obj, ResetType type)
 {
     DN2State *s = DIMMNET2(obj);
 
-    dn2_core_reset(s);
+    dimmnet2_controller_reset(s);
     memset(s->ww_ptr, 0, DN2_REGION_SIZE);
     memset(s->pw_ptr, 0, DN2_REGION_SIZE);
     memset(s->llcm_ptr, 0, DN2_REGION_SIZE);
     memory_region_set_dirty(&s->ww, 0, DN2_REGION_SIZE);
     memory_region_set_dirty(&s->pw, 0, DN2_REGION_SIZE);
     memory_region_set_dirty(&s->llcm, 0, DN2_REGION_SIZE);
-    /* The SMA was re-read from the port by the core reset (a reboot does
-     * not unplug the cable): dn2_link_reset(). */
 }
 
 /* ------------------------------------------------------------------ */
 /* ACPI                                                                */
 /* ------------------------------------------------------------------ */
 
-static void dn2_build_aml(AcpiDevAmlIf *adev, Aml *scope)
+static void dimmnet2_build_aml(AcpiDevAmlIf *adev, Aml *scope)
 {
     DN2State *s = DIMMNET2(adev);
     char name[5];
@@ -468,7 +89,7 @@ typedef struct DN2BaseCheck {
     bool clash;
 } DN2BaseCheck;
 
-static int dn2_base_check_one(Object *obj, void *opaque)
+static int dimmnet2_base_check_one(Object *obj, void *opaque)
 {
     DN2BaseCheck *c = opaque;
     DN2State *o;
@@ -487,17 +108,17 @@ static int dn2_base_check_one(Object *obj, void *opaque)
     return 0;
 }
 
-static bool dn2_base_taken(Object *obj, void *opaque)
+static bool dimmnet2_base_taken(Object *obj, void *opaque)
 {
     DN2BaseCheck *c = opaque;
 
     c->clash = false;
     c->count = 0;
-    object_child_foreach_recursive(object_get_root(), dn2_base_check_one, c);
+    object_child_foreach_recursive(object_get_root(), dimmnet2_base_check_one, c);
     return c->clash;
 }
 
-static bool dn2_pick_base(DN2State *s, Error **errp)
+static bool dimmnet2_pick_base(DN2State *s, Error **errp)
 {
     DN2BaseCheck c = { .self = s };
     static const uint64_t defaults[] = { DN2_DEFAULT_BASE0, DN2_DEFAULT_BASE1 };
@@ -506,7 +127,7 @@ static bool dn2_pick_base(DN2State *s, Error **errp)
     if (s->base == DN2_BASE_AUTO) {
         for (i = 0; i < ARRAY_SIZE(defaults); i++) {
             c.base = defaults[i];
-            if (!dn2_base_taken(OBJECT(s), &c)) {
+            if (!dimmnet2_base_taken(OBJECT(s), &c)) {
                 s->base = defaults[i];
                 break;
             }
@@ -529,7 +150,7 @@ static bool dn2_pick_base(DN2State *s, Error **errp)
         return false;
     }
     c.base = s->base;
-    if (dn2_base_taken(OBJECT(s), &c)) {
+    if (dimmnet2_base_taken(OBJECT(s), &c)) {
         error_setg(errp, "dimmnet2: window at 0x%" PRIx64 " overlaps another "
                    "dimmnet2 board", s->base);
         return false;
@@ -541,7 +162,7 @@ static bool dn2_pick_base(DN2State *s, Error **errp)
 /* The window must not cover anything already in the address space (RAM,
  * the BIOS ROM, the IOAPIC, another device): QEMU would otherwise start
  * with two regions at one address and, for a ROM, fail in its reset. */
-static bool dn2_check_free(DN2State *s, MemoryRegion *as, Error **errp)
+static bool dimmnet2_check_free(DN2State *s, MemoryRegion *as, Error **errp)
 {
     MemoryRegionSection sec = memory_region_find(as, s->base, DN2_WINDOW_SIZE);
 
@@ -558,7 +179,7 @@ static bool dn2_check_free(DN2State *s, MemoryRegion *as, Error **errp)
 }
 
 /* Properties that only mean something with a cable. */
-static bool dn2_check_link_props(DN2State *s, Error **errp)
+static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
 {
     if (!s->switch_addr) {
         const char *bad = s->local_addr ? "local" : s->rx_thread ? "rx-thread" :
@@ -584,7 +205,7 @@ static bool dn2_check_link_props(DN2State *s, Error **errp)
  * first, but QEMU does not clamp a direct read of a ROM device at its end,
  * so a 4- or 8-byte read straddling the end copied past the RAM block.
  */
-static bool dn2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
+static bool dimmnet2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
                          bool host_readonly, uint8_t **ptr, Error **errp)
 {
     g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".%s",
@@ -602,23 +223,45 @@ static bool dn2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
     return ok;
 }
 
-static void dn2_realize(DeviceState *dev, Error **errp)
+/* What the port reports upward. */
+static DN2RxResult dimmnet2_port_deliver(DN2State *s, uint16_t slid,
+                                         const uint8_t *pkt, size_t len)
+{
+    return dimmnet2_rx_packet(s, slid, pkt, len);
+}
+
+static const DN2PortOps dimmnet2_port_ops = {
+    .deliver = dimmnet2_port_deliver,
+    .news = dimmnet2_wc_news,
+};
+
+/* Every unit's teardown, in the reverse order of realize; each copes with
+ * a unit that was never (or only partly) set up. */
+static void dimmnet2_units_fini(DN2State *s)
+{
+    dimmnet2_strict_fini(s);
+    dimmnet2_port_fini(s);
+    dimmnet2_rx_fini(s);
+    dimmnet2_wc_fini(s);
+}
+
+static void dimmnet2_realize(DeviceState *dev, Error **errp)
 {
     DN2State *s = DIMMNET2(dev);
     g_autofree char *cname = NULL;
 
-    if (!dn2_pick_base(s, errp)) {
+    if (!dimmnet2_pick_base(s, errp)) {
         return;
     }
-    if (!dn2_check_free(s, isa_address_space(ISA_DEVICE(dev)), errp)) {
+    if (!dimmnet2_check_free(s, isa_address_space(ISA_DEVICE(dev)), errp)) {
         return;
     }
-    if (s->fifo_depth < 2 || s->fifo_depth > DN2_FIFO_MAX) {
+    if (s->fifo_depth < 2 || s->fifo_depth > DIMMNET2_FIFO_MAX) {
         error_setg(errp, "dimmnet2: fifo-depth %u out of range 2..%d",
-                   s->fifo_depth, DN2_FIFO_MAX);
+                   s->fifo_depth, DIMMNET2_FIFO_MAX);
         return;
     }
-    if (!dn2_check_link_props(s, errp)) {
+    if (!dimmnet2_check_link_props(s, errp)) {
         return;
     }
 
@@ -637,12 +280,12 @@ static void dn2_realize(DeviceState *dev, Error **errp)
                                                 s->base);
         /* Checked before any memory is made of it. */
         if (s->sodimm_size < 2 * MiB || (s->sodimm_size & (s->sodimm_size - 1)) ||
-            s->sodimm_size > DN2_SODIMM_MAX) {
+            s->sodimm_size > DIMMNET2_SODIMM_MAX) {
             error_setg(errp, "dimmnet2: sodimm-size 0x%" PRIx64 " must be a "
                        "power of two from 2 MiB (two interleaved modules) to "
                        "%u GiB (two 8 GiB modules, the largest Capacity "
                        "setting)", s->sodimm_size,
-                       (unsigned)(DN2_SODIMM_MAX / GiB));
+                       (unsigned)(DIMMNET2_SODIMM_MAX / GiB));
             return;
         }
         if (!memory_region_init_ram(&s->sodimm_own, OBJECT(s), name,
@@ -653,26 +296,26 @@ static void dn2_realize(DeviceState *dev, Error **errp)
     }
     s->sodimm_bytes = memory_region_size(s->sodimm_mr);
     if (s->sodimm_bytes < 2 * MiB || (s->sodimm_bytes & (s->sodimm_bytes - 1)) ||
-        s->sodimm_bytes > DN2_SODIMM_MAX) {
+        s->sodimm_bytes > DIMMNET2_SODIMM_MAX) {
         error_setg(errp, "dimmnet2: SO-DIMM memory must be a power of two from "
                    "2 MiB (two interleaved modules) to %u GiB, not 0x%" PRIx64,
-                   (unsigned)(DN2_SODIMM_MAX / GiB), s->sodimm_bytes);
+                   (unsigned)(DIMMNET2_SODIMM_MAX / GiB), s->sodimm_bytes);
         goto fail_sodimm;
     }
     s->sodimm_ptr = memory_region_get_ram_ptr(s->sodimm_mr);
 
-    if (!dn2_init_ram(s, &s->ww, "ww", false, &s->ww_ptr, errp) ||
-        !dn2_init_ram(s, &s->pw, "pw", true, &s->pw_ptr, errp) ||
-        !dn2_init_ram(s, &s->llcm, "llcm", false, &s->llcm_ptr, errp) ||
-        !dn2_init_ram(s, &s->lhb, "lhb", true, &s->lhb_ptr, errp)) {
+    if (!dimmnet2_init_ram(s, &s->ww, "ww", false, &s->ww_ptr, errp) ||
+        !dimmnet2_init_ram(s, &s->pw, "pw", true, &s->pw_ptr, errp) ||
+        !dimmnet2_init_ram(s, &s->llcm, "llcm", false, &s->llcm_ptr, errp) ||
+        !dimmnet2_init_ram(s, &s->lhb, "lhb", true, &s->lhb_ptr, errp)) {
         goto fail_sodimm;
     }
 
     cname = g_strdup_printf("dimmnet2.%" PRIx64, s->base);
     memory_region_init(&s->container, OBJECT(s), cname, DN2_WINDOW_SIZE);
-    memory_region_init_io(&s->ur, OBJECT(s), &dn2_ur_ops, s, "dimmnet2.ur",
+    memory_region_init_io(&s->ur, OBJECT(s), &dimmnet2_ur_ops, s, "dimmnet2.ur",
                           DN2_REGION_SIZE);
-    memory_region_init_io(&s->sr, OBJECT(s), &dn2_sr_ops, s, "dimmnet2.sr",
+    memory_region_init_io(&s->sr, OBJECT(s), &dimmnet2_sr_ops, s, "dimmnet2.sr",
                           DN2_REGION_SIZE);
     memory_region_add_subregion(&s->container, DN2_WW_BASE, &s->ww);
     memory_region_add_subregion(&s->container, DN2_PW_BASE, &s->pw);
@@ -683,11 +326,11 @@ static void dn2_realize(DeviceState *dev, Error **errp)
     memory_region_add_subregion(isa_address_space(ISA_DEVICE(dev)), s->base,
                                 &s->container);
 
-    dn2_prim_init(s);
-    if (!dn2_link_init(s, errp) || !dn2_strict_init(s, errp)) {
-        dn2_strict_fini(s);
-        dn2_link_fini(s);
-        dn2_prim_fini(s);
+    dimmnet2_wc_init(s);
+    dimmnet2_rx_init(s);
+    if (!dimmnet2_port_init(s, &dimmnet2_port_ops, errp) ||
+        !dimmnet2_strict_init(s, errp)) {
+        dimmnet2_units_fini(s);
         goto fail_sodimm;
     }
     trace_dimmnet2_realize(s->index, s->base, s->sodimm_bytes);
@@ -704,7 +347,7 @@ fail_sodimm:
 /* VMState                                                             */
 /* ------------------------------------------------------------------ */
 
-static const VMStateDescription vmstate_dn2_fifo_entry = {
+static const VMStateDescription vmstate_dimmnet2_fifo_entry = {
     .name = "dimmnet2/fifo-entry",
     .version_id = 1,
     .minimum_version_id = 1,
@@ -720,7 +363,7 @@ static const VMStateDescription vmstate_dn2_fifo_entry = {
     }
 };
 
-static const VMStateDescription vmstate_dn2_copy = {
+static const VMStateDescription vmstate_dimmnet2_copy = {
     .name = "dimmnet2/copy",
     .version_id = 1,
     .minimum_version_id = 1,
@@ -735,7 +378,7 @@ static const VMStateDescription vmstate_dn2_copy = {
     }
 };
 
-static const VMStateDescription vmstate_dn2_lhs = {
+static const VMStateDescription vmstate_dimmnet2_lhs = {
     .name = "dimmnet2/lhs",
     .version_id = 1,
     .minimum_version_id = 1,
@@ -751,7 +394,7 @@ static const VMStateDescription vmstate_dn2_lhs = {
     }
 };
 
-static const VMStateDescription vmstate_dn2_wid = {
+static const VMStateDescription vmstate_dimmnet2_wid = {
     .name = "dimmnet2/wid",
     .version_id = 2,
     .minimum_version_id = 2,
@@ -763,7 +406,7 @@ static const VMStateDescription vmstate_dn2_wid = {
         VMSTATE_UINT8(req_error, DN2Wid),
         VMSTATE_UINT8(rx_err, DN2Wid),
         VMSTATE_UINT8(rx_ovf, DN2Wid),
-        VMSTATE_STRUCT(pending_req, DN2Wid, 1, vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_STRUCT(pending_req, DN2Wid, 1, vmstate_dimmnet2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT32(ww_status, DN2Wid),
         VMSTATE_UINT16_ARRAY(prim_counter, DN2Wid, DN2_PC_NUM),
         VMSTATE_UINT16(pw_flag, DN2Wid),
@@ -775,15 +418,15 @@ static const VMStateDescription vmstate_dn2_wid = {
         VMSTATE_UINT16(status_size_reg, DN2Wid),
         VMSTATE_UINT16(status_head, DN2Wid),
         VMSTATE_UINT16(status_tail, DN2Wid),
-        VMSTATE_STRUCT(copy, DN2Wid, 1, vmstate_dn2_copy, DN2CopySrc),
+        VMSTATE_STRUCT(copy, DN2Wid, 1, vmstate_dimmnet2_copy, DN2CopySrc),
         VMSTATE_UINT8(pgid_set, DN2Wid),
-        VMSTATE_STRUCT_ARRAY(lhs, DN2Wid, DN2_LHS_SLOTS, 1, vmstate_dn2_lhs,
+        VMSTATE_STRUCT_ARRAY(lhs, DN2Wid, DIMMNET2_LHS_SLOTS, 1, vmstate_dimmnet2_lhs,
                              DN2LhsMsg),
         VMSTATE_END_OF_LIST()
     }
 };
 
-static const VMStateDescription vmstate_dn2_exec = {
+static const VMStateDescription vmstate_dimmnet2_exec = {
     .name = "dimmnet2/exec",
     .version_id = 1,
     .minimum_version_id = 1,
@@ -791,7 +434,7 @@ static const VMStateDescription vmstate_dn2_exec = {
         VMSTATE_UINT8(active, DN2Exec),
         VMSTATE_UINT8(stalled, DN2Exec),
         VMSTATE_UINT8(started, DN2Exec),
-        VMSTATE_STRUCT(ent, DN2Exec, 1, vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_STRUCT(ent, DN2Exec, 1, vmstate_dimmnet2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT64(done, DN2Exec),
         VMSTATE_UINT64(total, DN2Exec),
         VMSTATE_END_OF_LIST()
@@ -800,22 +443,22 @@ static const VMStateDescription vmstate_dn2_exec = {
 
 /* A request as the guest could have written it: a WID, flags that are
  * bits.  Everything else in it is checked when it executes. */
-static bool dn2_entry_ok(const DN2FifoEntry *e)
+static bool dimmnet2_entry_ok(const DN2FifoEntry *e)
 {
     return e->wid < DN2_NUM_WID && e->rflag <= 1 && e->has_ex <= 1 &&
            e->from_rc <= 1;
 }
 
-static bool dn2_exec_ok(DN2State *s, const DN2Exec *x)
+static bool dimmnet2_exec_ok(DN2State *s, const DN2Exec *x)
 {
     if (!x->active) {
         return true;
     }
-    return x->stalled <= 1 && x->started <= 1 && dn2_entry_ok(&x->ent) &&
+    return x->stalled <= 1 && x->started <= 1 && dimmnet2_entry_ok(&x->ent) &&
            x->done <= x->total &&
            /* A copy is at most a process's area; a stream at most 4 GiB
             * (Size is 32 bits) or 255 elements. */
-           x->total <= MAX(dn2_sdimm_area(s), 4 * GiB);
+           x->total <= MAX(dimmnet2_sdimm_area(s), 4 * GiB);
 }
 
 #define DN2_LOAD_CHECK(cond, ...) do { \
@@ -832,7 +475,7 @@ static bool dn2_exec_ok(DN2State *s, const DN2Exec *x)
  * with a message naming the field.  The SMA (LID and link state) is not
  * taken from the stream at all: it is re-read from this QEMU's own port.
  */
-static int dn2_post_load(void *opaque, int version_id)
+static int dimmnet2_post_load(void *opaque, int version_id)
 {
     DN2State *s = opaque;
     uint32_t i;
@@ -841,40 +484,40 @@ static int dn2_post_load(void *opaque, int version_id)
     DN2_LOAD_CHECK(s->fifo_head < s->fifo_depth && s->fifo_count <= s->fifo_depth,
                    "Request FIFO head %u / count %u outside depth %u",
                    s->fifo_head, s->fifo_count, s->fifo_depth);
-    DN2_LOAD_CHECK(s->rc_head < DN2_RC_FIFO && s->rc_count <= DN2_RC_FIFO,
+    DN2_LOAD_CHECK(s->rc_head < DIMMNET2_RC_FIFO && s->rc_count <= DIMMNET2_RC_FIFO,
                    "RC FIFO head %u / count %u", s->rc_head, s->rc_count);
     for (i = 0; i < s->fifo_count; i++) {
-        DN2_LOAD_CHECK(dn2_entry_ok(&s->fifo[(s->fifo_head + i) % s->fifo_depth]),
+        DN2_LOAD_CHECK(dimmnet2_entry_ok(&s->fifo[(s->fifo_head + i) % s->fifo_depth]),
                        "Request FIFO entry %u", i);
     }
     for (i = 0; i < s->rc_count; i++) {
-        DN2_LOAD_CHECK(dn2_entry_ok(&s->rc_fifo[(s->rc_head + i) % DN2_RC_FIFO]),
+        DN2_LOAD_CHECK(dimmnet2_entry_ok(&s->rc_fifo[(s->rc_head + i) % DIMMNET2_RC_FIFO]),
                        "RC FIFO entry %u", i);
     }
     DN2_LOAD_CHECK(s->sdimm_ready <= 1 && s->rc_turn <= 1, "flag fields");
-    DN2_LOAD_CHECK(!(s->sdimm_cap_reg & ~0x3fu), "SO-DIMM Capacity 0x%x",
+    DN2_LOAD_CHECK(!(s->sdimm_cap_reg & ~DN2_FMASK(DN2_SDIMM_CAP_CODE)), "SO-DIMM Capacity 0x%x",
                    s->sdimm_cap_reg);
-    DN2_LOAD_CHECK(!(s->mtu_reg & ~0x1fu), "MTU 0x%x", s->mtu_reg);
-    for (i = 0; i < DN2_AMT_ENTRIES; i++) {
-        DN2_LOAD_CHECK(!(s->amt[i] & ~(DN2_AMT_VALID | DN2_AMT_VALUE_MASK)),
+    DN2_LOAD_CHECK(!(s->mtu_reg & ~DN2_FMASK(DN2_MTU_CODE)), "MTU 0x%x", s->mtu_reg);
+    for (i = 0; i < DIMMNET2_AMT_ENTRIES; i++) {
+        DN2_LOAD_CHECK(!(s->amt[i] & ~DN2_AMT_SLOT_MASK),
                        "AMT Address Table entry %u = 0x%x", i, s->amt[i]);
     }
-    DN2_LOAD_CHECK(dn2_exec_ok(s, &s->exec), "executor state");
-    DN2_LOAD_CHECK(dn2_exec_ok(s, &s->rc_exec), "RC executor state");
+    DN2_LOAD_CHECK(dimmnet2_exec_ok(s, &s->exec), "executor state");
+    DN2_LOAD_CHECK(dimmnet2_exec_ok(s, &s->rc_exec), "RC executor state");
 
     for (w = 0; w < DN2_NUM_WID; w++) {
         DN2Wid *d = &s->wid[w];
-        uint32_t size = dn2_status_ring_bytes(d);
+        uint32_t size = dimmnet2_status_ring_bytes(d);
 
         DN2_LOAD_CHECK(d->ex_flag <= 1 && d->pending <= 1 && d->req_error <= 1 &&
                        d->pgid_set <= 1 && d->rx_ovf <= 1 && d->rx_err <= 3,
                        "WID %d flag fields", w);
-        DN2_LOAD_CHECK(!d->pending || dn2_entry_ok(&d->pending_req),
+        DN2_LOAD_CHECK(!d->pending || dimmnet2_entry_ok(&d->pending_req),
                        "WID %d pending request", w);
         DN2_LOAD_CHECK(!(d->ww_status & ~(DN2_CS_WW_MASK(0) | DN2_CS_WW_MASK(1) |
                                           DN2_CS_WW_MASK(2) | DN2_CS_WW_MASK(3))),
                        "WID %d Write Window status 0x%x", w, d->ww_status);
-        DN2_LOAD_CHECK(!(d->status_size_reg & ~0x7fu), "WID %d Status Area Size", w);
+        DN2_LOAD_CHECK(!(d->status_size_reg & ~DN2_FMASK(DN2_STATUS_SIZE_CODE)), "WID %d Status Area Size", w);
         /* The ring as the registers make it: 16-byte records inside the
          * process's 32 KiB of LLCM, head and tail inside the ring. */
         DN2_LOAD_CHECK(d->status_init <= DN2_STATUS_INIT_MASK &&
@@ -896,7 +539,7 @@ static int dn2_post_load(void *opaque, int version_id)
                        d->lhb_tail);
         DN2_LOAD_CHECK(d->copy.valid <= 1 && d->copy.form <= DN2_FORM_LIST &&
                        d->copy.dtype <= 7, "WID %d copy source", w);
-        for (j = 0; j < DN2_LHS_SLOTS; j++) {
+        for (j = 0; j < DIMMNET2_LHS_SLOTS; j++) {
             DN2LhsMsg *m = &d->lhs[j];
             DN2_LOAD_CHECK(m->valid <= 1 && m->swid < DN2_NUM_WID &&
                            m->entry < DN2_LHB_AREA && !(m->entry % DN2_LHB_ENTRY) &&
@@ -905,23 +548,23 @@ static int dn2_post_load(void *opaque, int version_id)
         }
     }
     for (w = 0; w < DN2_NUM_WID; w++) {
-        for (j = 0; j < DN2_LHS_SLOTS; j++) {
+        for (j = 0; j < DIMMNET2_LHS_SLOTS; j++) {
             s->wid[w].lhs[j].last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         }
     }
-    dn2_link_refresh(s);
+    dimmnet2_port_refresh(s);
     s->rc_stall_since = 0;
-    dn2_kick(s);
+    dimmnet2_wc_kick(s);
     return 0;
 }
 
 /* Version 2: per-WID receive error bits, the Receive Controller's executor
  * of its own; version 1 streams are refused (docs/device-model.md). */
-static const VMStateDescription vmstate_dn2 = {
+static const VMStateDescription vmstate_dimmnet2 = {
     .name = "dimmnet2",
     .version_id = 2,
     .minimum_version_id = 2,
-    .post_load = dn2_post_load,
+    .post_load = dimmnet2_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT8(sdimm_ready, DN2State),
         VMSTATE_UINT8_ARRAY(pgid, DN2State, DN2_NUM_WID),
@@ -930,16 +573,16 @@ static const VMStateDescription vmstate_dn2 = {
         VMSTATE_UINT16(lid, DN2State),
         VMSTATE_UINT16(sma_lid, DN2State),
         VMSTATE_UINT8(link_state, DN2State),
-        VMSTATE_UINT16_ARRAY(amt, DN2State, DN2_AMT_ENTRIES),
-        VMSTATE_STRUCT_ARRAY(wid, DN2State, DN2_NUM_WID, 2, vmstate_dn2_wid, DN2Wid),
-        VMSTATE_STRUCT_ARRAY(fifo, DN2State, DN2_FIFO_MAX, 1,
-                             vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_UINT16_ARRAY(amt, DN2State, DIMMNET2_AMT_ENTRIES),
+        VMSTATE_STRUCT_ARRAY(wid, DN2State, DN2_NUM_WID, 2, vmstate_dimmnet2_wid, DN2Wid),
+        VMSTATE_STRUCT_ARRAY(fifo, DN2State, DIMMNET2_FIFO_MAX, 1,
+                             vmstate_dimmnet2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT32(fifo_head, DN2State),
         VMSTATE_UINT32(fifo_count, DN2State),
-        VMSTATE_STRUCT(exec, DN2State, 1, vmstate_dn2_exec, DN2Exec),
-        VMSTATE_STRUCT(rc_exec, DN2State, 2, vmstate_dn2_exec, DN2Exec),
-        VMSTATE_STRUCT_ARRAY(rc_fifo, DN2State, DN2_RC_FIFO, 1,
-                             vmstate_dn2_fifo_entry, DN2FifoEntry),
+        VMSTATE_STRUCT(exec, DN2State, 1, vmstate_dimmnet2_exec, DN2Exec),
+        VMSTATE_STRUCT(rc_exec, DN2State, 2, vmstate_dimmnet2_exec, DN2Exec),
+        VMSTATE_STRUCT_ARRAY(rc_fifo, DN2State, DIMMNET2_RC_FIFO, 1,
+                             vmstate_dimmnet2_fifo_entry, DN2FifoEntry),
         VMSTATE_UINT32(rc_head, DN2State),
         VMSTATE_UINT32(rc_count, DN2State),
         VMSTATE_UINT8(rc_turn, DN2State),
@@ -951,10 +594,10 @@ static const VMStateDescription vmstate_dn2 = {
 /* QOM                                                                 */
 /* ------------------------------------------------------------------ */
 
-static const Property dn2_properties[] = {
+static const Property dimmnet2_properties[] = {
     DEFINE_PROP_UINT64("base", DN2State, base, DN2_BASE_AUTO),
-    DEFINE_PROP_SIZE("sodimm-size", DN2State, sodimm_size, DN2_SODIMM_DEFAULT),
-    DEFINE_PROP_UINT32("fifo-depth", DN2State, fifo_depth, DN2_FIFO_DEFAULT),
+    DEFINE_PROP_SIZE("sodimm-size", DN2State, sodimm_size, DIMMNET2_SODIMM_DEFAULT),
+    DEFINE_PROP_UINT32("fifo-depth", DN2State, fifo_depth, DIMMNET2_FIFO_DEFAULT),
     DEFINE_PROP_LINK("memdev", DN2State, hostmem, TYPE_MEMORY_BACKEND,
                      HostMemoryBackend *),
     DEFINE_PROP_STRING("switch", DN2State, switch_addr),
@@ -963,145 +606,131 @@ static const Property dn2_properties[] = {
     DEFINE_PROP_BOOL("rx-thread", DN2State, rx_thread, false),
     DEFINE_PROP_UINT64("guid", DN2State, guid, 0),
     DEFINE_PROP_UINT32("rc-timeout-ms", DN2State, rc_timeout_ms,
-                       DN2_RC_TIMEOUT_MS_DEFAULT),
+                       DIMMNET2_RC_TIMEOUT_MS_DEFAULT),
     DEFINE_PROP_STRING("secret", DN2State, secret_id),
     DEFINE_PROP_BOOL("strict", DN2State, strict, false),
     DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
 
+/* Every statistic the board counts: QOM read-only property, description.
+ * The stat-link-* ones are the fabric endpoint's (0 without one). */
 static const struct {
     const char *name;
     const char *desc;
-} dn2_link_stat_props[DN2_LS__MAX] = {
-    [DN2_LS_DROPS] = { "stat-link-drops",
+} dimmnet2_stats[DN2_STAT__MAX] = {
+    [DN2_STAT_REQUESTS] = { "stat-requests",
+        "requests written to a Command Lower register" },
+    [DN2_STAT_REFUSED] = { "stat-refused",
+        "requests refused for invalid parameters (Controller Status bit 20)" },
+    [DN2_STAT_IGNORED] = { "stat-ignored",
+        "NOP, undefined-opcode and size-0 BOTF requests ignored" },
+    [DN2_STAT_OVERRUN] = { "stat-overrun",
+        "requests dropped because the previous one was still pending" },
+    [DN2_STAT_BAD_ACCESS] = { "stat-bad-access",
+        "register accesses of an unsupported size or alignment" },
+    [DN2_STAT_BYTES_LOCAL] = { "stat-bytes-local",
+        "bytes moved by local primitives" },
+    [DN2_STAT_TX_PACKETS] = { "stat-tx-packets", "packets sent" },
+    [DN2_STAT_TX_BYTES] = { "stat-tx-bytes", "packet bytes sent, headers included" },
+    [DN2_STAT_TX_DROPS] = { "stat-tx-drops",
+        "packets the fabric dropped at once (no route to the destination LID)" },
+    [DN2_STAT_RX_PACKETS] = { "stat-rx-packets", "packets received and delivered" },
+    [DN2_STAT_RX_BYTES] = { "stat-rx-bytes",
+        "packet bytes received and delivered, headers included" },
+    [DN2_STAT_RX_DROP_BAD] = { "stat-rx-drop-bad", "malformed packets dropped" },
+    [DN2_STAT_RX_DROP_PGID] = { "stat-rx-drop-pgid",
+        "packets dropped for a PGID that differs from the receiver's" },
+    [DN2_STAT_RX_DROP_NOPROC] = { "stat-rx-drop-noproc",
+        "packets dropped because no process (or no ring, no SO-DIMM) was set "
+        "up to take them" },
+    [DN2_STAT_RX_DROP_ROUTE] = { "stat-rx-drop-route",
+        "packets dropped because they were not for this board's LID" },
+    [DN2_STAT_RX_STALLS] = { "stat-rx-stalls",
+        "times the Receive Controller held packets for want of room" },
+    [DN2_STAT_RC_ABANDONED] = { "stat-rc-abandoned",
+        "RVL answers abandoned because their requester granted no credits "
+        "for rc-timeout-ms" },
+    [DN2_STAT_LHS_ABANDONED] = { "stat-lhs-abandoned",
+        "LHS messages completed unfinished because their sender went silent "
+        "and another sender needed the reassembly slot" },
+    [DN2_STAT_STRICT_VIOLATIONS] = { "stat-strict-violations",
+        "with strict=on: violations of the programming protocol, every time" },
+    [DN2_STAT_LINK_DROPS] = { "stat-link-drops",
         "datagrams and packets the fabric endpoint dropped (malformed, stale "
         "epoch, unknown peer, ...)" },
-    [DN2_LS_RETRANSMITS] = { "stat-link-retransmits",
+    [DN2_STAT_LINK_RETRANSMITS] = { "stat-link-retransmits",
         "packets the fabric endpoint sent again (timeouts, SACK holes, link "
         "back up)" },
-    [DN2_LS_TIMEOUTS] = { "stat-link-timeouts",
+    [DN2_STAT_LINK_TIMEOUTS] = { "stat-link-timeouts",
         "retransmission timer expiries" },
-    [DN2_LS_FAST_RETRANSMITS] = { "stat-link-fast-retransmits",
+    [DN2_STAT_LINK_FAST_RETRANSMITS] = { "stat-link-fast-retransmits",
         "packets resent because later ones were acknowledged" },
-    [DN2_LS_DUPLICATES] = { "stat-link-duplicates",
+    [DN2_STAT_LINK_DUPLICATES] = { "stat-link-duplicates",
         "packets received a second time (and dropped)" },
-    [DN2_LS_BUSY] = { "stat-link-busy",
+    [DN2_STAT_LINK_BUSY] = { "stat-link-busy",
         "packets offered to the board while it had no room (back-pressure)" },
-    [DN2_LS_DGRAMS_TX] = { "stat-link-dgrams-tx", "UDP datagrams sent" },
-    [DN2_LS_DGRAMS_RX] = { "stat-link-dgrams-rx", "UDP datagrams received" },
-    [DN2_LS_AUTH_DROPS] = { "stat-link-auth-drops",
+    [DN2_STAT_LINK_DGRAMS_TX] = { "stat-link-dgrams-tx", "UDP datagrams sent" },
+    [DN2_STAT_LINK_DGRAMS_RX] = { "stat-link-dgrams-rx", "UDP datagrams received" },
+    [DN2_STAT_LINK_AUTH_DROPS] = { "stat-link-auth-drops",
         "datagrams dropped because their MAC was missing or wrong (cluster "
         "secret)" },
-    [DN2_LS_REFUSALS] = { "stat-link-refusals",
+    [DN2_STAT_LINK_REFUSALS] = { "stat-link-refusals",
         "joins the switch refused (GUID in use, different secret, host full)" },
-    [DN2_LS_SPURIOUS_TIMEOUTS] = { "stat-link-spurious-timeouts",
+    [DN2_STAT_LINK_SESSION_RESETS] = { "stat-link-session-resets",
+        "times a peer's session changed and the streams with it restarted" },
+    [DN2_STAT_LINK_SPURIOUS_TIMEOUTS] = { "stat-link-spurious-timeouts",
         "retransmission timer expiries whose packet had arrived after all "
         "(the echoed timestamp showed a late ACK, not a loss)" },
-    [DN2_LS_SESSION_RESETS] = { "stat-link-session-resets",
-        "times a peer's session changed and the streams with it restarted" },
 };
 
-static void dn2_get_link_stat(Object *obj, Visitor *v, const char *name,
+static void dimmnet2_get_stat(Object *obj, Visitor *v, const char *name,
                               void *opaque, Error **errp)
 {
-    uint64_t val = dn2_link_stat(DIMMNET2(obj), (DN2LinkStat)(uintptr_t)opaque);
+    DN2State *s = DIMMNET2(obj);
+    DN2Stat which = (DN2Stat)(uintptr_t)opaque;
+    uint64_t val = which < DN2_STAT__COUNTED ? s->stat[which] :
+                   dimmnet2_port_stat(s, which);
 
     visit_type_uint64(v, name, &val, errp);
 }
 
-static void dn2_instance_init(Object *obj)
+static void dimmnet2_instance_init(Object *obj)
 {
     DN2State *s = DIMMNET2(obj);
     int i;
 
-    object_property_add_uint64_ptr(obj, "stat-requests", &s->stat_requests,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-refused", &s->stat_refused,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-ignored", &s->stat_ignored,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-overrun", &s->stat_overrun,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-bad-access", &s->stat_bad_access,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-bytes-local", &s->stat_bytes_local,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-tx-packets", &s->stat_tx_packets,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-tx-bytes", &s->stat_tx_bytes,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-tx-drops", &s->stat_tx_drops,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rx-packets", &s->stat_rx_packets,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rx-bytes", &s->stat_rx_bytes,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rx-drop-bad", &s->stat_rx_drop_bad,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rx-drop-pgid", &s->stat_rx_drop_pgid,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rx-drop-noproc",
-                                   &s->stat_rx_drop_noproc, OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rx-drop-route",
-                                   &s->stat_rx_drop_route, OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rx-stalls", &s->stat_rx_stalls,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-rc-abandoned", &s->stat_rc_abandoned,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "stat-lhs-abandoned", &s->stat_lhs_abandoned,
-                                   OBJ_PROP_FLAG_READ);
-    object_property_set_description(obj, "stat-lhs-abandoned",
-        "LHS messages completed unfinished because their sender went silent "
-        "and another sender needed the reassembly slot");
-    object_property_set_description(obj, "stat-rc-abandoned",
-        "RVL answers abandoned because their requester granted no credits "
-        "for rc-timeout-ms");
-    dn2_strict_instance_init(s);
-    for (i = 0; i < DN2_LS__MAX; i++) {
-        object_property_add(obj, dn2_link_stat_props[i].name, "uint64",
-                            dn2_get_link_stat, NULL, NULL, (void *)(uintptr_t)i);
-        object_property_set_description(obj, dn2_link_stat_props[i].name,
-                                        dn2_link_stat_props[i].desc);
+    for (i = 0; i < DN2_STAT__MAX; i++) {
+        object_property_add(obj, dimmnet2_stats[i].name, "uint64",
+                            dimmnet2_get_stat, NULL, NULL, (void *)(uintptr_t)i);
+        object_property_set_description(obj, dimmnet2_stats[i].name,
+                                        dimmnet2_stats[i].desc);
     }
-    object_property_set_description(obj, "stat-requests",
-        "requests written to a Command Lower register");
-    object_property_set_description(obj, "stat-refused",
-        "requests refused for invalid parameters (Controller Status bit 20)");
-    object_property_set_description(obj, "stat-ignored",
-        "NOP, undefined-opcode and size-0 BOTF requests ignored");
-    object_property_set_description(obj, "stat-overrun",
-        "requests dropped because the previous one was still pending");
-    object_property_set_description(obj, "stat-bad-access",
-        "register accesses of an unsupported size or alignment");
-    object_property_set_description(obj, "stat-bytes-local",
-        "bytes moved by local primitives");
+    dimmnet2_strict_instance_init(s);
 }
 
-static void dn2_unrealize(DeviceState *dev)
+static void dimmnet2_unrealize(DeviceState *dev)
 {
     DN2State *s = DIMMNET2(dev);
 
-    dn2_strict_fini(s);
-    dn2_link_fini(s);
-    dn2_prim_fini(s);
+    dimmnet2_units_fini(s);
     if (s->hostmem) {
         vmstate_unregister_ram(s->sodimm_mr, dev);
         host_memory_backend_set_mapped(s->hostmem, false);
     }
 }
 
-static void dn2_class_init(ObjectClass *klass, void *data)
+static void dimmnet2_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     ResettableClass *rc = RESETTABLE_CLASS(klass);
     AcpiDevAmlIfClass *adevc = ACPI_DEV_AML_IF_CLASS(klass);
 
     dc->desc = "DIMMnet-2 memory-slot network interface board";
-    dc->realize = dn2_realize;
-    dc->unrealize = dn2_unrealize;
-    dc->vmsd = &vmstate_dn2;
-    rc->phases.hold = dn2_reset_hold;
-    device_class_set_props(dc, dn2_properties);
+    dc->realize = dimmnet2_realize;
+    dc->unrealize = dimmnet2_unrealize;
+    dc->vmsd = &vmstate_dimmnet2;
+    rc->phases.hold = dimmnet2_reset_hold;
+    device_class_set_props(dc, dimmnet2_properties);
     object_class_property_set_description(klass, "base",
         "guest-physical address of the 0x60000-byte window (64 KiB aligned, "
         "below 4 GiB); 0 (default) picks 0xfec10000 for the first board and "
@@ -1145,24 +774,24 @@ static void dn2_class_init(ObjectClass *klass, void *data)
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
-    adevc->build_dev_aml = dn2_build_aml;
+    adevc->build_dev_aml = dimmnet2_build_aml;
 }
 
-static const TypeInfo dn2_info = {
+static const TypeInfo dimmnet2_info = {
     .name = TYPE_DIMMNET2,
     .parent = TYPE_ISA_DEVICE,
     .instance_size = sizeof(DN2State),
-    .instance_init = dn2_instance_init,
-    .class_init = dn2_class_init,
+    .instance_init = dimmnet2_instance_init,
+    .class_init = dimmnet2_class_init,
     .interfaces = (InterfaceInfo[]) {
         { TYPE_ACPI_DEV_AML_IF },
         { }
     },
 };
 
-static void dn2_register_types(void)
+static void dimmnet2_register_types(void)
 {
-    type_register_static(&dn2_info);
+    type_register_static(&dimmnet2_info);
 }
 
-type_init(dn2_register_types)
+type_init(dimmnet2_register_types)

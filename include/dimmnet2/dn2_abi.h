@@ -10,6 +10,62 @@
  * the Linux driver (stdint.h is mapped to linux/types.h there), the user
  * library and every test.  Never duplicate a constant from here.
  *
+ * HOW TO USE IT: every layout has one codec here; nobody else writes a bit
+ * number.
+ *
+ *  - Every field of every layout is a named inclusive bit range, a pair of
+ *    constants FIELD_HI / FIELD_LO (single bits too: HI == LO).  Read or
+ *    build a word by field name, without the _HI/_LO suffix:
+ *        DN2_FGET(word, DN2_H0_DLID)        the field's value
+ *        DN2_FPUT(value, DN2_H0_DLID)       the value in place (truncated)
+ *        DN2_FMASK(DN2_H0_DLID)             the field's mask in the word
+ *        DN2_FSET(word, DN2_H0_DLID, value) the word with the field replaced
+ *    DN2_GET/DN2_PUT(v, hi, lo) stay as the primitives underneath.
+ *  - Each layout has a decoded struct and a pack / unpack pair:
+ *        request Lower/Upper   struct dn2_req     dn2_req_lower() dn2_req_upper()
+ *                                                 dn2_req_decode() dn2_req_otype()
+ *        Command Ex            struct dn2_cmd_ex  dn2_ex_pack() dn2_ex_unpack()
+ *                                                 (dn2_req_ex() builds it too)
+ *        BOTF request          -                  dn2_botf_lower() dn2_botf_ww()
+ *                                                 dn2_botf_size()
+ *        LHSv2 DSTOff          -                  dn2_lhsv2_dst() dn2_lhsv2_ww_bytes()
+ *                                                 dn2_lhsv2_ww_off()
+ *        packet header lines   struct dn2_hdr     dn2_hdr_pack() dn2_hdr_unpack()
+ *          1-4 (whole header)                     (line by line: dn2_hdr0_encode/
+ *                                                 _decode, dn2_hdr1_encode/_decode,
+ *                                                 dn2_hdr2_encode/_decode, line 4 =
+ *                                                 Command Ex)
+ *        receive-status record struct dn2_status_fields
+ *                                                 dn2_status_pack() dn2_status_unpack()
+ *        LH Buffer entry       struct dn2_lh_entry
+ *                                                 dn2_lh_line0() dn2_lh_line1()
+ *                                                 dn2_lh_unpack()
+ *        LHS envelope word     struct dn2_env     dn2_envelope() dn2_env_unpack()
+ *        SMA LID read-back     -                  dn2_sma_encode() dn2_sma_lid()
+ *                                                 dn2_sma_link() dn2_sma_link_ready()
+ *        Module State          struct dn2_module_state
+ *                                                 dn2_ms_pack() dn2_ms_unpack()
+ *        Controller Status     -                  dn2_cs_rx_err() dn2_cs_ww()
+ *        AMT Address Table     struct dn2_amt_req dn2_amt_encode() dn2_amt_encode_dwid()
+ *          write                                  dn2_amt_decode()
+ *        AMT table slot (the   -                  dn2_amt_slot() dn2_amt_slot_valid()
+ *          device's, 16 bits)                     dn2_amt_slot_value()
+ *        CLID <-> LID          -                  dn2_lid_to_clid() dn2_clid_to_lid()
+ *  - The OTYPE family (Table 4.13) as predicates, never a bare mask:
+ *        dn2_otype_form()  (low bits: contiguous / stride / list)
+ *        dn2_otype_family() (OTYPE without its form: DN2_OP_VL, _VS, _RVL,
+ *                            _RVS, _IPUSH; mask DN2_OTYPE_FAMILY_MASK = 0x1c)
+ *        dn2_otype_is_msg() (IPUSH, LHSv1, LHSv2; DN2_OTYPE_CLASS_MASK = 0x18)
+ *        dn2_otype_is_rvl() dn2_otype_is_rvs() dn2_otype_is_local()
+ *        dn2_otype_is_lhs() dn2_otype_valid() dn2_otype_name()
+ *        DN2_OTYPE_MASK (= 0x1f, the OTYPE field) for a whole word.
+ *  - The one-hot configuration codes, both ways:
+ *        MTU             dn2_mtu_bytes(reg)            dn2_mtu_reg(bytes)
+ *        SO-DIMM capacity dn2_sdimm_module_bytes(reg)  dn2_sdimm_capacity_reg(bytes)
+ *        status ring size dn2_status_area_bytes(reg)   dn2_status_size_reg(bytes)
+ *    An encoder returns 0 for a size the board cannot express (0 is never
+ *    a valid one-hot code).
+ *
  * Source: Tsuji (Kitamura), Keio PhD thesis 2007, via
  * shared/spec/dimmnet2-thesis-digest.md.  Every place where the thesis is
  * ambiguous and a choice was made is marked "[EMU]" here and explained in
@@ -31,6 +87,39 @@
 #define DN2_MASK(hi, lo)       ((~0ULL >> (63 - (hi))) & ~((1ULL << (lo)) - 1))
 #define DN2_GET(v, hi, lo)     (((uint64_t)(v) & DN2_MASK(hi, lo)) >> (lo))
 #define DN2_PUT(v, hi, lo)     (((uint64_t)(v) << (lo)) & DN2_MASK(hi, lo))
+/* The same by field name: F is a field whose bits are F##_HI .. F##_LO. */
+#define DN2_FMASK(F)           DN2_MASK(F##_HI, F##_LO)
+#define DN2_FGET(v, F)         DN2_GET(v, F##_HI, F##_LO)
+#define DN2_FPUT(x, F)         DN2_PUT(x, F##_HI, F##_LO)
+#define DN2_FSET(v, F, x)      (((uint64_t)(v) & ~DN2_FMASK(F)) | DN2_FPUT(x, F))
+#define DN2_FBITS(F)           ((F##_HI) - (F##_LO) + 1)
+/* DN2_FBITS(F) is also the number of codes of a one-hot field F. */
+
+/* One-hot codes: reg == 1 << k means unit << k, for k < ncodes.  -1 when
+ * reg is not one-hot inside the field (the callers then use their default). */
+static inline int dn2_onehot_k(uint64_t reg, int ncodes)
+{
+    int k;
+
+    for (k = 0; k < ncodes; k++) {
+        if (reg == DN2_BIT(k)) {
+            return k;
+        }
+    }
+    return -1;
+}
+/* The one-hot register value for bytes = unit << k, k < ncodes; 0 if none. */
+static inline uint64_t dn2_onehot_reg(uint64_t unit, int ncodes, uint64_t bytes)
+{
+    int k;
+
+    for (k = 0; k < ncodes; k++) {
+        if ((unit << k) == bytes) {
+            return DN2_BIT(k);
+        }
+    }
+    return 0;
+}
 
 /* ======================================================================
  * 1. The host-visible window (Table 4.3)
@@ -102,28 +191,54 @@
 #define DN2_UR_CMD_EX_FLAG     0xc00u  /* W: bit 0 enables Command Ex */
 
 /* Controller Status (Table A.1). */
-#define DN2_CS_REQ_PENDING     DN2_BIT(0)  /* request not yet moved to the FIFO */
-#define DN2_CS_SDIMM_READY     DN2_BIT(1)  /* SO-DIMM initialisation complete */
-#define DN2_CS_FIFO_AFULL      DN2_BIT(2)  /* Request FIFO almost full */
-#define DN2_CS_STATUS_FULL     DN2_BIT(3)  /* receive-status ring full */
-#define DN2_CS_STATUS_EMPTY    DN2_BIT(4)  /* receive-status ring empty */
-#define DN2_CS_WW_SHIFT(n)     (5 + 3 * (n))           /* WW#n status base bit */
-#define DN2_CS_WW_DONE(n)      DN2_BIT(5 + 3 * (n))    /* SO-DIMM write complete */
-#define DN2_CS_WW_SRC_OVF(n)   DN2_BIT(6 + 3 * (n))    /* src+size past window end */
-#define DN2_CS_WW_DST_OVF(n)   DN2_BIT(7 + 3 * (n))    /* dst+size past SO-DIMM area */
-#define DN2_CS_WW_MASK(n)      (7ULL << (5 + 3 * (n)))
-#define DN2_CS_RX_OVF          DN2_BIT(17) /* data ran past the receive area */
-#define DN2_CS_RX_ERR_SHIFT    18          /* [19:18] receive error state */
-#define DN2_CS_RX_ERR_MASK     (3ULL << 18)
-#define DN2_RX_ERR_NONE        0u
-#define DN2_RX_ERR_EARLY_SOP   1u  /* 1st DW of the next packet before EOP */
-#define DN2_RX_ERR_HFLAG       2u  /* hflag does not match header line count */
-#define DN2_RX_ERR_RVL_DATA    3u  /* illegal RVL-type packet (with data) */
+#define DN2_CS_REQ_PENDING_BIT 0   /* request not yet moved to the FIFO */
+#define DN2_CS_SDIMM_READY_BIT 1   /* SO-DIMM initialisation complete */
+#define DN2_CS_FIFO_AFULL_BIT  2   /* Request FIFO almost full */
+#define DN2_CS_STATUS_FULL_BIT 3   /* receive-status ring full */
+#define DN2_CS_STATUS_EMPTY_BIT 4  /* receive-status ring empty */
+#define DN2_CS_WW0_LO          5   /* WW#0 status: 3 bits, then WW#1 ... WW#3 */
+#define DN2_CS_WW_BITS         3   /* per window: done, src overflow, dst overflow */
+#define DN2_CS_WW_DONE_OFF     0   /* SO-DIMM write complete */
+#define DN2_CS_WW_SRC_OVF_OFF  1   /* src+size past window end */
+#define DN2_CS_WW_DST_OVF_OFF  2   /* dst+size past SO-DIMM area */
+#define DN2_CS_RX_OVF_BIT      17  /* data ran past the receive area */
+#define DN2_CS_RX_ERR_HI       19  /* [19:18] receive error state */
+#define DN2_CS_RX_ERR_LO       18
 /* [EMU] extension: a request was refused because of invalid parameters
  * (offset outside the process's window area or SO-DIMM area, no SO-DIMM
  * initialised, unpaired SO-DIMM copy...).  Sticky until a write to the
  * Primitive Counter reset register or a Controller Reset. */
-#define DN2_CS_REQ_ERROR       DN2_BIT(20)
+#define DN2_CS_REQ_ERROR_BIT   20
+
+#define DN2_CS_REQ_PENDING     DN2_BIT(DN2_CS_REQ_PENDING_BIT)
+#define DN2_CS_SDIMM_READY     DN2_BIT(DN2_CS_SDIMM_READY_BIT)
+#define DN2_CS_FIFO_AFULL      DN2_BIT(DN2_CS_FIFO_AFULL_BIT)
+#define DN2_CS_STATUS_FULL     DN2_BIT(DN2_CS_STATUS_FULL_BIT)
+#define DN2_CS_STATUS_EMPTY    DN2_BIT(DN2_CS_STATUS_EMPTY_BIT)
+#define DN2_CS_WW_SHIFT(n)     (DN2_CS_WW0_LO + DN2_CS_WW_BITS * (n))  /* WW#n base bit */
+#define DN2_CS_WW_DONE(n)      DN2_BIT(DN2_CS_WW_SHIFT(n) + DN2_CS_WW_DONE_OFF)
+#define DN2_CS_WW_SRC_OVF(n)   DN2_BIT(DN2_CS_WW_SHIFT(n) + DN2_CS_WW_SRC_OVF_OFF)
+#define DN2_CS_WW_DST_OVF(n)   DN2_BIT(DN2_CS_WW_SHIFT(n) + DN2_CS_WW_DST_OVF_OFF)
+#define DN2_CS_WW_MASK(n)      DN2_MASK(DN2_CS_WW_SHIFT(n) + DN2_CS_WW_BITS - 1, \
+                                        DN2_CS_WW_SHIFT(n))
+#define DN2_CS_RX_OVF          DN2_BIT(DN2_CS_RX_OVF_BIT)
+#define DN2_CS_RX_ERR_SHIFT    DN2_CS_RX_ERR_LO
+#define DN2_CS_RX_ERR_MASK     DN2_FMASK(DN2_CS_RX_ERR)
+#define DN2_CS_REQ_ERROR       DN2_BIT(DN2_CS_REQ_ERROR_BIT)
+#define DN2_RX_ERR_NONE        0u
+#define DN2_RX_ERR_EARLY_SOP   1u  /* 1st DW of the next packet before EOP */
+#define DN2_RX_ERR_HFLAG       2u  /* hflag does not match header line count */
+#define DN2_RX_ERR_RVL_DATA    3u  /* illegal RVL-type packet (with data) */
+/* The receive error state (DN2_RX_ERR_*) of a Controller Status value. */
+static inline unsigned dn2_cs_rx_err(uint64_t cs)
+{
+    return (unsigned)DN2_FGET(cs, DN2_CS_RX_ERR);
+}
+/* The 3 status bits of Write Window n ({dst ovf, src ovf, done}). */
+static inline unsigned dn2_cs_ww(uint64_t cs, unsigned n)
+{
+    return (unsigned)((cs & DN2_CS_WW_MASK(n)) >> DN2_CS_WW_SHIFT(n));
+}
 
 /* Primitive Counter (Table A.2): six 10-bit per-WID completion counters. */
 #define DN2_PC_BITS            10
@@ -141,22 +256,26 @@ static inline unsigned dn2_pc_field(uint64_t v, int family)
 }
 
 /* Prefetch Window Flag (Table A.3): 4 bits per window, 1 per 128 B line. */
-#define DN2_PWF_WIN_SHIFT(n)   (4 * (n))
-#define DN2_PWF_WIN_MASK(n)    (0xfULL << (4 * (n)))
-#define DN2_PWF_ALL            0xffffULL
+#define DN2_PWF_WIN_SHIFT(n)   (DN2_PW_LINES_PER_WIN * (n))
+#define DN2_PWF_WIN_MASK(n)    (DN2_MASK(DN2_PW_LINES_PER_WIN - 1, 0) << DN2_PWF_WIN_SHIFT(n))
+#define DN2_PWF_ALL            DN2_MASK(DN2_PW_LINES_PER_WIN * DN2_NUM_WW - 1, 0)
 
-/* Status Area Size (Table A.5): one-hot, 64 B << k; 0/other = 1024 B. */
+/* Status Area Size (Table A.5): one-hot [6:0], 64 B << k; 0/other = 1024 B. */
+#define DN2_STATUS_SIZE_CODE_HI 6
+#define DN2_STATUS_SIZE_CODE_LO 0
+#define DN2_STATUS_SIZE_MIN    64u
 #define DN2_STATUS_SIZE_DEFAULT 1024u
 static inline uint32_t dn2_status_area_bytes(uint64_t reg)
 {
-    uint32_t v = (uint32_t)(reg & 0x7f);
-    int k;
-    for (k = 0; k < 7; k++) {
-        if (v == (1u << k)) {
-            return 64u << k;
-        }
-    }
-    return DN2_STATUS_SIZE_DEFAULT;
+    int k = dn2_onehot_k(DN2_FGET(reg, DN2_STATUS_SIZE_CODE),
+                         DN2_FBITS(DN2_STATUS_SIZE_CODE));
+
+    return k < 0 ? DN2_STATUS_SIZE_DEFAULT : DN2_STATUS_SIZE_MIN << k;
+}
+/* The Status Area Size value for a ring of 'bytes'; 0 if not a size. */
+static inline uint64_t dn2_status_size_reg(uint32_t bytes)
+{
+    return dn2_onehot_reg(DN2_STATUS_SIZE_MIN, DN2_FBITS(DN2_STATUS_SIZE_CODE), bytes);
 }
 #define DN2_STATUS_INIT_MASK   0x7fffu
 #define DN2_STATUS_ADDR_MASK   0x7fffu
@@ -164,10 +283,18 @@ static inline uint32_t dn2_status_area_bytes(uint64_t reg)
 #define DN2_IPUSH_AREA_MASK    0xffffu
 
 /* Module State (Table A.4): debug fields. */
-#define DN2_MS_WC_SHIFT        0   /* [16:0] Window Controller */
-#define DN2_MS_RC_SHIFT        17  /* [36:17] Receive Controller */
-#define DN2_MS_WU_SHIFT        37  /* [50:37] Write Unit */
-#define DN2_MS_PU_SHIFT        51  /* [57:51] Prefetch Unit */
+#define DN2_MS_WC_HI           16  /* [16:0] Window Controller */
+#define DN2_MS_WC_LO           0
+#define DN2_MS_RC_HI           36  /* [36:17] Receive Controller */
+#define DN2_MS_RC_LO           17
+#define DN2_MS_WU_HI           50  /* [50:37] Write Unit */
+#define DN2_MS_WU_LO           37
+#define DN2_MS_PU_HI           57  /* [57:51] Prefetch Unit */
+#define DN2_MS_PU_LO           51
+#define DN2_MS_WC_SHIFT        DN2_MS_WC_LO
+#define DN2_MS_RC_SHIFT        DN2_MS_RC_LO
+#define DN2_MS_WU_SHIFT        DN2_MS_WU_LO
+#define DN2_MS_PU_SHIFT        DN2_MS_PU_LO
 /* [EMU] encodings: each field is 0 when idle; the Window Controller field
  * holds 1 + the OTYPE being executed.  Receive Controller: bit 0 = it holds
  * a packet back (a ring or the RC FIFO full), bit 1 = it answers an RVL
@@ -177,6 +304,30 @@ static inline uint32_t dn2_status_area_bytes(uint64_t reg)
 #define DN2_MS_RC_HOLDING      1u
 #define DN2_MS_RC_ANSWERING    2u
 #define DN2_MS_UNIT_BUSY       1u
+#define DN2_MS_WC_OTYPE_BIAS   1u  /* WC field = OTYPE + this while busy */
+struct dn2_module_state {
+    uint32_t wc;        /* 0 idle, else DN2_MS_WC_OTYPE_BIAS + OTYPE */
+    uint32_t rc;        /* DN2_MS_RC_HOLDING | DN2_MS_RC_ANSWERING */
+    uint32_t wu;        /* DN2_MS_UNIT_BUSY or 0 */
+    uint32_t pu;        /* DN2_MS_UNIT_BUSY or 0 */
+};
+static inline uint64_t dn2_ms_pack(const struct dn2_module_state *m)
+{
+    return DN2_FPUT(m->wc, DN2_MS_WC) | DN2_FPUT(m->rc, DN2_MS_RC) |
+           DN2_FPUT(m->wu, DN2_MS_WU) | DN2_FPUT(m->pu, DN2_MS_PU);
+}
+static inline void dn2_ms_unpack(uint64_t v, struct dn2_module_state *m)
+{
+    m->wc = (uint32_t)DN2_FGET(v, DN2_MS_WC);
+    m->rc = (uint32_t)DN2_FGET(v, DN2_MS_RC);
+    m->wu = (uint32_t)DN2_FGET(v, DN2_MS_WU);
+    m->pu = (uint32_t)DN2_FGET(v, DN2_MS_PU);
+}
+/* The Window Controller field for a request of otype being executed. */
+static inline uint32_t dn2_ms_wc_busy(unsigned otype)
+{
+    return DN2_MS_WC_OTYPE_BIAS + otype;
+}
 
 /* ======================================================================
  * 3. System Register page (Fig 4.15, Table 4.12, App. B)
@@ -190,26 +341,48 @@ static inline uint32_t dn2_status_area_bytes(uint64_t reg)
 #define DN2_SR_PGID1           0x900u  /* W: [7:0] */
 #define DN2_SR_CTL_RESET       0xa00u  /* any read or write resets the controller */
 #define DN2_SR_AMT             0xb00u  /* W: AMT Address Table interface */
+/* The value fields of the LID and PGID registers. */
+#define DN2_SR_LID_VALUE_HI    15
+#define DN2_SR_LID_VALUE_LO    0
+#define DN2_SR_PGID_VALUE_HI   7
+#define DN2_SR_PGID_VALUE_LO   0
 
 /* SMA LID read-back: [15:0] LID from the subnet manager, [17:16] link. */
-#define DN2_SMA_LID_MASK       0xffffu
-#define DN2_SMA_LINK_SHIFT     16
-#define DN2_SMA_LINK_MASK      (3ULL << 16)
+#define DN2_SMA_LID_HI         15
+#define DN2_SMA_LID_LO         0
+#define DN2_SMA_LINK_HI        17
+#define DN2_SMA_LINK_LO        16
+#define DN2_SMA_LID_MASK       DN2_FMASK(DN2_SMA_LID)
+#define DN2_SMA_LINK_SHIFT     DN2_SMA_LINK_LO
+#define DN2_SMA_LINK_MASK      DN2_FMASK(DN2_SMA_LINK)
 #define DN2_SMA_LINK_READY     3u      /* 2'b11: ready to communicate */
+static inline uint64_t dn2_sma_encode(uint16_t lid, unsigned link)
+{
+    return DN2_FPUT(lid, DN2_SMA_LID) | DN2_FPUT(link, DN2_SMA_LINK);
+}
+static inline uint16_t dn2_sma_lid(uint64_t v) { return (uint16_t)DN2_FGET(v, DN2_SMA_LID); }
+static inline unsigned dn2_sma_link(uint64_t v) { return (unsigned)DN2_FGET(v, DN2_SMA_LINK); }
+static inline int dn2_sma_link_ready(uint64_t v)
+{
+    return dn2_sma_link(v) == DN2_SMA_LINK_READY;
+}
 
-/* SO-DIMM Capacity (Table 4.10): per module, one-hot, 256 MiB << k. */
+/* SO-DIMM Capacity (Table 4.10): per module, one-hot [5:0], 256 MiB << k. */
+#define DN2_SDIMM_CAP_CODE_HI  5
+#define DN2_SDIMM_CAP_CODE_LO  0
+#define DN2_SDIMM_CAP_MIN      (256ULL << 20)
 #define DN2_SDIMM_MODULES      2
-#define DN2_SDIMM_CAP_DEFAULT  (256ULL << 20)
+#define DN2_SDIMM_CAP_DEFAULT  DN2_SDIMM_CAP_MIN
 static inline uint64_t dn2_sdimm_module_bytes(uint64_t reg)
 {
-    uint32_t v = (uint32_t)(reg & 0x3f);
-    int k;
-    for (k = 0; k < 6; k++) {
-        if (v == (1u << k)) {
-            return (256ULL << 20) << k;
-        }
-    }
-    return DN2_SDIMM_CAP_DEFAULT;
+    int k = dn2_onehot_k(DN2_FGET(reg, DN2_SDIMM_CAP_CODE), DN2_FBITS(DN2_SDIMM_CAP_CODE));
+
+    return k < 0 ? DN2_SDIMM_CAP_DEFAULT : DN2_SDIMM_CAP_MIN << k;
+}
+/* The SO-DIMM Capacity value for modules of 'bytes'; 0 if not a size. */
+static inline uint64_t dn2_sdimm_capacity_reg(uint64_t bytes)
+{
+    return dn2_onehot_reg(DN2_SDIMM_CAP_MIN, DN2_FBITS(DN2_SDIMM_CAP_CODE), bytes);
 }
 /* Two modules interleaved in 8-byte units: SO-DIMM1 holds 0x0-0x7, SO-DIMM2
  * 0x8-0xf, ...  Capacity is split evenly between WID 0 and WID 1; every
@@ -219,47 +392,111 @@ static inline uint64_t dn2_sdimm_module_bytes(uint64_t reg)
 #define DN2_SDIMM_INTERLEAVE   8u
 static inline unsigned dn2_sdimm_module(uint64_t addr)
 {
-    return (unsigned)((addr >> 3) & 1);
+    return (unsigned)((addr / DN2_SDIMM_INTERLEAVE) % DN2_SDIMM_MODULES);
 }
 static inline uint64_t dn2_sdimm_module_offset(uint64_t addr)
 {
-    return ((addr >> 4) << 3) | (addr & 7);
+    return addr / (DN2_SDIMM_INTERLEAVE * DN2_SDIMM_MODULES) * DN2_SDIMM_INTERLEAVE +
+           addr % DN2_SDIMM_INTERLEAVE;
 }
 
-/* MTU (Table 4.11): one-hot; "10100" in the thesis read as 00100 [EMU]. */
+/* MTU (Table 4.11): one-hot [4:0], 256 B << k; "10100" in the thesis read
+ * as 00100 [EMU]. */
+#define DN2_MTU_CODE_HI        4
+#define DN2_MTU_CODE_LO        0
+#define DN2_MTU_MIN            256u
 #define DN2_MTU_DEFAULT        2048u
+#define DN2_MTU_THESIS_1024    0x14u   /* the thesis's literal "10100" ... */
+#define DN2_MTU_THESIS_1024_AS 0x04u   /* ... read as this code (1024 B) */
 static inline uint32_t dn2_mtu_bytes(uint64_t reg)
 {
-    switch (reg & 0x1f) {
-    case 0x01: return 256;
-    case 0x02: return 512;
-    case 0x04: return 1024;
-    case 0x14: return 1024;  /* the thesis's literal "10100" */
-    case 0x08: return 2048;
-    case 0x10: return 4096;
-    default:   return DN2_MTU_DEFAULT;
+    uint64_t code = DN2_FGET(reg, DN2_MTU_CODE);
+    int k;
+
+    if (code == DN2_MTU_THESIS_1024) {
+        code = DN2_MTU_THESIS_1024_AS;
     }
+    k = dn2_onehot_k(code, DN2_FBITS(DN2_MTU_CODE));
+    return k < 0 ? DN2_MTU_DEFAULT : DN2_MTU_MIN << k;
+}
+/* The MTU register value for 'bytes' (256..4096); 0 if not an MTU. */
+static inline uint64_t dn2_mtu_reg(uint32_t bytes)
+{
+    return dn2_onehot_reg(DN2_MTU_MIN, DN2_FBITS(DN2_MTU_CODE), bytes);
 }
 
 /* AMT Address Table interface (App. B, Fig B.1) [R]. */
-#define DN2_AMT_VALUE_MASK     0xfffULL        /* [11:0] AMT entry address */
-#define DN2_AMT_WID_SHIFT      12              /* [13:12] sender WID */
-#define DN2_AMT_LID_SHIFT      14              /* [29:14] sender LID */
+#define DN2_AMT_VALUE_HI       11   /* [11:0] AMT entry address */
+#define DN2_AMT_VALUE_LO       0
+#define DN2_AMT_WID_HI         13   /* [13:12] sender WID */
+#define DN2_AMT_WID_LO         12
+#define DN2_AMT_LID_HI         29   /* [29:14] sender LID */
+#define DN2_AMT_LID_LO         14
 /* [EMU] extension (choice #52): the entry belongs to one receiving process.
  * Bit 31 set: only the entry of DWID = bit 30 is written; clear: both
  * processes' entries, as on the thesis's per-board table. */
-#define DN2_AMT_DWID_BIT       30
-#define DN2_AMT_DWID_GIVEN_BIT 31
+#define DN2_AMT_DWID_HI        30
+#define DN2_AMT_DWID_LO        30
+#define DN2_AMT_DWID_GIVEN_HI  31
+#define DN2_AMT_DWID_GIVEN_LO  31
+#define DN2_AMT_VALUE_MASK     DN2_FMASK(DN2_AMT_VALUE)
+#define DN2_AMT_WID_SHIFT      DN2_AMT_WID_LO
+#define DN2_AMT_LID_SHIFT      DN2_AMT_LID_LO
+#define DN2_AMT_DWID_BIT       DN2_AMT_DWID_LO
+#define DN2_AMT_DWID_GIVEN_BIT DN2_AMT_DWID_GIVEN_LO
+struct dn2_amt_req {
+    uint32_t value;     /* AMT entry address, in DN2_AMT_UNIT from the LLCM base */
+    uint8_t  wid;       /* sender WID */
+    uint16_t lid;       /* sender LID */
+    uint8_t  dwid;      /* the receiving WID, when dwid_given */
+    uint8_t  dwid_given;
+};
 static inline uint64_t dn2_amt_encode(uint32_t value, uint32_t wid, uint32_t lid)
 {
-    return DN2_PUT(value, 11, 0) | DN2_PUT(wid, 13, 12) | DN2_PUT(lid, 29, 14);
+    return DN2_FPUT(value, DN2_AMT_VALUE) | DN2_FPUT(wid, DN2_AMT_WID) |
+           DN2_FPUT(lid, DN2_AMT_LID);
 }
 /* The same for the receiving process dwid only. */
 static inline uint64_t dn2_amt_encode_dwid(uint32_t value, uint32_t wid, uint32_t lid,
                                            uint32_t dwid)
 {
-    return dn2_amt_encode(value, wid, lid) | DN2_PUT(dwid, DN2_AMT_DWID_BIT, DN2_AMT_DWID_BIT) |
-           DN2_BIT(DN2_AMT_DWID_GIVEN_BIT);
+    return dn2_amt_encode(value, wid, lid) | DN2_FPUT(dwid, DN2_AMT_DWID) |
+           DN2_FPUT(1, DN2_AMT_DWID_GIVEN);
+}
+static inline void dn2_amt_decode(uint64_t v, struct dn2_amt_req *a)
+{
+    a->value = (uint32_t)DN2_FGET(v, DN2_AMT_VALUE);
+    a->wid = (uint8_t)DN2_FGET(v, DN2_AMT_WID);
+    a->lid = (uint16_t)DN2_FGET(v, DN2_AMT_LID);
+    a->dwid = (uint8_t)DN2_FGET(v, DN2_AMT_DWID);
+    a->dwid_given = (uint8_t)DN2_FGET(v, DN2_AMT_DWID_GIVEN);
+}
+/* Whether an AMT write with these fields sets the entry of receiving WID
+ * 'dwid' (choice #52: bit 31 clear = both processes' entries). */
+static inline int dn2_amt_req_for(const struct dn2_amt_req *a, unsigned dwid)
+{
+    return !a->dwid_given || a->dwid == dwid;
+}
+/* [EMU] the board's table holds one 16-bit slot per {sender, receiving
+ * WID}: bit 15 = written (else empty), [11:0] = the Value written. */
+#define DN2_AMT_SLOT_VALID_HI  15
+#define DN2_AMT_SLOT_VALID_LO  15
+#define DN2_AMT_SLOT_VALUE_HI  DN2_AMT_VALUE_HI
+#define DN2_AMT_SLOT_VALUE_LO  DN2_AMT_VALUE_LO
+#define DN2_AMT_SLOT_VALID     DN2_FMASK(DN2_AMT_SLOT_VALID)   /* 0x8000 */
+/* The bits a slot may hold (anything else is a corrupt slot). */
+#define DN2_AMT_SLOT_MASK      (DN2_AMT_SLOT_VALID | DN2_FMASK(DN2_AMT_SLOT_VALUE))
+static inline uint16_t dn2_amt_slot(uint32_t value)
+{
+    return (uint16_t)(DN2_AMT_SLOT_VALID | DN2_FPUT(value, DN2_AMT_SLOT_VALUE));
+}
+static inline int dn2_amt_slot_valid(uint16_t slot)
+{
+    return (int)DN2_FGET(slot, DN2_AMT_SLOT_VALID);
+}
+static inline uint32_t dn2_amt_slot_value(uint16_t slot)
+{
+    return (uint32_t)DN2_FGET(slot, DN2_AMT_SLOT_VALUE);
 }
 
 /* ======================================================================
@@ -284,15 +521,58 @@ enum dn2_otype {
     DN2_OP_LHSV1  = 0x19,
     DN2_OP_LHSV2  = 0x1a,
 };
+/* Fields of an OTYPE value (5 bits, Table 4.13):
+ *   [1:0] FORM    access form of the VL/VS/RVL/RVS families
+ *   [4:2] FAMILY  the OTYPE without its form: VL, VS, RVL, RVS, IPUSH (the
+ *                 IPUSH family holds IPUSH, LHSv1 and LHSv2)
+ *   [4:3] CLASS   3 = the message primitives (IPUSH, LHSv1, LHSv2) */
+#define DN2_OTYPE_FORM_HI      1
+#define DN2_OTYPE_FORM_LO      0
+#define DN2_OTYPE_FAMILY_HI    4
+#define DN2_OTYPE_FAMILY_LO    2
+#define DN2_OTYPE_CLASS_HI     4
+#define DN2_OTYPE_CLASS_LO     3
+#define DN2_OTYPE_CLASS_MSG    3u
+#define DN2_OTYPE_FAMILY_MASK  DN2_FMASK(DN2_OTYPE_FAMILY)   /* 0x1c */
+#define DN2_OTYPE_CLASS_MASK   DN2_FMASK(DN2_OTYPE_CLASS)    /* 0x18 */
 /* Access form: the low 2 bits of the VL/VS/RVL/RVS OTYPEs. */
 #define DN2_FORM_CONTIG        0
 #define DN2_FORM_STRIDE        1
 #define DN2_FORM_LIST          2
-static inline int dn2_otype_form(unsigned otype) { return (int)(otype & 3); }
+static inline int dn2_otype_form(unsigned otype)
+{
+    return (int)DN2_FGET(otype, DN2_OTYPE_FORM);
+}
+/* The OTYPE without its form bits: DN2_OP_VL, _VS, _RVL, _RVS or _IPUSH
+ * (also for LHSv1/LHSv2), DN2_OP_NOP for NOP and BOTF. */
+static inline unsigned dn2_otype_family(unsigned otype)
+{
+    return (unsigned)(otype & DN2_OTYPE_FAMILY_MASK);
+}
+/* IPUSH, LHSv1, LHSv2 (and the unused OTYPEs of their class). */
+static inline int dn2_otype_is_msg(unsigned otype)
+{
+    return DN2_FGET(otype, DN2_OTYPE_CLASS) == DN2_OTYPE_CLASS_MSG;
+}
+static inline int dn2_otype_is_lhs(unsigned otype)
+{
+    return otype == DN2_OP_LHSV1 || otype == DN2_OP_LHSV2;
+}
 /* The RVL family (RVL, RVLS, RVLI): a request the receiver answers. */
 static inline int dn2_otype_is_rvl(unsigned otype)
 {
     return otype == DN2_OP_RVL || otype == DN2_OP_RVLS || otype == DN2_OP_RVLI;
+}
+/* The RVS family (RVS, RVSS, RVSI). */
+static inline int dn2_otype_is_rvs(unsigned otype)
+{
+    return otype == DN2_OP_RVS || otype == DN2_OP_RVSS || otype == DN2_OP_RVSI;
+}
+/* The local families VL and VS (and their strided / list forms). */
+static inline int dn2_otype_is_local(unsigned otype)
+{
+    return otype == DN2_OP_VL || otype == DN2_OP_VLS || otype == DN2_OP_VLI ||
+           otype == DN2_OP_VS || otype == DN2_OP_VSS || otype == DN2_OP_VSI;
 }
 static inline int dn2_otype_valid(unsigned otype)
 {
@@ -339,7 +619,8 @@ static inline const char *dn2_otype_name(unsigned otype)
 #define DN2_DTYPE_32B 5
 #define DN2_DTYPE_64B 6
 #define DN2_DTYPE_128B 7
-static inline uint32_t dn2_dtype_bytes(unsigned dtype) { return 1u << (dtype & 7); }
+#define DN2_DTYPE_MASK 7u   /* the 3-bit DTYPE field */
+static inline uint32_t dn2_dtype_bytes(unsigned dtype) { return 1u << (dtype & DN2_DTYPE_MASK); }
 
 /* Lower word. [EMU] DWID is bit 30 and eflag bit 31. */
 #define DN2_REQ_OTYPE_HI 4
@@ -350,11 +631,31 @@ static inline uint32_t dn2_dtype_bytes(unsigned dtype) { return 1u << (dtype & 7
 #define DN2_REQ_ITER_LO  8
 #define DN2_REQ_DCLID_HI 29
 #define DN2_REQ_DCLID_LO 18
-#define DN2_REQ_DWID_BIT 30
-#define DN2_REQ_EFLAG_BIT 31
+#define DN2_REQ_DWID_HI  30
+#define DN2_REQ_DWID_LO  30
+#define DN2_REQ_EFLAG_HI 31
+#define DN2_REQ_EFLAG_LO 31
 #define DN2_REQ_ARG_HI   63   /* Size, Stride or List address */
 #define DN2_REQ_ARG_LO   32
+#define DN2_REQ_DWID_BIT DN2_REQ_DWID_LO
+#define DN2_REQ_EFLAG_BIT DN2_REQ_EFLAG_LO
 #define DN2_ITER_MAX     255u
+/* Upper word. */
+#define DN2_REQ_SRC_HI   31   /* SRCOff */
+#define DN2_REQ_SRC_LO   0
+#define DN2_REQ_DST_HI   63   /* DSTOff */
+#define DN2_REQ_DST_LO   32
+/* Command Ex: the Lower layout's OTYPE / DTYPE / Iteration / arg fields. */
+#define DN2_EX_OTYPE_HI  DN2_REQ_OTYPE_HI
+#define DN2_EX_OTYPE_LO  DN2_REQ_OTYPE_LO
+#define DN2_EX_DTYPE_HI  DN2_REQ_DTYPE_HI
+#define DN2_EX_DTYPE_LO  DN2_REQ_DTYPE_LO
+#define DN2_EX_ITER_HI   DN2_REQ_ITER_HI
+#define DN2_EX_ITER_LO   DN2_REQ_ITER_LO
+#define DN2_EX_ARG_HI    DN2_REQ_ARG_HI
+#define DN2_EX_ARG_LO    DN2_REQ_ARG_LO
+/* The OTYPE field of a whole word (0x1f). */
+#define DN2_OTYPE_MASK   DN2_FMASK(DN2_REQ_OTYPE)
 
 /* The special SO-DIMM copy offset (§4.6.8): VL-family with DSTOff = this,
  * then VS-family with SRCOff = this. */
@@ -380,49 +681,75 @@ struct dn2_req {
     uint8_t  ex_iter;
     uint32_t ex_arg;
 };
+/* A decoded Command Ex word (also the 4th header line of the RVL family). */
+struct dn2_cmd_ex {
+    uint8_t  otype;     /* 0 = none */
+    uint8_t  dtype;
+    uint8_t  iter;
+    uint32_t arg;       /* Size / Stride / List address */
+};
 
 static inline uint64_t dn2_req_lower(unsigned otype, unsigned dtype, unsigned iter,
                                      unsigned dclid, unsigned dwid, unsigned eflag,
                                      uint32_t arg)
 {
-    return DN2_PUT(otype, 4, 0) | DN2_PUT(dtype, 7, 5) | DN2_PUT(iter, 15, 8) |
-           DN2_PUT(dclid, 29, 18) | DN2_PUT(dwid, 30, 30) |
-           DN2_PUT(eflag, 31, 31) | DN2_PUT(arg, 63, 32);
+    return DN2_FPUT(otype, DN2_REQ_OTYPE) | DN2_FPUT(dtype, DN2_REQ_DTYPE) |
+           DN2_FPUT(iter, DN2_REQ_ITER) | DN2_FPUT(dclid, DN2_REQ_DCLID) |
+           DN2_FPUT(dwid, DN2_REQ_DWID) | DN2_FPUT(eflag, DN2_REQ_EFLAG) |
+           DN2_FPUT(arg, DN2_REQ_ARG);
 }
 static inline uint64_t dn2_req_upper(uint32_t src, uint32_t dst)
 {
-    return DN2_PUT(src, 31, 0) | DN2_PUT(dst, 63, 32);
+    return DN2_FPUT(src, DN2_REQ_SRC) | DN2_FPUT(dst, DN2_REQ_DST);
 }
-/* Command Ex has the Lower layout's OTYPE/DTYPE/Iteration/arg fields. */
 static inline uint64_t dn2_req_ex(unsigned otype, unsigned dtype, unsigned iter, uint32_t arg)
 {
-    return DN2_PUT(otype, 4, 0) | DN2_PUT(dtype, 7, 5) | DN2_PUT(iter, 15, 8) |
-           DN2_PUT(arg, 63, 32);
+    return DN2_FPUT(otype, DN2_EX_OTYPE) | DN2_FPUT(dtype, DN2_EX_DTYPE) |
+           DN2_FPUT(iter, DN2_EX_ITER) | DN2_FPUT(arg, DN2_EX_ARG);
+}
+static inline uint64_t dn2_ex_pack(const struct dn2_cmd_ex *x)
+{
+    return dn2_req_ex(x->otype, x->dtype, x->iter, x->arg);
+}
+static inline void dn2_ex_unpack(uint64_t ex, struct dn2_cmd_ex *x)
+{
+    x->otype = (uint8_t)DN2_FGET(ex, DN2_EX_OTYPE);
+    x->dtype = (uint8_t)DN2_FGET(ex, DN2_EX_DTYPE);
+    x->iter = (uint8_t)DN2_FGET(ex, DN2_EX_ITER);
+    x->arg = (uint32_t)DN2_FGET(ex, DN2_EX_ARG);
 }
 static inline void dn2_req_decode(struct dn2_req *r, uint64_t lower, uint64_t upper,
                                   uint64_t ex, int has_ex, int rflag, int wid)
 {
-    r->otype = (uint8_t)DN2_GET(lower, 4, 0);
-    r->dtype = (uint8_t)DN2_GET(lower, 7, 5);
-    r->iter = (uint8_t)DN2_GET(lower, 15, 8);
-    r->dclid = (uint16_t)DN2_GET(lower, 29, 18);
-    r->dwid = (uint8_t)DN2_GET(lower, 30, 30);
-    r->eflag = (uint8_t)DN2_GET(lower, 31, 31);
-    r->arg = (uint32_t)DN2_GET(lower, 63, 32);
-    r->src = (uint32_t)DN2_GET(upper, 31, 0);
-    r->dst = (uint32_t)DN2_GET(upper, 63, 32);
+    struct dn2_cmd_ex x;
+
+    r->otype = (uint8_t)DN2_FGET(lower, DN2_REQ_OTYPE);
+    r->dtype = (uint8_t)DN2_FGET(lower, DN2_REQ_DTYPE);
+    r->iter = (uint8_t)DN2_FGET(lower, DN2_REQ_ITER);
+    r->dclid = (uint16_t)DN2_FGET(lower, DN2_REQ_DCLID);
+    r->dwid = (uint8_t)DN2_FGET(lower, DN2_REQ_DWID);
+    r->eflag = (uint8_t)DN2_FGET(lower, DN2_REQ_EFLAG);
+    r->arg = (uint32_t)DN2_FGET(lower, DN2_REQ_ARG);
+    r->src = (uint32_t)DN2_FGET(upper, DN2_REQ_SRC);
+    r->dst = (uint32_t)DN2_FGET(upper, DN2_REQ_DST);
     r->rflag = (uint8_t)(rflag & 1);
     r->wid = (uint8_t)(wid & 1);
     r->has_ex = (uint8_t)(has_ex ? 1 : 0);
-    r->ex_otype = (uint8_t)DN2_GET(ex, 4, 0);
-    r->ex_dtype = (uint8_t)DN2_GET(ex, 7, 5);
-    r->ex_iter = (uint8_t)DN2_GET(ex, 15, 8);
-    r->ex_arg = (uint32_t)DN2_GET(ex, 63, 32);
+    dn2_ex_unpack(ex, &x);
+    r->ex_otype = x.otype;
+    r->ex_dtype = x.dtype;
+    r->ex_iter = x.iter;
+    r->ex_arg = x.arg;
+}
+/* The OTYPE of a request's Lower word (also of a status record's Lower). */
+static inline unsigned dn2_req_otype(uint64_t lower)
+{
+    return (unsigned)DN2_FGET(lower, DN2_REQ_OTYPE);
 }
 /* The destination CLID of a request's Lower word. */
 static inline unsigned dn2_req_dclid(uint64_t lower)
 {
-    return (unsigned)DN2_GET(lower, 29, 18);
+    return (unsigned)DN2_FGET(lower, DN2_REQ_DCLID);
 }
 static inline uint64_t dn2_req_encode_lower(const struct dn2_req *r)
 {
@@ -431,35 +758,67 @@ static inline uint64_t dn2_req_encode_lower(const struct dn2_req *r)
 
 /* BOTF request (Fig 4.14, Table 4.7): Lower only. */
 #define DN2_BOTF_MAX           512u
+#define DN2_BOTF_OTYPE_HI      DN2_REQ_OTYPE_HI
+#define DN2_BOTF_OTYPE_LO      DN2_REQ_OTYPE_LO
+#define DN2_BOTF_WW_HI         6    /* Write Window number */
+#define DN2_BOTF_WW_LO         5
+#define DN2_BOTF_SIZE_HI       41   /* bytes of the image */
+#define DN2_BOTF_SIZE_LO       32
 static inline uint64_t dn2_botf_lower(unsigned ww, unsigned size)
 {
-    return DN2_PUT(DN2_OP_BOTF, 4, 0) | DN2_PUT(ww, 6, 5) | DN2_PUT(size, 41, 32);
+    return DN2_FPUT(DN2_OP_BOTF, DN2_BOTF_OTYPE) | DN2_FPUT(ww, DN2_BOTF_WW) |
+           DN2_FPUT(size, DN2_BOTF_SIZE);
 }
-static inline unsigned dn2_botf_ww(uint64_t lower) { return (unsigned)DN2_GET(lower, 6, 5); }
-static inline unsigned dn2_botf_size(uint64_t lower) { return (unsigned)DN2_GET(lower, 41, 32); }
+static inline unsigned dn2_botf_ww(uint64_t lower) { return (unsigned)DN2_FGET(lower, DN2_BOTF_WW); }
+static inline unsigned dn2_botf_size(uint64_t lower) { return (unsigned)DN2_FGET(lower, DN2_BOTF_SIZE); }
 
 /* LHSv2 reuses DSTOff: [9:0] bytes from the WW, [21:10] WW offset. */
+#define DN2_LHSV2_WW_BYTES_HI  9
+#define DN2_LHSV2_WW_BYTES_LO  0
+#define DN2_LHSV2_WW_OFF_HI    21
+#define DN2_LHSV2_WW_OFF_LO    10
 static inline uint32_t dn2_lhsv2_dst(unsigned ww_bytes, unsigned ww_off)
 {
-    return (uint32_t)(DN2_PUT(ww_bytes, 9, 0) | DN2_PUT(ww_off, 21, 10));
+    return (uint32_t)(DN2_FPUT(ww_bytes, DN2_LHSV2_WW_BYTES) | DN2_FPUT(ww_off, DN2_LHSV2_WW_OFF));
+}
+static inline unsigned dn2_lhsv2_ww_bytes(uint32_t dst)
+{
+    return (unsigned)DN2_FGET(dst, DN2_LHSV2_WW_BYTES);
+}
+static inline unsigned dn2_lhsv2_ww_off(uint32_t dst)
+{
+    return (unsigned)DN2_FGET(dst, DN2_LHSV2_WW_OFF);
 }
 
-/* CLID <-> LID (Table 4.6): CLID = {LID[15:12], LID[7:0]}. */
+/* CLID <-> LID (Table 4.6): CLID = {LID[15:12], LID[7:0]}; LID[11:8] = 0. */
+#define DN2_LID_TOP_HI         15
+#define DN2_LID_TOP_LO         12
+#define DN2_LID_MID_HI         11   /* zero in every assignable LID */
+#define DN2_LID_MID_LO         8
+#define DN2_LID_LOW_HI         7
+#define DN2_LID_LOW_LO         0
+#define DN2_CLID_TOP_HI        11
+#define DN2_CLID_TOP_LO        8
+#define DN2_CLID_LOW_HI        DN2_LID_LOW_HI
+#define DN2_CLID_LOW_LO        DN2_LID_LOW_LO
 #define DN2_CLID_MCAST_FIRST   0xc00u
 #define DN2_CLID_MCAST_LAST    0xffeu
 #define DN2_CLID_INIT          0xfffu
 static inline uint16_t dn2_lid_to_clid(uint16_t lid)
 {
-    return (uint16_t)(((lid >> 4) & 0xf00) | (lid & 0xff));
+    return (uint16_t)(DN2_FPUT(DN2_FGET(lid, DN2_LID_TOP), DN2_CLID_TOP) |
+                      DN2_FPUT(DN2_FGET(lid, DN2_LID_LOW), DN2_CLID_LOW));
 }
 static inline uint16_t dn2_clid_to_lid(uint16_t clid)
 {
-    return (uint16_t)(((clid & 0xf00u) << 4) | (clid & 0xffu));
+    return (uint16_t)(DN2_FPUT(DN2_FGET(clid, DN2_CLID_TOP), DN2_LID_TOP) |
+                      DN2_FPUT(DN2_FGET(clid, DN2_CLID_LOW), DN2_LID_LOW));
 }
 /* A LID the subnet manager may hand out: bits [11:8] zero, not 0. */
 static inline int dn2_lid_assignable(uint16_t lid)
 {
-    return lid != 0 && (lid & 0x0f00) == 0 && dn2_lid_to_clid(lid) < DN2_CLID_MCAST_FIRST;
+    return lid != 0 && DN2_FGET(lid, DN2_LID_MID) == 0 &&
+           dn2_lid_to_clid(lid) < DN2_CLID_MCAST_FIRST;
 }
 static inline int dn2_clid_is_mcast(uint16_t clid)
 {
@@ -476,11 +835,12 @@ static inline int dn2_clid_is_mcast(uint16_t clid)
 #define DN2_HDR_LINES_SHORT    2   /* hflag = 0 */
 #define DN2_HDR_LINES_LONG     3   /* hflag = 1: RVSS / RVSI */
 #define DN2_HDR_LINES_RVL      4   /* RVL family: always 4, no data */
+#define DN2_HDR_LINES_MAX      DN2_HDR_LINES_RVL
 #define DN2_LINE_ID_FIRST      1u  /* 2'b01 */
 #define DN2_LINE_ID_LAST       2u  /* 2'b10 */
 #define DN2_LINE_ID_MID        3u  /* 2'b11 */
 
-/* 1st DW */
+/* 1st DW (line 1) */
 #define DN2_H0_SIZE_HI   11   /* Packet Size incl. header; 0 means 4096 [EMU] */
 #define DN2_H0_SIZE_LO   0
 #define DN2_H0_TYPE_HI   16
@@ -489,17 +849,43 @@ static inline int dn2_clid_is_mcast(uint16_t clid)
 #define DN2_H0_DTYPE_LO  17
 #define DN2_H0_PGID_HI   27
 #define DN2_H0_PGID_LO   20
-#define DN2_H0_DWID_BIT  28
-#define DN2_H0_SWID_BIT  29
+#define DN2_H0_DWID_HI   28
+#define DN2_H0_DWID_LO   28
+#define DN2_H0_SWID_HI   29
+#define DN2_H0_SWID_LO   29
 #define DN2_H0_DLID_HI   47
 #define DN2_H0_DLID_LO   32
 #define DN2_H0_ITER_HI   58
 #define DN2_H0_ITER_LO   51
-#define DN2_H0_RFLAG_BIT 59
-#define DN2_H0_EFLAG_BIT 60
-#define DN2_H0_HFLAG_BIT 61
-#define DN2_H0_LFLAG_BIT 62
-#define DN2_H0_PFLAG_BIT 63   /* [EMU] write a status for this packet too */
+#define DN2_H0_RFLAG_HI  59
+#define DN2_H0_RFLAG_LO  59
+#define DN2_H0_EFLAG_HI  60
+#define DN2_H0_EFLAG_LO  60
+#define DN2_H0_HFLAG_HI  61
+#define DN2_H0_HFLAG_LO  61
+#define DN2_H0_LFLAG_HI  62
+#define DN2_H0_LFLAG_LO  62
+#define DN2_H0_PFLAG_HI  63   /* [EMU] write a status for this packet too */
+#define DN2_H0_PFLAG_LO  63
+#define DN2_H0_DWID_BIT  DN2_H0_DWID_LO
+#define DN2_H0_SWID_BIT  DN2_H0_SWID_LO
+#define DN2_H0_RFLAG_BIT DN2_H0_RFLAG_LO
+#define DN2_H0_EFLAG_BIT DN2_H0_EFLAG_LO
+#define DN2_H0_HFLAG_BIT DN2_H0_HFLAG_LO
+#define DN2_H0_LFLAG_BIT DN2_H0_LFLAG_LO
+#define DN2_H0_PFLAG_BIT DN2_H0_PFLAG_LO
+/* 2nd DW (line 2): two 32-bit halves, their meaning per TYPE below. */
+#define DN2_H1_LO_HI     31
+#define DN2_H1_LO_LO     0
+#define DN2_H1_HI_HI     63
+#define DN2_H1_HI_LO     32
+/* 3rd DW (line 3, RVSS/RVSI and the RVL family). */
+#define DN2_H2_TOTAL_HI  31   /* Total Transfer Size */
+#define DN2_H2_TOTAL_LO  0
+#define DN2_H2_STRIDE_HI 63   /* Stride or List Address */
+#define DN2_H2_STRIDE_LO 32
+/* 4th DW (line 4, the RVL family): a Command Ex word (DN2_EX_*). */
+
 /* [EMU] IPUSH/LHS request: DTYPE bit 0 (DTYPE means nothing to these
  * contiguous primitives) asks for one status record per message, written
  * by the last packet and describing the whole message, instead of one per
@@ -525,51 +911,103 @@ struct dn2_hdr {
 
 static inline uint64_t dn2_hdr0_encode(const struct dn2_hdr *h)
 {
-    return DN2_PUT(h->size, 11, 0) | DN2_PUT(h->type, 16, 12) |
-           DN2_PUT(h->dtype, 19, 17) | DN2_PUT(h->pgid, 27, 20) |
-           DN2_PUT(h->dwid, 28, 28) | DN2_PUT(h->swid, 29, 29) |
-           DN2_PUT(h->dlid, 47, 32) | DN2_PUT(h->iter, 58, 51) |
-           DN2_PUT(h->rflag, 59, 59) | DN2_PUT(h->eflag, 60, 60) |
-           DN2_PUT(h->hflag, 61, 61) | DN2_PUT(h->lflag, 62, 62) |
-           DN2_PUT(h->pflag, 63, 63);
+    return DN2_FPUT(h->size, DN2_H0_SIZE) | DN2_FPUT(h->type, DN2_H0_TYPE) |
+           DN2_FPUT(h->dtype, DN2_H0_DTYPE) | DN2_FPUT(h->pgid, DN2_H0_PGID) |
+           DN2_FPUT(h->dwid, DN2_H0_DWID) | DN2_FPUT(h->swid, DN2_H0_SWID) |
+           DN2_FPUT(h->dlid, DN2_H0_DLID) | DN2_FPUT(h->iter, DN2_H0_ITER) |
+           DN2_FPUT(h->rflag, DN2_H0_RFLAG) | DN2_FPUT(h->eflag, DN2_H0_EFLAG) |
+           DN2_FPUT(h->hflag, DN2_H0_HFLAG) | DN2_FPUT(h->lflag, DN2_H0_LFLAG) |
+           DN2_FPUT(h->pflag, DN2_H0_PFLAG);
 }
 static inline void dn2_hdr0_decode(struct dn2_hdr *h, uint64_t w)
 {
-    h->size = (uint16_t)DN2_GET(w, 11, 0);
-    h->type = (uint8_t)DN2_GET(w, 16, 12);
-    h->dtype = (uint8_t)DN2_GET(w, 19, 17);
-    h->pgid = (uint8_t)DN2_GET(w, 27, 20);
-    h->dwid = (uint8_t)DN2_GET(w, 28, 28);
-    h->swid = (uint8_t)DN2_GET(w, 29, 29);
-    h->dlid = (uint16_t)DN2_GET(w, 47, 32);
-    h->iter = (uint8_t)DN2_GET(w, 58, 51);
-    h->rflag = (uint8_t)DN2_GET(w, 59, 59);
-    h->eflag = (uint8_t)DN2_GET(w, 60, 60);
-    h->hflag = (uint8_t)DN2_GET(w, 61, 61);
-    h->lflag = (uint8_t)DN2_GET(w, 62, 62);
-    h->pflag = (uint8_t)DN2_GET(w, 63, 63);
+    h->size = (uint16_t)DN2_FGET(w, DN2_H0_SIZE);
+    h->type = (uint8_t)DN2_FGET(w, DN2_H0_TYPE);
+    h->dtype = (uint8_t)DN2_FGET(w, DN2_H0_DTYPE);
+    h->pgid = (uint8_t)DN2_FGET(w, DN2_H0_PGID);
+    h->dwid = (uint8_t)DN2_FGET(w, DN2_H0_DWID);
+    h->swid = (uint8_t)DN2_FGET(w, DN2_H0_SWID);
+    h->dlid = (uint16_t)DN2_FGET(w, DN2_H0_DLID);
+    h->iter = (uint8_t)DN2_FGET(w, DN2_H0_ITER);
+    h->rflag = (uint8_t)DN2_FGET(w, DN2_H0_RFLAG);
+    h->eflag = (uint8_t)DN2_FGET(w, DN2_H0_EFLAG);
+    h->hflag = (uint8_t)DN2_FGET(w, DN2_H0_HFLAG);
+    h->lflag = (uint8_t)DN2_FGET(w, DN2_H0_LFLAG);
+    h->pflag = (uint8_t)DN2_FGET(w, DN2_H0_PFLAG);
 }
+/* Single fields of a 1st DW, for code that routes on them. */
+static inline unsigned dn2_hdr0_type(uint64_t w) { return (unsigned)DN2_FGET(w, DN2_H0_TYPE); }
+static inline uint16_t dn2_hdr0_dlid(uint64_t w) { return (uint16_t)DN2_FGET(w, DN2_H0_DLID); }
+static inline unsigned dn2_hdr0_dwid(uint64_t w) { return (unsigned)DN2_FGET(w, DN2_H0_DWID); }
 /* Fields of the 1st DW that BOTF overwrites: Packet Size and PGID. */
-#define DN2_H0_BOTF_PATCH_MASK (DN2_MASK(11, 0) | DN2_MASK(27, 20))
+#define DN2_H0_BOTF_PATCH_MASK (DN2_FMASK(DN2_H0_SIZE) | DN2_FMASK(DN2_H0_PGID))
 static inline uint64_t dn2_hdr1_encode(uint32_t lo, uint32_t hi)
 {
-    return DN2_PUT(lo, 31, 0) | DN2_PUT(hi, 63, 32);
+    return DN2_FPUT(lo, DN2_H1_LO) | DN2_FPUT(hi, DN2_H1_HI);
+}
+static inline void dn2_hdr1_decode(struct dn2_hdr *h, uint64_t w)
+{
+    h->w1_lo = (uint32_t)DN2_FGET(w, DN2_H1_LO);
+    h->w1_hi = (uint32_t)DN2_FGET(w, DN2_H1_HI);
+}
+static inline uint64_t dn2_hdr2_encode(uint32_t total, uint32_t stride)
+{
+    return DN2_FPUT(total, DN2_H2_TOTAL) | DN2_FPUT(stride, DN2_H2_STRIDE);
+}
+static inline void dn2_hdr2_decode(struct dn2_hdr *h, uint64_t w)
+{
+    h->total = (uint32_t)DN2_FGET(w, DN2_H2_TOTAL);
+    h->stride = (uint32_t)DN2_FGET(w, DN2_H2_STRIDE);
 }
 /* Header lines for a given TYPE (hflag = 1 when more than 2). */
 static inline unsigned dn2_hdr_lines(unsigned type)
 {
-    switch (type) {
-    case DN2_OP_RVL: case DN2_OP_RVLS: case DN2_OP_RVLI:
+    if (dn2_otype_is_rvl(type)) {
         return DN2_HDR_LINES_RVL;
-    case DN2_OP_RVSS: case DN2_OP_RVSI:
-        return DN2_HDR_LINES_LONG;
-    default:
-        return DN2_HDR_LINES_SHORT;
     }
+    if (type == DN2_OP_RVSS || type == DN2_OP_RVSI) {
+        return DN2_HDR_LINES_LONG;
+    }
+    return DN2_HDR_LINES_SHORT;
+}
+/* The whole header: the lines its TYPE has (dn2_hdr_lines), in order.
+ * Returns that count; line[] must hold DN2_HDR_LINES_MAX words. */
+static inline unsigned dn2_hdr_pack(const struct dn2_hdr *h, uint64_t line[DN2_HDR_LINES_MAX])
+{
+    unsigned n = dn2_hdr_lines(h->type);
+
+    line[0] = dn2_hdr0_encode(h);
+    line[1] = dn2_hdr1_encode(h->w1_lo, h->w1_hi);
+    if (n >= DN2_HDR_LINES_LONG) {
+        line[2] = dn2_hdr2_encode(h->total, h->stride);
+    }
+    if (n >= DN2_HDR_LINES_RVL) {
+        line[3] = h->ex;
+    }
+    return n;
+}
+/* Decode nlines header lines (fields of absent lines read 0).  Returns the
+ * count the TYPE of line 1 asks for: the caller checks it against nlines. */
+static inline unsigned dn2_hdr_unpack(struct dn2_hdr *h, const uint64_t *line, unsigned nlines)
+{
+    uint64_t w[DN2_HDR_LINES_MAX] = { 0, 0, 0, 0 };
+    unsigned i;
+
+    for (i = 0; i < nlines && i < DN2_HDR_LINES_MAX; i++) {
+        w[i] = line[i];
+    }
+    dn2_hdr0_decode(h, w[0]);
+    dn2_hdr1_decode(h, w[1]);
+    dn2_hdr2_decode(h, w[2]);
+    h->ex = w[3];
+    return dn2_hdr_lines(h->type);
 }
 /* Packet Size field <-> bytes (12 bits; 0 encodes 4096 [EMU]). */
-static inline uint32_t dn2_pkt_size_bytes(uint16_t field) { return field ? field : 4096u; }
-static inline uint16_t dn2_pkt_size_field(uint32_t bytes) { return (uint16_t)(bytes & 0xfff); }
+static inline uint32_t dn2_pkt_size_bytes(uint16_t field) { return field ? field : DN2_PKT_MAX; }
+static inline uint16_t dn2_pkt_size_field(uint32_t bytes)
+{
+    return (uint16_t)DN2_FGET(bytes, DN2_H0_SIZE);
+}
 
 /*
  * How the 2nd/3rd DW are used per packet TYPE [EMU where marked]:
@@ -607,7 +1045,7 @@ static inline uint16_t dn2_pkt_size_field(uint32_t bytes) { return (uint16_t)(by
  * (an entry in the other process's LLCM is refused at lookup anyway). */
 static inline uint32_t dn2_amt_value_wid(uint32_t value)
 {
-    return (uint32_t)((value * DN2_AMT_UNIT) / DN2_LLCM_WID_STRIDE) & 1;
+    return (uint32_t)((value * DN2_AMT_UNIT) / DN2_LLCM_WID_STRIDE) % DN2_NUM_WID;
 }
 #define DN2_IPUSH_AREA_UNIT    4096u
 #define DN2_RING_ALIGN         8u
@@ -617,28 +1055,139 @@ static inline uint32_t dn2_amt_value_wid(uint32_t value)
  *    laid out like a request: Lower word at +0, Upper word at +8 [EMU].
  *    DCLID/DWID = the sender, SRCOff = first address the data was written
  *    to, DSTOff = 0, Size = total bytes of the primitive (or of the packet
- *    when written per packet).
+ *    when written per packet).  The device sets the Lower's eflag bit.
  * ====================================================================== */
 #define DN2_STATUS_REC_SIZE    16u
+#define DN2_ST_TYPE_HI         DN2_REQ_OTYPE_HI   /* Lower: OTYPE of the packet */
+#define DN2_ST_TYPE_LO         DN2_REQ_OTYPE_LO
+#define DN2_ST_DTYPE_HI        DN2_REQ_DTYPE_HI
+#define DN2_ST_DTYPE_LO        DN2_REQ_DTYPE_LO
+#define DN2_ST_ITER_HI         DN2_REQ_ITER_HI
+#define DN2_ST_ITER_LO         DN2_REQ_ITER_LO
+#define DN2_ST_CLID_HI         DN2_REQ_DCLID_HI   /* the sender's CLID */
+#define DN2_ST_CLID_LO         DN2_REQ_DCLID_LO
+#define DN2_ST_WID_HI          DN2_REQ_DWID_HI    /* the sender's WID */
+#define DN2_ST_WID_LO          DN2_REQ_DWID_LO
+#define DN2_ST_EFLAG_HI        DN2_REQ_EFLAG_HI
+#define DN2_ST_EFLAG_LO        DN2_REQ_EFLAG_LO
+#define DN2_ST_SIZE_HI         DN2_REQ_ARG_HI     /* bytes */
+#define DN2_ST_SIZE_LO         DN2_REQ_ARG_LO
+#define DN2_ST_ADDR_HI         DN2_REQ_SRC_HI     /* Upper: where the data went */
+#define DN2_ST_ADDR_LO         DN2_REQ_SRC_LO
+#define DN2_ST_DST_HI          DN2_REQ_DST_HI     /* Upper: 0 */
+#define DN2_ST_DST_LO          DN2_REQ_DST_LO
 struct dn2_status_rec {
     uint64_t lower;
     uint64_t upper;
 };
+/* A decoded status record. */
+struct dn2_status_fields {
+    uint8_t  type;      /* OTYPE of the primitive */
+    uint8_t  dtype;
+    uint8_t  iter;
+    uint8_t  wid;       /* sender WID */
+    uint8_t  eflag;
+    uint16_t clid;      /* sender CLID */
+    uint32_t size;      /* bytes */
+    uint32_t addr;      /* first SO-DIMM/PW/LLCM offset written */
+};
+static inline void dn2_status_pack(const struct dn2_status_fields *f, struct dn2_status_rec *r)
+{
+    r->lower = dn2_req_lower(f->type, f->dtype, f->iter, f->clid, f->wid, f->eflag, f->size);
+    r->upper = DN2_FPUT(f->addr, DN2_ST_ADDR);
+}
+static inline void dn2_status_unpack(const struct dn2_status_rec *r, struct dn2_status_fields *f)
+{
+    f->type = (uint8_t)DN2_FGET(r->lower, DN2_ST_TYPE);
+    f->dtype = (uint8_t)DN2_FGET(r->lower, DN2_ST_DTYPE);
+    f->iter = (uint8_t)DN2_FGET(r->lower, DN2_ST_ITER);
+    f->clid = (uint16_t)DN2_FGET(r->lower, DN2_ST_CLID);
+    f->wid = (uint8_t)DN2_FGET(r->lower, DN2_ST_WID);
+    f->eflag = (uint8_t)DN2_FGET(r->lower, DN2_ST_EFLAG);
+    f->size = (uint32_t)DN2_FGET(r->lower, DN2_ST_SIZE);
+    f->addr = (uint32_t)DN2_FGET(r->upper, DN2_ST_ADDR);
+}
 
 /* ======================================================================
  * 7. LH Buffer entry (Fig 7.7): 64 bytes; [EMU] line placement:
  *    line0 = {Pointer[63:32], Context[31:16], Rank[15:2], Valid[1], Complete[0]}
  *    line1 = {Tag[63:32], Size[31:0]}, lines 2..7 = 48 B of user data.
  *    Sender's first message word: Context[63:48], Rank[45:32], Tag[31:0].
+ *    Valid and Complete toggle (the host keeps the last values it saw).
  * ====================================================================== */
 #define DN2_LHB_ENTRIES        64u
 #define DN2_LHB_ENTRY          64u
 #define DN2_LHB_DATA           48u
-#define DN2_LH_COMPLETE        DN2_BIT(0)
-#define DN2_LH_VALID           DN2_BIT(1)
+#define DN2_LHB_DATA_OFF       (2 * DN2_LINE)
+#define DN2_LH_POINTER_HI      63   /* line 0 */
+#define DN2_LH_POINTER_LO      32
+#define DN2_LH_CONTEXT_HI      31
+#define DN2_LH_CONTEXT_LO      16
+#define DN2_LH_RANK_HI         15
+#define DN2_LH_RANK_LO         2
+#define DN2_LH_VALID_HI        1
+#define DN2_LH_VALID_LO        1
+#define DN2_LH_COMPLETE_HI     0
+#define DN2_LH_COMPLETE_LO     0
+#define DN2_LH_TAG_HI          63   /* line 1 */
+#define DN2_LH_TAG_LO          32
+#define DN2_LH_SIZE_HI         31
+#define DN2_LH_SIZE_LO         0
+#define DN2_LH_COMPLETE        DN2_BIT(DN2_LH_COMPLETE_LO)
+#define DN2_LH_VALID           DN2_BIT(DN2_LH_VALID_LO)
+#define DN2_LH_FLAGS           (DN2_LH_VALID | DN2_LH_COMPLETE)
+struct dn2_lh_entry {
+    uint32_t pointer;   /* SO-DIMM offset of the message's overflow */
+    uint16_t context;
+    uint16_t rank;
+    uint8_t  valid;
+    uint8_t  complete;
+    uint32_t tag;
+    uint32_t size;      /* message bytes after the envelope word */
+};
+static inline uint64_t dn2_lh_line0(const struct dn2_lh_entry *e)
+{
+    return DN2_FPUT(e->pointer, DN2_LH_POINTER) | DN2_FPUT(e->context, DN2_LH_CONTEXT) |
+           DN2_FPUT(e->rank, DN2_LH_RANK) | DN2_FPUT(e->valid, DN2_LH_VALID) |
+           DN2_FPUT(e->complete, DN2_LH_COMPLETE);
+}
+static inline uint64_t dn2_lh_line1(const struct dn2_lh_entry *e)
+{
+    return DN2_FPUT(e->tag, DN2_LH_TAG) | DN2_FPUT(e->size, DN2_LH_SIZE);
+}
+static inline void dn2_lh_unpack(uint64_t l0, uint64_t l1, struct dn2_lh_entry *e)
+{
+    e->pointer = (uint32_t)DN2_FGET(l0, DN2_LH_POINTER);
+    e->context = (uint16_t)DN2_FGET(l0, DN2_LH_CONTEXT);
+    e->rank = (uint16_t)DN2_FGET(l0, DN2_LH_RANK);
+    e->valid = (uint8_t)DN2_FGET(l0, DN2_LH_VALID);
+    e->complete = (uint8_t)DN2_FGET(l0, DN2_LH_COMPLETE);
+    e->tag = (uint32_t)DN2_FGET(l1, DN2_LH_TAG);
+    e->size = (uint32_t)DN2_FGET(l1, DN2_LH_SIZE);
+}
+
+/* The sender's envelope word (the first 8 bytes of an LHS message). */
+#define DN2_ENV_CONTEXT_HI     63
+#define DN2_ENV_CONTEXT_LO     48
+#define DN2_ENV_RANK_HI        45
+#define DN2_ENV_RANK_LO        32
+#define DN2_ENV_TAG_HI         31
+#define DN2_ENV_TAG_LO         0
+struct dn2_env {
+    uint16_t context;
+    uint16_t rank;
+    uint32_t tag;
+};
 static inline uint64_t dn2_envelope(unsigned context, unsigned rank, uint32_t tag)
 {
-    return DN2_PUT(context, 63, 48) | DN2_PUT(rank, 45, 32) | DN2_PUT(tag, 31, 0);
+    return DN2_FPUT(context, DN2_ENV_CONTEXT) | DN2_FPUT(rank, DN2_ENV_RANK) |
+           DN2_FPUT(tag, DN2_ENV_TAG);
+}
+static inline void dn2_env_unpack(uint64_t w, struct dn2_env *e)
+{
+    e->context = (uint16_t)DN2_FGET(w, DN2_ENV_CONTEXT);
+    e->rank = (uint16_t)DN2_FGET(w, DN2_ENV_RANK);
+    e->tag = (uint32_t)DN2_FGET(w, DN2_ENV_TAG);
 }
 
 #endif /* DIMMNET2_DN2_ABI_H */

@@ -90,26 +90,40 @@ static void test_bit_helpers(void)
     CHECK_EQ(DN2_MASK(29, 18), 0x3ffc0000ULL);
     CHECK_EQ(DN2_MASK(62, 1), 0x7ffffffffffffffeULL);
 
-    CHECK_EQ(DN2_GET(~0ULL, 63, 63), 1);
-    CHECK_EQ(DN2_GET(~0ULL, 0, 0), 1);
-    CHECK_EQ(DN2_GET(0x8000000000000000ULL, 63, 63), 1);
-    CHECK_EQ(DN2_GET(0x7fffffffffffffffULL, 63, 63), 0);
-    CHECK_EQ(DN2_GET(0xfffffffffffffffeULL, 0, 0), 0);
-    CHECK_EQ(DN2_GET(0x0123456789abcdefULL, 63, 0), 0x0123456789abcdefULL);
-    CHECK_EQ(DN2_GET(0x0123456789abcdefULL, 63, 32), 0x01234567);
-    CHECK_EQ(DN2_GET(0x0123456789abcdefULL, 31, 0), 0x89abcdef);
-    CHECK_EQ(DN2_GET(0x0123456789abcdefULL, 7, 4), 0xe);
+    /* {value, hi, lo, GET, PUT}: bits 0 and 63, excess dropped by PUT */
+    {
+        static const struct {
+            uint64_t v;
+            int hi, lo;
+            uint64_t get, put;
+        } t[] = {
+            { ~0ULL, 63, 63, 1, 0x8000000000000000ULL },
+            { ~0ULL, 0, 0, 1, 1 },
+            { 0x8000000000000000ULL, 63, 63, 1, 0 },
+            { 0x7fffffffffffffffULL, 63, 63, 0, 0x8000000000000000ULL },
+            { 0xfffffffffffffffeULL, 0, 0, 0, 0 },
+            { 0x0123456789abcdefULL, 63, 0, 0x0123456789abcdefULL, 0x0123456789abcdefULL },
+            { 0x0123456789abcdefULL, 63, 32, 0x01234567, 0x89abcdef00000000ULL },
+            { 0x0123456789abcdefULL, 31, 0, 0x89abcdef, 0x89abcdef },
+            { 0x0123456789abcdefULL, 7, 4, 0xe, 0xf0 },
+            { 1, 63, 63, 0, 0x8000000000000000ULL },
+            { 3, 63, 63, 0, 0x8000000000000000ULL },
+            { 3, 0, 0, 1, 1 },
+            { ~0ULL, 7, 5, 7, 0xe0 },
+            { 0x1ff, 4, 0, 0x1f, 0x1f },
+            { 0xffffffffULL, 63, 32, 0, 0xffffffff00000000ULL },
+            { 0x1ffffffffULL, 63, 32, 1, 0xffffffff00000000ULL },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+            CHECK_EQ(DN2_GET(t[i].v, t[i].hi, t[i].lo), t[i].get);
+            CHECK_EQ(DN2_PUT(t[i].v, t[i].hi, t[i].lo), t[i].put);
+        }
+    }
     /* a negative int is taken as its 64-bit two's complement */
-    CHECK_EQ(DN2_GET(-1, 63, 60), 0xf);
-
-    CHECK_EQ(DN2_PUT(1, 63, 63), 0x8000000000000000ULL);
-    CHECK_EQ(DN2_PUT(3, 63, 63), 0x8000000000000000ULL);  /* excess dropped */
-    CHECK_EQ(DN2_PUT(3, 0, 0), 1);
-    CHECK_EQ(DN2_PUT(~0ULL, 63, 0), ~0ULL);
-    CHECK_EQ(DN2_PUT(~0ULL, 7, 5), 0xe0);
-    CHECK_EQ(DN2_PUT(0x1ff, 4, 0), 0x1f);
-    CHECK_EQ(DN2_PUT(0xffffffffULL, 63, 32), 0xffffffff00000000ULL);
-    CHECK_EQ(DN2_PUT(0x1ffffffffULL, 63, 32), 0xffffffff00000000ULL);
+    {
+        int hi = 63, lo = 60;
+        CHECK_EQ(DN2_GET(-1, hi, lo), 0xf);
+    }
 
     /* GET(PUT(x)) == x truncated, for every field position */
     for (int hi = 0; hi < 64; hi++) {
@@ -703,8 +717,10 @@ static void test_lhsv2(void)
         unsigned bytes = rnd64() & 0x3ff, off = rnd64() & 0xfff;
         uint32_t src = (uint32_t)rnd64();
         uint64_t upper = dn2_req_upper(src, dn2_lhsv2_dst(bytes, off));
-        if (DN2_GET(upper, 41, 32) != bytes || DN2_GET(upper, 53, 42) != off ||
-            DN2_GET(upper, 63, 54) != 0 || DN2_GET(upper, 31, 0) != src) {
+        if (((upper >> 32) & 0x3ff) != bytes || ((upper >> 42) & 0xfff) != off ||
+            (upper >> 54) != 0 || (uint32_t)upper != src ||
+            dn2_lhsv2_ww_bytes(dn2_lhsv2_dst(bytes, off)) != bytes ||
+            dn2_lhsv2_ww_off(dn2_lhsv2_dst(bytes, off)) != off) {
             fail_at(__FILE__, __LINE__, "LHSv2 dst %u %u", bytes, off);
             return;
         }
@@ -1004,8 +1020,337 @@ static void test_envelope(void)
         unsigned c = rnd64() & 0xffff, r = rnd64() & 0x3fff;
         uint32_t t = (uint32_t)rnd64();
         uint64_t e = dn2_envelope(c, r, t);
-        if (DN2_GET(e, 63, 48) != c || DN2_GET(e, 45, 32) != r || DN2_GET(e, 31, 0) != t) {
+        struct dn2_env env;
+
+        dn2_env_unpack(e, &env);
+        if ((e >> 48) != c || ((e >> 32) & 0x3fff) != r || (uint32_t)e != t ||
+            env.context != c || env.rank != r || env.tag != t) {
             fail_at(__FILE__, __LINE__, "envelope %x %x %x", c, r, t);
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Codecs by field name (issue 12): every layout packs and unpacks      */
+/* through named fields; the expected positions below are written      */
+/* independently of the header, from the thesis's figures.             */
+/* ------------------------------------------------------------------ */
+
+#define TEST_F_HI 11
+#define TEST_F_LO 4
+static void test_field_macros(void)
+{
+    CHECK_EQ(DN2_FMASK(TEST_F), 0xff0);
+    CHECK_EQ(DN2_FBITS(TEST_F), 8);
+    CHECK_EQ(DN2_FGET(0x12345, TEST_F), 0x34);
+    CHECK_EQ(DN2_FPUT(0x1ab, TEST_F), 0xab0);     /* truncated to 8 bits */
+    CHECK_EQ(DN2_FSET(0xfffff, TEST_F, 0x12), 0xff12f);
+    for (int i = 0; i < 1000; i++) {
+        uint64_t w = rnd64(), x = rnd64();
+        uint64_t s = DN2_FSET(w, TEST_F, x);
+        if (DN2_FGET(s, TEST_F) != (x & 0xff) || (s & ~0xff0ULL) != (w & ~0xff0ULL)) {
+            fail_at(__FILE__, __LINE__, "FSET 0x%" PRIx64 " 0x%" PRIx64, w, x);
+            return;
+        }
+    }
+}
+
+static void test_onehot_codes(void)
+{
+    CHECK_EQ(dn2_onehot_k(1, 5), 0);
+    CHECK_EQ(dn2_onehot_k(0x10, 5), 4);
+    CHECK_EQ(dn2_onehot_k(0x20, 5), -1);
+    CHECK_EQ(dn2_onehot_k(0, 5), -1);
+    CHECK_EQ(dn2_onehot_k(3, 5), -1);
+    CHECK_EQ(dn2_onehot_reg(64, 7, 64), 1);
+    CHECK_EQ(dn2_onehot_reg(64, 7, 4096), 0x40);
+    CHECK_EQ(dn2_onehot_reg(64, 7, 8192), 0);
+    CHECK_EQ(dn2_onehot_reg(64, 7, 100), 0);
+    /* MTU (Table 4.11): 256..4096, encoder <-> decoder */
+    CHECK_EQ(dn2_mtu_reg(256), 0x01);
+    CHECK_EQ(dn2_mtu_reg(512), 0x02);
+    CHECK_EQ(dn2_mtu_reg(1024), 0x04);
+    CHECK_EQ(dn2_mtu_reg(2048), 0x08);
+    CHECK_EQ(dn2_mtu_reg(4096), 0x10);
+    CHECK_EQ(dn2_mtu_reg(128), 0);
+    CHECK_EQ(dn2_mtu_reg(8192), 0);
+    CHECK_EQ(dn2_mtu_reg(1500), 0);
+    CHECK_EQ(DN2_MTU_THESIS_1024, 0x14);
+    CHECK_EQ(dn2_mtu_bytes(DN2_MTU_THESIS_1024), 1024);
+    for (uint32_t b = 256; b <= 4096; b <<= 1) {
+        CHECK_EQ(dn2_mtu_bytes(dn2_mtu_reg(b)), b);
+    }
+    /* Status Area Size (Table A.5): 64..4096 */
+    CHECK_EQ(dn2_status_size_reg(64), 0x01);
+    CHECK_EQ(dn2_status_size_reg(1024), 0x10);
+    CHECK_EQ(dn2_status_size_reg(4096), 0x40);
+    CHECK_EQ(dn2_status_size_reg(32), 0);
+    CHECK_EQ(dn2_status_size_reg(8192), 0);
+    CHECK_EQ(dn2_status_size_reg(1000), 0);
+    for (uint32_t b = 64; b <= 4096; b <<= 1) {
+        CHECK_EQ(dn2_status_area_bytes(dn2_status_size_reg(b)), b);
+    }
+    /* SO-DIMM Capacity (Table 4.10): 256 MiB .. 8 GiB per module */
+    CHECK_EQ(dn2_sdimm_capacity_reg(256ULL << 20), 0x01);
+    CHECK_EQ(dn2_sdimm_capacity_reg(8192ULL << 20), 0x20);
+    CHECK_EQ(dn2_sdimm_capacity_reg(128ULL << 20), 0);
+    CHECK_EQ(dn2_sdimm_capacity_reg(16384ULL << 20), 0);
+    CHECK_EQ(dn2_sdimm_capacity_reg(300ULL << 20), 0);
+    for (uint64_t b = 256ULL << 20; b <= (8192ULL << 20); b <<= 1) {
+        CHECK_EQ(dn2_sdimm_module_bytes(dn2_sdimm_capacity_reg(b)), b);
+    }
+}
+
+static void test_otype_family(void)
+{
+    CHECK_EQ(DN2_OTYPE_MASK, 0x1f);
+    CHECK_EQ(DN2_OTYPE_FAMILY_MASK, 0x1c);
+    CHECK_EQ(DN2_OTYPE_CLASS_MASK, 0x18);
+    CHECK_EQ(dn2_req_otype(dn2_req_lower(DN2_OP_RVSI, 7, 255, 0xfff, 1, 1, ~0u)), DN2_OP_RVSI);
+    for (unsigned o = 0; o < 32; o++) {
+        unsigned fam = o & 0x1c;
+        int rvl = o == 0x10 || o == 0x11 || o == 0x12;
+        int rvs = o == 0x14 || o == 0x15 || o == 0x16;
+        int local = (o >= 0x04 && o <= 0x06) || (o >= 0x08 && o <= 0x0a);
+        int msg = (o & 0x18) == 0x18;
+        int lhs = o == 0x19 || o == 0x1a;
+
+        if (dn2_otype_family(o) != fam || !!dn2_otype_is_rvl(o) != rvl ||
+            !!dn2_otype_is_rvs(o) != rvs || !!dn2_otype_is_local(o) != local ||
+            !!dn2_otype_is_msg(o) != msg || !!dn2_otype_is_lhs(o) != lhs ||
+            dn2_otype_form(o) != (int)(o & 3)) {
+            fail_at(__FILE__, __LINE__, "OTYPE 0x%02x predicates", o);
+        }
+    }
+    CHECK_EQ(dn2_otype_family(DN2_OP_VLI), DN2_OP_VL);
+    CHECK_EQ(dn2_otype_family(DN2_OP_VSS), DN2_OP_VS);
+    CHECK_EQ(dn2_otype_family(DN2_OP_RVLS), DN2_OP_RVL);
+    CHECK_EQ(dn2_otype_family(DN2_OP_RVSI), DN2_OP_RVS);
+    CHECK_EQ(dn2_otype_family(DN2_OP_LHSV2), DN2_OP_IPUSH);
+    CHECK(dn2_otype_is_msg(DN2_OP_IPUSH));
+    CHECK(dn2_otype_is_msg(DN2_OP_LHSV1));
+    CHECK(!dn2_otype_is_msg(DN2_OP_RVS));
+}
+
+static void test_cmd_ex_codec(void)
+{
+    struct dn2_cmd_ex x = { DN2_OP_VSS, 3, 0x42, 0x12345678 }, y;
+
+    CHECK_EQ(dn2_ex_pack(&x), 0x1234567800004269ULL);
+    for (int i = 0; i < 10000; i++) {
+        uint64_t w = rnd64() & ~DN2_MASK(31, 16);   /* [31:16] unused */
+        dn2_ex_unpack(w, &y);
+        if (dn2_ex_pack(&y) != w || y.otype != (w & 0x1f) || y.dtype != ((w >> 5) & 7) ||
+            y.iter != ((w >> 8) & 0xff) || y.arg != (w >> 32)) {
+            fail_at(__FILE__, __LINE__, "Command Ex 0x%" PRIx64, w);
+            return;
+        }
+    }
+}
+
+/* A random header of the given type, with only the fields its lines carry. */
+static void random_hdr(struct dn2_hdr *h, unsigned type)
+{
+    unsigned n = dn2_hdr_lines(type);
+
+    memset(h, 0, sizeof(*h));
+    h->size = rnd64() & 0xfff;
+    h->type = (uint8_t)type;
+    h->dtype = rnd64() & 7;
+    h->pgid = rnd64() & 0xff;
+    h->dwid = rnd64() & 1;
+    h->swid = rnd64() & 1;
+    h->dlid = rnd64() & 0xffff;
+    h->iter = rnd64() & 0xff;
+    h->rflag = rnd64() & 1;
+    h->eflag = rnd64() & 1;
+    h->hflag = n > DN2_HDR_LINES_SHORT;
+    h->lflag = rnd64() & 1;
+    h->pflag = rnd64() & 1;
+    h->w1_lo = (uint32_t)rnd64();
+    h->w1_hi = (uint32_t)rnd64();
+    if (n >= DN2_HDR_LINES_LONG) {
+        h->total = (uint32_t)rnd64();
+        h->stride = (uint32_t)rnd64();
+    }
+    if (n >= DN2_HDR_LINES_RVL) {
+        h->ex = rnd64();
+    }
+}
+
+static void test_hdr_codec(void)
+{
+    static const unsigned types[] = {
+        DN2_OP_RVL, DN2_OP_RVLS, DN2_OP_RVLI, DN2_OP_RVS, DN2_OP_RVSS, DN2_OP_RVSI,
+        DN2_OP_IPUSH, DN2_OP_LHSV1, DN2_OP_LHSV2,
+    };
+    uint64_t line[DN2_HDR_LINES_MAX];
+    struct dn2_hdr h, g;
+
+    /* lines 2 and 3: {hi [63:32], lo [31:0]} */
+    CHECK_EQ(dn2_hdr1_encode(0x89abcdef, 0x01234567), 0x0123456789abcdefULL);
+    CHECK_EQ(dn2_hdr2_encode(0x89abcdef, 0x01234567), 0x0123456789abcdefULL);
+    CHECK_EQ(dn2_hdr_lines(DN2_OP_RVS), 2);
+    CHECK_EQ(dn2_hdr_lines(DN2_OP_RVSS), 3);
+    CHECK_EQ(dn2_hdr_lines(DN2_OP_RVLI), 4);
+    CHECK_EQ(dn2_hdr_lines(DN2_OP_LHSV2), 2);
+    for (int i = 0; i < 20000; i++) {
+        unsigned type = types[i % (sizeof(types) / sizeof(types[0]))];
+        unsigned n;
+
+        random_hdr(&h, type);
+        memset(line, 0xa5, sizeof(line));
+        n = dn2_hdr_pack(&h, line);
+        if (n != dn2_hdr_lines(type) || dn2_hdr_unpack(&g, line, n) != n ||
+            memcmp(&g, &h, sizeof(g)) != 0 || line[0] != dn2_hdr0_encode(&h) ||
+            (uint32_t)line[1] != h.w1_lo || (line[1] >> 32) != h.w1_hi ||
+            (n > 2 && ((uint32_t)line[2] != h.total || (line[2] >> 32) != h.stride)) ||
+            (n > 3 && line[3] != h.ex) ||
+            dn2_hdr0_type(line[0]) != type || dn2_hdr0_dlid(line[0]) != h.dlid ||
+            dn2_hdr0_dwid(line[0]) != h.dwid) {
+            fail_at(__FILE__, __LINE__, "header of %s, case %d", dn2_otype_name(type), i);
+            return;
+        }
+    }
+    /* absent lines read as 0 */
+    random_hdr(&h, DN2_OP_RVLS);
+    dn2_hdr_pack(&h, line);
+    CHECK_EQ(dn2_hdr_unpack(&g, line, 2), 4);
+    CHECK_EQ(g.total, 0);
+    CHECK_EQ(g.stride, 0);
+    CHECK_EQ(g.ex, 0);
+    CHECK_EQ(dn2_pkt_size_field(4096), 0);
+    CHECK_EQ(dn2_pkt_size_bytes(dn2_pkt_size_field(4096)), 4096);
+    CHECK_EQ(dn2_pkt_size_field(4095), 4095);
+    CHECK_EQ(DN2_H0_BOTF_PATCH_MASK, 0x0ff00fffULL);
+}
+
+static void test_status_codec(void)
+{
+    struct dn2_status_fields f = { DN2_OP_RVS, 2, 7, 1, 1, 0x123, 0x200, 0x4000 }, g;
+    struct dn2_status_rec r;
+
+    /* laid out like a request: Lower = {Size, e, WID, CLID, Iter, DTYPE, TYPE} */
+    dn2_status_pack(&f, &r);
+    CHECK_EQ(r.lower, (0x200ULL << 32) | (1ULL << 31) | (1ULL << 30) | (0x123ULL << 18) |
+                      (7 << 8) | (2 << 5) | DN2_OP_RVS);
+    CHECK_EQ(r.upper, 0x4000);
+    CHECK_EQ(r.lower, dn2_req_lower(DN2_OP_RVS, 2, 7, 0x123, 1, 1, 0x200));
+    for (int i = 0; i < 10000; i++) {
+        r.lower = rnd64() & ~DN2_MASK(17, 16);  /* [17:16] unused */
+        r.upper = (uint32_t)rnd64();            /* DSTOff is 0 */
+        dn2_status_unpack(&r, &g);
+        {
+            struct dn2_status_rec q;
+            dn2_status_pack(&g, &q);
+            if (q.lower != r.lower || q.upper != r.upper || g.clid != ((r.lower >> 18) & 0xfff) ||
+                g.size != (r.lower >> 32) || g.addr != r.upper || g.wid != ((r.lower >> 30) & 1)) {
+                fail_at(__FILE__, __LINE__, "status 0x%" PRIx64 " 0x%" PRIx64, r.lower, r.upper);
+                return;
+            }
+        }
+    }
+}
+
+static void test_lh_codec(void)
+{
+    struct dn2_lh_entry e = { 0x1000, 0x5a5a, 0x1234, 1, 0, 0x87654321, 92 }, g;
+
+    /* line0 = {Pointer[63:32], Context[31:16], Rank[15:2], Valid[1], Complete[0]} */
+    CHECK_EQ(dn2_lh_line0(&e), (0x1000ULL << 32) | (0x5a5aULL << 16) | (0x1234 << 2) | 2);
+    CHECK_EQ(dn2_lh_line1(&e), (0x87654321ULL << 32) | 92);
+    CHECK_EQ(DN2_LH_VALID, 2);
+    CHECK_EQ(DN2_LH_COMPLETE, 1);
+    CHECK_EQ(DN2_LH_FLAGS, 3);
+    CHECK_EQ(DN2_LHB_DATA_OFF + DN2_LHB_DATA, DN2_LHB_ENTRY);
+    for (int i = 0; i < 10000; i++) {
+        uint64_t l0 = rnd64(), l1 = rnd64();
+        dn2_lh_unpack(l0, l1, &g);
+        if (dn2_lh_line0(&g) != l0 || dn2_lh_line1(&g) != l1 || g.rank != ((l0 >> 2) & 0x3fff) ||
+            g.context != ((l0 >> 16) & 0xffff) || g.valid != ((l0 >> 1) & 1) ||
+            g.complete != (l0 & 1) || g.tag != (l1 >> 32) || g.size != (uint32_t)l1) {
+            fail_at(__FILE__, __LINE__, "LH entry 0x%" PRIx64 " 0x%" PRIx64, l0, l1);
+            return;
+        }
+    }
+}
+
+static void test_sma_codec(void)
+{
+    CHECK_EQ(dn2_sma_encode(0x1234, DN2_SMA_LINK_READY), 0x31234);
+    CHECK_EQ(dn2_sma_lid(0x31234), 0x1234);
+    CHECK_EQ(dn2_sma_link(0x31234), 3);
+    CHECK(dn2_sma_link_ready(0x30000));
+    CHECK(!dn2_sma_link_ready(0x10000));
+    CHECK(!dn2_sma_link_ready(0x2ffff));
+    CHECK(dn2_sma_link_ready(~0ULL));
+    CHECK_EQ(dn2_sma_encode(0xffff, 7), 0x3ffff);      /* link truncated */
+}
+
+static void test_module_state_codec(void)
+{
+    struct dn2_module_state m = { 0x1ffff, 0xfffff, 0x3fff, 0x7f }, g;
+
+    CHECK_EQ(dn2_ms_pack(&m), DN2_MASK(57, 0));
+    m.wc = dn2_ms_wc_busy(DN2_OP_RVS);
+    m.rc = DN2_MS_RC_HOLDING | DN2_MS_RC_ANSWERING;
+    m.wu = 0;
+    m.pu = DN2_MS_UNIT_BUSY;
+    CHECK_EQ(dn2_ms_pack(&m), 0x15 | (3ULL << 17) | (1ULL << 51));
+    for (int i = 0; i < 10000; i++) {
+        uint64_t v = rnd64() & DN2_MASK(57, 0);
+        dn2_ms_unpack(v, &g);
+        if (dn2_ms_pack(&g) != v || g.wc != (v & 0x1ffff) || g.rc != ((v >> 17) & 0xfffff) ||
+            g.wu != ((v >> 37) & 0x3fff) || g.pu != ((v >> 51) & 0x7f)) {
+            fail_at(__FILE__, __LINE__, "Module State 0x%" PRIx64, v);
+            return;
+        }
+    }
+}
+
+static void test_ctl_status_codec(void)
+{
+    CHECK_EQ(dn2_cs_rx_err(3ULL << 18), DN2_RX_ERR_RVL_DATA);
+    CHECK_EQ(dn2_cs_rx_err(~(3ULL << 18)), DN2_RX_ERR_NONE);
+    CHECK_EQ(dn2_cs_rx_err(1ULL << 18), DN2_RX_ERR_EARLY_SOP);
+    for (unsigned n = 0; n < DN2_NUM_WW; n++) {
+        CHECK_EQ(dn2_cs_ww(7ULL << (5 + 3 * n), n), 7);
+        CHECK_EQ(dn2_cs_ww(~(7ULL << (5 + 3 * n)), n), 0);
+        CHECK_EQ(dn2_cs_ww(DN2_CS_WW_DST_OVF(n), n), 4);
+    }
+}
+
+static void test_amt_codec(void)
+{
+    struct dn2_amt_req a;
+
+    /* choice #52: bit 31 = DWID given, bit 30 = DWID */
+    CHECK_EQ(dn2_amt_encode_dwid(0, 0, 0, 0), 1ULL << 31);
+    CHECK_EQ(dn2_amt_encode_dwid(0, 0, 0, 1), (1ULL << 31) | (1ULL << 30));
+    dn2_amt_decode(dn2_amt_encode_dwid(0xabc, 1, 0x1234, 1), &a);
+    CHECK_EQ(a.value, 0xabc);
+    CHECK_EQ(a.wid, 1);
+    CHECK_EQ(a.lid, 0x1234);
+    CHECK_EQ(a.dwid, 1);
+    CHECK_EQ(a.dwid_given, 1);
+    CHECK(dn2_amt_req_for(&a, 1));
+    CHECK(!dn2_amt_req_for(&a, 0));
+    dn2_amt_decode(dn2_amt_encode(0x10, 0, 7), &a);
+    CHECK_EQ(a.dwid_given, 0);
+    CHECK(dn2_amt_req_for(&a, 0));
+    CHECK(dn2_amt_req_for(&a, 1));
+    /* the device's 16-bit slot: bit 15 valid, [11:0] value */
+    CHECK_EQ(DN2_AMT_SLOT_VALID, 0x8000);
+    CHECK_EQ(DN2_AMT_SLOT_MASK, 0x8fff);
+    CHECK_EQ(dn2_amt_slot(0xabc), 0x8abc);
+    CHECK_EQ(dn2_amt_slot(0x1abc), 0x8abc);            /* truncated */
+    CHECK(dn2_amt_slot_valid(dn2_amt_slot(0)));
+    CHECK(!dn2_amt_slot_valid(0x0fff));
+    CHECK_EQ(dn2_amt_slot_value(0x8abc), 0xabc);
+    for (uint32_t v = 0; v <= 0xfff; v++) {
+        if (dn2_amt_slot_value(dn2_amt_slot(v)) != v) {
+            fail_at(__FILE__, __LINE__, "slot value 0x%x", v);
             return;
         }
     }
@@ -1041,6 +1386,17 @@ int main(void)
     run_case("SO-DIMM 8-byte interleave", test_interleave);
     run_case("status record and LH entry sizes", test_records);
     run_case("LHS envelope word (Fig 7.6)", test_envelope);
+    run_case("field access by name: DN2_FGET/FPUT/FMASK/FSET/FBITS", test_field_macros);
+    run_case("one-hot encoders <-> decoders: MTU, status size, capacity", test_onehot_codes);
+    run_case("OTYPE family predicates and masks (0x1f, 0x1c, 0x18)", test_otype_family);
+    run_case("Command Ex codec round trips", test_cmd_ex_codec);
+    run_case("packet header lines 1-4 pack/unpack, every packet type", test_hdr_codec);
+    run_case("receive-status record codec", test_status_codec);
+    run_case("LH Buffer entry codec", test_lh_codec);
+    run_case("SMA LID / link codec", test_sma_codec);
+    run_case("Module State codec", test_module_state_codec);
+    run_case("Controller Status rx error / WW fields", test_ctl_status_codec);
+    run_case("AMT request and table slot codecs (choice #52)", test_amt_codec);
     run_case("ABI version", test_version);
     printf("1..%d\n", n_tests);
     if (n_failed) {

@@ -677,11 +677,11 @@ static void test_botf_wire(void)
     qtest_memread(r.d.qts, dn2q_lhb_addr(d, 1, 0), e, sizeof(e));
     EXPECT_HEX(ldq_le_p(e) & (DN2_LH_VALID | DN2_LH_COMPLETE), DN2_LH_VALID,
                "LHS after the first packet: Valid toggled, Complete not yet");
-    EXPECT_HEX(DN2_GET(ldq_le_p(e), 63, 32), 0x1000 + 104,
+    EXPECT_HEX(DN2_FGET(ldq_le_p(e), DN2_LH_POINTER), 0x1000 + 104,
                "LHS Pointer = the ring's Tail when the message started");
-    EXPECT_HEX(DN2_GET(ldq_le_p(e), 31, 16), 0x5a5a, "LHS Context");
-    EXPECT_HEX(DN2_GET(ldq_le_p(e), 15, 2), 0x1234, "LHS Rank");
-    EXPECT_HEX(ldq_le_p(e + 8), DN2_PUT(0x87654321, 63, 32) | 92, "LHS Tag and Size");
+    EXPECT_HEX(DN2_FGET(ldq_le_p(e), DN2_LH_CONTEXT), 0x5a5a, "LHS Context");
+    EXPECT_HEX(DN2_FGET(ldq_le_p(e), DN2_LH_RANK), 0x1234, "LHS Rank");
+    EXPECT_HEX(ldq_le_p(e + 8), DN2_FPUT(0x87654321, DN2_LH_TAG) | 92, "LHS Tag and Size");
     dn2q_mem_eq("LHS inline data", e + 16, data + 8, 48, 0);
     EXPECT_HEX(ring_tail(&r, &a), 104 + 48, "LHS: ring space for the whole overflow taken");
     more[0] = dn2_hdr1_encode(100, 60);
@@ -1634,14 +1634,14 @@ static void lh_check(Rig *r, int wid, uint32_t entry, const LhMsg *msg, const ui
     qtest_memread(r->d.qts, dn2q_lhb_addr(&r->d, wid, entry), e, sizeof(e));
     l0 = ldq_le_p(e);
     l1 = ldq_le_p(e + 8);
-    EXPECT_HEX(DN2_GET(l0, 31, 16), msg->ctx, "%s: LH entry Context", what);
-    EXPECT_HEX(DN2_GET(l0, 15, 2), msg->rank, "%s: LH entry Rank", what);
+    EXPECT_HEX(DN2_FGET(l0, DN2_LH_CONTEXT), msg->ctx, "%s: LH entry Context", what);
+    EXPECT_HEX(DN2_FGET(l0, DN2_LH_RANK), msg->rank, "%s: LH entry Rank", what);
     EXPECT_HEX(l0 & (DN2_LH_VALID | DN2_LH_COMPLETE), vc, "%s: LH entry Valid/Complete", what);
-    EXPECT_HEX(DN2_GET(l1, 63, 32), msg->tag, "%s: LH entry Tag", what);
-    EXPECT_HEX(DN2_GET(l1, 31, 0), msg->len - DN2_LINE, "%s: LH entry Size", what);
+    EXPECT_HEX(DN2_FGET(l1, DN2_LH_TAG), msg->tag, "%s: LH entry Tag", what);
+    EXPECT_HEX(DN2_FGET(l1, DN2_LH_SIZE), msg->len - DN2_LINE, "%s: LH entry Size", what);
     dn2q_mem_eq(what, e + 2 * DN2_LINE, buf + DN2_LINE, in, 0);
     if (msg->len > DN2_LINE + DN2_LHB_DATA) {
-        ptr = DN2_GET(l0, 63, 32);
+        ptr = DN2_FGET(l0, DN2_LH_POINTER);
         EXPECT_TRUE(ptr >= m->base && ptr < m->base + m->size,
                     "%s: Pointer 0x%" PRIx64 " inside the IPUSH ring", what, ptr);
         ring_expect(r, m, ptr - m->base, buf + DN2_LINE + DN2_LHB_DATA,

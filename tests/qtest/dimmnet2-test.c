@@ -43,7 +43,7 @@ static uint64_t run(DN2 *d, int wid, int fam, uint64_t upper, uint64_t lower)
     unsigned before = dn2q_pcf(d, wid, fam);
     g_autofree char *what = g_strdup_printf(
         "completion of %s (WID %d, lower 0x%" PRIx64 " upper 0x%" PRIx64 ")",
-        dn2_otype_name(lower & 0x1f), wid, lower, upper);
+        dn2_otype_name(dn2_req_otype(lower)), wid, lower, upper);
 
     dn2q_issue(d, wid, 0, upper, lower);
     dn2q_wait_pc(d, wid, fam, before + 1, what);

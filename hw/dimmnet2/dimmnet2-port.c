@@ -43,11 +43,9 @@
 #include "qapi/error.h"
 #include "migration/blocker.h"
 #include "crypto/secret_common.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "fabric/dn2fab.h"
 #include "trace.h"
-
-#define DN2_LOOP_LID 1
 
 /*
  * Receive buffers for one recvmmsg(): up to DN2_RX_BATCH datagrams per
@@ -64,7 +62,7 @@ typedef struct DN2RxBatch {
     uint8_t *buf;               /* DN2_RX_BATCH x DN2F_DGRAM_MAX */
 } DN2RxBatch;
 
-struct DN2Link {
+struct DN2Fab {
     struct dn2f_ep *ep;
     int fd;
     struct dn2f_addr local;     /* the address the socket is bound to */
@@ -91,12 +89,9 @@ typedef struct DN2LoopPkt {
 /* The loopback queue of a packet: its destination WID and whether it is
  * an RVL-family request (which waits on the RC FIFO) or anything else
  * (which waits only on the destination process's own rings). */
-static unsigned dn2_loop_queue(uint64_t h0)
+static unsigned dimmnet2_loop_queue(uint64_t h0)
 {
-    unsigned type = DN2_GET(h0, DN2_H0_TYPE_HI, DN2_H0_TYPE_LO);
-    unsigned dwid = (h0 >> DN2_H0_DWID_BIT) & 1;
-
-    return dwid * 2 + dn2_otype_is_rvl(type);
+    return dn2_hdr0_dwid(h0) * 2 + dn2_otype_is_rvl(dn2_hdr0_type(h0));
 }
 
 /*
@@ -106,49 +101,50 @@ static unsigned dn2_loop_queue(uint64_t h0)
  * only once every data packet sent before it to the same process is, so a
  * read after a write reads what was written (choice #44).
  */
-static bool dn2_loop_rvl_may_go(DN2State *s, unsigned q, const DN2LoopPkt *p)
+static bool dimmnet2_loop_rvl_may_go(DN2State *s, unsigned q, const DN2LoopPkt *p)
 {
     const DN2LoopPkt *d = g_queue_peek_head(&s->loop_q[q & ~1u]);
 
     return !d || d->seq > p->seq;
 }
 
-static void dn2_loop_bh(void *opaque)
+static void dimmnet2_loop_bh(void *opaque)
 {
     DN2State *s = opaque;
     bool more = false;
     unsigned q;
 
     /* Data queues first (q even), then the RVL queue of the same WID. */
-    for (q = 0; q < DN2_LOOP_QUEUES; q++) {
+    for (q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
         DN2LoopPkt *p;
         int n = 0;
 
-        while ((p = g_queue_peek_head(&s->loop_q[q])) && n++ < DN2_LOOP_MAX) {
-            if ((q & 1) && !dn2_loop_rvl_may_go(s, q, p)) {
+        while ((p = g_queue_peek_head(&s->loop_q[q])) && n++ < DIMMNET2_LOOP_MAX) {
+            if ((q & 1) && !dimmnet2_loop_rvl_may_go(s, q, p)) {
                 break;          /* its data queue moving on resumes it */
             }
-            if (dn2_rx_packet(s, DN2_LOOP_LID, p->data, p->len) == -EBUSY) {
+            if (s->port_ops->deliver(s, DIMMNET2_LOOP_LID, p->data, p->len) ==
+                DIMMNET2_RX_BUSY) {
                 break;          /* the rx retry timer or a host write resumes */
             }
             g_free(g_queue_pop_head(&s->loop_q[q]));
         }
-        if (p && n > DN2_LOOP_MAX) {
+        if (p && n > DIMMNET2_LOOP_MAX) {
             more = true;
         }
     }
     if (more) {
         qemu_bh_schedule(s->loop_bh);
     }
-    dn2_kick(s);                /* the Window Controller may wait for room */
+    s->port_ops->news(s);       /* the Window Controller may wait for room */
 }
 
-static void dn2_loop_flush_all(DN2State *s)
+static void dimmnet2_loop_flush_all(DN2State *s)
 {
     DN2LoopPkt *p;
     unsigned q;
 
-    for (q = 0; q < DN2_LOOP_QUEUES; q++) {
+    for (q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
         while ((p = g_queue_pop_head(&s->loop_q[q]))) {
             g_free(p);
         }
@@ -159,19 +155,19 @@ static void dn2_loop_flush_all(DN2State *s)
 /* Fabric endpoint callbacks                                           */
 /* ------------------------------------------------------------------ */
 
-static uint64_t dn2_fab_now(void *opaque)
+static uint64_t dimmnet2_fab_now(void *opaque)
 {
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 }
 
-static int dn2_fab_send(void *opaque, const struct dn2f_addr *to,
+static int dimmnet2_fab_send(void *opaque, const struct dn2f_addr *to,
                         const void *buf, size_t len)
 {
     DN2State *s = opaque;
     ssize_t r;
 
     do {
-        r = sendto(s->link->fd, buf, len, MSG_DONTWAIT, &to->u.sa, to->len);
+        r = sendto(s->fab->fd, buf, len, MSG_DONTWAIT, &to->u.sa, to->len);
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
         return (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) ?
@@ -180,25 +176,28 @@ static int dn2_fab_send(void *opaque, const struct dn2f_addr *to,
     return 0;
 }
 
-static int dn2_fab_deliver(void *opaque, uint16_t slid, const uint8_t *pkt,
+static int dimmnet2_fab_deliver(void *opaque, uint16_t slid, const uint8_t *pkt,
                            size_t len)
 {
-    return dn2_rx_packet(opaque, slid, pkt, len);
+    DN2State *s = opaque;
+
+    return s->port_ops->deliver(s, slid, pkt, len) == DIMMNET2_RX_BUSY ? -EBUSY : 0;
 }
 
-static void dn2_fab_link_state(void *opaque, bool up, uint16_t lid)
+static void dimmnet2_fab_link_state(void *opaque, bool up, uint16_t lid)
 {
     DN2State *s = opaque;
 
     s->sma_lid = up ? lid : 0;
     s->link_state = up ? DN2_SMA_LINK_READY : 0;
     trace_dimmnet2_link_state(s->index, up, lid);
-    dn2_kick(s);
+    /* Requests waiting for the link go on once the input that brought the
+     * news is in (dimmnet2_fab_after_input), outside the endpoint. */
 }
 
 /* The switch will not let the board join: say why, once per reason (the
  * endpoint calls this only when the reason changes), with what to do. */
-static void dn2_fab_refused(void *opaque, unsigned reason)
+static void dimmnet2_fab_refused(void *opaque, unsigned reason)
 {
     DN2State *s = opaque;
     const char *hint;
@@ -226,17 +225,17 @@ static void dn2_fab_refused(void *opaque, unsigned reason)
                 s->switch_addr, dn2f_bye_name(reason), hint);
 }
 
-static const struct dn2f_ep_ops dn2_fab_ops = {
-    .now_ns = dn2_fab_now,
-    .send_datagram = dn2_fab_send,
-    .deliver = dn2_fab_deliver,
-    .link_state = dn2_fab_link_state,
-    .refused = dn2_fab_refused,
+static const struct dn2f_ep_ops dimmnet2_fab_ops = {
+    .now_ns = dimmnet2_fab_now,
+    .send_datagram = dimmnet2_fab_send,
+    .deliver = dimmnet2_fab_deliver,
+    .link_state = dimmnet2_fab_link_state,
+    .refused = dimmnet2_fab_refused,
 };
 
-static void dn2_fab_rearm(DN2State *s)
+static void dimmnet2_fab_rearm(DN2State *s)
 {
-    DN2Link *l = s->link;
+    DN2Fab *l = s->fab;
     uint64_t d = dn2f_ep_next_deadline(l->ep);
 
     if (l->thread_on && qemu_thread_is_self(&l->thread)) {
@@ -261,13 +260,13 @@ static void dn2_fab_rearm(DN2State *s)
     }
 }
 
-static void dn2_rxb_init(DN2RxBatch *b)
+static void dimmnet2_rxb_init(DN2RxBatch *b)
 {
     b->buf = g_malloc(DN2_RX_BATCH * DN2F_DGRAM_MAX);
 }
 
 /* One recvmmsg() into b: the number of datagrams, or -1 (errno). */
-static int dn2_rxb_recv(DN2RxBatch *b, int fd, int flags)
+static int dimmnet2_rxb_recv(DN2RxBatch *b, int fd, int flags)
 {
     int i;
 
@@ -285,7 +284,7 @@ static int dn2_rxb_recv(DN2RxBatch *b, int fd, int flags)
 
 /* Hand n received datagrams to the endpoint, without flushing: the ACKs
  * for the burst then ride on whatever the board answers with. */
-static void dn2_rxb_feed(DN2State *s, DN2RxBatch *b, int n)
+static void dimmnet2_rxb_feed(DN2State *s, DN2RxBatch *b, int n)
 {
     int i;
 
@@ -293,22 +292,22 @@ static void dn2_rxb_feed(DN2State *s, DN2RxBatch *b, int n)
         struct dn2f_addr from;
 
         dn2f_addr_from_sa(&from, (struct sockaddr *)&b->ss[i], b->msg[i].msg_hdr.msg_namelen);
-        dn2f_ep_input_noflush(s->link->ep, &from, b->iov[i].iov_base, b->msg[i].msg_len);
+        dn2f_ep_input_noflush(s->fab->ep, &from, b->iov[i].iov_base, b->msg[i].msg_len);
     }
 }
 
 /* Feed datagrams to the endpoint until the socket is empty (at most about
  * budget per call, so that timers and the guest get their turn).  Under the
  * BQL. */
-static void dn2_fab_drain(DN2State *s, DN2RxBatch *b, int budget)
+static void dimmnet2_fab_drain(DN2State *s, DN2RxBatch *b, int budget)
 {
     while (budget > 0) {
-        int n = dn2_rxb_recv(b, s->link->fd, MSG_DONTWAIT);
+        int n = dimmnet2_rxb_recv(b, s->fab->fd, MSG_DONTWAIT);
 
         if (n <= 0) {
             break;              /* EAGAIN: drained */
         }
-        dn2_rxb_feed(s, b, n);
+        dimmnet2_rxb_feed(s, b, n);
         if (n < DN2_RX_BATCH) {
             break;              /* that was all there was */
         }
@@ -319,21 +318,21 @@ static void dn2_fab_drain(DN2State *s, DN2RxBatch *b, int budget)
 /* After a burst of input or a timer: let the Window Controller go on if it
  * can (an RVL to answer, credits back), then send what the endpoint queued
  * (ACKs ride on the answer) and re-arm its timer. */
-static void dn2_fab_after_input(DN2State *s)
+static void dimmnet2_fab_after_input(DN2State *s)
 {
-    if (!dn2_link_news(s)) {
-        dn2f_ep_flush(s->link->ep);
-        dn2_fab_rearm(s);
+    if (!s->port_ops->news(s)) {
+        dn2f_ep_flush(s->fab->ep);
+        dimmnet2_fab_rearm(s);
     }
 }
 
 /* rx-thread=off: the main loop's fd handler. */
-static void dn2_fab_read(void *opaque)
+static void dimmnet2_fab_read(void *opaque)
 {
     DN2State *s = opaque;
 
-    dn2_fab_drain(s, &s->link->rxb, 256);
-    dn2_fab_after_input(s);
+    dimmnet2_fab_drain(s, &s->fab->rxb, 256);
+    dimmnet2_fab_after_input(s);
 }
 
 /*
@@ -343,17 +342,17 @@ static void dn2_fab_read(void *opaque)
  * the device state and guest memory are touched only under the BQL, as by
  * the main loop and the vCPUs.
  */
-static void *dn2_fab_rx_thread(void *opaque)
+static void *dimmnet2_fab_rx_thread(void *opaque)
 {
     DN2State *s = opaque;
-    DN2Link *l = s->link;
+    DN2Fab *l = s->fab;
     DN2RxBatch *b = g_new0(DN2RxBatch, 1);
     unsigned errors = 0;
 
-    dn2_rxb_init(b);
+    dimmnet2_rxb_init(b);
     while (!qatomic_read(&l->quit)) {
         /* Sleep until at least one datagram is in, take what else is. */
-        int n = dn2_rxb_recv(b, l->fd, MSG_WAITFORONE);
+        int n = dimmnet2_rxb_recv(b, l->fd, MSG_WAITFORONE);
 
         if (qatomic_read(&l->quit)) {
             break;
@@ -376,11 +375,11 @@ static void *dn2_fab_rx_thread(void *opaque)
             bql_unlock();
             break;
         }
-        dn2_rxb_feed(s, b, n);
+        dimmnet2_rxb_feed(s, b, n);
         if (n == DN2_RX_BATCH) {
-            dn2_fab_drain(s, b, 256 - n);
+            dimmnet2_fab_drain(s, b, 256 - n);
         }
-        dn2_fab_after_input(s);
+        dimmnet2_fab_after_input(s);
         bql_unlock();
     }
     g_free(b->buf);
@@ -389,9 +388,9 @@ static void *dn2_fab_rx_thread(void *opaque)
 }
 
 /* Stop the receive thread.  Under the BQL, which it may be waiting for. */
-static void dn2_fab_rx_thread_stop(DN2State *s)
+static void dimmnet2_fab_rx_thread_stop(DN2State *s)
 {
-    DN2Link *l = s->link;
+    DN2Fab *l = s->fab;
     struct dn2f_addr self = l->local;
     bool locked = bql_locked();
 
@@ -418,17 +417,17 @@ static void dn2_fab_rx_thread_stop(DN2State *s)
     l->thread_on = false;
 }
 
-static void dn2_fab_timer(void *opaque)
+static void dimmnet2_fab_timer(void *opaque)
 {
     DN2State *s = opaque;
 
-    dn2f_ep_tick(s->link->ep);
-    dn2_fab_after_input(s);
+    dn2f_ep_tick(s->fab->ep);
+    dimmnet2_fab_after_input(s);
 }
 
-static bool dn2_fab_init(DN2State *s, Error **errp)
+static bool dimmnet2_fab_init(DN2State *s, Error **errp)
 {
-    DN2Link *l = g_new0(DN2Link, 1);
+    DN2Fab *l = g_new0(DN2Fab, 1);
     struct dn2f_ep_config cfg;
     struct dn2f_addr local;
 
@@ -498,7 +497,7 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
     cfg.sock_family = local.u.sa.sa_family;
     cfg.secret = l->secret;             /* the endpoint derives its keys */
     cfg.secret_len = l->secret_len;
-    l->ep = dn2f_ep_new(&cfg, &dn2_fab_ops, s);
+    l->ep = dn2f_ep_new(&cfg, &dimmnet2_fab_ops, s);
     if (!l->ep) {
         error_setg(errp, "dimmnet2: cannot create the fabric endpoint");
         close(l->fd);
@@ -507,21 +506,21 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
         return false;
     }
     l->local = local;
-    dn2_rxb_init(&l->rxb);
-    l->timer = timer_new_ns(QEMU_CLOCK_REALTIME, dn2_fab_timer, s);
-    s->link = l;
+    dimmnet2_rxb_init(&l->rxb);
+    l->timer = timer_new_ns(QEMU_CLOCK_REALTIME, dimmnet2_fab_timer, s);
+    s->fab = l;
     dn2f_ep_flush(l->ep);       /* the first HELLO */
-    dn2_fab_rearm(s);
+    dimmnet2_fab_rearm(s);
     if (s->rx_thread) {
         char name[32];
 
         qemu_socket_set_block(l->fd);
         l->thread_on = true;
         snprintf(name, sizeof(name), "dimmnet2-rx%d", s->index);
-        qemu_thread_create(&l->thread, name, dn2_fab_rx_thread, s,
+        qemu_thread_create(&l->thread, name, dimmnet2_fab_rx_thread, s,
                            QEMU_THREAD_JOINABLE);
     } else {
-        qemu_set_fd_handler(l->fd, dn2_fab_read, NULL, s);
+        qemu_set_fd_handler(l->fd, dimmnet2_fab_read, NULL, s);
     }
     return true;
 }
@@ -530,67 +529,63 @@ static bool dn2_fab_init(DN2State *s, Error **errp)
 /* The port API used by the Window Controller and Receive Controller   */
 /* ------------------------------------------------------------------ */
 
-bool dn2_link_init(DN2State *s, Error **errp)
+bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
 {
     if (s->switch_addr && s->loopback) {
         error_setg(errp, "dimmnet2: give either switch= or loopback=on, not both");
         return false;
     }
-    for (unsigned q = 0; q < DN2_LOOP_QUEUES; q++) {
+    for (unsigned q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
         g_queue_init(&s->loop_q[q]);
     }
-    dn2_rx_init(s);
+    s->port_ops = ops;
     if (s->loopback) {
-        s->link_kind = DN2_LINK_LOOPBACK;
-        s->loop_bh = qemu_bh_new_guarded(dn2_loop_bh, s,
+        s->port_kind = DN2_PORT_LOOPBACK;
+        s->loop_bh = qemu_bh_new_guarded(dimmnet2_loop_bh, s,
                                          &DEVICE(s)->mem_reentrancy_guard);
     } else if (s->switch_addr) {
-        s->link_kind = DN2_LINK_FABRIC;
-        if (!dn2_fab_init(s, errp)) {
+        s->port_kind = DN2_PORT_FABRIC;
+        if (!dimmnet2_fab_init(s, errp)) {
             return false;
         }
     } else {
-        s->link_kind = DN2_LINK_NONE;
+        s->port_kind = DN2_PORT_NONE;
         return true;
     }
     /* Packets in flight and a live peer cannot be migrated. */
     error_setg(&s->blocker, "dimmnet2: a board with a link (switch= or "
                "loopback=on) cannot be migrated");
     if (migrate_add_blocker(&s->blocker, errp) < 0) {
-        dn2_link_fini(s);
+        dimmnet2_port_fini(s);
         return false;
     }
     return true;
 }
 
-void dn2_link_fini(DN2State *s)
+void dimmnet2_port_fini(DN2State *s)
 {
     migrate_del_blocker(&s->blocker);
-    dn2_loop_flush_all(s);
+    dimmnet2_loop_flush_all(s);
     if (s->loop_bh) {
         qemu_bh_delete(s->loop_bh);
         s->loop_bh = NULL;
     }
-    if (s->rx_retry) {
-        timer_free(s->rx_retry);
-        s->rx_retry = NULL;
-    }
-    if (s->link) {
-        if (s->link->thread_on) {
-            dn2_fab_rx_thread_stop(s);
+    if (s->fab) {
+        if (s->fab->thread_on) {
+            dimmnet2_fab_rx_thread_stop(s);
         } else {
-            qemu_set_fd_handler(s->link->fd, NULL, NULL, NULL);
+            qemu_set_fd_handler(s->fab->fd, NULL, NULL, NULL);
         }
-        timer_free(s->link->timer);
-        dn2f_ep_free(s->link->ep);
-        close(s->link->fd);
-        g_free(s->link->rxb.buf);
-        if (s->link->secret) {
-            memset(s->link->secret, 0, s->link->secret_len);
-            g_free(s->link->secret);
+        timer_free(s->fab->timer);
+        dn2f_ep_free(s->fab->ep);
+        close(s->fab->fd);
+        g_free(s->fab->rxb.buf);
+        if (s->fab->secret) {
+            memset(s->fab->secret, 0, s->fab->secret_len);
+            g_free(s->fab->secret);
         }
-        g_free(s->link);
-        s->link = NULL;
+        g_free(s->fab);
+        s->fab = NULL;
     }
 }
 
@@ -601,20 +596,20 @@ void dn2_link_fini(DN2State *s)
  * incoming migration re-reads them; they are never taken from a stream or
  * left zero while the port is up.
  */
-void dn2_link_refresh(DN2State *s)
+void dimmnet2_port_refresh(DN2State *s)
 {
     bool up = false;
     uint16_t lid = 0;
 
-    switch (s->link_kind) {
-    case DN2_LINK_LOOPBACK:
+    switch (s->port_kind) {
+    case DN2_PORT_LOOPBACK:
         up = true;
-        lid = DN2_LOOP_LID;
+        lid = DIMMNET2_LOOP_LID;
         break;
-    case DN2_LINK_FABRIC:
-        if (s->link && dn2f_ep_link(s->link->ep) == DN2F_LINK_UP) {
+    case DN2_PORT_FABRIC:
+        if (s->fab && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP) {
             up = true;
-            lid = dn2f_ep_lid(s->link->ep);
+            lid = dn2f_ep_lid(s->fab->ep);
         }
         break;
     default:
@@ -630,82 +625,82 @@ void dn2_link_refresh(DN2State *s)
  * SMA is re-read from the port, and whatever the Receive Controller had
  * refused for want of room is offered again, now that the rings are gone:
  * no reset leaves a peer's stream held. */
-void dn2_link_reset(DN2State *s)
+void dimmnet2_port_reset(DN2State *s)
 {
-    dn2_loop_flush_all(s);
-    dn2_link_refresh(s);
-    if (s->link_kind == DN2_LINK_FABRIC && s->link) {
-        dn2f_ep_resume(s->link->ep);
-        /* What that delivered (or dropped) is acknowledged by the next
-         * flush: the Window Controller's, or the timer's. */
-        dn2_kick(s);
+    dimmnet2_loop_flush_all(s);
+    dimmnet2_port_refresh(s);
+    if (s->port_kind == DN2_PORT_FABRIC && s->fab) {
+        /* What that delivers (or drops) is acknowledged at once. */
+        dn2f_ep_resume(s->fab->ep);
+        dn2f_ep_flush(s->fab->ep);
+        dimmnet2_fab_rearm(s);
     }
 }
 
 /* SMA software reset: the port renegotiates with the subnet manager. */
-void dn2_link_sma_reset(DN2State *s)
+void dimmnet2_port_sma_reset(DN2State *s)
 {
     s->sma_lid = 0;
     s->link_state = 0;
-    if (s->link_kind == DN2_LINK_LOOPBACK) {
-        dn2_link_reset(s);
-    } else if (s->link) {
-        dn2f_ep_reset(s->link->ep, 0);
-        dn2f_ep_flush(s->link->ep);
-        dn2_fab_rearm(s);
+    if (s->port_kind == DN2_PORT_LOOPBACK) {
+        dimmnet2_port_reset(s);
+    } else if (s->fab) {
+        dn2f_ep_reset(s->fab->ep, 0);
+        dn2f_ep_flush(s->fab->ep);
+        dimmnet2_fab_rearm(s);
     }
 }
 
-bool dn2_link_ready(DN2State *s)
+bool dimmnet2_port_ready(DN2State *s)
 {
-    return s->link_kind != DN2_LINK_NONE && s->link_state == DN2_SMA_LINK_READY;
+    return s->port_kind != DN2_PORT_NONE && s->link_state == DN2_SMA_LINK_READY;
 }
 
-uint16_t dn2_link_lid(DN2State *s)
+uint16_t dimmnet2_port_lid(DN2State *s)
 {
     return s->sma_lid;
 }
 
-bool dn2_link_can_send(DN2State *s, uint64_t h0, size_t len)
+bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len)
 {
-    uint16_t dlid = DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
+    uint16_t dlid = dn2_hdr0_dlid(h0);
 
-    switch (s->link_kind) {
-    case DN2_LINK_LOOPBACK:
-        return g_queue_get_length(&s->loop_q[dn2_loop_queue(h0)]) < DN2_LOOP_MAX;
-    case DN2_LINK_FABRIC:
+    switch (s->port_kind) {
+    case DN2_PORT_LOOPBACK:
+        return g_queue_get_length(&s->loop_q[dimmnet2_loop_queue(h0)]) < DIMMNET2_LOOP_MAX;
+    case DN2_PORT_FABRIC:
         /* The packet's lane: its DWID, and RVL requests apart from data
          * (docs/fabric.md): credits one process of the peer withholds, or
          * a full RC FIFO there, hold up only that lane. */
-        return dn2f_ep_can_send_lane(s->link->ep, dlid, dn2f_h0_lane(h0), len);
+        return dn2f_ep_can_send_lane(s->fab->ep, dlid, dn2f_h0_lane(h0), len);
     default:
         return false;
     }
 }
 
-void dn2_link_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
+void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
 {
-    switch (s->link_kind) {
-    case DN2_LINK_LOOPBACK: {
+    switch (s->port_kind) {
+    case DN2_PORT_LOOPBACK: {
         DN2LoopPkt *p;
-        if (dlid != DN2_LOOP_LID && !dn2_clid_is_mcast(dn2_lid_to_clid(dlid))) {
-            s->stat_rx_drop_route++;    /* a one-port switch: nowhere to go */
+        if (dlid != DIMMNET2_LOOP_LID && !dn2_clid_is_mcast(dn2_lid_to_clid(dlid))) {
+            s->stat[DN2_STAT_RX_DROP_ROUTE]++; /* a one-port switch: nowhere to go */
             return;
         }
         p = g_malloc(sizeof(*p) + len);
         p->seq = s->loop_seq++;
         p->len = len;
         memcpy(p->data, pkt, len);
-        g_queue_push_tail(&s->loop_q[dn2_loop_queue(ldq_le_p(pkt))], p);
+        g_queue_push_tail(&s->loop_q[dimmnet2_loop_queue(ldq_le_p(pkt))], p);
         qemu_bh_schedule(s->loop_bh);
         break;
     }
-    case DN2_LINK_FABRIC: {
-        int r = dn2f_ep_send(s->link->ep, dlid, pkt, len);
+    case DN2_PORT_FABRIC: {
+        int r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);
         if (r < 0) {
             /* No route to that LID (or a header that disagrees with it):
              * the fabric dropped the packet, as a switch would. */
-            s->stat_tx_drops++;
+            s->stat[DN2_STAT_TX_DROPS]++;
             trace_dimmnet2_tx_drop(s->index, dlid, r);
         }
         break;
@@ -715,25 +710,24 @@ void dn2_link_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
     }
 }
 
-void dn2_link_flush(DN2State *s)
+void dimmnet2_port_flush(DN2State *s)
 {
-    if (s->link_kind == DN2_LINK_FABRIC) {
-        dn2f_ep_flush(s->link->ep);
-        dn2_fab_rearm(s);
+    if (s->port_kind == DN2_PORT_FABRIC) {
+        dn2f_ep_flush(s->fab->ep);
+        dimmnet2_fab_rearm(s);
     }
 }
 
 /* The host freed room: offer the packets the Receive Controller refused. */
-void dn2_link_resume(DN2State *s)
+void dimmnet2_port_resume(DN2State *s)
 {
-    switch (s->link_kind) {
-    case DN2_LINK_LOOPBACK:
+    switch (s->port_kind) {
+    case DN2_PORT_LOOPBACK:
         qemu_bh_schedule(s->loop_bh);
         break;
-    case DN2_LINK_FABRIC:
-        dn2f_ep_resume(s->link->ep);
-        dn2f_ep_flush(s->link->ep);
-        dn2_fab_rearm(s);
+    case DN2_PORT_FABRIC:
+        dn2f_ep_resume(s->fab->ep);
+        dimmnet2_fab_after_input(s);
         break;
     default:
         break;
@@ -741,43 +735,43 @@ void dn2_link_resume(DN2State *s)
 }
 
 /* For QOM statistics: one counter of the fabric endpoint (0 without one). */
-uint64_t dn2_link_stat(DN2State *s, DN2LinkStat which)
+uint64_t dimmnet2_port_stat(DN2State *s, DN2Stat which)
 {
     const struct dn2f_ep_stats *st;
     uint64_t drops = 0;
     int i;
 
-    if (s->link_kind != DN2_LINK_FABRIC || !s->link) {
+    if (s->port_kind != DN2_PORT_FABRIC || !s->fab) {
         return 0;
     }
-    st = dn2f_ep_stats(s->link->ep);
+    st = dn2f_ep_stats(s->fab->ep);
     switch (which) {
-    case DN2_LS_DROPS:
+    case DN2_STAT_LINK_DROPS:
         for (i = 0; i < DN2F_DROP_MAX; i++) {
             drops += st->drop[i];
         }
         return drops;
-    case DN2_LS_RETRANSMITS:
+    case DN2_STAT_LINK_RETRANSMITS:
         return st->retransmits;
-    case DN2_LS_TIMEOUTS:
+    case DN2_STAT_LINK_TIMEOUTS:
         return st->timeouts;
-    case DN2_LS_FAST_RETRANSMITS:
+    case DN2_STAT_LINK_FAST_RETRANSMITS:
         return st->fast_retransmits;
-    case DN2_LS_DUPLICATES:
+    case DN2_STAT_LINK_DUPLICATES:
         return st->duplicates;
-    case DN2_LS_BUSY:
+    case DN2_STAT_LINK_BUSY:
         return st->busy;
-    case DN2_LS_DGRAMS_TX:
+    case DN2_STAT_LINK_DGRAMS_TX:
         return st->tx_dgrams;
-    case DN2_LS_DGRAMS_RX:
+    case DN2_STAT_LINK_DGRAMS_RX:
         return st->rx_dgrams;
-    case DN2_LS_AUTH_DROPS:
+    case DN2_STAT_LINK_AUTH_DROPS:
         return st->drop[DN2F_DROP_AUTH];
-    case DN2_LS_REFUSALS:
+    case DN2_STAT_LINK_REFUSALS:
         return st->refusals;
-    case DN2_LS_SESSION_RESETS:
+    case DN2_STAT_LINK_SESSION_RESETS:
         return st->session_resets;
-    case DN2_LS_SPURIOUS_TIMEOUTS:
+    case DN2_STAT_LINK_SPURIOUS_TIMEOUTS:
         return st->spurious_timeouts;
     default:
         return 0;

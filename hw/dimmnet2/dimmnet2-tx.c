@@ -3,10 +3,10 @@
  * families, IPUSH, LHSv1 and LHSv2 (thesis §4.6, §5.3, §7).
  *
  * A remote primitive becomes one or more DIMMnet-2 packets (header lines +
- * data, at most MTU bytes each) handed to the port (dimmnet2-link.c).  When
+ * data, at most MTU bytes each) handed to the port (dimmnet2-port.c).  When
  * the port cannot take the next packet (link down, no credits from the
- * receiver), the request stays current and the Window Controller waits;
- * the port kicks it when room returns.  Progress is kept in s->exec so a
+ * receiver), the step stalls and the Window Controller waits; the port's
+ * news resumes it when room returns.  Progress is kept in the executor so a
  * long transfer resumes exactly where it stopped.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -16,56 +16,39 @@
 #include "qemu/log.h"
 #include "qemu/bswap.h"
 #include "exec/memory.h"
-#include "dimmnet2.h"
+#include "dimmnet2-int.h"
 #include "trace.h"
-
-enum {
-    DN2_STEP_DONE,
-    DN2_STEP_MORE,
-    DN2_STEP_STALL,
-};
 
 /* The sending process's local data: a contiguous run, a strided or a list
  * pattern in its SO-DIMM area (Command Ex), optionally preceded by bytes
  * from its Write Window (LHSv2). */
 typedef struct DN2Pat {
-    int form;
-    unsigned dtype;
-    unsigned iter;
-    uint32_t base;
-    uint32_t arg;
+    DN2Pattern pat;             /* in the SO-DIMM */
     uint64_t len;               /* bytes the pattern yields */
     uint32_t ww_off;            /* LHSv2: Write Window part */
     uint32_t ww_len;
 } DN2Pat;
 
-static void dn2_pat_init(DN2State *s, const struct dn2_req *r, DN2Pat *p,
-                         uint64_t want)
+static void dimmnet2_pat_init(DN2State *s, const struct dn2_req *r, DN2Pat *p,
+                              uint64_t want)
 {
     memset(p, 0, sizeof(*p));
-    p->base = r->src;
     if (r->has_ex && r->ex_otype) {
-        p->form = dn2_otype_form(r->ex_otype);
-        p->dtype = r->ex_dtype;
-        p->iter = r->ex_iter;
-        p->arg = r->ex_arg;
-        p->len = p->form == DN2_FORM_CONTIG ? r->ex_arg :
-                 (uint64_t)r->ex_iter * dn2_dtype_bytes(r->ex_dtype);
+        dimmnet2_pattern_init(&p->pat, dn2_otype_form(r->ex_otype), r->src,
+                              r->ex_arg, r->ex_dtype);
+        p->len = p->pat.form == DN2_FORM_CONTIG ? r->ex_arg :
+                 (uint64_t)r->ex_iter * p->pat.esz;
     } else {
-        p->form = DN2_FORM_CONTIG;
+        dimmnet2_pattern_init(&p->pat, DN2_FORM_CONTIG, r->src, 0, 0);
         p->len = want;
     }
 }
 
 /* Read bytes [off, off + len) of the pattern's stream.  What lies outside
  * the process's areas reads as zero and flags the request (bit 20). */
-static void dn2_pat_read(DN2State *s, int wid, const DN2Pat *p, uint64_t off,
-                         uint8_t *buf, uint32_t len)
+static void dimmnet2_pat_read(DN2State *s, int wid, const DN2Pat *p,
+                              uint64_t off, uint8_t *buf, uint32_t len)
 {
-    uint64_t area = dn2_sdimm_area(s);
-    uint32_t esz = dn2_dtype_bytes(p->dtype);
-    bool bad = false;
-
     if (off < p->ww_len) {
         uint32_t n = MIN(len, p->ww_len - off);
         memcpy(buf, s->ww_ptr + wid * DN2_WW_WID_STRIDE + p->ww_off + off, n);
@@ -73,52 +56,18 @@ static void dn2_pat_read(DN2State *s, int wid, const DN2Pat *p, uint64_t off,
         off += n;
         len -= n;
     }
-    off -= p->ww_len;
-    while (len) {
-        uint64_t a;
-        uint32_t n;
-
-        if (p->form == DN2_FORM_CONTIG) {
-            a = (uint64_t)p->base + off;
-            n = len;
-        } else {
-            uint32_t i = off / esz, e = off % esz, lo;
-            n = MIN(len, esz - e);
-            if (p->form == DN2_FORM_STRIDE) {
-                lo = p->base + i * p->arg;
-            } else if (!dn2_list_entry(s, wid, p->arg, i, &lo)) {
-                memset(buf, 0, n);
-                bad = true;
-                goto next;
-            } else {
-                lo = p->base + lo;
-            }
-            a = (uint64_t)lo + e;
-        }
-        if (a + n <= area) {
-            dn2_sdimm_rw(s, wid, a, buf, n, false);
-        } else {
-            uint64_t ok = a < area ? area - a : 0;
-            dn2_sdimm_rw(s, wid, a, buf, ok, false);
-            memset(buf + ok, 0, n - ok);
-            bad = true;
-        }
-next:
-        buf += n;
-        off += n;
-        len -= n;
-    }
-    if (bad) {
+    memset(buf, 0, len);        /* nothing of an earlier packet goes out */
+    if (dimmnet2_pattern_read(s, wid, &p->pat, off - p->ww_len, buf, len, NULL)) {
         s->wid[wid].req_error = 1;
     }
 }
 
-static uint32_t dn2_mtu(DN2State *s)
+static uint32_t dimmnet2_mtu(DN2State *s)
 {
     return dn2_mtu_bytes(s->mtu_reg);
 }
 
-static void dn2_hdr_base(DN2State *s, const struct dn2_req *r, struct dn2_hdr *h,
+static void dimmnet2_hdr_base(DN2State *s, const struct dn2_req *r, struct dn2_hdr *h,
                          unsigned type)
 {
     memset(h, 0, sizeof(*h));
@@ -134,35 +83,33 @@ static void dn2_hdr_base(DN2State *s, const struct dn2_req *r, struct dn2_hdr *h
 }
 
 /* Emit one packet: header lines then data (already in s->pkt_buf after the
- * header).  The caller has checked dn2_link_can_send(). */
-static void dn2_emit(DN2State *s, struct dn2_hdr *h, unsigned lines,
+ * header).  The caller has checked dimmnet2_port_can_send(). */
+static void dimmnet2_emit(DN2State *s, struct dn2_hdr *h, unsigned lines,
                      uint32_t dlen)
 {
     uint8_t *p = s->pkt_buf;
     uint32_t bytes = lines * DN2_LINE + dlen;
+    uint64_t line[DN2_HDR_LINES_MAX];
+    unsigned i;
 
     h->size = dn2_pkt_size_field(bytes);
-    stq_le_p(p, dn2_hdr0_encode(h));
-    stq_le_p(p + 8, dn2_hdr1_encode(h->w1_lo, h->w1_hi));
-    if (lines > 2) {
-        stq_le_p(p + 16, dn2_hdr1_encode(h->total, h->stride));
-    }
-    if (lines > 3) {
-        stq_le_p(p + 24, h->ex);
+    g_assert(dn2_hdr_pack(h, line) == lines);
+    for (i = 0; i < lines; i++) {
+        stq_le_p(p + i * DN2_LINE, line[i]);
     }
     /* Whole lines on the wire; the last one may be partly padding. */
     bytes = ROUND_UP(bytes, DN2_LINE);
     memset(p + lines * DN2_LINE + dlen, 0, bytes - lines * DN2_LINE - dlen);
-    dn2_link_send(s, h->dlid, p, bytes);
-    s->stat_tx_packets++;
-    s->stat_tx_bytes += bytes;
+    dimmnet2_port_send(s, h->dlid, p, bytes);
+    s->stat[DN2_STAT_TX_PACKETS]++;
+    s->stat[DN2_STAT_TX_BYTES] += bytes;
 }
 
 /* ------------------------------------------------------------------ */
 /* BOTF: send the packet image in a Write Window (§4.6.2)              */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+static DN2Step dimmnet2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req *r,
                          uint64_t *budget)
 {
     const DN2FifoEntry *e = &x->ent;
@@ -179,34 +126,33 @@ static int dn2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req *r,
      * issuing process's WID as SWID: a process cannot speak for the other
      * process of its board (choice #45). */
     h0 = ldq_le_p(s->pkt_buf);
-    h0 = (h0 & ~(DN2_H0_BOTF_PATCH_MASK | DN2_BIT(DN2_H0_SWID_BIT))) |
-         DN2_PUT(dn2_pkt_size_field(size), DN2_H0_SIZE_HI, DN2_H0_SIZE_LO) |
-         DN2_PUT(s->pgid[r->wid], DN2_H0_PGID_HI, DN2_H0_PGID_LO) |
-         ((uint64_t)(r->wid & 1) << DN2_H0_SWID_BIT);
+    h0 = DN2_FSET(h0, DN2_H0_SIZE, dn2_pkt_size_field(size));
+    h0 = DN2_FSET(h0, DN2_H0_PGID, s->pgid[r->wid]);
+    h0 = DN2_FSET(h0, DN2_H0_SWID, r->wid);
     stq_le_p(s->pkt_buf, h0);
-    dlid = DN2_GET(h0, DN2_H0_DLID_HI, DN2_H0_DLID_LO);
-    if (!dn2_link_can_send(s, h0, bytes)) {
-        return DN2_STEP_STALL;
+    dlid = dn2_hdr0_dlid(h0);
+    if (!dimmnet2_port_can_send(s, h0, bytes)) {
+        return DIMMNET2_STEP_STALL;
     }
-    dn2_link_send(s, dlid, s->pkt_buf, bytes);
-    s->stat_tx_packets++;
-    s->stat_tx_bytes += bytes;
-    dn2_count(s, r->wid, DN2_PC_BOTF);
+    dimmnet2_port_send(s, dlid, s->pkt_buf, bytes);
+    s->stat[DN2_STAT_TX_PACKETS]++;
+    s->stat[DN2_STAT_TX_BYTES] += bytes;
+    dimmnet2_prim_count(s, r->wid, DN2_PC_BOTF);
     *budget -= MIN(*budget, (uint64_t)bytes + 64);
     trace_dimmnet2_done(s->index, r->wid, "BOTF", size);
-    return DN2_STEP_DONE;
+    return DIMMNET2_STEP_DONE;
 }
 
 /* ------------------------------------------------------------------ */
 /* RVL family: a 4-line request packet (§4.6.5, §5.3.6)                */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_rvl(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+static DN2Step dimmnet2_exec_rvl(DN2State *s, DN2Exec *x, const struct dn2_req *r,
                         uint64_t *budget)
 {
     struct dn2_hdr h;
 
-    dn2_hdr_base(s, r, &h, r->otype);
+    dimmnet2_hdr_base(s, r, &h, r->otype);
     h.eflag = r->eflag;
     h.w1_lo = r->src;
     h.w1_hi = r->dst;
@@ -218,37 +164,37 @@ static int dn2_exec_rvl(DN2State *s, DN2Exec *x, const struct dn2_req *r,
         h.stride = r->arg;
     }
     h.ex = (r->has_ex && r->ex_otype) ? x->ent.ex : 0;
-    if (!dn2_link_can_send(s, dn2_hdr0_encode(&h), DN2_HDR_LINES_RVL * DN2_LINE)) {
-        return DN2_STEP_STALL;
+    if (!dimmnet2_port_can_send(s, dn2_hdr0_encode(&h), DN2_HDR_LINES_RVL * DN2_LINE)) {
+        return DIMMNET2_STEP_STALL;
     }
-    dn2_emit(s, &h, DN2_HDR_LINES_RVL, 0);
-    dn2_count(s, r->wid, DN2_PC_RVL);
+    dimmnet2_emit(s, &h, DN2_HDR_LINES_RVL, 0);
+    dimmnet2_prim_count(s, r->wid, DN2_PC_RVL);
     *budget -= MIN(*budget, 64);
     trace_dimmnet2_done(s->index, r->wid, dn2_otype_name(r->otype), 0);
-    return DN2_STEP_DONE;
+    return DIMMNET2_STEP_DONE;
 }
 
 /* ------------------------------------------------------------------ */
 /* RVS family and IPUSH family: data packets                            */
 /* ------------------------------------------------------------------ */
 
-static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
                            uint64_t *budget)
 {
-    bool ipush = (r->otype & 0x18) == 0x18;
+    bool ipush = dn2_otype_is_msg(r->otype);
     int form = ipush ? DN2_FORM_CONTIG : dn2_otype_form(r->otype);
     uint32_t esz = dn2_dtype_bytes(r->dtype);
-    uint32_t mtu = dn2_mtu(s);
+    uint32_t mtu = dimmnet2_mtu(s);
     unsigned lines = ipush ? DN2_HDR_LINES_SHORT : dn2_hdr_lines(r->otype);
-    uint64_t area = dn2_sdimm_area(s);
+    uint64_t area = dimmnet2_sdimm_area(s);
     uint64_t want;
     DN2Pat p;
 
     /* The remote side's length; the local pattern may be shorter. */
     want = form == DN2_FORM_CONTIG ? r->arg : (uint64_t)r->iter * esz;
-    dn2_pat_init(s, r, &p, want);
+    dimmnet2_pat_init(s, r, &p, want);
     if (r->otype == DN2_OP_LHSV2) {
-        uint32_t wwlen = DN2_GET(r->dst, 9, 0), wwoff = DN2_GET(r->dst, 21, 10);
+        uint32_t wwlen = dn2_lhsv2_ww_bytes(r->dst), wwoff = dn2_lhsv2_ww_off(r->dst);
         if (wwoff >= DN2_WIN_AREA) {
             wwlen = 0;
             s->wid[r->wid].req_error = 1;
@@ -262,7 +208,7 @@ static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
     }
     if (!x->started) {
         uint64_t total = MIN(want, p.len);
-        if (p.form == DN2_FORM_CONTIG) {
+        if (p.pat.form == DN2_FORM_CONTIG) {
             /* The SO-DIMM part stops at the end of the process's area,
              * whether or not a Write Window prefix comes first. */
             uint64_t room = r->src < area ? area - r->src : 0;
@@ -284,7 +230,7 @@ static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
         uint32_t dlen, k = 0;
         bool last;
 
-        dn2_hdr_base(s, r, &h, ipush ? DN2_OP_IPUSH : r->otype);
+        dimmnet2_hdr_base(s, r, &h, ipush ? DN2_OP_IPUSH : r->otype);
         if (form == DN2_FORM_CONTIG) {
             uint32_t payload = (mtu - lines * DN2_LINE) & ~(DN2_LINE - 1);
             dlen = MIN((uint64_t)payload, x->total - x->done);
@@ -300,7 +246,7 @@ static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
                 h.w1_lo = r->dst;
                 h.w1_hi = r->dst + (uint32_t)x->done;
             }
-            dn2_pat_read(s, r->wid, &p, x->done, s->pkt_buf + lines * DN2_LINE,
+            dimmnet2_pat_read(s, r->wid, &p, x->done, s->pkt_buf + lines * DN2_LINE,
                          dlen);
         } else {
             uint32_t per = (mtu - lines * DN2_LINE) / esz;
@@ -312,47 +258,49 @@ static int dn2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_req *r,
             h.w1_hi = (uint32_t)x->done;
             h.total = (uint32_t)(x->total * esz);
             h.stride = r->arg;
-            dn2_pat_read(s, r->wid, &p, x->done * esz,
+            dimmnet2_pat_read(s, r->wid, &p, x->done * esz,
                          s->pkt_buf + lines * DN2_LINE, dlen);
         }
         h.eflag = r->eflag && last;
-        if (!dn2_link_can_send(s, dn2_hdr0_encode(&h), lines * DN2_LINE + dlen)) {
-            return DN2_STEP_STALL;
+        if (!dimmnet2_port_can_send(s, dn2_hdr0_encode(&h), lines * DN2_LINE + dlen)) {
+            return DIMMNET2_STEP_STALL;
         }
-        dn2_emit(s, &h, lines, dlen);
+        dimmnet2_emit(s, &h, lines, dlen);
         x->done += form == DN2_FORM_CONTIG ? dlen : k;
         *budget -= MIN(*budget, (uint64_t)dlen + 64);
         if (last) {
             break;
         }
         if (!*budget) {
-            return DN2_STEP_MORE;
+            return DIMMNET2_STEP_MORE;
         }
     } while (1);
 
     if (!x->ent.from_rc) {
-        dn2_count(s, r->wid, ipush ? DN2_PC_IPUSH : DN2_PC_RVS);
+        dimmnet2_prim_count(s, r->wid, ipush ? DN2_PC_IPUSH : DN2_PC_RVS);
     }
     trace_dimmnet2_done(s->index, r->wid, dn2_otype_name(r->otype),
                         form == DN2_FORM_CONTIG ? x->total : x->total * esz);
-    return DN2_STEP_DONE;
+    return DIMMNET2_STEP_DONE;
 }
 
-int dn2_exec_remote(DN2State *s, DN2Exec *x, const struct dn2_req *r,
-                    uint64_t *budget)
+/* One step of a remote request (BOTF, the RVL and RVS families, the IPUSH
+ * family). */
+DN2Step dimmnet2_tx_step(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                         uint64_t *budget)
 {
-    if (!dn2_link_ready(s)) {
-        return DN2_STEP_STALL;
+    if (!dimmnet2_port_ready(s)) {
+        return DIMMNET2_STEP_STALL;
     }
     switch (r->otype) {
     case DN2_OP_BOTF:
-        return dn2_exec_botf(s, x, r, budget);
+        return dimmnet2_exec_botf(s, x, r, budget);
     case DN2_OP_RVL:
     case DN2_OP_RVLS:
     case DN2_OP_RVLI:
-        return dn2_exec_rvl(s, x, r, budget);
+        return dimmnet2_exec_rvl(s, x, r, budget);
     default:
-        return dn2_exec_stream(s, x, r, budget);
+        return dimmnet2_exec_stream(s, x, r, budget);
     }
 }
 
@@ -362,7 +310,7 @@ int dn2_exec_remote(DN2State *s, DN2Exec *x, const struct dn2_req *r,
  * rest of those windows, like a VL (§4.5.5.2); the incoming RVS packets set
  * each line as it is written [EMU], so the host polls RVL-to-PW like VL.
  */
-void dn2_remote_on_issue(DN2State *s, const struct dn2_req *r)
+void dimmnet2_tx_on_issue(DN2State *s, const struct dn2_req *r)
 {
     DN2Wid *w = &s->wid[r->wid];
     uint64_t total, end;

@@ -1,0 +1,543 @@
+/*
+ * DIMMnet-2 memory-slot network interface board: device-model internals
+ * (the header every file of hw/dimmnet2 includes, and nothing else).
+ *
+ * The files, top to bottom; each calls only files below it (the port
+ * reports upward through DN2PortOps, as the fabric library's endpoint does
+ * through its ops table).  docs/architecture.md draws the data path.
+ *
+ *   dimmnet2.c         QOM type, properties, realize/unrealize, power-on
+ *                      reset, ACPI, VMState, the statistics table
+ *   dimmnet2-regs.c    the host interface: User and System Registers,
+ *                      access rules, Controller Reset (the one reset
+ *                      orchestration: every unit resets itself once)
+ *   dimmnet2-wc.c      Window Controller: Request FIFO, the two executors
+ *                      (host requests, Receive Controller requests), the
+ *                      doorbell, Module State, strict pacing
+ *   dimmnet2-local.c   local primitives: the VL and VS families and the
+ *                      SO-DIMM to SO-DIMM copy
+ *   dimmnet2-tx.c      remote primitives to packets: BOTF, RVL, RVS, IPUSH,
+ *                      LHSv1, LHSv2
+ *   dimmnet2-rx.c      Receive Controller: packets into the receiving
+ *                      process's areas, its RC request FIFO, its own stall,
+ *                      retry timer and resume
+ *   dimmnet2-strict.c  request errors: refusals (Controller Status bit 20),
+ *                      and strict=on: violation reports and the checks that
+ *                      refuse a request
+ *   dimmnet2-port.c    the port: no cable, the loopback cable, the UDP
+ *                      fabric (fabric/dn2fab.h)
+ *   dimmnet2-sdimm.c   the SO-DIMMs: process areas, the module interleave,
+ *                      list entries, the one pattern iterator
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_DIMMNET2_INT_H
+#define HW_DIMMNET2_INT_H
+
+#include "hw/isa/isa.h"
+#include "exec/memory.h"
+#include "qemu/log.h"
+#include "dimmnet2/dn2_abi.h"
+
+#define TYPE_DIMMNET2 "dimmnet2"
+OBJECT_DECLARE_SIMPLE_TYPE(DN2State, DIMMNET2)
+
+#define DIMMNET2_FIFO_MAX       64      /* upper bound of the fifo-depth property */
+#define DIMMNET2_FIFO_DEFAULT   16      /* [EMU] Request FIFO depth */
+#define DIMMNET2_AMT_ENTRIES    16384   /* index {CLID(12), SWID(1), DWID(1)} */
+#define DIMMNET2_SODIMM_DEFAULT (2 * DN2_SDIMM_CAP_DEFAULT)   /* 2 x 256 MiB */
+#define DIMMNET2_SODIMM_MAX     (2 * dn2_sdimm_module_bytes(0x20))  /* 2 x 8 GiB */
+#define DIMMNET2_EXEC_BUDGET    (1u << 20)  /* bytes moved per executor run */
+#define DIMMNET2_COPY_CHUNK     (64u * 1024)
+#define DIMMNET2_RC_FIFO        16      /* the Receive Controller's request FIFO */
+#define DIMMNET2_LOOP_MAX       256     /* packets in flight per loopback queue */
+/* Loopback queues: one per destination WID and class (RVL requests apart
+ * from everything else), as the fabric's lanes, so that neither a full RC
+ * FIFO nor one process's full ring holds the other traffic up. */
+#define DIMMNET2_LOOP_QUEUES    (DN2_NUM_WID * 2)
+#define DIMMNET2_LOOP_LID       1       /* the loopback cable's LID */
+#define DIMMNET2_RC_TIMEOUT_MS_DEFAULT 5000  /* an RC answer with no progress */
+#define DIMMNET2_STRICT_PLACES  256     /* strict: places remembered (and lines kept) */
+/* An LHS message being received in several packets (per sender). */
+#define DIMMNET2_LHS_SLOTS      8
+/* A message with no packet for this long gives its slot up when another
+ * sender needs one (its sender died mid-message). */
+#define DIMMNET2_LHS_TIMEOUT_MS 1000
+
+/* ------------------------------------------------------------------ */
+/* State                                                               */
+/* ------------------------------------------------------------------ */
+
+/* One Request FIFO entry: the 130-bit request plus Command Ex. */
+typedef struct DN2FifoEntry {
+    uint64_t lower;
+    uint64_t upper;
+    uint64_t ex;
+    uint8_t rflag;
+    uint8_t wid;
+    uint8_t has_ex;
+    uint8_t from_rc;            /* an RVL turned into RVS by the receiver */
+    uint8_t ww_sum_valid;       /* strict: ww_sum taken at the doorbell */
+    uint64_t ww_sum;            /* strict: its Write Window then (not migrated) */
+} DN2FifoEntry;
+
+/* The source half of a SO-DIMM to SO-DIMM copy (VL-family with
+ * DSTOff = 0xffffffff), held until the VS-family half arrives. */
+typedef struct DN2CopySrc {
+    uint8_t valid;
+    uint8_t form;
+    uint8_t dtype;
+    uint8_t iter;
+    uint32_t src;
+    uint32_t arg;
+} DN2CopySrc;
+
+typedef struct DN2LhsMsg {
+    uint8_t valid;
+    uint8_t swid;
+    uint16_t slid;
+    uint16_t entry;             /* LH Buffer byte offset of its entry */
+    uint32_t pointer;           /* SO-DIMM offset of the overflow data */
+    uint32_t total;             /* message bytes, envelope included */
+    uint32_t got;               /* bytes received so far */
+    int64_t last_ns;            /* realtime of its last packet (not migrated) */
+    uint32_t ring_base;         /* its IPUSH ring, where the overflow wraps */
+    uint32_t ring_size;         /* (not migrated: 0 = no wrap known) */
+} DN2LhsMsg;
+
+/* Per-process (WID) User Register state. */
+typedef struct DN2Wid {
+    uint64_t upper[2];          /* Command0 / Command1 Upper */
+    uint64_t ex;                /* Command Ex */
+    uint8_t ex_flag;            /* Command Ex Flag bit 0 */
+    uint8_t pending;            /* Controller Status bit 0 */
+    uint8_t req_error;          /* [EMU] Controller Status bit 20 */
+    uint8_t rx_err;             /* Controller Status [19:18], this WID's packets */
+    uint8_t rx_ovf;             /* Controller Status bit 17, likewise */
+    uint8_t upper_seen;         /* strict: Upper written since the doorbell */
+    DN2FifoEntry pending_req;   /* waiting in the register for FIFO room */
+    uint32_t ww_status;         /* Controller Status bits 5..16 */
+    uint16_t prim_counter[DN2_PC_NUM];
+    uint16_t pw_flag;
+    uint64_t pkt_counter;
+    uint16_t ipush_area;
+    uint16_t lhb_head;
+    uint16_t lhb_tail;
+    uint16_t status_init;
+    uint16_t status_size_reg;
+    uint16_t status_head;
+    uint16_t status_tail;
+    DN2CopySrc copy;
+    uint8_t pgid_set;           /* a process owns this WID (PGID written) */
+    DN2LhsMsg lhs[DIMMNET2_LHS_SLOTS];
+} DN2Wid;
+
+/* Progress of the request being executed (resumable, for long copies and
+ * for primitives that wait on the link).  The Window Controller has two:
+ * one for the host's Request FIFO and one for the Receive Controller's
+ * (RVL requests from the network turned into RVS answers), so that an
+ * answer never waits behind a host request stalled on the link, and a host
+ * request never waits behind an answer stalled on its requester (choice
+ * #44). */
+typedef struct DN2Exec {
+    uint8_t active;
+    uint8_t stalled;            /* waiting for the link */
+    uint8_t started;            /* remote: totals computed, packets going out */
+    DN2FifoEntry ent;
+    uint64_t done;              /* bytes (or elements) completed so far */
+    uint64_t total;
+} DN2Exec;
+
+/* What one step of a primitive came to. */
+typedef enum DN2Step {
+    DIMMNET2_STEP_DONE,         /* finished (completed, refused or ignored) */
+    DIMMNET2_STEP_MORE,         /* budget used up; continue in the next run */
+    DIMMNET2_STEP_STALL,        /* waiting (the link, an LHS still arriving) */
+} DN2Step;
+
+/* strict=on: the protocol violations the device can observe. */
+typedef enum DN2StrictKind {
+    DN2_SV_WW_REUSED,           /* Write Window rewritten while pending */
+    DN2_SV_NO_LID,              /* LID register not the port's LID */
+    DN2_SV_SMALL_ELEMENT,       /* SO-DIMM element under 4 bytes */
+    DN2_SV_MISALIGNED,          /* SO-DIMM offset not 4-byte aligned */
+    DN2_SV_EARLY_LHS_VL,        /* VL of an LHS overflow still arriving */
+    DN2_SV_NOT_UP,              /* a primitive before bring-up */
+    DN2_SV_EX_ORDER,            /* Command Ex before Command Upper */
+    DN2_SV_OVERRUN,             /* a request while one is pending */
+    DN2_SV__MAX
+} DN2StrictKind;
+
+/* Why a request was refused (Controller Status bit 20): one reason per
+ * condition, named in dimmnet2-wc.c (dimmnet2_refusal_name). */
+typedef enum DN2Refusal {
+    DN2_REFUSE_SDIMM_NOT_READY,
+    DN2_REFUSE_DST_OUTSIDE_PW,      /* VL family: DSTOff past the PW area */
+    DN2_REFUSE_SRC_OUTSIDE_WW,      /* VS family: SRCOff past the WW area */
+    DN2_REFUSE_VLI_COPY,            /* VLI as a copy's source half */
+    DN2_REFUSE_VSI_COPY,            /* VSI as a copy's destination half */
+    DN2_REFUSE_COPY_NO_SOURCE,      /* copy's VS half without its VL half */
+    DN2_REFUSE_STRICT_LID,          /* strict: LID register not the port's */
+    DN2_REFUSE_STRICT_SMALL,        /* strict: elements under 4 bytes */
+    DN2_REFUSE_STRICT_MISALIGNED,   /* strict: SO-DIMM offset off the grain */
+    DN2_REFUSE_STRICT_STRIDE,       /* strict: stride off the grain */
+    DN2_REFUSE__MAX
+} DN2Refusal;
+
+/* What the Receive Controller did with a packet. */
+typedef enum DN2RxResult {
+    DIMMNET2_RX_DELIVERED,      /* written where it belongs, counted */
+    DIMMNET2_RX_DROPPED,        /* dropped, counted under its reason */
+    DIMMNET2_RX_BUSY,           /* nothing written: no room yet; offer it again */
+} DN2RxResult;
+
+/* Why the Receive Controller dropped a packet: one reason per condition,
+ * each counted in one statistic (dimmnet2-rx.c has the table). */
+typedef enum DN2RxDrop {
+    DN2_RXD_TOO_LONG,           /* longer than the largest MTU */
+    DN2_RXD_TOO_SHORT,          /* shorter than a 2-line header */
+    DN2_RXD_NOT_NETWORK,        /* TYPE is not a network primitive */
+    DN2_RXD_HFLAG,              /* hflag does not match TYPE */
+    DN2_RXD_SHORT_SIZE,         /* shorter than its header or Packet Size */
+    DN2_RXD_RVL_DATA,           /* RVL packet with data */
+    DN2_RXD_FEW_ELEMENTS,       /* fewer data bytes than Iteration elements */
+    DN2_RXD_LHS_OUTSIDE,        /* LHS packet outside its message */
+    DN2_RXD_LHS_NO_ENVELOPE,    /* LHS first packet without an envelope */
+    DN2_RXD_LHS_NO_START,       /* LHS continuation without its start */
+    DN2_RXD_NOT_FOR_LID,        /* not for this board's LID */
+    DN2_RXD_STRICT_LID,         /* strict: LID register not set */
+    DN2_RXD_NO_PROCESS,         /* no process at DWID (PGID not written) */
+    DN2_RXD_PGID,               /* PGID mismatch (protection) */
+    DN2_RXD_SDIMM_NOT_READY,    /* SO-DIMM not initialised */
+    DN2_RXD_NO_RING,            /* no valid IPUSH ring for this sender */
+    DN2_RXD_RING_TOO_SMALL,     /* packet (or LHS overflow) larger than the ring */
+    DN2_RXD__MAX
+} DN2RxDrop;
+
+/* The board's counters, QOM read-only properties "stat-*" (one table in
+ * dimmnet2.c with name and description).  The first group counts in
+ * s->stat[]; the DN2_STAT_LINK_* group reads the fabric endpoint's. */
+typedef enum DN2Stat {
+    DN2_STAT_REQUESTS,
+    DN2_STAT_REFUSED,
+    DN2_STAT_IGNORED,
+    DN2_STAT_OVERRUN,
+    DN2_STAT_BAD_ACCESS,
+    DN2_STAT_BYTES_LOCAL,
+    DN2_STAT_TX_PACKETS,
+    DN2_STAT_TX_BYTES,
+    DN2_STAT_TX_DROPS,
+    DN2_STAT_RX_PACKETS,
+    DN2_STAT_RX_BYTES,
+    DN2_STAT_RX_DROP_BAD,
+    DN2_STAT_RX_DROP_PGID,
+    DN2_STAT_RX_DROP_NOPROC,
+    DN2_STAT_RX_DROP_ROUTE,
+    DN2_STAT_RX_STALLS,
+    DN2_STAT_RC_ABANDONED,
+    DN2_STAT_LHS_ABANDONED,
+    DN2_STAT_STRICT_VIOLATIONS,
+    DN2_STAT__COUNTED,              /* the ones above live in s->stat[] */
+    DN2_STAT_LINK_DROPS = DN2_STAT__COUNTED,
+    DN2_STAT_LINK_RETRANSMITS,
+    DN2_STAT_LINK_TIMEOUTS,
+    DN2_STAT_LINK_FAST_RETRANSMITS,
+    DN2_STAT_LINK_DUPLICATES,
+    DN2_STAT_LINK_BUSY,
+    DN2_STAT_LINK_DGRAMS_TX,
+    DN2_STAT_LINK_DGRAMS_RX,
+    DN2_STAT_LINK_AUTH_DROPS,
+    DN2_STAT_LINK_REFUSALS,
+    DN2_STAT_LINK_SESSION_RESETS,
+    DN2_STAT_LINK_SPURIOUS_TIMEOUTS,
+    DN2_STAT__MAX
+} DN2Stat;
+
+typedef enum DN2PortKind {
+    DN2_PORT_NONE,              /* no cable */
+    DN2_PORT_LOOPBACK,          /* the port is cabled to itself */
+    DN2_PORT_FABRIC,            /* UDP fabric through a dn2-switch */
+} DN2PortKind;
+
+/* What the port reports upward (the device fills it at realize). */
+typedef struct DN2PortOps {
+    /* A packet arrived from LID slid. */
+    DN2RxResult (*deliver)(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                           size_t len);
+    /* A burst of input (or a timer) is done: the Window Controller may go
+     * on (credits back, an RVL to answer).  True when it ran and so sent
+     * what the port had queued; false: the port flushes itself. */
+    bool (*news)(DN2State *s);
+} DN2PortOps;
+
+typedef struct DN2Fab DN2Fab;   /* dimmnet2-port.c: the fabric endpoint */
+
+struct DN2State {
+    ISADevice parent_obj;
+
+    /* properties */
+    uint64_t base;
+    uint64_t sodimm_size;       /* used when no memdev is given */
+    uint32_t fifo_depth;
+    HostMemoryBackend *hostmem;
+    char *switch_addr;          /* HOST:PORT of the dn2-switch */
+    char *local_addr;           /* HOST:PORT to bind, optional */
+    bool loopback;              /* the port cabled to itself */
+    bool rx_thread;             /* receive in a thread of its own */
+    uint64_t guid;              /* board GUID for the subnet manager */
+    uint32_t rc_timeout_ms;     /* abandon an RC answer stalled this long */
+    char *secret_id;            /* -object secret id: the cluster secret */
+    bool strict;                /* strict=on: dimmnet2-strict.c */
+    uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
+
+    /* the window */
+    int index;                  /* board number in this VM: AML DN2<n> */
+    MemoryRegion container;
+    MemoryRegion ww, pw, llcm, lhb;
+    MemoryRegion ur, sr;
+    MemoryRegion sodimm_own;    /* when no memdev */
+    MemoryRegion *sodimm_mr;
+    uint8_t *ww_ptr, *pw_ptr, *llcm_ptr, *lhb_ptr, *sodimm_ptr;
+    uint64_t sodimm_bytes;      /* backing size: two modules */
+
+    /* System Register */
+    uint8_t sdimm_ready;
+    uint8_t pgid[DN2_NUM_WID];
+    uint32_t sdimm_cap_reg;
+    uint32_t mtu_reg;
+    uint16_t lid;
+    uint16_t sma_lid;           /* LID assigned by the subnet manager */
+    uint8_t link_state;         /* SMA LID [17:16] */
+    uint16_t amt[DIMMNET2_AMT_ENTRIES]; /* slots: dn2_amt_slot() */
+
+    /* User Registers */
+    DN2Wid wid[DN2_NUM_WID];
+
+    /* Window Controller (dimmnet2-wc.c) */
+    DN2FifoEntry fifo[DIMMNET2_FIFO_MAX];
+    uint32_t fifo_head;
+    uint32_t fifo_count;
+    DN2Exec exec;               /* host requests */
+    DN2Exec rc_exec;            /* Receive Controller requests (RVL answers) */
+    uint8_t rc_turn;            /* alternate host and RC requests */
+    QEMUTimer *rc_timer;        /* abandons an RC answer that makes no progress */
+    int64_t rc_stall_since;     /* realtime ns; 0 = making progress */
+    uint64_t rc_stall_done;     /* rc_exec.done when the stall began */
+    QEMUBH *bh;
+    QEMUTimer *strict_timer;    /* strict: the paced Window Controller */
+    uint8_t *copy_buf;
+    uint8_t *pkt_buf;           /* one outgoing packet */
+
+    /* Receive Controller (dimmnet2-rx.c) */
+    DN2FifoEntry rc_fifo[DIMMNET2_RC_FIFO];
+    uint32_t rc_head;
+    uint32_t rc_count;
+    QEMUTimer *rx_retry;        /* receive stalled on host-owned memory */
+    QEMUBH *rx_bh;              /* resume a stalled receive */
+    uint8_t rx_stalled;
+    uint32_t rx_retry_ns;       /* next retry delay (backs off) */
+
+    /* the port (dimmnet2-port.c) */
+    DN2PortKind port_kind;
+    const DN2PortOps *port_ops;
+    DN2Fab *fab;
+    GQueue loop_q[DIMMNET2_LOOP_QUEUES]; /* loopback packets not yet delivered */
+    QEMUBH *loop_bh;
+    uint64_t loop_seq;          /* next loopback packet's sequence number */
+    Error *blocker;             /* migration blocker while linked */
+
+    /* statistics: QOM "stat-*" (dimmnet2.c) */
+    uint64_t stat[DN2_STAT__COUNTED];
+
+    /* strict mode (dimmnet2-strict.c) */
+    Error *strict_blocker;
+    uint64_t strict_count[DN2_SV__MAX];
+    uint32_t strict_seen[DIMMNET2_STRICT_PLACES];
+    unsigned strict_nseen;
+    GPtrArray *strict_lines;    /* strict-violations */
+};
+
+/* ------------------------------------------------------------------ */
+/* Errors: one shape                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A guest (or network peer) error: the trace event trace_dimmnet2_<ev>
+ * (board, args...), a LOG_GUEST_ERROR line with the same arguments, and
+ * the statistic counter counted, in one place.  The trace event's arguments
+ * after the board are the format's.
+ */
+#define DIMMNET2_GUEST_ERROR(s, counter, ev, fmt, ...) do {                  \
+        (s)->stat[(counter)]++;                                              \
+        trace_dimmnet2_##ev((s)->index, ##__VA_ARGS__);                      \
+        qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d: " fmt "\n",     \
+                      (s)->index, ##__VA_ARGS__);                            \
+    } while (0)
+
+/* Count one request of a family in the process's Primitive Counter. */
+static inline void dimmnet2_prim_count(DN2State *s, int wid, int family)
+{
+    DN2Wid *w = &s->wid[wid];
+
+    w->prim_counter[family] = (w->prim_counter[family] + 1) & DN2_PC_MASK;
+}
+
+/* The AMT Address Table entry of sender {slid, swid} for receiving process
+ * dwid (choice #52). */
+static inline uint32_t dimmnet2_amt_index(uint16_t slid, unsigned swid, unsigned dwid)
+{
+    return ((uint32_t)dn2_lid_to_clid(slid) << 2) | ((swid & 1) << 1) | (dwid & 1);
+}
+
+/* The receive-status ring of a process: [init, init + size) in its LLCM,
+ * cut short if it would run past the LLCM end. */
+static inline uint32_t dimmnet2_status_ring_bytes(const DN2Wid *w)
+{
+    uint32_t size = dn2_status_area_bytes(w->status_size_reg);
+
+    if (w->status_init + size > DN2_LLCM_AREA) {
+        size = (DN2_LLCM_AREA - w->status_init) & ~(DN2_STATUS_REC_SIZE - 1);
+    }
+    return size ? size : DN2_STATUS_REC_SIZE;
+}
+
+static inline uint32_t dimmnet2_status_ring_used(const DN2Wid *w)
+{
+    uint32_t size = dimmnet2_status_ring_bytes(w);
+
+    return ((uint32_t)(w->status_tail - w->status_init) % size -
+            (uint32_t)(w->status_head - w->status_init) % size + size) % size;
+}
+
+/* The VL family (VL, VLS, VLI) and the VS family (VS, VSS, VSI). */
+static inline bool dimmnet2_is_vl(unsigned otype)
+{
+    return dn2_otype_is_local(otype) && dn2_otype_family(otype) == DN2_OP_VL;
+}
+
+static inline bool dimmnet2_is_vs(unsigned otype)
+{
+    return dn2_otype_is_local(otype) && dn2_otype_family(otype) == DN2_OP_VS;
+}
+
+static inline void dimmnet2_req_of(struct dn2_req *r, const DN2FifoEntry *e)
+{
+    dn2_req_decode(r, e->lower, e->upper, e->ex, e->has_ex, e->rflag, e->wid);
+}
+
+/* ------------------------------------------------------------------ */
+/* The units, top to bottom                                            */
+/* ------------------------------------------------------------------ */
+
+/* dimmnet2-regs.c: the host interface */
+extern const MemoryRegionOps dimmnet2_ur_ops;
+extern const MemoryRegionOps dimmnet2_sr_ops;
+void dimmnet2_controller_reset(DN2State *s);
+
+/* dimmnet2-wc.c: the Window Controller */
+void dimmnet2_wc_init(DN2State *s);
+void dimmnet2_wc_fini(DN2State *s);
+void dimmnet2_wc_reset(DN2State *s);
+void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower);
+void dimmnet2_wc_kick(DN2State *s);
+bool dimmnet2_wc_news(DN2State *s);
+bool dimmnet2_wc_fifo_almost_full(DN2State *s);
+uint64_t dimmnet2_wc_module_state(DN2State *s);
+
+/* dimmnet2-local.c: VL and VS families, SO-DIMM to SO-DIMM copy */
+void dimmnet2_local_on_issue(DN2State *s, const struct dn2_req *r);
+DN2Step dimmnet2_local_step(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                            uint64_t *budget);
+
+/* dimmnet2-tx.c: remote primitives to packets */
+void dimmnet2_tx_on_issue(DN2State *s, const struct dn2_req *r);
+DN2Step dimmnet2_tx_step(DN2State *s, DN2Exec *x, const struct dn2_req *r,
+                         uint64_t *budget);
+
+/* dimmnet2-rx.c: the Receive Controller */
+void dimmnet2_rx_init(DN2State *s);
+void dimmnet2_rx_fini(DN2State *s);
+void dimmnet2_rx_reset(DN2State *s);
+DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                               size_t len);
+void dimmnet2_rx_resume(DN2State *s);
+bool dimmnet2_rx_rc_pop(DN2State *s, DN2FifoEntry *e);
+unsigned dimmnet2_rx_rc_abandon(DN2State *s, unsigned dclid);
+bool dimmnet2_rx_holding(DN2State *s);
+/* Would a read of SO-DIMM [off, off + len) of process wid see the overflow
+ * of an LHS message that is still arriving? */
+bool dimmnet2_rx_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len);
+
+/* dimmnet2-strict.c: request errors, strict mode */
+void dimmnet2_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal why);
+const char *dimmnet2_refusal_name(DN2Refusal why);
+void dimmnet2_strict_instance_init(DN2State *s);
+bool dimmnet2_strict_init(DN2State *s, Error **errp);
+void dimmnet2_strict_fini(DN2State *s);
+void dimmnet2_strict_report(DN2State *s, DN2StrictKind kind, int wid,
+                            uint32_t reg, const char *detail);
+uint64_t dimmnet2_strict_ww_sum(DN2State *s, int wid, unsigned n);
+bool dimmnet2_strict_refuse(DN2State *s, const struct dn2_req *r,
+                            DN2Refusal *why);
+
+/* dimmnet2-port.c: the port.  With no cable remote primitives wait, as the
+ * real board's Window Controller waits on a SWIF FIFO that never drains,
+ * until a Controller Reset. */
+bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp);
+void dimmnet2_port_fini(DN2State *s);
+void dimmnet2_port_reset(DN2State *s);
+void dimmnet2_port_refresh(DN2State *s);
+void dimmnet2_port_sma_reset(DN2State *s);
+bool dimmnet2_port_ready(DN2State *s);
+uint16_t dimmnet2_port_lid(DN2State *s);
+/* h0: the packet's first header word (DLID, DWID, TYPE are read). */
+bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len);
+void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt,
+                        size_t len);
+void dimmnet2_port_flush(DN2State *s);
+void dimmnet2_port_resume(DN2State *s);
+uint64_t dimmnet2_port_stat(DN2State *s, DN2Stat which);
+
+/* dimmnet2-sdimm.c: the SO-DIMMs */
+uint64_t dimmnet2_sdimm_area(DN2State *s);
+bool dimmnet2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf,
+                       uint64_t len, bool is_write);
+bool dimmnet2_sdimm_list_entry(DN2State *s, int wid, uint32_t list, uint32_t i,
+                               uint32_t *out);
+
+/*
+ * An access pattern (thesis §4.6.3): elements of esz bytes at base plus
+ * i * esz (contiguous), base + i * stride (strided) or base + list[i]
+ * (list: the 32-bit entries at SO-DIMM offset arg).  Offsets are 32-bit,
+ * as the hardware's adders: a "negative" stride wraps.
+ */
+typedef struct DN2Pattern {
+    int form;                   /* DN2_FORM_* */
+    uint32_t base;
+    uint32_t arg;               /* stride, or the list's SO-DIMM offset */
+    uint32_t esz;               /* element bytes (contiguous: any, e.g. 1) */
+} DN2Pattern;
+
+/* What went wrong with the elements of one transfer (a bit mask). */
+#define DIMMNET2_PAT_LIST_BAD   1u  /* a list entry could not be read */
+#define DIMMNET2_PAT_OUTSIDE    2u  /* an element lay (partly) outside the area */
+
+void dimmnet2_pattern_init(DN2Pattern *p, int form, uint32_t base, uint32_t arg,
+                           unsigned dtype);
+/* The address of element i, or false (a list entry that cannot be read). */
+bool dimmnet2_pattern_addr(DN2State *s, int wid, const DN2Pattern *p,
+                           uint32_t i, uint32_t *addr);
+/* Bytes [off, off + len) of the pattern's stream (its elements one after
+ * another; contiguous: the run itself) from / to buf and the process's
+ * SO-DIMM area.  What cannot be moved (a list entry that cannot be read,
+ * an element not wholly in the area, a run past the area end) is skipped,
+ * buf left as it was there.  Returns DIMMNET2_PAT_* bits; *moved (if not
+ * NULL) gets the bytes moved. */
+unsigned dimmnet2_pattern_read(DN2State *s, int wid, const DN2Pattern *p,
+                               uint64_t off, void *buf, uint64_t len,
+                               uint64_t *moved);
+unsigned dimmnet2_pattern_write(DN2State *s, int wid, const DN2Pattern *p,
+                                uint64_t off, const void *buf, uint64_t len,
+                                uint64_t *moved);
+
+#endif
