@@ -1249,6 +1249,27 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
     free(boards);
 }
 
+/* The SO-DIMM files can be a GiB on /dev/shm: remove them on any exit. */
+static void remove_tmpdir(void)
+{
+    char cmd[400];
+
+    if (!tmpdir[0]) {
+        return;
+    }
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd)) {
+        /* leave it */
+    }
+    tmpdir[0] = 0;
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    exit(1);                /* atexit: remove_tmpdir (our children die with us) */
+}
+
 static uint64_t parse_size(const char *s)
 {
     char *e;
@@ -1348,6 +1369,9 @@ int main(int argc, char **argv)
         die("mkdtemp %s: %s", tmpdir, strerror(errno));
     }
     chmod(tmpdir, 0755);
+    atexit(remove_tmpdir);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     for (const char *p = boards; *p;) {
         char *e;
         unsigned long n = strtoul(p, &e, 10);
@@ -1358,13 +1382,7 @@ int main(int argc, char **argv)
         run((unsigned)n, seconds, echo_ms, mc_rounds, restart);
         p = *e == ',' ? e + 1 : e;
     }
-    {
-        char cmd[400];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        if (system(cmd)) {
-            /* leave it */
-        }
-    }
+    remove_tmpdir();
     printf("%s\n", failures ? "FAIL dn2-scale: some checks failed (above)" : "dn2-scale: all checks passed");
     return failures ? 1 : 0;
 }
