@@ -113,19 +113,25 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+static void vfail(const char *fmt, va_list ap)
+{
+    printf("FAIL ");
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+}
+
 static void die(const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    printf("FAIL ");
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
+    vfail(fmt, ap);
     va_end(ap);
     exit(1);
 }
 
+/* a failed check: reported (the first 20), counted, the run goes on */
 static void fail(const char *fmt, ...)
 {
     va_list ap;
@@ -134,10 +140,7 @@ static void fail(const char *fmt, ...)
         return;
     }
     va_start(ap, fmt);
-    printf("FAIL ");
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
+    vfail(fmt, ap);
     va_end(ap);
 }
 
