@@ -764,7 +764,7 @@ wait_ready() {
 }
 
 # ------------------------------------------------------------------ switch
-# shellcheck disable=SC2086  # --switch-opts is word-split on purpose
+# shellcheck disable=SC2206  # --switch-opts is word-split on purpose
 sw_cmd=("$switch_bin" --listen "$switch_listen:$switch_port" --ready-file "$rundir/switch.port"
         "${secret_sw[@]}" $switch_opts)
 if [ ${#hosts[@]} -gt 0 ]; then
@@ -774,7 +774,9 @@ if [ ${#hosts[@]} -gt 0 ]; then
 fi
 start_group "$rundir/switch.out" "$rundir/switch.log" "${sw_cmd[@]}"
 switch_pid=$child
-if ! wait_ready "$rundir/switch.port" "$switch_pid" $([ ${#hosts[@]} -gt 0 ] && echo 600 || echo 100); then
+# (a remote shell may take a while to log in)
+sw_wait=100; [ ${#hosts[@]} -gt 0 ] && sw_wait=600
+if ! wait_ready "$rundir/switch.port" "$switch_pid" "$sw_wait"; then
     if [ "$switch_port" != 0 ] && grep -qi 'in use\|bind' "$rundir/switch.log" "$rundir/switch.out" 2>/dev/null; then
         setup_die "switch port $switch_port is busy: $(cat "$rundir/switch.log" "$rundir/switch.out" | head -3) (choose another --switch-port, or 0 for a free one)"
     fi

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154  # top, work, ns_sw, hosts, sw_addr, net: the caller's
 # Part of tests/cluster/multihost-test.sh (sourced there, in its namespaces):
 # scripts/cluster.sh over several hosts with `ip netns exec` as the remote
 # shell, and inside a Slurm allocation.  Uses ok/not_ok/diag, $work, $top,
