@@ -50,6 +50,25 @@
 #                         eth1 = 192.168.77.(10+i)/24 inside the guests
 #       --ethernet-mtu N  that network's MTU (default 1500)
 #   -a, --append ARGS     extra kernel command-line arguments
+#       --hosts H1,H2,... place the nodes on these hosts, node i on host
+#                         i mod count (docs/cluster.md, "Over several
+#                         hosts"); the work tree (QEMU, kernel, image, run
+#                         directory) must be at the same path on every host
+#       --rsh CMD         how to run a command on a host (default ssh, as
+#                         Open MPI's plm_rsh_agent): CMD HOST COMMAND...; a
+#                         CMD whose first word is ssh or rsh gets the
+#                         command as one string for the remote shell, any
+#                         other (e.g. "ip netns exec", "srun -w") its words
+#       --switch-host H   the host that runs the switch (default: the first)
+#       --switch-addr A   the switch's address as the boards see it
+#                         (default: the first of `hostname -I` on that host)
+#       --addr A          this host's address as the guests see it (the job
+#                         server listens there; default: the first of
+#                         `hostname -I`)
+#       --no-slurm        inside a Slurm allocation (SLURM_JOB_NODELIST set)
+#                         and without --hosts, the nodes go on the
+#                         allocation's hosts, started with srun; this
+#                         keeps them here
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
 #
@@ -69,7 +88,8 @@
 # On failure the tail of the console of each node concerned is printed.
 #
 # Environment: QEMU, DN2_ACCEL, DN2_KERNEL, DN2_CACHE (as run-guest.sh),
-# DN2_SWITCH (the dn2-switch binary; default build/fabric/dn2-switch).
+# DN2_SWITCH (the dn2-switch binary; default build/fabric/dn2-switch),
+# SLURM_JOB_NODELIST (see --no-slurm).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -97,7 +117,7 @@ server_py() {
     cat <<'PY'
 import errno, http.server, os, sys, threading, time, urllib.parse
 
-www, export, rundir, nodes, jobid, port, ready, serve = sys.argv[1:9]
+www, export, rundir, nodes, jobid, port, ready, serve, bind = sys.argv[1:10]
 nodes, port = int(nodes), int(port)
 joins, jobs = os.path.join(rundir, "joins"), os.path.join(rundir, "jobs")
 
@@ -298,14 +318,14 @@ class Server(http.server.ThreadingHTTPServer):
 
 
 try:
-    srv = Server(("127.0.0.1", port), Handler)
+    srv = Server((bind, port), Handler)
 except OSError as e:
     if e.errno == errno.EADDRINUSE:
         sys.stderr.write("port %d is busy\n" % port)
         sys.exit(3)
     raise
 atomic_write(ready, b"%d\n" % srv.server_address[1])
-sys.stderr.write("serving %s over %s on 127.0.0.1:%d\n" % (www, export, srv.server_address[1]))
+sys.stderr.write("serving %s over %s on %s:%d\n" % (www, export, bind, srv.server_address[1]))
 sys.stderr.flush()
 srv.serve_forever()
 PY
@@ -458,6 +478,12 @@ ether_mtu=
 serve_dir=
 append_extra=
 quiet=0
+hosts_arg=
+rsh=
+switch_host=
+switch_addr=
+my_addr=
+no_slurm=
 extra=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -485,6 +511,12 @@ while [ $# -gt 0 ]; do
         --serve-dir) serve_dir=${2:?$1 needs a directory}; shift 2 ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
+        --hosts) hosts_arg=${2:?$1 needs host names}; shift 2 ;;
+        --rsh) rsh=${2:?$1 needs a command}; shift 2 ;;
+        --switch-host) switch_host=${2:?$1 needs a host}; shift 2 ;;
+        --switch-addr) switch_addr=${2:?$1 needs an address}; shift 2 ;;
+        --addr) my_addr=${2:?$1 needs an address}; shift 2 ;;
+        --no-slurm) no_slurm=1; shift ;;
         -h|--help) usage_help; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) setup_die "unknown argument: $1 (see --help)" ;;
@@ -556,6 +588,74 @@ initrd=$rundir/initramfs.cpio.gz
 ln "$initrd_built" "$initrd" 2>/dev/null || cp "$initrd_built" "$initrd"
 jobid=$name-$RANDOM$RANDOM
 
+# ------------------------------------------------------------------ hosts
+# Several hosts (--hosts, or a Slurm allocation): node i runs on
+# hosts[i mod count] through the remote shell, the switch on switch_host.
+# No hosts: everything here on 127.0.0.1, as always.
+hosts=()
+if [ -n "$hosts_arg" ]; then
+    IFS=, read -r -a hosts <<< "$hosts_arg"
+    rsh=${rsh:-ssh}
+elif [ -n "${SLURM_JOB_NODELIST:-}" ] && [ -z "$no_slurm" ]; then
+    command -v scontrol > /dev/null \
+        || setup_die "SLURM_JOB_NODELIST is set but scontrol is missing (install slurm-client, or give --no-slurm)"
+    mapfile -t hosts < <(scontrol show hostnames "$SLURM_JOB_NODELIST" 2> "$rundir/scontrol.err")
+    [ ${#hosts[@]} -gt 0 ] || setup_die "no host in the Slurm allocation ($SLURM_JOB_NODELIST): $(head -3 "$rundir/scontrol.err")"
+    # one task on the named host, as a step of this allocation that may
+    # share its CPUs with the other nodes' steps
+    rsh=${rsh:-srun --nodes=1 --ntasks=1 --overlap --quiet --nodelist}
+    say "Slurm allocation ${SLURM_JOB_ID:-?}: hosts ${hosts[*]}"
+fi
+for h in "${hosts[@]}"; do
+    case $h in ''|*[[:space:]]*) setup_die "--hosts: bad host name '$h'" ;; esac
+done
+[ -n "$switch_host" ] && [ ${#hosts[@]} -eq 0 ] && setup_die "--switch-host needs --hosts (or a Slurm allocation)"
+[ -n "$rsh" ] && [ ${#hosts[@]} -eq 0 ] && setup_die "--rsh needs --hosts (or a Slurm allocation)"
+# on_host HOST CMD...: the array on_cmd runs CMD on HOST.  ssh and rsh join
+# their arguments into one line for the remote shell: give them the
+# command quoted; "ip netns exec", srun and the like exec their arguments.
+on_host() {
+    local h=$1 words
+    shift
+    read -r -a words <<< "$rsh"
+    case ${words[0]##*/} in
+        ssh|rsh) on_cmd=("${words[@]}" "$h" "$(printf '%q ' "$@")") ;;
+        *) on_cmd=("${words[@]}" "$h" "$@") ;;
+    esac
+}
+# on_host_pid HOST PIDFILE CMD...: on_cmd runs CMD on HOST, which writes its
+# process id (valid on that host) into PIDFILE for the teardown.
+# shellcheck disable=SC2016   # expanded by the remote sh
+on_host_pid() {
+    local h=$1 f=$2
+    shift 2
+    on_host "$h" /bin/sh -c 'echo $$ > "$0"; exec "$@"' "$f" "$@"
+}
+remote_procs=()     # "HOST PIDFILE" of every process on another host
+node_host=()
+if [ ${#hosts[@]} -gt 0 ]; then
+    [ -n "$ethernet" ] && setup_die "--ethernet is one host's dgram network: not with several hosts"
+    switch_host=${switch_host:-${hosts[0]}}
+    # Every host answers (and says its address when we need it).
+    for h in $(printf '%s\n' "$switch_host" "${hosts[@]}" | awk '!seen[$0]++'); do
+        on_host "$h" hostname -I
+        if ! a=$(timeout 60 "${on_cmd[@]}" < /dev/null 2> "$rundir/rsh.err"); then
+            setup_die "cannot run a command on host $h with '$rsh $h ...': $(head -3 "$rundir/rsh.err")"
+        fi
+        if [ "$h" = "$switch_host" ] && [ -z "$switch_addr" ]; then
+            switch_addr=$(awk '{ print $1; exit }' <<< "$a")
+            [ -n "$switch_addr" ] || setup_die "host $switch_host has no address (hostname -I): give --switch-addr"
+        fi
+    done
+    [ -n "$my_addr" ] || my_addr=$(hostname -I 2> /dev/null | awk '{ print $1 }')
+    [ -n "$my_addr" ] || setup_die "this host has no address (hostname -I): give --addr"
+    http_bind=$my_addr
+    case $switch_addr in *:*) switch_listen="[::]" ;; *) switch_listen=0.0.0.0 ;; esac
+else
+    switch_addr=127.0.0.1 switch_listen=127.0.0.1 http_bind=127.0.0.1 my_addr=10.0.2.2
+fi
+switch_at() { case $switch_addr in *:*) echo "[$switch_addr]:$sport" ;; *) echo "$switch_addr:$sport" ;; esac; }
+
 # ---------------------------------------------------------------- teardown
 # Every child runs in its own process group (setsid), listed in $rundir/pgids;
 # cleanup kills the groups.  A reaper outlives this script if it is killed
@@ -589,7 +689,16 @@ cleanup() {
     [ -n "${display_active:-}" ] && printf '\n' >&2
     local t=0 g any
     # The guests first (they would only see their link drop), then the
-    # servers; TERM, then KILL after 3 s.
+    # servers; TERM, then KILL after 3 s.  On other hosts: TERM by the
+    # process id each wrote, through the remote shell, all hosts at once.
+    local e rp=()
+    for e in "${remote_procs[@]}"; do
+        # shellcheck disable=SC2016   # expanded by the remote sh
+        on_host "${e%% *}" /bin/sh -c 'p=$(cat "$0" 2> /dev/null) && kill -TERM "$p" 2> /dev/null; :' "${e#* }"
+        timeout 20 "${on_cmd[@]}" < /dev/null > /dev/null 2>&1 &
+        rp+=($!)
+    done
+    [ ${#rp[@]} -gt 0 ] && wait "${rp[@]}" 2> /dev/null
     kill_groups TERM "${qemu_pids[@]}"
     while [ $t -lt 30 ]; do
         any=
@@ -642,22 +751,36 @@ guest_output() {
 # tail_log FILE [N]: the last lines of a console, without CRs
 tail_log() { tr -d '\r' < "$1" 2>/dev/null | tail -"${2:-25}"; }
 
+# wait_ready FILE PID TENTHS: until a server wrote its port into FILE, it
+# died, or TENTHS tenths of a second passed; true when FILE has the port
+wait_ready() {
+    local t
+    for ((t = 0; t < $3; t++)); do
+        [ -s "$1" ] && return 0
+        alive "$2" || break
+        sleep 0.1
+    done
+    [ -s "$1" ]
+}
+
 # ------------------------------------------------------------------ switch
-# shellcheck disable=SC2086  # --switch-opts is word-split on purpose
-start_group "$rundir/switch.out" "$rundir/switch.log" \
-    "$switch_bin" --listen "127.0.0.1:$switch_port" --ready-file "$rundir/switch.port" \
-    "${secret_sw[@]}" $switch_opts
+# shellcheck disable=SC2206  # --switch-opts is word-split on purpose
+sw_cmd=("$switch_bin" --listen "$switch_listen:$switch_port" --ready-file "$rundir/switch.port"
+        "${secret_sw[@]}" $switch_opts)
+if [ ${#hosts[@]} -gt 0 ]; then
+    on_host_pid "$switch_host" "$rundir/switch.pid" "${sw_cmd[@]}"
+    remote_procs+=("$switch_host $rundir/switch.pid")
+    sw_cmd=("${on_cmd[@]}")
+fi
+start_group "$rundir/switch.out" "$rundir/switch.log" "${sw_cmd[@]}"
 switch_pid=$child
-for ((t = 0; t < 100; t++)); do
-    [ -s "$rundir/switch.port" ] && break
-    alive "$switch_pid" || break
-    sleep 0.1
-done
-if [ ! -s "$rundir/switch.port" ]; then
+# (a remote shell may take a while to log in)
+sw_wait=100; [ ${#hosts[@]} -gt 0 ] && sw_wait=600
+if ! wait_ready "$rundir/switch.port" "$switch_pid" "$sw_wait"; then
     if [ "$switch_port" != 0 ] && grep -qi 'in use\|bind' "$rundir/switch.log" "$rundir/switch.out" 2>/dev/null; then
         setup_die "switch port $switch_port is busy: $(cat "$rundir/switch.log" "$rundir/switch.out" | head -3) (choose another --switch-port, or 0 for a free one)"
     fi
-    setup_die "dn2-switch did not start: $(cat "$rundir/switch.log" "$rundir/switch.out" 2>/dev/null | tail -5)"
+    setup_die "dn2-switch did not start${switch_host:+ on host $switch_host}: $(cat "$rundir/switch.log" "$rundir/switch.out" 2>/dev/null | tail -5)"
 fi
 sport=$(cat "$rundir/switch.port")
 
@@ -685,32 +808,24 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))' "$nodes")"
     for p in "${eth_ports[@]}"; do hub_args+=(--member "127.0.0.1:$p"); done
     start_group "$rundir/ethhub.out" "$rundir/ethhub.log" \
         "$hub_bin" --listen 127.0.0.1:0 --ready-file "$rundir/ethhub.port" "${hub_args[@]}"
-    for ((t = 0; t < 50; t++)); do
-        [ -s "$rundir/ethhub.port" ] && break
-        alive "$child" || break
-        sleep 0.1
-    done
-    [ -s "$rundir/ethhub.port" ] || setup_die "dn2-ethhub did not start: $(tail -3 "$rundir/ethhub.log")"
+    wait_ready "$rundir/ethhub.port" "$child" 50 || setup_die "dn2-ethhub did not start: $(tail -3 "$rundir/ethhub.log")"
     eport=$(cat "$rundir/ethhub.port")
 fi
 
 # -------------------------------------------------------------- job server
 mkdir -p "$EXPORT_DIR"
 start_group "$rundir/http.out" "$rundir/http.log" \
-    "$py" -u -c "$(server_py)" "$rundir/www" "$EXPORT_DIR" "$rundir" "$nodes" "$jobid" "$http_port" "$rundir/http.port" "$serve_dir"
+    "$py" -u -c "$(server_py)" "$rundir/www" "$EXPORT_DIR" "$rundir" "$nodes" "$jobid" "$http_port" "$rundir/http.port" "$serve_dir" "$http_bind"
 http_pid=$child
-for ((t = 0; t < 100; t++)); do
-    [ -s "$rundir/http.port" ] && break
-    alive "$http_pid" || break
-    sleep 0.1
-done
-if [ ! -s "$rundir/http.port" ]; then
+if ! wait_ready "$rundir/http.port" "$http_pid" 100; then
     grep -q 'is busy' "$rundir/http.log" 2>/dev/null \
         && setup_die "HTTP port $http_port is busy (choose another --http-port, or 0 for a free one)"
     setup_die "the job/file server did not start: $(tail -5 "$rundir/http.log" 2>/dev/null)"
 fi
 hport=$(cat "$rundir/http.port")
-guest_url=http://10.0.2.2:$hport
+# The guests reach this host as 10.0.2.2 (QEMU's user network); from other
+# hosts through its address (the user network's NAT, out of that host).
+guest_url=http://$my_addr:$hport
 
 # ------------------------------------------------------------------ guests
 {
@@ -718,8 +833,8 @@ guest_url=http://10.0.2.2:$hport
     echo "nodes=$nodes"
     echo "interactive=$interactive"
     echo "jobid=$jobid"
-    echo "switch=127.0.0.1:$sport"
-    echo "http=http://127.0.0.1:$hport"
+    echo "switch=$(switch_at)"
+    echo "http=http://$http_bind:$hport"
     echo "guest_http=$guest_url"
     [ -n "$ethernet" ] && echo "ethhub=127.0.0.1:$eport"
 } > "$rundir/info"
@@ -761,9 +876,16 @@ for ((i = 0; i < nodes; i++)); do
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"
          "${secret_obj[@]}"
-         -device "dimmnet2,switch=127.0.0.1:$sport,guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
+         -device "dimmnet2,switch=$(switch_at),guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
          -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
          "${eth_args[@]}" "${qmp_args[@]}" "${extra[@]}")
+    if [ ${#hosts[@]} -gt 0 ]; then
+        node_host[i]=${hosts[i % ${#hosts[@]}]}
+        echo "node${i}_host=${node_host[i]}" >> "$rundir/info"
+        on_host_pid "${node_host[i]}" "$rundir/node$i.pid" "${cmd[@]}"
+        remote_procs+=("${node_host[i]} $rundir/node$i.pid")
+        cmd=("${on_cmd[@]}")
+    fi
     printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"
     : > "$rundir/node$i.log"
     start_group "$rundir/node$i.stdout" "$rundir/node$i.stderr" "${cmd[@]}"
@@ -814,8 +936,9 @@ while True:
 ' "$rundir/board-stats" $(for ((i = 0; i < nodes; i++)); do sed -n "s/^node${i}_qmp=//p" "$rundir/info"; done)
 fi
 
-say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch 127.0.0.1:$sport"
-say "files: $EXPORT_DIR served at http://127.0.0.1:$hport/ (in the guests: ${B}$guest_url/${N}, \$DN2_HTTP)"
+say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch $(switch_at)${switch_host:+ on host $switch_host}"
+[ ${#hosts[@]} -gt 0 ] && say "hosts: ${hosts[*]} (remote shell: $rsh)"
+say "files: $EXPORT_DIR served at http://$http_bind:$hport/ (in the guests: ${B}$guest_url/${N}, \$DN2_HTTP)"
 say "logs:  $rundir/node<i>.log"
 
 # ----------------------------------------------------------------- monitor
@@ -880,7 +1003,11 @@ scan() {
             return
         fi
         p=failed
-        st_why[i]="QEMU exited (status ${qemu_rc[i]}) before the command finished"
+        if [ -n "${node_host[i]:-}" ]; then
+            st_why[i]="node lost on host ${node_host[i]}: QEMU or the remote shell ($rsh) ended (status ${qemu_rc[i]}) before the command finished"
+        else
+            st_why[i]="QEMU exited (status ${qemu_rc[i]}) before the command finished"
+        fi
         [ -s "$rundir/node$i.stderr" ] && st_why[i]+=": $(tail -1 "$rundir/node$i.stderr")"
     fi
     st_phase[i]=$p
@@ -944,7 +1071,7 @@ stuck_reason() {
     case ${st_phase[i]} in
         start) echo "no console output at all (QEMU, firmware or kernel problem; see $rundir/node$i.stderr)" ;;
         boot) echo "booted but no network/link report (is /init from scripts/build-initramfs.sh?)" ;;
-        net) echo "its board's link never came up (switch 127.0.0.1:$sport unreachable? see $rundir/switch.log)" ;;
+        net) echo "its board's link never came up (switch $(switch_at) unreachable${node_host[i]:+ from host ${node_host[i]}}? see $rundir/switch.log)" ;;
         link) echo "link up but it never reached the job server $guest_url (guest networking?)" ;;
         linkdown) echo "its board's link never came up" ;;
         joined|ranks) echo "joined, waiting for the others" ;;
@@ -985,7 +1112,10 @@ write_ranks() {
         return 1
     fi
     # The subnet manager's view: GUID i+1 must hold the LID node i reported.
-    if stats=$(timeout 5 "$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}" 2>&1); then
+    # (on the switch's host: it answers its own host over loopback)
+    on_cmd=("$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}")
+    [ ${#hosts[@]} -gt 0 ] && on_host "$switch_host" "${on_cmd[@]}"
+    if stats=$(timeout 30 "${on_cmd[@]}" < /dev/null 2>&1); then
         for ((i = 0; i < nodes; i++)); do
             guid=$(printf '0x%016x' $((i + 1)))
             line=$(awk -v g="$guid" '$2 == "active" && $3 == g' <<< "$stats")

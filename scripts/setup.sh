@@ -70,6 +70,10 @@ host_packages() {
     # host for the MPI guest image (docs/mpi.md); the image itself gets its
     # packages with apt-get download (scripts/build-initramfs.sh --mpi).
     apt_install --no-install-recommends libopenmpi-dev
+    # Slurm's controller, node daemon and client: the multi-host test
+    # (tests/cluster/multihost-test.sh) starts its own in network
+    # namespaces, with its own configuration (no munge, no service).
+    apt_install --no-install-recommends slurmctld slurmd slurm-client
     apt_install -t bookworm-backports meson python3-pycotap
 }
 
