@@ -173,6 +173,12 @@ struct dn2fi_ep {
     uint8_t *gather;        /* envelope + a datagram being sent */
     /* statistics */
     uint64_t tx_msgs, rx_msgs, rx_bytes;
+    /* where the time goes (FI_DIMMNET2_STATS=1 prints it at close):
+     * nanoseconds in each step of the data path, and how often a send
+     * found the board busy */
+    int stats;
+    uint64_t ns_stage, ns_ww, ns_issue, ns_read, ns_lhb, ns_open;
+    uint64_t tx_bytes, rx_dgrams, busy_half, busy_fifo, progress_calls;
 };
 
 int dn2fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
@@ -229,6 +235,7 @@ void dn2fi_rdm_ini(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
  * the categories the provider does not implement). */
 void dn2fi_fill_enosys(void *ops, size_t size);
 int dn2fi_errno(int r);
+uint64_t dn2fi_ns(void);
 void dn2fi_ep_ini(void);    /* fills the CQ/AV/EP operation tables */     /* libdimmnet2 / errno code -> -FI_* */
 
 #define DN2FI_WARN(subsys, ...) FI_WARN(&dn2fi_prov, subsys, __VA_ARGS__)

@@ -24,6 +24,14 @@
 
 #define DN2FI_TMO_US 5000000L
 
+uint64_t dn2fi_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t now_us(void)
 {
     struct timespec ts;
@@ -780,7 +788,11 @@ int dn2fi_dgram_read(struct dn2fi_ep *ep, const void *msg, size_t at, void *dst,
     }
     {
         uint32_t pos = (m->pointer - ep->ring.base + (uint32_t)(at - DN2_LHB_DATA)) % ep->ring.size;
+        uint64_t t0 = ep->stats ? dn2fi_ns() : 0;
         int r = ring_read(ep, ep->ring.base + pos, d, n);
+        if (ep->stats) {
+            ep->ns_read += dn2fi_ns() - t0;
+        }
         if (r) {
             DN2FI_WARN(FI_LOG_EP_DATA, "reading the receive ring: %s\n", dn2_strerror(r));
             return -FI_EIO;
@@ -910,8 +922,14 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
     if (len > DN2FI_MAX_MSG) {
         return -FI_EMSGSIZE;
     }
-    if (!half_free(ep, h) ||
-        (dn2_ctl_status(ep->d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL))) {
+    uint64_t t0 = ep->stats ? dn2fi_ns() : 0, t1 = 0, t2 = 0;
+
+    if (!half_free(ep, h)) {
+        ep->busy_half++;
+        return -FI_EAGAIN;
+    }
+    if (dn2_ctl_status(ep->d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL)) {
+        ep->busy_fifo++;
         return -FI_EAGAIN;
     }
     memcpy(gather, &env, DN2FI_ENV);
@@ -926,7 +944,13 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
     {
         uint32_t pre = len > DN2FI_INJECT ? DN2FI_WW_PREFIX_MAX : (uint32_t)(DN2FI_ENV + len);
         uint32_t ww_off = (uint32_t)h * 2 * DN2_WIN_SIZE;
+        if (ep->stats) {
+            t1 = dn2fi_ns();
+        }
         dn2_ww_write(ep->d, ww_off, gather, pre);
+        if (ep->stats) {
+            t2 = dn2fi_ns();
+        }
         r = dn2_lhsv2(ep->d, lid, wid, ww_off, pre,
                       DN2FI_SD_STAGE + (uint32_t)h * DN2FI_STAGE_SLOT,
                       (uint32_t)(DN2FI_ENV + len), 0);
@@ -934,6 +958,13 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
     if (r) {
         return dn2fi_errno(r);
     }
+    if (ep->stats) {
+        uint64_t t3 = dn2fi_ns();
+        ep->ns_stage += t1 - t0;    /* gather copy + VS staging */
+        ep->ns_ww += t2 - t1;
+        ep->ns_issue += t3 - t2;
+    }
+    ep->tx_bytes += len;
     ep->ipush_issued = (ep->ipush_issued + 1) & DN2_PC_MASK;
     ep->half_busy[h] = 1;
     ep->half_seq[h] = ep->ipush_issued;
@@ -1209,6 +1240,21 @@ static int ep_close(struct fid *fid)
     DN2FI_INFO(FI_LOG_EP_CTRL, "close: %llu sent, %llu received (%llu bytes)\n",
                (unsigned long long)ep->tx_msgs, (unsigned long long)ep->rx_msgs,
                (unsigned long long)ep->rx_bytes);
+    if (ep->stats) {
+        double open_ms = (dn2fi_ns() - ep->ns_open) / 1e6;
+        fprintf(stderr, "dimmnet2 stats: LID %u WID %d %s endpoint open %.1f ms: "
+                "sent %llu datagrams %llu bytes, received %llu datagrams %llu bytes; "
+                "ms in: gather+VS staging %.1f, Write Window %.1f, LHSv2 issue %.1f, "
+                "ring copy-out (dn2_sd_read) %.1f, LH Buffer handling %.1f; "
+                "board busy: WW half %llu, request FIFO %llu; progress calls %llu\n",
+                ep->lid, ep->wid, ep->type == FI_EP_RDM ? "RDM" : "DGRAM", open_ms,
+                (unsigned long long)ep->tx_msgs, (unsigned long long)ep->tx_bytes,
+                (unsigned long long)ep->rx_dgrams, (unsigned long long)ep->rx_bytes,
+                ep->ns_stage / 1e6, ep->ns_ww / 1e6, ep->ns_issue / 1e6, ep->ns_read / 1e6,
+                (ep->ns_lhb > ep->ns_read ? ep->ns_lhb - ep->ns_read : 0) / 1e6,
+                (unsigned long long)ep->busy_half, (unsigned long long)ep->busy_fifo,
+                (unsigned long long)ep->progress_calls);
+    }
     if (ep->type == FI_EP_RDM) {
         dn2fi_rdm_close(ep);
     }
@@ -1333,6 +1379,11 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
         return -FI_ENOMEM;
     }
     ep->type = info->ep_attr->type;
+    {
+        const char *st = getenv("FI_DIMMNET2_STATS");
+        ep->stats = st && *st && strcmp(st, "0");
+        ep->ns_open = dn2fi_ns();
+    }
     ep->caps = info->caps ? info->caps : (ep->type == FI_EP_RDM ? DN2FI_RDM_CAPS : FI_MSG);
     ep->rx_size = DN2FI_QUEUE;
     ep->rxq = calloc(ep->rx_size, sizeof(*ep->rxq));

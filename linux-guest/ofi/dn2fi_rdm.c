@@ -416,10 +416,12 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
         if (!dn2_lh_ready(ep->d)) {
             return;
         }
+        uint64_t t0 = ep->stats ? dn2fi_ns() : 0;
         r = dn2_lh_next(ep->d, &lm, 0);
         if (r <= 0 || !lm.complete) {
             return;     /* the rest of it is still arriving */
         }
+        ep->rx_dgrams++;
         ctx = lm.context & 0xfffu;
         lid = dn2_clid_to_lid((uint16_t)(lm.rank & 0xfffu));
         wid = (int)((lm.rank >> 12) & 1u);
@@ -440,6 +442,9 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
             dn2_ring_consume(ep->d, &ep->ring, lm.size - DN2_LHB_DATA);
         }
         dn2_lh_release(ep->d);
+        if (ep->stats) {
+            ep->ns_lhb += dn2fi_ns() - t0;     /* includes the ring copy */
+        }
     }
 }
 
@@ -539,6 +544,7 @@ void dn2fi_rdm_progress(struct dn2fi_ep *ep)
     if (r->in_progress) {
         return;
     }
+    ep->progress_calls++;
     r->in_progress = 1;
     rdm_progress_rx(ep);
     rdm_progress_tx(ep);
