@@ -26,11 +26,13 @@
 #   --stats        the provider's own accounting (FI_DIMMNET2_STATS=1):
 #                  per rank, the milliseconds spent in each step of its
 #                  data path during mpi-bench, printed after the table
+#   --board-env 'V=X ...'  extra environment for the board's jobs (e.g.
+#                  FI_DIMMNET2_IDLE_US=1, docs/ofi-provider.md)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats=
+nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv=
 while [ $# -gt 0 ]; do
     case $1 in
         -n|--nodes) nodes=${2:?}; shift 2 ;;
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
         --tcp-mtu) mtu=${2:?}; shift 2 ;;
         --ofi) ofi=${2:?}; shift 2 ;;
         --stats) stats=1; shift ;;
+        --board-env) benv+="${2:?} "; shift 2 ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -64,13 +67,13 @@ fi
 
 jobs=() labels=()
 for net in $nets; do
-    if [ -n "$stats" ] && [ "$net" = board ]; then
-        jobs+=(--job "$net:FI_DIMMNET2_STATS=1 ./mpi-bench $iters")
-    else
-        jobs+=(--job "$net:./mpi-bench $iters")
-    fi
+    pre=
+    [ "$net" = board ] && pre=$benv
+    st=
+    [ "$net" = board ] && [ -n "$stats" ] && st="FI_DIMMNET2_STATS=1 "
+    jobs+=(--job "$net:$pre$st./mpi-bench $iters")
     labels+=("$net mpi-bench")
-    jobs+=(--job "$net:NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
+    jobs+=(--job "$net:${pre}NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
     labels+=("$net NetPIPE")
 done
 name=bench-mpi-$(date +%Y%m%d-%H%M%S)
@@ -87,7 +90,7 @@ rc=$?
 figure() { sed -n "s/^\[$1\.0\] figure $2 //p" "$out" | head -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-echo "MPI benchmark: $nodes nodes x $ppn ranks, Open MPI 4.1 (Debian), TCG guests, TCP MTU $mtu, board provider $ofi, $((SECONDS - t0)) s in all, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "MPI benchmark: $nodes nodes x $ppn ranks, Open MPI 4.1 (Debian), TCG guests, TCP MTU $mtu, board provider $ofi${benv:+ ($benv)}, $((SECONDS - t0)) s in all, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "(same guests, same run; ratios: board / tcp for bandwidth, tcp / board for times)"
 printf '%-26s' "figure"; for net in $nets; do printf '%14s' "$net"; done
 [ "$nets" = "board tcp" ] && printf '%10s' "ratio"

@@ -111,6 +111,7 @@ struct dn2fi_cq {
     struct dn2fi_ep *eps[4];
     int neps;
     int refs;
+    long idle_us;           /* FI_DIMMNET2_IDLE_US: sleep when a read finds nothing */
 };
 
 struct dn2fi_av_entry {

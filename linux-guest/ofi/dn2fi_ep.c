@@ -188,6 +188,13 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
     pthread_mutex_lock(&cq->dom->lock);
     r = cq_readfrom_locked(cq, buf, count, src);
     pthread_mutex_unlock(&cq->dom->lock);
+    if (r == -FI_EAGAIN && cq->idle_us > 0) {
+        /* Nothing arrived: let the vCPU halt a moment instead of spinning,
+         * so that under emulation the host CPU goes to the QEMU threads
+         * that move the board's packets (docs/ofi-provider.md). */
+        struct timespec ts = { 0, cq->idle_us * 1000 };
+        nanosleep(&ts, NULL);
+    }
     return r;
 }
 
@@ -316,6 +323,13 @@ int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     }
     cq->dom = dom;
     cq->format = fmt;
+    {
+        const char *idle = getenv("FI_DIMMNET2_IDLE_US");
+        cq->idle_us = idle ? strtol(idle, NULL, 0) : 0;
+        if (cq->idle_us < 0 || cq->idle_us > 999999) {
+            cq->idle_us = 0;
+        }
+    }
     cq->cq.fid.fclass = FI_CLASS_CQ;
     cq->cq.fid.context = context;
     cq->cq.fid.ops = &cq_fi_ops;
