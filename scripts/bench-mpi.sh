@@ -20,11 +20,19 @@
 #   --tcp-mtu N    MTU of the guests' Ethernet (default 65000: the TCP
 #                  baseline's best configuration here, one datagram per
 #                  64 KB segment instead of per 1.5 KB)
+#   --ofi PROV     the board's libfabric provider (mpirun.sh --ofi):
+#                  dimmnet2 (default, the native RDM endpoint) or
+#                  'dimmnet2;ofi_rxd'
+#   --stats        the provider's own accounting (FI_DIMMNET2_STATS=1):
+#                  per rank, the milliseconds spent in each step of its
+#                  data path during mpi-bench, printed after the table
+#   --board-env 'V=X ...'  extra environment for the board's jobs (e.g.
+#                  FI_DIMMNET2_IDLE_US=1, docs/ofi-provider.md)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000
+nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv=
 while [ $# -gt 0 ]; do
     case $1 in
         -n|--nodes) nodes=${2:?}; shift 2 ;;
@@ -34,6 +42,9 @@ while [ $# -gt 0 ]; do
         --nets) nets=${2:?}; shift 2 ;;
         --keep) keep=${2:?}; shift 2 ;;
         --tcp-mtu) mtu=${2:?}; shift 2 ;;
+        --ofi) ofi=${2:?}; shift 2 ;;
+        --stats) stats=1; shift ;;
+        --board-env) benv+="${2:?} "; shift 2 ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -56,15 +67,19 @@ fi
 
 jobs=() labels=()
 for net in $nets; do
-    jobs+=(--job "$net:./mpi-bench $iters")
+    pre=
+    [ "$net" = board ] && pre=$benv
+    st=
+    [ "$net" = board ] && [ -n "$stats" ] && st="FI_DIMMNET2_STATS=1 "
+    jobs+=(--job "$net:$pre$st./mpi-bench $iters")
     labels+=("$net mpi-bench")
-    jobs+=(--job "$net:NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
+    jobs+=(--job "$net:${pre}NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
     labels+=("$net NetPIPE")
 done
 name=bench-mpi-$(date +%Y%m%d-%H%M%S)
 out=$DN2_TOP/build/cluster/$name.bench
 t0=$SECONDS
-bash "$here/mpirun.sh" -q -n "$nodes" --ppn "$ppn" --name "$name" -t 1800 \
+bash "$here/mpirun.sh" -q -n "$nodes" --ppn "$ppn" --name "$name" -t 1800 --ofi "$ofi" \
     --cluster-opt --ethernet-mtu --cluster-opt "$mtu" \
     --file "$bench" "${jobs[@]}" > "$out" 2> "$out.err"
 rc=$?
@@ -75,7 +90,7 @@ rc=$?
 figure() { sed -n "s/^\[$1\.0\] figure $2 //p" "$out" | head -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-echo "MPI benchmark: $nodes nodes x $ppn ranks, Open MPI 4.1 (Debian), TCG guests, TCP MTU $mtu, $((SECONDS - t0)) s in all"
+echo "MPI benchmark: $nodes nodes x $ppn ranks, Open MPI 4.1 (Debian), TCG guests, TCP MTU $mtu, board provider $ofi${benv:+ ($benv)}, $((SECONDS - t0)) s in all, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "(same guests, same run; ratios: board / tcp for bandwidth, tcp / board for times)"
 printf '%-26s' "figure"; for net in $nets; do printf '%14s' "$net"; done
 [ "$nets" = "board tcp" ] && printf '%10s' "ratio"
@@ -121,4 +136,9 @@ if [ "$nets" = "board tcp" ]; then
     echo
     echo "targets: 8 B latency board <= tcp / 2: $(awk -v b="${fig[board.lat8_us]}" -v t="${fig[tcp.lat8_us]}" 'BEGIN { print (b > 0 && b <= t / 2) ? "met" : "NOT met" }');" \
          "1 MiB bandwidth board >= 5 x tcp: $(awk -v b="${fig[board.bw1m_MBps]}" -v t="${fig[tcp.bw1m_MBps]}" 'BEGIN { print (t > 0 && b >= 5 * t) ? "met" : "NOT met" }')"
+fi
+if [ -n "$stats" ]; then
+    echo
+    echo "the provider's accounting during mpi-bench over the board (FI_DIMMNET2_STATS=1):"
+    grep -a 'dimmnet2 stats:' "$out" | sed 's/^/  /'
 fi

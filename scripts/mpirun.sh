@@ -13,12 +13,17 @@
 #       --ppn P         ranks per node, 1 or 2 (default 1); on the board
 #                       the two ranks of a node use WID 0 and WID 1
 #       --net NET       board  the DIMMnet-2 boards: PML cm, MTL ofi, the
-#                              libfabric provider "dimmnet2" under ofi_rxd
+#                              libfabric provider "dimmnet2" (its native
+#                              RDM endpoint; --ofi chooses another)
 #                       tcp    TCP over the guest-to-guest Ethernet (eth1,
 #                              192.168.77.0/24 behind dn2-ethhub on
 #                              127.0.0.1): PML ob1, BTL tcp,vader,self
 #                       shm    one node only: BTL vader,self
 #                       (default: board when the provider is built, else tcp)
+#       --ofi PROV      the libfabric provider Open MPI's ofi MTL takes on
+#                       the board (mtl_ofi_provider_include): dimmnet2
+#                       (default: native RDM + FI_TAGGED) or
+#                       'dimmnet2;ofi_rxd' (ofi_rxd over the DGRAM core)
 #       --job NET:CMD   instead of PROGRAM: a job whose ranks run the shell
 #                       command CMD (sh -c) over NET; several --job run one
 #                       after the other in the same guests (board against
@@ -54,7 +59,7 @@
 # device permissions) is done once per node by the node's script, as root.
 #
 # Environment: DN2_FI_PROVIDER (the provider's .so; default: the one built
-# under build/), and cluster.sh's (QEMU, DN2_SWITCH, DN2_CACHE...).
+# under build/), DN2_MPI_OFI (the default of --ofi), and cluster.sh's (QEMU, DN2_SWITCH, DN2_CACHE...).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -63,13 +68,14 @@ say() { printf '[mpirun] %s\n' "$*" >&2; }
 fail() { printf '[mpirun] error: %s\n' "$*" >&2; exit 4; }
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-nodes=2 ppn=1 net= timeout_s=900 mem=512 name= quiet=
+nodes=2 ppn=1 net= ofi=${DN2_MPI_OFI:-dimmnet2} timeout_s=900 mem=512 name= quiet=
 files=() envs=() cl_opts=() packages= jobs=() stats= keep_going=
 while [ $# -gt 0 ]; do
     case $1 in
         -n|--nodes) nodes=${2:?$1 needs a number}; shift 2 ;;
         --ppn) ppn=${2:?$1 needs 1 or 2}; shift 2 ;;
         --net) net=${2:?$1 needs board, tcp or shm}; shift 2 ;;
+        --ofi) ofi=${2:?$1 needs a provider name}; shift 2 ;;
         --job) jobs+=("${2:?$1 needs NET:CMD}"); shift 2 ;;
         --file) files+=("${2:?$1 needs a file}"); shift 2 ;;
         --env) envs+=("${2:?$1 needs VAR=VALUE}"); shift 2 ;;
@@ -93,6 +99,7 @@ done
 case $nodes in ''|*[!0-9]*) fail "--nodes wants a number" ;; esac
 [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || fail "--nodes must be 1..64"
 case $ppn in 1|2) ;; *) fail "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
+case $ofi in dimmnet2|'dimmnet2;ofi_rxd') ;; *) fail "--ofi must be dimmnet2 or 'dimmnet2;ofi_rxd'" ;; esac
 for e in "${envs[@]}"; do
     [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fail "--env wants VAR=VALUE, not '$e'"
 done
@@ -193,7 +200,11 @@ ompi_env+=("${envs[@]}")
 # not, and Open MPI then finds no window component unless pt2pt is named.
 net_env() { # NET
     case $1 in
-        board) echo OMPI_MCA_pml=cm OMPI_MCA_mtl=ofi "OMPI_MCA_mtl_ofi_provider_include=dimmnet2;ofi_rxd" \
+        # Open MPI matches its include list by prefix, so "dimmnet2" would
+        # take "dimmnet2;ofi_rxd" too, which libfabric lists first: for the
+        # native provider, libfabric's own filter leaves ofi_rxd out.
+        board) [ "$ofi" = dimmnet2 ] && echo "FI_PROVIDER=^ofi_rxd"
+               echo OMPI_MCA_pml=cm OMPI_MCA_mtl=ofi "OMPI_MCA_mtl_ofi_provider_include=$ofi" \
                     FI_PROVIDER_PATH=/opt/dn2/lib/libfabric OMPI_MCA_btl=self,vader OMPI_MCA_osc=pt2pt ;;
         tcp) echo OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self,vader OMPI_MCA_btl_tcp_if_include=192.168.77.0/24 \
                   "OMPI_MCA_mtl=^ofi" OMPI_MCA_osc=pt2pt ;;

@@ -58,6 +58,25 @@ struct dn2fi_addr {
 /* Envelope Context: 0x0F1 = an OFI datagram; bit 12 = CQ data present. */
 #define DN2FI_CTX_MSG       0x0f1u
 #define DN2FI_CTX_DATA      0x1000u
+/* The native RDM endpoint (dn2fi_rdm.c): 0x0F2 = the first datagram of a
+ * message (a struct dn2fi_rdm_hdr follows the envelope), 0x0F3 = the next
+ * datagram of the same message from the same sender (data only).  The
+ * envelope's Tag field holds DN2FI_RDM_F_* flags. */
+#define DN2FI_CTX_RDM_FIRST 0x0f2u
+#define DN2FI_CTX_RDM_NEXT  0x0f3u
+#define DN2FI_RDM_F_TAGGED  1u      /* fi_tsend*, else fi_send* */
+#define DN2FI_RDM_F_DATA    2u      /* the header's data is CQ data */
+
+struct dn2fi_rdm_hdr {
+    uint64_t tag;
+    uint32_t len;           /* the whole message */
+    uint32_t data;          /* FI_REMOTE_CQ_DATA */
+};
+#define DN2FI_RDM_HDR       sizeof(struct dn2fi_rdm_hdr)           /* 16 */
+#define DN2FI_RDM_INJECT    (DN2FI_INJECT - DN2FI_RDM_HDR)          /* 999 */
+#define DN2FI_RDM_MAX_MSG   (1u << 30)
+#define DN2FI_RDM_CAPS      (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_LOCAL_COMM | \
+                             FI_REMOTE_COMM | FI_DIRECTED_RECV | FI_SOURCE)
 
 extern struct fi_provider dn2fi_prov;
 
@@ -92,6 +111,7 @@ struct dn2fi_cq {
     struct dn2fi_ep *eps[4];
     int neps;
     int refs;
+    long idle_us;           /* FI_DIMMNET2_IDLE_US: sleep when a read finds nothing */
 };
 
 struct dn2fi_av_entry {
@@ -120,8 +140,13 @@ struct dn2fi_eq {
     struct fid_eq eq;
 };
 
+struct dn2fi_rdm;           /* dn2fi_rdm.c */
+
 struct dn2fi_ep {
     struct fid_ep ep;
+    enum fi_ep_type type;   /* FI_EP_DGRAM or FI_EP_RDM */
+    struct dn2fi_rdm *rdm;  /* the RDM endpoint's state */
+    uint64_t caps;
     struct dn2fi_domain *dom;
     struct dn2fi_av *av;
     struct dn2fi_cq *txcq, *rxcq;
@@ -149,6 +174,12 @@ struct dn2fi_ep {
     uint8_t *gather;        /* envelope + a datagram being sent */
     /* statistics */
     uint64_t tx_msgs, rx_msgs, rx_bytes;
+    /* where the time goes (FI_DIMMNET2_STATS=1 prints it at close):
+     * nanoseconds in each step of the data path, and how often a send
+     * found the board busy */
+    int stats;
+    uint64_t ns_stage, ns_ww, ns_issue, ns_read, ns_lhb, ns_open;
+    uint64_t tx_bytes, rx_dgrams, busy_half, busy_fifo, progress_calls;
 };
 
 int dn2fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
@@ -168,18 +199,44 @@ int dn2fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 int dn2fi_cq_full(struct dn2fi_cq *cq);
 int dn2fi_cq_write(struct dn2fi_cq *cq, void *context, uint64_t flags,
                    size_t len, void *buf, uint64_t data, fi_addr_t src);
+int dn2fi_cq_write_tag(struct dn2fi_cq *cq, void *context, uint64_t flags,
+                       size_t len, void *buf, uint64_t data, uint64_t tag,
+                       fi_addr_t src);
 int dn2fi_cq_write_err(struct dn2fi_cq *cq, void *context, uint64_t flags,
                        size_t len, void *buf, uint64_t data, int err,
                        size_t olen);
+int dn2fi_cq_write_err_tag(struct dn2fi_cq *cq, void *context, uint64_t flags,
+                           size_t len, void *buf, uint64_t data, uint64_t tag,
+                           int err, size_t olen);
 void dn2fi_ep_progress(struct dn2fi_ep *ep);
 const struct dn2fi_addr *dn2fi_av_get(struct dn2fi_av *av, fi_addr_t a);
 fi_addr_t dn2fi_av_find(struct dn2fi_av *av, uint16_t lid, int wid);
 int dn2fi_ep_add_peer(struct dn2fi_ep *ep, uint16_t lid);
 
+/* The datagram engine shared by both endpoint types (dn2fi_ep.c): send
+ * one datagram (envelope + the iov's bytes, at most DN2FI_MAX_MSG after
+ * the envelope) to (lid, wid); -FI_EAGAIN while the board is busy. */
+int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
+               const struct iovec *iov, size_t count, size_t len);
+/* Copy n bytes at offset 'at' of an arrived datagram (after the
+ * envelope: the LH Buffer's 48 bytes, then the receive ring). */
+int dn2fi_dgram_read(struct dn2fi_ep *ep, const void *m, size_t at, void *dst,
+                     size_t n);
+
+/* The native RDM endpoint (dn2fi_rdm.c). */
+int dn2fi_rdm_open(struct dn2fi_ep *ep);
+void dn2fi_rdm_close(struct dn2fi_ep *ep);
+void dn2fi_rdm_progress(struct dn2fi_ep *ep);
+ssize_t dn2fi_rdm_cancel(struct dn2fi_ep *ep, void *context);
+ssize_t dn2fi_rdm_tx_left(struct dn2fi_ep *ep);
+ssize_t dn2fi_rdm_rx_left(struct dn2fi_ep *ep);
+void dn2fi_rdm_ini(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
+
 /* Stubs that return -FI_ENOSYS for any arguments (operation tables of
  * the categories the provider does not implement). */
 void dn2fi_fill_enosys(void *ops, size_t size);
 int dn2fi_errno(int r);
+uint64_t dn2fi_ns(void);
 void dn2fi_ep_ini(void);    /* fills the CQ/AV/EP operation tables */     /* libdimmnet2 / errno code -> -FI_* */
 
 #define DN2FI_WARN(subsys, ...) FI_WARN(&dn2fi_prov, subsys, __VA_ARGS__)

@@ -24,6 +24,14 @@
 
 #define DN2FI_TMO_US 5000000L
 
+uint64_t dn2fi_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t now_us(void)
 {
     struct timespec ts;
@@ -42,6 +50,13 @@ int dn2fi_cq_full(struct dn2fi_cq *cq)
 int dn2fi_cq_write(struct dn2fi_cq *cq, void *context, uint64_t flags,
                    size_t len, void *buf, uint64_t data, fi_addr_t src)
 {
+    return dn2fi_cq_write_tag(cq, context, flags, len, buf, data, 0, src);
+}
+
+int dn2fi_cq_write_tag(struct dn2fi_cq *cq, void *context, uint64_t flags,
+                       size_t len, void *buf, uint64_t data, uint64_t tag,
+                       fi_addr_t src)
+{
     struct dn2fi_cq_entry *e;
 
     if (cq->count >= cq->size) {
@@ -53,7 +68,7 @@ int dn2fi_cq_write(struct dn2fi_cq *cq, void *context, uint64_t flags,
     e->e.len = len;
     e->e.buf = buf;
     e->e.data = data;
-    e->e.tag = 0;
+    e->e.tag = tag;
     e->src = src;
     cq->count++;
     return 0;
@@ -61,6 +76,13 @@ int dn2fi_cq_write(struct dn2fi_cq *cq, void *context, uint64_t flags,
 
 int dn2fi_cq_write_err(struct dn2fi_cq *cq, void *context, uint64_t flags,
                        size_t len, void *buf, uint64_t data, int err, size_t olen)
+{
+    return dn2fi_cq_write_err_tag(cq, context, flags, len, buf, data, 0, err, olen);
+}
+
+int dn2fi_cq_write_err_tag(struct dn2fi_cq *cq, void *context, uint64_t flags,
+                           size_t len, void *buf, uint64_t data, uint64_t tag,
+                           int err, size_t olen)
 {
     struct fi_cq_err_entry *e;
 
@@ -85,6 +107,7 @@ int dn2fi_cq_write_err(struct dn2fi_cq *cq, void *context, uint64_t flags,
     e->len = len;
     e->buf = buf;
     e->data = data;
+    e->tag = tag;
     e->olen = olen;
     e->err = err;
     e->prov_errno = -err;
@@ -165,6 +188,13 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
     pthread_mutex_lock(&cq->dom->lock);
     r = cq_readfrom_locked(cq, buf, count, src);
     pthread_mutex_unlock(&cq->dom->lock);
+    if (r == -FI_EAGAIN && cq->idle_us > 0) {
+        /* Nothing arrived: let the vCPU halt a moment instead of spinning,
+         * so that under emulation the host CPU goes to the QEMU threads
+         * that move the board's packets (docs/ofi-provider.md). */
+        struct timespec ts = { 0, cq->idle_us * 1000 };
+        nanosleep(&ts, NULL);
+    }
     return r;
 }
 
@@ -293,6 +323,13 @@ int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     }
     cq->dom = dom;
     cq->format = fmt;
+    {
+        const char *idle = getenv("FI_DIMMNET2_IDLE_US");
+        cq->idle_us = idle ? strtol(idle, NULL, 0) : 0;
+        if (cq->idle_us < 0 || cq->idle_us > 999999) {
+            cq->idle_us = 0;
+        }
+    }
     cq->cq.fid.fclass = FI_CLASS_CQ;
     cq->cq.fid.context = context;
     cq->cq.fid.ops = &cq_fi_ops;
@@ -735,9 +772,47 @@ static void ep_progress_rx(struct dn2fi_ep *ep)
 
 void dn2fi_ep_progress(struct dn2fi_ep *ep)
 {
-    if (ep->enabled) {
+    if (!ep->enabled) {
+        return;
+    }
+    if (ep->type == FI_EP_RDM) {
+        dn2fi_rdm_progress(ep);
+    } else {
         ep_progress_rx(ep);
     }
+}
+
+int dn2fi_dgram_read(struct dn2fi_ep *ep, const void *msg, size_t at, void *dst, size_t n)
+{
+    const struct dn2_lh_msg *m = msg;
+    uint8_t *d = dst;
+
+    if (!n) {
+        return 0;
+    }
+    if (at < DN2_LHB_DATA) {
+        size_t k = DN2_LHB_DATA - at < n ? DN2_LHB_DATA - at : n;
+        memcpy(d, m->data + at, k);
+        d += k;
+        at += k;
+        n -= k;
+    }
+    if (!n) {
+        return 0;
+    }
+    {
+        uint32_t pos = (m->pointer - ep->ring.base + (uint32_t)(at - DN2_LHB_DATA)) % ep->ring.size;
+        uint64_t t0 = ep->stats ? dn2fi_ns() : 0;
+        int r = ring_read(ep, ep->ring.base + pos, d, n);
+        if (ep->stats) {
+            ep->ns_read += dn2fi_ns() - t0;
+        }
+        if (r) {
+            DN2FI_WARN(FI_LOG_EP_DATA, "reading the receive ring: %s\n", dn2_strerror(r));
+            return -FI_EIO;
+        }
+    }
+    return 0;
 }
 
 static ssize_t ep_post_recv(struct dn2fi_ep *ep, const struct iovec *iov, size_t count,
@@ -846,15 +921,80 @@ static int stage(struct dn2fi_ep *ep, int h, const uint8_t *src, size_t len)
     return 0;
 }
 
+/* One datagram: the envelope and up to 1015 bytes straight from the
+ * Write Window, the rest staged in SO-DIMM first; one LHSv2.  Never
+ * blocks on the board: a Write Window half still in use or a full
+ * Request FIFO means -FI_EAGAIN (the peer may be waiting for us to drain
+ * our own receive side). */
+int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
+               const struct iovec *iov, size_t count, size_t len)
+{
+    uint8_t *gather = ep->gather;
+    size_t i, off;
+    int h = ep->tx_next, r;
+
+    if (len > DN2FI_MAX_MSG) {
+        return -FI_EMSGSIZE;
+    }
+    uint64_t t0 = ep->stats ? dn2fi_ns() : 0, t1 = 0, t2 = 0;
+
+    if (!half_free(ep, h)) {
+        ep->busy_half++;
+        return -FI_EAGAIN;
+    }
+    if (dn2_ctl_status(ep->d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL)) {
+        ep->busy_fifo++;
+        return -FI_EAGAIN;
+    }
+    memcpy(gather, &env, DN2FI_ENV);
+    for (i = 0, off = DN2FI_ENV; i < count; i++) {
+        memcpy(gather + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    if (len > DN2FI_INJECT && (r = stage(ep, h, gather + DN2FI_WW_PREFIX_MAX,
+                                          len - DN2FI_INJECT))) {
+        return dn2fi_errno(r);
+    }
+    {
+        uint32_t pre = len > DN2FI_INJECT ? DN2FI_WW_PREFIX_MAX : (uint32_t)(DN2FI_ENV + len);
+        uint32_t ww_off = (uint32_t)h * 2 * DN2_WIN_SIZE;
+        if (ep->stats) {
+            t1 = dn2fi_ns();
+        }
+        dn2_ww_write(ep->d, ww_off, gather, pre);
+        if (ep->stats) {
+            t2 = dn2fi_ns();
+        }
+        r = dn2_lhsv2(ep->d, lid, wid, ww_off, pre,
+                      DN2FI_SD_STAGE + (uint32_t)h * DN2FI_STAGE_SLOT,
+                      (uint32_t)(DN2FI_ENV + len), 0);
+    }
+    if (r) {
+        return dn2fi_errno(r);
+    }
+    if (ep->stats) {
+        uint64_t t3 = dn2fi_ns();
+        ep->ns_stage += t1 - t0;    /* gather copy + VS staging */
+        ep->ns_ww += t2 - t1;
+        ep->ns_issue += t3 - t2;
+    }
+    ep->tx_bytes += len;
+    ep->ipush_issued = (ep->ipush_issued + 1) & DN2_PC_MASK;
+    ep->half_busy[h] = 1;
+    ep->half_seq[h] = ep->ipush_issued;
+    ep->tx_next = h ^ 1;
+    ep->tx_msgs++;
+    return 0;
+}
+
 static ssize_t ep_sendv_flags(struct dn2fi_ep *ep, const struct iovec *iov, size_t count,
                               fi_addr_t dest, void *context, uint64_t data, uint64_t flags)
 {
-    uint8_t *gather = ep->gather;
     const struct dn2fi_addr *a;
-    size_t len, i, off;
+    size_t len;
     uint64_t env;
     unsigned ctx = DN2FI_CTX_MSG;
-    int h, r, want_comp;
+    int want_comp;
     ssize_t ret = 0;
 
     if (count > DN2FI_IOV_LIMIT || (count && !iov)) {
@@ -884,48 +1024,19 @@ static ssize_t ep_sendv_flags(struct dn2fi_ep *ep, const struct iovec *iov, size
         ret = -FI_EAGAIN;
         goto out;
     }
-    h = ep->tx_next;
-    /* Never block on the board: a Write Window half still in use or a
-     * full Request FIFO means "later" (the peer may be waiting for us to
-     * drain our own receive side). */
-    if (!half_free(ep, h) ||
-        (dn2_ctl_status(ep->d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL))) {
-        dn2fi_ep_progress(ep);
-        ret = -FI_EAGAIN;
-        goto out;
-    }
     if (flags & FI_REMOTE_CQ_DATA) {
         ctx |= DN2FI_CTX_DATA;
     }
     env = dn2_envelope(ctx, (unsigned)((ep->wid << 12) | dn2_lid_to_clid(ep->lid)),
                        (uint32_t)data);
-    memcpy(gather, &env, DN2FI_ENV);
-    for (i = 0, off = DN2FI_ENV; i < count; i++) {
-        memcpy(gather + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
-    if (len > DN2FI_INJECT && (r = stage(ep, h, gather + DN2FI_WW_PREFIX_MAX,
-                                          len - DN2FI_INJECT))) {
-        ret = dn2fi_errno(r);
+    ret = dn2fi_xmit(ep, a->lid, a->wid, env, iov, count, len);
+    if (ret == -FI_EAGAIN) {
+        dn2fi_ep_progress(ep);
         goto out;
     }
-    {
-        uint32_t pre = len > DN2FI_INJECT ? DN2FI_WW_PREFIX_MAX : (uint32_t)(DN2FI_ENV + len);
-        uint32_t ww_off = (uint32_t)h * 2 * DN2_WIN_SIZE;
-        dn2_ww_write(ep->d, ww_off, gather, pre);
-        r = dn2_lhsv2(ep->d, a->lid, a->wid, ww_off, pre,
-                      DN2FI_SD_STAGE + (uint32_t)h * DN2FI_STAGE_SLOT,
-                      (uint32_t)(DN2FI_ENV + len), 0);
-    }
-    if (r) {
-        ret = dn2fi_errno(r);
+    if (ret) {
         goto out;
     }
-    ep->ipush_issued = (ep->ipush_issued + 1) & DN2_PC_MASK;
-    ep->half_busy[h] = 1;
-    ep->half_seq[h] = ep->ipush_issued;
-    ep->tx_next = h ^ 1;
-    ep->tx_msgs++;
     /* The data is on the board: the buffer may be reused now. */
     if (want_comp) {
         dn2fi_cq_write(ep->txcq, context, FI_SEND | FI_MSG, len, NULL, 0, FI_ADDR_NOTAVAIL);
@@ -1143,6 +1254,24 @@ static int ep_close(struct fid *fid)
     DN2FI_INFO(FI_LOG_EP_CTRL, "close: %llu sent, %llu received (%llu bytes)\n",
                (unsigned long long)ep->tx_msgs, (unsigned long long)ep->rx_msgs,
                (unsigned long long)ep->rx_bytes);
+    if (ep->stats) {
+        double open_ms = (dn2fi_ns() - ep->ns_open) / 1e6;
+        fprintf(stderr, "dimmnet2 stats: LID %u WID %d %s endpoint open %.1f ms: "
+                "sent %llu datagrams %llu bytes, received %llu datagrams %llu bytes; "
+                "ms in: gather+VS staging %.1f, Write Window %.1f, LHSv2 issue %.1f, "
+                "ring copy-out (dn2_sd_read) %.1f, LH Buffer handling %.1f; "
+                "board busy: WW half %llu, request FIFO %llu; progress calls %llu\n",
+                ep->lid, ep->wid, ep->type == FI_EP_RDM ? "RDM" : "DGRAM", open_ms,
+                (unsigned long long)ep->tx_msgs, (unsigned long long)ep->tx_bytes,
+                (unsigned long long)ep->rx_dgrams, (unsigned long long)ep->rx_bytes,
+                ep->ns_stage / 1e6, ep->ns_ww / 1e6, ep->ns_issue / 1e6, ep->ns_read / 1e6,
+                (ep->ns_lhb > ep->ns_read ? ep->ns_lhb - ep->ns_read : 0) / 1e6,
+                (unsigned long long)ep->busy_half, (unsigned long long)ep->busy_fifo,
+                (unsigned long long)ep->progress_calls);
+    }
+    if (ep->type == FI_EP_RDM) {
+        dn2fi_rdm_close(ep);
+    }
     dn2_close(ep->d);      /* the WID is free again */
     free(ep->scratch);
     free(ep->gather);
@@ -1156,6 +1285,13 @@ static ssize_t ep_cancel(fid_t fid, void *context)
     struct dn2fi_ep *ep = container_of(fid, struct dn2fi_ep, ep.fid);
     size_t i;
 
+    if (ep->type == FI_EP_RDM) {
+        ssize_t r;
+        pthread_mutex_lock(&ep->dom->lock);
+        r = dn2fi_rdm_cancel(ep, context);
+        pthread_mutex_unlock(&ep->dom->lock);
+        return r;
+    }
     pthread_mutex_lock(&ep->dom->lock);
     for (i = 0; i < ep->rx_count; i++) {
         struct dn2fi_rx *rx = &ep->rxq[(ep->rx_head + i) % ep->rx_size];
@@ -1193,6 +1329,9 @@ static ssize_t ep_rx_size_left(struct fid_ep *fid)
 {
     struct dn2fi_ep *ep = ep_of(fid);
 
+    if (ep->type == FI_EP_RDM) {
+        return ep->enabled ? dn2fi_rdm_rx_left(ep) : -FI_EOPBADSTATE;
+    }
     return ep->enabled ? (ssize_t)(ep->rx_size - ep->rx_count) : -FI_EOPBADSTATE;
 }
 
@@ -1200,6 +1339,9 @@ static ssize_t ep_tx_size_left(struct fid_ep *fid)
 {
     struct dn2fi_ep *ep = ep_of(fid);
 
+    if (ep->type == FI_EP_RDM) {
+        return ep->enabled ? dn2fi_rdm_tx_left(ep) : -FI_EOPBADSTATE;
+    }
     return ep->enabled ? DN2FI_QUEUE : -FI_EOPBADSTATE;
 }
 
@@ -1223,6 +1365,8 @@ static struct fi_ops_cm ep_cm_ops;
 static struct fi_ops_msg ep_msg_ops;
 static struct fi_ops_rma ep_rma_ops;
 static struct fi_ops_tagged ep_tagged_ops;
+static struct fi_ops_msg ep_rdm_msg_ops;
+static struct fi_ops_tagged ep_rdm_tagged_ops;
 static struct fi_ops_atomic ep_atomic_ops;
 static struct fi_ops_collective ep_coll_ops;
 
@@ -1233,16 +1377,28 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     struct dn2fi_ep *ep;
     int r;
 
-    if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_DGRAM) {
+    if (!info || !info->ep_attr ||
+        (info->ep_attr->type != FI_EP_DGRAM && info->ep_attr->type != FI_EP_RDM)) {
         return -FI_EINVAL;
     }
-    if (info->caps & ~(FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)) {
+    if (info->ep_attr->type == FI_EP_DGRAM &&
+        (info->caps & ~(FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM))) {
+        return -FI_EINVAL;
+    }
+    if (info->ep_attr->type == FI_EP_RDM && (info->caps & ~DN2FI_RDM_CAPS)) {
         return -FI_EINVAL;
     }
     ep = calloc(1, sizeof(*ep));
     if (!ep) {
         return -FI_ENOMEM;
     }
+    ep->type = info->ep_attr->type;
+    {
+        const char *st = getenv("FI_DIMMNET2_STATS");
+        ep->stats = st && *st && strcmp(st, "0");
+        ep->ns_open = dn2fi_ns();
+    }
+    ep->caps = info->caps ? info->caps : (ep->type == FI_EP_RDM ? DN2FI_RDM_CAPS : FI_MSG);
     ep->rx_size = DN2FI_QUEUE;
     ep->rxq = calloc(ep->rx_size, sizeof(*ep->rxq));
     ep->scratch = malloc(DN2FI_MAX_MSG);
@@ -1274,9 +1430,17 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     ep->ep.fid.ops = &ep_fi_ops;
     ep->ep.ops = &ep_ops;
     ep->ep.cm = &ep_cm_ops;
-    ep->ep.msg = &ep_msg_ops;
+    ep->ep.msg = ep->type == FI_EP_RDM ? &ep_rdm_msg_ops : &ep_msg_ops;
     ep->ep.rma = &ep_rma_ops;
-    ep->ep.tagged = &ep_tagged_ops;
+    ep->ep.tagged = ep->type == FI_EP_RDM ? &ep_rdm_tagged_ops : &ep_tagged_ops;
+    if (ep->type == FI_EP_RDM && (r = dn2fi_rdm_open(ep))) {
+        dn2_close(ep->d);
+        free(ep->scratch);
+        free(ep->gather);
+        free(ep->rxq);
+        free(ep);
+        return r;
+    }
     ep->ep.atomic = &ep_atomic_ops;
     ep->ep.collective = &ep_coll_ops;
     pthread_mutex_lock(&dom->lock);
@@ -1331,6 +1495,9 @@ void dn2fi_ep_ini(void)
     ep_msg_ops.injectdata = ep_injectdata;
     dn2fi_fill_enosys(&ep_rma_ops, sizeof(ep_rma_ops));
     dn2fi_fill_enosys(&ep_tagged_ops, sizeof(ep_tagged_ops));
+    dn2fi_fill_enosys(&ep_rdm_msg_ops, sizeof(ep_rdm_msg_ops));
+    dn2fi_fill_enosys(&ep_rdm_tagged_ops, sizeof(ep_rdm_tagged_ops));
+    dn2fi_rdm_ini(&ep_rdm_msg_ops, &ep_rdm_tagged_ops);
     dn2fi_fill_enosys(&ep_atomic_ops, sizeof(ep_atomic_ops));
     dn2fi_fill_enosys(&ep_coll_ops, sizeof(ep_coll_ops));
 }

@@ -85,17 +85,34 @@ static int dn2fi_board_ok(int board, struct dn2_info *info)
 #define DN2FI_RX_OPS    (FI_COMPLETION)
 #define DN2FI_ORDER     (FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAW | \
                          FI_ORDER_WAS | FI_ORDER_RAR)
+/* The native RDM endpoint (dn2fi_rdm.c) */
+#define DN2FI_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+#define DN2FI_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE)
+#define DN2FI_RDM_TX_OPS  (DN2FI_TX_OPS | FI_DELIVERY_COMPLETE)
+#define DN2FI_TAG_FORMAT  0xffffffffffffffffull     /* 64 bits, all matched */
+
+static uint64_t caps_of(enum fi_ep_type type)
+{
+    return type == FI_EP_RDM ? DN2FI_RDM_CAPS : DN2FI_CAPS;
+}
 
 static int dn2fi_fill(struct fi_info *fi, int board, const struct dn2_info *bi,
-                      const struct fi_info *hints, uint32_t version)
+                      const struct fi_info *hints, uint32_t version, enum fi_ep_type type)
 {
     struct dn2fi_addr *src;
     char name[32];
+    int rdm = type == FI_EP_RDM;
 
-    fi->caps = DN2FI_CAPS;
+    fi->caps = rdm ? DN2FI_RDM_CAPS & ~FI_SOURCE : DN2FI_CAPS;
     if (hints && hints->caps) {
         /* primary caps asked for, plus our secondary ones */
-        fi->caps = (hints->caps & DN2FI_CAPS) | FI_LOCAL_COMM | FI_REMOTE_COMM;
+        fi->caps = (hints->caps & caps_of(type)) | FI_LOCAL_COMM | FI_REMOTE_COMM;
+        if (rdm) {
+            fi->caps |= FI_DIRECTED_RECV;
+            if (!(fi->caps & (FI_MSG | FI_TAGGED))) {
+                fi->caps |= FI_MSG | FI_TAGGED;
+            }
+        }
         if (!(fi->caps & (FI_SEND | FI_RECV))) {
             fi->caps |= FI_SEND | FI_RECV;
         }
@@ -111,17 +128,18 @@ static int dn2fi_fill(struct fi_info *fi, int board, const struct dn2_info *bi,
     fi->src_addr = src;
     fi->src_addrlen = DN2FI_ADDRLEN;
 
-    fi->tx_attr->caps = fi->caps & (DN2FI_TX_CAPS);
+    fi->tx_attr->caps = fi->caps & (rdm ? DN2FI_RDM_TX_CAPS : DN2FI_TX_CAPS);
     fi->tx_attr->mode = 0;
-    fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags & DN2FI_TX_OPS : 0;
+    fi->tx_attr->op_flags = hints && hints->tx_attr ?
+                            hints->tx_attr->op_flags & (rdm ? DN2FI_RDM_TX_OPS : DN2FI_TX_OPS) : 0;
     fi->tx_attr->msg_order = DN2FI_ORDER;
     fi->tx_attr->comp_order = FI_ORDER_STRICT;
-    fi->tx_attr->inject_size = DN2FI_INJECT;
+    fi->tx_attr->inject_size = rdm ? DN2FI_RDM_INJECT : DN2FI_INJECT;
     fi->tx_attr->size = DN2FI_QUEUE;
     fi->tx_attr->iov_limit = DN2FI_IOV_LIMIT;
     fi->tx_attr->rma_iov_limit = 0;
 
-    fi->rx_attr->caps = fi->caps & (DN2FI_RX_CAPS);
+    fi->rx_attr->caps = fi->caps & (rdm ? DN2FI_RDM_RX_CAPS : DN2FI_RX_CAPS);
     fi->rx_attr->mode = 0;
     fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags & DN2FI_RX_OPS : 0;
     fi->rx_attr->msg_order = DN2FI_ORDER;
@@ -130,15 +148,15 @@ static int dn2fi_fill(struct fi_info *fi, int board, const struct dn2_info *bi,
     fi->rx_attr->size = DN2FI_QUEUE;
     fi->rx_attr->iov_limit = DN2FI_IOV_LIMIT;
 
-    fi->ep_attr->type = FI_EP_DGRAM;
+    fi->ep_attr->type = type;
     fi->ep_attr->protocol = FI_PROTO_UNSPEC;
     fi->ep_attr->protocol_version = 1;
-    fi->ep_attr->max_msg_size = DN2FI_MAX_MSG;
+    fi->ep_attr->max_msg_size = rdm ? DN2FI_RDM_MAX_MSG : DN2FI_MAX_MSG;
     fi->ep_attr->msg_prefix_size = 0;
     fi->ep_attr->max_order_raw_size = 0;
     fi->ep_attr->max_order_war_size = 0;
     fi->ep_attr->max_order_waw_size = 0;
-    fi->ep_attr->mem_tag_format = 0;
+    fi->ep_attr->mem_tag_format = rdm ? DN2FI_TAG_FORMAT : 0;
     fi->ep_attr->tx_ctx_cnt = 1;
     fi->ep_attr->rx_ctx_cnt = 1;
 
@@ -185,15 +203,18 @@ static int dn2fi_fill(struct fi_info *fi, int board, const struct dn2_info *bi,
 #define DN2FI_REFUSE(...) do { DN2FI_INFO(FI_LOG_CORE, __VA_ARGS__); return -FI_ENODATA; } while (0)
 
 /* Do the hints ask for anything this provider cannot give? */
-static int dn2fi_check_hints(const struct fi_info *h, uint32_t version)
+static int dn2fi_check_hints(const struct fi_info *h, uint32_t version, enum fi_ep_type type)
 {
+    int rdm = type == FI_EP_RDM;
+    uint64_t caps = caps_of(type);
+
     (void)version;
     if (!h) {
         return 0;
     }
-    if (h->caps & ~(DN2FI_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM)) {
-        DN2FI_REFUSE("unsupported caps 0x%llx\n",
-                     (unsigned long long)(h->caps & ~DN2FI_CAPS));
+    if (h->caps & ~(caps | FI_LOCAL_COMM | FI_REMOTE_COMM)) {
+        DN2FI_REFUSE("%s: unsupported caps 0x%llx\n", rdm ? "RDM" : "DGRAM",
+                     (unsigned long long)(h->caps & ~caps));
     }
     if (h->addr_format != FI_FORMAT_UNSPEC) {
         DN2FI_REFUSE("address format %u (only FI_FORMAT_UNSPEC)\n", h->addr_format);
@@ -203,14 +224,18 @@ static int dn2fi_check_hints(const struct fi_info *h, uint32_t version)
     }
     if (h->ep_attr) {
         const struct fi_ep_attr *e = h->ep_attr;
-        if (e->type != FI_EP_UNSPEC && e->type != FI_EP_DGRAM) {
-            DN2FI_REFUSE("endpoint type %d (only FI_EP_DGRAM)\n", e->type);
+        if (e->type != FI_EP_UNSPEC && e->type != type) {
+            DN2FI_REFUSE("endpoint type %d (only FI_EP_RDM, FI_EP_DGRAM)\n", e->type);
         }
         if (e->protocol != FI_PROTO_UNSPEC) {
             DN2FI_REFUSE("protocol %u\n", e->protocol);
         }
-        if (e->max_msg_size > DN2FI_MAX_MSG) {
-            DN2FI_REFUSE("max_msg_size %zu > %u\n", e->max_msg_size, DN2FI_MAX_MSG);
+        if (e->max_msg_size > (rdm ? DN2FI_RDM_MAX_MSG : DN2FI_MAX_MSG)) {
+            DN2FI_REFUSE("max_msg_size %zu > %u\n", e->max_msg_size,
+                         rdm ? DN2FI_RDM_MAX_MSG : DN2FI_MAX_MSG);
+        }
+        if (e->mem_tag_format && !rdm) {
+            DN2FI_REFUSE("tags on a DGRAM endpoint\n");
         }
         if (e->tx_ctx_cnt > 1 || e->rx_ctx_cnt > 1 ||
             e->tx_ctx_cnt == FI_SHARED_CONTEXT || e->rx_ctx_cnt == FI_SHARED_CONTEXT) {
@@ -222,13 +247,13 @@ static int dn2fi_check_hints(const struct fi_info *h, uint32_t version)
     }
     if (h->tx_attr) {
         const struct fi_tx_attr *t = h->tx_attr;
-        if (t->caps & ~(DN2FI_TX_CAPS)) {
+        if (t->caps & ~(rdm ? DN2FI_RDM_TX_CAPS : DN2FI_TX_CAPS)) {
             DN2FI_REFUSE("tx caps 0x%llx\n", (unsigned long long)t->caps);
         }
         if (t->op_flags & ~DN2FI_TX_OPS & ~(FI_DELIVERY_COMPLETE)) {
             DN2FI_REFUSE("tx op_flags 0x%llx\n", (unsigned long long)t->op_flags);
         }
-        if (t->inject_size > DN2FI_INJECT || t->size > DN2FI_QUEUE ||
+        if (t->inject_size > (rdm ? DN2FI_RDM_INJECT : DN2FI_INJECT) || t->size > DN2FI_QUEUE ||
             t->iov_limit > DN2FI_IOV_LIMIT || t->rma_iov_limit) {
             DN2FI_REFUSE("tx sizes beyond the provider's\n");
         }
@@ -238,7 +263,7 @@ static int dn2fi_check_hints(const struct fi_info *h, uint32_t version)
     }
     if (h->rx_attr) {
         const struct fi_rx_attr *r = h->rx_attr;
-        if (r->caps & ~(DN2FI_RX_CAPS)) {
+        if (r->caps & ~(rdm ? DN2FI_RDM_RX_CAPS : DN2FI_RX_CAPS)) {
             DN2FI_REFUSE("rx caps 0x%llx\n", (unsigned long long)r->caps);
         }
         if (r->op_flags & ~DN2FI_RX_OPS) {
@@ -314,17 +339,18 @@ static int dn2fi_getinfo(uint32_t version, const char *node, const char *service
                          uint64_t flags, const struct fi_info *hints,
                          struct fi_info **info)
 {
+    /* the native RDM endpoint first: what an application asking for
+     * anything reliable (Open MPI's ofi MTL) should get */
+    static const enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_DGRAM };
     struct fi_info *head = NULL, *tail = NULL, *fi;
     struct dn2fi_addr dest;
     struct dn2_info bi;
-    int board, r, found = 0;
+    int board, r, found = 0, offered = 0;
+    size_t t;
 
     *info = NULL;
     if (FI_VERSION_LT(version, FI_VERSION(1, 0))) {
         return -FI_ENODATA;
-    }
-    if ((r = dn2fi_check_hints(hints, version))) {
-        return r;
     }
     if (service && *service) {
         DN2FI_INFO(FI_LOG_CORE, "no service names on DIMMnet-2\n");
@@ -334,48 +360,57 @@ static int dn2fi_getinfo(uint32_t version, const char *node, const char *service
         DN2FI_INFO(FI_LOG_CORE, "node %s is not LID[:WID]\n", node);
         return -FI_ENODATA;
     }
-    for (board = 0; board < DN2FI_MAX_BOARDS; board++) {
-        if (!dn2fi_board_ok(board, &bi)) {
+    for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        if (dn2fi_check_hints(hints, version, types[t])) {
             continue;
         }
-        if (hints && hints->domain_attr && hints->domain_attr->name) {
-            char name[32];
-            snprintf(name, sizeof(name), "dimmnet2-%d", board);
-            if (strcmp(name, hints->domain_attr->name)) {
+        offered++;
+        for (board = 0; board < DN2FI_MAX_BOARDS; board++) {
+            if (!dn2fi_board_ok(board, &bi)) {
                 continue;
             }
-        }
-        if (node && (flags & FI_SOURCE) && dest.lid != bi.lid) {
-            continue;
-        }
-        fi = fi_allocinfo();
-        if (!fi) {
-            fi_freeinfo(head);
-            return -FI_ENOMEM;
-        }
-        if ((r = dn2fi_fill(fi, board, &bi, hints, version))) {
-            fi_freeinfo(fi);
-            fi_freeinfo(head);
-            return r;
-        }
-        if (node && !(flags & FI_SOURCE)) {
-            struct dn2fi_addr *dst = malloc(sizeof(*dst));
-            if (!dst) {
-                fi_freeinfo(fi);
+            if (hints && hints->domain_attr && hints->domain_attr->name) {
+                char name[32];
+                snprintf(name, sizeof(name), "dimmnet2-%d", board);
+                if (strcmp(name, hints->domain_attr->name)) {
+                    continue;
+                }
+            }
+            if (node && (flags & FI_SOURCE) && dest.lid != bi.lid) {
+                continue;
+            }
+            fi = fi_allocinfo();
+            if (!fi) {
                 fi_freeinfo(head);
                 return -FI_ENOMEM;
             }
-            *dst = dest;
-            fi->dest_addr = dst;
-            fi->dest_addrlen = DN2FI_ADDRLEN;
+            if ((r = dn2fi_fill(fi, board, &bi, hints, version, types[t]))) {
+                fi_freeinfo(fi);
+                fi_freeinfo(head);
+                return r;
+            }
+            if (node && !(flags & FI_SOURCE)) {
+                struct dn2fi_addr *dst = malloc(sizeof(*dst));
+                if (!dst) {
+                    fi_freeinfo(fi);
+                    fi_freeinfo(head);
+                    return -FI_ENOMEM;
+                }
+                *dst = dest;
+                fi->dest_addr = dst;
+                fi->dest_addrlen = DN2FI_ADDRLEN;
+            }
+            if (tail) {
+                tail->next = fi;
+            } else {
+                head = fi;
+            }
+            tail = fi;
+            found++;
         }
-        if (tail) {
-            tail->next = fi;
-        } else {
-            head = fi;
-        }
-        tail = fi;
-        found++;
+    }
+    if (!offered) {
+        return -FI_ENODATA;     /* the hints: reasons logged */
     }
     if (!found) {
         DN2FI_INFO(FI_LOG_CORE, "no DIMMnet-2 board ready (driver loaded, dn2-up done?)\n");

@@ -17,6 +17,12 @@
  *   5. a process killed with its endpoint open leaves the WID usable
  *   6. two processes per board (WID 0 and WID 1) at once
  *   7. RDM + FI_TAGGED through ofi_rxd layered over dimmnet2
+ *   8. the native RDM endpoint (FI_TAGGED + FI_MSG, no rxd): the hints
+ *      Open MPI's ofi MTL gives, bad ones refused; tagged ping-pong 0 B ..
+ *      4 MiB; unexpected messages matched out of order by tag; FI_PEEK,
+ *      FI_PEEK | FI_CLAIM then FI_CLAIM; directed and FI_ADDR_UNSPEC
+ *      receives; FI_REMOTE_CQ_DATA; FI_SOURCE; FI_ETRUNC; order of 200
+ *      messages; errors for oversize and unknown addresses
  * Run as root, it drops to uid 65534 first: ranks are ordinary users.
  */
 #define _GNU_SOURCE
@@ -35,6 +41,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "../guest/dn2-tap.h"
@@ -102,6 +109,26 @@ static struct fi_info *hints_rdm(void)
     return h;
 }
 
+/* The hints Open MPI 4.1.4's ofi MTL gives (mtl_ofi_component.c), for
+ * the native endpoint. */
+static struct fi_info *hints_native(void)
+{
+    struct fi_info *h = fi_allocinfo();
+    h->mode = FI_CONTEXT | FI_CONTEXT2;
+    h->ep_attr->type = FI_EP_RDM;
+    h->caps = FI_TAGGED | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_DIRECTED_RECV;
+    h->tx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->op_flags = FI_COMPLETION;
+    h->tx_attr->op_flags = FI_COMPLETION;
+    h->domain_attr->threading = FI_THREAD_DOMAIN;
+    h->domain_attr->cq_data_size = sizeof(int);
+    h->domain_attr->av_type = FI_AV_MAP;
+    h->domain_attr->resource_mgmt = FI_RM_ENABLED;
+    h->fabric_attr->prov_name = strdup("dimmnet2");
+    return h;
+}
+
 static int open_ctx(struct ctx *c, struct fi_info *hints, struct addr4 *dst)
 {
     struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
@@ -109,8 +136,22 @@ static int open_ctx(struct ctx *c, struct fi_info *hints, struct addr4 *dst)
     int r;
 
     memset(c, 0, sizeof(*c));
-    if ((r = fi_getinfo(VER, NULL, NULL, 0, hints, &c->info)) ||
-        (r = fi_fabric(c->info->fabric_attr, &c->fab, NULL)) ||
+    if ((r = fi_getinfo(VER, NULL, NULL, 0, hints, &c->info))) {
+        fprintf(stderr, "# getinfo: %s\n", fi_strerror(-r));
+        return r;
+    }
+    /* libfabric also lists "dimmnet2;ofi_rxd" for "dimmnet2" (and first):
+     * take the entry named exactly as asked */
+    while (c->info && strcmp(c->info->fabric_attr->prov_name, hints->fabric_attr->prov_name)) {
+        struct fi_info *next = c->info->next;
+        c->info->next = NULL;
+        fi_freeinfo(c->info);
+        c->info = next;
+    }
+    if (!c->info) {
+        return -FI_ENODATA;
+    }
+    if ((r = fi_fabric(c->info->fabric_attr, &c->fab, NULL)) ||
         (r = fi_domain(c->fab, c->info, &c->dom, NULL)) ||
         (r = fi_av_open(c->dom, &ava, &c->av, NULL)) ||
         (r = fi_cq_open(c->dom, &cqa, &c->cq, NULL)) ||
@@ -375,6 +416,335 @@ static int second_process(void)
     close_ctx(&c);
     fi_freeinfo(h);
     _exit(ok ? 0 : 5);
+}
+
+/* Receive one tagged message (tag, from src) into buf; its length, or
+ * -1.  err: the error entry's code when it completed in error. */
+static long trecv_wait(struct ctx *c, void *buf, size_t len, fi_addr_t src, uint64_t tag,
+                       uint64_t ignore, struct fi_cq_tagged_entry *out, int *err)
+{
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry ee;
+    char rc;
+    int r;
+
+    if (err) *err = 0;
+    if (fi_trecv(c->ep, buf, len, NULL, src, tag, ignore, &rc)) return -1;
+    for (;;) {
+        r = wait_comp(c, &e, &ee);
+        if (r == -FI_EAVAIL && ee.op_context == &rc) {
+            if (err) *err = ee.err;
+            return (long)ee.len;
+        }
+        if (r != 1) return -1;
+        if (e.op_context == &rc) {
+            if (out) *out = e;
+            return (long)e.len;
+        }
+    }
+}
+
+static int tsend_wait(struct ctx *c, const void *buf, size_t len, uint64_t tag)
+{
+    struct fi_cq_tagged_entry e;
+    char sc;
+    uint64_t t0 = now_ms();
+    ssize_t r;
+
+    do {
+        r = fi_tsend(c->ep, buf, len, NULL, c->peer, tag, &sc);
+        if (r == -FI_EAGAIN) fi_cq_read(c->cq, &e, 0);
+    } while (r == -FI_EAGAIN && now_ms() - t0 < TMO_MS);
+    if (r) return 0;
+    for (;;) {
+        if (wait_comp(c, &e, NULL) != 1) return 0;
+        if (e.op_context == &sc) return 1;
+    }
+}
+
+/* Rank 1 says READY (tag 0xAA) every 100 ms until rank 0 answers GO:
+ * an RDM datagram to an endpoint not enabled yet is dropped by the board
+ * (Open MPI's modex fence does this for MPI jobs). */
+static int native_handshake(struct ctx *c)
+{
+    char b[8];
+    struct fi_cq_tagged_entry e;
+    uint64_t t0 = now_ms();
+    char rc, sc;
+
+    if (me == 0) {
+        return trecv_wait(c, b, sizeof(b), c->peer, 0xAA, 0, NULL, NULL) == 6 &&
+               tsend_wait(c, "GO", 3, 0xAB);
+    }
+    if (fi_trecv(c->ep, b, sizeof(b), NULL, c->peer, 0xAB, 0, &rc)) return 0;
+    while (now_ms() - t0 < TMO_MS) {
+        if (fi_tinject(c->ep, "READY", 6, c->peer, 0xAA)) return 0;
+        uint64_t t1 = now_ms();
+        while (now_ms() - t1 < 100) {
+            if (fi_cq_read(c->cq, &e, 1) == 1 && e.op_context == &rc) return 1;
+        }
+    }
+    (void)sc;
+    return 0;
+}
+
+/* ------------------------------------------ 8. the native RDM endpoint */
+static void native_rdm(void)
+{
+    struct fi_info *h = hints_native(), *info = NULL, *cur;
+    struct ctx c;
+    int r, n, ok;
+
+    r = fi_getinfo(VER, NULL, NULL, 0, h, &info);
+    {
+        struct fi_info *all = info;
+        for (info = all; info && strcmp(info->fabric_attr->prov_name, "dimmnet2"); info = info->next) {
+        }
+        if (info) {
+            info = fi_dupinfo(info);
+        }
+        fi_freeinfo(all);
+    }
+    CHECK(r == 0 && info && !strcmp(info->fabric_attr->prov_name, "dimmnet2") &&
+          info->ep_attr->type == FI_EP_RDM && (info->caps & FI_TAGGED) &&
+          (info->caps & FI_DIRECTED_RECV) && info->domain_attr->cq_data_size >= 4 &&
+          (info->ep_attr->mem_tag_format >> 63) && info->ep_attr->max_msg_size >= (64u << 20) &&
+          info->mode == 0,
+          "native: fi_getinfo with the ofi MTL's hints: prov %s, RDM, FI_TAGGED, FI_DIRECTED_RECV, "
+          "cq_data_size %zu, 64-bit tags, max_msg_size %zu, inject_size %zu (%s)",
+          info ? info->fabric_attr->prov_name : "-", info ? info->domain_attr->cq_data_size : 0,
+          info ? info->ep_attr->max_msg_size : 0, info ? info->tx_attr->inject_size : 0,
+          fi_strerror(-r));
+    fi_freeinfo(info);
+    for (n = 0; n < 5; n++) {
+        static const char *what[] = { "FI_RMA", "FI_ATOMIC", "FI_MULTI_RECV",
+                                      "max_msg_size 2 GiB", "inject_size 4096" };
+        struct fi_info *b = hints_native();
+        switch (n) {
+        case 0: b->caps |= FI_RMA; break;
+        case 1: b->caps |= FI_ATOMIC; break;
+        case 2: b->rx_attr->op_flags |= FI_MULTI_RECV; break;
+        case 3: b->ep_attr->max_msg_size = 2u << 30; break;
+        case 4: b->tx_attr->inject_size = 4096; break;
+        }
+        info = NULL;
+        r = fi_getinfo(VER, NULL, NULL, 0, b, &info);
+        /* libfabric may still offer "dimmnet2;ofi_rxd" (rxd has RMA...):
+         * no entry of the native provider itself may come back */
+        for (cur = info; cur && strcmp(cur->fabric_attr->prov_name, "dimmnet2"); cur = cur->next) {
+        }
+        CHECK((r == -FI_ENODATA && !info) || (r == 0 && !cur),
+              "native: hints with %s refused by dimmnet2: %s%s", what[n], fi_strerror(-r),
+              r == 0 ? " (only dimmnet2;ofi_rxd offered)" : "");
+        fi_freeinfo(info);
+        fi_freeinfo(b);
+    }
+    h->caps |= FI_MSG | FI_SOURCE;
+    r = open_ctx(&c, h, &peer_addr);
+    CHECK(r == 0, "native RDM endpoint opened, peer inserted: %s", fi_strerror(-r));
+    if (r) {
+        fi_freeinfo(h);
+        return;
+    }
+    ok = native_handshake(&c);
+    CHECK(ok, "native: start handshake");
+    {
+        size_t sizes[] = { 0, 1, 8, 32, 33, 999, 1000, 1015, 17383, 17384, 40000, 1u << 20, 4u << 20 };
+        int all = 1;
+        for (n = 0; n < (int)(sizeof(sizes) / sizeof(sizes[0])); n++) {
+            int one = pingpong(&c, sizes[n], 1, 60 + (unsigned)n);
+            if (!one) fprintf(stderr, "# native ping-pong of %zu bytes failed\n", sizes[n]);
+            all &= one;
+        }
+        CHECK(all, "native: tagged ping-pong 0 B .. 4 MiB (one datagram, several, the LH Buffer's edge), data checked");
+        all = 1;
+        for (n = 0; n < 4; n++) all &= pingpong(&c, 100 + 5000 * (size_t)n, 0, 90 + (unsigned)n);
+        CHECK(all, "native: untagged (FI_MSG) ping-pong, data checked");
+    }
+    {
+        char b[8];
+        uint8_t *big = calloc(1, c.info->tx_attr->inject_size + 1);
+        r = (int)fi_tinject(c.ep, big, c.info->tx_attr->inject_size + 1, c.peer, 1);
+        CHECK(r == -FI_EMSGSIZE, "native: inject of inject_size + 1 refused: %s", fi_strerror(-r));
+        free(big);
+        {
+            /* the length alone is refused: no byte of it is touched */
+            struct iovec v = { b, c.info->ep_attr->max_msg_size + 1 };
+            r = (int)fi_tsendv(c.ep, &v, NULL, 1, c.peer, 1, NULL);
+            CHECK(r == -FI_EMSGSIZE, "native: send of max_msg_size + 1 refused: %s", fi_strerror(-r));
+        }
+        r = (int)fi_tsend(c.ep, b, 8, NULL, 77, 1, NULL);
+        CHECK(r == -FI_EADDRNOTAVAIL, "native: send to an fi_addr not in the AV: %s", fi_strerror(-r));
+        r = (int)fi_trecv(c.ep, b, 8, NULL, 77, 1, 0, NULL);
+        CHECK(r == -FI_EADDRNOTAVAIL, "native: directed receive from an fi_addr not in the AV: %s",
+              fi_strerror(-r));
+        r = (int)fi_read(c.ep, b, 8, NULL, c.peer, 0, 0, NULL);
+        CHECK(r == -FI_ENOSYS, "native: fi_read (RMA) not offered: %s", fi_strerror(-r));
+    }
+    {
+        /* unexpected: rank 0 sends tags 1, 2, 3 (100 B, 30 KB, 8 B) and
+         * 4 with CQ data; rank 1 peeks until tag 4 is there, then takes
+         * them in the order 3, 1, 4, 2 */
+        size_t len[4] = { 100, 30000, 8, 16 };
+        uint8_t *buf = malloc(30000);
+        int good = 1;
+        if (me == 0) {
+            for (n = 0; n < 3 && good; n++) {
+                fill(buf, len[n], 200 + (unsigned)n);
+                good = tsend_wait(&c, buf, len[n], (uint64_t)n + 1);
+            }
+            fill(buf, 16, 203);
+            char sc;
+            struct fi_cq_tagged_entry e;
+            good = good && fi_tsenddata(c.ep, buf, 16, NULL, 0xC0FFEE, c.peer, 4, &sc) == 0 &&
+                   wait_comp(&c, &e, NULL) == 1 && e.op_context == &sc;
+            good = good && trecv_wait(&c, buf, 8, c.peer, 0x99, 0, NULL, NULL) == 1 && buf[0] == 1;
+            CHECK(good, "native: 4 unexpected messages matched out of order by tag (3, 1, 4, 2), "
+                  "data and CQ data checked on rank 1");
+        } else {
+            struct fi_msg_tagged m;
+            struct iovec v = { buf, 8 };
+            struct fi_cq_tagged_entry e;
+            struct fi_cq_err_entry ee;
+            char pc;
+            uint64_t t0 = now_ms();
+            memset(&m, 0, sizeof(m));
+            m.msg_iov = &v;
+            m.iov_count = 1;
+            m.addr = FI_ADDR_UNSPEC;
+            m.tag = 4;
+            m.context = &pc;
+            do {
+                r = (int)fi_trecvmsg(c.ep, &m, FI_PEEK | FI_COMPLETION);
+                r = r ? r : wait_comp(&c, &e, &ee);
+            } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+            good = r == 1 && e.len == 16 && e.tag == 4 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == 0xC0FFEE;
+            fi_addr_t order[4] = { 3, 1, 4, 2 };
+            for (n = 0; n < 4 && good; n++) {
+                int k = (int)order[n] - 1, err;
+                struct fi_cq_tagged_entry got;
+                long l = trecv_wait(&c, buf, 30000, n % 2 ? FI_ADDR_UNSPEC : c.peer, order[n], 0, &got, &err);
+                good = l == (long)len[k] && !err && got.tag == order[n] && check_data(buf, len[k], 200 + (unsigned)k);
+                if (!good) fprintf(stderr, "# unexpected tag %llu: %ld bytes, err %d\n",
+                                   (unsigned long long)order[n], l, err);
+            }
+            buf[0] = (uint8_t)good;
+            tsend_wait(&c, buf, 1, 0x99);
+        }
+        free(buf);
+    }
+    {
+        /* FI_PEEK with nothing there: FI_ENOMSG; PEEK|CLAIM then CLAIM;
+         * ignore bits; FI_SOURCE; truncation */
+        uint8_t b[64];
+        int good = 1;
+        if (me == 0) {
+            fill(b, 64, 7);
+            good = tsend_wait(&c, b, 40, 0x1234) && tsend_wait(&c, b, 64, 0x5600);
+            good = good && trecv_wait(&c, b, 8, c.peer, 0x98, 0, NULL, NULL) == 1;
+            CHECK(good && b[0] == 0x0b, "native: FI_PEEK with no message (FI_ENOMSG), FI_PEEK|FI_CLAIM then "
+                  "FI_CLAIM, ignore bits, FI_ETRUNC with olen (rank 1's result bits %x)", b[0]);
+        } else {
+            struct fi_msg_tagged m;
+            struct iovec v = { b, 64 };
+            struct fi_cq_tagged_entry e;
+            struct fi_cq_err_entry ee;
+            char pc;
+            int bits = 0;
+            uint64_t t0;
+            memset(&m, 0, sizeof(m));
+            m.msg_iov = &v; m.iov_count = 1; m.addr = c.peer; m.tag = 0x7777; m.context = &pc;
+            r = (int)fi_trecvmsg(c.ep, &m, FI_PEEK | FI_COMPLETION);
+            if (r == 0 && wait_comp(&c, &e, &ee) == -FI_EAVAIL && ee.err == FI_ENOMSG && ee.op_context == &pc)
+                bits |= 1;
+            m.tag = 0x1234;
+            t0 = now_ms();
+            do {
+                r = (int)fi_trecvmsg(c.ep, &m, FI_PEEK | FI_CLAIM | FI_COMPLETION);
+                r = r ? r : wait_comp(&c, &e, &ee);
+            } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+            if (r == 1 && e.len == 40 && e.tag == 0x1234) {
+                memset(b, 0, 64);
+                r = (int)fi_trecvmsg(c.ep, &m, FI_CLAIM | FI_COMPLETION);
+                if (r == 0 && wait_comp(&c, &e, NULL) == 1 && e.op_context == &pc && e.len == 40 &&
+                    check_data(b, 40, 7))
+                    bits |= 2;
+            }
+            /* tag 0x5600 taken with ignore 0xff, into 16 bytes: truncated */
+            {
+                char rc;
+                if (fi_trecv(c.ep, b, 16, NULL, FI_ADDR_UNSPEC, 0x56ff, 0xff, &rc) == 0) {
+                    t0 = now_ms();
+                    do {
+                        r = (int)fi_cq_read(c.cq, &e, 1);
+                    } while (r == -FI_EAGAIN && now_ms() - t0 < TMO_MS);
+                    if (r == -FI_EAVAIL) {
+                        memset(&ee, 0, sizeof(ee));
+                        fi_cq_readerr(c.cq, &ee, 0);
+                        if (ee.err == FI_ETRUNC && ee.olen == 48 && ee.tag == 0x5600 && check_data(b, 16, 7))
+                            bits |= 8;
+                    }
+                }
+            }
+            b[0] = (uint8_t)bits;
+            tsend_wait(&c, b, 1, 0x98);
+        }
+    }
+    {
+        /* FI_SOURCE: rank 0 sends one message; rank 1 reads it with
+         * fi_cq_readfrom and checks the fi_addr */
+        uint8_t b[8] = { 0 };
+        if (me == 0) {
+            ok = tsend_wait(&c, b, 8, 0x97) && trecv_wait(&c, b, 8, c.peer, 0x96, 0, NULL, NULL) == 1;
+            CHECK(ok && b[0] == 1, "native: FI_SOURCE: fi_cq_readfrom gives the sender's fi_addr");
+        } else {
+            struct fi_cq_tagged_entry e;
+            fi_addr_t from = FI_ADDR_NOTAVAIL;
+            char rc;
+            uint64_t t0 = now_ms();
+            ok = 0;
+            if (fi_trecv(c.ep, b, 8, NULL, FI_ADDR_UNSPEC, 0x97, 0, &rc) == 0) {
+                do {
+                    r = (int)fi_cq_readfrom(c.cq, &e, 1, &from);
+                } while (r == -FI_EAGAIN && now_ms() - t0 < TMO_MS);
+                ok = r == 1 && e.op_context == &rc && from == c.peer;
+            }
+            b[0] = (uint8_t)ok;
+            tsend_wait(&c, b, 1, 0x96);
+        }
+    }
+    {
+        uint64_t t0 = now_ms();
+        ok = 1;
+        for (n = 0; n < 50 && ok; n++) ok = pingpong(&c, 8, 1, (unsigned)n);
+        CHECK(ok, "native: 50 tagged ping-pongs of 8 B (%.0f us per round trip)",
+              (now_ms() - t0) * 1000.0 / 50);
+        /* 200 messages, same tag, in order */
+        uint8_t b[64];
+        int good = 1;
+        if (me == 0) {
+            for (n = 0; n < 200 && good; n++) {
+                fill(b, 64, 1000 + (unsigned)n);
+                good = tsend_wait(&c, b, 64, 0x55);
+            }
+            good = good && trecv_wait(&c, b, 8, c.peer, 0x94, 0, NULL, NULL) == 1 && b[0] == 1;
+            CHECK(good, "native: 200 messages of the same tag arrive in order, checked");
+        } else {
+            for (n = 0; n < 200 && good; n++) {
+                good = trecv_wait(&c, b, 64, FI_ADDR_UNSPEC, 0x55, 0, NULL, NULL) == 64 &&
+                       check_data(b, 64, 1000 + (unsigned)n);
+            }
+            b[0] = (uint8_t)good;
+            tsend_wait(&c, b, 1, 0x94);
+        }
+        t0 = now_ms();
+        ok = 1;
+        for (n = 0; n < 4 && ok; n++) ok = pingpong(&c, 1u << 20, 1, 300 + (unsigned)n);
+        CHECK(ok, "native: 4 ping-pongs of 1 MiB (%.2f MB/s each way)",
+              8.0 * (1u << 20) / 1000.0 / (double)(now_ms() - t0 + 1));
+    }
+    close_ctx(&c);
+    fi_freeinfo(h);
 }
 
 int main(void)
@@ -654,6 +1024,7 @@ int main(void)
         CHECK(0, "rxd many");
     }
     fi_freeinfo(h);
+    native_rdm();
     if (me == 0) printf("1..%d\n", t_num);
     return t_fail ? 1 : 0;
 }

@@ -9,7 +9,8 @@
 # Each node loads the driver, brings its board up (dn2-up: what the
 # launcher does before a job), then:
 #   1. ofi-test on both ranks, as uid 65534 (rank 0's TAP is merged here)
-#   2. fi_info -p dimmnet2 and -p 'dimmnet2;ofi_rxd' -t FI_EP_RDM -c FI_TAGGED
+#   2. fi_info -p dimmnet2, -p dimmnet2 -t FI_EP_RDM -c FI_TAGGED (the
+#      native RDM endpoint) and -p 'dimmnet2;ofi_rxd' -t FI_EP_RDM -c FI_TAGGED
 #   3. fi_pingpong over 'dimmnet2;ofi_rxd' (RDM), node 0 server, node 1
 #      client; fi_pingpong's control connection is TCP, which the guests'
 #      user networks cannot carry between them, so it is relayed by the
@@ -78,6 +79,7 @@ pc=/sys/class/misc/dimmnet2-0/device/wid0/pkt_counter
 echo "OFI-TEST-BEGIN"; ofi-test 2>&1; rc=$?; echo "OFI-TEST-END rc=$rc"
 fi_info -p dimmnet2 > /tmp/i1 2>&1 && echo "FI-INFO-CORE $(grep -c "provider: dimmnet2$" /tmp/i1) $(grep -c FI_EP_DGRAM /tmp/i1)"
 fi_info -p "dimmnet2;ofi_rxd" -t FI_EP_RDM -c FI_TAGGED > /tmp/i2 2>&1 && echo "FI-INFO-RXD $(grep -c "provider: dimmnet2;ofi_rxd$" /tmp/i2)"
+fi_info -p dimmnet2 -t FI_EP_RDM -c FI_TAGGED > /tmp/i3 2>&1 && echo "FI-INFO-RDM $(grep -c "provider: dimmnet2$" /tmp/i3) $(grep -c FI_EP_RDM /tmp/i3)"
 echo "PKT-BEFORE $(cat $pc)"
 if [ "$DN2_RANK" = 0 ]; then
     timeout 150 fi_pingpong -p "dimmnet2;ofi_rxd" -e rdm -I ITERS -S 1024 > /tmp/pp 2>&1 &
@@ -128,6 +130,9 @@ for i in 0 1; do
     read -r c1 c2 <<< "$(sed -n "s/^node$i| FI-INFO-CORE //p" "$log")"
     [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && add ok "node$i: fi_info -p dimmnet2 lists the DGRAM provider" \
         || add no "node$i: fi_info -p dimmnet2 (${c1:-none} ${c2:-})"
+    read -r c1 c2 <<< "$(sed -n "s/^node$i| FI-INFO-RDM //p" "$log")"
+    [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && add ok "node$i: fi_info -p dimmnet2 -t FI_EP_RDM -c FI_TAGGED lists the native RDM endpoint" \
+        || add no "node$i: fi_info -p dimmnet2 -t FI_EP_RDM (${c1:-none} ${c2:-})"
     c1=$(sed -n "s/^node$i| FI-INFO-RXD //p" "$log")
     [ "${c1:-0}" -ge 1 ] && add ok "node$i: fi_info -p 'dimmnet2;ofi_rxd' -t FI_EP_RDM -c FI_TAGGED lists the layered provider" \
         || add no "node$i: fi_info -p 'dimmnet2;ofi_rxd' (${c1:-none})"

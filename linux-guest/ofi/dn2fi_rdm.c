@@ -1,0 +1,1017 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libdimmnet2-fi: the native FI_EP_RDM endpoint (FI_TAGGED + FI_MSG),
+ * without ofi_rxd.
+ *
+ * The fabric is reliable and delivers a sender's packets in order, and
+ * the board holds (never drops) what arrives for an enabled endpoint, so
+ * reliability needs nothing here.  A message is a run of datagrams of the
+ * shared engine (dn2fi_xmit: one LHSv2 each, the envelope and up to 1015
+ * bytes from the Write Window, the rest staged in SO-DIMM):
+ *
+ *   first:  envelope (context 0x0F2, Tag = flags) + struct dn2fi_rdm_hdr
+ *           (tag, whole length, CQ data) + the first bytes
+ *   next:   envelope (context 0x0F3) + the next bytes, until the length
+ *
+ * The sender sends one message's datagrams back to back (one transmit
+ * queue, in order), so a receiver has at most one message in progress per
+ * sender.  The receiver drains its LH Buffer all the time: a datagram goes
+ * straight into the matched posted receive, or into a host-memory buffer
+ * of an unexpected message (so the board never holds a sender back for
+ * want of a receive, and no sender can deadlock another).  Tag matching:
+ * posted and unexpected queues in order, FI_DIRECTED_RECV, FI_ADDR_UNSPEC,
+ * FI_PEEK / FI_CLAIM / FI_DISCARD as Open MPI's ofi MTL uses them for
+ * MPI_Probe / MPI_Improbe / MPI_Mrecv.  Design: docs/ofi-provider.md.
+ */
+#define _GNU_SOURCE
+#include "dn2fi.h"
+#include "dimmnet2/dn2_uapi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RDM_QUEUE DN2FI_QUEUE
+
+/* A posted receive. */
+struct rdm_rx {
+    struct rdm_rx *next;
+    struct iovec iov[DN2FI_IOV_LIMIT];
+    size_t iov_count, cap;
+    int tagged;
+    uint64_t tag, ignore;
+    int directed;
+    uint16_t lid;
+    uint8_t wid;
+    void *context;
+    uint64_t flags;
+};
+
+/* A message arriving: unexpected (buf holds it) or going into rx. */
+struct rdm_msg {
+    struct rdm_msg *next;       /* unexpected queue */
+    struct rdm_msg *pnext;      /* in-progress list */
+    uint16_t lid;
+    uint8_t wid;
+    int tagged, has_data;
+    uint64_t tag;
+    uint32_t data;
+    size_t len, got;
+    uint8_t *buf;
+    struct rdm_rx *rx;
+    int claimed, discard;
+    void *claim_ctx;
+};
+
+/* A send in the transmit queue. */
+struct rdm_tx {
+    struct rdm_tx *next;
+    struct iovec iov[DN2FI_IOV_LIMIT];
+    size_t iov_count, len, sent;
+    uint16_t lid;
+    uint8_t wid;
+    int tagged, has_data, want_comp;
+    uint64_t tag;
+    uint32_t data;
+    void *context;
+    uint8_t inline_buf[];       /* FI_INJECT: a copy of the data */
+};
+
+struct dn2fi_rdm {
+    struct rdm_rx *posted, **posted_tail;
+    struct rdm_msg *ux, **ux_tail;
+    struct rdm_msg *inprog;
+    struct rdm_tx *txq, **txq_tail;
+    size_t n_posted, n_tx;
+    int in_progress;
+};
+
+static inline struct dn2fi_ep *ep_of(struct fid_ep *fid)
+{
+    return container_of(fid, struct dn2fi_ep, ep);
+}
+
+int dn2fi_rdm_open(struct dn2fi_ep *ep)
+{
+    struct dn2fi_rdm *r = calloc(1, sizeof(*r));
+
+    if (!r) {
+        return -FI_ENOMEM;
+    }
+    r->posted_tail = &r->posted;
+    r->ux_tail = &r->ux;
+    r->txq_tail = &r->txq;
+    ep->rdm = r;
+    return 0;
+}
+
+void dn2fi_rdm_close(struct dn2fi_ep *ep)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+
+    if (!r) {
+        return;
+    }
+    while (r->posted) {
+        struct rdm_rx *x = r->posted;
+        r->posted = x->next;
+        free(x);
+    }
+    while (r->inprog) {
+        struct rdm_msg *m = r->inprog;
+        r->inprog = m->pnext;
+        if (m->rx) {
+            free(m->rx);
+        }
+        if (!m->buf || m->rx) {
+            /* not on the unexpected queue */
+            free(m->buf);
+            free(m);
+        } else {
+            m->pnext = NULL;    /* freed with the unexpected queue */
+        }
+    }
+    while (r->ux) {
+        struct rdm_msg *m = r->ux;
+        r->ux = m->next;
+        free(m->buf);
+        free(m);
+    }
+    while (r->txq) {
+        struct rdm_tx *t = r->txq;
+        r->txq = t->next;
+        free(t);
+    }
+    free(r);
+    ep->rdm = NULL;
+}
+
+/* ---------------------------------------------------------- helpers */
+
+static size_t iov_total(const struct iovec *iov, size_t n)
+{
+    size_t i, t = 0;
+
+    for (i = 0; i < n; i++) {
+        t += iov[i].iov_len;
+    }
+    return t;
+}
+
+static fi_addr_t src_addr(struct dn2fi_ep *ep, uint16_t lid, int wid)
+{
+    return dn2fi_av_find(ep->av, lid, wid);
+}
+
+static uint64_t op_flag(int tagged)
+{
+    return tagged ? FI_TAGGED : FI_MSG;
+}
+
+static int rx_matches(const struct rdm_rx *rx, const struct rdm_msg *m)
+{
+    if (rx->tagged != m->tagged) {
+        return 0;
+    }
+    if (rx->directed && (rx->lid != m->lid || rx->wid != m->wid)) {
+        return 0;
+    }
+    return !rx->tagged || ((rx->tag | rx->ignore) == (m->tag | rx->ignore));
+}
+
+/* Complete a receive: its CQ entry (or error), then free it. */
+static void rx_complete(struct dn2fi_ep *ep, struct rdm_rx *rx, struct rdm_msg *m, int err)
+{
+    uint64_t flags = FI_RECV | op_flag(m->tagged) | (m->has_data ? FI_REMOTE_CQ_DATA : 0);
+    size_t n = m->len < rx->cap ? m->len : rx->cap;
+
+    if (!err && m->len > rx->cap) {
+        err = FI_ETRUNC;
+    }
+    if (err) {
+        dn2fi_cq_write_err_tag(ep->rxcq, rx->context, flags, n, rx->iov[0].iov_base,
+                               m->data, m->tag, err, m->len > n ? m->len - n : 0);
+    } else if (!ep->rx_selective || (rx->flags & FI_COMPLETION)) {
+        dn2fi_cq_write_tag(ep->rxcq, rx->context, flags, n, rx->iov[0].iov_base,
+                           m->data, m->tag, src_addr(ep, m->lid, m->wid));
+    }
+    ep->rx_msgs++;
+    ep->rx_bytes += n;
+    free(rx);
+}
+
+/* Copy bytes [off, off + n) of a message from buf into the receive's
+ * iovs (what does not fit is dropped: truncation). */
+static void rx_scatter(struct rdm_rx *rx, size_t off, const uint8_t *src, size_t n)
+{
+    size_t i, base = 0;
+
+    for (i = 0; i < rx->iov_count && n; i++) {
+        size_t l = rx->iov[i].iov_len;
+        if (off < base + l) {
+            size_t in = off - base, k = l - in < n ? l - in : n;
+            memcpy((uint8_t *)rx->iov[i].iov_base + in, src, k);
+            src += k;
+            off += k;
+            n -= k;
+        }
+        base += l;
+    }
+}
+
+/* The same from an arrived datagram (at: the datagram offset). */
+static int rx_take(struct dn2fi_ep *ep, struct rdm_rx *rx, size_t off,
+                   const struct dn2_lh_msg *lm, size_t at, size_t n)
+{
+    size_t i, base = 0;
+    int r;
+
+    for (i = 0; i < rx->iov_count && n; i++) {
+        size_t l = rx->iov[i].iov_len;
+        if (off < base + l) {
+            size_t in = off - base, k = l - in < n ? l - in : n;
+            if ((r = dn2fi_dgram_read(ep, lm, at, (uint8_t *)rx->iov[i].iov_base + in, k))) {
+                return r;
+            }
+            at += k;
+            off += k;
+            n -= k;
+        }
+        base += l;
+    }
+    return 0;
+}
+
+static void inprog_remove(struct dn2fi_rdm *r, struct rdm_msg *m)
+{
+    struct rdm_msg **pp;
+
+    for (pp = &r->inprog; *pp; pp = &(*pp)->pnext) {
+        if (*pp == m) {
+            *pp = m->pnext;
+            return;
+        }
+    }
+}
+
+static void ux_remove(struct dn2fi_rdm *r, struct rdm_msg *m)
+{
+    struct rdm_msg **pp;
+
+    for (pp = &r->ux; *pp; pp = &(*pp)->next) {
+        if (*pp == m) {
+            *pp = m->next;
+            if (r->ux_tail == &m->next) {
+                r->ux_tail = pp;
+            }
+            return;
+        }
+    }
+}
+
+/* A message has all its bytes: deliver it if it has a receive. */
+static void msg_done(struct dn2fi_ep *ep, struct rdm_msg *m, int err)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+
+    inprog_remove(r, m);
+    if (m->rx) {
+        if (m->buf) {
+            rx_scatter(m->rx, 0, m->buf, m->len);
+        }
+        rx_complete(ep, m->rx, m, err);
+        free(m->buf);
+        free(m);
+    } else if (m->discard) {
+        ux_remove(r, m);
+        free(m->buf);
+        free(m);
+    }
+    /* else: stays on the unexpected queue, complete */
+}
+
+/* ------------------------------------------------------------ receive */
+
+static struct rdm_msg *inprog_find(struct dn2fi_rdm *r, uint16_t lid, int wid)
+{
+    struct rdm_msg *m;
+
+    for (m = r->inprog; m; m = m->pnext) {
+        if (m->lid == lid && m->wid == wid) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+/* Bytes of datagram lm (from datagram offset at, n of them) belong to
+ * message m at its offset m->got. */
+static int msg_take(struct dn2fi_ep *ep, struct rdm_msg *m, const struct dn2_lh_msg *lm,
+                    size_t at, size_t n)
+{
+    int r = 0;
+
+    if (n > m->len - m->got) {
+        n = m->len - m->got;
+    }
+    if (m->buf) {
+        r = dn2fi_dgram_read(ep, lm, at, m->buf + m->got, n);
+    } else if (m->rx && m->got < m->rx->cap) {
+        size_t k = m->rx->cap - m->got < n ? m->rx->cap - m->got : n;
+        r = rx_take(ep, m->rx, m->got, lm, at, k);
+    }
+    m->got += n;
+    return r;
+}
+
+/* The first datagram of a message. */
+static int rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+    struct dn2fi_rdm_hdr h;
+    struct rdm_msg *m, *old;
+    struct rdm_rx **pp;
+    int err;
+
+    if (lm->size < DN2FI_RDM_HDR) {
+        DN2FI_WARN(FI_LOG_EP_DATA, "short RDM datagram (%u bytes) from LID %u\n",
+                   lm->size, lid);
+        return 0;
+    }
+    memcpy(&h, lm->data, sizeof(h));
+    if ((old = inprog_find(r, lid, wid))) {
+        /* the sender began anew (it died mid-message): end the old one */
+        DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %d: message cut short\n", lid, wid);
+        old->len = old->got;
+        msg_done(ep, old, FI_EIO);
+    }
+    m = calloc(1, sizeof(*m));
+    if (!m) {
+        return -FI_ENOMEM;
+    }
+    m->lid = lid;
+    m->wid = (uint8_t)wid;
+    m->tagged = !!(lm->tag & DN2FI_RDM_F_TAGGED);
+    m->has_data = !!(lm->tag & DN2FI_RDM_F_DATA);
+    m->tag = h.tag;
+    m->data = h.data;
+    m->len = h.len;
+    for (pp = &r->posted; *pp; pp = &(*pp)->next) {
+        if (rx_matches(*pp, m)) {
+            m->rx = *pp;
+            *pp = m->rx->next;
+            if (r->posted_tail == &m->rx->next) {
+                r->posted_tail = pp;
+            }
+            r->n_posted--;
+            break;
+        }
+    }
+    if (!m->rx) {
+        m->buf = malloc(m->len ? m->len : 1);
+        if (!m->buf) {
+            free(m);
+            return -FI_ENOMEM;
+        }
+        *r->ux_tail = m;
+        r->ux_tail = &m->next;
+    }
+    m->pnext = r->inprog;
+    r->inprog = m;
+    err = msg_take(ep, m, lm, DN2FI_RDM_HDR, lm->size - DN2FI_RDM_HDR);
+    if (err || m->got >= m->len) {
+        msg_done(ep, m, err ? FI_EIO : 0);
+    }
+    return 0;
+}
+
+static void rx_next(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid)
+{
+    struct rdm_msg *m = inprog_find(ep->rdm, lid, wid);
+    int err;
+
+    if (!m) {
+        DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %d: data of no message dropped\n", lid, wid);
+        return;
+    }
+    err = msg_take(ep, m, lm, 0, lm->size);
+    if (err || m->got >= m->len) {
+        msg_done(ep, m, err ? FI_EIO : 0);
+    }
+}
+
+/* Room in the CQ for what a datagram may complete. */
+static int cq_room(struct dn2fi_cq *cq)
+{
+    return cq->count + 2 <= cq->size;
+}
+
+static void rdm_progress_rx(struct dn2fi_ep *ep)
+{
+    while (cq_room(ep->rxcq)) {
+        struct dn2_lh_msg lm;
+        unsigned ctx;
+        uint16_t lid;
+        int wid, r;
+
+        if (!dn2_lh_ready(ep->d)) {
+            return;
+        }
+        uint64_t t0 = ep->stats ? dn2fi_ns() : 0;
+        r = dn2_lh_next(ep->d, &lm, 0);
+        if (r <= 0 || !lm.complete) {
+            return;     /* the rest of it is still arriving */
+        }
+        ep->rx_dgrams++;
+        ctx = lm.context & 0xfffu;
+        lid = dn2_clid_to_lid((uint16_t)(lm.rank & 0xfffu));
+        wid = (int)((lm.rank >> 12) & 1u);
+        if (lm.size > DN2FI_MAX_MSG) {
+            DN2FI_WARN(FI_LOG_EP_DATA, "datagram of %u bytes from LID %u dropped\n",
+                       lm.size, lid);
+        } else if (ctx == DN2FI_CTX_RDM_FIRST) {
+            if (rx_first(ep, &lm, lid, wid)) {
+                return;     /* out of memory: leave it on the board, retry */
+            }
+        } else if (ctx == DN2FI_CTX_RDM_NEXT) {
+            rx_next(ep, &lm, lid, wid);
+        } else {
+            DN2FI_INFO(FI_LOG_EP_DATA, "datagram with context 0x%x from LID %u dropped\n",
+                       ctx, lid);
+        }
+        if (lm.size > DN2_LHB_DATA) {
+            dn2_ring_consume(ep->d, &ep->ring, lm.size - DN2_LHB_DATA);
+        }
+        dn2_lh_release(ep->d);
+        if (ep->stats) {
+            ep->ns_lhb += dn2fi_ns() - t0;     /* includes the ring copy */
+        }
+    }
+}
+
+/* ----------------------------------------------------------- transmit */
+
+static void rdm_progress_tx(struct dn2fi_ep *ep)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+    unsigned rank = (unsigned)((ep->wid << 12) | dn2_lid_to_clid(ep->lid));
+
+    while (r->txq) {
+        struct rdm_tx *t = r->txq;
+        struct iovec v[DN2FI_IOV_LIMIT + 1];
+        struct dn2fi_rdm_hdr h;
+        size_t nv = 0, room, left, off, base, i;
+        uint64_t env;
+        int first = t->sent == 0, ret;
+
+        if (t->want_comp && dn2fi_cq_full(ep->txcq)) {
+            return;
+        }
+        if (first) {
+            h.tag = t->tag;
+            h.len = (uint32_t)t->len;
+            h.data = t->data;
+            v[nv].iov_base = &h;
+            v[nv++].iov_len = sizeof(h);
+            room = DN2FI_MAX_MSG - DN2FI_RDM_HDR;
+            env = dn2_envelope(DN2FI_CTX_RDM_FIRST, rank,
+                               (t->tagged ? DN2FI_RDM_F_TAGGED : 0) |
+                               (t->has_data ? DN2FI_RDM_F_DATA : 0));
+        } else {
+            room = DN2FI_MAX_MSG;
+            env = dn2_envelope(DN2FI_CTX_RDM_NEXT, rank, 0);
+        }
+        left = t->len - t->sent;
+        if (left > room) {
+            left = room;
+        }
+        /* the slice [sent, sent + left) of the iovs */
+        for (i = 0, base = 0, off = t->sent; i < t->iov_count && left; i++) {
+            size_t l = t->iov[i].iov_len;
+            if (off < base + l) {
+                size_t in = off - base, k = l - in < left ? l - in : left;
+                v[nv].iov_base = (uint8_t *)t->iov[i].iov_base + in;
+                v[nv++].iov_len = k;
+                off += k;
+                left -= k;
+            }
+            base += l;
+        }
+        ret = dn2fi_xmit(ep, t->lid, t->wid, env, v, nv, iov_total(v, nv));
+        if (ret == -FI_EAGAIN) {
+            return;
+        }
+        if (ret) {
+            /* the board refused it: the send fails, the next goes on */
+            r->txq = t->next;
+            if (!r->txq) {
+                r->txq_tail = &r->txq;
+            }
+            r->n_tx--;
+            if (!t->want_comp) {
+                DN2FI_WARN(FI_LOG_EP_DATA, "send to LID %u failed: %d\n", t->lid, ret);
+            } else {
+                dn2fi_cq_write_err_tag(ep->txcq, t->context, FI_SEND | op_flag(t->tagged),
+                                       t->len, NULL, 0, t->tag, -ret, 0);
+            }
+            free(t);
+            continue;
+        }
+        t->sent = off;
+        if (first && t->len == 0) {
+            t->sent = 0;
+        }
+        if (t->sent >= t->len) {
+            r->txq = t->next;
+            if (!r->txq) {
+                r->txq_tail = &r->txq;
+            }
+            r->n_tx--;
+            /* every byte is on the board, which delivers it reliably:
+             * the buffer may be reused */
+            if (t->want_comp) {
+                dn2fi_cq_write_tag(ep->txcq, t->context, FI_SEND | op_flag(t->tagged),
+                                   t->len, NULL, 0, t->tag, FI_ADDR_NOTAVAIL);
+            }
+            free(t);
+        }
+    }
+}
+
+void dn2fi_rdm_progress(struct dn2fi_ep *ep)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+
+    if (r->in_progress) {
+        return;
+    }
+    ep->progress_calls++;
+    r->in_progress = 1;
+    rdm_progress_rx(ep);
+    rdm_progress_tx(ep);
+    rdm_progress_rx(ep);
+    r->in_progress = 0;
+}
+
+static ssize_t rdm_send(struct dn2fi_ep *ep, const struct iovec *iov, size_t count,
+                        fi_addr_t dest, void *context, uint64_t data, uint64_t tag,
+                        int tagged, uint64_t flags)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+    const struct dn2fi_addr *a;
+    struct rdm_tx *t;
+    size_t len, i;
+    ssize_t ret = 0;
+
+    if (count > DN2FI_IOV_LIMIT || (count && !iov)) {
+        return -FI_EINVAL;
+    }
+    len = iov_total(iov, count);
+    if (len > DN2FI_RDM_MAX_MSG) {
+        return -FI_EMSGSIZE;
+    }
+    if ((flags & FI_INJECT) && len > DN2FI_RDM_INJECT) {
+        return -FI_EMSGSIZE;
+    }
+    pthread_mutex_lock(&ep->dom->lock);
+    if (!ep->enabled) {
+        ret = -FI_EOPBADSTATE;
+        goto out;
+    }
+    if (!(ep->caps & (tagged ? FI_TAGGED : FI_MSG))) {
+        ret = -FI_EOPNOTSUPP;
+        goto out;
+    }
+    a = dn2fi_av_get(ep->av, dest);
+    if (!a) {
+        DN2FI_INFO(FI_LOG_EP_DATA, "destination %llu is not in the AV\n",
+                   (unsigned long long)dest);
+        ret = -FI_EADDRNOTAVAIL;
+        goto out;
+    }
+    if (r->n_tx >= RDM_QUEUE) {
+        dn2fi_rdm_progress(ep);
+        ret = -FI_EAGAIN;
+        goto out;
+    }
+    t = calloc(1, sizeof(*t) + ((flags & FI_INJECT) ? len : 0));
+    if (!t) {
+        ret = -FI_ENOMEM;
+        goto out;
+    }
+    if (flags & FI_INJECT) {
+        size_t off = 0;
+        for (i = 0; i < count; i++) {
+            memcpy(t->inline_buf + off, iov[i].iov_base, iov[i].iov_len);
+            off += iov[i].iov_len;
+        }
+        t->iov[0].iov_base = t->inline_buf;
+        t->iov[0].iov_len = len;
+        t->iov_count = 1;
+    } else {
+        for (i = 0; i < count; i++) {
+            t->iov[i] = iov[i];
+        }
+        t->iov_count = count;
+    }
+    t->len = len;
+    t->lid = a->lid;
+    t->wid = a->wid;
+    t->tagged = tagged;
+    t->has_data = !!(flags & FI_REMOTE_CQ_DATA);
+    t->tag = tag;
+    t->data = (uint32_t)data;
+    t->context = context;
+    t->want_comp = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+    *r->txq_tail = t;
+    r->txq_tail = &t->next;
+    r->n_tx++;
+    dn2fi_rdm_progress(ep);
+out:
+    pthread_mutex_unlock(&ep->dom->lock);
+    return ret;
+}
+
+/* Resolve a receive's source for FI_DIRECTED_RECV. */
+static int rx_source(struct dn2fi_ep *ep, struct rdm_rx *rx, fi_addr_t src)
+{
+    const struct dn2fi_addr *a;
+
+    rx->directed = 0;
+    if (src == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV)) {
+        return 0;
+    }
+    a = dn2fi_av_get(ep->av, src);
+    if (!a) {
+        return -FI_EADDRNOTAVAIL;
+    }
+    rx->directed = 1;
+    rx->lid = a->lid;
+    rx->wid = a->wid;
+    return 0;
+}
+
+/* A receive meets an unexpected message m (taken off the queue). */
+static void rx_meets(struct dn2fi_ep *ep, struct rdm_rx *rx, struct rdm_msg *m)
+{
+    ux_remove(ep->rdm, m);
+    m->rx = rx;
+    m->claimed = 0;
+    if (m->got >= m->len) {
+        rx_scatter(rx, 0, m->buf, m->len);
+        rx_complete(ep, rx, m, 0);
+        free(m->buf);
+        free(m);
+    }
+    /* else: still arriving; msg_done delivers it */
+}
+
+static struct rdm_msg *ux_match(struct dn2fi_rdm *r, const struct rdm_rx *rx)
+{
+    struct rdm_msg *m;
+
+    for (m = r->ux; m; m = m->next) {
+        if (!m->claimed && !m->discard && rx_matches(rx, m)) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+static ssize_t rdm_recv(struct dn2fi_ep *ep, const struct iovec *iov, size_t count,
+                        fi_addr_t src, void *context, uint64_t tag, uint64_t ignore,
+                        int tagged, uint64_t flags)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+    struct rdm_rx *rx;
+    struct rdm_msg *m;
+    size_t i;
+    ssize_t ret = 0;
+
+    if (count > DN2FI_IOV_LIMIT || (count && !iov)) {
+        return -FI_EINVAL;
+    }
+    pthread_mutex_lock(&ep->dom->lock);
+    if (!ep->enabled) {
+        ret = -FI_EOPBADSTATE;
+        goto out;
+    }
+    if (!(ep->caps & (tagged ? FI_TAGGED : FI_MSG))) {
+        ret = -FI_EOPNOTSUPP;
+        goto out;
+    }
+    if (r->n_posted >= RDM_QUEUE && !(flags & (FI_PEEK | FI_CLAIM))) {
+        dn2fi_rdm_progress(ep);
+        ret = -FI_EAGAIN;
+        goto out;
+    }
+    if (dn2fi_cq_full(ep->rxcq)) {
+        dn2fi_rdm_progress(ep);
+        ret = -FI_EAGAIN;
+        goto out;
+    }
+    rx = calloc(1, sizeof(*rx));
+    if (!rx) {
+        ret = -FI_ENOMEM;
+        goto out;
+    }
+    for (i = 0; i < count; i++) {
+        rx->iov[i] = iov[i];
+    }
+    rx->iov_count = count;
+    rx->cap = iov_total(iov, count);
+    rx->tagged = tagged;
+    rx->tag = tag;
+    rx->ignore = ignore;
+    rx->context = context;
+    rx->flags = flags;
+    if ((ret = rx_source(ep, rx, src))) {
+        free(rx);
+        goto out;
+    }
+
+    if (flags & FI_PEEK) {
+        /* look at what has arrived (progress first), take nothing */
+        dn2fi_rdm_progress(ep);
+        m = ux_match(r, rx);
+        if (!m) {
+            dn2fi_cq_write_err_tag(ep->rxcq, context, FI_RECV | op_flag(tagged), 0, NULL,
+                                   0, tag, FI_ENOMSG, 0);
+        } else if (flags & FI_DISCARD) {
+            dn2fi_cq_write_tag(ep->rxcq, context, FI_RECV | op_flag(tagged) |
+                               (m->has_data ? FI_REMOTE_CQ_DATA : 0), m->len, NULL,
+                               m->data, m->tag, src_addr(ep, m->lid, m->wid));
+            m->discard = 1;
+            if (m->got >= m->len) {
+                ux_remove(r, m);
+                free(m->buf);
+                free(m);
+            }
+        } else {
+            dn2fi_cq_write_tag(ep->rxcq, context, FI_RECV | op_flag(tagged) |
+                               (m->has_data ? FI_REMOTE_CQ_DATA : 0), m->len, NULL,
+                               m->data, m->tag, src_addr(ep, m->lid, m->wid));
+            if (flags & FI_CLAIM) {
+                m->claimed = 1;
+                m->claim_ctx = context;
+            }
+        }
+        free(rx);
+        goto out;
+    }
+    if (flags & FI_CLAIM) {
+        /* the message an earlier FI_PEEK | FI_CLAIM with this context took */
+        for (m = r->ux; m; m = m->next) {
+            if (m->claimed && m->claim_ctx == context) {
+                break;
+            }
+        }
+        if (!m) {
+            free(rx);
+            ret = -FI_ENOMSG;
+            goto out;
+        }
+        if (flags & FI_DISCARD) {
+            m->discard = 1;
+            m->claimed = 0;
+            dn2fi_cq_write_tag(ep->rxcq, context, FI_RECV | op_flag(tagged), 0, NULL,
+                               m->data, m->tag, FI_ADDR_NOTAVAIL);
+            if (m->got >= m->len) {
+                ux_remove(r, m);
+                free(m->buf);
+                free(m);
+            }
+            free(rx);
+        } else {
+            rx_meets(ep, rx, m);
+        }
+        goto out;
+    }
+    m = ux_match(r, rx);
+    if (m) {
+        rx_meets(ep, rx, m);
+    } else {
+        *r->posted_tail = rx;
+        r->posted_tail = &rx->next;
+        r->n_posted++;
+        dn2fi_rdm_progress(ep);
+    }
+out:
+    pthread_mutex_unlock(&ep->dom->lock);
+    return ret;
+}
+
+ssize_t dn2fi_rdm_cancel(struct dn2fi_ep *ep, void *context)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+    struct rdm_rx **pp;
+
+    for (pp = &r->posted; *pp; pp = &(*pp)->next) {
+        struct rdm_rx *rx = *pp;
+        if (rx->context == context) {
+            *pp = rx->next;
+            if (r->posted_tail == &rx->next) {
+                r->posted_tail = pp;
+            }
+            r->n_posted--;
+            dn2fi_cq_write_err_tag(ep->rxcq, context, FI_RECV | op_flag(rx->tagged), 0,
+                                   NULL, 0, rx->tag, FI_ECANCELED, 0);
+            free(rx);
+            return 0;
+        }
+    }
+    return -FI_ENOENT;
+}
+
+ssize_t dn2fi_rdm_tx_left(struct dn2fi_ep *ep)
+{
+    return (ssize_t)(RDM_QUEUE - ep->rdm->n_tx);
+}
+
+ssize_t dn2fi_rdm_rx_left(struct dn2fi_ep *ep)
+{
+    return (ssize_t)(RDM_QUEUE - ep->rdm->n_posted);
+}
+
+/* ------------------------------------------------------ operations */
+
+#define TX_FLAGS (FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | \
+                  FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE | FI_MSG | FI_TAGGED | \
+                  FI_SEND | FI_FENCE)
+#define RX_FLAGS (FI_COMPLETION | FI_MORE | FI_MSG | FI_TAGGED | FI_RECV | FI_PEEK | \
+                  FI_CLAIM | FI_DISCARD | FI_REMOTE_CQ_DATA)
+
+static ssize_t m_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                      fi_addr_t src, void *context)
+{
+    struct iovec v = { buf, len };
+
+    (void)desc;
+    return rdm_recv(ep_of(fid), &v, 1, src, context, 0, 0, 0, ep_of(fid)->rx_op_flags);
+}
+
+static ssize_t m_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                       size_t count, fi_addr_t src, void *context)
+{
+    (void)desc;
+    return rdm_recv(ep_of(fid), iov, count, src, context, 0, 0, 0, ep_of(fid)->rx_op_flags);
+}
+
+static ssize_t m_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+    if (flags & ~RX_FLAGS || (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))) {
+        return -FI_EBADFLAGS;
+    }
+    return rdm_recv(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+                    0, 0, 0, flags);
+}
+
+static ssize_t m_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                      fi_addr_t dest, void *context)
+{
+    struct iovec v = { (void *)buf, len };
+
+    (void)desc;
+    return rdm_send(ep_of(fid), &v, 1, dest, context, 0, 0, 0, ep_of(fid)->tx_op_flags);
+}
+
+static ssize_t m_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                       size_t count, fi_addr_t dest, void *context)
+{
+    (void)desc;
+    return rdm_send(ep_of(fid), iov, count, dest, context, 0, 0, 0, ep_of(fid)->tx_op_flags);
+}
+
+static ssize_t m_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+    if (flags & ~TX_FLAGS) {
+        return -FI_EBADFLAGS;
+    }
+    return rdm_send(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+                    msg->data, 0, 0, flags);
+}
+
+static ssize_t m_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
+{
+    struct iovec v = { (void *)buf, len };
+
+    return rdm_send(ep_of(fid), &v, 1, dest, NULL, 0, 0, 0, FI_INJECT);
+}
+
+static ssize_t m_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                          uint64_t data, fi_addr_t dest, void *context)
+{
+    struct iovec v = { (void *)buf, len };
+
+    (void)desc;
+    return rdm_send(ep_of(fid), &v, 1, dest, context, data, 0, 0,
+                    ep_of(fid)->tx_op_flags | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t m_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                            uint64_t data, fi_addr_t dest)
+{
+    struct iovec v = { (void *)buf, len };
+
+    return rdm_send(ep_of(fid), &v, 1, dest, NULL, data, 0, 0, FI_INJECT | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t t_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                      fi_addr_t src, uint64_t tag, uint64_t ignore, void *context)
+{
+    struct iovec v = { buf, len };
+
+    (void)desc;
+    return rdm_recv(ep_of(fid), &v, 1, src, context, tag, ignore, 1, ep_of(fid)->rx_op_flags);
+}
+
+static ssize_t t_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                       size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                       void *context)
+{
+    (void)desc;
+    return rdm_recv(ep_of(fid), iov, count, src, context, tag, ignore, 1,
+                    ep_of(fid)->rx_op_flags);
+}
+
+static ssize_t t_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+    if (flags & ~RX_FLAGS) {
+        return -FI_EBADFLAGS;
+    }
+    return rdm_recv(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+                    msg->tag, msg->ignore, 1, flags);
+}
+
+static ssize_t t_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                      fi_addr_t dest, uint64_t tag, void *context)
+{
+    struct iovec v = { (void *)buf, len };
+
+    (void)desc;
+    return rdm_send(ep_of(fid), &v, 1, dest, context, 0, tag, 1, ep_of(fid)->tx_op_flags);
+}
+
+static ssize_t t_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
+                       size_t count, fi_addr_t dest, uint64_t tag, void *context)
+{
+    (void)desc;
+    return rdm_send(ep_of(fid), iov, count, dest, context, 0, tag, 1, ep_of(fid)->tx_op_flags);
+}
+
+static ssize_t t_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+    if (flags & ~TX_FLAGS) {
+        return -FI_EBADFLAGS;
+    }
+    return rdm_send(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+                    msg->data, msg->tag, 1, flags);
+}
+
+static ssize_t t_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest,
+                        uint64_t tag)
+{
+    struct iovec v = { (void *)buf, len };
+
+    return rdm_send(ep_of(fid), &v, 1, dest, NULL, 0, tag, 1, FI_INJECT);
+}
+
+static ssize_t t_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                          uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
+{
+    struct iovec v = { (void *)buf, len };
+
+    (void)desc;
+    return rdm_send(ep_of(fid), &v, 1, dest, context, data, tag, 1,
+                    ep_of(fid)->tx_op_flags | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t t_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                            uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+    struct iovec v = { (void *)buf, len };
+
+    return rdm_send(ep_of(fid), &v, 1, dest, NULL, data, tag, 1,
+                    FI_INJECT | FI_REMOTE_CQ_DATA);
+}
+
+void dn2fi_rdm_ini(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
+{
+    msg->recv = m_recv;
+    msg->recvv = m_recvv;
+    msg->recvmsg = m_recvmsg;
+    msg->send = m_send;
+    msg->sendv = m_sendv;
+    msg->sendmsg = m_sendmsg;
+    msg->inject = m_inject;
+    msg->senddata = m_senddata;
+    msg->injectdata = m_injectdata;
+    tagged->recv = t_recv;
+    tagged->recvv = t_recvv;
+    tagged->recvmsg = t_recvmsg;
+    tagged->send = t_send;
+    tagged->sendv = t_sendv;
+    tagged->sendmsg = t_sendmsg;
+    tagged->inject = t_inject;
+    tagged->senddata = t_senddata;
+    tagged->injectdata = t_injectdata;
+}
