@@ -3,7 +3,7 @@
  * dn2fab: the DIMMnet-2 emulated fabric ("InfiniBand" carried over UDP).
  *
  * Plain C11 + POSIX socket types; no GLib, no QEMU.  Used by the QEMU device
- * (hw/dimmnet2/dimmnet2-link.c), the switch / subnet-manager daemon
+ * (hw/dimmnet2/dimmnet2-port.c), the switch / subnet-manager daemon
  * (fabric/dn2-switch.c), the tests and the fuzzer.
  *
  * Three layers:
