@@ -2108,6 +2108,7 @@ static void test_hostile_garbage(void)
     GRand *r = g_rand_new_with_seed(1234);
     uint16_t lid_b;
     int64_t drops0, drops1;
+    uint64_t rx0, rx1;
     uint8_t *pk[1], *marker = t.marker;
     size_t pl[1];
     struct dn2f_addr victim;
@@ -2121,6 +2122,7 @@ static void test_hostile_garbage(void)
     lid_b = t.lid_b;
     victim = t.victim;
     drops0 = link_drops(B);
+    rx0 = qom_u64(B, "stat-link-dgrams-rx");
 
     for (i = 0; i < 2000; i++) {
         size_t n = g_rand_int_range(r, 0, 2048);
@@ -2168,14 +2170,21 @@ static void test_hostile_garbage(void)
     sd_expect_zero(B, 0, 0x1000, sizeof(t.marker), "forged DATA did not write anything");
     st_expect_empty(B, 0, "forged DATA: no status record");
     drops1 = link_drops(B);
+    rx1 = qom_u64(B, "stat-link-dgrams-rx");
     if (drops0 < 0) {
         g_test_message("FAIL the device exposes no fabric-level drop counter in QOM "
                        "(stat-* with 'drop' besides stat-rx-drop-*/stat-tx-drops): the "
                        "endpoint's dn2f_ep_stats.drop[] is invisible");
         g_test_fail();
     } else {
-        EXPECT_TRUE(drops1 >= drops0 + 2000, "fabric drop counters grew by >= 2000 "
-                    "(%" PRId64 " -> %" PRId64 ")", drops0, drops1);
+        /* Every datagram that reached B's socket was dropped and counted,
+         * but for the switch's own few (keepalives); under valgrind some of
+         * the 2000 overflow the socket before B reads them. */
+        EXPECT_TRUE(rx1 - rx0 >= 500, "most of the 2000 garbage datagrams reached B "
+                    "(%" PRIu64 ")", rx1 - rx0);
+        EXPECT_TRUE((uint64_t)(drops1 - drops0) + 100 >= rx1 - rx0,
+                    "fabric drop counters grew with every datagram received (%" PRId64
+                    " -> %" PRId64 " for %" PRIu64 " received)", drops0, drops1, rx1 - rx0);
     }
 
 out:
