@@ -488,6 +488,22 @@ static int native_handshake(struct ctx *c)
     return 0;
 }
 
+/* fi_trecvmsg(flags | FI_PEEK) with m until a message is there (the
+ * completion in *e: 1) or TMO_MS passed. */
+static int peek_wait(struct ctx *c, struct fi_msg_tagged *m, uint64_t flags,
+                     struct fi_cq_tagged_entry *e)
+{
+    struct fi_cq_err_entry ee;
+    uint64_t t0 = now_ms();
+    int r;
+
+    do {
+        r = (int)fi_trecvmsg(c->ep, m, flags | FI_PEEK | FI_COMPLETION);
+        r = r ? r : wait_comp(c, e, &ee);
+    } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+    return r;
+}
+
 /* ------------------------------------------ 8. the native RDM endpoint */
 static void native_rdm(void)
 {
@@ -605,19 +621,14 @@ static void native_rdm(void)
             struct fi_msg_tagged m;
             struct iovec v = { buf, 8 };
             struct fi_cq_tagged_entry e;
-            struct fi_cq_err_entry ee;
             char pc;
-            uint64_t t0 = now_ms();
             memset(&m, 0, sizeof(m));
             m.msg_iov = &v;
             m.iov_count = 1;
             m.addr = FI_ADDR_UNSPEC;
             m.tag = 4;
             m.context = &pc;
-            do {
-                r = (int)fi_trecvmsg(c.ep, &m, FI_PEEK | FI_COMPLETION);
-                r = r ? r : wait_comp(&c, &e, &ee);
-            } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+            r = peek_wait(&c, &m, 0, &e);
             good = r == 1 && e.len == 16 && e.tag == 4 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == 0xC0FFEE;
             fi_addr_t order[4] = { 3, 1, 4, 2 };
             for (n = 0; n < 4 && good; n++) {
@@ -658,11 +669,7 @@ static void native_rdm(void)
             if (r == 0 && wait_comp(&c, &e, &ee) == -FI_EAVAIL && ee.err == FI_ENOMSG && ee.op_context == &pc)
                 bits |= 1;
             m.tag = 0x1234;
-            t0 = now_ms();
-            do {
-                r = (int)fi_trecvmsg(c.ep, &m, FI_PEEK | FI_CLAIM | FI_COMPLETION);
-                r = r ? r : wait_comp(&c, &e, &ee);
-            } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+            r = peek_wait(&c, &m, FI_CLAIM, &e);
             if (r == 1 && e.len == 40 && e.tag == 0x1234) {
                 memset(b, 0, 64);
                 r = (int)fi_trecvmsg(c.ep, &m, FI_CLAIM | FI_COMPLETION);
