@@ -744,6 +744,40 @@ static void native_rdm(void)
             b[0] = (uint8_t)good;
             tsend_wait(&c, b, 1, 0x94);
         }
+        {
+            /* both ranks stream 4 x 2 MB to each other at once: more than
+             * both receive rings hold.  Without the credit flow control
+             * each side's held LHSv2 blocked its own board's VLs and the
+             * two waited for each other (seconds per message) */
+            size_t big = 2000000;
+            uint8_t *sb = malloc(big), *rb = malloc(4 * big);
+            char rc[4], sc[4];
+            struct fi_cq_tagged_entry e;
+            int got = 0, want = 8;
+            t0 = now_ms();
+            fill(sb, big, 400 + (unsigned)me);
+            ok = 1;
+            for (n = 0; n < 4 && ok; n++) {
+                ok = fi_trecv(c.ep, rb + (size_t)n * big, big, NULL, c.peer, 0x4242, 0, &rc[n]) == 0;
+            }
+            for (n = 0; n < 4 && ok; n++) {
+                ssize_t sr;
+                do {
+                    sr = fi_tsend(c.ep, sb, big, NULL, c.peer, 0x4242, &sc[n]);
+                    if (sr == -FI_EAGAIN && fi_cq_read(c.cq, &e, 1) == 1) got++;
+                } while (sr == -FI_EAGAIN);
+                ok = sr == 0;
+            }
+            while (ok && got < want) {
+                ok = wait_comp(&c, &e, NULL) == 1;
+                got += ok;
+            }
+            for (n = 0; n < 4 && ok; n++) ok = check_data(rb + (size_t)n * big, big, 400 + (unsigned)peer);
+            CHECK(ok, "native: both ranks stream 4 x 2 MB to each other at once (more than the rings hold), "
+                  "data checked (%.2f MB/s each way)", 4 * big / 1000.0 / (double)(now_ms() - t0 + 1));
+            free(sb);
+            free(rb);
+        }
         t0 = now_ms();
         ok = 1;
         for (n = 0; n < 4 && ok; n++) ok = pingpong(&c, 1u << 20, 1, 300 + (unsigned)n);
