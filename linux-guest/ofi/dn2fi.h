@@ -64,6 +64,9 @@ struct dn2fi_addr {
  * envelope's Tag field holds DN2FI_RDM_F_* flags. */
 #define DN2FI_CTX_RDM_FIRST 0x0f2u
 #define DN2FI_CTX_RDM_NEXT  0x0f3u
+/* Credit return (dn2fi_rdm.c): Tag = the datagrams taken from the
+ * destination so far, 8 bytes of data = the ring bytes taken so far. */
+#define DN2FI_CTX_RDM_CREDIT 0x0f4u
 #define DN2FI_RDM_F_TAGGED  1u      /* fi_tsend*, else fi_send* */
 #define DN2FI_RDM_F_DATA    2u      /* the header's data is CQ data */
 
@@ -75,6 +78,10 @@ struct dn2fi_rdm_hdr {
 #define DN2FI_RDM_HDR       sizeof(struct dn2fi_rdm_hdr)           /* 16 */
 #define DN2FI_RDM_INJECT    (DN2FI_INJECT - DN2FI_RDM_HDR)          /* 999 */
 #define DN2FI_RDM_MAX_MSG   (1u << 30)
+/* The RDM endpoint's staging slots when the WID's SO-DIMM area has room
+ * (else DN2FI_STAGE_SLOT): fewer, larger datagrams for long messages. */
+#define DN2FI_RDM_SLOT      (64u << 10)
+#define DN2FI_DGRAM_BIG     (DN2FI_INJECT + DN2FI_RDM_SLOT)  /* the largest datagram */
 #define DN2FI_RDM_CAPS      (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_LOCAL_COMM | \
                              FI_REMOTE_COMM | FI_DIRECTED_RECV | FI_SOURCE)
 
@@ -167,6 +174,7 @@ struct dn2fi_ep {
      * SO-DIMM staging slot; a half is free once the IPUSH counter shows
      * its LHSv2 left the board */
     int tx_next;
+    uint32_t slot;          /* staging slot bytes: datagrams up to 1015 + slot */
     int half_busy[2];
     unsigned half_seq[2];
     unsigned ipush_issued, ipush_base;
@@ -179,7 +187,7 @@ struct dn2fi_ep {
      * found the board busy */
     int stats;
     uint64_t ns_stage, ns_ww, ns_issue, ns_read, ns_lhb, ns_open;
-    uint64_t tx_bytes, rx_dgrams, busy_half, busy_fifo, progress_calls;
+    uint64_t tx_bytes, rx_dgrams, busy_half, busy_fifo, busy_credit, progress_calls;
 };
 
 int dn2fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
@@ -218,6 +226,10 @@ int dn2fi_ep_add_peer(struct dn2fi_ep *ep, uint16_t lid);
  * the envelope) to (lid, wid); -FI_EAGAIN while the board is busy. */
 int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
                const struct iovec *iov, size_t count, size_t len);
+/* A send's iov and length against the endpoint's limits: 0, -FI_EINVAL
+ * or -FI_EMSGSIZE; the length in *len. */
+int dn2fi_send_check(const struct iovec *iov, size_t count, uint64_t flags, size_t max,
+                     size_t inject_max, size_t *len);
 /* Copy n bytes at offset 'at' of an arrived datagram (after the
  * envelope: the LH Buffer's 48 bytes, then the receive ring). */
 int dn2fi_dgram_read(struct dn2fi_ep *ep, const void *m, size_t at, void *dst,

@@ -897,7 +897,7 @@ static int half_free(struct dn2fi_ep *ep, int h)
  * staging slot h with VS, through the two windows of half h. */
 static int stage(struct dn2fi_ep *ep, int h, const uint8_t *src, size_t len)
 {
-    uint32_t sd = DN2FI_SD_STAGE + (uint32_t)h * DN2FI_STAGE_SLOT;
+    uint32_t sd = DN2FI_SD_STAGE + (uint32_t)h * ep->slot;
     int used[2] = { 0, 0 }, r, k;
     size_t off;
 
@@ -933,7 +933,7 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
     size_t i, off;
     int h = ep->tx_next, r;
 
-    if (len > DN2FI_MAX_MSG) {
+    if (len > DN2FI_INJECT + ep->slot) {
         return -FI_EMSGSIZE;
     }
     uint64_t t0 = ep->stats ? dn2fi_ns() : 0, t1 = 0, t2 = 0;
@@ -966,7 +966,7 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
             t2 = dn2fi_ns();
         }
         r = dn2_lhsv2(ep->d, lid, wid, ww_off, pre,
-                      DN2FI_SD_STAGE + (uint32_t)h * DN2FI_STAGE_SLOT,
+                      DN2FI_SD_STAGE + (uint32_t)h * ep->slot,
                       (uint32_t)(DN2FI_ENV + len), 0);
     }
     if (r) {
@@ -987,6 +987,24 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
     return 0;
 }
 
+int dn2fi_send_check(const struct iovec *iov, size_t count, uint64_t flags, size_t max,
+                     size_t inject_max, size_t *len)
+{
+    size_t i, t = 0;
+
+    if (count > DN2FI_IOV_LIMIT || (count && !iov)) {
+        return -FI_EINVAL;
+    }
+    for (i = 0; i < count; i++) {
+        t += iov[i].iov_len;
+    }
+    *len = t;
+    if (t > max || ((flags & FI_INJECT) && t > inject_max)) {
+        return -FI_EMSGSIZE;
+    }
+    return 0;
+}
+
 static ssize_t ep_sendv_flags(struct dn2fi_ep *ep, const struct iovec *iov, size_t count,
                               fi_addr_t dest, void *context, uint64_t data, uint64_t flags)
 {
@@ -995,17 +1013,10 @@ static ssize_t ep_sendv_flags(struct dn2fi_ep *ep, const struct iovec *iov, size
     uint64_t env;
     unsigned ctx = DN2FI_CTX_MSG;
     int want_comp;
-    ssize_t ret = 0;
+    ssize_t ret = dn2fi_send_check(iov, count, flags, DN2FI_MAX_MSG, DN2FI_INJECT, &len);
 
-    if (count > DN2FI_IOV_LIMIT || (count && !iov)) {
-        return -FI_EINVAL;
-    }
-    len = iov_len(iov, count);
-    if (len > DN2FI_MAX_MSG) {
-        return -FI_EMSGSIZE;
-    }
-    if ((flags & FI_INJECT) && len > DN2FI_INJECT) {
-        return -FI_EMSGSIZE;
+    if (ret) {
+        return ret;
     }
     pthread_mutex_lock(&ep->dom->lock);
     if (!ep->enabled) {
@@ -1260,13 +1271,15 @@ static int ep_close(struct fid *fid)
                 "sent %llu datagrams %llu bytes, received %llu datagrams %llu bytes; "
                 "ms in: gather+VS staging %.1f, Write Window %.1f, LHSv2 issue %.1f, "
                 "ring copy-out (dn2_sd_read) %.1f, LH Buffer handling %.1f; "
-                "board busy: WW half %llu, request FIFO %llu; progress calls %llu\n",
+                "board busy: WW half %llu, request FIFO %llu; waits for credit %llu; "
+                "progress calls %llu\n",
                 ep->lid, ep->wid, ep->type == FI_EP_RDM ? "RDM" : "DGRAM", open_ms,
                 (unsigned long long)ep->tx_msgs, (unsigned long long)ep->tx_bytes,
                 (unsigned long long)ep->rx_dgrams, (unsigned long long)ep->rx_bytes,
                 ep->ns_stage / 1e6, ep->ns_ww / 1e6, ep->ns_issue / 1e6, ep->ns_read / 1e6,
                 (ep->ns_lhb > ep->ns_read ? ep->ns_lhb - ep->ns_read : 0) / 1e6,
                 (unsigned long long)ep->busy_half, (unsigned long long)ep->busy_fifo,
+                (unsigned long long)ep->busy_credit,
                 (unsigned long long)ep->progress_calls);
     }
     if (ep->type == FI_EP_RDM) {
@@ -1402,7 +1415,7 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     ep->rx_size = DN2FI_QUEUE;
     ep->rxq = calloc(ep->rx_size, sizeof(*ep->rxq));
     ep->scratch = malloc(DN2FI_MAX_MSG);
-    ep->gather = malloc(DN2FI_ENV + DN2FI_MAX_MSG);
+    ep->gather = malloc(DN2FI_ENV + DN2FI_DGRAM_BIG);
     if (!ep->rxq || !ep->scratch || !ep->gather) {
         free(ep->rxq);
         free(ep->scratch);
@@ -1419,6 +1432,11 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
         free(ep->rxq);
         free(ep);
         return dn2fi_errno(r);
+    }
+    ep->slot = DN2FI_STAGE_SLOT;
+    if (ep->type == FI_EP_RDM &&
+        dn2_sdimm_bytes(ep->d) >= (uint64_t)DN2FI_SD_STAGE + 2 * DN2FI_RDM_SLOT) {
+        ep->slot = DN2FI_RDM_SLOT;
     }
     ep->wid = dn2_wid(ep->d);
     ep->lid = dn2_lid(ep->d);

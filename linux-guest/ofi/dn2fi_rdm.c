@@ -13,6 +13,17 @@
  *           (tag, whole length, CQ data) + the first bytes
  *   next:   envelope (context 0x0F3) + the next bytes, until the length
  *
+ * Flow control.  The board executes its requests in order, one Request
+ * FIFO for both WIDs, so an LHSv2 that the receiving board holds (its LH
+ * Buffer or ring full) blocks every later request of this board, the VLs
+ * that would drain our own ring included: two ranks sending to each other
+ * with both rings full would wait for each other for ever.  So no
+ * datagram is sent that the receiver may have to hold: every receiver
+ * gives every possible sender (the rank table's endpoints) an equal share
+ * of its 64 LH Buffer entries and of its ring, the sender counts what it
+ * sent, and the receiver returns credits (context 0x0F4, no ring bytes)
+ * as it takes datagrams out.
+ *
  * The sender sends one message's datagrams back to back (one transmit
  * queue, in order), so a receiver has at most one message in progress per
  * sender.  The receiver drains its LH Buffer all the time: a datagram goes
@@ -27,6 +38,7 @@
 #include "dn2fi.h"
 #include "dimmnet2/dn2_uapi.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,7 +88,24 @@ struct rdm_tx {
     uint8_t inline_buf[];       /* FI_INJECT: a copy of the data */
 };
 
+/* Flow control with one peer endpoint (both directions). */
+struct rdm_peer {
+    uint16_t lid;
+    uint8_t wid;
+    uint32_t sent_e, acked_e;       /* datagrams sent to it / it took */
+    uint64_t sent_b, acked_b;       /* ring bytes of those */
+    uint32_t took_e, told_e;        /* datagrams we took from it / told it */
+    uint64_t took_b, told_b;
+};
+
+#define RDM_PEERS_MAX 64
+
 struct dn2fi_rdm {
+    struct rdm_peer peer[RDM_PEERS_MAX];
+    int npeer;
+    uint32_t win_e;                 /* LH entries per sender */
+    uint64_t win_b;                 /* ring bytes per sender */
+    size_t dgram_max;               /* bytes after the envelope */
     struct rdm_rx *posted, **posted_tail;
     struct rdm_msg *ux, **ux_tail;
     struct rdm_msg *inprog;
@@ -90,12 +119,66 @@ static inline struct dn2fi_ep *ep_of(struct fid_ep *fid)
     return container_of(fid, struct dn2fi_ep, ep);
 }
 
+/* How many endpoints may send to us: the rank table's lines (DN2_RANKS),
+ * else two per LID of FI_DIMMNET2_LIDS, else 16. */
+static int rdm_senders(void)
+{
+    const char *path = getenv("DN2_RANKS"), *lids = getenv("FI_DIMMNET2_LIDS");
+    int n = 0;
+
+    if (path) {
+        FILE *f = fopen(path, "r");
+        char line[256];
+        int rank;
+        unsigned lid, wid;
+        while (f && fgets(line, sizeof(line), f)) {
+            if (line[0] != '#' && sscanf(line, "%d %i %u", &rank, &lid, &wid) == 3) {
+                n++;
+            }
+        }
+        if (f) {
+            fclose(f);
+        }
+    }
+    if (!n && lids) {
+        const char *p = lids;
+        while (*p) {
+            char *end;
+            unsigned long a = strtoul(p, &end, 0), b = a;
+            if (end == p) {
+                break;
+            }
+            if (*end == '-') {
+                b = strtoul(end + 1, &end, 0);
+            }
+            n += b >= a ? (int)(2 * (b - a + 1)) : 0;
+            if (*end != ',') {
+                break;
+            }
+            p = end + 1;
+        }
+    }
+    return n > 0 ? n : 16;
+}
+
 int dn2fi_rdm_open(struct dn2fi_ep *ep)
 {
     struct dn2fi_rdm *r = calloc(1, sizeof(*r));
+    int n;
+    uint64_t cap;
 
     if (!r) {
         return -FI_ENOMEM;
+    }
+    /* the shares: two LH entries per sender kept for credit returns */
+    n = rdm_senders();
+    r->win_e = n < 21 ? (uint32_t)((DN2_LHB_AREA / DN2_LHB_ENTRY - 2 * (unsigned)n) / (unsigned)n) : 1;
+    r->win_b = (DN2FI_RING_BYTES / (unsigned)n) & ~(uint64_t)7;
+    /* a datagram uses at most half a share (credit comes back in time) */
+    cap = r->win_b / 2 + DN2_LHB_DATA - 8;
+    r->dgram_max = DN2FI_INJECT + ep->slot < cap ? DN2FI_INJECT + ep->slot : (size_t)cap;
+    if (r->dgram_max < DN2FI_INJECT) {
+        r->dgram_max = DN2FI_INJECT;
     }
     r->posted_tail = &r->posted;
     r->ux_tail = &r->ux;
@@ -289,6 +372,56 @@ static void msg_done(struct dn2fi_ep *ep, struct rdm_msg *m, int err)
     /* else: stays on the unexpected queue, complete */
 }
 
+/* ------------------------------------------------------- flow control */
+
+static struct rdm_peer *peer_of(struct dn2fi_rdm *r, uint16_t lid, int wid)
+{
+    int i;
+
+    for (i = 0; i < r->npeer; i++) {
+        if (r->peer[i].lid == lid && r->peer[i].wid == wid) {
+            return &r->peer[i];
+        }
+    }
+    if (r->npeer == RDM_PEERS_MAX) {
+        return NULL;
+    }
+    memset(&r->peer[r->npeer], 0, sizeof(r->peer[0]));
+    r->peer[r->npeer].lid = lid;
+    r->peer[r->npeer].wid = (uint8_t)wid;
+    return &r->peer[r->npeer++];
+}
+
+/* Ring bytes a datagram of len bytes (after the envelope) takes. */
+static uint64_t ring_bytes(size_t len)
+{
+    return len > DN2_LHB_DATA ? ((len - DN2_LHB_DATA + 7) & ~(size_t)7) : 0;
+}
+
+/* Return credits owed (half a share taken since the last return). */
+static void send_credits(struct dn2fi_ep *ep)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+    unsigned rank = (unsigned)((ep->wid << 12) | dn2_lid_to_clid(ep->lid));
+    int i;
+
+    for (i = 0; i < r->npeer; i++) {
+        struct rdm_peer *p = &r->peer[i];
+        if (p->took_e - p->told_e >= (r->win_e + 1) / 2 ||
+            p->took_b - p->told_b >= r->win_b / 2) {
+            uint64_t b = p->took_b;
+            struct iovec v = { &b, sizeof(b) };
+            if (dn2fi_xmit(ep, p->lid, p->wid,
+                           dn2_envelope(DN2FI_CTX_RDM_CREDIT, rank, p->took_e), &v, 1,
+                           sizeof(b))) {
+                return;     /* the board is busy: next progress */
+            }
+            p->told_e = p->took_e;
+            p->told_b = p->took_b;
+        }
+    }
+}
+
 /* ------------------------------------------------------------ receive */
 
 static struct rdm_msg *inprog_find(struct dn2fi_rdm *r, uint16_t lid, int wid)
@@ -425,9 +558,17 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
         ctx = lm.context & 0xfffu;
         lid = dn2_clid_to_lid((uint16_t)(lm.rank & 0xfffu));
         wid = (int)((lm.rank >> 12) & 1u);
-        if (lm.size > DN2FI_MAX_MSG) {
+        if (lm.size > DN2FI_DGRAM_BIG) {
             DN2FI_WARN(FI_LOG_EP_DATA, "datagram of %u bytes from LID %u dropped\n",
                        lm.size, lid);
+        } else if (ctx == DN2FI_CTX_RDM_CREDIT) {
+            struct rdm_peer *p = peer_of(ep->rdm, lid, wid);
+            uint64_t b;
+            memcpy(&b, lm.data, sizeof(b));
+            if (p && lm.size >= sizeof(b)) {
+                p->acked_e = lm.tag;
+                p->acked_b = b;
+            }
         } else if (ctx == DN2FI_CTX_RDM_FIRST) {
             if (rx_first(ep, &lm, lid, wid)) {
                 return;     /* out of memory: leave it on the board, retry */
@@ -442,6 +583,13 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
             dn2_ring_consume(ep->d, &ep->ring, lm.size - DN2_LHB_DATA);
         }
         dn2_lh_release(ep->d);
+        if (ctx == DN2FI_CTX_RDM_FIRST || ctx == DN2FI_CTX_RDM_NEXT) {
+            struct rdm_peer *p = peer_of(ep->rdm, lid, wid);
+            if (p) {
+                p->took_e++;
+                p->took_b += ring_bytes(lm.size);
+            }
+        }
         if (ep->stats) {
             ep->ns_lhb += dn2fi_ns() - t0;     /* includes the ring copy */
         }
@@ -472,12 +620,12 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
             h.data = t->data;
             v[nv].iov_base = &h;
             v[nv++].iov_len = sizeof(h);
-            room = DN2FI_MAX_MSG - DN2FI_RDM_HDR;
+            room = r->dgram_max - DN2FI_RDM_HDR;
             env = dn2_envelope(DN2FI_CTX_RDM_FIRST, rank,
                                (t->tagged ? DN2FI_RDM_F_TAGGED : 0) |
                                (t->has_data ? DN2FI_RDM_F_DATA : 0));
         } else {
-            room = DN2FI_MAX_MSG;
+            room = r->dgram_max;
             env = dn2_envelope(DN2FI_CTX_RDM_NEXT, rank, 0);
         }
         left = t->len - t->sent;
@@ -496,9 +644,22 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
             }
             base += l;
         }
-        ret = dn2fi_xmit(ep, t->lid, t->wid, env, v, nv, iov_total(v, nv));
-        if (ret == -FI_EAGAIN) {
-            return;
+        {
+            size_t dl = iov_total(v, nv);
+            struct rdm_peer *p = peer_of(r, t->lid, t->wid);
+            if (p && (p->sent_e - p->acked_e >= r->win_e ||
+                      p->sent_b - p->acked_b + ring_bytes(dl) > r->win_b)) {
+                ep->busy_credit++;
+                return;     /* the receiver's share is in use: its credits come */
+            }
+            ret = dn2fi_xmit(ep, t->lid, t->wid, env, v, nv, dl);
+            if (ret == -FI_EAGAIN) {
+                return;
+            }
+            if (!ret && p) {
+                p->sent_e++;
+                p->sent_b += ring_bytes(dl);
+            }
         }
         if (ret) {
             /* the board refused it: the send fails, the next goes on */
@@ -547,6 +708,7 @@ void dn2fi_rdm_progress(struct dn2fi_ep *ep)
     ep->progress_calls++;
     r->in_progress = 1;
     rdm_progress_rx(ep);
+    send_credits(ep);
     rdm_progress_tx(ep);
     rdm_progress_rx(ep);
     r->in_progress = 0;
@@ -560,17 +722,10 @@ static ssize_t rdm_send(struct dn2fi_ep *ep, const struct iovec *iov, size_t cou
     const struct dn2fi_addr *a;
     struct rdm_tx *t;
     size_t len, i;
-    ssize_t ret = 0;
+    ssize_t ret = dn2fi_send_check(iov, count, flags, DN2FI_RDM_MAX_MSG, DN2FI_RDM_INJECT, &len);
 
-    if (count > DN2FI_IOV_LIMIT || (count && !iov)) {
-        return -FI_EINVAL;
-    }
-    len = iov_total(iov, count);
-    if (len > DN2FI_RDM_MAX_MSG) {
-        return -FI_EMSGSIZE;
-    }
-    if ((flags & FI_INJECT) && len > DN2FI_RDM_INJECT) {
-        return -FI_EMSGSIZE;
+    if (ret) {
+        return ret;
     }
     pthread_mutex_lock(&ep->dom->lock);
     if (!ep->enabled) {

@@ -488,6 +488,22 @@ static int native_handshake(struct ctx *c)
     return 0;
 }
 
+/* fi_trecvmsg(flags | FI_PEEK) with m until a message is there (the
+ * completion in *e: 1) or TMO_MS passed. */
+static int peek_wait(struct ctx *c, struct fi_msg_tagged *m, uint64_t flags,
+                     struct fi_cq_tagged_entry *e)
+{
+    struct fi_cq_err_entry ee;
+    uint64_t t0 = now_ms();
+    int r;
+
+    do {
+        r = (int)fi_trecvmsg(c->ep, m, flags | FI_PEEK | FI_COMPLETION);
+        r = r ? r : wait_comp(c, e, &ee);
+    } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+    return r;
+}
+
 /* ------------------------------------------ 8. the native RDM endpoint */
 static void native_rdm(void)
 {
@@ -605,19 +621,14 @@ static void native_rdm(void)
             struct fi_msg_tagged m;
             struct iovec v = { buf, 8 };
             struct fi_cq_tagged_entry e;
-            struct fi_cq_err_entry ee;
             char pc;
-            uint64_t t0 = now_ms();
             memset(&m, 0, sizeof(m));
             m.msg_iov = &v;
             m.iov_count = 1;
             m.addr = FI_ADDR_UNSPEC;
             m.tag = 4;
             m.context = &pc;
-            do {
-                r = (int)fi_trecvmsg(c.ep, &m, FI_PEEK | FI_COMPLETION);
-                r = r ? r : wait_comp(&c, &e, &ee);
-            } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+            r = peek_wait(&c, &m, 0, &e);
             good = r == 1 && e.len == 16 && e.tag == 4 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == 0xC0FFEE;
             fi_addr_t order[4] = { 3, 1, 4, 2 };
             for (n = 0; n < 4 && good; n++) {
@@ -658,11 +669,7 @@ static void native_rdm(void)
             if (r == 0 && wait_comp(&c, &e, &ee) == -FI_EAVAIL && ee.err == FI_ENOMSG && ee.op_context == &pc)
                 bits |= 1;
             m.tag = 0x1234;
-            t0 = now_ms();
-            do {
-                r = (int)fi_trecvmsg(c.ep, &m, FI_PEEK | FI_CLAIM | FI_COMPLETION);
-                r = r ? r : wait_comp(&c, &e, &ee);
-            } while (r == -FI_EAVAIL && ee.err == FI_ENOMSG && now_ms() - t0 < TMO_MS);
+            r = peek_wait(&c, &m, FI_CLAIM, &e);
             if (r == 1 && e.len == 40 && e.tag == 0x1234) {
                 memset(b, 0, 64);
                 r = (int)fi_trecvmsg(c.ep, &m, FI_CLAIM | FI_COMPLETION);
@@ -736,6 +743,40 @@ static void native_rdm(void)
             }
             b[0] = (uint8_t)good;
             tsend_wait(&c, b, 1, 0x94);
+        }
+        {
+            /* both ranks stream 4 x 2 MB to each other at once: more than
+             * both receive rings hold.  Without the credit flow control
+             * each side's held LHSv2 blocked its own board's VLs and the
+             * two waited for each other (seconds per message) */
+            size_t big = 2000000;
+            uint8_t *sb = malloc(big), *rb = malloc(4 * big);
+            char rc[4], sc[4];
+            struct fi_cq_tagged_entry e;
+            int got = 0, want = 8;
+            t0 = now_ms();
+            fill(sb, big, 400 + (unsigned)me);
+            ok = 1;
+            for (n = 0; n < 4 && ok; n++) {
+                ok = fi_trecv(c.ep, rb + (size_t)n * big, big, NULL, c.peer, 0x4242, 0, &rc[n]) == 0;
+            }
+            for (n = 0; n < 4 && ok; n++) {
+                ssize_t sr;
+                do {
+                    sr = fi_tsend(c.ep, sb, big, NULL, c.peer, 0x4242, &sc[n]);
+                    if (sr == -FI_EAGAIN && fi_cq_read(c.cq, &e, 1) == 1) got++;
+                } while (sr == -FI_EAGAIN);
+                ok = sr == 0;
+            }
+            while (ok && got < want) {
+                ok = wait_comp(&c, &e, NULL) == 1;
+                got += ok;
+            }
+            for (n = 0; n < 4 && ok; n++) ok = check_data(rb + (size_t)n * big, big, 400 + (unsigned)peer);
+            CHECK(ok, "native: both ranks stream 4 x 2 MB to each other at once (more than the rings hold), "
+                  "data checked (%.2f MB/s each way)", 4 * big / 1000.0 / (double)(now_ms() - t0 + 1));
+            free(sb);
+            free(rb);
         }
         t0 = now_ms();
         ok = 1;
