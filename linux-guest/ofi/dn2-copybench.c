@@ -10,7 +10,7 @@
  *   dn2-copybench [MiB]        (default 4)
  */
 #define _GNU_SOURCE
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 
 #include <stdio.h>
 #include <stdlib.h>

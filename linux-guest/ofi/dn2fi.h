@@ -24,7 +24,7 @@
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
-#include "dimmnet2.h"
+#include "libdimmnet2.h"
 
 #define DN2FI_NAME          "dimmnet2"
 #define DN2FI_FABRIC_NAME   "dimmnet2"

@@ -708,7 +708,7 @@ static uint16_t board_link(Board *b, unsigned ms)
 
     do {
         v = sr(b, DN2_SR_SMA);
-        if (DN2_GET(v, 17, 16) == DN2_SMA_LINK_READY) {
+        if (dn2_sma_link_ready(v)) {
             return (uint16_t)(v & DN2_SMA_LID_MASK);
         }
         usleep(2000);
