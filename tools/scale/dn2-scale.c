@@ -78,6 +78,7 @@
 #include <unistd.h>
 
 #include "dimmnet2/dn2_abi.h"
+#include "qtest-board.h"
 
 #define MAXB        64              /* a multicast group holds 64 members */
 #define KSLOTS      2               /* receive slots per (source, destination) */
@@ -107,10 +108,7 @@ static uint64_t n_cmds, fill_sum, fill_n;
 
 static uint64_t now_ns(void)
 {
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    return qb_now_ns();
 }
 
 static void vfail(const char *fmt, va_list ap)
@@ -158,32 +156,25 @@ static int cmp_u64(const void *a, const void *b)
 /* argv run in network namespace ns (NULL: here), output to file out. */
 static pid_t spawn(const char *ns, char *const argv[], const char *out)
 {
-    pid_t pid = fork();
+    const struct qb_spawn how = { .out = out, .cpu = -1 };
+    char *av[64];
+    int n = 0;
+    pid_t pid;
 
-    if (pid < 0) {
-        die("fork: %s", strerror(errno));
+    if (ns) {
+        av[n++] = "/usr/bin/env";   /* finds ip(8) on the PATH */
+        av[n++] = "ip";
+        av[n++] = "netns";
+        av[n++] = "exec";
+        av[n++] = (char *)ns;
     }
-    if (pid == 0) {
-        char *av[64];
-        int n = 0, fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        if (ns) {
-            av[n++] = "ip";
-            av[n++] = "netns";
-            av[n++] = "exec";
-            av[n++] = (char *)ns;
-        }
-        for (int i = 0; argv[i] && n < 63; i++) {
-            av[n++] = argv[i];
-        }
-        av[n] = NULL;
-        execvp(av[0], av);
-        _exit(127);
+    for (int i = 0; argv[i] && n < 63; i++) {
+        av[n++] = argv[i];
+    }
+    av[n] = NULL;
+    pid = qb_spawn(av, &how);
+    if (pid < 0) {
+        die("fork: %s", strerror(-pid));
     }
     return pid;
 }
@@ -282,18 +273,10 @@ static uint64_t udp_rcvbuf_errors(void)
 
 static int listen_unix(const char *path)
 {
-    struct sockaddr_un a;
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int fd = qb_listen_unix(path);
 
-    unlink(path);
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(a.sun_path)) {
-        die("socket path too long: %s", path);
-    }
-    memcpy(a.sun_path, path, strlen(path) + 1);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0) {
-        die("socket %s: %s", path, strerror(errno));
+    if (fd < 0) {
+        die("socket %s: %s", path, strerror(-fd));
     }
     return fd;
 }
@@ -664,22 +647,7 @@ static void board_start(Board *b, unsigned idx)
              ",mem-path=%s,share=on", memsz, b->mempath);
     snprintf(guid, sizeof(guid), "0x5ca1e%04x", idx + 1);
     snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m,switch=%s,guid=%s", sw_listen, guid);
-    argv[n++] = (char *)qemu_bin;
-    argv[n++] = "-qtest";
-    argv[n++] = qsa;
-    argv[n++] = "-qtest-log";
-    argv[n++] = "none";
-    argv[n++] = "-accel";
-    argv[n++] = "qtest";
-    argv[n++] = "-display";
-    argv[n++] = "none";
-    argv[n++] = "-L";
-    argv[n++] = (char *)fw_dir;
-    argv[n++] = "-M";
-    argv[n++] = "q35";
-    argv[n++] = "-nodefaults";
-    argv[n++] = "-m";
-    argv[n++] = "64M";
+    qb_qemu_argv(argv, &n, qemu_bin, fw_dir, qsa);
     argv[n++] = "-chardev";
     argv[n++] = chr;
     argv[n++] = "-mon";
