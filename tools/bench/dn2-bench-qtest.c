@@ -144,20 +144,7 @@ static pid_t spawn(char *const argv[], const char *out)
 
 static void reap(pid_t pid, int sig)
 {
-    uint64_t end = qb_now_ns() + 3000000000ull;
-
-    if (pid <= 0) {
-        return;
-    }
-    kill(pid, sig);
-    while (qb_now_ns() < end) {
-        if (waitpid(pid, NULL, WNOHANG) == pid) {
-            return;
-        }
-        usleep(2000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    qb_reap(pid, sig, 3000);
 }
 
 static pid_t switch_pid;

@@ -9,10 +9,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include "qtest-board.h"
 
@@ -128,4 +130,44 @@ int qb_ready_port(const char *ready)
     }
     fclose(f);
     return port;
+}
+
+void qb_reap(pid_t pid, int sig, unsigned ms)
+{
+    uint64_t end = qb_now_ns() + (uint64_t)ms * 1000000ull;
+
+    if (pid <= 0) {
+        return;
+    }
+    kill(pid, sig);
+    while (qb_now_ns() < end) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            return;
+        }
+        usleep(2000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+void *qb_map_file(const char *path, uint64_t size)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    void *p;
+    int e;
+
+    if (fd < 0) {
+        return NULL;
+    }
+    if (ftruncate(fd, (off_t)size) < 0) {
+        e = errno;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    e = errno;
+    close(fd);
+    errno = e;
+    return p == MAP_FAILED ? NULL : p;
 }

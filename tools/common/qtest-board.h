@@ -55,4 +55,13 @@ void qb_switch_argv(char **argv, int *n, const char *sw, char *listen, int port,
 /* The port a dn2-switch wrote to its --ready-file, 0 while there is none. */
 int qb_ready_port(const char *ready);
 
+/* Send sig to pid and wait up to ms for it to exit, then SIGKILL it and
+ * wait.  pid <= 0: nothing. */
+void qb_reap(pid_t pid, int sig, unsigned ms);
+
+/* Create (or truncate) the file path with size bytes and map it shared:
+ * the SO-DIMM backing of a board (-object memory-backend-file,share=on).
+ * NULL with errno set when that fails. */
+void *qb_map_file(const char *path, uint64_t size);
+
 #endif

@@ -181,20 +181,7 @@ static pid_t spawn(const char *ns, char *const argv[], const char *out)
 
 static void reap(pid_t pid, int sig)
 {
-    uint64_t end = now_ns() + 5000000000ull;
-
-    if (pid <= 0) {
-        return;
-    }
-    kill(pid, sig);
-    while (now_ns() < end) {
-        if (waitpid(pid, NULL, WNOHANG) == pid) {
-            return;
-        }
-        usleep(2000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    qb_reap(pid, sig, 5000);
 }
 
 /* user + system CPU time of a process, in ns */
@@ -620,7 +607,7 @@ static void board_start(Board *b, unsigned idx)
 {
     char qs[300], ms[300], qsa[320], chr[340], memobj[600], dev[600], guid[32];
     char *argv[40];
-    int n = 0, lq, lm, fd;
+    int n = 0, lq, lm;
     const char *ns = n_netns ? netns[idx % n_netns] : NULL;
 
     memset(b, 0, sizeof(*b));
@@ -630,14 +617,9 @@ static void board_start(Board *b, unsigned idx)
     snprintf(b->mempath, sizeof(b->mempath), "%s/sodimm-%u", tmpdir, idx);
     snprintf(qs, sizeof(qs), "%s/q%u.sock", tmpdir, idx);
     snprintf(ms, sizeof(ms), "%s/m%u.sock", tmpdir, idx);
-    fd = open(b->mempath, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)memsz) < 0) {
+    b->mem = qb_map_file(b->mempath, memsz);
+    if (!b->mem) {
         die("SO-DIMM file %s: %s", b->mempath, strerror(errno));
-    }
-    b->mem = mmap(NULL, memsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (b->mem == MAP_FAILED) {
-        die("mmap %s: %s", b->mempath, strerror(errno));
     }
     lq = listen_unix(qs);
     lm = listen_unix(ms);

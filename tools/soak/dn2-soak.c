@@ -1278,7 +1278,7 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
 {
     char qs[256], ms[256], qsa[300], memobj[512], dev[512], chr[300];
     char *argv[40];
-    int n = 0, lq, lm, fd;
+    int n = 0, lq, lm;
 
     memset(b, 0, sizeof(*b));
     snprintf(b->name, sizeof(b->name), "%s", name);
@@ -1298,14 +1298,9 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     mkdir(b->cwd, 0700);
     snprintf(qs, sizeof(qs), "%s/q-%s.sock", tmpdir, name);
     snprintf(ms, sizeof(ms), "%s/m-%s.sock", tmpdir, name);
-    fd = open(b->mempath, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)memsz) < 0) {
+    b->mem = qb_map_file(b->mempath, memsz);
+    if (!b->mem) {
         die("SO-DIMM file %s: %s", b->mempath, strerror(errno));
-    }
-    b->mem = mmap(NULL, memsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (b->mem == MAP_FAILED) {
-        die("mmap %s: %s", b->mempath, strerror(errno));
     }
     lq = listen_unix(qs);
     lm = listen_unix(ms);
