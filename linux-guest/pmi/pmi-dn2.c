@@ -9,7 +9,7 @@
  * this node), the key-value space (put, commit, get), barrier, abort.
  *
  * The job comes from the environment the launcher sets for every rank:
- *   DN2_PMI_URL     http://HOST:PORT of the job server   (required)
+ *   DN2_PMI_URL     the job server: HOST:PORT, "http" scheme optional (required)
  *   DN2_PMI_JOB     the job id (checked by the server)   (required)
  *   DN2_PMI_RANK    this rank                            (required)
  *   DN2_PMI_SIZE    number of ranks                      (required)
@@ -413,7 +413,7 @@ EXPORT int PMI_Init(int *spawned)
              "(ranks are started by scripts/mpirun.sh)");
         return PMI_ERR_INIT;
     }
-    /* http://HOST:PORT[/] */
+    /* HOST:PORT, after an optional scheme prefix and before an optional / */
     p = strncmp(url, "http://", 7) ? url : url + 7;
     const char *colon = strchr(p, ':');
     size_t hl = colon ? (size_t)(colon - p) : strcspn(p, "/");
