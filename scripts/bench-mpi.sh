@@ -2,7 +2,7 @@
 # MPI over the DIMMnet-2 boards against MPI over TCP, in the same guests in
 # the same run (docs/mpi.md): one cluster (scripts/mpirun.sh) runs, for each
 # network, tests/mpi/mpi-bench (8-byte ping-pong latency, 1 MiB bandwidth,
-# allreduce of 8 B and 1 MiB) and Debian's NetPIPE (NPopenmpi), then prints
+# allreduce of 8 B (median, mean, slowest call) and 1 MiB) and Debian's NetPIPE (NPopenmpi), then prints
 # the figures side by side with the ratios.  Targets (issue 11): the board's
 # 8-byte latency at most half of TCP's, its 1 MiB bandwidth at least 5x.
 # Figures only: nothing here passes or fails on a timing.
@@ -99,7 +99,7 @@ j=0
 declare -A fig
 for net in $nets; do
     j=$((j + 1))
-    for f in lat8_us bw1m_MBps allreduce8_us allreduce1m_us; do fig[$net.$f]=$(figure "$j" "$f"); done
+    for f in lat8_us bw1m_MBps allreduce8_us allreduce8_mean_us allreduce8_max_us allreduce1m_us; do fig[$net.$f]=$(figure "$j" "$f"); done
     [ "$(sed -n "s/^\[$j\.0\] data //p" "$out")" = checked ] || log "warning: job $j ($net) did not report checked data"
     j=$((j + 1))
     # NetPIPE's output file: "bytes Mbps usec" per line
@@ -119,6 +119,8 @@ row() { # LABEL KEY UNIT INVERT
 row "8 B latency (us)" lat8_us us 1
 row "1 MiB bandwidth (MB/s)" bw1m_MBps MBps 0
 row "allreduce 8 B (us)" allreduce8_us us 1
+row "  mean of the calls (us)" allreduce8_mean_us us 1
+row "  slowest call (us)" allreduce8_max_us us 1
 row "allreduce 1 MiB (us)" allreduce1m_us us 1
 echo
 echo "NetPIPE (NPopenmpi -u $npmax): bytes, Mbit/s and one-way usec per network"

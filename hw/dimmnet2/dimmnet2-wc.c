@@ -158,6 +158,7 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
          * bottom half. */
         dimmnet2_wc_run(s);
     } else {
+        s->stat[DN2_STAT_DEFERRED]++;
         dimmnet2_wc_kick(s);
     }
 }
@@ -364,6 +365,9 @@ static DN2Step dimmnet2_exec_one(DN2State *s, DN2Exec *x, uint64_t *budget,
         dimmnet2_rc_progress(s, ret);
     }
     if (ret == DIMMNET2_STEP_STALL) {
+        if (x == &s->exec && !x->stalled) {
+            s->stat[DN2_STAT_EXEC_STALLS]++;
+        }
         x->stalled = 1;
         return ret;                     /* a kick or the port's news resumes */
     }

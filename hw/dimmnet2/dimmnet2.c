@@ -662,6 +662,12 @@ static const struct {
         "and another sender needed the reassembly slot" },
     [DN2_STAT_STRICT_VIOLATIONS] = { "stat-strict-violations",
         "with strict=on: violations of the programming protocol, every time" },
+    [DN2_STAT_DEFERRED] = { "stat-deferred",
+        "requests the doorbell could not run at once because the Window "
+        "Controller was busy (they ran later, from the main loop)" },
+    [DN2_STAT_EXEC_STALLS] = { "stat-exec-stalls",
+        "times a host request had to wait for the link (window, credits, "
+        "link down): the requests behind it in the FIFO waited too" },
     [DN2_STAT_LINK_DROPS] = { "stat-link-drops",
         "datagrams and packets the fabric endpoint dropped (malformed, stale "
         "epoch, unknown peer, ...)" },

@@ -1514,6 +1514,17 @@ static void test_back_pressure(void)
     EXPECT_HEX(qom_u64(A, "stat-tx-packets"), ms, "%s: the sender sends nothing more", w);
     EXPECT_TRUE(ms < 4 + 1028, "%s: the sender stalled before the end (%" PRIu64
                 " packets sent)", w, ms);
+    EXPECT_TRUE(qom_u64(A, "stat-exec-stalls") >= 1, "%s: stat-exec-stalls counts the wait", w);
+    {
+        /* a request behind the stalled one cannot run in its doorbell */
+        uint64_t def0 = qom_u64(A, "stat-deferred");
+        qtest_memwrite(A->d.qts, dn2q_ww_addr(&A->d, 0, 1), data, 64);
+        issue(A, 0, 0, dn2_req_upper(DN2_WIN_SIZE, 0x1f00000),
+              dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64), false, 0);
+        EXPECT_HEX(qom_u64(A, "stat-deferred"), def0 + 1,
+                   "%s: stat-deferred counts the VS queued behind the RVS", w);
+        EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_VS), 0, "%s: the VS waits its turn", w);
+    }
     sd_expect_zero(B, 0, 3 * 64, 64, "the refused 4th RVS is not written");
     sd_expect_zero(B, 0, 0x800000, 4096, "nothing of the big RVS is written yet");
     EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER), 3, "%s: Packet Counter = 3 accepted",
@@ -1533,6 +1544,7 @@ static void test_back_pressure(void)
     }
     sd_expect(B, 0, 0x800000, data, big, w);
     wait_pc(A, 0, DN2_PC_RVS, 5, T_SHORT, "the big RVS completes on the sender");
+    wait_pc(A, 0, DN2_PC_VS, 1, T_SHORT, "the deferred VS ran after it");
 
     /* the same with the IPUSH ring: full ring -> stall -> head moves -> data */
     w = "IPUSH ring full";
