@@ -377,18 +377,25 @@ int dn2_wait_pw(dn2_t *d, int window, long timeout_us)
     return r;
 }
 
-/* Issue a VL whose Prefetch Window lines were already flushed, without
- * the Request FIFO check (the caller made sure there is room). */
-static void dn2_vl_issue_unchecked(dn2_t *d, uint32_t sd_src, uint32_t pw_off, uint32_t size)
+/* Issue a VL or VS whose window is ready (Prefetch Window lines flushed,
+ * Write Window written), without the Request FIFO check: the caller made
+ * sure there is room. */
+static void dn2_issue_unchecked(dn2_t *d, uint64_t upper, uint64_t lower)
 {
     /* the thesis's order (§5.2.2), as dn2_issue: Upper, Command Ex, Lower */
-    dn2_ur_write(d, DN2_UR_CMD0_UPPER, dn2_req_upper(sd_src, pw_off));
+    dn2_ur_write(d, DN2_UR_CMD0_UPPER, upper);
     if (d->ex_flag) {
         dn2_ur_write(d, DN2_UR_CMD_EX_FLAG, 0);
         d->ex_flag = 0;
     }
     dn2_cpu_sfence();
-    dn2_ur_write(d, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, size));
+    dn2_ur_write(d, DN2_UR_CMD0_LOWER, lower);
+}
+
+static void dn2_vl_issue_unchecked(dn2_t *d, uint32_t sd_src, uint32_t pw_off, uint32_t size)
+{
+    dn2_issue_unchecked(d, dn2_req_upper(sd_src, pw_off),
+                        dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, size));
 }
 
 /* The windows whose bits are set in mask, in order; their count. */
@@ -404,38 +411,78 @@ static int dn2_windows(unsigned mask, int win[DN2_NUM_WW])
     return n;
 }
 
-/* The send-side staging path: one VS in flight per Write Window, each
- * window waited for before it is refilled, and all of them at the end. */
+/*
+ * Wait until the Write Windows whose DONE bits are in `done` have been
+ * stored to SO-DIMM and the Request FIFO has room for two requests: one
+ * Controller Status read answers both, normally at once (an idle board
+ * executes a VS inside its doorbell write).
+ */
+static int dn2_vs_batch_wait(dn2_t *d, uint64_t done, long timeout_us)
+{
+    const uint64_t busy = DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL;
+    uint64_t st = 0;
+    int w, r = DN2_POLL(d, timeout_us,
+                        (((st = dn2_ctl_status(d)) & done) == done && !(st & busy)) ||
+                        (st & DN2_CS_REQ_ERROR));
+
+    if (r) {
+        return r;
+    }
+    if ((st & done) != done) {
+        return DN2_E_REFUSED;
+    }
+    for (w = 0; w < DN2_NUM_WW; w++) {
+        if (!(done & DN2_CS_WW_DONE(w))) {
+            continue;
+        }
+        if (st & DN2_CS_WW_SRC_OVF(w)) {
+            return DN2_E_SRC_OVF;
+        }
+        if (st & DN2_CS_WW_DST_OVF(w)) {
+            return DN2_E_DST_OVF;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The send-side staging path, with as few board accesses as the protocol
+ * allows (the mirror of dn2_sd_read): per batch of the given windows, one
+ * Controller Status read checks that the previous batch is stored and
+ * that the Request FIFO has room (checked again every two requests), then
+ * each window is written and its VS issued; the last batch is waited for.
+ */
 int dn2_sd_write(dn2_t *d, uint32_t sd_dst, const void *src, size_t len,
                  unsigned ww_mask, long timeout_us)
 {
-    int win[DN2_NUM_WW], nwin = dn2_windows(ww_mask, win), i = 0, r;
+    int win[DN2_NUM_WW], nwin = dn2_windows(ww_mask, win), n, r;
     const uint8_t *in = src;
-    unsigned busy = 0;
-    size_t off;
+    uint64_t done = 0;
+    size_t off = 0;
 
     if (!nwin) {
         return -EINVAL;
     }
-    for (off = 0; off < len; off += DN2_WIN_SIZE, i = (i + 1) % nwin) {
-        uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
-        int w = win[i];
+    while (off < len) {
+        if ((r = dn2_vs_batch_wait(d, done, timeout_us))) {
+            return r;
+        }
+        done = 0;
+        for (n = 0; n < nwin && off < len; n++) {
+            uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
+            uint32_t base = (uint32_t)win[n] * DN2_WIN_SIZE;
 
-        if ((busy & (1u << w)) && (r = dn2_wait_vs(d, w, timeout_us))) {
-            return r;
-        }
-        dn2_ww_write(d, (uint32_t)w * DN2_WIN_SIZE, in + off, k);
-        if ((r = dn2_vs(d, (uint32_t)w * DN2_WIN_SIZE, sd_dst + (uint32_t)off, k))) {
-            return r;
-        }
-        busy |= 1u << w;
-    }
-    for (i = 0; i < nwin; i++) {
-        if ((busy & (1u << win[i])) && (r = dn2_wait_vs(d, win[i], timeout_us))) {
-            return r;
+            if (n && !(n & 1) && (r = dn2_vs_batch_wait(d, 0, DN2_ISSUE_TIMEOUT_US))) {
+                return r;
+            }
+            dn2_ww_write(d, base, in + off, k);
+            dn2_issue_unchecked(d, dn2_req_upper(base, sd_dst + (uint32_t)off),
+                                dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, k));
+            done |= DN2_CS_WW_DONE(win[n]);
+            off += k;
         }
     }
-    return 0;
+    return done ? dn2_vs_batch_wait(d, done, timeout_us) : 0;
 }
 
 /*

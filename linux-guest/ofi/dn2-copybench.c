@@ -5,7 +5,9 @@
  * the board up (docs/ofi-provider.md, "The copy path").  Prints one line
  * per measurement: the cost of the single operations the copy is made of
  * (a User Register read and write, a CLFLUSH, a 2 KiB read of the
- * Prefetch Window) and the copy's throughput done four ways.
+ * Prefetch Window) and the copy's throughput done four ways; then the
+ * send side's staging (host memory -> Write Window -> SO-DIMM, VS) with
+ * dn2_sd_write through two windows (the provider's half) and four.
  *
  *   dn2-copybench [MiB]        (default 4)
  */
@@ -62,6 +64,24 @@ int main(int argc, char **argv)
     printf("2 KiB read of the Prefetch Window %8.2f us (%.0f MB/s)\n",
            (now() - t) / 20000 * 1e6, 20000 * 2048 / (now() - t) / 1e6);
 
+    t = now();
+    for (i = 0; i < 20000; i++) dn2_ww_write(d, (uint32_t)(i & 3) * 512, tmp, 512);
+    printf("512 B write of a Write Window     %8.2f us\n", (now() - t) / 20000 * 1e6);
+    t = now();
+    for (i = 0; i < 20000; i++) {
+        dn2_ur_write(d, DN2_UR_CMD0_UPPER, dn2_req_upper((uint32_t)(i & 3) * 512, sd));
+        dn2_ur_write(d, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 512));
+    }
+    sink += dn2_ur_read(d, DN2_UR_CTL_STATUS);
+    printf("VS issue (Upper, Lower), 512 B    %8.2f us\n", (now() - t) / 20000 * 1e6);
+    t = now();
+    for (i = 0; i < 20000; i++) {
+        dn2_ur_write(d, DN2_UR_CMD0_UPPER, dn2_req_upper(sd, (uint32_t)(i & 3) * 512));
+        dn2_ur_write(d, DN2_UR_CMD0_LOWER, dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 512));
+    }
+    sink += dn2_ur_read(d, DN2_UR_CTL_STATUS);
+    printf("VL issue (Upper, Lower), 512 B    %8.2f us\n", (now() - t) / 20000 * 1e6);
+
     /* the copy, four ways */
     t = now();
     for (off = 0; off < len; off += 512) {
@@ -94,6 +114,18 @@ int main(int argc, char **argv)
         memcpy(buf + off, (const void *)dn2_pw(d), 2048);   /* no flag read at all */
     }
     printf("copy: raw 4 VLs, no flag read     %7.1f MB/s (the device's cost)\n", len / (now() - t) / 1e6);
+    t = now();
+    if ((r = dn2_sd_write(d, sd, buf, len, 0x3, 1000000))) {
+        fprintf(stderr, "sd_write: %s\n", dn2_strerror(r));
+        return 1;
+    }
+    printf("stage: dn2_sd_write, 2 windows    %7.1f MB/s\n", len / (now() - t) / 1e6);
+    t = now();
+    if ((r = dn2_sd_write(d, sd, buf, len, 0xf, 1000000))) {
+        fprintf(stderr, "sd_write: %s\n", dn2_strerror(r));
+        return 1;
+    }
+    printf("stage: dn2_sd_write, 4 windows    %7.1f MB/s\n", len / (now() - t) / 1e6);
     (void)sink;
     dn2_close(d);
     return 0;

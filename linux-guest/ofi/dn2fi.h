@@ -52,7 +52,7 @@ struct dn2fi_addr {
 /* Per-process board resources (docs/ofi-provider.md). */
 #define DN2FI_LLCM_AMT      DN2_LLCM_MAP_AMT   /* the library's LLCM map */
 #define DN2FI_SD_RING       0u
-#define DN2FI_RING_BYTES    (1u << 20)
+#define DN2FI_RING_BYTES    (4u << 20)
 #define DN2FI_SD_STAGE      DN2FI_RING_BYTES    /* two slots, one per WW half */
 
 /* Envelope Context: 0x0F1 = an OFI datagram; bit 12 = CQ data present. */

@@ -894,31 +894,17 @@ static int half_free(struct dn2fi_ep *ep, int h)
 }
 
 /* Copy the part of a message beyond the Write Window prefix into SO-DIMM
- * staging slot h with VS, through the two windows of half h. */
+ * staging slot h with VS: through all four windows when the other half's
+ * last LHSv2 has left (its prefix is no longer needed; normally so, since
+ * an idle board runs the LHSv2 inside its doorbell), else through the two
+ * windows of half h.  Four windows halve the Controller Status reads per
+ * byte (dn2-copybench: 386 against 265 MB/s in one guest). */
 static int stage(struct dn2fi_ep *ep, int h, const uint8_t *src, size_t len)
 {
-    uint32_t sd = DN2FI_SD_STAGE + (uint32_t)h * ep->slot;
-    int used[2] = { 0, 0 }, r, k;
-    size_t off;
+    unsigned mask = half_free(ep, h ^ 1) ? DN2_WIN_ALL : 3u << (2 * h);
 
-    for (off = 0, k = 0; off < len; off += DN2_WIN_SIZE, k ^= 1) {
-        uint32_t n = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
-        int w = 2 * h + k;
-        if (used[k] && (r = dn2_wait_vs(ep->d, w, DN2FI_TMO_US))) {
-            return r;
-        }
-        dn2_ww_write(ep->d, (uint32_t)w * DN2_WIN_SIZE, src + off, n);
-        if ((r = dn2_vs(ep->d, (uint32_t)w * DN2_WIN_SIZE, sd + (uint32_t)off, n))) {
-            return r;
-        }
-        used[k] = 1;
-    }
-    for (k = 0; k < 2; k++) {
-        if (used[k] && (r = dn2_wait_vs(ep->d, 2 * h + k, DN2FI_TMO_US))) {
-            return r;
-        }
-    }
-    return 0;
+    return dn2_sd_write(ep->d, DN2FI_SD_STAGE + (uint32_t)h * ep->slot, src, len, mask,
+                        DN2FI_TMO_US);
 }
 
 /* One datagram: the envelope and up to 1015 bytes straight from the
