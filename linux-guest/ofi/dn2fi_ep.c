@@ -932,14 +932,32 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
         ep->busy_fifo++;
         return -FI_EAGAIN;
     }
-    memcpy(gather, &env, DN2FI_ENV);
-    for (i = 0, off = DN2FI_ENV; i < count; i++) {
-        memcpy(gather + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
-    if (len > DN2FI_INJECT && (r = stage(ep, h, gather + DN2FI_WW_PREFIX_MAX,
-                                          len - DN2FI_INJECT))) {
-        return dn2fi_errno(r);
+    {
+        /* The staged part, message bytes [DN2FI_INJECT, len), goes to the
+         * board straight from the caller's buffer when one iov holds it
+         * all (the usual case: a header iov, then the user's data), so only
+         * the Write Window prefix is gathered; else everything is. */
+        const uint8_t *staged = gather + DN2FI_WW_PREFIX_MAX;
+        size_t need = DN2FI_ENV + len, o = DN2FI_INJECT;
+
+        if (len > DN2FI_INJECT) {
+            for (i = 0; i < count && o >= iov[i].iov_len; i++) {
+                o -= iov[i].iov_len;
+            }
+            if (i < count && iov[i].iov_len - o == len - DN2FI_INJECT) {
+                staged = (const uint8_t *)iov[i].iov_base + o;
+                need = DN2FI_WW_PREFIX_MAX;
+            }
+        }
+        memcpy(gather, &env, DN2FI_ENV);
+        for (i = 0, off = DN2FI_ENV; i < count && off < need; i++) {
+            size_t n = iov[i].iov_len < need - off ? iov[i].iov_len : need - off;
+            memcpy(gather + off, iov[i].iov_base, n);
+            off += n;
+        }
+        if (len > DN2FI_INJECT && (r = stage(ep, h, staged, len - DN2FI_INJECT))) {
+            return dn2fi_errno(r);
+        }
     }
     {
         uint32_t pre = len > DN2FI_INJECT ? DN2FI_WW_PREFIX_MAX : (uint32_t)(DN2FI_ENV + len);
