@@ -116,6 +116,7 @@ typedef struct DN2Wid {
     uint8_t rx_err;             /* Controller Status [19:18], this WID's packets */
     uint8_t rx_ovf;             /* Controller Status bit 17, likewise */
     uint8_t upper_seen;         /* strict: Upper written since the doorbell */
+    uint8_t polled;             /* strict: Controller Status read since the doorbell */
     DN2FifoEntry pending_req;   /* waiting in the register for FIFO room */
     uint32_t ww_status;         /* Controller Status bits 5..16 */
     uint16_t prim_counter[DN2_PC_NUM];
@@ -166,6 +167,7 @@ typedef enum DN2StrictKind {
     DN2_SV_NOT_UP,              /* a primitive before bring-up */
     DN2_SV_EX_ORDER,            /* Command Ex before Command Upper */
     DN2_SV_OVERRUN,             /* a request while one is pending */
+    DN2_SV_UNPOLLED,            /* FIFO almost full, no status read first */
     DN2_SV__MAX
 } DN2StrictKind;
 

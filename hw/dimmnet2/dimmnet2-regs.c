@@ -72,6 +72,7 @@ static uint64_t dimmnet2_ur_read(DN2State *s, int wid, hwaddr off)
 
     switch (off) {
     case DN2_UR_CTL_STATUS:
+        w->polled = 1;
         return dimmnet2_ctl_status(s, wid);
     case DN2_UR_PRIM_COUNTER:
         return dimmnet2_prim_counter(w);

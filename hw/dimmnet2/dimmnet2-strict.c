@@ -107,6 +107,11 @@ static const struct {
         "a request was written while the previous one was still pending "
         "(Controller Status bit 0): poll bits 0 and 2 before each request "
         "(thesis 5.2.2)" },
+    [DN2_SV_UNPOLLED] = { "unpolled",
+        "a request was written while the Request FIFO was almost full and "
+        "Controller Status had not been read since the process's previous "
+        "request: poll bits 0 and 2 before each request, since the board's "
+        "other process shares the FIFO (thesis 5.2.2)" },
 };
 
 /*

@@ -122,6 +122,12 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
     trace_dimmnet2_request(s->index, wid, rflag, lower, e.upper,
                            e.has_ex ? e.ex : 0);
     w->upper_seen = 0;
+    if (s->strict && !w->polled && dimmnet2_wc_fifo_almost_full(s)) {
+        dimmnet2_strict_report(s, DN2_SV_UNPOLLED, wid, rflag ? DN2_UR_CMD1_LOWER :
+                               DN2_UR_CMD0_LOWER, "the request is taken, but the "
+                               "other process could have filled the FIFO");
+    }
+    w->polled = 0;
     if (w->pending) {
         /* The thesis leaves this open; the new request is lost [EMU]. */
         w->req_error = 1;

@@ -447,10 +447,11 @@ static int dn2_vs_batch_wait(dn2_t *d, uint64_t done, long timeout_us)
 
 /*
  * The send-side staging path, with as few board accesses as the protocol
- * allows (the mirror of dn2_sd_read): per batch of the given windows, one
- * Controller Status read checks that the previous batch is stored and
- * that the Request FIFO has room (checked again every two requests), then
- * each window is written and its VS issued; the last batch is waited for.
+ * allows (the mirror of dn2_sd_read): per batch of the given windows, the
+ * first Controller Status read checks both that the previous batch is
+ * stored and that the Request FIFO has room (checked again before every
+ * further request: the board's other process shares the FIFO), then each
+ * window is written and its VS issued; the last batch is waited for.
  */
 int dn2_sd_write(dn2_t *d, uint32_t sd_dst, const void *src, size_t len,
                  unsigned ww_mask, long timeout_us)
@@ -472,7 +473,7 @@ int dn2_sd_write(dn2_t *d, uint32_t sd_dst, const void *src, size_t len,
             uint32_t k = len - off < DN2_WIN_SIZE ? (uint32_t)(len - off) : DN2_WIN_SIZE;
             uint32_t base = (uint32_t)win[n] * DN2_WIN_SIZE;
 
-            if (n && !(n & 1) && (r = dn2_vs_batch_wait(d, 0, DN2_ISSUE_TIMEOUT_US))) {
+            if (n && (r = dn2_vs_batch_wait(d, 0, DN2_ISSUE_TIMEOUT_US))) {
                 return r;
             }
             dn2_ww_write(d, base, in + off, k);
@@ -489,8 +490,9 @@ int dn2_sd_write(dn2_t *d, uint32_t sd_dst, const void *src, size_t len,
  * The receive-with-copy path, with as few board accesses as the protocol
  * allows (docs/ofi-provider.md, "The copy path"): per batch of up to four
  * windows, the lines are flushed with one fence, the Request FIFO is
- * checked once per two requests (the board reports "almost full" at fewer
- * than two free entries), the VLs are issued, and one read of the
+ * checked before each request (once per two would let the board's other
+ * process take the room in between: an overrun), the VLs are issued, and
+ * one read of the
  * Prefetch Window Flag register (normally already complete: an idle board
  * executes a VL inside its doorbell write) covers the whole batch.
  */
@@ -520,12 +522,12 @@ int dn2_sd_read(dn2_t *d, uint32_t sd_src, void *dst, size_t len,
         }
         dn2_cpu_mfence();
         for (i = 0; i < n; i++) {
-            if (!(i & 1)) {
-                r = DN2_POLL(d, DN2_ISSUE_TIMEOUT_US,
-                             !(dn2_ctl_status(d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL)));
-                if (r) {
-                    return r;
-                }
+            /* Before every request (thesis §5.2.2): the other process of
+             * the board may have taken the room this process saw. */
+            r = DN2_POLL(d, DN2_ISSUE_TIMEOUT_US,
+                         !(dn2_ctl_status(d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL)));
+            if (r) {
+                return r;
             }
             dn2_vl_issue_unchecked(d, sd_src + (uint32_t)(off + (size_t)i * DN2_WIN_SIZE),
                                    win[i] * DN2_WIN_SIZE, k[i]);

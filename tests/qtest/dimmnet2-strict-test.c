@@ -227,7 +227,33 @@ static void test_ex_order(void)
     both(prog_ex_order, "ex-order", false);
 }
 
-/* 6. A network primitive before bring-up: the PGID of WID 1 is never
+/* 6. Two requests back to back after one Controller Status read, the
+ * second while the Request FIFO is almost full: the other process of the
+ * board (here WID 1, whose requests fill the FIFO on the paced board)
+ * could have taken the last entries in between, and then the second
+ * request would overrun the first. */
+static void prog_unpolled(Rig *r, bool *works)
+{
+    const uint64_t vl = dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 64);
+    int i, n = 16 - 2;                  /* fifo-depth 16: leave two entries */
+
+    for (i = 0; i < n; i++) {
+        issue(r, 1, dn2_req_upper(0x1000, (uint32_t)(i % 4) * DN2_WIN_SIZE), vl);
+    }
+    issue(r, 0, dn2_req_upper(0x1000, 0), vl);            /* polled first */
+    /* wrong: no Controller Status read before the second request */
+    dn2q_doorbell(&r->d, 0, 0, dn2_req_upper(0x1000, DN2_WIN_SIZE), vl);
+    wait_pc(r, 0, DN2_PC_VL, 2, "WID 0's two VLs");
+    wait_pc(r, 1, DN2_PC_VL, (unsigned)n, "WID 1's VLs");
+    *works = !(dn2q_cs(&r->d, 0) & DN2_CS_REQ_ERROR);
+}
+
+static void test_unpolled(void)
+{
+    both(prog_unpolled, "unpolled", false);
+}
+
+/* 7. A network primitive before bring-up: the PGID of WID 1 is never
  * written. */
 static void prog_not_up(Rig *r, bool *works)
 {
@@ -245,7 +271,7 @@ static void test_not_up(void)
     both(prog_not_up, "not-up", false);
 }
 
-/* 7. VL of an LHS message's overflow before Complete: WID 1's status ring
+/* 8. VL of an LHS message's overflow before Complete: WID 1's status ring
  * has room for one record, so the message's first packet lands (Valid)
  * and the rest waits; the VL is held (both modes), and strict reports it. */
 static void prog_early_lhs_vl(Rig *r, bool *works)
@@ -323,6 +349,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-strict/small-element", test_small_element);
     qtest_add_func("/dimmnet2-strict/misaligned", test_misaligned);
     qtest_add_func("/dimmnet2-strict/ex-order", test_ex_order);
+    qtest_add_func("/dimmnet2-strict/unpolled", test_unpolled);
     qtest_add_func("/dimmnet2-strict/not-up", test_not_up);
     qtest_add_func("/dimmnet2-strict/early-lhs-vl", test_early_lhs_vl);
     return g_test_run();
