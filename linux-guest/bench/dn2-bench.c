@@ -275,11 +275,12 @@ static void spin_us(double us)
         }                                                                \
     } while (0)
 
-/* BOTFs issued through rr that have not left the board yet. */
+/* BOTFs issued through rr that have not left the board yet (reads the
+ * Primitive Counter). */
 static unsigned rr_inflight(struct dn2_botf_rr *rr)
 {
-    unsigned left = (dn2_count(d, DN2_PC_BOTF) - rr->base) & DN2_PC_MASK;
-    return (rr->issued - left) & DN2_PC_MASK;
+    rr->left = (dn2_count(d, DN2_PC_BOTF) - rr->base) & DN2_PC_MASK;
+    return (rr->issued - rr->left) & DN2_PC_MASK;
 }
 
 static void rr_drain(struct dn2_botf_rr *rr)
@@ -809,8 +810,10 @@ static void botf_msg(struct dn2_botf_rr *rr, enum dn2_target to, uint32_t dst,
 
     for (off = 0; off < size; off += BOTF_DATA) {
         size_t len = size - off < BOTF_DATA ? size - off : BOTF_DATA;
-        WAIT_UNTIL(rr_inflight(rr) < (unsigned)rr->windows);
-        fifo_room();
+        /* the library checks the window (a counter read only when its
+         * last reading shows none free) and the FIFO before each image;
+         * waiting here first applies the --poll policy */
+        WAIT_UNTIL(dn2_botf_rr_ready(d, rr));
         check(dn2_botf_rr_send(d, rr, peer_lid, peer_wid, to, dst + (uint32_t)off,
                                buf + off, len, off + len == size), "BOTF");
     }

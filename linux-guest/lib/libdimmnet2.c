@@ -603,14 +603,24 @@ void dn2_botf_rr_init(dn2_t *d, struct dn2_botf_rr *rr, int windows)
     rr->windows = (windows == 2 || windows == 4) ? windows : 1;
     rr->next = 0;
     rr->issued = 0;
+    rr->left = 0;
     rr->base = dn2_count(d, DN2_PC_BOTF);
 }
 
-/* BOTFs issued through rr that have not left the board yet. */
-static unsigned dn2_rr_inflight(dn2_t *d, struct dn2_botf_rr *rr)
+/* BOTFs issued through rr that have not left the board: from the last
+ * reading, or (fresh) from a new read of the Primitive Counter. */
+static unsigned dn2_rr_inflight(dn2_t *d, struct dn2_botf_rr *rr, int fresh)
 {
-    unsigned left = (dn2_count(d, DN2_PC_BOTF) - rr->base) & DN2_PC_MASK;
-    return (rr->issued - left) & DN2_PC_MASK;
+    if (fresh) {
+        rr->left = (dn2_count(d, DN2_PC_BOTF) - rr->base) & DN2_PC_MASK;
+    }
+    return (rr->issued - rr->left) & DN2_PC_MASK;
+}
+
+int dn2_botf_rr_ready(dn2_t *d, struct dn2_botf_rr *rr)
+{
+    return dn2_rr_inflight(d, rr, 0) < (unsigned)rr->windows ||
+           dn2_rr_inflight(d, rr, 1) < (unsigned)rr->windows;
 }
 
 int dn2_botf_rr_send(dn2_t *d, struct dn2_botf_rr *rr, uint16_t dlid, int dwid,
@@ -620,7 +630,7 @@ int dn2_botf_rr_send(dn2_t *d, struct dn2_botf_rr *rr, uint16_t dlid, int dwid,
     int r;
 
     /* The window about to be reused must have been read by the NIC. */
-    r = DN2_POLL(d, DN2_ISSUE_TIMEOUT_US, dn2_rr_inflight(d, rr) < (unsigned)rr->windows);
+    r = DN2_POLL(d, DN2_ISSUE_TIMEOUT_US, dn2_botf_rr_ready(d, rr));
     if (r) {
         return r;
     }
@@ -634,7 +644,7 @@ int dn2_botf_rr_send(dn2_t *d, struct dn2_botf_rr *rr, uint16_t dlid, int dwid,
 
 int dn2_botf_rr_drain(dn2_t *d, struct dn2_botf_rr *rr, long timeout_us)
 {
-    return DN2_POLL(d, timeout_us, dn2_rr_inflight(d, rr) == 0);
+    return DN2_POLL(d, timeout_us, dn2_rr_inflight(d, rr, 1) == 0);
 }
 
 /* --------------------------------------------- RVS / RVL / IPUSH / LHS */

@@ -197,8 +197,14 @@ struct dn2_botf_rr {
     int next;
     unsigned issued;    /* BOTFs issued */
     unsigned base;      /* BOTF counter when issued was 0 */
+    unsigned left;      /* BOTFs seen to have left, at the last counter read */
 };
 void dn2_botf_rr_init(dn2_t *d, struct dn2_botf_rr *rr, int windows);
+/* Is the next window of rr free (its last BOTF read by the board)?  The
+ * Primitive Counter is read only when the last reading leaves no window
+ * free, so with W windows one read covers up to W images: the host work
+ * that more windows save, as on the real board. */
+int dn2_botf_rr_ready(dn2_t *d, struct dn2_botf_rr *rr);
 int dn2_botf_rr_send(dn2_t *d, struct dn2_botf_rr *rr, uint16_t dlid, int dwid,
                      enum dn2_target to, uint32_t dst, const void *data,
                      size_t len, int eflag);
