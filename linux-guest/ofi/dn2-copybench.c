@@ -114,18 +114,14 @@ int main(int argc, char **argv)
         memcpy(buf + off, (const void *)dn2_pw(d), 2048);   /* no flag read at all */
     }
     printf("copy: raw 4 VLs, no flag read     %7.1f MB/s (the device's cost)\n", len / (now() - t) / 1e6);
-    t = now();
-    if ((r = dn2_sd_write(d, sd, buf, len, 0x3, 1000000))) {
-        fprintf(stderr, "sd_write: %s\n", dn2_strerror(r));
-        return 1;
+    for (w = 2; w <= 4; w += 2) {
+        t = now();
+        if ((r = dn2_sd_write(d, sd, buf, len, (1u << w) - 1, 1000000))) {
+            fprintf(stderr, "sd_write: %s\n", dn2_strerror(r));
+            return 1;
+        }
+        printf("stage: dn2_sd_write, %d windows    %7.1f MB/s\n", w, len / (now() - t) / 1e6);
     }
-    printf("stage: dn2_sd_write, 2 windows    %7.1f MB/s\n", len / (now() - t) / 1e6);
-    t = now();
-    if ((r = dn2_sd_write(d, sd, buf, len, 0xf, 1000000))) {
-        fprintf(stderr, "sd_write: %s\n", dn2_strerror(r));
-        return 1;
-    }
-    printf("stage: dn2_sd_write, 4 windows    %7.1f MB/s\n", len / (now() - t) / 1e6);
     (void)sink;
     dn2_close(d);
     return 0;
