@@ -55,6 +55,7 @@
  */
 #define _GNU_SOURCE 1
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -228,6 +229,76 @@ static uint64_t proc_kb(pid_t pid, const char *field)
     }
     fclose(f);
     return v;
+}
+
+/* Datagrams dropped at the UDP sockets of process pid (full receive buffer:
+ * the "drops" column of /proc/PID/net/udp and udp6, its sockets found by
+ * inode in /proc/PID/fd) */
+static uint64_t udp_sock_drops(pid_t pid)
+{
+    static const char *const tables[] = { "udp", "udp6" };
+    unsigned long inodes[16];
+    unsigned ni = 0, t;
+    char path[96], link[64], line[512];
+    uint64_t v = 0;
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    d = opendir(path);
+    if (!d) {
+        return 0;
+    }
+    while ((e = readdir(d)) && ni < 16) {
+        char fdp[96 + 256];
+        ssize_t l;
+        snprintf(fdp, sizeof(fdp), "%s/%s", path, e->d_name);
+        l = readlink(fdp, link, sizeof(link) - 1);
+        if (l > 0) {
+            link[l] = 0;
+            if (sscanf(link, "socket:[%lu]", &inodes[ni]) == 1) {
+                ni++;
+            }
+        }
+    }
+    closedir(d);
+    for (t = 0; t < 2; t++) {
+        FILE *f;
+        snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, tables[t]);
+        f = fopen(path, "r");
+        if (!f) {
+            continue;
+        }
+        while (fgets(line, sizeof(line), f)) {
+            unsigned long ino, drops;
+            unsigned i;
+            if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*u %*d %lu %*d %*s %lu", &ino,
+                       &drops) != 2) {
+                continue;
+            }
+            for (i = 0; i < ni; i++) {
+                if (inodes[i] == ino) {
+                    v += drops;
+                }
+            }
+        }
+        fclose(f);
+    }
+    return v;
+}
+
+/* the 1-minute load average */
+static double load1(void)
+{
+    double l = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) {
+            l = 0;
+        }
+        fclose(f);
+    }
+    return l;
 }
 
 /* UDP datagrams the kernel dropped for a full receive buffer (the whole
@@ -1100,7 +1171,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
     Board *boards = calloc(n, sizeof(Board));
     uint64_t st0[NSTAT], st1[NSTAT], sw_cpu0, sw_dg0, rss = 0, anon = 0, q_cpu0, t_pass0;
     double d_cpu0;
-    uint64_t rcvbuf0;
+    uint64_t rcvbuf0, sw_drops0;
     struct pass p;
     int n_fail0 = failures;
     int len = 0;
@@ -1151,6 +1222,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
         }
         d_cpu0 = self_cpu_s();
         rcvbuf0 = udp_rcvbuf_errors();
+        sw_drops0 = udp_sock_drops(sw_pid);
         t_pass0 = now_ns();
         sw_cpu0 = cpu_ns(sw_pid);
         sw_dg0 = switch_datagrams();
@@ -1177,7 +1249,8 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                " dgrams=%.0f packets=%.0f retransmits=%.0f retx_pct=%.3f timeouts=%" PRIu64
                " spurious=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64
                " fast_retx=%" PRIu64 " queue_fill=%.2f driver_cpu=%.2f qtest_cmds_per_s=%.0f"
-               " qemus_cpu=%.2f cpu_ms_per_mb=%.2f udp_rcvbuf_drops=%" PRIu64 "\n",
+               " qemus_cpu=%.2f cpu_ms_per_mb=%.2f udp_rcvbuf_drops=%" PRIu64
+               " switch_cpu=%.2f switch_rcvbuf_drops=%" PRIu64 " load1=%.2f\n",
                n, route, sw_nice, pass, sz, seconds, p.transfers, p.agg_mbps, p.min_share, p.max_share,
                p.max_share > 0 ? p.min_share / p.max_share : 0, p.mc_mbps, p.echoes,
                p.echo_med_us, p.echo_p99_us, sw_cpu / 1e6, sw_dg,
@@ -1187,7 +1260,8 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                q_cpu / 1e9 / wall,
                (q_cpu / 1e6 + sw_cpu / 1e6 + d_cpu * 1e3) /
                    ((p.transfers + (double)mc_rounds * n * n) * sz / 1e6),
-               udp_rcvbuf_errors() - rcvbuf0);
+               udp_rcvbuf_errors() - rcvbuf0, sw_cpu / 1e9 / wall,
+               udp_sock_drops(sw_pid) - sw_drops0, load1());
         fflush(stdout);
         if (p.transfers == 0) {
             fail("boards=%u pass %u: no transfer completed", n, pass);
