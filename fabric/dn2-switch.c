@@ -37,6 +37,11 @@
 #define EXIT_USAGE 2
 #define RX_BUF_LEN (DN2F_DGRAM_MAX + 1)     /* one more: a longer datagram fails validation */
 #define RX_ROUNDS 16                        /* recvmmsg() batches per wakeup at most */
+/* The socket's receive buffer: at 32 boards through the switch on 2 CPUs,
+ * 4 MiB (a common net.core.rmem_max) overflowed while the switch waited
+ * for a CPU (55 000 datagrams dropped in 5 s, 80 % of the packets resent);
+ * 64 MiB dropped a tenth of that (docs/benchmarks.md, "Scale curve"). */
+#define DEFAULT_RCVBUF (64 << 20)
 
 struct ctx {
     int fd;
@@ -129,6 +134,9 @@ static void usage(FILE *f)
 "  --seed S             fault injection seed (default 1): same seed, same\n"
 "                       decisions for the same sequence of datagrams\n"
 "  --timeout-ms N       a silent board is gone after N ms (default 3000)\n"
+"  --rcvbuf BYTES       the socket's receive buffer (default 64 MiB: what many\n"
+"                       boards send while the switch waits for a CPU); above\n"
+"                       net.core.rmem_max only with CAP_NET_ADMIN (root)\n"
 "  --max-ports-per-host N  live ports one host address may have (default 256,\n"
 "                       0 = no limit)\n"
 "  --secret-file F      cluster secret (docs/security.md): the file's bytes,\n"
@@ -281,6 +289,23 @@ static FILE *pcap_open(const char *path)
         return NULL;
     }
     return f;
+}
+
+/* The receive buffer: past net.core.rmem_max when privileged; a warning
+ * when the host gave less than --rcvbuf asked. */
+static void set_rcvbuf(int fd, int want, bool warn)
+{
+    int got = 0;
+    socklen_t l = sizeof(got);
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+    }
+    /* Linux reports twice the size asked (its bookkeeping overhead) */
+    if (warn && getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &l) == 0 && got / 2 < want) {
+        fprintf(stderr, "%s: warning: receive buffer %d KiB, not the %d KiB asked "
+                "(net.core.rmem_max; more needs CAP_NET_ADMIN)\n", prog, got / 2 / 1024,
+                want / 1024);
+    }
 }
 
 /* ------------------------------------------------------------ main loop */
@@ -577,7 +602,8 @@ static void parse_mcast(const char *s, struct mcast_opt *mo)
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
-           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET };
+           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET,
+           O_RCVBUF };
     static const struct option opts[] = {
         { "listen", required_argument, NULL, O_LISTEN },
         { "route", required_argument, NULL, O_ROUTE },
@@ -595,6 +621,7 @@ int main(int argc, char **argv)
         { "stats", required_argument, NULL, O_STATS },
         { "max-ports-per-host", required_argument, NULL, O_MAXHOST },
         { "secret-file", required_argument, NULL, O_SECRET },
+        { "rcvbuf", required_argument, NULL, O_RCVBUF },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -606,7 +633,8 @@ int main(int argc, char **argv)
     const char *listen_s = NULL, *stats_s = NULL, *ready = NULL;
     struct mcast_opt *mcast = NULL;
     unsigned nmcast = 0, i, j;
-    int route = 0, o;
+    int route = 0, o, rcvbuf = DEFAULT_RCVBUF;
+    bool rcvbuf_set = false;
     bool faults;
     struct dn2f_addr la;
     char a[80];
@@ -651,6 +679,13 @@ int main(int argc, char **argv)
         case O_QUIET: c.quiet = true; break;
         case O_STATS: stats_s = optarg; break;
         case O_SECRET: read_secret(optarg); break;
+        case O_RCVBUF:
+            rcvbuf = (int)parse_u64("--rcvbuf", optarg, 1u << 30);
+            if (rcvbuf < 65536) {
+                bad_arg("--rcvbuf: at least 65536 bytes, not '%s'", optarg);
+            }
+            rcvbuf_set = true;
+            break;
         case O_MAXHOST:
             cfg.max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
             break;
@@ -704,11 +739,12 @@ int main(int argc, char **argv)
         c.rmsgs[i].msg_hdr.msg_iov = &c.riov[i];
         c.rmsgs[i].msg_hdr.msg_iovlen = 1;
     }
-    c.fd = dn2f_udp_open(&la, 8 << 20);
+    c.fd = dn2f_udp_open(&la, rcvbuf);
     if (c.fd < 0) {
         fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, listen_s, strerror(-c.fd));
         return 1;
     }
+    set_rcvbuf(c.fd, rcvbuf, rcvbuf_set);
     if (dn2f_txbatch_init(&c.tx, c.fd) < 0) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;

@@ -6,14 +6,16 @@
 #
 #   scripts/bench-scale.sh [--boards 2,4,8,16,32]
 #                          [--routes direct,switch,switch:-10]
-#                          [--seconds S] [--size BYTES] [--switch BIN] [-o FILE]
+#                          [--seconds S] [--size BYTES] [--switch BIN]
+#                          [--switch-arg ARG]... [-o FILE]
 #
 # A route "MODE:N" runs the switch at nice N (root only: in routing mode
 # switch it forwards every board's traffic, and the scheduler's equal
 # shares give it 1/(boards+1) of the CPUs; docs/benchmarks.md).
 #
 # --switch runs another dn2-switch binary (default: this build's), e.g. a
-# copy of an older build for a before/after comparison in one session.
+# copy of an older build for a before/after comparison in one session;
+# --switch-arg passes one more argument to it (e.g. --rcvbuf 33554432).
 #
 # Prints a table per routing mode and the verdict against the targets
 # (aggregate at the largest count >= 80 % of that at 2, nothing lost, the
@@ -32,6 +34,7 @@ seconds=5
 size=256K
 output=
 switch_bin=
+switch_args=()
 while [ $# -gt 0 ]; do
     case $1 in
         --boards) boards=${2:?}; shift 2 ;;
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds=${2:?}; shift 2 ;;
         --size) size=${2:?}; shift 2 ;;
         --switch) switch_bin=${2:?}; shift 2 ;;
+        --switch-arg) switch_args+=(--switch-arg "${2:?}"); shift 2 ;;
         -o|--output) output=${2:?}; shift 2 ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
@@ -61,7 +65,7 @@ fw=$DN2_CACHE/firmware
 [ -f "$fw/bios-256k.bin" ] || die "firmware missing in $fw: run scripts/setup.sh"
 
 {
-    echo "# scripts/bench-scale.sh --boards $boards --routes $routes --seconds $seconds --size $size --switch $switch_bin"
+    echo "# scripts/bench-scale.sh --boards $boards --routes $routes --seconds $seconds --size $size --switch $switch_bin${switch_args[*]:+ ${switch_args[*]}}"
     echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$output"
 status=0
@@ -69,7 +73,7 @@ for cfg in ${routes//,/ }; do
     route=${cfg%%:*} nice=()
     [ "$route" != "$cfg" ] && nice=(--switch-nice "${cfg#*:}")
     "$DN2_TOP/build/tools/scale/dn2-scale" --qemu "$qemu" --switch "$switch_bin" \
-        --fw "$fw" --boards "$boards" --route "$route" --seconds "$seconds" --size "$size" "${nice[@]}" \
+        --fw "$fw" --boards "$boards" --route "$route" --seconds "$seconds" --size "$size" "${nice[@]}" "${switch_args[@]}" \
         | tee -a "$output" | grep -E '^FAIL' >&2
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done

@@ -29,8 +29,9 @@
  *             [--route direct|switch] [--size 256K] [--seconds S]
  *             [--mcast-rounds N] [--echo-ms MS] [--restart]
  *             [--switch-netns NS --listen ADDR] [--netns NS1,NS2,...]
- *             [--switch-nice N] [--tmpdir DIR]
+ *             [--switch-nice N] [--switch-arg ARG]... [--tmpdir DIR]
  *
+ *   --switch-arg A  one more argument for dn2-switch (e.g. --rcvbuf 33554432)
  *   --switch-nice N the switch's nice value (e.g. -10: it forwards every
  *                   board's traffic in routing mode switch, and with the
  *                   scheduler's equal shares it gets 1/(N+1) of the CPU)
@@ -359,6 +360,8 @@ static int accept_within(int lfd, int ms, const char *what, const char *log)
 /* ------------------------------------------------------------------ */
 
 static pid_t sw_pid;
+static const char *sw_args[8];      /* --switch-arg, repeatable */
+static unsigned sw_nargs;
 static int sw_nice;                 /* --switch-nice */
 static bool sw_nice_set;
 static char sw_listen[160];         /* ADDR:PORT it serves on */
@@ -367,7 +370,7 @@ static char sw_group[2048];         /* --mcast value */
 static void switch_start(const char *listen)
 {
     char ready[300], log[300];
-    char *argv[16];
+    char *argv[24];
     int n = 0;
     uint64_t end = now_ns() + 10000000000ull;
 
@@ -384,6 +387,9 @@ static void switch_start(const char *listen)
     argv[n++] = "--mcast";
     argv[n++] = sw_group;
     argv[n++] = "--quiet";
+    for (unsigned i = 0; i < sw_nargs; i++) {
+        argv[n++] = (char *)sw_args[i];
+    }
     argv[n] = NULL;
     sw_pid = spawn(switch_ns, argv, log);
     while (now_ns() < end) {
@@ -1314,7 +1320,8 @@ static void usage(void)
     fprintf(stderr, "usage: dn2-scale --qemu BIN --switch BIN --fw DIR [--boards 2,4,...]\n"
             "       [--route direct|switch] [--size BYTES] [--seconds S] [--mcast-rounds N]\n"
             "       [--echo-ms MS] [--restart] [--switch-netns NS --listen ADDR:PORT]\n"
-            "       [--netns NS1,NS2,...] [--switch-nice N] [--tmpdir DIR]\n");
+            "       [--netns NS1,NS2,...] [--switch-nice N] [--switch-arg ARG]...\n"
+            "       [--tmpdir DIR]\n");
     exit(2);
 }
 
@@ -1358,6 +1365,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--switch-nice")) {
             sw_nice = atoi(v);
             sw_nice_set = true;
+        } else if (!strcmp(a, "--switch-arg")) {
+            if (sw_nargs == sizeof(sw_args) / sizeof(sw_args[0])) {
+                usage();
+            }
+            sw_args[sw_nargs++] = v;
         } else if (!strcmp(a, "--tmpdir")) {
             tbase = v;
         } else if (!strcmp(a, "--netns")) {
