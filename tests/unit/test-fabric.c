@@ -478,10 +478,12 @@ static void sim_reset(uint64_t seed, double drop, double dup, double reorder)
     sim.sw_node = -1;
 }
 
+static bool g_one_host;                 /* mkaddr: every node at 127.0.0.10 */
+
 static void mkaddr(struct dn2f_addr *a, int i)
 {
     char s[40];
-    snprintf(s, sizeof(s), "127.0.0.%d:%d", 10 + i, 5000 + i);
+    snprintf(s, sizeof(s), "127.0.0.%d:%d", g_one_host ? 10 : 10 + i, 5000 + i);
     dn2f_addr_parse(a, s);
 }
 
@@ -3120,6 +3122,58 @@ static bool t_spurious_late_ack(void)
     return true;
 }
 
+/* Node 1 sends flights to nodes 2 and 3; node 2 is starved (a late ACK, a
+ * spurious timeout, the floor raised), then node 3 is.  On one host the
+ * floor learnt from node 2 holds for node 3 too: no second timeout; on two
+ * hosts node 3 fires its own. */
+static bool host_floor_run(bool one_host, unsigned *timeouts)
+{
+    const struct dn2f_ep_stats *s1;
+    bool up;
+
+    g_one_host = one_host;
+    sim_reset(34, 0, 0, 0);
+    up = bring_up(DN2F_ROUTE_DIRECT, 3);
+    g_one_host = false;
+    CHECK(up, "link did not come up");
+    s1 = dn2f_ep_stats(EP(1));
+    stream(1, 2, 1000);
+    stream(1, 3, 1000);
+    if (!settle()) {
+        return false;
+    }
+    CHECK(s1->timeouts == 0, "timeouts on a clean network");
+    sim.nodes[2].stalled_until = sim.now + 2500000;
+    more(1, 2, 20);
+    if (!settle()) {
+        return false;
+    }
+    CHECK(s1->timeouts == 1 && s1->spurious_timeouts == 1, "node 2's late ACK: timeouts %llu, "
+          "spurious %llu", (unsigned long long)s1->timeouts,
+          (unsigned long long)s1->spurious_timeouts);
+    sim.nodes[3].stalled_until = sim.now + 2500000;
+    APP(1)->to_send[1] += 20;           /* the stream to node 3 */
+    g_want[3] += 20;
+    if (!settle()) {
+        return false;
+    }
+    print_stats(one_host ? "one host" : "two hosts", 1);
+    *timeouts = (unsigned)s1->timeouts;
+    return true;
+}
+
+static bool t_spurious_host_floor(void)
+{
+    unsigned one = 0, two = 0;
+    if (!host_floor_run(true, &one) || !host_floor_run(false, &two)) {
+        return false;
+    }
+    CHECK(one == 1, "one host: %u timeouts, expected 1 (node 3 did not get node 2's floor)", one);
+    CHECK(two == 2, "two hosts: %u timeouts, expected 2 (node 3 on another host learns its "
+          "own floor)", two);
+    return true;
+}
+
 /* (b) A packet really lost is resent and delivered: the timeout resends
  * the head of the flight, its ACK echoes the retransmission (not spurious:
  * no undo, no floor), and RACK resends the rest of the flight at once.
@@ -3575,6 +3629,8 @@ static const struct {
     { "spurious timeout: loss + dup + reorder with starved boards, byte-exact, counted",
       t_spurious_mixed },
     { "spurious timeout: starved receivers, no loss: < 0.5 % retransmitted", t_starved_no_loss },
+    { "spurious timeout: the RTO floor a late ACK taught holds for every board of that host",
+      t_spurious_host_floor },
     { "send batch: mixed destinations, partial sendmmsg, EAGAIN mid-batch: all sent, "
       "in order per destination", t_txbatch_mixed },
     { "send batch: copies vs references, early flush, a refused datagram, a stuck socket",
