@@ -28,12 +28,20 @@
 #include <glib-unix.h>
 
 #include "dn2fab.h"
+#include "dn2fab-batch.h"
 #include "dn2fab-hmac.h"
 #include "dn2fab-sw.h"
 
 #define PCAP_LINKTYPE_USER0 147
 #define CAP_HDR_LEN 16
 #define EXIT_USAGE 2
+#define RX_BUF_LEN (DN2F_DGRAM_MAX + 1)     /* one more: a longer datagram fails validation */
+#define RX_ROUNDS 16                        /* recvmmsg() batches per wakeup at most */
+/* The socket's receive buffer: at 32 boards through the switch on 2 CPUs,
+ * 4 MiB (a common net.core.rmem_max) overflowed while the switch waited
+ * for a CPU (55 000 datagrams dropped in 5 s, 80 % of the packets resent);
+ * 64 MiB dropped a tenth of that (docs/benchmarks.md, "Scale curve"). */
+#define DEFAULT_RCVBUF (64 << 20)
 
 struct ctx {
     int fd;
@@ -45,7 +53,15 @@ struct ctx {
     bool quiet;
     uint64_t pcap_records;
     uint64_t send_errors;
+    /* one input batch: recvmmsg() into rbuf (DN2F_RX_BATCH x RX_BUF_LEN) */
     uint8_t *rbuf;
+    struct mmsghdr rmsgs[DN2F_RX_BATCH];
+    struct iovec riov[DN2F_RX_BATCH];
+    struct sockaddr_storage rfrom[DN2F_RX_BATCH];
+    /* what the switch sends while it handles a batch, sent at its end */
+    struct dn2f_txbatch tx;
+    bool batching;
+    uint64_t armed;             /* the deadline the timer is set for */
 };
 
 static const char *prog = "dn2-switch";
@@ -118,6 +134,9 @@ static void usage(FILE *f)
 "  --seed S             fault injection seed (default 1): same seed, same\n"
 "                       decisions for the same sequence of datagrams\n"
 "  --timeout-ms N       a silent board is gone after N ms (default 3000)\n"
+"  --rcvbuf BYTES       the socket's receive buffer (default 64 MiB: what many\n"
+"                       boards send while the switch waits for a CPU); above\n"
+"                       net.core.rmem_max only with CAP_NET_ADMIN (root)\n"
 "  --max-ports-per-host N  live ports one host address may have (default 256,\n"
 "                       0 = no limit)\n"
 "  --secret-file F      cluster secret (docs/security.md): the file's bytes,\n"
@@ -189,7 +208,15 @@ static uint64_t cb_now(void *opaque)
 static int cb_send(void *opaque, const struct dn2f_addr *to, const void *buf, size_t len)
 {
     struct ctx *c = opaque;
-    ssize_t n = sendto(c->fd, buf, len, 0, &to->u.sa, to->len);
+    ssize_t n;
+    if (c->batching) {
+        /* a datagram forwarded as received stays in rbuf until the flush */
+        uintptr_t p = (uintptr_t)buf, r = (uintptr_t)c->rbuf;
+        bool stable = p >= r && p + len <= r + (size_t)DN2F_RX_BATCH * RX_BUF_LEN;
+        dn2f_txbatch_add(&c->tx, to, buf, len, stable);
+        return 0;
+    }
+    n = sendto(c->fd, buf, len, 0, &to->u.sa, to->len);
     if (n < 0) {
         c->send_errors++;
         return -errno;
@@ -264,6 +291,23 @@ static FILE *pcap_open(const char *path)
     return f;
 }
 
+/* The receive buffer: past net.core.rmem_max when privileged; a warning
+ * when the host gave less than --rcvbuf asked. */
+static void set_rcvbuf(int fd, int want, bool warn)
+{
+    int got = 0;
+    socklen_t l = sizeof(got);
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+    }
+    /* Linux reports twice the size asked (its bookkeeping overhead) */
+    if (warn && getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &l) == 0 && got / 2 < want) {
+        fprintf(stderr, "%s: warning: receive buffer %d KiB, not the %d KiB asked "
+                "(net.core.rmem_max; more needs CAP_NET_ADMIN)\n", prog, got / 2 / 1024,
+                want / 1024);
+    }
+}
+
 /* ------------------------------------------------------------ main loop */
 static gboolean timer_dispatch(GSource *src, GSourceFunc cb, gpointer data)
 {
@@ -277,45 +321,76 @@ static GSourceFuncs timer_funcs = {
 
 static void rearm(struct ctx *c)
 {
-    uint64_t d = dn2f_sw_next_deadline(c->sw), t = now_ns();
-    gint64 mono_us = g_get_monotonic_time();
+    uint64_t d = dn2f_sw_next_deadline(c->sw), t;
+    gint64 mono_us, at;
+    if (d == c->armed) {
+        return;                 /* still set for that deadline */
+    }
+    c->armed = d;
+    t = now_ns();
+    mono_us = g_get_monotonic_time();
     /* deadline in our CLOCK_MONOTONIC ns -> GLib's monotonic us, rounded up */
-    gint64 at = d <= t ? mono_us : mono_us + (gint64)((d - t + 999) / 1000);
+    at = d <= t ? mono_us : mono_us + (gint64)((d - t + 999) / 1000);
     g_source_set_ready_time(c->timer, at);
+}
+
+/* The switch's timers, if one is due, with what they send batched. */
+static void tick_batched(struct ctx *c)
+{
+    if (dn2f_sw_next_deadline(c->sw) <= now_ns()) {
+        c->batching = true;
+        dn2f_sw_tick(c->sw);
+        dn2f_txbatch_flush(&c->tx);
+        c->batching = false;
+    }
+    rearm(c);
 }
 
 static gboolean on_timer(gpointer data)
 {
     struct ctx *c = data;
-    dn2f_sw_tick(c->sw);
-    rearm(c);
+    c->armed = 0;               /* the source fired: set it again */
+    tick_batched(c);
     return G_SOURCE_CONTINUE;
 }
 
+/* Up to RX_ROUNDS batches of DN2F_RX_BATCH datagrams per wakeup.  What one
+ * batch makes the switch send leaves (sendmmsg) before the next batch is
+ * read: no datagram waits beyond the end of the batch it came in. */
 static gboolean on_readable(gint fd, GIOCondition cond, gpointer data)
 {
     struct ctx *c = data;
-    int i;
+    unsigned round, i;
     (void)cond;
-    for (i = 0; i < 512; i++) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        struct dn2f_addr from;
-        ssize_t n = recvfrom(fd, c->rbuf, DN2F_DGRAM_MAX + 1, MSG_TRUNC,
-                             (struct sockaddr *)&ss, &sl);
-        if (n < 0) {
+    for (round = 0; round < RX_ROUNDS; round++) {
+        int n;
+        for (i = 0; i < DN2F_RX_BATCH; i++) {
+            c->rmsgs[i].msg_hdr.msg_namelen = sizeof(c->rfrom[i]);
+            c->rmsgs[i].msg_hdr.msg_flags = 0;
+            c->rmsgs[i].msg_len = 0;
+        }
+        n = recvmmsg(fd, c->rmsgs, DN2F_RX_BATCH, MSG_TRUNC | MSG_DONTWAIT, NULL);
+        if (n <= 0) {
             break;
         }
-        dn2f_addr_from_sa(&from, (struct sockaddr *)&ss, sl);
-        if (n > DN2F_DGRAM_MAX + 1) {
-            n = DN2F_DGRAM_MAX + 1;     /* truncated: fails validation */
+        c->batching = true;
+        for (i = 0; i < (unsigned)n; i++) {
+            struct dn2f_addr from;
+            size_t len = c->rmsgs[i].msg_len;
+            dn2f_addr_from_sa(&from, (struct sockaddr *)&c->rfrom[i],
+                              c->rmsgs[i].msg_hdr.msg_namelen);
+            if (len > RX_BUF_LEN) {
+                len = RX_BUF_LEN;       /* truncated: fails validation */
+            }
+            dn2f_sw_input(c->sw, &from, c->riov[i].iov_base, len);
         }
-        dn2f_sw_input(c->sw, &from, c->rbuf, (size_t)n);
+        dn2f_txbatch_flush(&c->tx);
+        c->batching = false;
+        if (n < DN2F_RX_BATCH) {
+            break;
+        }
     }
-    if (c->sw) {
-        dn2f_sw_tick(c->sw);
-        rearm(c);
-    }
+    tick_batched(c);
     return G_SOURCE_CONTINUE;
 }
 
@@ -527,7 +602,8 @@ static void parse_mcast(const char *s, struct mcast_opt *mo)
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
-           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET };
+           O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET,
+           O_RCVBUF };
     static const struct option opts[] = {
         { "listen", required_argument, NULL, O_LISTEN },
         { "route", required_argument, NULL, O_ROUTE },
@@ -545,6 +621,7 @@ int main(int argc, char **argv)
         { "stats", required_argument, NULL, O_STATS },
         { "max-ports-per-host", required_argument, NULL, O_MAXHOST },
         { "secret-file", required_argument, NULL, O_SECRET },
+        { "rcvbuf", required_argument, NULL, O_RCVBUF },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -556,7 +633,8 @@ int main(int argc, char **argv)
     const char *listen_s = NULL, *stats_s = NULL, *ready = NULL;
     struct mcast_opt *mcast = NULL;
     unsigned nmcast = 0, i, j;
-    int route = 0, o;
+    int route = 0, o, rcvbuf = DEFAULT_RCVBUF;
+    bool rcvbuf_set = false;
     bool faults;
     struct dn2f_addr la;
     char a[80];
@@ -601,6 +679,13 @@ int main(int argc, char **argv)
         case O_QUIET: c.quiet = true; break;
         case O_STATS: stats_s = optarg; break;
         case O_SECRET: read_secret(optarg); break;
+        case O_RCVBUF:
+            rcvbuf = (int)parse_u64("--rcvbuf", optarg, 1u << 30);
+            if (rcvbuf < 65536) {
+                bad_arg("--rcvbuf: at least 65536 bytes, not '%s'", optarg);
+            }
+            rcvbuf_set = true;
+            break;
         case O_MAXHOST:
             cfg.max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
             break;
@@ -642,10 +727,26 @@ int main(int argc, char **argv)
                 "--pcap and fault injection only see control and multicast traffic\n", prog);
     }
 
-    c.rbuf = malloc(DN2F_DGRAM_MAX + 1);
-    c.fd = dn2f_udp_open(&la, 8 << 20);
+    c.rbuf = malloc((size_t)DN2F_RX_BATCH * RX_BUF_LEN);
+    if (!c.rbuf) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
+    for (i = 0; i < DN2F_RX_BATCH; i++) {
+        c.riov[i].iov_base = c.rbuf + (size_t)i * RX_BUF_LEN;
+        c.riov[i].iov_len = RX_BUF_LEN;
+        c.rmsgs[i].msg_hdr.msg_name = &c.rfrom[i];
+        c.rmsgs[i].msg_hdr.msg_iov = &c.riov[i];
+        c.rmsgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    c.fd = dn2f_udp_open(&la, rcvbuf);
     if (c.fd < 0) {
         fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, listen_s, strerror(-c.fd));
+        return 1;
+    }
+    set_rcvbuf(c.fd, rcvbuf, rcvbuf_set);
+    if (dn2f_txbatch_init(&c.tx, c.fd) < 0) {
+        fprintf(stderr, "%s: out of memory\n", prog);
         return 1;
     }
     if (c.pcap_path) {
@@ -707,6 +808,7 @@ int main(int argc, char **argv)
     g_source_destroy(c.timer);
     g_source_unref(c.timer);
     g_main_loop_unref(c.loop);
+    dn2f_txbatch_destroy(&c.tx);
     close(c.fd);
     free(c.rbuf);
     return 0;

@@ -131,6 +131,20 @@ static bool addr_v4(const struct dn2f_addr *a, uint32_t *ip, uint16_t *port)
     return false;
 }
 
+/* Same host address (any port), IPv4-mapped IPv6 = IPv4. */
+bool dn2f_addr_same_host(const struct dn2f_addr *a, const struct dn2f_addr *b)
+{
+    struct dn2f_addr x = *a, y = *b;
+    if (dn2f_addr_to_family(&x, AF_INET) && dn2f_addr_to_family(&y, AF_INET)) {
+        return x.u.in.sin_addr.s_addr == y.u.in.sin_addr.s_addr;
+    }
+    x = *a;
+    y = *b;
+    return x.len >= sizeof(struct sockaddr_in6) && y.len >= sizeof(struct sockaddr_in6) &&
+           x.u.sa.sa_family == AF_INET6 && y.u.sa.sa_family == AF_INET6 &&
+           memcmp(&x.u.in6.sin6_addr, &y.u.in6.sin6_addr, 16) == 0;
+}
+
 bool dn2f_addr_equal(const struct dn2f_addr *a, const struct dn2f_addr *b)
 {
     uint32_t ia = 0, ib = 0;

@@ -225,16 +225,33 @@ static void rack_note(struct dn2f_ep *ep, struct lane *L, const struct txslot *t
 }
 
 
+/* Raise the RTO floor of every lane of peer q to at least fl. */
+static void raise_floor(struct dn2f_ep *ep, struct peer *q, uint64_t fl, uint64_t t)
+{
+    unsigned l;
+    for (l = 0; l < DN2F_NUM_LANES; l++) {
+        struct lane *M = &q->ln[l];
+        ep_floor_decay(ep, M);
+        if (fl > M->rto_floor) {
+            M->rto_floor = fl;
+        }
+        M->floor_t = t;         /* renewed: the host is still slow */
+    }
+}
+
+
 /* The ACK of a timeout's retransmission echoes an older timestamp: the
  * packet had arrived, only its ACK was late.  Undo the window cut and the
- * backoff, and raise the peer's RTO floor above the delay that ACK took, so
- * the next equally late ACK does not fire the timer (every lane: they share
- * the peer's ACK datagrams and its CPU). */
+ * backoff, and raise the RTO floor above the delay that ACK took, so the
+ * next equally late ACK does not fire the timer: of every lane of that
+ * peer (they share its ACK datagrams and its CPU) and of every peer at the
+ * same host address (they share that host's CPUs: 31 boards on one host
+ * would otherwise each fire a needless timeout to learn the same floor). */
 void ep_spurious_timeout(struct dn2f_ep *ep, struct peer *p, struct lane *L, uint64_t t)
 {
     uint64_t delay = t > L->rto_prev_tx ? t - L->rto_prev_tx : 0;
     uint64_t fl = delay + delay / 4 + ep->cfg.rto_min_ns;
-    unsigned l;
+    unsigned i;
 
     ep->st.spurious_timeouts++;
     if (L->undo_cwnd > L->cwnd) {
@@ -249,13 +266,12 @@ void ep_spurious_timeout(struct dn2f_ep *ep, struct peer *p, struct lane *L, uin
     if (fl > ep->cfg.rto_max_ns) {
         fl = ep->cfg.rto_max_ns;
     }
-    for (l = 0; l < DN2F_NUM_LANES; l++) {
-        struct lane *M = &p->ln[l];
-        ep_floor_decay(ep, M);
-        if (fl > M->rto_floor) {
-            M->rto_floor = fl;
+    raise_floor(ep, p, fl, t);
+    for (i = 0; i < DN2F_NUM_CLID; i++) {
+        struct peer *q = ep->peers[i];
+        if (q && q != p && q->addr.len && dn2f_addr_same_host(&q->addr, &p->addr)) {
+            raise_floor(ep, q, fl, t);
         }
-        M->floor_t = t;         /* renewed: the peer is still slow */
     }
     ep->st.rto_floor_ns = fl;
 }

@@ -409,8 +409,6 @@ static struct swport *port_by_guid(struct dn2f_sw *sw, uint64_t guid)
 }
 
 
-static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b);
-
 /* Live ports at from's host, other than except. */
 static unsigned host_ports(struct dn2f_sw *sw, const struct dn2f_addr *from,
                            const struct swport *except)
@@ -418,7 +416,7 @@ static unsigned host_ports(struct dn2f_sw *sw, const struct dn2f_addr *from,
     unsigned i, n = 0;
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
         struct swport *p = sw->ports[i];
-        if (p && p != except && p->state == PORT_ACTIVE && same_host(&p->addr, from) &&
+        if (p && p != except && p->state == PORT_ACTIVE && dn2f_addr_same_host(&p->addr, from) &&
             !dn2f_addr_equal(&p->addr, from)) {
             n++;
         }
@@ -648,21 +646,6 @@ uint64_t dn2f_sw_epoch(const struct dn2f_sw *sw)
 }
 
 
-/* Same host address (any port), IPv4-mapped IPv6 = IPv4. */
-static bool same_host(const struct dn2f_addr *a, const struct dn2f_addr *b)
-{
-    struct dn2f_addr x = *a, y = *b;
-    if (dn2f_addr_to_family(&x, AF_INET) && dn2f_addr_to_family(&y, AF_INET)) {
-        return x.u.in.sin_addr.s_addr == y.u.in.sin_addr.s_addr;
-    }
-    x = *a;
-    y = *b;
-    return x.len >= sizeof(struct sockaddr_in6) && y.len >= sizeof(struct sockaddr_in6) &&
-           x.u.sa.sa_family == AF_INET6 && y.u.sa.sa_family == AF_INET6 &&
-           memcmp(&x.u.in6.sin6_addr, &y.u.in6.sin6_addr, 16) == 0;
-}
-
-
 static bool is_loopback(const struct dn2f_addr *a)
 {
     struct dn2f_addr x = *a;
@@ -683,7 +666,7 @@ static bool stats_allowed(struct dn2f_sw *sw, const struct dn2f_addr *from)
     }
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
         struct swport *p = sw->ports[i];
-        if (p && p->state == PORT_ACTIVE && same_host(&p->addr, from)) {
+        if (p && p->state == PORT_ACTIVE && dn2f_addr_same_host(&p->addr, from)) {
             return true;
         }
     }

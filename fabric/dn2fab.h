@@ -157,6 +157,8 @@ struct dn2f_addr {
 int dn2f_addr_parse(struct dn2f_addr *a, const char *s);
 /* Equal host and port; an IPv4-mapped IPv6 address equals its IPv4 form. */
 bool dn2f_addr_equal(const struct dn2f_addr *a, const struct dn2f_addr *b);
+/* Same host address, any port (an IPv4-mapped IPv6 address is its IPv4). */
+bool dn2f_addr_same_host(const struct dn2f_addr *a, const struct dn2f_addr *b);
 const char *dn2f_addr_str(const struct dn2f_addr *a, char *buf, size_t n);
 uint16_t dn2f_addr_port(const struct dn2f_addr *a);
 void dn2f_addr_from_sa(struct dn2f_addr *a, const struct sockaddr *sa, socklen_t len);

@@ -47,14 +47,14 @@ start_switch() {
     return 1
 }
 
-echo "1..17"
+echo "1..19"
 
 # 1. start on port 0
 if start_switch 0 "${FAULTS[@]}" --pcap "$tmp/cap.pcap" && [ "${PORT:-0}" -gt 0 ]; then
     ok "switch starts on 127.0.0.1:0 and reports port $PORT"
 else
     notok "switch starts on 127.0.0.1:0"; diagf "$tmp/switch.err"
-    for i in $(seq 2 17); do notok "skipped: no switch"; done
+    for i in $(seq 2 19); do notok "skipped: no switch"; done
     exit 1
 fi
 grep -q "listening on 127.0.0.1:$PORT" "$tmp/switch.out"
@@ -132,6 +132,7 @@ badarg "fraction out of range" --listen 127.0.0.1:0 --drop 2
 badarg "bad address" --listen nonsense
 badarg "bad route / mcast" --listen 127.0.0.1:0 --mcast 0x100=1
 badarg "missing --listen" --seed 3
+badarg "receive buffer too small" --listen 127.0.0.1:0 --rcvbuf 100
 
 # 10. hostile burst: the switch survives and still answers
 "$FC" hostile --switch "127.0.0.1:$PORT" --count 20000 >"$tmp/h.out" 2>"$tmp/h.err"
@@ -233,6 +234,27 @@ elif [ -n "$ci" ]; then
     notok "tshark + dimmnet2.lua: $tshark not found and CI is set (CI=$CI): the dissector check must run in CI (scripts/setup.sh installs tshark)"
 else
     ok "tshark + dimmnet2.lua # SKIP $tshark not found: install tshark (scripts/setup.sh does) to check the dissector"
+fi
+
+# 19. the receive buffer: 64 MiB by default, --rcvbuf another size; past
+# net.core.rmem_max only with CAP_NET_ADMIN (root), else capped, with a
+# warning when --rcvbuf asked for more.  Linux reports twice the size set.
+rb_of() { ss -u -a -m -n "sport = :$1" | sed -n 's/.*skmem:([^)]*rb\([0-9]*\).*/\1/p' | head -1; }
+rmem_max=$(cat /proc/sys/net/core/rmem_max)
+expect() { if [ "$(id -u)" = 0 ]; then echo $(($1 * 2)); else echo $(( ($1 < rmem_max ? $1 : rmem_max) * 2 )); fi; }
+: >"$tmp/switch.err"
+start_switch 0 --quiet; rb1=$(rb_of "$PORT"); kill "$swpid"; wait "$swpid" 2>/dev/null
+warn1=$(grep -c 'receive buffer' "$tmp/switch.err")
+: >"$tmp/switch.err"
+start_switch 0 --quiet --rcvbuf 16777216; rb2=$(rb_of "$PORT"); kill "$swpid"; wait "$swpid" 2>/dev/null
+warn2=$(grep -c 'receive buffer' "$tmp/switch.err"); swpid=
+want_warn2=0; [ "$(id -u)" != 0 ] && [ "$rmem_max" -lt 16777216 ] && want_warn2=1
+if [ "$rb1" = "$(expect 67108864)" ] && [ "$rb2" = "$(expect 16777216)" ] && [ "$warn1" = 0 ] &&
+   [ "$warn2" = $want_warn2 ]; then
+    ok "receive buffer: default rb $rb1, --rcvbuf 16 MiB rb $rb2 (uid $(id -u), rmem_max $rmem_max), warning only when --rcvbuf is capped"
+else
+    notok "receive buffer: default rb ${rb1:-?} (want $(expect 67108864)), --rcvbuf 16 MiB rb ${rb2:-?} (want $(expect 16777216)), warnings $warn1 $warn2 (want 0 $want_warn2)"
+    diagf "$tmp/switch.err"
 fi
 
 [ $failed = 0 ]

@@ -29,8 +29,9 @@
  *             [--route direct|switch] [--size 256K] [--seconds S]
  *             [--mcast-rounds N] [--echo-ms MS] [--restart]
  *             [--switch-netns NS --listen ADDR] [--netns NS1,NS2,...]
- *             [--switch-nice N] [--tmpdir DIR]
+ *             [--switch-nice N] [--switch-arg ARG]... [--tmpdir DIR]
  *
+ *   --switch-arg A  one more argument for dn2-switch (e.g. --rcvbuf 33554432)
  *   --switch-nice N the switch's nice value (e.g. -10: it forwards every
  *                   board's traffic in routing mode switch, and with the
  *                   scheduler's equal shares it gets 1/(N+1) of the CPU)
@@ -55,6 +56,7 @@
  */
 #define _GNU_SOURCE 1
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -230,6 +232,76 @@ static uint64_t proc_kb(pid_t pid, const char *field)
     return v;
 }
 
+/* Datagrams dropped at the UDP sockets of process pid (full receive buffer:
+ * the "drops" column of /proc/PID/net/udp and udp6, its sockets found by
+ * inode in /proc/PID/fd) */
+static uint64_t udp_sock_drops(pid_t pid)
+{
+    static const char *const tables[] = { "udp", "udp6" };
+    unsigned long inodes[16];
+    unsigned ni = 0, t;
+    char path[96], link[64], line[512];
+    uint64_t v = 0;
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    d = opendir(path);
+    if (!d) {
+        return 0;
+    }
+    while ((e = readdir(d)) && ni < 16) {
+        char fdp[96 + 256];
+        ssize_t l;
+        snprintf(fdp, sizeof(fdp), "%s/%s", path, e->d_name);
+        l = readlink(fdp, link, sizeof(link) - 1);
+        if (l > 0) {
+            link[l] = 0;
+            if (sscanf(link, "socket:[%lu]", &inodes[ni]) == 1) {
+                ni++;
+            }
+        }
+    }
+    closedir(d);
+    for (t = 0; t < 2; t++) {
+        FILE *f;
+        snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, tables[t]);
+        f = fopen(path, "r");
+        if (!f) {
+            continue;
+        }
+        while (fgets(line, sizeof(line), f)) {
+            unsigned long ino, drops;
+            unsigned i;
+            if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*u %*d %lu %*d %*s %lu", &ino,
+                       &drops) != 2) {
+                continue;
+            }
+            for (i = 0; i < ni; i++) {
+                if (inodes[i] == ino) {
+                    v += drops;
+                }
+            }
+        }
+        fclose(f);
+    }
+    return v;
+}
+
+/* the 1-minute load average */
+static double load1(void)
+{
+    double l = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) {
+            l = 0;
+        }
+        fclose(f);
+    }
+    return l;
+}
+
 /* UDP datagrams the kernel dropped for a full receive buffer (the whole
  * host, /proc/net/snmp Udp RcvbufErrors; this network namespace) */
 static uint64_t udp_rcvbuf_errors(void)
@@ -288,6 +360,8 @@ static int accept_within(int lfd, int ms, const char *what, const char *log)
 /* ------------------------------------------------------------------ */
 
 static pid_t sw_pid;
+static const char *sw_args[8];      /* --switch-arg, repeatable */
+static unsigned sw_nargs;
 static int sw_nice;                 /* --switch-nice */
 static bool sw_nice_set;
 static char sw_listen[160];         /* ADDR:PORT it serves on */
@@ -296,7 +370,7 @@ static char sw_group[2048];         /* --mcast value */
 static void switch_start(const char *listen)
 {
     char ready[300], log[300];
-    char *argv[16];
+    char *argv[24];
     int n = 0;
     uint64_t end = now_ns() + 10000000000ull;
 
@@ -313,6 +387,9 @@ static void switch_start(const char *listen)
     argv[n++] = "--mcast";
     argv[n++] = sw_group;
     argv[n++] = "--quiet";
+    for (unsigned i = 0; i < sw_nargs; i++) {
+        argv[n++] = (char *)sw_args[i];
+    }
     argv[n] = NULL;
     sw_pid = spawn(switch_ns, argv, log);
     while (now_ns() < end) {
@@ -1100,7 +1177,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
     Board *boards = calloc(n, sizeof(Board));
     uint64_t st0[NSTAT], st1[NSTAT], sw_cpu0, sw_dg0, rss = 0, anon = 0, q_cpu0, t_pass0;
     double d_cpu0;
-    uint64_t rcvbuf0;
+    uint64_t rcvbuf0, sw_drops0;
     struct pass p;
     int n_fail0 = failures;
     int len = 0;
@@ -1151,6 +1228,7 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
         }
         d_cpu0 = self_cpu_s();
         rcvbuf0 = udp_rcvbuf_errors();
+        sw_drops0 = udp_sock_drops(sw_pid);
         t_pass0 = now_ns();
         sw_cpu0 = cpu_ns(sw_pid);
         sw_dg0 = switch_datagrams();
@@ -1177,7 +1255,8 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                " dgrams=%.0f packets=%.0f retransmits=%.0f retx_pct=%.3f timeouts=%" PRIu64
                " spurious=%" PRIu64 " duplicates=%" PRIu64 " drops=%" PRIu64
                " fast_retx=%" PRIu64 " queue_fill=%.2f driver_cpu=%.2f qtest_cmds_per_s=%.0f"
-               " qemus_cpu=%.2f cpu_ms_per_mb=%.2f udp_rcvbuf_drops=%" PRIu64 "\n",
+               " qemus_cpu=%.2f cpu_ms_per_mb=%.2f udp_rcvbuf_drops=%" PRIu64
+               " switch_cpu=%.2f switch_rcvbuf_drops=%" PRIu64 " load1=%.2f\n",
                n, route, sw_nice, pass, sz, seconds, p.transfers, p.agg_mbps, p.min_share, p.max_share,
                p.max_share > 0 ? p.min_share / p.max_share : 0, p.mc_mbps, p.echoes,
                p.echo_med_us, p.echo_p99_us, sw_cpu / 1e6, sw_dg,
@@ -1187,7 +1266,8 @@ static void run(unsigned n, double seconds, unsigned echo_ms, unsigned mc_rounds
                q_cpu / 1e9 / wall,
                (q_cpu / 1e6 + sw_cpu / 1e6 + d_cpu * 1e3) /
                    ((p.transfers + (double)mc_rounds * n * n) * sz / 1e6),
-               udp_rcvbuf_errors() - rcvbuf0);
+               udp_rcvbuf_errors() - rcvbuf0, sw_cpu / 1e9 / wall,
+               udp_sock_drops(sw_pid) - sw_drops0, load1());
         fflush(stdout);
         if (p.transfers == 0) {
             fail("boards=%u pass %u: no transfer completed", n, pass);
@@ -1240,7 +1320,8 @@ static void usage(void)
     fprintf(stderr, "usage: dn2-scale --qemu BIN --switch BIN --fw DIR [--boards 2,4,...]\n"
             "       [--route direct|switch] [--size BYTES] [--seconds S] [--mcast-rounds N]\n"
             "       [--echo-ms MS] [--restart] [--switch-netns NS --listen ADDR:PORT]\n"
-            "       [--netns NS1,NS2,...] [--switch-nice N] [--tmpdir DIR]\n");
+            "       [--netns NS1,NS2,...] [--switch-nice N] [--switch-arg ARG]...\n"
+            "       [--tmpdir DIR]\n");
     exit(2);
 }
 
@@ -1284,6 +1365,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--switch-nice")) {
             sw_nice = atoi(v);
             sw_nice_set = true;
+        } else if (!strcmp(a, "--switch-arg")) {
+            if (sw_nargs == sizeof(sw_args) / sizeof(sw_args[0])) {
+                usage();
+            }
+            sw_args[sw_nargs++] = v;
         } else if (!strcmp(a, "--tmpdir")) {
             tbase = v;
         } else if (!strcmp(a, "--netns")) {
