@@ -219,7 +219,11 @@ static void rack_note(struct dn2f_ep *ep, struct lane *L, const struct txslot *t
         ep->st.spurious_retransmits++;
         return;
     }
-    if (ts->last_tx > L->rack_ts) {
+    if (ts->via_sw) {
+        if (ts->last_tx > L->rack_ts_sw) {
+            L->rack_ts_sw = ts->last_tx;
+        }
+    } else if (ts->last_tx > L->rack_ts) {
         L->rack_ts = ts->last_tx;
     }
 }
@@ -283,7 +287,7 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
     struct lane *L = &p->ln[a->lane];
     int32_t d;
     uint32_t s;
-    uint64_t t = now(ep), sample = 0, rack_before;
+    uint64_t t = now(ep), sample = 0, rack_before, rack_sw_before;
     bool have_sample = false;
     size_t acked_bytes = 0;
     uint32_t retx[DN2F_SACK_MAX_BITS];
@@ -305,6 +309,7 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
         return false;
     }
     rack_before = L->rack_ts;
+    rack_sw_before = L->rack_ts_sw;
     if (d > 0) {
         /* every acknowledged slot must have been sent */
         for (s = L->una; s != a->cum; s++) {
@@ -378,8 +383,11 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
      * reordering inside the network is not taken for loss; a timeout's
      * retransmission that arrived makes the rest of its flight lost at once
      * (all of it, not only below the highest SACKed: a flight lost whole
-     * has nothing SACKed). */
-    if (L->rack_ts != rack_before && L->una != L->end) {
+     * has nothing SACKed).  In direct routing a multicast copy goes through
+     * the switch while unicast goes straight to the peer: each path is
+     * judged only by packets sent on it, or every multicast copy that the
+     * switch delays would look lost behind the unicast that overtook it. */
+    if ((L->rack_ts != rack_before || L->rack_ts_sw != rack_sw_before) && L->una != L->end) {
         uint64_t reo = L->srtt / 4;
         uint32_t q;
         if (reo < 20000) {
@@ -390,7 +398,8 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
         }
         for (q = L->una; q != L->end && nretx < DN2F_SACK_MAX_BITS; q++) {
             struct txslot *ts = txs(ep, L, q);
-            if (ts->pb && ts->sent && !ts->sacked && ts->last_tx + reo < L->rack_ts) {
+            if (ts->pb && ts->sent && !ts->sacked &&
+                ts->last_tx + reo < (ts->via_sw ? L->rack_ts_sw : L->rack_ts)) {
                 retx[nretx++] = q;
             }
         }

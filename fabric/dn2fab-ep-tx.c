@@ -207,6 +207,7 @@ static bool txb_emit(struct txb *b)
             ep->st.retransmits++;
         }
         s->last_tx = t;
+        s->via_sw = 0;
         if (s->ntx < UINT16_MAX) {
             s->ntx++;
         }
@@ -374,6 +375,7 @@ static void mc_emit(struct dn2f_ep *ep)
                 s->sent = 1;
                 s->ntx = 1;
                 s->last_tx = t;
+                s->via_sw = ep->mode == DN2F_ROUTE_DIRECT && p->direct;
                 L->inflight += s->pb->len;
                 if (L->rto_due == NO_DEADLINE) {
                     L->rto_due = t + ep_cur_rto(ep, L);

@@ -144,6 +144,7 @@ static void lane_clear_tx(struct dn2f_ep *ep, struct lane *L, unsigned reason)
     L->ssthresh = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
     L->recovery = false;
     L->rack_ts = 0;
+    L->rack_ts_sw = 0;
     L->rto_check = false;
     L->rto_restart = 0;
     /* rto_floor stays: it is about the peer's host (a starved CPU) */

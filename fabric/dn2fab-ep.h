@@ -48,6 +48,9 @@ struct txslot {
     uint8_t sent;
     uint8_t sacked;
     uint8_t mc_pending;         /* owned by the multicast builder (not sent yet) */
+    uint8_t via_sw;             /* last sent as a multicast copy through the switch
+                                 * while this peer's unicast goes direct: a second
+                                 * path, with its own RACK clock */
 };
 
 struct rxslot {
@@ -72,6 +75,8 @@ struct lane {
     bool recovery;
     uint32_t recover;
     uint64_t rack_ts;           /* newest send time of a packet known received */
+    uint64_t rack_ts_sw;        /* the same for packets sent on the switch path
+                                 * (txslot.via_sw): the two paths reorder freely */
     /* spurious-timeout detection: a timeout resent rto_seq; its ACK's echo
      * says which transmission arrived */
     bool rto_check;
