@@ -281,14 +281,49 @@ void ep_spurious_timeout(struct dn2f_ep *ep, struct peer *p, struct lane *L, uin
 }
 
 
+/* A round-trip sample from a packet sent once, for the estimator of the
+ * path it took (the multicast copies of direct routing take the switch). */
+static void rtt_note(const struct txslot *ts, uint64_t t, uint64_t *sample, bool *have,
+                     uint64_t *sample_sw, bool *have_sw)
+{
+    if (ts->via_sw) {
+        *sample_sw = t - ts->last_tx;
+        *have_sw = true;
+    } else {
+        *sample = t - ts->last_tx;
+        *have = true;
+    }
+}
+
+/* RFC 6298's estimator: smoothed RTT, its variation, the RTO from them. */
+static void rtt_update(struct dn2f_ep *ep, uint64_t *srtt, uint64_t *rttvar, uint64_t *rto,
+                       uint64_t sample)
+{
+    if (!*srtt) {
+        *srtt = sample;
+        *rttvar = sample / 2;
+    } else {
+        uint64_t dev = sample > *srtt ? sample - *srtt : *srtt - sample;
+        *rttvar = (3 * *rttvar + dev) / 4;
+        *srtt = (7 * *srtt + sample) / 8;
+    }
+    *rto = *srtt + 4 * *rttvar;
+    if (*rto < ep->cfg.rto_min_ns) {
+        *rto = ep->cfg.rto_min_ns;
+    }
+    if (*rto > ep->cfg.rto_max_ns) {
+        *rto = ep->cfg.rto_max_ns;
+    }
+}
+
 /* ACK processing (our send stream toward p on lane a->lane).  False if bogus. */
 static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ack *a)
 {
     struct lane *L = &p->ln[a->lane];
     int32_t d;
     uint32_t s;
-    uint64_t t = now(ep), sample = 0, rack_before, rack_sw_before;
-    bool have_sample = false;
+    uint64_t t = now(ep), sample = 0, sample_sw = 0, rack_before, rack_sw_before;
+    bool have_sample = false, have_sample_sw = false;
     size_t acked_bytes = 0;
     uint32_t retx[DN2F_SACK_MAX_BITS];
     unsigned nretx = 0;
@@ -325,8 +360,7 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
                 rack_note(ep, L, ts, a->echo);
             }
             if (ts->ntx == 1) {
-                sample = t - ts->last_tx;
-                have_sample = true;
+                rtt_note(ts, t, &sample, &have_sample, &sample_sw, &have_sample_sw);
             }
             acked_bytes += ts->pb->len;
             L->tx_bytes -= ts->pb->len;
@@ -361,8 +395,7 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
                 acked_bytes += ts->pb->len;
                 rack_note(ep, L, ts, a->echo);
                 if (ts->ntx == 1) {
-                    sample = t - ts->last_tx;
-                    have_sample = true;
+                    rtt_note(ts, t, &sample, &have_sample, &sample_sw, &have_sample_sw);
                 }
             }
         }
@@ -405,21 +438,10 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
         }
     }
     if (have_sample) {
-        if (!L->srtt) {
-            L->srtt = sample;
-            L->rttvar = sample / 2;
-        } else {
-            uint64_t dev = sample > L->srtt ? sample - L->srtt : L->srtt - sample;
-            L->rttvar = (3 * L->rttvar + dev) / 4;
-            L->srtt = (7 * L->srtt + sample) / 8;
-        }
-        L->rto = L->srtt + 4 * L->rttvar;
-        if (L->rto < ep->cfg.rto_min_ns) {
-            L->rto = ep->cfg.rto_min_ns;
-        }
-        if (L->rto > ep->cfg.rto_max_ns) {
-            L->rto = ep->cfg.rto_max_ns;
-        }
+        rtt_update(ep, &L->srtt, &L->rttvar, &L->rto, sample);
+    }
+    if (have_sample_sw) {
+        rtt_update(ep, &L->srtt_sw, &L->rttvar_sw, &L->rto_sw, sample_sw);
     }
     /* congestion window */
     if (acked_bytes && !L->recovery) {

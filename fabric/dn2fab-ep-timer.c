@@ -26,6 +26,21 @@ uint64_t ep_cur_rto(struct dn2f_ep *ep, struct lane *L)
     return r > ep->cfg.rto_max_ns ? ep->cfg.rto_max_ns : r;
 }
 
+uint64_t ep_slot_rto(struct dn2f_ep *ep, struct lane *L, const struct txslot *ts, uint64_t r)
+{
+    uint64_t s = L->rto_sw;
+    unsigned b = L->backoff;
+
+    if (!ts->via_sw || s <= L->rto) {
+        return r;
+    }
+    while (b-- && s < ep->cfg.rto_max_ns) {
+        s <<= 1;
+    }
+    s = s > ep->cfg.rto_max_ns ? ep->cfg.rto_max_ns : s;
+    return s > r ? s : r;
+}
+
 void ep_floor_decay(struct dn2f_ep *ep, struct lane *L)
 {
     uint64_t t;
@@ -57,9 +72,10 @@ void ep_lane_rearm(struct dn2f_ep *ep, struct lane *L)
             if (t->pb && t->sent && !t->sacked) {
                 /* after a timeout, a full (backed-off) RTO from it */
                 uint64_t from = t->last_tx > L->rto_restart ? t->last_tx : L->rto_restart;
+                uint64_t rs = ep_slot_rto(ep, L, t, r);
                 outstanding = true;
-                if (from + r < due) {
-                    due = from + r;
+                if (from + rs < due) {
+                    due = from + rs;
                 }
             }
         }
@@ -171,7 +187,8 @@ static bool lane_tick(struct dn2f_ep *ep, struct peer *p, unsigned lane, uint64_
             for (s = L->una; s != L->end; s++) {
                 struct txslot *ts = txs(ep, L, s);
                 uint64_t from = ts->last_tx > L->rto_restart ? ts->last_tx : L->rto_restart;
-                if (ts->pb && ts->sent && !ts->sacked && (forced || from + r <= t)) {
+                if (ts->pb && ts->sent && !ts->sacked &&
+                    (forced || from + ep_slot_rto(ep, L, ts, r) <= t)) {
                     list[n++] = s;
                     if (n == 256) {
                         if (!ep_lane_retransmit(ep, p, lane, list, n)) {
@@ -206,7 +223,7 @@ static bool lane_tick(struct dn2f_ep *ep, struct peer *p, unsigned lane, uint64_
                     continue;
                 }
                 from = ts->last_tx > L->rto_restart ? ts->last_tx : L->rto_restart;
-                if (from + r <= t) {
+                if (from + ep_slot_rto(ep, L, ts, r) <= t) {
                     break;
                 }
             }

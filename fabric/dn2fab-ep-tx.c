@@ -378,7 +378,7 @@ static void mc_emit(struct dn2f_ep *ep)
                 s->via_sw = ep->mode == DN2F_ROUTE_DIRECT && p->direct;
                 L->inflight += s->pb->len;
                 if (L->rto_due == NO_DEADLINE) {
-                    L->rto_due = t + ep_cur_rto(ep, L);
+                    L->rto_due = t + ep_slot_rto(ep, L, s, ep_cur_rto(ep, L));
                 }
             }
         }

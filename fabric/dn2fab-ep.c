@@ -145,6 +145,7 @@ static void lane_clear_tx(struct dn2f_ep *ep, struct lane *L, unsigned reason)
     L->recovery = false;
     L->rack_ts = 0;
     L->rack_ts_sw = 0;
+    L->srtt_sw = L->rttvar_sw = L->rto_sw = 0;
     L->rto_check = false;
     L->rto_restart = 0;
     /* rto_floor stays: it is about the peer's host (a starved CPU) */

@@ -77,6 +77,7 @@ struct lane {
     uint64_t rack_ts;           /* newest send time of a packet known received */
     uint64_t rack_ts_sw;        /* the same for packets sent on the switch path
                                  * (txslot.via_sw): the two paths reorder freely */
+    uint64_t srtt_sw, rttvar_sw, rto_sw;    /* that path's round trip (0: no sample) */
     /* spurious-timeout detection: a timeout resent rto_seq; its ACK's echo
      * says which transmission arrived */
     bool rto_check;
@@ -281,6 +282,9 @@ void ep_input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m);
 /* dn2fab-ep-timer.c */
 /* A lane's retransmission timeout now: its RTO or floor, backed off. */
 uint64_t ep_cur_rto(struct dn2f_ep *ep, struct lane *L);
+/* The RTO of a packet: on the switch path (txslot.via_sw) at least that
+ * path's own estimate. */
+uint64_t ep_slot_rto(struct dn2f_ep *ep, struct lane *L, const struct txslot *ts, uint64_t r);
 
 /* Let a lane's RTO floor (spurious timeouts) decay with time. */
 void ep_floor_decay(struct dn2f_ep *ep, struct lane *L);
