@@ -175,20 +175,14 @@ static bool lane_tick(struct dn2f_ep *ep, struct peer *p, unsigned lane, uint64_
     if (L->tx && L->rto_due != NO_DEADLINE && t >= L->rto_due) {
         uint64_t r = ep_cur_rto(ep, L);
         uint32_t s;
-        if (L->force_retx || L->backoff) {
+        if (L->force_retx) {
             /* The link or the peer is back: resend everything outstanding.
-             * A second timeout in a row (the first one's packet or its ACK
-             * was lost too: a lossy path rather than a late ACK): resend
-             * everything expired.  (Collect first, txb uses txb_seqs
-             * itself: in chunks.) */
+             * (Collect first, txb uses txb_seqs itself: in chunks.) */
             uint32_t list[256];
             unsigned n = 0;
-            bool forced = L->force_retx;
             for (s = L->una; s != L->end; s++) {
                 struct txslot *ts = txs(ep, L, s);
-                uint64_t from = ts->last_tx > L->rto_restart ? ts->last_tx : L->rto_restart;
-                if (ts->pb && ts->sent && !ts->sacked &&
-                    (forced || from + ep_slot_rto(ep, L, ts, r) <= t)) {
+                if (ts->pb && ts->sent && !ts->sacked) {
                     list[n++] = s;
                     if (n == 256) {
                         if (!ep_lane_retransmit(ep, p, lane, list, n)) {
@@ -202,20 +196,16 @@ static bool lane_tick(struct dn2f_ep *ep, struct peer *p, unsigned lane, uint64_
                 return false;
             }
             L->force_retx = false;
-            if (!forced) {
-                ep->st.timeouts++;
-                if (L->backoff < 16) {
-                    L->backoff++;
-                }
-                L->cwnd = ep->cfg.max_dgram;
-                L->recovery = false;
-                L->rto_restart = t;
-            }
         } else {
             /* A timeout resends one packet, the oldest expired: its ACK's
              * echo tells whether the flight was lost (RACK then resends
              * the rest at once) or only its ACK was late (nothing more is
-             * resent; ep_spurious_timeout()). */
+             * resent; ep_spurious_timeout()).  So does a second timeout
+             * in a row, backed off (RFC 6298 5.4-5.6): a receiver that
+             * waits for a CPU for several RTOs gets one probe per RTO, not
+             * its whole flight again each time; the probe that gets
+             * through brings the ACK that either ends it (the flight had
+             * arrived) or lets RACK resend the rest. */
             for (s = L->una; s != L->end; s++) {
                 struct txslot *ts = txs(ep, L, s);
                 uint64_t from;

@@ -3194,6 +3194,43 @@ static bool t_spurious_late_ack(void)
     return true;
 }
 
+/* The receiver is starved for several RTOs (32 boards on 2 CPUs): the
+ * timer fires twice in a row, backed off.  Each expiry resends one packet
+ * (the oldest), not the whole flight again: when the receiver runs, the
+ * ACK's echo shows the originals arrived and nothing else is resent. */
+static bool t_spurious_long_stall(void)
+{
+    const struct dn2f_ep_stats *s1, *s2;
+
+    sim_reset(31, 0, 0, 0);
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    s1 = dn2f_ep_stats(EP(1));
+    s2 = dn2f_ep_stats(EP(2));
+    stream(1, 2, 1000);                 /* warm up: RTO 1 ms */
+    if (!settle()) {
+        return false;
+    }
+    CHECK(s1->retransmits == 0 && s1->timeouts == 0, "retransmissions on a clean network");
+
+    /* a flight of 20; node 2 starved 5 ms: expiries at ~1 ms and ~3 ms */
+    sim.nodes[2].stalled_until = sim.now + 5000000;
+    more(1, 2, 20);
+    if (!settle()) {
+        return false;
+    }
+    print_stats("long stall", 1);
+    CHECK(s1->timeouts == 2, "timeouts %llu, expected 2 (1 ms, then 2 ms backed off)",
+          (unsigned long long)s1->timeouts);
+    CHECK(s1->retransmits == 2 && s2->duplicates == 2,
+          "two expiries made %llu retransmissions (%llu duplicates at the peer), expected "
+          "2: the second expiry resent the flight", (unsigned long long)s1->retransmits,
+          (unsigned long long)s2->duplicates);
+    CHECK(s1->spurious_timeouts == 1, "the echo did not identify the originals "
+          "(spurious timeouts %llu)", (unsigned long long)s1->spurious_timeouts);
+    CHECK(APP(2)->got_total == 1020, "delivered %u of 1020", APP(2)->got_total);
+    return true;
+}
+
 /* Node 1 sends flights to nodes 2 and 3; node 2 is starved (a late ACK, a
  * spurious timeout, the floor raised), then node 3 is.  On one host the
  * floor learnt from node 2 holds for node 3 too: no second timeout; on two
@@ -3702,6 +3739,8 @@ static const struct {
     { "spurious timeout: loss + dup + reorder with starved boards, byte-exact, counted",
       t_spurious_mixed },
     { "spurious timeout: starved receivers, no loss: < 0.5 % retransmitted", t_starved_no_loss },
+    { "spurious timeout: a receiver starved for two backed-off RTOs gets one probe per "
+      "expiry, not its flight again", t_spurious_long_stall },
     { "spurious timeout: the RTO floor a late ACK taught holds for every board of that host",
       t_spurious_host_floor },
     { "send batch: mixed destinations, partial sendmmsg, EAGAIN mid-batch: all sent, "
