@@ -372,8 +372,6 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
         if (dn2f_seqdiff(L->nxt, L->una) < 0) {
             L->nxt = L->una;
         }
-        L->backoff = 0;
-        L->rto_restart = 0;
     }
     if (dn2f_seqdiff(a->limit, L->limit) > 0) {
         L->limit = a->limit;
@@ -436,6 +434,16 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
                 retx[nretx++] = q;
             }
         }
+    }
+    /* Karn: the backed-off RTO holds until a packet sent only once is
+     * acknowledged.  The ACK of a timeout's retransmission says nothing of
+     * the others still on their way: in direct routing a multicast copy
+     * waits in the switch's queue while its probe goes straight to the
+     * member; ending the backoff there made every other copy in that queue
+     * expire at once, one probe per round trip, the whole burst resent. */
+    if (have_sample || have_sample_sw) {
+        L->backoff = 0;
+        L->rto_restart = 0;
     }
     if (have_sample) {
         rtt_update(ep, &L->srtt, &L->rttvar, &L->rto, sample);
