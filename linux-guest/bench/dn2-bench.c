@@ -29,7 +29,7 @@
  *
  * The board must be up (insmod dimmnet2.ko; dn2-up).  Both ranks run the
  * same schedule; rank 0 prints the tables, with the thesis's figures
- * (/work/shared/spec digest §6) beside ours.  What is measured:
+ * (the thesis digest's §6) beside ours.  What is measured:
  *
  *  BOTF   a message of S bytes is ceil(S / 496) BOTF images sent round robin
  *         over 1, 2 or 4 Write Windows (dn2_botf_rr); the last image carries
