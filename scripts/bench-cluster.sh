@@ -15,6 +15,9 @@
 #   --no-udp          skip the UDP baseline
 #   --device-opts S   board properties for both nodes (cluster.sh
 #                     --device-opts), e.g. rx-thread=off
+#   --lock-profile    QEMU's synchronisation profiler in both guests from
+#                     dn2-bench's start to the end (HMP sync-profile over
+#                     QMP): the report gets each node's longest lock waits
 #   -t, --timeout S   seconds for the whole cluster run (default 900)
 #   -o, --output F    the report (default build/bench/guest-<date>.txt)
 #   -q, --quiet       no progress lines on stderr
@@ -49,6 +52,7 @@ output=
 quiet=
 dn2_extra=()
 device_opts=
+lock_profile=
 while [ $# -gt 0 ]; do
     case $1 in
         --full) full=1; shift ;;
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
         --only) only=${2:?$1 needs a list}; shift 2 ;;
         --poll) poll=${2:?$1 needs a policy}; shift 2 ;;
         --no-udp) udp=; shift ;;
+        --lock-profile) lock_profile=1; shift ;;
         --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
         -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
         -o|--output) output=${2:?$1 needs a file}; shift 2 ;;
@@ -106,7 +111,8 @@ PY
 # Per-run files live in a private directory (QMP sockets want short paths);
 # copies of the wrapper and the node script stay in build/bench/.
 qmp_dir=$(mktemp -d "${TMPDIR:-/tmp}/dn2-bench.XXXXXX") || die "mktemp failed"
-trap 'rm -rf "$qmp_dir"' EXIT
+lpid=
+trap '[ -n "$lpid" ] && kill "$lpid" 2> /dev/null; rm -rf "$qmp_dir"' EXIT
 wrapper=$qmp_dir/qemu-node.sh
 cat > "$wrapper" <<EOF
 #!/bin/bash
@@ -180,6 +186,55 @@ cpid=$!
 # cluster.sh would not see a Ctrl-C: pass it on as SIGTERM (it cleans up).
 trap 'trap - INT TERM; kill -TERM "$cpid" 2> /dev/null; wait "$cpid"; echo "[bench] interrupted" >&2; exit 130' INT TERM
 
+# --lock-profile: once the QMP sockets are there, sync-profile on in both
+# QEMUs; reset when rank 0's dn2-bench starts (so boot and the UDP baseline
+# are not counted); the latest "info sync-profile" of each node is kept in
+# QMP_DIR/locksI (the guests power off at the end).
+lpid=
+if [ -n "$lock_profile" ]; then
+    python3 -c '
+import os, sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from qmp import QMP
+rundir, out = sys.argv[2], sys.argv[3]
+def hmp(path, line):
+    q = QMP(path, timeout=5)
+    try:
+        return q.hmp(line)
+    finally:
+        q.close()
+socks = {}
+while len(socks) < 2:
+    try:
+        for l in open(os.path.join(rundir, "info")):
+            k, _, v = l.strip().partition("=")
+            if k in ("node0_qmp", "node1_qmp"): socks[int(k[4])] = v
+    except OSError: pass
+    time.sleep(0.5)
+on = set(); reset = False
+while True:
+    for i, p in socks.items():
+        try:
+            if i not in on:
+                hmp(p, "sync-profile on"); on.add(i)
+            if reset:
+                t = hmp(p, "info sync-profile -n 12")
+                if t and "Type" in t:
+                    with open(os.path.join(out, "locks%d.tmp" % i), "w") as f: f.write(t)
+                    os.rename(os.path.join(out, "locks%d.tmp" % i), os.path.join(out, "locks%d" % i))
+        except Exception: pass
+    if not reset and len(on) == 2:
+        try:
+            if "[dn2-bench]" in open(os.path.join(rundir, "node0.log"), errors="replace").read():
+                for p in socks.values(): hmp(p, "sync-profile reset")
+                reset = True
+        except Exception: pass
+    time.sleep(1)
+' "$here" "$rundir" "$qmp_dir" &
+    lpid=$!
+fi
+
 # Progress from rank 0's console; cluster.sh --board-stats keeps the
 # boards' latest counters in RUNDIR/board-stats/nodeI (read at the end).
 seen=0
@@ -196,6 +251,7 @@ while kill -0 "$cpid" 2> /dev/null; do
 done
 wait "$cpid"
 crc=$?
+[ -n "$lpid" ] && { kill "$lpid" 2> /dev/null; wait "$lpid" 2> /dev/null; }
 # cluster.sh's own output goes with the run's other files.
 if [ -d "$rundir" ]; then
     cp "$qmp_dir/cluster.out" "$rundir/bench-cluster.out"
@@ -239,6 +295,18 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
                     tx ? 100 * re / tx : 0, v["link-timeouts"], v["link-fast-retransmits"],
                     v["link-duplicates"], v["link-busy"], v["link-drops"], v["rx-stalls"], v["rx-drop-bad"],
                     v["rx-drop-pgid"], v["rx-drop-noproc"], v["rx-drop-route"] }' "$qmp_dir/stats$i"
+        done
+    fi
+    if [ -n "$lock_profile" ]; then
+        echo
+        echo "== QEMU lock waits (sync-profile, dn2-bench's start to the end; node0 = rank 0) =="
+        for i in 0 1; do
+            echo "node$i:"
+            if [ -s "$qmp_dir/locks$i" ]; then
+                tr -d '\r' < "$qmp_dir/locks$i" | grep -E '^(Type|BQL|mutex|condvar|rec_mutex)' | sed 's/^/  /'
+            else
+                echo "  (no profile read)"
+            fi
         done
     fi
     if grep -q '^verdict:' "$out0" 2> /dev/null; then

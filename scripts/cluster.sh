@@ -898,28 +898,22 @@ done
 if [ -n "$board_stats" ]; then
     mkdir -p "$rundir/board-stats"
     start_group "$rundir/board-stats.out" "$rundir/board-stats.log" "$py" -c '
-import json, os, socket, sys, time
-out, socks = sys.argv[1], sys.argv[2:]
+import os, sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from qmp import QMP
+out, socks = sys.argv[2], sys.argv[3:]
 def stats(path):
-    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(path)
-    f = s.makefile("rw"); f.readline()
-    def cmd(c, a=None):
-        m = {"execute": c}
-        if a: m["arguments"] = a
-        f.write(json.dumps(m) + "\n"); f.flush()
-        while True:
-            r = json.loads(f.readline())
-            if "return" in r or "error" in r: return r
-    cmd("qmp_capabilities")
+    q = QMP(path)
     res = []
-    for d in cmd("qom-list", {"path": "/machine/peripheral-anon"}).get("return", []):
+    for d in q.cmd("qom-list", {"path": "/machine/peripheral-anon"}).get("return", []):
         p = "/machine/peripheral-anon/" + d["name"]
-        if not d["type"].startswith("child<") or cmd("qom-get", {"path": p, "property": "type"}).get("return") != "dimmnet2":
+        if not d["type"].startswith("child<") or q.cmd("qom-get", {"path": p, "property": "type"}).get("return") != "dimmnet2":
             continue
-        for pr in cmd("qom-list", {"path": p})["return"]:
+        for pr in q.cmd("qom-list", {"path": p})["return"]:
             if pr["name"].startswith("stat-"):
-                res.append("%s=%s" % (pr["name"][5:], cmd("qom-get", {"path": p, "property": pr["name"]}).get("return")))
-    s.close()
+                res.append("%s=%s" % (pr["name"][5:], q.cmd("qom-get", {"path": p, "property": pr["name"]}).get("return")))
+    q.close()
     return res
 while True:
     for i, path in enumerate(socks):
@@ -933,7 +927,7 @@ while True:
                 f.write("\n".join(sorted(st)) + "\n")
             os.rename(tmp, os.path.join(out, "node%d" % i))
     time.sleep(1)
-' "$rundir/board-stats" $(for ((i = 0; i < nodes; i++)); do sed -n "s/^node${i}_qmp=//p" "$rundir/info"; done)
+' "$here" "$rundir/board-stats" $(for ((i = 0; i < nodes; i++)); do sed -n "s/^node${i}_qmp=//p" "$rundir/info"; done)
 fi
 
 say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch $(switch_at)${switch_host:+ on host $switch_host}"

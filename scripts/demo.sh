@@ -18,7 +18,7 @@
 #                               next to UDP between the same two guests
 # 5. MPI over the boards        Debian's Open MPI (the MPI guest image) runs
 #                               tests/mpi/mpi-bench on 2 nodes over the
-#                               libfabric provider "dimmnet2" (ofi_rxd):
+#                               libfabric provider "dimmnet2" (native RDM):
 #                               ping-pong, 1 MiB stream and allreduce, data
 #                               checked; the boards' counters (QMP) show the
 #                               bytes went through them (scripts/mpirun.sh)
@@ -187,7 +187,7 @@ cat "$logs/cluster-tables.txt"
 # Step 5: an MPI program across the nodes, over the boards.
 echo
 printf '%s[5/5]%s %s\n' "$B" "$N" "MPI over the boards: Debian's Open MPI, 2 nodes, mpi-bench"
-echo "      ${D}(the MPI image, PML cm + MTL ofi + dimmnet2;ofi_rxd; about a minute; log: $logs/mpi.log)${N}"
+echo "      ${D}(the MPI image, PML cm + MTL ofi + the native dimmnet2 provider; about a minute; log: $logs/mpi.log)${N}"
 if ! bash "$here/mpirun.sh" -q -n 2 --net board --board-stats --name demo-mpi -t 600 \
         -- "$DN2_TOP/build/tests/mpi/mpi-bench" 50 > "$logs/mpi.out" 2> "$logs/mpi.log"; then
     echo "${R}failed${N}; last lines of $logs/mpi.log:"

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: MIT
+"""A minimal QMP client for the project's scripts (cluster.sh's board
+statistics, bench-cluster.sh --lock-profile): one connection per use, as
+QEMU's QMP socket serves one client at a time."""
+import json
+import socket
+
+
+class QMP:
+    def __init__(self, path, timeout=2):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.f = self.sock.makefile("rw")
+        self.f.readline()                       # the greeting
+        self.cmd("qmp_capabilities")
+
+    def cmd(self, name, args=None):
+        """Run a command; its reply ({"return": ...} or {"error": ...})."""
+        m = {"execute": name}
+        if args:
+            m["arguments"] = args
+        self.f.write(json.dumps(m) + "\n")
+        self.f.flush()
+        while True:                             # skip events
+            r = json.loads(self.f.readline())
+            if "return" in r or "error" in r:
+                return r
+
+    def hmp(self, line):
+        """A human monitor command; its text output."""
+        return self.cmd("human-monitor-command", {"command-line": line}).get("return")
+
+    def close(self):
+        self.sock.close()
