@@ -294,6 +294,7 @@ struct DN2State {
     char *secret_id;            /* -object secret id: the cluster secret */
     uint32_t coalesce_us;       /* Nagle per peer, 0 = off: dimmnet2_port_flush() */
     bool strict;                /* strict=on: dimmnet2-strict.c */
+    bool read_mirror;           /* read-mirror: User Register reads from RAM */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 
     /* the window */
@@ -301,6 +302,8 @@ struct DN2State {
     MemoryRegion container;
     MemoryRegion ww, pw, llcm, lhb;
     MemoryRegion ur, sr;
+    MemoryRegion ur_mirror;     /* read-mirror=on: ur is an alias of this ROM device */
+    uint8_t *ur_ptr;            /* its RAM: the readable registers, or NULL */
     MemoryRegion sodimm_own;    /* when no memdev */
     MemoryRegion *sodimm_mr;
     uint8_t *ww_ptr, *pw_ptr, *llcm_ptr, *lhb_ptr, *sodimm_ptr;
@@ -439,6 +442,7 @@ static inline void dimmnet2_req_of(struct dn2_req *r, const DN2FifoEntry *e)
 extern const MemoryRegionOps dimmnet2_ur_ops;
 extern const MemoryRegionOps dimmnet2_sr_ops;
 void dimmnet2_controller_reset(DN2State *s);
+void dimmnet2_ur_publish(DN2State *s);
 
 /* dimmnet2-wc.c: the Window Controller */
 void dimmnet2_wc_init(DN2State *s);

@@ -66,13 +66,14 @@ static uint64_t dimmnet2_prim_counter(DN2Wid *w)
     return v;
 }
 
-static uint64_t dimmnet2_ur_read(DN2State *s, int wid, hwaddr off)
+/* What a read of User Register off of process wid returns, without side
+ * effects. */
+static uint64_t dimmnet2_ur_value(DN2State *s, int wid, hwaddr off)
 {
     DN2Wid *w = &s->wid[wid];
 
     switch (off) {
     case DN2_UR_CTL_STATUS:
-        w->polled = 1;
         return dimmnet2_ctl_status(s, wid);
     case DN2_UR_PRIM_COUNTER:
         return dimmnet2_prim_counter(w);
@@ -89,6 +90,55 @@ static uint64_t dimmnet2_ur_read(DN2State *s, int wid, hwaddr off)
     default:
         /* Write-only registers and holes read as zero [EMU]. */
         return 0;
+    }
+}
+
+static uint64_t dimmnet2_ur_read(DN2State *s, int wid, hwaddr off)
+{
+    if (off == DN2_UR_CTL_STATUS) {
+        s->wid[wid].polled = 1;     /* strict: the FIFO was checked */
+    }
+    return dimmnet2_ur_value(s, wid, off);
+}
+
+/*
+ * The read mirror (read-mirror=on, choice #56).  The User Register pages
+ * are a ROM device: host writes come to dimmnet2_ur_ops as before, but
+ * host reads are served from a RAM copy of every readable register, which
+ * the board keeps current.  A poll then costs the guest a load instead of
+ * an exit to the device model under QEMU's global lock: the vCPU does not
+ * wait for the main loop and the main loop does not wait for a polling
+ * vCPU.  The copy is written here only, at the end of every entry into
+ * the device (an MMIO write, a fabric input or timer, a bottom half, a
+ * reset, an incoming migration), always under the BQL; a load never sees
+ * a torn register (aligned 64-bit stores), and the data a register
+ * announces (a status record, a delivered packet) was written before it.
+ */
+static const uint16_t dimmnet2_ur_readable[] = {
+    DN2_UR_CTL_STATUS, DN2_UR_PRIM_COUNTER, DN2_UR_PW_FLAG, DN2_UR_PKT_COUNTER,
+    DN2_UR_LHB_ADDR, DN2_UR_MODULE_STATE, DN2_UR_STATUS_ADDR,
+};
+
+void dimmnet2_ur_publish(DN2State *s)
+{
+    int wid;
+    unsigned i;
+
+    if (!s->ur_ptr) {
+        return;
+    }
+    for (wid = 0; wid < DN2_NUM_WID; wid++) {
+        uint8_t *page = s->ur_ptr + wid * DN2_UR_WID_STRIDE;
+
+        for (i = 0; i < ARRAY_SIZE(dimmnet2_ur_readable); i++) {
+            uint16_t off = dimmnet2_ur_readable[i];
+            uint64_t *p = (uint64_t *)(page + off);
+            uint64_t v = cpu_to_le64(dimmnet2_ur_value(s, wid, off));
+
+            if (qatomic_read(p) != v) {
+                qatomic_store_release(p, v);
+            }
+        }
     }
 }
 
@@ -181,6 +231,7 @@ static uint64_t dimmnet2_sr_read(DN2State *s, hwaddr off)
     case DN2_SR_CTL_RESET:
         /* "Any read or write resets the NIC controller." */
         dimmnet2_controller_reset(s);
+        dimmnet2_ur_publish(s);
         return 0;
     default:
         return 0;
@@ -319,6 +370,7 @@ static void dimmnet2_reg_write(DN2State *s, hwaddr addr, uint64_t v, unsigned si
         qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: write to unused User "
                       "Register offset 0x%" HWADDR_PRIx "\n", addr);
     }
+    dimmnet2_ur_publish(s);
 }
 
 static uint64_t dimmnet2_ur_mmio_read(void *opaque, hwaddr addr, unsigned size)

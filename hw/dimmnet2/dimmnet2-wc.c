@@ -429,6 +429,7 @@ static void dimmnet2_wc_run(DN2State *s)
 static void dimmnet2_wc_run_cb(void *opaque)
 {
     dimmnet2_wc_run(opaque);
+    dimmnet2_ur_publish(opaque);
 }
 
 /* The RC answer made no progress for rc-timeout-ms: its requester stopped
@@ -455,6 +456,7 @@ static void dimmnet2_rc_timeout(void *opaque)
                          "%u ms (the requester grants no credits)", dropped,
                          dn2_clid_to_lid(dclid), s->rc_timeout_ms);
     dimmnet2_wc_kick(s);
+    dimmnet2_ur_publish(s);
 }
 
 /* ------------------------------------------------------------------ */

@@ -52,6 +52,7 @@ static void dimmnet2_reset_hold(Object *obj, ResetType type)
     memory_region_set_dirty(&s->ww, 0, DN2_REGION_SIZE);
     memory_region_set_dirty(&s->pw, 0, DN2_REGION_SIZE);
     memory_region_set_dirty(&s->llcm, 0, DN2_REGION_SIZE);
+    dimmnet2_ur_publish(s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -228,6 +229,40 @@ static bool dimmnet2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
     return ok;
 }
 
+/*
+ * The User Register pages.  With read-mirror=on (the default; strict mode
+ * turns it off, as it must see every Controller Status poll) they are a ROM
+ * device whose RAM holds a copy of every readable register
+ * (dimmnet2_ur_publish, choice #56): reads are loads, writes still come to
+ * dimmnet2_ur_ops.  QEMU does not clamp a direct read of a ROM device at the
+ * region's end (see dimmnet2_init_ram), so the ROM device is one page longer
+ * than the window shows and the window maps an alias of its first 64 KiB: a
+ * read across the end stays inside the RAM block and reads zeros there.
+ */
+static bool dimmnet2_init_ur(DN2State *s, Error **errp)
+{
+    g_autofree char *name = NULL;
+
+    if (!s->read_mirror || s->strict) {
+        memory_region_init_io(&s->ur, OBJECT(s), &dimmnet2_ur_ops, s,
+                              "dimmnet2.ur", DN2_REGION_SIZE);
+        return true;
+    }
+    name = g_strdup_printf("dimmnet2.%" PRIx64 ".ur-mirror", s->base);
+    if (!memory_region_init_rom_device_nomigrate(&s->ur_mirror, OBJECT(s),
+                                                 &dimmnet2_ur_ops, s, name,
+                                                 DN2_REGION_SIZE + DN2_UR_PAGE,
+                                                 errp)) {
+        return false;
+    }
+    s->ur_ptr = memory_region_get_ram_ptr(&s->ur_mirror);
+    memset(s->ur_ptr, 0, DN2_REGION_SIZE + DN2_UR_PAGE);
+    memory_region_init_alias(&s->ur, OBJECT(s), "dimmnet2.ur", &s->ur_mirror,
+                             0, DN2_REGION_SIZE);
+    dimmnet2_ur_publish(s);
+    return true;
+}
+
 /* What the port reports upward. */
 static DN2RxResult dimmnet2_port_deliver(DN2State *s, uint16_t slid,
                                          const uint8_t *pkt, size_t len)
@@ -318,8 +353,9 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
 
     cname = g_strdup_printf("dimmnet2.%" PRIx64, s->base);
     memory_region_init(&s->container, OBJECT(s), cname, DN2_WINDOW_SIZE);
-    memory_region_init_io(&s->ur, OBJECT(s), &dimmnet2_ur_ops, s, "dimmnet2.ur",
-                          DN2_REGION_SIZE);
+    if (!dimmnet2_init_ur(s, errp)) {
+        goto fail_sodimm;
+    }
     memory_region_init_io(&s->sr, OBJECT(s), &dimmnet2_sr_ops, s, "dimmnet2.sr",
                           DN2_REGION_SIZE);
     memory_region_add_subregion(&s->container, DN2_WW_BASE, &s->ww);
@@ -338,6 +374,7 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
         dimmnet2_units_fini(s);
         goto fail_sodimm;
     }
+    dimmnet2_ur_publish(s);
     trace_dimmnet2_realize(s->index, s->base, s->sodimm_bytes);
     return;
 
@@ -560,6 +597,7 @@ static int dimmnet2_post_load(void *opaque, int version_id)
     dimmnet2_port_refresh(s);
     s->rc_stall_since = 0;
     dimmnet2_wc_kick(s);
+    dimmnet2_ur_publish(s);     /* the mirror is not in the stream */
     return 0;
 }
 
@@ -616,6 +654,7 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_UINT32("coalesce-us", DN2State, coalesce_us,
                        DIMMNET2_COALESCE_US_DEFAULT),
     DEFINE_PROP_BOOL("strict", DN2State, strict, false),
+    DEFINE_PROP_BOOL("read-mirror", DN2State, read_mirror, true),
     DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
 
@@ -785,6 +824,11 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
         "register must hold the port's LID, sub-4-byte elements and misaligned "
         "SO-DIMM offsets are refused, and every protocol violation seen is "
         "reported (strict-violations); see docs/device-model.md");
+    object_class_property_set_description(klass, "read-mirror",
+        "serve User Register reads from a copy the board keeps current, so a "
+        "poll is a load, not an exit to the device model under QEMU's global "
+        "lock (on, the default); off: every read is an MMIO access (traced, "
+        "narrow reads counted in stat-bad-access); strict=on implies off");
     object_class_property_set_description(klass, "strict-delay-ns",
         "with strict=on: virtual-clock delay before each step of the Window "
         "Controller (default 1000; deterministic under -icount)");

@@ -66,6 +66,16 @@ static DN2 *rig_start(Rig *r)
     return &r->d;
 }
 
+/* The same with more -device properties (props starts with a comma). */
+static DN2 *rig_start_props(Rig *r, const char *props)
+{
+    g_autofree char *all = g_strdup_printf(",loopback=on%s", props);
+
+    dn2q_sdfile_create(&r->mem, SD_BYTES, "dn2-remote-XXXXXX", false);
+    dn2q_open(&r->d, dn2q_start_memdev(&r->mem, all), DN2_DEFAULT_BASE0);
+    return &r->d;
+}
+
 static void rig_stop(Rig *r)
 {
     qtest_quit(r->d.qts);
@@ -406,6 +416,129 @@ static void test_link(void)
 /* ================================================================== */
 
 /* Each of the 4 Write Windows of both WIDs, to SO-DIMM / PW / LLCM. */
+/* ------------------------------------------------------------------ */
+/* The read mirror (choice #56)                                        */
+/* ------------------------------------------------------------------ */
+
+static const uint32_t mirror_regs[] = {
+    DN2_UR_CTL_STATUS, DN2_UR_PRIM_COUNTER, DN2_UR_PW_FLAG, DN2_UR_PKT_COUNTER,
+    DN2_UR_LHB_ADDR, DN2_UR_MODULE_STATE, DN2_UR_STATUS_ADDR,
+    DN2_UR_CMD0_LOWER,          /* write-only: reads 0 (choice #3) */
+};
+#define MIRROR_NREGS G_N_ELEMENTS(mirror_regs)
+
+/* One step of the script, the same on both boards; it waits until the
+ * board is quiet (the step's counter reached) before returning. */
+static void mirror_step(Rig *r, int step)
+{
+    DN2 *d = &r->d;
+    uint8_t data[DN2_WIN_SIZE];
+    struct dn2_hdr h;
+    uint64_t l1;
+    uint64_t p1 = dn2q_pkts(d, 1);
+
+    switch (step) {
+    case 0:                     /* bring-up */
+        bringup(d, DN2Q_MTU_2K, PGID, PGID);
+        break;
+    case 1:                     /* BOTF WID 0 -> WID 1 SO-DIMM, with status */
+        h = mkhdr(DN2_OP_RVS, 0, 1, LID);
+        h.eflag = 1;
+        l1 = dn2_hdr1_encode(DST, DST);
+        dn2q_pattern(data, 200, 56);
+        botf_image(r, 0, 2, &h, &l1, 1, data, 200);
+        botf(r, 0, 2, 2 * DN2_LINE + 200, "mirror: BOTF");
+        wait_pkts(r, 1, p1 + 1, "mirror: BOTF");
+        dn2q_poll_ur(d, 1, DN2_UR_STATUS_ADDR, ~0ULL,
+                     dn2q_status_next(d, 1, d->st[1].head), DN2Q_MAX_POLL,
+                     "mirror: the BOTF's status record");
+        break;
+    case 2:                     /* the host frees the record (head write) */
+        expect_status(r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 200), LM_ALL,
+                      dn2_req_upper(DST, 0), "mirror: BOTF");
+        break;
+    case 3:                     /* RVS of 3000 bytes: 2 packets (2 KiB MTU) */
+        rsend(r, 0, 0, dn2_req_upper(SRC, DST + 0x1000),
+              dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 0, 3000), DN2_PC_RVS,
+              "mirror: RVS");
+        wait_pkts(r, 1, p1 + 2, "mirror: RVS");
+        break;
+    case 4:                     /* local VS from Write Window 1 of WID 1 */
+        dn2q_pattern(data, 256, 57);
+        qtest_memwrite(d->qts, dn2q_ww_addr(d, 1, DN2_WIN_SIZE), data, 256);
+        rsend(r, 1, 0, dn2_req_upper(DN2_WIN_SIZE, SRC),
+              dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 256), DN2_PC_VS, "mirror: VS");
+        break;
+    case 5:                     /* local VL into Prefetch Window 2 of WID 1 */
+        rsend(r, 1, 0, dn2_req_upper(SRC, 2 * DN2_WIN_SIZE + 128),
+              dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 256), DN2_PC_VL, "mirror: VL");
+        dn2q_poll_ur(d, 1, DN2_UR_PW_FLAG, ~0ULL, DN2_PWF_ALL, DN2Q_MAX_POLL,
+                     "mirror: VL done (PW flags)");
+        break;
+    case 6:                     /* Primitive Counter reset of WID 0 */
+        dn2q_ur_wr(d, 0, DN2_UR_PRIM_COUNTER, 0);
+        break;
+    case 7:                     /* Controller Reset by a read (§B) */
+        (void)dn2q_sr_rd(d, DN2_SR_CTL_RESET);
+        break;
+    }
+}
+
+/*
+ * read-mirror=on (the default) serves User Register reads from a RAM copy
+ * the board keeps; read-mirror=off reads every one from the device.  One
+ * script on two boards, one of each: after every step every readable
+ * register of both WIDs must read the same, whole and in 1/2/4-byte
+ * pieces (which the mirror serves as the register's bytes, not counted
+ * as bad accesses).
+ */
+static void test_read_mirror(void)
+{
+    Rig r[2];
+    int step, i, wid;
+    unsigned k;
+
+    rig_start_props(&r[0], "");
+    rig_start_props(&r[1], ",read-mirror=off");
+    for (step = 0; step <= 7; step++) {
+        uint64_t v[2][2][MIRROR_NREGS];
+
+        for (i = 0; i < 2; i++) {
+            mirror_step(&r[i], step);
+            for (wid = 0; wid < 2; wid++) {
+                for (k = 0; k < MIRROR_NREGS; k++) {
+                    v[i][wid][k] = dn2q_ur_rd(&r[i].d, wid, mirror_regs[k]);
+                }
+            }
+        }
+        for (wid = 0; wid < 2; wid++) {
+            for (k = 0; k < MIRROR_NREGS; k++) {
+                uint64_t a = dn2q_ur_addr(&r[0].d, wid, mirror_regs[k]);
+                uint64_t m = v[0][wid][k];
+
+                EXPECT_HEX(m, v[1][wid][k], "step %d: WID %d register 0x%x, mirror vs "
+                           "device", step, wid, mirror_regs[k]);
+                EXPECT_HEX(qtest_readb(r[0].d.qts, a + 1), (m >> 8) & 0xff,
+                           "step %d: WID %d register 0x%x byte 1 from the mirror", step,
+                           wid, mirror_regs[k]);
+                EXPECT_HEX(qtest_readw(r[0].d.qts, a + 2), (m >> 16) & 0xffff,
+                           "step %d: WID %d register 0x%x bytes 2-3 from the mirror", step,
+                           wid, mirror_regs[k]);
+                EXPECT_HEX(qtest_readl(r[0].d.qts, a + 4), m >> 32,
+                           "step %d: WID %d register 0x%x upper half from the mirror", step,
+                           wid, mirror_regs[k]);
+            }
+        }
+    }
+    EXPECT_HEX(rstat(&r[0], "stat-bad-access"), 0,
+               "narrow reads of the mirror are no bad accesses");
+    /* writes still reach the device: a 4-byte one is still refused */
+    qtest_writel(r[0].d.qts, dn2q_ur_addr(&r[0].d, 0, DN2_UR_PKT_COUNTER), 0);
+    EXPECT_HEX(rstat(&r[0], "stat-bad-access"), 1, "a 4-byte write is still counted");
+    rig_stop(&r[0]);
+    rig_stop(&r[1]);
+}
+
 static void test_botf_windows(void)
 {
     static const uint32_t dlens[2][4] = { { 496, 1, 77, 200 }, { 13, 255, 8, 333 } };
@@ -2345,6 +2478,7 @@ int main(int argc, char **argv)
     g_test_set_nonfatal_assertions();
 
     qtest_add_func("/dimmnet2-remote/link/basics", test_link);
+    qtest_add_func("/dimmnet2-remote/regs/read-mirror", test_read_mirror);
     qtest_add_func("/dimmnet2-remote/botf/windows", test_botf_windows);
     qtest_add_func("/dimmnet2-remote/botf/sizes", test_botf_sizes);
     qtest_add_func("/dimmnet2-remote/botf/wire-format", test_botf_wire);

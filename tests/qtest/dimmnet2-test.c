@@ -351,7 +351,8 @@ static void test_ring_pointers(void)
 /* Bad access sizes, read-only buffers, RAM buffers. */
 static void test_access_rules(void)
 {
-    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+    /* read-mirror=off: every read reaches the device (choice #4) */
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn,read-mirror=off");
     DN2 d;
     uint64_t bad;
     int wid;
@@ -2374,7 +2375,10 @@ static void test_vmstate_stalled(void)
  */
 static void test_straddle(void)
 {
-    static const uint32_t ends[] = { DN2_PW_BASE, DN2_LLCM_BASE, DN2_LHB_BASE, DN2_UR_BASE };
+    /* DN2_SR_BASE: the end of the User Registers, a ROM device with
+     * read-mirror=on (QEMU does not clamp a direct read of one) */
+    static const uint32_t ends[] = { DN2_PW_BASE, DN2_LLCM_BASE, DN2_LHB_BASE, DN2_UR_BASE,
+                                     DN2_SR_BASE };
     QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2");
     DN2 d;
     unsigned i, k;
