@@ -5,7 +5,8 @@
  *
  * The four buffers (Write Window, Prefetch Window, LLCM, LH Buffer) are
  * RAM the guest reaches directly (dimmnet2.c maps them); only these two
- * pages are MMIO.
+ * pages are MMIO, and the User Registers only for writes when the read
+ * mirror is on (dimmnet2_ur_publish).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

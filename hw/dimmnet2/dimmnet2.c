@@ -8,7 +8,8 @@
  *   0x10000 Prefetch Window  RAM, ro host reads (writes discarded), NIC writes
  *   0x20000 LLCM             RAM     both read and write
  *   0x30000 LH Buffer        RAM, ro host reads (writes discarded), NIC writes
- *   0x40000 User Registers   MMIO    one 4 KiB page per WID
+ *   0x40000 User Registers   MMIO    one 4 KiB page per WID; reads from a
+ *                                    RAM mirror with read-mirror=on
  *   0x50000 System Register  MMIO    privileged
  *
  * The on-board SO-DIMMs come from a memory backend ("memdev") and are only
