@@ -1998,7 +1998,7 @@ static void coalesce_case(bool on)
     Board *A, *B;
     uint8_t data[N][LEN];
     struct dn2_hdr h;
-    uint64_t pk0, dg0, pk, dg;
+    uint64_t pk0, dg0, rt0, pk, dg, rt;
     unsigned i;
     const char *w = on ? "coalesce-us=1000000" : "coalesce-us=0";
 
@@ -2008,6 +2008,7 @@ static void coalesce_case(bool on)
     }
     pk0 = qom_u64(A, "stat-tx-packets");
     dg0 = qom_u64(A, "stat-link-dgrams-tx");
+    rt0 = qom_u64(A, "stat-link-retransmits");
     kill(qtest_pid(B->d.qts), SIGSTOP);
     for (i = 0; i < N; i++) {
         dn2q_pattern(data[i], LEN, 80 + i);
@@ -2017,12 +2018,22 @@ static void coalesce_case(bool on)
     }
     pk = qom_u64(A, "stat-tx-packets") - pk0;
     dg = qom_u64(A, "stat-link-dgrams-tx") - dg0;
+    rt = qom_u64(A, "stat-link-retransmits") - rt0;
     kill(qtest_pid(B->d.qts), SIGCONT);
-    g_test_message("%s: %" PRIu64 " datagrams for %" PRIu64 " packets", w, dg, pk);
+    g_test_message("%s: %" PRIu64 " datagrams for %" PRIu64 " packets, %" PRIu64
+                   " of them retransmission probes", w, dg, pk, rt);
     EXPECT_HEX(pk, N, "%s: A sent %u packets", w, N);
     if (on) {
-        EXPECT_TRUE(dg <= N / 3, "%s: %" PRIu64 " datagrams for %u packets to a silent "
-                    "peer (the first alone, the rest together)", w, dg, N);
+        /* On an idle host: the first alone, the rest together (2).  On a
+         * loaded one the qtest's sends are milliseconds apart, long enough
+         * for the endpoint's timer to run between them: an expiry sends a
+         * probe datagram of its own, and any input or timer flushes what
+         * waits (the full suite, tests in parallel, saw 8 datagrams, and
+         * 6 with six busy loops beside it).  Without coalescing it is
+         * always one datagram per packet or more. */
+        EXPECT_TRUE(dg - MIN(rt, dg) < N, "%s: %" PRIu64 " datagrams (%" PRIu64
+                    " of them probes) for %u packets to a silent peer: some "
+                    "packets shared a datagram", w, dg, rt, N);
     } else {
         EXPECT_TRUE(dg >= N, "%s: %" PRIu64 " datagrams for %u packets (one each)", w,
                     dg, N);
