@@ -260,8 +260,7 @@ static bool dimmnet2_init_ur(DN2State *s, Error **errp)
     memset(s->ur_ptr, 0, DN2_REGION_SIZE + DN2_UR_PAGE);
     memory_region_init_alias(&s->ur, OBJECT(s), "dimmnet2.ur", &s->ur_mirror,
                              0, DN2_REGION_SIZE);
-    dimmnet2_ur_publish(s);
-    return true;
+    return true;        /* realize publishes once every unit is set up */
 }
 
 /* What the port reports upward. */
