@@ -121,7 +121,7 @@ cat > "$wrapper" <<EOF
 # $port1, MAC 52:54:00:77:00:0<N+1>).
 real=$(printf '%q' "$real_qemu")
 n=; prev=
-for a in "\$@"; do [ "\$prev" = -name ] && n=\${a#node}; prev=\$a; done
+for a in "\$@"; do [ "\$prev" = -name ] && n=\${a#node}; n=\${n%%,*}; prev=\$a; done
 case \$n in 0) l=$port0 r=$port1 ;; 1) l=$port1 r=$port0 ;; *) exec "\$real" "\$@" ;; esac
 exec "\$real" "\$@" \\
     -netdev "dgram,id=bench,local.type=inet,local.host=127.0.0.1,local.port=\$l,remote.type=inet,remote.host=127.0.0.1,remote.port=\$r" \\

@@ -872,7 +872,7 @@ for ((i = 0; i < nodes; i++)); do
     [ -n "$append_extra" ] && append+=" $append_extra"
     # shellcheck disable=SC2054  # commas inside QEMU option values
     cmd=("$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
-         -nodefaults -display none -no-reboot -name "node$i" -L "$firmware"
+         -nodefaults -display none -no-reboot -name "node$i,debug-threads=on" -L "$firmware"
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"
          "${secret_obj[@]}"
@@ -894,7 +894,13 @@ done
 
 # --board-stats: a poller reads every board's stat-* counters over QMP once
 # a second into RUNDIR/board-stats/nodeI (the last read stays when the
-# guest has powered off).
+# guest has powered off).  A poll is one command per board (its "stats"
+# property: every counter in one read; the boards' QOM paths are looked up
+# once): QMP takes a command in a byte at a time and runs it under QEMU's
+# global lock, so reading forty counters one by one every second disturbed
+# the guests being measured.  It connects for each poll, because a QMP
+# socket serves one client at a time (bench-cluster.sh --lock-profile is
+# another).
 if [ -n "$board_stats" ]; then
     mkdir -p "$rundir/board-stats"
     start_group "$rundir/board-stats.out" "$rundir/board-stats.log" "$py" -c '
@@ -903,18 +909,25 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 from qmp import QMP
 out, socks = sys.argv[2], sys.argv[3:]
-def stats(path):
-    q = QMP(path)
+paths = {}
+def boards(q):
     res = []
     for d in q.cmd("qom-list", {"path": "/machine/peripheral-anon"}).get("return", []):
         p = "/machine/peripheral-anon/" + d["name"]
-        if not d["type"].startswith("child<") or q.cmd("qom-get", {"path": p, "property": "type"}).get("return") != "dimmnet2":
-            continue
-        for pr in q.cmd("qom-list", {"path": p})["return"]:
-            if pr["name"].startswith("stat-"):
-                res.append("%s=%s" % (pr["name"][5:], q.cmd("qom-get", {"path": p, "property": pr["name"]}).get("return")))
-    q.close()
+        if d["type"].startswith("child<") and q.cmd("qom-get", {"path": p, "property": "type"}).get("return") == "dimmnet2":
+            res.append(p)
     return res
+def stats(path):
+    q = QMP(path)
+    try:
+        if path not in paths:
+            paths[path] = boards(q)
+        res = []
+        for p in paths[path]:
+            res += q.cmd("qom-get", {"path": p, "property": "stats"})["return"].split()
+        return res
+    finally:
+        q.close()
 while True:
     for i, path in enumerate(socks):
         try:

@@ -24,6 +24,7 @@
 #include "libqtest.h"
 #include "libqos/fw_cfg.h"
 #include "qobject/qdict.h"
+#include "qobject/qlist.h"
 #include "qemu/bswap.h"
 #include "dimmnet2-qtest-util.h"
 
@@ -1046,6 +1047,54 @@ static void test_prim_counter(void)
     EXPECT_HEX(dn2q_pc(&d, 0), 0, "Primitive Counter reset by a write of any value");
     vs(&d, 0, 0, 0x100, 8);
     EXPECT_HEX(dn2q_pc(&d, 0), 1ULL << 20, "counting resumes from 0");
+    qtest_quit(qts);
+}
+
+/* The stats property: every stat-* counter in one read, the same values
+ * as the counters one by one, and one line for each of them. */
+static void test_stats_property(void)
+{
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+    DN2 d;
+    QDict *rsp;
+    g_auto(GStrv) lines = NULL;
+    unsigned n_stat = 0, i;
+    const QListEntry *e;
+    QList *props;
+
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&d, 0x01);
+    for (i = 0; i < 3; i++) {
+        vs(&d, 0, 0, 0x100, 8);             /* requests, bytes-local */
+    }
+    rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
+                    "{'path': '/machine/peripheral/dn', 'property': 'stats'}}");
+    g_assert(qdict_haskey(rsp, "return"));
+    lines = g_strsplit(qdict_get_str(rsp, "return"), "\n", -1);
+    qobject_unref(rsp);
+    for (i = 0; lines[i] && *lines[i]; i++) {
+        g_auto(GStrv) kv = g_strsplit(lines[i], "=", 2);
+        g_autofree char *prop = g_strdup_printf("stat-%s", kv[0]);
+
+        g_assert(kv[1]);
+        EXPECT_HEX(g_ascii_strtoull(kv[1], NULL, 10), dn2q_qom_u64(qts, "dn", prop),
+                   "stats line %s against %s", lines[i], prop);
+        if (!strcmp(kv[0], "requests")) {
+            EXPECT_HEX(g_ascii_strtoull(kv[1], NULL, 10), 3, "requests counted");
+        }
+    }
+    rsp = qtest_qmp(qts, "{'execute': 'qom-list', 'arguments': "
+                    "{'path': '/machine/peripheral/dn'}}");
+    props = qdict_get_qlist(rsp, "return");
+    QLIST_FOREACH_ENTRY(props, e) {
+        if (g_str_has_prefix(qdict_get_str(qobject_to(QDict, qlist_entry_obj(e)), "name"),
+                             "stat-")) {
+            n_stat++;
+        }
+    }
+    qobject_unref(rsp);
+    EXPECT_HEX(i, n_stat, "one stats line per stat-* property");
+    g_assert_cmpuint(n_stat, >, 20);
     qtest_quit(qts);
 }
 
@@ -2507,6 +2556,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/prim/wid-isolation", test_wid_isolation);
     qtest_add_func("/dimmnet2/prim/pw-flags", test_pw_flags);
     qtest_add_func("/dimmnet2/prim/primitive-counter", test_prim_counter);
+    qtest_add_func("/dimmnet2/qom/stats", test_stats_property);
     qtest_add_func("/dimmnet2/prim/sodimm-copy", test_sodimm_copy);
     qtest_add_func("/dimmnet2/prim/copy-large", test_copy_large);
     qtest_add_func("/dimmnet2/prim/copy-shrink", test_copy_shrink);
