@@ -22,6 +22,10 @@
  *                     tight       the library's loops (registers back to back)
  *                   (all but tight poll the status ring in LLCM memory)
  *   -q              rank 0 prints only the tables (no progress on stderr)
+ *   --stream-detail every unidirectional stream, on stderr: rank 0 the time
+ *                   to issue it and to see the answer, its naps, the longest
+ *                   nap; rank 1 its naps ("where a stream's time goes" in
+ *                   docs/benchmarks-guest.md)
  *
  * Ping-pong figures are the median round trip / 2; a bandwidth is the
  * median of 3 streams of N messages each.  Run it once per boot (or per
@@ -247,10 +251,35 @@ static double sleep_us = 1;
 /* ... after spinning this long first (short waits stay short) */
 static double spin_first_us = 0;
 
+/* --stream-detail: naps taken since the last report, and the longest */
+static int stream_detail;
+static unsigned long naps;
+static double nap_max_us;
+
 static void nap(void)
 {
     struct timespec ts = { 0, (long)(sleep_us * 1000) };
+
+    if (stream_detail) {
+        double t0 = now_us(), t;
+
+        nanosleep(&ts, NULL);
+        t = now_us() - t0;
+        naps++;
+        nap_max_us = t > nap_max_us ? t : nap_max_us;
+        return;
+    }
     nanosleep(&ts, NULL);
+}
+
+static void nap_report(const char *what, size_t size, const char *more)
+{
+    if (stream_detail) {
+        fprintf(stderr, "stream: %s %zu B%s naps %lu longest %.0f us\n", what, size, more,
+                naps, nap_max_us);
+        naps = 0;
+        nap_max_us = 0;
+    }
 }
 
 static void spin_us(double us)
@@ -720,19 +749,29 @@ static double stream_uni_once(struct xfer *x)
 
     xfer_start(x);
     if (me == 0) {
+        double ti;
+        char more[96];
+
+        naps = 0;                       /* count from here */
+        nap_max_us = 0;
         t0 = now_us();
         for (i = 0; i < n; i++) {
             x->send(x);
         }
         xfer_sent(x);
+        ti = now_us() - t0;
         ctl_wait(LL_ACK, ++ack_seq, "end-of-stream answer");
         t = now_us() - t0;
+        snprintf(more, sizeof(more), " x %u: issued in %.0f us (%.1f MB/s), answer at %.0f us;",
+                 n, ti, n * (double)x->size / ti, t);
+        nap_report(x->what, x->size, more);
     } else {
         for (i = 0; i < n; i++) {
             x->recv(x);
         }
         ++ack_seq;
         ctl_send(LL_ACK, &ack_seq, 8);
+        nap_report(x->what, x->size, " received;");
     }
     check_board();
     return n * (double)x->size / t;
@@ -1717,7 +1756,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: dn2-bench [--full] [--only probe,botf,botf-big,rvs,ipush,lhs] "
             "[--sizes LIST] [--udp FILE] [--scale X]\n"
-            "                 [--poll tight|spin[:US]|sleep[:US]|hybrid[:US]] [-q]\n");
+            "                 [--poll tight|spin[:US]|sleep[:US]|hybrid[:US]] [--stream-detail] [-q]\n");
 }
 
 int main(int argc, char **argv)
@@ -1729,6 +1768,7 @@ int main(int argc, char **argv)
         { "scale", required_argument, NULL, 's' },
         { "poll", required_argument, NULL, 'P' },
         { "sizes", required_argument, NULL, 'S' },
+        { "stream-detail", no_argument, NULL, 'D' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -1742,6 +1782,7 @@ int main(int argc, char **argv)
         case 'u': udp_file = optarg; break;
         case 's': scale = strtod(optarg, NULL); break;
         case 'q': quiet = 1; break;
+        case 'D': stream_detail = 1; break;
         case 'S':
             n_user = bench_parse_sizes(optarg, user_sizes, 64, 8, MAXMSG);
             break;
