@@ -24,8 +24,9 @@
  *   -q              rank 0 prints only the tables (no progress on stderr)
  *   --stream-detail every unidirectional stream, on stderr: rank 0 the time
  *                   to issue it and to see the answer, its naps, the longest
- *                   nap; rank 1 its naps ("where a stream's time goes" in
- *                   docs/benchmarks-guest.md)
+ *                   nap; rank 1 its naps since its previous stream (the
+ *                   barrier before this one included) ("where a stream's
+ *                   time goes" in docs/benchmarks-guest.md)
  *
  * Ping-pong figures are the median round trip / 2; a bandwidth is the
  * median of 3 streams of N messages each.  Run it once per boot (or per
