@@ -15,6 +15,9 @@
 #   --no-udp          skip the UDP baseline
 #   --device-opts S   board properties for both nodes (cluster.sh
 #                     --device-opts), e.g. rx-thread=off
+#   --slice US        the host CPU time slice of the QEMUs, the switch and
+#                     the hub (cluster.sh --slice; default 100 µs, 0 the
+#                     kernel's default); the report says which was in effect
 #   --lock-profile    QEMU's synchronisation profiler in both guests from
 #                     dn2-bench's start to the end (HMP sync-profile over
 #                     QMP): the report gets each node's longest lock waits
@@ -53,6 +56,7 @@ quiet=
 dn2_extra=()
 device_opts=
 lock_profile=
+slice_us=100
 while [ $# -gt 0 ]; do
     case $1 in
         --full) full=1; shift ;;
@@ -62,6 +66,7 @@ while [ $# -gt 0 ]; do
         --no-udp) udp=; shift ;;
         --lock-profile) lock_profile=1; shift ;;
         --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
+        --slice) slice_us=${2:?$1 needs microseconds}; shift 2 ;;
         -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
         -o|--output) output=${2:?$1 needs a file}; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
@@ -71,6 +76,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $timeout_s in ''|*[!0-9]*) die "--timeout wants seconds" ;; esac
+case $slice_us in ''|*[!0-9]*) die "--slice wants microseconds (0: the kernel's default)" ;; esac
 [ -n "$full" ] && [ "$timeout_s" = 900 ] && timeout_s=2400
 
 bench_dir=$DN2_TOP/build/bench
@@ -178,7 +184,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 others=$(pgrep -f qemu-system | wc -l)
 rundir=$DN2_TOP/build/cluster/$name
 progress "booting 2 nodes ($DN2_ACCEL_NAME; cluster $rundir); $([ -n "$full" ] && echo "about 4 minutes" || echo "about a minute")"
-QEMU=$wrapper "$here/cluster.sh" -q -n 2 --name "$name" -t "$timeout_s" -f "$node_sh" --board-stats \
+QEMU=$wrapper "$here/cluster.sh" -q -n 2 --name "$name" -t "$timeout_s" -f "$node_sh" --board-stats --slice "$slice_us" \
     ${device_opts:+--device-opts "$device_opts"} \
     > "$qmp_dir/cluster.out" 2> "$qmp_dir/cluster.err" &
 cpid=$!
@@ -274,6 +280,13 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
     echo "DIMMnet-2 for QEMU: guest benchmarks (scripts/bench-cluster.sh, $(date '+%Y-%m-%d %H:%M'))"
     echo "2 Linux guests ($DN2_ACCEL_NAME, 1 vCPU, 256 MiB each), one board each on one dn2-switch;"
     echo "host: $(nproc) CPUs ($cpu_model), load average $load_before -> $load_after;"
+    if [ "$slice_us" = 0 ]; then
+        echo "host scheduling: the kernel's default time slice (--slice 0)"
+    elif slice_why=$(python3 "$here/sched-slice.py" --check "$slice_us"); then
+        echo "host scheduling: QEMUs, switch and hub with a ${slice_us} µs time slice (--slice; docs/cluster.md)"
+    else
+        echo "host scheduling: --slice $slice_us asked, but the kernel's default slice was in effect: $slice_why"
+    fi
     [ "$others" -gt 0 ] && echo "  note: $others other QEMU process(es) were running when this started: figures are noisier"
     echo "the figures are emulator figures; the meaningful comparison is DIMMnet-2 vs UDP in the same run"
     echo

@@ -42,6 +42,12 @@
 #                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
 #       --serve-dir DIR   the file server also serves DIR (after the run's
 #                         own files, before build/guest/export/)
+#       --slice US        the QEMUs, the switch and the Ethernet hub run with
+#                         a CPU time slice of US microseconds (Linux 6.12+
+#                         EEVDF custom slice, scripts/sched-slice.py), so a
+#                         thread woken by a datagram or a timer preempts a
+#                         busy one at once; default 100, 0 keeps the
+#                         kernel's (docs/cluster.md, "Host scheduling")
 #       --board-stats     every node gets a QMP socket, and a poller keeps the
 #                         boards' latest stat-* counters in
 #                         RUNDIR/board-stats/nodeI ("name=value" lines)
@@ -474,6 +480,7 @@ packages=
 mpi_image=
 ethernet=
 board_stats=
+slice_us=100
 ether_mtu=
 serve_dir=
 append_extra=
@@ -507,6 +514,7 @@ while [ $# -gt 0 ]; do
         --mpi) mpi_image=1; shift ;;
         --ethernet) ethernet=1; shift ;;
         --board-stats) board_stats=1; shift ;;
+        --slice) slice_us=${2:?$1 needs microseconds, 0 for the default}; shift 2 ;;
         --ethernet-mtu) ether_mtu=${2:?$1 needs a number}; shift 2 ;;
         --serve-dir) serve_dir=${2:?$1 needs a directory}; shift 2 ;;
         -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
@@ -522,12 +530,14 @@ while [ $# -gt 0 ]; do
         *) setup_die "unknown argument: $1 (see --help)" ;;
     esac
 done
-for v in nodes timeout_s boot_timeout grace mem smp wid switch_port http_port; do
+for v in nodes timeout_s boot_timeout grace mem smp wid switch_port http_port slice_us; do
     is_uint "${!v}" || setup_die "--${v//_/-} wants a whole number, not '${!v}'"
 done
 [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || setup_die "--nodes must be 1..64"
 [ "$switch_port" -le 65535 ] && [ "$http_port" -le 65535 ] || setup_die "ports are 0..65535"
 [ "$mem" -ge 128 ] || setup_die "--mem: the guest wants at least 128 MiB"
+[ "$slice_us" = 0 ] || { [ "$slice_us" -ge 100 ] && [ "$slice_us" -le 100000 ]; } \
+    || setup_die "--slice: 100..100000 microseconds (the kernel's range), or 0 for its default"
 if [ -n "$run_file" ]; then
     [ -z "$run" ] || setup_die "give -r or -f, not both"
     [ -f "$run_file" ] || setup_die "--file: $run_file does not exist"
@@ -557,6 +567,18 @@ dn2_accel || exit 4
 switch_bin=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
 [ -x "$switch_bin" ] || setup_die "no switch at $switch_bin: build it with 'meson setup build && meson compile -C build' (or scripts/test.sh)"
 py=$(find_python) || setup_die "python3 not found (it runs the job/file server): apt-get install python3"
+# --slice: the data path's processes start through scripts/sched-slice.py
+# (also on other hosts: the work tree is at the same path there).
+slice_wrap=()
+if [ "$slice_us" != 0 ]; then
+    slice_wrap=("$py" "$here/sched-slice.py" "$slice_us" --)
+    if why=$("$py" "$here/sched-slice.py" --check "$slice_us"); then
+        [ "$quiet" = 1 ] || say "host scheduling: a ${slice_us} µs slice for the QEMUs, the switch and the hub (--slice)"
+    else
+        say "note: --slice $slice_us has no effect here: $why"
+        slice_wrap=()
+    fi
+fi
 initramfs_args=()
 [ -n "$packages" ] && initramfs_args+=(--packages "$packages")
 [ -n "$mpi_image" ] && initramfs_args+=(--mpi)
@@ -654,6 +676,8 @@ if [ ${#hosts[@]} -gt 0 ]; then
 else
     switch_addr=127.0.0.1 switch_listen=127.0.0.1 http_bind=127.0.0.1 my_addr=10.0.2.2
 fi
+# (another host's python3 may live elsewhere: there, the one on its PATH)
+[ ${#hosts[@]} -gt 0 ] && [ ${#slice_wrap[@]} -gt 0 ] && slice_wrap[0]=python3
 switch_at() { case $switch_addr in *:*) echo "[$switch_addr]:$sport" ;; *) echo "$switch_addr:$sport" ;; esac; }
 
 # ---------------------------------------------------------------- teardown
@@ -765,7 +789,7 @@ wait_ready() {
 
 # ------------------------------------------------------------------ switch
 # shellcheck disable=SC2206  # --switch-opts is word-split on purpose
-sw_cmd=("$switch_bin" --listen "$switch_listen:$switch_port" --ready-file "$rundir/switch.port"
+sw_cmd=("${slice_wrap[@]}" "$switch_bin" --listen "$switch_listen:$switch_port" --ready-file "$rundir/switch.port"
         "${secret_sw[@]}" $switch_opts)
 if [ ${#hosts[@]} -gt 0 ]; then
     on_host_pid "$switch_host" "$rundir/switch.pid" "${sw_cmd[@]}"
@@ -807,7 +831,7 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))' "$nodes")"
     hub_args=()
     for p in "${eth_ports[@]}"; do hub_args+=(--member "127.0.0.1:$p"); done
     start_group "$rundir/ethhub.out" "$rundir/ethhub.log" \
-        "$hub_bin" --listen 127.0.0.1:0 --ready-file "$rundir/ethhub.port" "${hub_args[@]}"
+        "${slice_wrap[@]}" "$hub_bin" --listen 127.0.0.1:0 --ready-file "$rundir/ethhub.port" "${hub_args[@]}"
     wait_ready "$rundir/ethhub.port" "$child" 50 || setup_die "dn2-ethhub did not start: $(tail -3 "$rundir/ethhub.log")"
     eport=$(cat "$rundir/ethhub.port")
 fi
@@ -871,7 +895,7 @@ for ((i = 0; i < nodes; i++)); do
     fi
     [ -n "$append_extra" ] && append+=" $append_extra"
     # shellcheck disable=SC2054  # commas inside QEMU option values
-    cmd=("$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
+    cmd=("${slice_wrap[@]}" "$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
          -nodefaults -display none -no-reboot -name "node$i,debug-threads=on" -L "$firmware"
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"

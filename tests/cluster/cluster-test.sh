@@ -13,6 +13,10 @@
 #   4. development mode (-i): "cluster.sh exec" runs a job on every node,
 #      fetching a file over the guest network; SIGTERM to the launcher
 #      stops everything
+#      and the QEMUs and the switch run with the --slice time slice
+#      (100 µs by default; where the kernel has no custom slices, the
+#      launcher must say that it has no effect); --slice out of the
+#      kernel's range is refused before anything starts
 #   After each run: no QEMU, switch or server of that run is left.
 #
 # Environment: QEMU, DN2_SWITCH (binaries; default: found in build/),
@@ -37,9 +41,9 @@ check() { # check DESCRIPTION COMMAND...
 diag() { sed 's/^/# /'; }
 
 # 8 test points per size, 3 for the failing command, 2 for the cluster
-# secret, 5 for dev mode
+# secret, 6 for dev mode, 1 for a bad --slice
 nsizes=$(wc -w <<< "$sizes")
-echo "1..$((8 * nsizes + 3 + 2 + 5))"
+echo "1..$((8 * nsizes + 3 + 2 + 6 + 1))"
 
 # No process of a run is left: every process group in RUNDIR/pgids is gone.
 no_orphans() { # RUNDIR
@@ -190,6 +194,20 @@ rm -f "$top/build/guest/export/.cluster-test-file"
 "$cluster" exec -d "$rundir" -t 120 '[ "$DN2_NODE" = 0 ] || exit 5' > /dev/null 2>&1
 rc=$?
 check "dev mode: exec exits 1 when a node's job fails (got $rc)" [ "$rc" -eq 1 ]
+# Host scheduling: every QEMU and the switch (process group leaders, see
+# no_orphans) has the default --slice, 100 µs, if the kernel takes it.
+slices=
+for g in $(cat "$rundir/pgids" 2>/dev/null); do
+    case $(cat "/proc/$g/comm" 2>/dev/null) in qemu-system*|dn2-switch) ;; *) continue ;; esac
+    slices+=" $(cat "/proc/$g/comm"):$(awk '/^se.slice/ { print $3 }' "/proc/$g/sched" 2>/dev/null)"
+done
+if why=$(python3 "$top/scripts/sched-slice.py" --check 100); then
+    check "dev mode: QEMUs and switch run with a 100 µs slice:$slices" \
+        [ "$(tr ' ' '\n' <<< "$slices" | grep -c ':100000$')" -eq 3 ]
+else
+    check "dev mode: no custom slice here ($why), and the launcher said so" \
+        grep -q 'has no effect here' "$top/build/cluster/$name.err"
+fi
 kill -TERM "$launcher" 2>/dev/null
 for ((t = 0; t < 20; t++)); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.5; done
 if kill -0 "$launcher" 2>/dev/null; then
@@ -200,6 +218,16 @@ else
 fi
 wait "$launcher" 2>/dev/null
 check "dev mode: no process of the run left" no_orphans "$rundir"
+
+# 5. A slice the kernel would clamp is refused before anything starts.
+out=$("$cluster" -q -n 2 --name test-badslice --slice 50 -r true 2>&1)
+rc=$?
+if [ "$rc" -eq 4 ] && grep -q -- '--slice: 100..100000' <<< "$out"; then
+    ok "--slice 50: refused with status 4 and the valid range"
+else
+    not_ok "--slice 50: status $rc"
+    printf '%s\n' "$out" | diag
+fi
 
 echo "# logs: $top/build/cluster/test-*/ and $top/build/cluster/test-*.err"
 [ "$failed" -eq 0 ]
