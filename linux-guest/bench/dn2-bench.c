@@ -1563,6 +1563,22 @@ static void run_probe(void)
             sink += *llcm64(0x40);
         }
         out("   LLCM read (UC mapping, RAM in the emulator): %.3f µs each\n", (now_us() - t0) / 20000);
+        {
+            /* a nap of the sleep policy: what a wait that fails once costs */
+            enum { NN = 1000 };
+            static double nt[NN];
+            struct timespec ts = { 0, 1000 };
+
+            for (i = 0; i < NN; i++) {
+                t0 = now_us();
+                nanosleep(&ts, NULL);
+                nt[i] = now_us() - t0;
+            }
+            qsort(nt, NN, sizeof(nt[0]), cmp_d);
+            out("   nanosleep(1 µs), the sleep policy's nap: median %.0f µs, p90 %.0f, "
+                "p99 %.0f, max %.0f (%d naps)\n", nt[NN / 2], nt[NN * 9 / 10],
+                nt[NN * 99 / 100], nt[NN - 1], NN);
+        }
         for (i = 0; i < 300; i++) {         /* warm-up: translation, first touch */
             dn2_ww_write(d, 0, b, 512);
             check(dn2_vs(d, 0, SD_STAGE, 512), "VS");
