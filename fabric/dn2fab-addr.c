@@ -131,6 +131,16 @@ static bool addr_v4(const struct dn2f_addr *a, uint32_t *ip, uint16_t *port)
     return false;
 }
 
+bool dn2f_addr_loopback(const struct dn2f_addr *a)
+{
+    struct dn2f_addr x = *a;
+    if (dn2f_addr_to_family(&x, AF_INET)) {
+        return (ntohl(x.u.in.sin_addr.s_addr) >> 24) == 127;
+    }
+    return x.len >= sizeof(struct sockaddr_in6) && x.u.sa.sa_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&x.u.in6.sin6_addr);
+}
+
 /* Same host address (any port), IPv4-mapped IPv6 = IPv4. */
 bool dn2f_addr_same_host(const struct dn2f_addr *a, const struct dn2f_addr *b)
 {

@@ -103,6 +103,20 @@ static void routes_apply(struct dn2f_ep *ep)
                 continue;
             }
         } else if (p->epoch != r->epoch) {
+            /* Epochs are random per board start: one the peer had before
+             * is a table that would roll it back to an earlier incarnation
+             * (whose recorded datagrams would verify again).  Refused: the
+             * peer is left out of this table (an orphan). */
+            bool back = false;
+            for (j = 0; j < PEER_OLD_EPOCHS; j++) {
+                back |= r->epoch && p->old_epochs[j] == r->epoch;
+            }
+            if (back) {
+                ep->st.stale_routes++;
+                continue;
+            }
+            p->old_epochs[p->old_next] = p->epoch;
+            p->old_next = (p->old_next + 1) % PEER_OLD_EPOCHS;
             ep_peer_reset(ep, p, DN2F_DROP_PEER_RESET);    /* the peer restarted */
             p->epoch = r->epoch;
         }
@@ -251,7 +265,15 @@ static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
         return;
     }
     ep->last_sw_rx = t;
-    ep->ticket = a->ticket;     /* the newest one */
+    if (ep->link != DN2F_LINK_DOWN && a->lid == ep->lid && m->h.src_epoch == ep->sw_epoch) {
+        /* A repeated ASSIGN of this join (an answer to an earlier HELLO,
+         * late): its ticket and token are not taken.  The switch made the
+         * port with the ticket returned first, and its token; taking a
+         * later one would leave the link up but every DATA/ACK failing
+         * authentication both ways. */
+        return;
+    }
+    ep->ticket = a->ticket;
     if (ep->auth) {
         uint8_t tok[DN2F_TOKEN_LEN];
         struct peer *p;
@@ -265,9 +287,6 @@ static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
                 ep_peer_keys(ep, p);
             }
         }
-    }
-    if (ep->link != DN2F_LINK_DOWN && a->lid == ep->lid && m->h.src_epoch == ep->sw_epoch) {
-        return;                 /* a repeated ASSIGN */
     }
     if (ep->link == DN2F_LINK_UP) {
         ep_link_set_down(ep);      /* a new switch incarnation */
@@ -304,11 +323,13 @@ void ep_input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m)
         input_routes(ep, m);
         return;
     case DN2F_T_KEEPALIVE:
-        if (ep->link == DN2F_LINK_DOWN) {
-            return;
-        }
-        if (m->h.src_epoch != ep->sw_epoch) {
-            ep_link_set_down(ep);  /* the switch restarted: HELLO again */
+        /* Only the current switch incarnation answers our KEEPALIVEs (a
+         * restarted one answers them with BYE "unknown"): one of another
+         * switch epoch, or for another epoch of ours, is recorded or
+         * forged, and changes nothing. */
+        if (ep->link == DN2F_LINK_DOWN || m->h.src_epoch != ep->sw_epoch ||
+            m->h.dst_epoch != ep->epoch) {
+            ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
             return;
         }
         ep->last_sw_rx = t;
@@ -328,11 +349,33 @@ void ep_input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m)
             }
             return;
         }
-        if (ep->link != DN2F_LINK_DOWN &&
-            (m->h.src_epoch == ep->sw_epoch || m->u.bye.reason == DN2F_BYE_UNKNOWN)) {
-            ep_link_set_down(ep);
-        } else if (ep->link == DN2F_LINK_DOWN) {
+        /* A BYE counts only for this incarnation of ours (a stranger
+         * does not know its epoch; one recorded for an earlier one is
+         * stale). */
+        if (m->h.dst_epoch != ep->epoch) {
+            ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
+            return;
+        }
+        if (ep->link == DN2F_LINK_DOWN) {
             ep->hello_due = t;
+        } else if (ep->link == DN2F_LINK_ASSIGNED && m->h.src_epoch == ep->sw_epoch) {
+            ep_link_set_down(ep);   /* the join failed (a stale ticket, the LID taken) */
+        } else if (m->u.bye.reason == DN2F_BYE_UNKNOWN) {
+            /* "unknown": the switch restarted or timed our port out (any
+             * switch epoch) -- or a signed BYE of such a moment is
+             * replayed.  Ask at once: a switch that knows us answers the
+             * KEEPALIVE; without an answer within the HELLO interval the
+             * switch-loss timer takes the link down and we join again. */
+            uint64_t due = t + ep->cfg.hello_interval_ns;
+            if (ep->last_sw_rx + ep->cfg.keepalive_timeout_ns > due) {
+                ep->last_sw_rx = due - ep->cfg.keepalive_timeout_ns;
+                ep->ka_due = t;
+                ep->st.bye_probes++;
+            }
+        } else if (m->h.src_epoch == ep->sw_epoch) {
+            ep_link_set_down(ep);   /* the switch shuts down */
+        } else {
+            ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
         }
         return;
     default:

@@ -24,6 +24,7 @@
 #define NO_DEADLINE UINT64_MAX
 #define ROUTES_GEN_NONE 0xffffffffu
 #define MAX_JOINS 16
+#define PEER_OLD_EPOCHS 4           /* a peer's earlier epochs remembered */
 #define MC_MAX_REFS 4096
 #define MAX_RECS_PER_DGRAM 4096
 /* The RTO floor a spurious timeout sets: the delay the late ACK took, plus
@@ -101,6 +102,8 @@ struct peer {
     struct peer *prev, *next;
     uint16_t lid;
     uint64_t epoch;
+    uint64_t old_epochs[PEER_OLD_EPOCHS];       /* its earlier epochs: never back to one */
+    unsigned old_next;
     uint64_t gen;               /* unique per (creation, reset) */
     struct dn2f_addr addr;
     bool direct;

@@ -285,8 +285,12 @@ void sw_handle_data(struct dn2f_sw *sw, const struct dn2f_addr *from,
     if (!in) {
         sw_capture(sw, DN2F_CAP_DROP, 0, DN2F_SWR_UNKNOWN_SRC, m->h.src_lid, m->h.dst_lid, buf, len);
         sw->sum.bad++;
-        if (!sw_live_port(sw, m->h.src_lid) ||
-            dn2f_addr_equal(&sw_live_port(sw, m->h.src_lid)->addr, from)) {
+        /* Without a secret: a board that missed a switch restart learns it
+         * at once.  With one, DATA/ACK are not authenticated here, so no
+         * signed answer to them (anyone could have sent it from the
+         * board's address): the board's own KEEPALIVE, which is, gets it. */
+        if (!sw->auth && (!sw_live_port(sw, m->h.src_lid) ||
+                          dn2f_addr_equal(&sw_live_port(sw, m->h.src_lid)->addr, from))) {
             sw_send_bye_unknown(sw, from, m->h.src_epoch);
         }
         return;

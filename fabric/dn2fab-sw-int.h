@@ -28,6 +28,7 @@
 #define LOG_TOKENS_PER_S 10             /* refusal / auth log lines */
 #define STATS_TOKENS_PER_S 1000         /* STATS_RESP chunks */
 #define TICKET_LIFE_S 10
+#define OLD_EPOCHS 8                    /* a port's previous incarnations remembered */
 
 enum port_state { PORT_ACTIVE = 1, PORT_GONE = 2 };
 
@@ -39,6 +40,10 @@ struct swport {
     uint64_t last_seen;
     uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes, drops, retx;
     uint8_t tok[DN2F_TOKEN_LEN];        /* secret: this join's token */
+    uint32_t joins;                     /* joins completed: part of the next one's token */
+    uint32_t tkt_time;                  /* ticket time of the join that set epoch */
+    uint64_t old_epochs[OLD_EPOCHS];    /* epochs it had before (no way back to them) */
+    unsigned old_next;
 };
 
 struct swgroup {

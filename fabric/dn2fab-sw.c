@@ -375,15 +375,24 @@ static void ticket_mac(struct dn2f_sw *sw, uint64_t guid, uint64_t epoch, uint16
 }
 
 
-/* A join's token, derived from its ticket: fresh per join, and the switch
- * need not store it before the join completes. */
-static void ticket_token(struct dn2f_sw *sw, const struct dn2f_ticket *t, uint8_t *tok)
+/* A join's token: a MAC over what identifies the join (GUID, epoch, LID,
+ * address, and how many joins the GUID's port completed before), never
+ * over the clock, so every ASSIGN of one join carries the same token, and
+ * the switch need not store it before the join completes.  A new epoch, a
+ * new address or a re-join after the port was gone gives another one. */
+static void join_token(struct dn2f_sw *sw, uint64_t guid, uint64_t epoch, uint16_t lid,
+                       const struct dn2f_addr *addr, uint32_t joins, uint8_t *tok)
 {
-    uint8_t msg[1 + DN2F_TICKET_LEN + 4], mac[DN2F_SHA256_LEN];
+    uint8_t msg[1 + 8 + 8 + 2 + 24 + 4], mac[DN2F_SHA256_LEN];
     struct dn2f_hmac h;
+
+    memset(msg, 0, sizeof(msg));
     msg[0] = 'T';
-    memcpy(msg + 1, t->mac, DN2F_TICKET_LEN);
-    dn2f_st32(msg + 1 + DN2F_TICKET_LEN, t->time);
+    dn2f_st64(msg + 1, guid);
+    dn2f_st64(msg + 9, epoch);
+    dn2f_st16(msg + 17, lid);
+    dn2f_enc_addr(msg + 19, msg + 20, msg + 22, msg + 26, addr);
+    dn2f_st32(msg + 43, joins);
     dn2f_hmac_start(&h, &sw->ticket_key);
     dn2f_hmac_update(&h, msg, sizeof(msg));
     dn2f_hmac_finish(&h, mac);
@@ -409,6 +418,15 @@ static struct swport *port_by_guid(struct dn2f_sw *sw, uint64_t guid)
 }
 
 
+/* One host for the quota: the same host address, and all of loopback
+ * (127.0.0.0/8, ::1, ::ffff:127.x) together, since any local process can
+ * bind every 127.x address. */
+static bool quota_same_host(const struct dn2f_addr *a, const struct dn2f_addr *b)
+{
+    return dn2f_addr_same_host(a, b) || (dn2f_addr_loopback(a) && dn2f_addr_loopback(b));
+}
+
+
 /* Live ports at from's host, other than except. */
 static unsigned host_ports(struct dn2f_sw *sw, const struct dn2f_addr *from,
                            const struct swport *except)
@@ -416,7 +434,7 @@ static unsigned host_ports(struct dn2f_sw *sw, const struct dn2f_addr *from,
     unsigned i, n = 0;
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
         struct swport *p = sw->ports[i];
-        if (p && p != except && p->state == PORT_ACTIVE && dn2f_addr_same_host(&p->addr, from) &&
+        if (p && p != except && p->state == PORT_ACTIVE && quota_same_host(&p->addr, from) &&
             !dn2f_addr_equal(&p->addr, from)) {
             n++;
         }
@@ -446,8 +464,10 @@ static void refuse(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t ep
 }
 
 
+/* p: the GUID's port (or NULL); same: it is live with this epoch at this
+ * address (its board HELLOs again). */
 static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t guid,
-                        uint64_t epoch, uint16_t lid, const struct swport *same)
+                        uint64_t epoch, uint16_t lid, const struct swport *p, bool same)
 {
     uint8_t buf[128];
     struct dn2f_wbuf w;
@@ -463,9 +483,9 @@ static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t
     if (sw->auth) {
         /* the port's token if this is its board again, else this join's */
         if (same) {
-            memcpy(as.token, same->tok, DN2F_TOKEN_LEN);
+            memcpy(as.token, p->tok, DN2F_TOKEN_LEN);
         } else {
-            ticket_token(sw, &as.ticket, as.token);
+            join_token(sw, guid, epoch, lid, to, p ? p->joins : 0, as.token);
         }
         dn2f_seal(sw->kseal, 'A', sw->epoch, epoch, lid, as.token);
     }
@@ -510,14 +530,36 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
         refuse(sw, from, m->h.src_epoch, h->guid, DN2F_BYE_FULL, "no LID left");
         return;
     }
-    send_assign(sw, from, h->guid, m->h.src_epoch, lid,
+    send_assign(sw, from, h->guid, m->h.src_epoch, lid, p,
                 p && p->state == PORT_ACTIVE && p->epoch == m->h.src_epoch &&
-                dn2f_addr_equal(&p->addr, from) ? p : NULL);
+                dn2f_addr_equal(&p->addr, from));
+}
+
+
+/* A ticket for another epoch than port p's: of an incarnation older than
+ * its current one (ticketed before the join that set its epoch, or an epoch
+ * it had before).  Epochs are random, so a board never goes back to one. */
+static bool older_join(const struct swport *p, uint64_t epoch, uint32_t ticket_time)
+{
+    unsigned i;
+    if (!p->epoch) {
+        return false;
+    }
+    if ((int32_t)(ticket_time - p->tkt_time) < 0) {
+        return true;
+    }
+    for (i = 0; i < OLD_EPOCHS; i++) {
+        if (p->old_epochs[i] && p->old_epochs[i] == epoch) {
+            return true;
+        }
+    }
+    return false;
 }
 
 
 /* A KEEPALIVE returning a valid ticket: the board receives at its address;
- * create (or move, or renew) its port. */
+ * create (or move, or renew) its port.  Never back to an earlier
+ * incarnation: a replayed join of one is ignored. */
 static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
                       const struct dn2f_msg *m)
 {
@@ -538,6 +580,14 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
         return;
     }
     p = port_by_guid(sw, k->guid);
+    if (p && p->epoch != m->h.src_epoch && older_join(p, m->h.src_epoch, k->ticket.time)) {
+        /* a recorded join of an earlier incarnation, replayed: no answer */
+        sw->sum.bad++;
+        logf_limited(sw, "LID 0x%04x GUID 0x%016llx: a join of an earlier incarnation "
+                     "(epoch 0x%016llx) from %s ignored", p->lid, (unsigned long long)p->guid,
+                     (unsigned long long)m->h.src_epoch, dn2f_addr_str(from, a, sizeof(a)));
+        return;
+    }
     if (join_refused(sw, from, m->h.src_epoch, k->guid, p)) {
         return;
     }
@@ -583,7 +633,18 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
               p->epoch && p->epoch != m->h.src_epoch ? " (restarted)" : "");
     }
     if (changed) {
-        ticket_token(sw, &k->ticket, p->tok);   /* what its ASSIGN said */
+        /* what its ASSIGN said (computed with the joins before this one) */
+        join_token(sw, k->guid, m->h.src_epoch, lid, from, p->joins, p->tok);
+        p->joins++;
+    }
+    if (p->epoch != m->h.src_epoch) {
+        if (p->epoch) {
+            p->old_epochs[p->old_next] = p->epoch;
+            p->old_next = (p->old_next + 1) % OLD_EPOCHS;
+        }
+        p->tkt_time = k->ticket.time;
+    } else if ((int32_t)(k->ticket.time - p->tkt_time) > 0) {
+        p->tkt_time = k->ticket.time;
     }
     p->state = PORT_ACTIVE;
     p->epoch = m->h.src_epoch;
@@ -646,22 +707,11 @@ uint64_t dn2f_sw_epoch(const struct dn2f_sw *sw)
 }
 
 
-static bool is_loopback(const struct dn2f_addr *a)
-{
-    struct dn2f_addr x = *a;
-    if (dn2f_addr_to_family(&x, AF_INET)) {
-        return (ntohl(x.u.in.sin_addr.s_addr) >> 24) == 127;
-    }
-    return x.len >= sizeof(struct sockaddr_in6) && x.u.sa.sa_family == AF_INET6 &&
-           IN6_IS_ADDR_LOOPBACK(&x.u.in6.sin6_addr);
-}
-
-
 /* Who may read the port table: this host, or the host of a live member. */
 static bool stats_allowed(struct dn2f_sw *sw, const struct dn2f_addr *from)
 {
     unsigned i;
-    if (is_loopback(from)) {
+    if (dn2f_addr_loopback(from)) {
         return true;
     }
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {

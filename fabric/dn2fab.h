@@ -159,6 +159,8 @@ int dn2f_addr_parse(struct dn2f_addr *a, const char *s);
 bool dn2f_addr_equal(const struct dn2f_addr *a, const struct dn2f_addr *b);
 /* Same host address, any port (an IPv4-mapped IPv6 address is its IPv4). */
 bool dn2f_addr_same_host(const struct dn2f_addr *a, const struct dn2f_addr *b);
+/* A loopback address: 127.0.0.0/8, ::1 or ::ffff:127.x. */
+bool dn2f_addr_loopback(const struct dn2f_addr *a);
 const char *dn2f_addr_str(const struct dn2f_addr *a, char *buf, size_t n);
 uint16_t dn2f_addr_port(const struct dn2f_addr *a);
 void dn2f_addr_from_sa(struct dn2f_addr *a, const struct sockaddr *sa, socklen_t len);
@@ -527,6 +529,11 @@ struct dn2f_ep_stats {
     uint64_t spurious_retransmits;      /* retransmitted packets whose ACK showed an
                                          * earlier transmission had arrived */
     uint64_t rto_floor_ns;              /* the highest RTO floor of any peer now (0 = none) */
+    /* Appended with the join checks: */
+    uint64_t bye_probes;                /* BYE "unknown" while joined: checked with a
+                                         * KEEPALIVE before the link goes down */
+    uint64_t stale_routes;              /* routes that would move a peer back to an
+                                         * epoch it had before: refused */
 };
 
 struct dn2f_ep;

@@ -190,11 +190,20 @@ static int g_rec_node = -1;
 static uint8_t g_rec_buf[256];
 static size_t g_rec_len;
 
+/* A test's look at every datagram sent (node indexes; to < 0: nowhere):
+ * it may record it, or add a delay (*extra, ns). */
+static void (*g_send_hook)(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra);
+
 static int s_send(void *o, const struct dn2f_addr *to, const void *buf, size_t len)
 {
     struct node *from = o;
     int dst = node_by_addr(to), copies = 1, c;
     bool faults = sim.faults_on_control || !is_control(buf, len);
+    uint64_t extra = 0;
+
+    if (g_send_hook) {
+        g_send_hook(from->idx, dst, buf, len, &extra);
+    }
 
     if (from->idx == g_rec_node && !g_rec_len && len > 5 && len <= sizeof(g_rec_buf) &&
         ((const uint8_t *)buf)[5] == DN2F_T_HELLO) {
@@ -220,6 +229,7 @@ static int s_send(void *o, const struct dn2f_addr *to, const void *buf, size_t l
         if (dst == sim.sw_node || from->idx == sim.sw_node) {
             it.at += sim.sw_extra;
         }
+        it.at += extra;
         if (faults && dn2f_rng_unit(&sim.rng) < sim.reorder) {
             it.at += sim.reorder_extra;
         }
@@ -472,6 +482,7 @@ static void sim_reset(uint64_t seed, double drop, double dup, double reorder)
     }
     memset(sim.nodes, 0, sizeof(sim.nodes));
     storm_clear();
+    g_send_hook = NULL;
     sim.now = 1000000000ULL;
     sim.next_id = 0;
     dn2f_rng_seed(&sim.rng, seed);
@@ -2731,7 +2742,7 @@ static bool t_stats_restricted(void)
     dn2f_addr_parse(&member2, "192.0.2.7:6000");
     for (i = 0; i < ports; i++) {
         struct dn2f_addr pa;
-        snprintf(a, sizeof(a), "127.0.%u.%u:%u", 1 + i / 200, 1 + i % 200, 7000 + i);
+        snprintf(a, sizeof(a), "10.0.%u.%u:%u", 1 + i / 200, 1 + i % 200, 7000 + i);
         dn2f_addr_parse(&pa, a);
         CHECK(h_join(sw, &pa, 0x5000 + i, 0xe000 + i), "join %u", i);
     }
@@ -2800,9 +2811,9 @@ static bool t_lid_flood(void)
         }
     }
     CHECK(dn2f_sw_active_ports(sw) == 1, "HELLOs created %u ports", dn2f_sw_active_ports(sw));
-    /* complete joins (tickets returned) from one host: capped */
+    /* complete joins (tickets returned) from one (remote) host: capped */
     for (i = 0; i < 400; i++) {
-        snprintf(s, sizeof(s), "127.0.0.2:%u", 30000 + i);
+        snprintf(s, sizeof(s), "192.0.2.2:%u", 30000 + i);
         dn2f_addr_parse(&a, s);
         h_join(sw, &a, 0x77000000u + i, 0x99000000u + i);
         hs.now += 10000;
@@ -3739,6 +3750,377 @@ static bool t_txbatch_udp(void)
     return true;
 }
 
+/* ===================================================== joins and strangers */
+static bool bring_up_secret(int mode, int neps)
+{
+    struct dn2f_ep_config c;
+    int n;
+    g_sw_secret = SECRET;
+    add_switch(mode);
+    g_sw_secret = NULL;
+    g_neps = 0;
+    for (n = 1; n <= neps; n++) {
+        c = ep_cfg(n);
+        c.secret = (const uint8_t *)SECRET;
+        c.secret_len = strlen(SECRET);
+        if (add_ep(n, &c) != n) {
+            return false;
+        }
+        g_eps[g_neps++] = n;
+    }
+    memset(g_want, 0, sizeof(g_want));
+    return sim_run(cond_all_up, 20ULL * 1000000000);
+}
+
+/* The switch's entry for a LID: its epoch, or 0. */
+static uint64_t sw_port_epoch(uint16_t lid)
+{
+    struct dn2f_portstat ps;
+    unsigned i;
+    for (i = 0; dn2f_sw_port(sim.nodes[0].sw, i, &ps); i++) {
+        if (ps.lid == lid && ps.state == 1) {
+            return ps.epoch;
+        }
+    }
+    return 0;
+}
+
+/* Ticket times of the ASSIGNs the switch sent to board 1 (distinct). */
+static uint32_t g_asg_times[16];
+static unsigned g_asg_n, g_asg_total;
+
+static void hook_assign_times(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra)
+{
+    struct dn2f_msg m;
+    unsigned i;
+    (void)extra;
+    if (from != sim.sw_node || to != 1 || len < 6 || buf[5] != DN2F_T_ASSIGN ||
+        dn2f_decode(buf, len, &m) != 0) {
+        return;
+    }
+    g_asg_total++;
+    for (i = 0; i < g_asg_n; i++) {
+        if (g_asg_times[i] == m.u.assign.ticket.time) {
+            return;
+        }
+    }
+    if (g_asg_n < 16) {
+        g_asg_times[g_asg_n++] = m.u.assign.ticket.time;
+    }
+}
+
+/* A switch that answers late (0.4 s each way: backlogged, or waiting for a
+ * CPU) answers several of a board's 100 ms HELLOs, across one of its
+ * second boundaries, and the board gets ASSIGNs of one join after the join
+ * is made.  Every ASSIGN of a join must carry the same token, and the board
+ * keeps the one of the join's first: before, the token came from the
+ * ticket (which holds the switch's second), the board took the newest and
+ * the switch kept the first: the links were up and every DATA/ACK failed
+ * authentication both ways, for good. */
+static bool t_join_late_assigns(void)
+{
+    char msg[200];
+    bool ok;
+
+    sim_reset(71, 0, 0, 0);
+    g_send_hook = hook_assign_times;
+    g_asg_n = g_asg_total = 0;
+    g_sw_secret = SECRET;
+    add_switch(DN2F_ROUTE_DIRECT);
+    g_sw_secret = NULL;
+    sim.sw_extra = 400000000ULL;
+    /* the boards start 0.3 s into the switch's life: their HELLOs reach it
+     * from 0.7 s on, their answers carry ticket times 0 and 1 */
+    sim_run(NULL, 300000000ULL);
+    {
+        struct dn2f_ep_config c;
+        int n;
+        g_neps = 0;
+        for (n = 1; n <= 2; n++) {
+            c = ep_cfg(n);
+            c.secret = (const uint8_t *)SECRET;
+            c.secret_len = strlen(SECRET);
+            CHECK(add_ep(n, &c) == n, "ep %d", n);
+            g_eps[g_neps++] = n;
+        }
+    }
+    memset(g_want, 0, sizeof(g_want));
+    CHECK(sim_run(cond_all_up, 20ULL * 1000000000), "members did not come up");
+    sim_run(NULL, 2000000000ULL);           /* the late ASSIGNs arrive */
+    CHECK(g_asg_n >= 2, "the ASSIGNs to board 1 carry %u ticket time(s) (%u ASSIGNs): the "
+          "condition was not reproduced", g_asg_n, g_asg_total);
+    stream(1, 2, 500);
+    stream(2, 1, 500);
+    ok = sim_run(cond_received, 30ULL * 1000000000);
+    CHECK(ok, "up but cut off: got %u/500 and %u/500; authentication drops %llu and %llu",
+          APP(2)->got_total, APP(1)->got_total,
+          (unsigned long long)dn2f_ep_stats(EP(1))->drop[DN2F_DROP_AUTH],
+          (unsigned long long)dn2f_ep_stats(EP(2))->drop[DN2F_DROP_AUTH]);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(dn2f_ep_link(EP(1)) == DN2F_LINK_UP && dn2f_ep_link(EP(2)) == DN2F_LINK_UP,
+          "links down at the end");
+    fprintf(stderr, "#   %u ASSIGNs to board 1 with %u ticket times; 2x500 packets delivered "
+            "(link downs %u %u)\n", g_asg_total, g_asg_n, APP(1)->link_downs,
+            APP(2)->link_downs);
+    return true;
+}
+
+/* Board 2's ticketed KEEPALIVE (its join) and its first DATA to board 1. */
+static uint8_t g_rka[256], g_rdata[DN2F_DGRAM_MAX];
+static size_t g_rka_len, g_rdata_len;
+static uint64_t g_rka_at;
+
+static void hook_rec_join(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra)
+{
+    struct dn2f_msg m;
+    (void)extra;
+    if (from != 2 || len < 6) {
+        return;
+    }
+    if (buf[5] == DN2F_T_KEEPALIVE && !g_rka_len && len <= sizeof(g_rka) &&
+        dn2f_decode(buf, len, &m) == 0 && m.u.keepalive.guid) {
+        memcpy(g_rka, buf, len);
+        g_rka_len = len;
+        g_rka_at = sim.now;
+    }
+    if (buf[5] == DN2F_T_DATA && to == 1 && !g_rdata_len && len <= sizeof(g_rdata)) {
+        memcpy(g_rdata, buf, len);
+        g_rdata_len = len;
+    }
+}
+
+/* A stranger recorded board 2's join (its ticketed KEEPALIVE) and its first
+ * DATA datagram; board 2 restarts (a new incarnation) and joins again.  The
+ * replayed join, within the ticket's 10 s, must not move the port back to
+ * the old epoch (before: the switch took it as a restart and published the
+ * old epoch and token, board 1 reset its session toward board 2, and the
+ * replayed DATA, valid under the old token, was delivered again), and a
+ * board refuses a table that moves a peer back to an epoch it had. */
+static bool t_replayed_join(void)
+{
+    char msg[200];
+    uint16_t l2;
+    uint64_t e_old;
+    unsigned k;
+
+    sim_reset(72, 0, 0, 0);
+    g_send_hook = hook_rec_join;
+    g_rka_len = g_rdata_len = 0;
+    CHECK(bring_up_secret(DN2F_ROUTE_DIRECT, 2), "members did not come up");
+    l2 = dn2f_ep_lid(EP(2));
+    stream(2, 1, 50);
+    CHECK(sim_run(cond_received, 30ULL * 1000000000), "first stream");
+    CHECK(g_rka_len && g_rdata_len, "nothing recorded (%zu %zu)", g_rka_len, g_rdata_len);
+    e_old = dn2f_ep_epoch(EP(2));
+    /* board 2 restarts: a new epoch, a new stream from #0 */
+    APP(2)->ndst = 0;
+    dn2f_ep_reset(EP(2), 0x2222);
+    APP(2)->stream_id = 2;
+    memset(APP(1)->expect, 0, sizeof(APP(1)->expect));
+    APP(1)->got_total = 0;
+    memset(g_want, 0, sizeof(g_want));
+    stream(2, 1, 50);
+    CHECK(sim_run(cond_received, 30ULL * 1000000000), "stream of the new incarnation");
+    CHECK(sw_port_epoch(l2) == 0x2222, "port epoch 0x%llx after the restart",
+          (unsigned long long)sw_port_epoch(l2));
+    /* the replays, well within the old ticket's life */
+    CHECK(sim.now - g_rka_at < 8ULL * 1000000000, "ticket too old for the test");
+    for (k = 0; k < 5; k++) {
+        dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[2].addr, g_rka, g_rka_len);
+        sim_run(NULL, 50000000ULL);
+        dn2f_ep_input(EP(1), &sim.nodes[2].addr, g_rdata, g_rdata_len);
+        sim_run(NULL, 50000000ULL);
+    }
+    CHECK(!any_error(msg, sizeof(msg)), "old data delivered again (port epoch 0x%llx, old "
+          "0x%llx): %s", (unsigned long long)sw_port_epoch(l2), (unsigned long long)e_old, msg);
+    CHECK(APP(1)->got_total == 50, "board 1 got %u packets of the new stream, not 50",
+          APP(1)->got_total);
+    CHECK(sw_port_epoch(l2) == 0x2222, "the replayed join moved the port back to epoch 0x%llx "
+          "(old 0x%llx)", (unsigned long long)sw_port_epoch(l2), (unsigned long long)e_old);
+    /* and the pair still works: 50 more of the new stream */
+    APP(2)->to_send[0] += 50;
+    g_want[1] += 50;
+    CHECK(sim_run(cond_received, 30ULL * 1000000000), "stream after the replays: %u",
+          APP(1)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    fprintf(stderr, "#   replayed join x5 and first DATA x5: port stays at the new epoch, "
+            "nothing old delivered (board 1: stale epoch %llu, auth %llu, stale routes %llu)\n",
+            (unsigned long long)dn2f_ep_stats(EP(1))->drop[DN2F_DROP_STALE_EPOCH],
+            (unsigned long long)dn2f_ep_stats(EP(1))->drop[DN2F_DROP_AUTH],
+            (unsigned long long)dn2f_ep_stats(EP(1))->stale_routes);
+    return true;
+}
+
+/* A BYE or KEEPALIVE "from the switch" (its address), made by a stranger. */
+static void spoof_ctrl(int to, unsigned type, uint64_t src_ep, uint64_t dst_ep, uint32_t a)
+{
+    uint8_t buf[128];
+    struct dn2f_wbuf w;
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, type, 0, 0, dn2f_ep_lid(EP(to)), src_ep, dst_ep);
+    if (type == DN2F_T_KEEPALIVE) {
+        dn2f_put_keepalive(&w, a, 0, NULL);
+    } else {
+        dn2f_put_u32pair(&w, a, 0);
+    }
+    dn2f_ep_input(EP(to), &sim.nodes[0].addr, buf, dn2f_finish(&w));
+}
+
+/* DATA from a LID the switch does not know, "from" node `as`'s address,
+ * with random epochs and (secret) a MAC flag but a wrong MAC. */
+static void spoof_data_to_switch(int as, struct dn2f_rng *r, bool mac)
+{
+    uint8_t buf[256], pkt[64];
+    struct dn2f_wbuf w;
+    uint16_t dst = dn2f_ep_lid(EP(as == 1 ? 2 : 1)), src = dn2_clid_to_lid(0x3a5);
+    dn2f_wbuf_init(&w, buf, sizeof(buf));
+    dn2f_put_hdr(&w, DN2F_T_DATA, 0, src, dst, dn2f_rng_next(r) | 1, dn2f_rng_next(r) | 1);
+    dn2f_hdr_set_sessions(&w, 7, 0);
+    fill_pkt(pkt, 64, dst, src, 9, 0);
+    dn2f_put_rec(&w, DN2F_REC_UNICAST, 0, 0, 0, 0, NULL, NULL, NULL, pkt, 64);
+    if (mac) {
+        struct dn2f_hmac_key bad;
+        dn2f_hmac_setkey(&bad, "not the tokens", 14);
+        dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[as].addr, buf, dn2f_finish_mac(&w, &bad));
+    } else {
+        dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[as].addr, buf, dn2f_finish(&w));
+    }
+}
+
+static unsigned g_sw_byes;
+static void hook_count_byes(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra)
+{
+    (void)to;
+    (void)extra;
+    if (from == sim.sw_node && len > 5 && buf[5] == DN2F_T_BYE) {
+        g_sw_byes++;
+    }
+}
+
+/* A stranger who can spoof source addresses, without the secret: BYEs and
+ * KEEPALIVEs "from the switch" with epochs it cannot know (its own guess,
+ * an old switch's), BYE "unknown" even with the right epochs (it reads
+ * them on the path), and DATA from an unknown LID "from" a board to the
+ * switch, which answers with BYE "unknown".  No board's link may go down
+ * (before: every BYE "unknown" and every KEEPALIVE of another switch epoch
+ * took it down, 1,500-2,400 flaps in 2 s on real boards). */
+static bool t_spoofed_bye(void)
+{
+    char msg[200];
+    struct dn2f_rng r;
+    uint64_t swe;
+    unsigned k;
+    int b;
+
+    sim_reset(73, 0, 0, 0);
+    g_send_hook = hook_count_byes;
+    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
+    stream(1, 2, 3000);
+    stream(2, 1, 3000);
+    CHECK(sim_run(cond_quarter, 60ULL * 1000000000), "first part");
+    dn2f_rng_seed(&r, 99);
+    swe = dn2f_sw_epoch(sim.nodes[0].sw);
+    g_sw_byes = 0;
+    for (k = 0; k < 100; k++) {
+        for (b = 1; b <= 2; b++) {
+            uint64_t me = dn2f_ep_epoch(EP(b));
+            spoof_ctrl(b, DN2F_T_BYE, dn2f_rng_next(&r), dn2f_rng_next(&r), DN2F_BYE_UNKNOWN);
+            spoof_ctrl(b, DN2F_T_BYE, swe, dn2f_rng_next(&r), DN2F_BYE_UNKNOWN);
+            spoof_ctrl(b, DN2F_T_BYE, dn2f_rng_next(&r), me, DN2F_BYE_SHUTDOWN);
+            spoof_ctrl(b, DN2F_T_KEEPALIVE, dn2f_rng_next(&r), me, 1);
+            spoof_ctrl(b, DN2F_T_KEEPALIVE, swe, dn2f_rng_next(&r), 1);
+            spoof_ctrl(b, DN2F_T_BYE, swe, me, DN2F_BYE_UNKNOWN);   /* on the path */
+            spoof_data_to_switch(b, &r, false);
+        }
+        sim_run(NULL, 5000000ULL);
+    }
+    CHECK(g_sw_byes > 0, "the switch did not answer the forged DATA (no BYE to test with)");
+    CHECK(APP(1)->link_downs == 0 && APP(2)->link_downs == 0,
+          "spoofed BYE/KEEPALIVE took links down: %u and %u times", APP(1)->link_downs,
+          APP(2)->link_downs);
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete %u %u", APP(2)->got_total,
+          APP(1)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(1)->link_downs == 0 && APP(2)->link_downs == 0, "links went down later");
+    fprintf(stderr, "#   1400 spoofed BYE/KEEPALIVE + 200 forged DATA (%u BYEs from the "
+            "switch): no link down; %llu BYE probes at board 1\n", g_sw_byes,
+            (unsigned long long)dn2f_ep_stats(EP(1))->bye_probes);
+    return true;
+}
+
+/* With the secret, the switch does not check DATA/ACK MACs (the boards
+ * do): it must not answer a DATA from an unknown LID with a signed BYE,
+ * which the board would have to believe (before: a stranger sending such
+ * DATA "from" a board made the switch sign BYEs that took it down). */
+static bool t_spoofed_data_secret(void)
+{
+    char msg[200];
+    struct dn2f_rng r;
+    unsigned k;
+
+    sim_reset(74, 0, 0, 0);
+    g_send_hook = hook_count_byes;
+    CHECK(bring_up_secret(DN2F_ROUTE_DIRECT, 2), "members did not come up");
+    stream(1, 2, 2000);
+    stream(2, 1, 2000);
+    dn2f_rng_seed(&r, 98);
+    g_sw_byes = 0;
+    for (k = 0; k < 1000; k++) {
+        spoof_data_to_switch(1 + (int)(k & 1), &r, true);
+        if (k % 20 == 19) {
+            sim_run(NULL, 2000000ULL);
+        }
+    }
+    sim_run(NULL, 100000000ULL);
+    CHECK(g_sw_byes == 0, "the switch signed %u BYEs for unauthenticated DATA", g_sw_byes);
+    CHECK(APP(1)->link_downs == 0 && APP(2)->link_downs == 0, "links went down: %u and %u",
+          APP(1)->link_downs, APP(2)->link_downs);
+    CHECK(sim_run(cond_received, 600ULL * 1000000000), "incomplete %u %u", APP(2)->got_total,
+          APP(1)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    return true;
+}
+
+/* One local process could take every LID: the per-host quota compared
+ * addresses exactly, and a process can bind any of 127.0.0.0/8.  All of
+ * loopback (127/8, ::1, ::ffff:127.x) is one host now: complete joins from
+ * 400 loopback aliases stop at the quota; other hosts still join. */
+static bool t_loopback_quota(void)
+{
+    struct dn2f_sw *sw = h_switch();
+    struct dn2f_addr a;
+    char s[64];
+    unsigned i, got = 0;
+
+    CHECK(sw, "switch");
+    for (i = 0; i < 400; i++) {
+        if (i % 50 == 0) {
+            snprintf(s, sizeof(s), "[::1]:%u", 20000 + i);
+        } else if (i % 50 == 1) {
+            snprintf(s, sizeof(s), "[::ffff:127.9.%u.%u]:%u", i / 250, 1 + i % 250, 20000 + i);
+        } else {
+            snprintf(s, sizeof(s), "127.%u.%u.%u:%u", 1 + i % 200, i / 200, 1 + i % 250,
+                     20000 + i);
+        }
+        CHECK(dn2f_addr_parse(&a, s) == 0, "parse %s", s);
+        if (h_join(sw, &a, 0x66000000u + i, 0x88000000u + i)) {
+            got++;
+        }
+        hs.now += 10000;
+    }
+    CHECK(dn2f_sw_active_ports(sw) == 256, "400 joins from loopback aliases: %u ports (quota "
+          "256)", dn2f_sw_active_ports(sw));
+    dn2f_addr_parse(&a, "192.0.2.5:7000");
+    CHECK(h_join(sw, &a, 0x123457, 0x99), "another host refused");
+    dn2f_addr_parse(&a, "192.0.2.6:7000");
+    CHECK(h_join(sw, &a, 0x123458, 0x9a), "a third host refused");
+    CHECK(dn2f_sw_active_ports(sw) == 258, "ports %u", dn2f_sw_active_ports(sw));
+    fprintf(stderr, "#   400 joins from 127.x / ::1 / ::ffff:127.x: %u ports; other hosts "
+            "join\n", dn2f_sw_active_ports(sw) - 2);
+    dn2f_sw_free(sw);
+    return true;
+}
+
 /* ================================================================ main */
 static const struct {
     const char *name;
@@ -3808,6 +4190,13 @@ static const struct {
       t_txbatch_copy_and_refuse },
     { "send batch: real sendmmsg on 127.0.0.1 to two receivers, in order, byte-exact",
       t_txbatch_udp },
+    { "join: a late switch's ASSIGNs across a second boundary leave no board cut off",
+      t_join_late_assigns },
+    { "join: a replayed join and DATA of an earlier incarnation change nothing",
+      t_replayed_join },
+    { "stranger: spoofed BYE/KEEPALIVE with wrong epochs take no link down", t_spoofed_bye },
+    { "stranger: with a secret, unauthenticated DATA gets no signed BYE", t_spoofed_data_secret },
+    { "switch: all of loopback is one host for the quota", t_loopback_quota },
 };
 
 int main(int argc, char **argv)
