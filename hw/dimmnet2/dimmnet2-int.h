@@ -332,6 +332,11 @@ struct DN2State {
     QEMUTimer *rc_timer;        /* abandons an RC answer that makes no progress */
     int64_t rc_stall_since;     /* realtime ns; 0 = making progress */
     uint64_t rc_stall_done;     /* rc_exec.done when the stall began */
+    /* Requesters (by CLID) one of whose answers was abandoned and that have
+     * granted nothing since: their next answer gets no grace.  Soft state,
+     * not migrated. */
+    DECLARE_BITMAP(rc_silent, DN2_CLID_INIT + 1);
+    uint64_t rc_silent_gen;     /* dimmnet2_port_peer_gen() when last set */
     QEMUBH *bh;
     QEMUTimer *strict_timer;    /* strict: the paced Window Controller */
     uint8_t *copy_buf;
@@ -499,6 +504,7 @@ void dimmnet2_port_reset(DN2State *s);
 void dimmnet2_port_refresh(DN2State *s);
 void dimmnet2_port_sma_reset(DN2State *s);
 bool dimmnet2_port_ready(DN2State *s);
+uint64_t dimmnet2_port_peer_gen(DN2State *s);
 uint16_t dimmnet2_port_lid(DN2State *s);
 /* h0: the packet's first header word (DLID, DWID, TYPE are read). */
 bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len);

@@ -663,6 +663,20 @@ bool dimmnet2_port_ready(DN2State *s)
     return s->port_kind != DN2_PORT_NONE && s->link_state == DN2_SMA_LINK_READY;
 }
 
+/* Changes whenever the board's view of its peers may have changed: the
+ * link came up, or a peer came back as a new incarnation (a renewed
+ * session).  0 and constant without a fabric. */
+uint64_t dimmnet2_port_peer_gen(DN2State *s)
+{
+    const struct dn2f_ep_stats *st;
+
+    if (s->port_kind != DN2_PORT_FABRIC || !s->fab || !s->fab->ep) {
+        return 0;
+    }
+    st = dn2f_ep_stats(s->fab->ep);
+    return st->link_ups + st->session_resets;
+}
+
 uint16_t dimmnet2_port_lid(DN2State *s)
 {
     return s->sma_lid;

@@ -338,21 +338,44 @@ static bool dimmnet2_next_request(DN2State *s, DN2Exec *x)
 /*
  * An RC answer that stalls (no credits from its requester, or the link
  * down) is given rc-timeout-ms to make progress; the timer then abandons it.
+ * The grace is per requester, not per answer (choice #49): a requester one
+ * of whose answers was abandoned is "silent", and its next answer is
+ * abandoned at its first stall, until one of its answers makes progress
+ * again.  A new incarnation of any peer, or the link coming up, forgets
+ * every silent requester (a restarted board that takes its old LID starts
+ * with a clean slate).
  */
+static bool dimmnet2_rc_silent(DN2State *s, unsigned dclid)
+{
+    uint64_t gen = dimmnet2_port_peer_gen(s);
+
+    if (gen != s->rc_silent_gen) {
+        bitmap_zero(s->rc_silent, DN2_CLID_INIT + 1);
+        s->rc_silent_gen = gen;
+    }
+    return test_bit(dclid, s->rc_silent);
+}
+
 static void dimmnet2_rc_progress(DN2State *s, DN2Step ret)
 {
     DN2Exec *x = &s->rc_exec;
+    unsigned dclid = dn2_req_dclid(x->ent.lower);
 
     if (ret != DIMMNET2_STEP_STALL) {
         s->rc_stall_since = 0;
+        clear_bit(dclid, s->rc_silent);     /* it grants credits again */
         return;
     }
     if (!s->rc_stall_since || x->done != s->rc_stall_done) {
         s->rc_stall_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         s->rc_stall_done = x->done;
         if (s->rc_timer && s->rc_timeout_ms) {
+            /* The grace is per requester, not per answer: one that let an
+             * answer be abandoned and has granted nothing since loses the
+             * next one at its first stall. */
             timer_mod(s->rc_timer, s->rc_stall_since +
-                      (int64_t)s->rc_timeout_ms * SCALE_MS);
+                      (dimmnet2_rc_silent(s, dclid) ? 0 :
+                       (int64_t)s->rc_timeout_ms * SCALE_MS));
         }
     }
 }
@@ -441,20 +464,28 @@ static void dimmnet2_rc_timeout(void *opaque)
     DN2Exec *x = &s->rc_exec;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     unsigned dclid, dropped;
+    bool silent;
 
-    if (!x->active || !x->stalled || !s->rc_stall_since ||
-        now - s->rc_stall_since < (int64_t)s->rc_timeout_ms * SCALE_MS) {
+    if (!x->active || !x->stalled || !s->rc_stall_since) {
         return;
     }
     dclid = dn2_req_dclid(x->ent.lower);
+    silent = dimmnet2_rc_silent(s, dclid);
+    if (!silent &&
+        now - s->rc_stall_since < (int64_t)s->rc_timeout_ms * SCALE_MS) {
+        return;
+    }
+    set_bit(dclid, s->rc_silent);
     dropped = 1 + dimmnet2_rx_rc_abandon(s, dclid);
     memset(x, 0, sizeof(*x));
     s->rc_stall_since = 0;
     s->stat[DN2_STAT_RC_ABANDONED] += dropped - 1;
     DIMMNET2_GUEST_ERROR(s, DN2_STAT_RC_ABANDONED, rc_abandoned,
-                         "abandoned %u RVL answer(s) to LID 0x%x: no progress for "
-                         "%u ms (the requester grants no credits)", dropped,
-                         dn2_clid_to_lid(dclid), s->rc_timeout_ms);
+                         "abandoned %u RVL answer(s) to LID 0x%x: %s", dropped,
+                         dn2_clid_to_lid(dclid),
+                         silent ? "it granted no credits since its last "
+                         "abandoned answer" : "no progress for rc-timeout-ms "
+                         "(the requester grants no credits)");
     dimmnet2_wc_kick(s);
     dimmnet2_ur_publish(s);
 }
@@ -507,6 +538,8 @@ void dimmnet2_wc_reset(DN2State *s)
     memset(&s->rc_exec, 0, sizeof(s->rc_exec));
     s->rc_turn = 0;
     s->rc_stall_since = 0;
+    bitmap_zero(s->rc_silent, DN2_CLID_INIT + 1);
+    s->rc_silent_gen = dimmnet2_port_peer_gen(s);
     if (s->rc_timer) {
         timer_del(s->rc_timer);
     }

@@ -2536,6 +2536,67 @@ out:
 }
 
 /*
+ * The grace is per requester, not per answer: a member that keeps sending
+ * RVLs it never acknowledges would otherwise hold B's RVL answers for
+ * rc-timeout-ms each, one after another.  Its first answer is abandoned
+ * after rc-timeout-ms; its later ones at their first stall; A, whose
+ * answers make progress, is served throughout.
+ */
+static void test_rc_hostage_repeat(void)
+{
+    const unsigned timeout_ms = 3000;
+    Fab f;
+    Board *A, *B;
+    RawPeer rp;
+    uint8_t *pk[1];
+    size_t pl[1];
+    struct dn2_hdr h;
+    uint8_t data[1024];
+    int64_t t0;
+    unsigned i;
+
+    g_board_props = ",rc-timeout-ms=3000";
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    if (!rawpeer_register(&rp, f.sw.port, B->lid)) {
+        goto out;
+    }
+    dn2q_pattern(data, sizeof(data), 84);
+    dn2q_sdfile_put(&B->mem, 0, 0x100000, data, sizeof(data));
+    memset(&h, 0, sizeof(h));
+    h.type = DN2_OP_RVL;
+    h.hflag = 1;
+    h.dlid = B->lid;
+    h.pgid = PG;
+    h.total = 2 * MiB_;
+    pk[0] = g_malloc0(64);
+    pl[0] = mkpkt(pk[0], &h, NULL, 0);
+    rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+    wait_qom(B, "stat-rc-abandoned", 1, timeout_ms + T_SHORT,
+             "the silent member's first answer is abandoned after rc-timeout-ms");
+    for (i = 2; i <= 4; i++) {
+        g_autofree char *w = g_strdup_printf("its RVL %u is abandoned without a new grace", i);
+        t0 = now_ms();
+        rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+        wait_qom(B, "stat-rc-abandoned", i, timeout_ms + T_SHORT, w);
+        EXPECT_TRUE(now_ms() - t0 < timeout_ms - 500,
+                    "RVL %u held B's answers for %" PRId64 " ms (rc-timeout-ms %u)",
+                    i, now_ms() - t0, timeout_ms);
+        /* A's answers make progress meanwhile */
+        rreq(A, 0, 0, DN2_OP_RVL, 0, 0, B->lid, 0, 1, 1024, 0x100000, 0x50000 + i * 0x1000);
+        st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1024, 0x50000 + i * 0x1000, T_SHORT,
+                  "B answers A's RVL between the silent member's");
+        sd_expect(A, 0, 0x50000 + i * 0x1000, data, 1024, "A's answer is whole");
+    }
+    g_free(pk[0]);
+    close(rp.fd);
+out:
+    g_board_props = "";
+    fab_down(&f);
+}
+
+/*
  * One process's full status ring holds back only its own traffic: while
  * B's WID 0 refuses A's packets, A's packets for B's WID 1 still arrive
  * (the fabric's lanes, one per DWID).
@@ -2777,6 +2838,7 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/reset-backpressured", test_reset_backpressured);
         qtest_add_func("/dimmnet2-fabric/reboot-keeps-link", test_reboot_keeps_link);
         qtest_add_func("/dimmnet2-fabric/rc-hostage", test_rc_hostage);
+        qtest_add_func("/dimmnet2-fabric/rc-hostage-repeat", test_rc_hostage_repeat);
         qtest_add_func("/dimmnet2-fabric/per-wid-backpressure", test_per_wid_backpressure);
         qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
         qtest_add_func("/dimmnet2-fabric/lhs-slot-leak", test_lhs_slot_leak);
