@@ -264,15 +264,21 @@ static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
         ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
         return;
     }
-    ep->last_sw_rx = t;
-    if (ep->link != DN2F_LINK_DOWN && a->lid == ep->lid && m->h.src_epoch == ep->sw_epoch) {
-        /* A repeated ASSIGN of this join (an answer to an earlier HELLO,
-         * late): its ticket and token are not taken.  The switch made the
-         * port with the ticket returned first, and its token; taking a
-         * later one would leave the link up but every DATA/ACK failing
-         * authentication both ways. */
+    if (ep->link != DN2F_LINK_DOWN) {
+        /* An ASSIGN answers a HELLO, and HELLOs go out only while DOWN:
+         * this one is late (a switch that answered several of our HELLOs,
+         * maybe of an earlier attempt with another LID, or a replay).  Its
+         * ticket, token and LID are not taken: the switch made the port
+         * with the ticket returned first and its token, and taking another
+         * would leave the link up but every DATA/ACK failing
+         * authentication both ways, or move us to a LID given to someone
+         * else. */
+        if (a->lid == ep->lid && m->h.src_epoch == ep->sw_epoch) {
+            ep->last_sw_rx = t;
+        }
         return;
     }
+    ep->last_sw_rx = t;
     ep->ticket = a->ticket;
     if (ep->auth) {
         uint8_t tok[DN2F_TOKEN_LEN];
@@ -287,9 +293,6 @@ static void input_assign(struct dn2f_ep *ep, const struct dn2f_msg *m)
                 ep_peer_keys(ep, p);
             }
         }
-    }
-    if (ep->link == DN2F_LINK_UP) {
-        ep_link_set_down(ep);      /* a new switch incarnation */
     }
     if (ep->lid && a->lid != ep->lid) {
         ep_reset_all_peers(ep, DN2F_DROP_PEER_RESET);  /* we are someone else now */

@@ -404,13 +404,16 @@ static int do_hostile(const struct dn2f_addr *sw, uint32_t count)
     return 0;
 }
 
+/* aliases > 0: socket i binds 127.1.x.y number i % aliases instead of
+ * bind_ip (any 127.x address needs no configuration on Linux). */
 static int do_flood(const struct dn2f_addr *sw, unsigned nsock, unsigned secs,
-                    const char *bind_ip, bool echo)
+                    const char *bind_ip, bool echo, unsigned aliases)
 {
     int *fds = calloc(nsock, sizeof(int));
     struct dn2f_rng r;
     uint8_t buf[512];
     uint64_t end = now_ns() + (uint64_t)secs * 1000000000ULL, hellos = 0, joins = 0;
+    uint64_t refused = 0;
     unsigned i, n = 0;
     char a[80];
 
@@ -419,7 +422,12 @@ static int do_flood(const struct dn2f_addr *sw, unsigned nsock, unsigned secs,
     }
     for (i = 0; i < nsock; i++) {
         struct dn2f_addr me;
-        snprintf(a, sizeof(a), "%s:0", bind_ip);
+        if (aliases) {
+            unsigned k = i % aliases;
+            snprintf(a, sizeof(a), "127.1.%u.%u:0", k / 250, 1 + k % 250);
+        } else {
+            snprintf(a, sizeof(a), "%s:0", bind_ip);
+        }
         if (dn2f_addr_parse(&me, a) < 0) {
             return 2;
         }
@@ -444,8 +452,13 @@ static int do_flood(const struct dn2f_addr *sw, unsigned nsock, unsigned secs,
             }
             while ((got = recv(fds[i], buf, sizeof(buf), 0)) > 0) {
                 struct dn2f_msg m;
-                if (!echo || dn2f_decode(buf, (size_t)got, &m) != 0 ||
-                    m.h.type != DN2F_T_ASSIGN) {
+                if (dn2f_decode(buf, (size_t)got, &m) != 0) {
+                    continue;
+                }
+                if (m.h.type == DN2F_T_BYE && m.u.bye.reason == DN2F_BYE_FULL) {
+                    refused++;
+                }
+                if (!echo || m.h.type != DN2F_T_ASSIGN) {
                     continue;
                 }
                 dn2f_wbuf_init(&w, buf, sizeof(buf));
@@ -463,8 +476,9 @@ static int do_flood(const struct dn2f_addr *sw, unsigned nsock, unsigned secs,
         close(fds[i]);
     }
     free(fds);
-    printf("flood sent %llu HELLOs from %u sockets, returned %llu tickets\n",
-           (unsigned long long)hellos, n, (unsigned long long)joins);
+    printf("flood sent %llu HELLOs from %u sockets%s, returned %llu tickets, %llu refusals "
+           "(host full)\n", (unsigned long long)hellos, n, aliases ? " on loopback aliases" : "",
+           (unsigned long long)joins, (unsigned long long)refused);
     return 0;
 }
 
@@ -472,7 +486,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: fab-client transfer|hostile|flood --switch ADDR:PORT [--count N] "
             "[--progress FILE] [--timeout S] [--size N] [--fast] [--sockets N] "
-            "[--seconds S] [--bind IP] [--echo] [--secret-file F]\n");
+            "[--seconds S] [--bind IP] [--aliases N] [--echo] [--secret-file F]\n");
     exit(2);
 }
 
@@ -480,7 +494,7 @@ int main(int argc, char **argv)
 {
     const char *mode, *sws = NULL, *prog = NULL;
     uint32_t count = 10000;
-    unsigned timeout_s = 120, nsock = 100, secs = 2;
+    unsigned timeout_s = 120, nsock = 100, secs = 2, aliases = 0;
     const char *bind_ip = "127.0.0.1";
     bool echo = false;
     struct dn2f_addr sw;
@@ -514,6 +528,8 @@ int main(int argc, char **argv)
             secs = (unsigned)strtoul(argv[++i], NULL, 0);
         } else if (!strcmp(argv[i], "--bind") && i + 1 < argc) {
             bind_ip = argv[++i];
+        } else if (!strcmp(argv[i], "--aliases") && i + 1 < argc) {
+            aliases = (unsigned)strtoul(argv[++i], NULL, 0);
         } else if (!strcmp(argv[i], "--echo")) {
             echo = true;
         } else if (!strcmp(argv[i], "--secret-file") && i + 1 < argc) {
@@ -540,7 +556,7 @@ int main(int argc, char **argv)
         return do_hostile(&sw, count);
     }
     if (!strcmp(mode, "flood")) {
-        return do_flood(&sw, nsock, secs, bind_ip, echo);
+        return do_flood(&sw, nsock, secs, bind_ip, echo, aliases);
     }
     usage();
     return 2;
