@@ -4,7 +4,10 @@
  *
  * The files, top to bottom; each calls only files below it (the port
  * reports upward through DN2PortOps, as the fabric library's endpoint does
- * through its ops table).  docs/architecture.md draws the data path.
+ * through its ops table, and the units' main-loop entries end with
+ * s->entry_done).  The order is declared again in tests/layering/layers.txt
+ * and checked from the object files (meson test 'layering').
+ * docs/architecture.md draws the data path.
  *
  *   dimmnet2.c         QOM type, properties, realize/unrealize, power-on
  *                      reset, ACPI, VMState, the statistics table
@@ -354,6 +357,11 @@ struct DN2State {
     /* the port (dimmnet2-port.c) */
     DN2PortKind port_kind;
     const DN2PortOps *port_ops;
+    /* The end of an entry into the device from the main loop (a bottom
+     * half, a timer, an fd handler of a unit below the host interface):
+     * publish the register mirror.  Set by realize to dimmnet2_ur_publish
+     * (dimmnet2-regs.c), so that those units call nothing above them. */
+    void (*entry_done)(DN2State *s);
     DN2Fab *fab;
     GQueue loop_q[DIMMNET2_LOOP_QUEUES]; /* loopback packets not yet delivered */
     QEMUBH *loop_bh;

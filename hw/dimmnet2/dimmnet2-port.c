@@ -140,7 +140,7 @@ static void dimmnet2_loop_bh(void *opaque)
         qemu_bh_schedule(s->loop_bh);
     }
     s->port_ops->news(s);       /* the Window Controller may wait for room */
-    dimmnet2_ur_publish(s);
+    s->entry_done(s);
 }
 
 static void dimmnet2_loop_flush_all(DN2State *s)
@@ -330,7 +330,7 @@ static void dimmnet2_fab_after_input(DN2State *s)
         dimmnet2_fab_rearm(s);
     }
     s->fab->in_input = false;
-    dimmnet2_ur_publish(s);
+    s->entry_done(s);
 }
 
 /* rx-thread=off: the main loop's fd handler. */

@@ -765,7 +765,7 @@ static void dimmnet2_rx_resume_now(void *opaque)
 
     s->rx_stalled = 0;
     dimmnet2_port_resume(s);
-    dimmnet2_ur_publish(s);
+    s->entry_done(s);
 }
 
 /*

@@ -451,8 +451,10 @@ static void dimmnet2_wc_run(DN2State *s)
 
 static void dimmnet2_wc_run_cb(void *opaque)
 {
-    dimmnet2_wc_run(opaque);
-    dimmnet2_ur_publish(opaque);
+    DN2State *s = opaque;
+
+    dimmnet2_wc_run(s);
+    s->entry_done(s);
 }
 
 /* The RC answer made no progress for rc-timeout-ms: its requester stopped
@@ -481,13 +483,12 @@ static void dimmnet2_rc_timeout(void *opaque)
     s->rc_stall_since = 0;
     s->stat[DN2_STAT_RC_ABANDONED] += dropped - 1;
     DIMMNET2_GUEST_ERROR(s, DN2_STAT_RC_ABANDONED, rc_abandoned,
-                         "abandoned %u RVL answer(s) to LID 0x%x: %s", dropped,
-                         dn2_clid_to_lid(dclid),
-                         silent ? "it granted no credits since its last "
-                         "abandoned answer" : "no progress for rc-timeout-ms "
-                         "(the requester grants no credits)");
+                         "abandoned %u RVL answer(s) to LID 0x%x after a grace "
+                         "of %u ms (the requester grants no credits; no grace "
+                         "once an answer to it was abandoned)", dropped,
+                         dn2_clid_to_lid(dclid), silent ? 0 : s->rc_timeout_ms);
     dimmnet2_wc_kick(s);
-    dimmnet2_ur_publish(s);
+    s->entry_done(s);
 }
 
 /* ------------------------------------------------------------------ */

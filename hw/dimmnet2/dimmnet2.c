@@ -290,6 +290,7 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
     DN2State *s = DIMMNET2(dev);
     g_autofree char *cname = NULL;
 
+    s->entry_done = dimmnet2_ur_publish;
     if (!dimmnet2_pick_base(s, errp)) {
         return;
     }
