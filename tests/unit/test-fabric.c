@@ -3865,6 +3865,67 @@ static bool t_join_late_assigns(void)
     return true;
 }
 
+/* A switch that answers HELLOs late and out of order: every ASSIGN is
+ * held 0..1.5 s. */
+static struct dn2f_rng g_hold_rng;
+static void hook_hold_assigns(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra)
+{
+    (void)to;
+    if (from == sim.sw_node && len > 5 && buf[5] == DN2F_T_ASSIGN) {
+        *extra = (dn2f_rng_next(&g_hold_rng) % 1500) * 1000000ULL;
+    }
+}
+
+/* Three boards join at once through a late switch (ASSIGNs held): the
+ * switch offers all of them the lowest free LID, the first to return its
+ * ticket gets it, the others are refused and ask again, and get others;
+ * the late ASSIGNs of their first attempt (that first LID) arrive after
+ * they are up.  No board may take them: before, a board that was up took
+ * a late ASSIGN of another LID as a new one, went down, joined with a LID
+ * that was someone else's, was refused, and so on. */
+static bool t_join_contended(void)
+{
+    char msg[200];
+    struct dn2f_ep_config c;
+    int n;
+    uint16_t l1, l2, l3;
+
+    sim_reset(75, 0, 0, 0);
+    g_sw_secret = SECRET;
+    add_switch(DN2F_ROUTE_DIRECT);
+    g_sw_secret = NULL;
+    dn2f_rng_seed(&g_hold_rng, 75);
+    g_send_hook = hook_hold_assigns;
+    g_neps = 0;
+    for (n = 1; n <= 3; n++) {
+        c = ep_cfg(n);
+        c.secret = (const uint8_t *)SECRET;
+        c.secret_len = strlen(SECRET);
+        CHECK(add_ep(n, &c) == n, "ep %d", n);
+        g_eps[g_neps++] = n;
+    }
+    memset(g_want, 0, sizeof(g_want));
+    CHECK(sim_run(cond_all_up, 30ULL * 1000000000), "members did not come up");
+    sim_run(NULL, 3000000000ULL);           /* the late ASSIGNs arrive */
+    l1 = dn2f_ep_lid(EP(1));
+    l2 = dn2f_ep_lid(EP(2));
+    l3 = dn2f_ep_lid(EP(3));
+    CHECK(l1 != l2 && l2 != l3 && l1 != l3, "LIDs 0x%x 0x%x 0x%x", l1, l2, l3);
+    CHECK(APP(1)->link_downs + APP(2)->link_downs + APP(3)->link_downs == 0,
+          "late ASSIGNs took links down: %u %u %u times", APP(1)->link_downs,
+          APP(2)->link_downs, APP(3)->link_downs);
+    stream(1, 2, 300);
+    stream(2, 3, 300);
+    stream(3, 1, 300);
+    CHECK(sim_run(cond_received, 30ULL * 1000000000), "incomplete: %u %u %u",
+          APP(1)->got_total, APP(2)->got_total, APP(3)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(APP(1)->link_downs + APP(2)->link_downs + APP(3)->link_downs == 0,
+          "links went down later");
+    fprintf(stderr, "#   LIDs 0x%x 0x%x 0x%x; 3x300 packets; no link down\n", l1, l2, l3);
+    return true;
+}
+
 /* Board 2's ticketed KEEPALIVE (its join) and its first DATA to board 1. */
 static uint8_t g_rka[256], g_rdata[DN2F_DGRAM_MAX];
 static size_t g_rka_len, g_rdata_len;
@@ -4192,6 +4253,8 @@ static const struct {
       t_txbatch_udp },
     { "join: a late switch's ASSIGNs across a second boundary leave no board cut off",
       t_join_late_assigns },
+    { "join: three boards join at once through a late switch: late ASSIGNs of a refused "
+      "attempt move no board", t_join_contended },
     { "join: a replayed join and DATA of an earlier incarnation change nothing",
       t_replayed_join },
     { "stranger: spoofed BYE/KEEPALIVE with wrong epochs take no link down", t_spoofed_bye },
