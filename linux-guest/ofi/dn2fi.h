@@ -60,13 +60,22 @@ struct dn2fi_addr {
 #define DN2FI_CTX_DATA      0x1000u
 /* The native RDM endpoint (dn2fi_rdm.c): 0x0F2 = the first datagram of a
  * message (a struct dn2fi_rdm_hdr follows the envelope), 0x0F3 = the next
- * datagram of the same message from the same sender (data only).  The
- * envelope's Tag field holds DN2FI_RDM_F_* flags. */
+ * datagram of the same message from the same sender (data only).  Their
+ * envelope Tag is the datagram's sequence number (per destination, from
+ * a random start); the first's Context carries DN2FI_RDM_F_* flags in
+ * bits 12-13 (the low 12 bits are the context proper). */
 #define DN2FI_CTX_RDM_FIRST 0x0f2u
 #define DN2FI_CTX_RDM_NEXT  0x0f3u
-/* Credit return (dn2fi_rdm.c): Tag = the datagrams taken from the
- * destination so far, 8 bytes of data = the ring bytes taken so far. */
+/* Credit return (dn2fi_rdm.c): Tag = the sequence number after the last
+ * datagram taken from the destination (cumulative), no data. */
 #define DN2FI_CTX_RDM_CREDIT 0x0f4u
+/* A new process on its {LID, WID} (dn2fi_rdm.c): sent at enable to every
+ * endpoint of the rank table; the receiver forgets what it had in flight
+ * to that {LID, WID} and ends a message its predecessor left unfinished.
+ * Tag 0, no data. */
+#define DN2FI_CTX_RDM_HELLO 0x0f5u
+#define DN2FI_CTX_MASK      0xfffu
+#define DN2FI_RDM_F_SHIFT   12
 #define DN2FI_RDM_F_TAGGED  1u      /* fi_tsend*, else fi_send* */
 #define DN2FI_RDM_F_DATA    2u      /* the header's data is CQ data */
 
@@ -237,6 +246,9 @@ int dn2fi_dgram_read(struct dn2fi_ep *ep, const void *m, size_t at, void *dst,
 
 /* The native RDM endpoint (dn2fi_rdm.c). */
 int dn2fi_rdm_open(struct dn2fi_ep *ep);
+/* A destination slot of the flow-control table for an AV address: 0, or
+ * -FI_ENOSPC when the table (sized from the rank table) is full. */
+int dn2fi_rdm_add_dest(struct dn2fi_ep *ep, uint16_t lid, int wid);
 void dn2fi_rdm_close(struct dn2fi_ep *ep);
 void dn2fi_rdm_progress(struct dn2fi_ep *ep);
 ssize_t dn2fi_rdm_cancel(struct dn2fi_ep *ep, void *context);

@@ -390,6 +390,11 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
         if (!addr_valid(&a)) {
             err = FI_EINVAL;
             DN2FI_INFO(FI_LOG_AV, "bad address lid %u wid %u\n", a.lid, a.wid);
+        } else if (av->ep && av->ep->type == FI_EP_RDM &&
+                   dn2fi_rdm_add_dest(av->ep, a.lid, a.wid)) {
+            /* the RDM endpoint's flow-control table is full: refused
+             * rather than sent to without flow control */
+            err = FI_ENOSPC;
         } else if (av->count == av->cap) {
             size_t n = av->cap ? av->cap * 2 : 64;
             struct dn2fi_av_entry *t = realloc(av->tab, n * sizeof(*t));
@@ -659,6 +664,9 @@ static int ep_enable(struct dn2fi_ep *ep)
             ep->enabled = 0;
             return r;
         }
+    }
+    if (ep->type == FI_EP_RDM) {
+        dn2fi_rdm_progress(ep);     /* the hellos leave now, before the job's fence */
     }
     return 0;
 }

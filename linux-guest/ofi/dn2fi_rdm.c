@@ -36,11 +36,15 @@
  */
 #define _GNU_SOURCE
 #include "dn2fi.h"
+#include "dn2fi_win.h"
 #include "dimmnet2/dn2_uapi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #define RDM_QUEUE DN2FI_QUEUE
 
@@ -68,7 +72,11 @@ struct rdm_msg {
     uint64_t tag;
     uint32_t data;
     size_t len, got;
-    uint8_t *buf;
+    uint8_t *buf;               /* unexpected: the bytes so far (cap of them) */
+    size_t cap;
+    int on_ux;                  /* on the unexpected queue */
+    int err;                    /* failed (FI_EMSGSIZE, FI_ENOMEM): the rest
+                                 * of its datagrams are taken and dropped */
     struct rdm_rx *rx;
     int claimed, discard;
     void *claim_ctx;
@@ -88,21 +96,42 @@ struct rdm_tx {
     uint8_t inline_buf[];       /* FI_INJECT: a copy of the data */
 };
 
-/* Flow control with one peer endpoint (both directions). */
+/* Flow control with one peer endpoint (both directions).  Sending, by
+ * sequence number (dn2fi_win.h): sent = the next datagram's, acked = the
+ * oldest not acknowledged; ring bytes of each datagram in flight in sz.
+ * Receiving: took = the sequence number after the last datagram taken
+ * from it, told = the last one we acknowledged. */
 struct rdm_peer {
     uint16_t lid;
     uint8_t wid;
-    uint32_t sent_e, acked_e;       /* datagrams sent to it / it took */
-    uint64_t sent_b, acked_b;       /* ring bytes of those */
-    uint32_t took_e, told_e;        /* datagrams we took from it / told it */
-    uint64_t took_b, told_b;
+    uint8_t dest;                   /* holds a destination slot */
+    uint32_t sent_e, acked_e;
+    uint64_t sent_b, acked_b;
+    uint32_t *sz;                   /* DN2_LHB_ENTRIES: ring bytes by seq */
+    uint32_t took_e, told_e;
+    uint64_t took_b;                /* ring bytes taken since told */
+    uint8_t rx_seen;                /* took/told are set */
+    uint8_t ctl_due;                /* on the control list */
+    uint8_t hello_due;
+    uint8_t credit_due;
 };
 
-#define RDM_PEERS_MAX 64
+/* The peer index: LID >> 8, then (LID & 0xff) x 2 + WID -> peer + 1. */
+#define RDM_IDX_PAGES (0xc000 >> 8)
 
 struct dn2fi_rdm {
-    struct rdm_peer peer[RDM_PEERS_MAX];
-    int npeer;
+    struct rdm_peer *peer;          /* every endpoint heard from or sent to */
+    uint32_t npeer, peer_cap;
+    uint32_t *idx[RDM_IDX_PAGES];
+    uint32_t ndest, dest_max;       /* destination slots: the rank table's size */
+    uint32_t *ctl;                  /* peers owed a credit or a hello */
+    uint32_t nctl, ctl_cap;
+    uint32_t hellos;                /* hellos not yet sent (data waits) */
+    int hello_queued;
+    uint32_t isn;                   /* our first sequence number */
+    struct dn2fi_addr *table;       /* the rank table's endpoints */
+    uint32_t ntable;
+    uint64_t bogus_credits;         /* credits ahead of what was sent: ignored */
     uint32_t win_e;                 /* LH entries per sender */
     uint64_t win_b;                 /* ring bytes per sender */
     size_t dgram_max;               /* bytes after the envelope */
@@ -119,9 +148,10 @@ static inline struct dn2fi_ep *ep_of(struct fid_ep *fid)
     return container_of(fid, struct dn2fi_ep, ep);
 }
 
-/* How many endpoints may send to us: the rank table's lines (DN2_RANKS),
- * else two per LID of FI_DIMMNET2_LIDS, else 16. */
-static int rdm_senders(void)
+/* How many endpoints may send to us: the rank table's lines (DN2_RANKS;
+ * their addresses in r->table, for the hellos), else two per LID of
+ * FI_DIMMNET2_LIDS, else 16. */
+static int rdm_senders(struct dn2fi_rdm *r)
 {
     const char *path = getenv("DN2_RANKS"), *lids = getenv("FI_DIMMNET2_LIDS");
     int n = 0;
@@ -130,10 +160,22 @@ static int rdm_senders(void)
         FILE *f = fopen(path, "r");
         char line[256];
         int rank;
-        unsigned lid, wid;
+        unsigned lid, wid, cap = 0;
         while (f && fgets(line, sizeof(line), f)) {
             if (line[0] != '#' && sscanf(line, "%d %i %u", &rank, &lid, &wid) == 3) {
                 n++;
+                if (lid && lid < 0xc000 && wid <= 1) {
+                    if (r->ntable == cap) {
+                        struct dn2fi_addr *t;
+                        cap = cap ? 2 * cap : 64;
+                        t = realloc(r->table, cap * sizeof(*t));
+                        if (!t) {
+                            break;
+                        }
+                        r->table = t;
+                    }
+                    r->table[r->ntable++] = (struct dn2fi_addr){ (uint16_t)lid, (uint8_t)wid, 0 };
+                }
             }
         }
         if (f) {
@@ -171,7 +213,11 @@ int dn2fi_rdm_open(struct dn2fi_ep *ep)
         return -FI_ENOMEM;
     }
     /* the shares: two LH entries per sender kept for credit returns */
-    n = rdm_senders();
+    n = rdm_senders(r);
+    r->dest_max = (uint32_t)n;
+    if (getrandom(&r->isn, sizeof(r->isn), GRND_NONBLOCK) != sizeof(r->isn)) {
+        r->isn = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)getpid();
+    }
     r->win_e = n < 21 ? (uint32_t)((DN2_LHB_AREA / DN2_LHB_ENTRY - 2 * (unsigned)n) / (unsigned)n) : 1;
     r->win_b = (DN2FI_RING_BYTES / (unsigned)n) & ~(uint64_t)7;
     /* a datagram uses at most half a share (credit comes back in time) */
@@ -205,8 +251,7 @@ void dn2fi_rdm_close(struct dn2fi_ep *ep)
         if (m->rx) {
             free(m->rx);
         }
-        if (!m->buf || m->rx) {
-            /* not on the unexpected queue */
+        if (!m->on_ux) {
             free(m->buf);
             free(m);
         } else {
@@ -224,6 +269,19 @@ void dn2fi_rdm_close(struct dn2fi_ep *ep)
         r->txq = t->next;
         free(t);
     }
+    for (uint32_t i = 0; i < r->npeer; i++) {
+        free(r->peer[i].sz);
+    }
+    for (int i = 0; i < RDM_IDX_PAGES; i++) {
+        free(r->idx[i]);
+    }
+    if (r->bogus_credits) {
+        DN2FI_WARN(FI_LOG_EP_DATA, "%llu credits outside what was in flight were ignored\n",
+                   (unsigned long long)r->bogus_credits);
+    }
+    free(r->peer);
+    free(r->ctl);
+    free(r->table);
     free(r);
     ep->rdm = NULL;
 }
@@ -267,6 +325,10 @@ static void rx_complete(struct dn2fi_ep *ep, struct rdm_rx *rx, struct rdm_msg *
     uint64_t flags = FI_RECV | op_flag(m->tagged) | (m->has_data ? FI_REMOTE_CQ_DATA : 0);
     size_t n = m->len < rx->cap ? m->len : rx->cap;
 
+    if (m->err) {
+        err = m->err;
+        n = 0;
+    }
     if (!err && m->len > rx->cap) {
         err = FI_ETRUNC;
     }
@@ -346,6 +408,7 @@ static void ux_remove(struct dn2fi_rdm *r, struct rdm_msg *m)
             if (r->ux_tail == &m->next) {
                 r->ux_tail = pp;
             }
+            m->on_ux = 0;
             return;
         }
     }
@@ -357,8 +420,11 @@ static void msg_done(struct dn2fi_ep *ep, struct rdm_msg *m, int err)
     struct dn2fi_rdm *r = ep->rdm;
 
     inprog_remove(r, m);
+    if (err && !m->err && !m->rx) {
+        m->err = err;       /* an unexpected message: its receive gets the error */
+    }
     if (m->rx) {
-        if (m->buf) {
+        if (m->buf && !m->err) {
             rx_scatter(m->rx, 0, m->buf, m->len);
         }
         rx_complete(ep, m->rx, m, err);
@@ -374,22 +440,94 @@ static void msg_done(struct dn2fi_ep *ep, struct rdm_msg *m, int err)
 
 /* ------------------------------------------------------- flow control */
 
-static struct rdm_peer *peer_of(struct dn2fi_rdm *r, uint16_t lid, int wid)
+/* The peer {lid, wid}, made when new (create) or NULL. */
+static struct rdm_peer *peer_get(struct dn2fi_rdm *r, uint16_t lid, int wid, int create)
 {
-    int i;
+    uint32_t **page, slot = (uint32_t)(lid & 0xffu) * 2 + (unsigned)(wid & 1);
+    struct rdm_peer *p;
 
-    for (i = 0; i < r->npeer; i++) {
-        if (r->peer[i].lid == lid && r->peer[i].wid == wid) {
-            return &r->peer[i];
-        }
-    }
-    if (r->npeer == RDM_PEERS_MAX) {
+    if (!lid || lid >= 0xc000) {
         return NULL;
     }
-    memset(&r->peer[r->npeer], 0, sizeof(r->peer[0]));
-    r->peer[r->npeer].lid = lid;
-    r->peer[r->npeer].wid = (uint8_t)wid;
-    return &r->peer[r->npeer++];
+    page = &r->idx[lid >> 8];
+    if (*page && (*page)[slot]) {
+        return &r->peer[(*page)[slot] - 1];
+    }
+    if (!create) {
+        return NULL;
+    }
+    if (!*page && !(*page = calloc(512, sizeof(uint32_t)))) {
+        return NULL;
+    }
+    if (r->npeer == r->peer_cap) {
+        uint32_t n = r->peer_cap ? 2 * r->peer_cap : 64;
+        struct rdm_peer *t = realloc(r->peer, n * sizeof(*t));
+        if (!t) {
+            return NULL;
+        }
+        r->peer = t;
+        r->peer_cap = n;
+    }
+    p = &r->peer[r->npeer];
+    memset(p, 0, sizeof(*p));
+    p->lid = lid;
+    p->wid = (uint8_t)wid;
+    (*page)[slot] = ++r->npeer;
+    return p;
+}
+
+/* The peer as a destination: a slot of the table, the sender's state.
+ * NULL when the table is full (or out of memory): never sent to without
+ * flow control. */
+static struct rdm_peer *dest_get(struct dn2fi_rdm *r, uint16_t lid, int wid)
+{
+    struct rdm_peer *p = peer_get(r, lid, wid, 1);
+
+    if (!p || p->dest) {
+        return p;
+    }
+    if (r->ndest >= r->dest_max) {
+        return NULL;
+    }
+    if (!(p->sz = calloc(DN2_LHB_ENTRIES, sizeof(*p->sz)))) {
+        return NULL;
+    }
+    p->dest = 1;
+    p->sent_e = p->acked_e = r->isn;
+    r->ndest++;
+    return p;
+}
+
+int dn2fi_rdm_add_dest(struct dn2fi_ep *ep, uint16_t lid, int wid)
+{
+    if (!ep->rdm) {
+        return 0;
+    }
+    if (!dest_get(ep->rdm, lid, wid)) {
+        DN2FI_WARN(FI_LOG_AV, "LID %u WID %d: the flow-control table is full (%u endpoints, "
+                   "the rank table's size)\n", lid, wid, ep->rdm->dest_max);
+        return -FI_ENOSPC;
+    }
+    return 0;
+}
+
+/* Put p on the list of peers owed a control datagram. */
+static void ctl_queue(struct dn2fi_rdm *r, struct rdm_peer *p)
+{
+    if (p->ctl_due) {
+        return;
+    }
+    if (r->nctl == r->ctl_cap) {
+        uint32_t n = r->ctl_cap ? 2 * r->ctl_cap : 64;
+        uint32_t *t = realloc(r->ctl, n * sizeof(*t));
+        if (!t) {
+            return;     /* retried with the next datagram taken */
+        }
+        r->ctl = t;
+        r->ctl_cap = n;
+    }
+    r->ctl[r->nctl++] = (uint32_t)(p - r->peer);
+    p->ctl_due = 1;
 }
 
 /* Ring bytes a datagram of len bytes (after the envelope) takes. */
@@ -398,28 +536,113 @@ static uint64_t ring_bytes(size_t len)
     return len > DN2_LHB_DATA ? ((len - DN2_LHB_DATA + 7) & ~(size_t)7) : 0;
 }
 
-/* Return credits owed (half a share taken since the last return). */
-static void send_credits(struct dn2fi_ep *ep)
+/* A datagram of len bytes with sequence number seq taken from p. */
+static void took_one(struct dn2fi_rdm *r, struct rdm_peer *p, uint32_t seq, size_t len)
+{
+    if (!p->rx_seen) {
+        p->rx_seen = 1;
+        p->told_e = seq;
+    }
+    p->took_e = seq + 1;
+    p->took_b += ring_bytes(len);
+    if (dn2fi_win_owed(p->took_e, p->told_e, r->win_e, p->took_b, r->win_b)) {
+        p->credit_due = 1;
+        ctl_queue(r, p);
+    }
+}
+
+/* A credit from p: ack = the sequence number after the last datagram it
+ * took from us.  Taken only when it lies within what we sent. */
+static void credit_in(struct dn2fi_rdm *r, struct rdm_peer *p, uint32_t ack)
+{
+    int64_t d;
+
+    if (!p || !p->dest) {
+        return;     /* we never sent to it */
+    }
+    d = dn2fi_win_credit(p->sent_e, p->acked_e, ack);
+    if (d < 0) {
+        if (!r->bogus_credits++) {
+            DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %u: credit %u outside %u..%u ignored\n",
+                       p->lid, p->wid, ack, p->acked_e, p->sent_e);
+        }
+        return;
+    }
+    while (d--) {
+        p->acked_b += p->sz[p->acked_e++ % DN2_LHB_ENTRIES];
+    }
+}
+
+/* A new process on p's {LID, WID}: what we had in flight to its
+ * predecessor is gone (or taken uncounted); start its window afresh. */
+static void hello_in(struct dn2fi_ep *ep, struct rdm_peer *p);
+
+/* Queue a hello for every endpoint of the rank table but us (once). */
+static void hello_queue(struct dn2fi_ep *ep)
+{
+    struct dn2fi_rdm *r = ep->rdm;
+    uint32_t i;
+
+    r->hello_queued = 1;
+    for (i = 0; i < r->ntable; i++) {
+        struct rdm_peer *p;
+        if (r->table[i].lid == ep->lid && r->table[i].wid == ep->wid) {
+            continue;
+        }
+        p = peer_get(r, r->table[i].lid, r->table[i].wid, 1);
+        if (p && !p->hello_due) {
+            p->hello_due = 1;
+            r->hellos++;
+            ctl_queue(r, p);
+        }
+    }
+}
+
+/* Send the hellos and credits owed (credits: cumulative, half a share
+ * taken since the last one). */
+static void send_ctl(struct dn2fi_ep *ep)
 {
     struct dn2fi_rdm *r = ep->rdm;
     unsigned rank = (unsigned)((ep->wid << 12) | dn2_lid_to_clid(ep->lid));
-    int i;
+    uint32_t i, keep = 0;
 
-    for (i = 0; i < r->npeer; i++) {
-        struct rdm_peer *p = &r->peer[i];
-        if (p->took_e - p->told_e >= (r->win_e + 1) / 2 ||
-            p->took_b - p->told_b >= r->win_b / 2) {
-            uint64_t b = p->took_b;
-            struct iovec v = { &b, sizeof(b) };
-            if (dn2fi_xmit(ep, p->lid, p->wid,
-                           dn2_envelope(DN2FI_CTX_RDM_CREDIT, rank, p->took_e), &v, 1,
-                           sizeof(b))) {
-                return;     /* the board is busy: next progress */
+    for (i = 0; i < r->nctl; i++) {
+        struct rdm_peer *p = &r->peer[r->ctl[i]];
+        int busy = 0, ret;
+        if (p->hello_due) {
+            ret = dn2fi_xmit(ep, p->lid, p->wid, dn2_envelope(DN2FI_CTX_RDM_HELLO, rank, 0),
+                             NULL, 0, 0);
+            if (ret == -FI_EAGAIN) {
+                busy = 1;
+            } else {
+                if (ret) {
+                    DN2FI_WARN(FI_LOG_EP_DATA, "hello to LID %u WID %u: %d\n", p->lid,
+                               p->wid, ret);
+                }
+                p->hello_due = 0;
+                r->hellos--;
             }
-            p->told_e = p->took_e;
-            p->told_b = p->took_b;
         }
+        if (!busy && p->credit_due) {
+            ret = dn2fi_xmit(ep, p->lid, p->wid,
+                             dn2_envelope(DN2FI_CTX_RDM_CREDIT, rank, p->took_e), NULL, 0, 0);
+            if (ret == -FI_EAGAIN) {
+                busy = 1;
+            } else {
+                p->credit_due = 0;
+                p->told_e = p->took_e;
+                p->took_b = 0;
+            }
+        }
+        if (busy) {
+            /* the board is busy: these and the rest at the next progress */
+            memmove(r->ctl + keep, r->ctl + i, (r->nctl - i) * sizeof(*r->ctl));
+            keep += r->nctl - i;
+            break;
+        }
+        p->ctl_due = 0;
     }
+    r->nctl = keep;
 }
 
 /* ------------------------------------------------------------ receive */
@@ -436,6 +659,33 @@ static struct rdm_msg *inprog_find(struct dn2fi_rdm *r, uint16_t lid, int wid)
     return NULL;
 }
 
+/* Room for an unexpected message's bytes up to need: the buffer grows as
+ * the data arrives (doubling, at most the message's length), so a length
+ * no memory can hold fails only once its bytes have come. */
+static int ux_reserve(struct rdm_msg *m, size_t need)
+{
+    size_t n;
+    uint8_t *b;
+
+    if (need <= m->cap) {
+        return 0;
+    }
+    n = m->cap ? 2 * m->cap : 4096;
+    if (n < need) {
+        n = need;
+    }
+    if (n > m->len) {
+        n = m->len;
+    }
+    b = realloc(m->buf, n);
+    if (!b) {
+        return -FI_ENOMEM;
+    }
+    m->buf = b;
+    m->cap = n;
+    return 0;
+}
+
 /* Bytes of datagram lm (from datagram offset at, n of them) belong to
  * message m at its offset m->got. */
 static int msg_take(struct dn2fi_ep *ep, struct rdm_msg *m, const struct dn2_lh_msg *lm,
@@ -446,8 +696,19 @@ static int msg_take(struct dn2fi_ep *ep, struct rdm_msg *m, const struct dn2_lh_
     if (n > m->len - m->got) {
         n = m->len - m->got;
     }
-    if (m->buf) {
-        r = dn2fi_dgram_read(ep, lm, at, m->buf + m->got, n);
+    if (m->err || !n) {
+        /* failed: its bytes are taken off the board and dropped */
+    } else if (m->on_ux || m->buf) {
+        if (ux_reserve(m, m->got + n)) {
+            DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %u: no memory for an unexpected message "
+                       "of %zu bytes: it fails\n", m->lid, m->wid, m->len);
+            m->err = FI_ENOMEM;
+            free(m->buf);
+            m->buf = NULL;
+            m->cap = 0;
+        } else {
+            r = dn2fi_dgram_read(ep, lm, at, m->buf + m->got, n);
+        }
     } else if (m->rx && m->got < m->rx->cap) {
         size_t k = m->rx->cap - m->got < n ? m->rx->cap - m->got : n;
         r = rx_take(ep, m->rx, m->got, lm, at, k);
@@ -457,18 +718,19 @@ static int msg_take(struct dn2fi_ep *ep, struct rdm_msg *m, const struct dn2_lh_
 }
 
 /* The first datagram of a message. */
-static int rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid)
+static void rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid)
 {
     struct dn2fi_rdm *r = ep->rdm;
     struct dn2fi_rdm_hdr h;
     struct rdm_msg *m, *old;
     struct rdm_rx **pp;
+    unsigned flags = (lm->context >> DN2FI_RDM_F_SHIFT) & 3u;
     int err;
 
     if (lm->size < DN2FI_RDM_HDR) {
         DN2FI_WARN(FI_LOG_EP_DATA, "short RDM datagram (%u bytes) from LID %u\n",
                    lm->size, lid);
-        return 0;
+        return;
     }
     memcpy(&h, lm->data, sizeof(h));
     if ((old = inprog_find(r, lid, wid))) {
@@ -479,15 +741,25 @@ static int rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t l
     }
     m = calloc(1, sizeof(*m));
     if (!m) {
-        return -FI_ENOMEM;
+        /* taken off the board all the same (its next datagrams are
+         * strays): the board never holds a sender for our memory */
+        DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %d: no memory, message dropped\n", lid, wid);
+        return;
     }
     m->lid = lid;
     m->wid = (uint8_t)wid;
-    m->tagged = !!(lm->tag & DN2FI_RDM_F_TAGGED);
-    m->has_data = !!(lm->tag & DN2FI_RDM_F_DATA);
+    m->tagged = !!(flags & DN2FI_RDM_F_TAGGED);
+    m->has_data = !!(flags & DN2FI_RDM_F_DATA);
     m->tag = h.tag;
     m->data = h.data;
     m->len = h.len;
+    if (m->len > DN2FI_RDM_MAX_MSG) {
+        /* no sender of ours sends it: the message fails, its datagrams
+         * are taken and dropped */
+        DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %d: message of %zu bytes (over %u) fails\n",
+                   lid, wid, m->len, DN2FI_RDM_MAX_MSG);
+        m->err = FI_EMSGSIZE;
+    }
     for (pp = &r->posted; *pp; pp = &(*pp)->next) {
         if (rx_matches(*pp, m)) {
             m->rx = *pp;
@@ -499,12 +771,14 @@ static int rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t l
             break;
         }
     }
-    if (!m->rx) {
-        m->buf = malloc(m->len ? m->len : 1);
-        if (!m->buf) {
-            free(m);
-            return -FI_ENOMEM;
-        }
+    if (m->rx && m->err) {
+        /* the receive completes in error now; the message stays in
+         * progress only to take its datagrams */
+        rx_complete(ep, m->rx, m, m->err);
+        m->rx = NULL;
+        m->discard = 1;
+    } else if (!m->rx) {
+        m->on_ux = 1;
         *r->ux_tail = m;
         r->ux_tail = &m->next;
     }
@@ -514,7 +788,6 @@ static int rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t l
     if (err || m->got >= m->len) {
         msg_done(ep, m, err ? FI_EIO : 0);
     }
-    return 0;
 }
 
 static void rx_next(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid)
@@ -532,6 +805,24 @@ static void rx_next(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t l
     }
 }
 
+static void hello_in(struct dn2fi_ep *ep, struct rdm_peer *p)
+{
+    struct rdm_msg *old = inprog_find(ep->rdm, p->lid, p->wid);
+
+    if (old) {
+        DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %u: a new process; its predecessor's "
+                   "message cut short\n", p->lid, p->wid);
+        old->len = old->got;
+        msg_done(ep, old, FI_EIO);
+    }
+    if (p->dest) {
+        p->acked_e = p->sent_e;
+        p->acked_b = p->sent_b;
+    }
+    p->rx_seen = 0;
+    p->took_b = 0;
+}
+
 /* Room in the CQ for what a datagram may complete. */
 static int cq_room(struct dn2fi_cq *cq)
 {
@@ -540,39 +831,40 @@ static int cq_room(struct dn2fi_cq *cq)
 
 static void rdm_progress_rx(struct dn2fi_ep *ep)
 {
+    struct dn2fi_rdm *r = ep->rdm;
+
     while (cq_room(ep->rxcq)) {
         struct dn2_lh_msg lm;
+        struct rdm_peer *p;
         unsigned ctx;
         uint16_t lid;
-        int wid, r;
+        int wid, ret;
 
         if (!dn2_lh_ready(ep->d)) {
             return;
         }
         uint64_t t0 = ep->stats ? dn2fi_ns() : 0;
-        r = dn2_lh_next(ep->d, &lm, 0);
-        if (r <= 0 || !lm.complete) {
+        ret = dn2_lh_next(ep->d, &lm, 0);
+        if (ret <= 0 || !lm.complete) {
             return;     /* the rest of it is still arriving */
         }
         ep->rx_dgrams++;
-        ctx = lm.context & 0xfffu;
+        ctx = lm.context & DN2FI_CTX_MASK;
         lid = dn2_clid_to_lid((uint16_t)(lm.rank & 0xfffu));
         wid = (int)((lm.rank >> 12) & 1u);
+        /* every datagram is taken off the board whatever it holds: the
+         * board never keeps one for us */
         if (lm.size > DN2FI_DGRAM_BIG) {
             DN2FI_WARN(FI_LOG_EP_DATA, "datagram of %u bytes from LID %u dropped\n",
                        lm.size, lid);
         } else if (ctx == DN2FI_CTX_RDM_CREDIT) {
-            struct rdm_peer *p = peer_of(ep->rdm, lid, wid);
-            uint64_t b;
-            memcpy(&b, lm.data, sizeof(b));
-            if (p && lm.size >= sizeof(b)) {
-                p->acked_e = lm.tag;
-                p->acked_b = b;
+            credit_in(r, peer_get(r, lid, wid, 0), lm.tag);
+        } else if (ctx == DN2FI_CTX_RDM_HELLO) {
+            if ((p = peer_get(r, lid, wid, 1))) {
+                hello_in(ep, p);
             }
         } else if (ctx == DN2FI_CTX_RDM_FIRST) {
-            if (rx_first(ep, &lm, lid, wid)) {
-                return;     /* out of memory: leave it on the board, retry */
-            }
+            rx_first(ep, &lm, lid, wid);
         } else if (ctx == DN2FI_CTX_RDM_NEXT) {
             rx_next(ep, &lm, lid, wid);
         } else {
@@ -583,12 +875,9 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
             dn2_ring_consume(ep->d, &ep->ring, lm.size - DN2_LHB_DATA);
         }
         dn2_lh_release(ep->d);
-        if (ctx == DN2FI_CTX_RDM_FIRST || ctx == DN2FI_CTX_RDM_NEXT) {
-            struct rdm_peer *p = peer_of(ep->rdm, lid, wid);
-            if (p) {
-                p->took_e++;
-                p->took_b += ring_bytes(lm.size);
-            }
+        if ((ctx == DN2FI_CTX_RDM_FIRST || ctx == DN2FI_CTX_RDM_NEXT) &&
+            (p = peer_get(r, lid, wid, 1))) {
+            took_one(r, p, lm.tag, lm.size);
         }
         if (ep->stats) {
             ep->ns_lhb += dn2fi_ns() - t0;     /* includes the ring copy */
@@ -603,6 +892,9 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
     struct dn2fi_rdm *r = ep->rdm;
     unsigned rank = (unsigned)((ep->wid << 12) | dn2_lid_to_clid(ep->lid));
 
+    if (r->hellos) {
+        return;     /* no data before our hellos: they end a predecessor's message */
+    }
     while (r->txq) {
         struct rdm_tx *t = r->txq;
         struct iovec v[DN2FI_IOV_LIMIT + 1];
@@ -610,9 +902,16 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
         size_t nv = 0, room, left, off, base, i;
         uint64_t env;
         int first = t->sent == 0, ret;
+        struct rdm_peer *p = dest_get(r, t->lid, t->wid);
 
         if (t->want_comp && dn2fi_cq_full(ep->txcq)) {
             return;
+        }
+        if (!p) {
+            /* no slot (rdm_send checked; only out of memory): fails */
+            ret = -FI_ENOSPC;
+            off = 0;
+            goto failed;
         }
         if (first) {
             h.tag = t->tag;
@@ -621,12 +920,13 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
             v[nv].iov_base = &h;
             v[nv++].iov_len = sizeof(h);
             room = r->dgram_max - DN2FI_RDM_HDR;
-            env = dn2_envelope(DN2FI_CTX_RDM_FIRST, rank,
-                               (t->tagged ? DN2FI_RDM_F_TAGGED : 0) |
-                               (t->has_data ? DN2FI_RDM_F_DATA : 0));
+            env = dn2_envelope(DN2FI_CTX_RDM_FIRST |
+                               ((t->tagged ? DN2FI_RDM_F_TAGGED : 0u) |
+                                (t->has_data ? DN2FI_RDM_F_DATA : 0u)) << DN2FI_RDM_F_SHIFT,
+                               rank, p->sent_e);
         } else {
             room = r->dgram_max;
-            env = dn2_envelope(DN2FI_CTX_RDM_NEXT, rank, 0);
+            env = dn2_envelope(DN2FI_CTX_RDM_NEXT, rank, p->sent_e);
         }
         left = t->len - t->sent;
         if (left > room) {
@@ -646,9 +946,8 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
         }
         {
             size_t dl = iov_total(v, nv);
-            struct rdm_peer *p = peer_of(r, t->lid, t->wid);
-            if (p && (p->sent_e - p->acked_e >= r->win_e ||
-                      p->sent_b - p->acked_b + ring_bytes(dl) > r->win_b)) {
+            if (dn2fi_win_used(p->sent_e, p->acked_e) >= r->win_e ||
+                p->sent_b - p->acked_b + ring_bytes(dl) > r->win_b) {
                 ep->busy_credit++;
                 return;     /* the receiver's share is in use: its credits come */
             }
@@ -656,11 +955,12 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
             if (ret == -FI_EAGAIN) {
                 return;
             }
-            if (!ret && p) {
-                p->sent_e++;
+            if (!ret) {
+                p->sz[p->sent_e++ % DN2_LHB_ENTRIES] = (uint32_t)ring_bytes(dl);
                 p->sent_b += ring_bytes(dl);
             }
         }
+failed:
         if (ret) {
             /* the board refused it: the send fails, the next goes on */
             r->txq = t->next;
@@ -707,8 +1007,11 @@ void dn2fi_rdm_progress(struct dn2fi_ep *ep)
     }
     ep->progress_calls++;
     r->in_progress = 1;
+    if (!r->hello_queued) {
+        hello_queue(ep);
+    }
     rdm_progress_rx(ep);
-    send_credits(ep);
+    send_ctl(ep);
     rdm_progress_tx(ep);
     rdm_progress_rx(ep);
     r->in_progress = 0;
@@ -741,6 +1044,11 @@ static ssize_t rdm_send(struct dn2fi_ep *ep, const struct iovec *iov, size_t cou
         DN2FI_INFO(FI_LOG_EP_DATA, "destination %llu is not in the AV\n",
                    (unsigned long long)dest);
         ret = -FI_EADDRNOTAVAIL;
+        goto out;
+    }
+    if (!dest_get(r, a->lid, a->wid)) {
+        /* beyond the table: never sent without flow control */
+        ret = -FI_ENOSPC;
         goto out;
     }
     if (r->n_tx >= RDM_QUEUE) {
@@ -809,10 +1117,24 @@ static int rx_source(struct dn2fi_ep *ep, struct rdm_rx *rx, fi_addr_t src)
 static void rx_meets(struct dn2fi_ep *ep, struct rdm_rx *rx, struct rdm_msg *m)
 {
     ux_remove(ep->rdm, m);
-    m->rx = rx;
     m->claimed = 0;
+    if (m->err) {
+        /* it failed (too long, no memory): the receive completes in error
+         * now, the rest of the message is dropped as it comes */
+        rx_complete(ep, rx, m, m->err);
+        if (m->got >= m->len) {
+            free(m->buf);
+            free(m);
+        } else {
+            m->discard = 1;
+        }
+        return;
+    }
+    m->rx = rx;
     if (m->got >= m->len) {
-        rx_scatter(rx, 0, m->buf, m->len);
+        if (m->buf) {
+            rx_scatter(rx, 0, m->buf, m->len);
+        }
         rx_complete(ep, rx, m, 0);
         free(m->buf);
         free(m);

@@ -19,14 +19,33 @@
 #   4. the boards' Packet Counters (sysfs wid0/pkt_counter) went up by
 #      at least the ping-pong's messages on both nodes: the traffic went
 #      through the boards
-# Environment: QEMU, DN2_SWITCH; DN2_OFI_PROVIDER, DN2_OFI_TEST (built
-# files; default: found in build/).
+#   5. ofi-hostile (tests/ofi/ofi-hostile.c): the native RDM endpoint
+#      against a rogue rank speaking its wire format (wrapped and forged
+#      credits, 4 GiB and 512 MiB lengths), a rank killed and started
+#      again, and a rank table of 70 endpoints
+#
+#   tests/ofi/ofi-test.sh --soak [SECS | --quick]
+#      only step 5, its rounds repeated for SECS seconds (default 40,
+#      --quick 15; the cluster's boot comes on top): the soak run's
+#      "provider" phase (scripts/soak.sh)
+# Environment: QEMU, DN2_SWITCH; DN2_OFI_PROVIDER, DN2_OFI_TEST,
+# DN2_OFI_HOSTILE (built files; default: found in build/).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 
+soak=
+if [ "${1:-}" = --soak ]; then
+    case ${2:-} in
+        '') soak=40 ;;
+        --quick) soak=15 ;;
+        *[!0-9]*) echo "usage: $0 [--soak [SECS|--quick]]" >&2; exit 2 ;;
+        *) soak=$2 ;;
+    esac
+fi
 prov=${DN2_OFI_PROVIDER:-$DN2_TOP/build/linux-guest/ofi/libdimmnet2-fi.so}
 prog=${DN2_OFI_TEST:-$DN2_TOP/build/tests/ofi/ofi-test}
+hostile=${DN2_OFI_HOSTILE:-$DN2_TOP/build/tests/ofi/ofi-hostile}
 out=$DN2_TOP/build/guest/export
 logdir=$DN2_TOP/build/cluster
 mkdir -p "$logdir" "$out/lib/libfabric" "$out/bin"
@@ -35,10 +54,61 @@ iters=200
 bail() { echo "1..1"; echo "not ok 1 - $*"; exit 1; }
 [ -f "$prov" ] || bail "provider $prov not built (meson compile -C build)"
 [ -x "$prog" ] || bail "$prog not built"
+[ -x "$hostile" ] || bail "$hostile not built"
 bash "$DN2_TOP/scripts/export-guest.sh" >/dev/null 2>"$logdir/ofi-export.log" \
     || bail "could not prepare the guest programs: $(tail -1 "$logdir/ofi-export.log")"
 cp -u "$prov" "$out/lib/libfabric/"
-cp -u "$prog" "$out/bin/"
+cp -u "$prog" "$hostile" "$out/bin/"
+
+n=0; fail=0; body=""
+add() { # add ok|not-ok DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" = ok ]; then body+="ok $n - $2"$'\n'; else fail=1; body+="not ok $n - $2"$'\n'; fi
+}
+# rank 0's TAP between node0's BEGIN and END markers, as lines of ours
+merge_tap() { # merge_tap LOG MARKER PREFIX
+    local tap line
+    tap=$(sed -n "/^node0| $2-BEGIN\$/,/^node0| $2-END/p" "$1" | sed -n 's/^node0| //p' | grep -E '^(ok|not ok) ')
+    if [ -z "$tap" ]; then
+        add no "$3no results from rank 0 (log $1)"
+        body+=$(tail -25 "$1" | sed 's/^/# /')$'\n'
+        return
+    fi
+    while IFS= read -r line; do
+        case $line in
+            "ok "*) add ok "$3${line#ok * - }" ;;
+            *) add no "$3${line#not ok * - }" ;;
+        esac
+    done <<< "$tap"
+}
+node_rc() { # node_rc LOG MARKER WHAT
+    local i trc
+    for i in 0 1; do
+        trc=$(sed -n "s/^node$i| $2-END rc=//p" "$1")
+        [ "$trc" = 0 ] && add ok "node$i: $3 exit 0" || { add no "node$i: $3 exit ${trc:-none}"; body+=$(grep "^node$i| #" "$1" | tail -8 | sed 's/^/# /')$'\n'; }
+    done
+}
+hostile_cmd='echo "OFI-HOSTILE-BEGIN"; DN2_OFI_HOSTILE_SECS=SECS ofi-hostile 2>&1; hrc=$?; echo "OFI-HOSTILE-END rc=$hrc"'
+
+if [ -n "$soak" ]; then
+    # shellcheck disable=SC2016   # expanded in the guest
+    cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q >/dev/null || { echo "OFI-SETUP-FAILED"; exit 1; }
+export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric
+'"${hostile_cmd//SECS/$soak}"'
+[ "$hrc" = 0 ]'
+    log=$logdir/ofi-soak.out
+    t0=$SECONDS
+    bash "$DN2_TOP/scripts/cluster.sh" -n 2 -q -t $((soak + 300)) --name ofi-soak --packages libfabric-bin \
+        -r "$cmd" > "$log" 2>&1
+    rc=$?
+    elapsed=$((SECONDS - t0))
+    merge_tap "$log" OFI-HOSTILE "hostile, $soak s: "
+    node_rc "$log" OFI-HOSTILE ofi-hostile
+    [ $rc -eq 0 ] && add ok "cluster run succeeded (${elapsed} s)" || add no "cluster run failed (exit $rc, ${elapsed} s, log $log)"
+    echo "1..$n"
+    printf '%s' "$body"
+    exit $fail
+fi
 
 # The host relay for fi_pingpong's control connection: port A for node 0's
 # bridge, port B for node 1's client; spliced once both are in.
@@ -77,6 +147,7 @@ cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q >/dev/null || { echo "OFI-SETUP-FA
 export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric
 pc=/sys/class/misc/dimmnet2-0/device/wid0/pkt_counter
 echo "OFI-TEST-BEGIN"; ofi-test 2>&1; rc=$?; echo "OFI-TEST-END rc=$rc"
+HOSTILE
 fi_info -p dimmnet2 > /tmp/i1 2>&1 && echo "FI-INFO-CORE $(grep -c "provider: dimmnet2$" /tmp/i1) $(grep -c FI_EP_DGRAM /tmp/i1)"
 fi_info -p "dimmnet2;ofi_rxd" -t FI_EP_RDM -c FI_TAGGED > /tmp/i2 2>&1 && echo "FI-INFO-RXD $(grep -c "provider: dimmnet2;ofi_rxd$" /tmp/i2)"
 fi_info -p dimmnet2 -t FI_EP_RDM -c FI_TAGGED > /tmp/i3 2>&1 && echo "FI-INFO-RDM $(grep -c "provider: dimmnet2$" /tmp/i3) $(grep -c FI_EP_RDM /tmp/i3)"
@@ -93,7 +164,8 @@ fi
 sed "s/^/PP: /" /tmp/pp
 echo "PP-RC $prc"
 echo "PKT-AFTER $(cat $pc)"
-[ "$rc" = 0 ] && [ "$prc" = 0 ]'
+[ "$rc" = 0 ] && [ "$prc" = 0 ] && [ "$hrc" = 0 ]'
+cmd=${cmd//HOSTILE/${hostile_cmd//SECS/0}}
 cmd=${cmd//ITERS/$iters}
 cmd=${cmd//PORTA/$pa}
 cmd=${cmd//PORTB/$pb}
@@ -105,27 +177,10 @@ bash "$DN2_TOP/scripts/cluster.sh" -n 2 -q -t 480 --name ofi --packages 'libfabr
 rc=$?
 elapsed=$((SECONDS - t0))
 
-n=0; fail=0; body=""
-add() { # add ok|not-ok DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" = ok ]; then body+="ok $n - $2"$'\n'; else fail=1; body+="not ok $n - $2"$'\n'; fi
-}
-tap=$(sed -n '/^node0| OFI-TEST-BEGIN$/,/^node0| OFI-TEST-END/p' "$log" | sed -n 's/^node0| //p' | grep -E '^(ok|not ok) ')
-if [ -z "$tap" ]; then
-    add no "ofi-test: no results from rank 0 (cluster exit $rc, log $log)"
-    body+=$(tail -25 "$log" | sed 's/^/# /')$'\n'
-else
-    while IFS= read -r line; do
-        case $line in
-            "ok "*) add ok "${line#ok * - }" ;;
-            *) add no "${line#not ok * - }" ;;
-        esac
-    done <<< "$tap"
-fi
-for i in 0 1; do
-    trc=$(sed -n "s/^node$i| OFI-TEST-END rc=//p" "$log")
-    [ "$trc" = 0 ] && add ok "node$i: ofi-test exit 0" || { add no "node$i: ofi-test exit ${trc:-none}"; body+=$(grep "^node$i| #" "$log" | tail -8 | sed 's/^/# /')$'\n'; }
-done
+merge_tap "$log" OFI-TEST ""
+node_rc "$log" OFI-TEST ofi-test
+merge_tap "$log" OFI-HOSTILE "hostile: "
+node_rc "$log" OFI-HOSTILE ofi-hostile
 for i in 0 1; do
     read -r c1 c2 <<< "$(sed -n "s/^node$i| FI-INFO-CORE //p" "$log")"
     [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && add ok "node$i: fi_info -p dimmnet2 lists the DGRAM provider" \
