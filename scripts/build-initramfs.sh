@@ -34,6 +34,8 @@
 #   /lib/modules/dn2-net   virtio_pci + virtio_net and their dependencies
 #               ($DN2_GUEST_MODULES) from the guest kernel's module tree, in
 #               load order, so that a -device virtio-net-pci NIC works
+#   /lib/modules/dn2-fw    qemu_fw_cfg ($DN2_GUEST_FW_MODULES): the job
+#               server's credential arrives as a QEMU fw_cfg file
 #   /init       the guest's whole userland; it
 #     - mounts proc, sys and devtmpfs;
 #     - if a virtio NIC is present: loads the modules above and configures
@@ -42,11 +44,14 @@
 #     - exports dn2.node=I, dn2.nodes=N, dn2.wid=W to the command as
 #       DN2_NODE (and DN2_RANK), DN2_NODES, DN2_WID;
 #     - with dn2.job=URL (the job server, e.g. http://10.0.2.2:PORT, and
-#       dn2.jobid=ID) does the job-start handshake of docs/cluster.md: waits
-#       for the board's link (dn2-lid -w, dn2.linkwait=S, default 120),
-#       prints "DN2-LINK up lid=L", joins (GET URL/join?...), waits for the
-#       rank table URL/ranks (dn2.barrier=S, default 900) and stores it in
-#       /opt/dn2/ranks; exports DN2_LID, DN2_HTTP=URL, DN2_JOBID, DN2_RANKS;
+#       dn2.jobid=ID) does the job-start handshake of docs/cluster.md: reads
+#       the node's credential (the fw_cfg file opt/dn2/token, QEMU -fw_cfg;
+#       the server's URLs for this node are then URL/n/NODE/TOKEN/...),
+#       waits for the board's link (dn2-lid -w, dn2.linkwait=S, default
+#       120), prints "DN2-LINK up lid=L", joins (GET .../join?...), waits
+#       for the rank table .../ranks (dn2.barrier=S, default 900) and stores
+#       it in /opt/dn2/ranks; exports DN2_LID, DN2_HTTP=URL/n/NODE/TOKEN,
+#       DN2_JOBID, DN2_RANKS;
 #     - dn2.ranks=URL|PATH names a rank table explicitly (fetched when a
 #       URL) and is exported as DN2_RANKS (the file's path);
 #     - runs the command given as dn2.run=CMD (quote it to have spaces:
@@ -77,6 +82,7 @@ PROBE_SRC=$DN2_TOP/tests/guest/dn2-probe.c
 LID_SRC=$DN2_TOP/tests/cluster/dn2-lid.c
 EXPORT=${DN2_GUEST_EXPORT:-$DN2_TOP/build/guest/export}
 NET_MODULES=${DN2_GUEST_MODULES-virtio_pci virtio_net}
+FW_MODULES=${DN2_GUEST_FW_MODULES-qemu_fw_cfg}
 ABI_H=$DN2_TOP/include/dimmnet2/dn2_abi.h
 BUSYBOX=${DN2_BUSYBOX:-$DN2_CACHE/pkgs/busybox-static/bin/busybox}
 
@@ -135,8 +141,8 @@ fi
 
 # Kernel modules for the NIC, dependencies first (their .modinfo "depends="),
 # from the module tree of the kernel the guests boot (scripts/lib.sh).
-net_modules=()
-if [ -n "$NET_MODULES" ]; then
+net_modules=() fw_modules=()
+if [ -n "$NET_MODULES$FW_MODULES" ]; then
     if kernel=$(dn2_find_kernel 2>/dev/null) && mdir=$(dn2_find_kernel_modules "$kernel" 2>/dev/null); then
         declare -A mod_seen=()
         mod_add() { # NAME: appends its dependencies, then itself
@@ -155,8 +161,12 @@ if [ -n "$NET_MODULES" ]; then
             net_modules+=("$f")
         }
         for m in $NET_MODULES; do mod_add "$m"; done
+        n_net=${#net_modules[@]}
+        for m in $FW_MODULES; do mod_add "$m"; done
+        fw_modules=("${net_modules[@]:n_net}")
+        net_modules=("${net_modules[@]:0:n_net}")
     else
-        log "warning: no module tree for the guest kernel: guests get no virtio-net NIC driver"
+        log "warning: no module tree for the guest kernel: guests get no virtio-net NIC driver and no fw_cfg (no job server credential)"
     fi
 fi
 
@@ -373,8 +383,21 @@ fetch() {
     mv "$_f.part" "$_f"
 }
 
-# Job start (docs/cluster.md): link up, join, wait for the rank table.
+# Job start (docs/cluster.md): the node's credential, link up, join, wait
+# for the rank table.
 if [ -n "$job" ]; then
+    # The launcher's token for this node: a fw_cfg file (QEMU -fw_cfg
+    # name=opt/dn2/token), readable by root only, never on a command line.
+    for m in /lib/modules/dn2-fw/*.ko; do
+        [ -e "$m" ] && insmod "$m" 2>/dev/null
+    done
+    tokf=/sys/firmware/qemu_fw_cfg/by_name/opt/dn2/token/raw
+    i=0
+    while [ ! -e $tokf ] && [ $i -lt 50 ]; do usleep 100000; i=$((i + 1)); done
+    token=$(cat $tokf 2>/dev/null)
+    [ -n "$token" ] || start_failed "no job server credential: no fw_cfg file opt/dn2/token (is the qemu_fw_cfg module in the image? QEMU started without -fw_cfg?)"
+    job=$job/n/$node/$token
+    export DN2_HTTP=$job
     eval "$(dn2-lid -b "${board:-0}" -w "${linkwait:-120}" -e 2>/tmp/dn2-lid.err)"
     if [ "${DN2_LINK_UP:-0}" = 1 ]; then
         echo "DN2-LINK up lid=$DN2_LID"
@@ -464,6 +487,8 @@ inputs_hash() {
         printf '%s\n' "$closure"
         for f in "${net_modules[@]}"; do echo "module:$f"; done
         [ ${#net_modules[@]} -eq 0 ] || cat "${net_modules[@]}" | sha256sum
+        for f in "${fw_modules[@]}"; do echo "fw-module:$f"; done
+        [ ${#fw_modules[@]} -eq 0 ] || cat "${fw_modules[@]}" | sha256sum
         # The export directory: names, modes, link targets and contents
         # (bin/dn2-lid is ours: LID_SRC stands for it).
         if [ -d "$EXPORT" ]; then
@@ -538,6 +563,14 @@ if [ ${#net_modules[@]} -gt 0 ]; then
     for f in "${net_modules[@]}"; do
         n=$((n + 1))
         cp "$f" "$root/lib/modules/dn2-net/$(printf '%02d' $n)-$(basename "$f")"
+    done
+fi
+if [ ${#fw_modules[@]} -gt 0 ]; then
+    mkdir -p "$root/lib/modules/dn2-fw"
+    n=0
+    for f in "${fw_modules[@]}"; do
+        n=$((n + 1))
+        cp "$f" "$root/lib/modules/dn2-fw/$(printf '%02d' $n)-$(basename "$f")"
     done
 fi
 

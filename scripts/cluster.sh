@@ -83,9 +83,13 @@
 # its LID to the job server, waits for the rank table (lines "rank lid wid")
 # and only then runs the command, with DN2_NODE, DN2_NODES, DN2_RANK,
 # DN2_LID, DN2_WID, DN2_RANKS (/opt/dn2/ranks) and DN2_HTTP (the server's
-# URL) in its environment.  The server (127.0.0.1, reached by the guests as
+# URL, with the node's credential) in its environment.  The server
+# (scripts/pmi-server.py on 127.0.0.1, reached by the guests as
 # http://10.0.2.2:PORT) also serves build/guest/export/, so a rebuilt module
-# or program can be fetched into a running guest with wget.
+# or program can be fetched into a running guest with wget $DN2_HTTP/FILE.
+# It serves nothing without a credential: node i's token, derived from the
+# run's secret (RUNDIR/secret, 0600; RUNDIR is 0700), reaches node i as a
+# QEMU fw_cfg file, never on a command line (docs/security.md).
 #
 # Prints each node's output prefixed by "nodeI| " (also kept unprefixed in
 # RUNDIR/nodeI.out) and a summary.  Exit status: 0 every node's command
@@ -117,225 +121,9 @@ find_python() {
 }
 
 # ====================================================================
-# The job and file server (python3, standard library only)
+# The job and file server: scripts/pmi-server.py (python3, standard library
+# only; docs/cluster.md, "The job server")
 # ====================================================================
-server_py() {
-    cat <<'PY'
-import errno, http.server, os, sys, threading, time, urllib.parse
-
-www, export, rundir, nodes, jobid, port, ready, serve, bind = sys.argv[1:10]
-nodes, port = int(nodes), int(port)
-joins, jobs = os.path.join(rundir, "joins"), os.path.join(rundir, "jobs")
-
-
-def atomic_write(path, data):
-    tmp = "%s.tmp%d" % (path, os.getpid())
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.rename(tmp, path)
-
-
-# PMI (docs/mpi.md, linux-guest/pmi/pmi-dn2.c): per MPI job (the run's job
-# id, or the job id + "." + anything for several jobs in one cluster) a
-# key-value space, barriers by epoch, and an abort flag.
-pmi_lock = threading.Condition()
-pmi_jobs = {}
-
-
-def pmi_job(name):
-    j = pmi_jobs.get(name)
-    if j is None:
-        j = pmi_jobs[name] = {"kvs": {}, "arrived": {}, "done": set(), "size": None, "abort": None}
-    return j
-
-
-def esc(s):
-    return urllib.parse.quote(s, safe="")
-
-
-class Handler(http.server.SimpleHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
-
-    def log_message(self, fmt, *args):
-        sys.stderr.write("%s %s\n" % (time.strftime("%H:%M:%S"), fmt % args))
-        sys.stderr.flush()
-
-    def text(self, code, body):
-        data = body.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def parse(self):
-        u = urllib.parse.urlsplit(self.path)
-        return u.path, dict(urllib.parse.parse_qsl(u.query))
-
-    def node_of(self, q):
-        """The node number of a request that belongs to this job, else None."""
-        if q.get("job") != jobid:
-            self.text(403, "not this job (stale guest from another run?)\n")
-            return None
-        try:
-            n = int(q.get("node", ""))
-        except ValueError:
-            n = -1
-        if not 0 <= n < nodes:
-            self.text(400, "bad node\n")
-            return None
-        return n
-
-    # An overlay: the run's own files (ranks, commands) first, then the
-    # export directory (module, programs, libraries).
-    def translate_path(self, path):
-        for d in [www] + ([serve] if serve else []) + [export]:
-            self.directory = d
-            p = super().translate_path(path)
-            if os.path.exists(p):
-                return p
-        return p
-
-    def pmi(self, path, q, body=None):
-        name = q.get("job", "")
-        if name != jobid and not name.startswith(jobid + "."):
-            return self.text(403, "not this job (stale guest from another run?)\n")
-        try:
-            rank = int(q.get("rank", "-1"))
-        except ValueError:
-            rank = -1
-        with pmi_lock:
-            j = pmi_job(name)
-            if path == "/pmi/status":
-                if j["abort"] is not None:
-                    return self.text(409, "job aborted: %s\n" % j["abort"])
-                return self.text(200, "running\n")
-            if path == "/pmi/get":
-                v = j["kvs"].get(q.get("key", ""))
-                return self.text(404, "no such key\n") if v is None else self.text(200, v)
-            if rank < 0 or (j["size"] is not None and rank >= j["size"]):
-                return self.text(400, "bad rank\n")
-            if path == "/pmi/abort":
-                msg = "rank %d called PMI_Abort (exit code %s): %s" % (rank, q.get("code", "?"), q.get("msg", ""))
-                if j["abort"] is None:
-                    j["abort"] = msg
-                    atomic_write(os.path.join(rundir, "pmi-abort"), (msg + "\n").encode())
-                pmi_lock.notify_all()
-                return self.text(200, "ok\n")
-            if j["abort"] is not None:
-                return self.text(409, "job aborted: %s\n" % j["abort"])
-            if path == "/pmi/put":
-                for line in (body or b"").decode("utf-8", "replace").splitlines():
-                    k, _, v = line.partition(" ")
-                    if k:
-                        j["kvs"][urllib.parse.unquote(k)] = urllib.parse.unquote(v)
-                return self.text(200, "ok\n")
-            if path == "/pmi/barrier":
-                try:
-                    size, epoch = int(q.get("size", "")), int(q.get("epoch", ""))
-                except ValueError:
-                    return self.text(400, "bad size or epoch\n")
-                if j["size"] is None:
-                    j["size"] = size
-                if size != j["size"] or rank >= size:
-                    return self.text(400, "size %d, but the job has %d ranks\n" % (size, j["size"]))
-                j["arrived"].setdefault(epoch, set()).add(rank)
-                if len(j["arrived"][epoch]) == size:
-                    j["done"].add(epoch)
-                    pmi_lock.notify_all()
-                end = time.time() + 20
-                while epoch not in j["done"] and j["abort"] is None and time.time() < end:
-                    pmi_lock.wait(max(0.01, end - time.time()))
-                if j["abort"] is not None:
-                    return self.text(409, "job aborted: %s\n" % j["abort"])
-                if epoch not in j["done"]:
-                    return self.text(202, "waiting for %d of %d ranks\n" % (size - len(j["arrived"][epoch]), size))
-                dump = "".join("%s %s\n" % (esc(k), esc(v)) for k, v in j["kvs"].items())
-            else:
-                return self.text(404, "no such endpoint\n")
-        return self.text(200, dump)
-
-    def do_GET(self):
-        path, q = self.parse()
-        if path.startswith("/pmi/"):
-            return self.pmi(path, q)
-        if path == "/join":
-            n = self.node_of(q)
-            if n is None:
-                return
-            rec = "lid=%s link=%s wid=%s time=%.3f\n" % (
-                q.get("lid", ""), q.get("link", ""), q.get("wid", "0"), time.time())
-            atomic_write(os.path.join(joins, "node%d" % n), rec.encode())
-            return self.text(200, "ok\n")
-        if path == "/ranks" and "wait" in q:
-            # Long poll: the launcher writes the table once every node joined.
-            end = time.time() + 20
-            while not os.path.exists(os.path.join(www, "ranks")) and time.time() < end:
-                time.sleep(0.1)
-        if path == "/job":
-            return self.job(q)
-        return super().do_GET()
-
-    def job(self, q):
-        n = self.node_of(q)
-        if n is None:
-            return
-        try:
-            after = int(q.get("after", "0"))
-        except ValueError:
-            after = 0
-        end = time.time() + 25
-        while True:
-            ids = sorted(int(f[:-3]) for f in os.listdir(jobs)
-                         if f.endswith(".sh") and f[:-3].isdigit())
-            ids = [i for i in ids if i > after]
-            if ids:
-                with open(os.path.join(jobs, "%d.sh" % ids[0])) as f:
-                    body = f.read()
-                return self.text(200, "# dn2-job %d\n%s\n" % (ids[0], body.replace("{node}", str(n))))
-            if time.time() >= end:
-                return self.text(404, "no job\n")
-            time.sleep(0.2)
-
-    def do_POST(self):
-        path, q = self.parse()
-        if path == "/pmi/put":
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
-            return self.pmi(path, q, body)
-        if path != "/result":
-            return self.text(404, "no such endpoint\n")
-        n = self.node_of(q)
-        if n is None:
-            return
-        try:
-            jid, rc = int(q.get("id", "")), int(q.get("rc", ""))
-        except ValueError:
-            return self.text(400, "bad id or rc\n")
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
-        base = os.path.join(jobs, "%d.node%d" % (jid, n))
-        atomic_write(base + ".out", body)
-        atomic_write(base + ".rc", b"%d\n" % rc)      # last: marks completion
-        return self.text(200, "ok\n")
-
-
-class Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-
-try:
-    srv = Server((bind, port), Handler)
-except OSError as e:
-    if e.errno == errno.EADDRINUSE:
-        sys.stderr.write("port %d is busy\n" % port)
-        sys.exit(3)
-    raise
-atomic_write(ready, b"%d\n" % srv.server_address[1])
-sys.stderr.write("serving %s over %s on %s:%d\n" % (www, export, bind, srv.server_address[1]))
-sys.stderr.flush()
-srv.serve_forever()
-PY
-}
 
 # A raw terminal to a node's shell socket (cluster.sh console).
 console_py() {
@@ -603,12 +391,19 @@ if [ -f "$rundir/info" ]; then
     (. "$rundir/info"; [ "${launcher_pid:-0}" -eq 0 ] || ! kill -0 "$launcher_pid" 2>/dev/null) || setup_die "a cluster is running in $rundir (launcher pid $(sed -n 's/^launcher_pid=//p' "$rundir/info"))"
 fi
 rm -rf "$rundir"
-mkdir -p "$rundir"/{joins,jobs,www/cmd} || setup_die "cannot create $rundir"
+# Private: the job's secret, the nodes' tokens, the consoles and the logs
+# are for this user only (docs/security.md, "The job server").
+(umask 077 && mkdir -p "$rundir"/{joins,jobs,www/cmd}) || setup_die "cannot create $rundir"
+chmod 700 "$rundir"
 ln -sfn "$name" "$CLUSTER_DIR/latest"
 # Our own hard link: another build may replace the initramfs meanwhile.
 initrd=$rundir/initramfs.cpio.gz
 ln "$initrd_built" "$initrd" 2>/dev/null || cp "$initrd_built" "$initrd"
 jobid=$name-$RANDOM$RANDOM
+# The job's secret (never on a command line): the server derives every
+# node's and every PMI rank's token from it.
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$rundir/secret") \
+    || setup_die "cannot write $rundir/secret"
 
 # ------------------------------------------------------------------ hosts
 # Several hosts (--hosts, or a Slurm allocation): node i runs on
@@ -839,7 +634,9 @@ fi
 # -------------------------------------------------------------- job server
 mkdir -p "$EXPORT_DIR"
 start_group "$rundir/http.out" "$rundir/http.log" \
-    "$py" -u -c "$(server_py)" "$rundir/www" "$EXPORT_DIR" "$rundir" "$nodes" "$jobid" "$http_port" "$rundir/http.port" "$serve_dir" "$http_bind"
+    "$py" -u "$here/pmi-server.py" --rundir "$rundir" --www "$rundir/www" --export "$EXPORT_DIR" \
+    --serve "$serve_dir" --nodes "$nodes" --jobid "$jobid" --secret-file "$rundir/secret" \
+    --token-dir "$rundir/tokens" --bind "$http_bind" --port "$http_port" --ready "$rundir/http.port"
 http_pid=$child
 if ! wait_ready "$rundir/http.port" "$http_pid" 100; then
     grep -q 'is busy' "$rundir/http.log" 2>/dev/null \
@@ -894,12 +691,17 @@ for ((i = 0; i < nodes; i++)); do
         qmp_args=(-qmp "unix:$qsock,server=on,wait=off")
     fi
     [ -n "$append_extra" ] && append+=" $append_extra"
+    # The node's token (written 0600 by the server) reaches the guest as a
+    # fw_cfg file: only its path is on QEMU's command line.
+    tokfile=$rundir/tokens/node$i
+    [ -s "$tokfile" ] || setup_die "the job server wrote no token for node $i ($tokfile)"
     # shellcheck disable=SC2054  # commas inside QEMU option values
     cmd=("${slice_wrap[@]}" "$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
          -nodefaults -display none -no-reboot -name "node$i,debug-threads=on" -L "$firmware"
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"
          "${secret_obj[@]}"
+         -fw_cfg "name=opt/dn2/token,file=${tokfile//,/,,}"
          -device "dimmnet2,switch=$(switch_at),guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
          -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
          "${eth_args[@]}" "${qmp_args[@]}" "${extra[@]}")
@@ -969,7 +771,7 @@ fi
 
 say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch $(switch_at)${switch_host:+ on host $switch_host}"
 [ ${#hosts[@]} -gt 0 ] && say "hosts: ${hosts[*]} (remote shell: $rsh)"
-say "files: $EXPORT_DIR served at http://$http_bind:$hport/ (in the guests: ${B}$guest_url/${N}, \$DN2_HTTP)"
+say "files: $EXPORT_DIR served at http://$http_bind:$hport/ to the nodes only (in the guests: ${B}\$DN2_HTTP/${N} = $guest_url/n/NODE/TOKEN)"
 say "logs:  $rundir/node<i>.log"
 
 # ----------------------------------------------------------------- monitor
@@ -1205,7 +1007,7 @@ while :; do
             say "dev loop: rebuild on the host into $EXPORT_DIR, then"
             say "  scripts/cluster.sh exec 'wget -q -O /tmp/dimmnet2.ko \$DN2_HTTP/dimmnet2.ko && insmod /tmp/dimmnet2.ko'"
             say "  scripts/cluster.sh console 0      (a shell on node0; Ctrl-] leaves)"
-            say "  (in a guest: wget $guest_url/<file>)   Ctrl-C here stops the cluster"
+            say "  (in a guest: wget \$DN2_HTTP/<file>, with the node's credential)   Ctrl-C here stops the cluster"
             if [ -n "$run" ]; then
                 for ((i = 0; i < nodes; i++)); do
                     guest_output "$i" | sed "s/^/node$i| /"

@@ -235,7 +235,9 @@ script=$serve/node.sh
     cat <<'NODE1'
 export HOME=/home/mpi USER=mpi LOGNAME=mpi
 export PATH=/opt/dn2/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
-export DN2_PMI_URL=$DN2_HTTP DN2_PMI_SIZE=$SIZE
+# The ranks talk to the server with tokens of their own, not the node's
+# credential (the /n/NODE/TOKEN end of $DN2_HTTP).
+export DN2_PMI_URL=${DN2_HTTP%/n/*/*} DN2_PMI_SIZE=$SIZE
 mkdir -p /tmp/mpi/bin && chmod 1777 /tmp/mpi && chmod 755 /tmp/mpi/bin
 hostname "node$DN2_NODE" 2>/dev/null
 fail() { echo "mpirun: node $DN2_NODE: $*" >&2; exit 1; }
@@ -264,8 +266,9 @@ tell_failures() {
         [ -s "$f" ] && [ ! -e "$f.told" ] || continue
         c=$(cat "$f"); [ "$c" = 0 ] && continue
         r=${f##*/}; r=${r%.rc}
+        eval "t=\$tok_$r"
         timeout 10 wget -q -O /dev/null \
-            "$DN2_HTTP/pmi/abort?job=$PMIJOB&rank=$r&code=$c&msg=rank%20$r%20exited%20with%20status%20$c" 2>/dev/null
+            "$DN2_PMI_URL/pmi/abort?job=$PMIJOB&rank=$r&token=$t&code=$c&msg=rank%20$r%20exited%20with%20status%20$c" 2>/dev/null
         : > "$f.told"
     done
 }
@@ -277,13 +280,25 @@ run_job() {
     PMIJOB=$DN2_JOBID.mpi$J
     out=/tmp/mpi/job$J
     mkdir -p $out
+    # Each local rank's PMI token, from the server (the node's credential
+    # asks for them: the first node to ask owns the rank).
+    l=0
+    while [ $l -lt $PPN ]; do
+        r=$((first + l))
+        t=$(timeout 30 wget -q -O - "$DN2_HTTP/pmi/token?job=$PMIJOB&rank=$r" 2>/tmp/mpi/token.err) \
+            || fail "no PMI token for rank $r from the job server: $(tail -1 /tmp/mpi/token.err)"
+        eval "tok_$r=\$t"
+        l=$((l + 1))
+    done
+    eval "st=\$tok_$first"
     pids=
     l=0
     while [ $l -lt $PPN ]; do
         r=$((first + l))
+        eval "t=\$tok_$r"
         # The output streams to the console as it comes ("[R] " lines; the
         # host sorts them by rank), so a rank killed later still shows it.
-        ( ( net_env "$NETJ"; export DN2_PMI_JOB=$PMIJOB DN2_PMI_RANK=$r; cd /home/mpi &&
+        ( ( net_env "$NETJ"; export DN2_PMI_JOB=$PMIJOB DN2_PMI_RANK=$r DN2_PMI_TOKEN=$t; cd /home/mpi &&
             busybox su -p -s /bin/sh mpi -c "exec $ARGV" < /dev/null 2>&1
             echo $? > $out/$r.rc ) | sed "s/^/[$PFX$r] /" ) &
         pids="$pids $!"
@@ -296,7 +311,9 @@ run_job() {
         for p in $pids; do kill -0 $p 2>/dev/null && left=$((left + 1)); done
         tell_failures
         [ $left -eq 0 ] && break
-        if ! timeout 10 wget -q -O /dev/null "$DN2_HTTP/pmi/status?job=$PMIJOB" 2>/dev/null; then
+        # (only an aborted job ends them: a busy server's 503 is asked again)
+        if ! timeout 10 wget -q -O /dev/null "$DN2_PMI_URL/pmi/status?job=$PMIJOB&rank=$first&token=$st" 2> $out/status.err &&
+           grep -q ' 409 ' $out/status.err; then
             sleep 1; kill_ranks
         fi
         sleep 1

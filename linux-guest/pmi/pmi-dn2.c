@@ -12,20 +12,26 @@
  *   DN2_PMI_URL     the job server: HOST:PORT, "http" scheme optional (required)
  *   DN2_PMI_JOB     the job id (checked by the server)   (required)
  *   DN2_PMI_RANK    this rank                            (required)
+ *   DN2_PMI_TOKEN   this rank's token (the node's launcher script gets it
+ *                   from the server for its ranks)       (required)
  *   DN2_PMI_SIZE    number of ranks                      (required)
  *   DN2_PMI_CLIQUE  the ranks on this node, "0,1"        (default: own rank)
  *   DN2_PMI_APPNUM  (default 0)
  *   DN2_PMI_DEBUG   1: trace every call on stderr
  *
- * Server protocol (scripts/cluster.sh's job server):
- *   POST /pmi/put?job=J&rank=R        body: "key value\n" lines (escaped)
+ * Server protocol (scripts/pmi-server.py, the job server of cluster.sh);
+ * every request also carries &token=T, the rank's token:
+ *   POST /pmi/put?job=J&rank=R        body: "key value\n" lines (escaped),
+ *        at most DN2_PMI_PUT_KEYS of them (a commit of more sends several)
  *   GET  /pmi/barrier?job=J&rank=R&size=S&epoch=E
  *        long poll; 200 + every key of the job ("key value\n" lines) once
  *        all S ranks reached epoch E; 202 = not yet, ask again; 409 = the
  *        job was aborted
- *   GET  /pmi/get?job=J&key=K         200 + value, 404 no such key
+ *   GET  /pmi/get?job=J&rank=R&key=K  200 + value, 404 no such key
  *   GET  /pmi/abort?job=J&rank=R&code=C&msg=M
- * Keys and values travel %-escaped (anything outside [A-Za-z0-9._~-]).
+ * A 503 (the server is busy) is retried like an unreachable server.  Keys
+ * and values travel %-escaped (anything outside [A-Za-z0-9._~-]); their
+ * limits (pmi-limits.h) are the server's too.
  * PMI semantics: a put is visible to the others after the putter's commit
  * and a barrier both ranks took part in; the barrier answer fills a local
  * cache so that the gets that follow cost no round trip.
@@ -45,6 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pmi-limits.h"
+
 #define PMI_SUCCESS 0
 #define PMI_FAIL -1
 #define PMI_ERR_INIT 1
@@ -58,7 +66,11 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { NAME_MAX_LEN = 64, KEY_MAX_LEN = 64, VAL_MAX_LEN = 2048 };
+enum {
+    NAME_MAX_LEN = DN2_PMI_NAME_MAX,
+    KEY_MAX_LEN = DN2_PMI_KEY_MAX,
+    VAL_MAX_LEN = DN2_PMI_VAL_MAX,
+};
 
 struct kv {
     char *key, *val;
@@ -72,6 +84,7 @@ static struct {
     char host[256];
     int port;
     char job[128];
+    char token[DN2_PMI_TOKEN_LEN + 1];
     char kvsname[NAME_MAX_LEN];
     int epoch;
     int debug;
@@ -320,24 +333,31 @@ static int http(const char *method, const char *path, const char *data, size_t d
 {
     for (int attempt = 0; attempt < 60; attempt++) {
         *body = NULL;
-        if (!http_once(method, path, data, dlen, status, body, blen, timeout_s))
-            return 0;
-        dbg("%s %s: server not reachable (%s), retrying", method, path, strerror(errno));
+        if (!http_once(method, path, data, dlen, status, body, blen, timeout_s)) {
+            if (*status != 503)
+                return 0;
+            dbg("%s: the server is busy, retrying", method);
+            free(*body);
+            *body = NULL;
+            sleep(1);
+            continue;
+        }
+        dbg("%s: server not reachable (%s), retrying", method, strerror(errno));
         sleep(1);
     }
     warn("the job server %s:%d does not answer", S.host, S.port);
     return -1;
 }
 
-/* path: /pmi/NAME?job=J&rank=R + extra */
+/* path: /pmi/NAME?job=J&rank=R&token=T + extra */
 static int mkpath(struct buf *b, const char *name, const char *fmt, ...)
 {
     char tmp[512];
     va_list ap;
     if (buf_str(b, "/pmi/") || buf_str(b, name) || buf_str(b, "?job=") || buf_esc(b, S.job))
         return -1;
-    snprintf(tmp, sizeof(tmp), "&rank=%d", S.rank);
-    if (buf_str(b, tmp))
+    snprintf(tmp, sizeof(tmp), "&rank=%d&token=", S.rank);
+    if (buf_str(b, tmp) || buf_esc(b, S.token))
         return -1;
     if (fmt) {
         va_start(ap, fmt);
@@ -349,33 +369,50 @@ static int mkpath(struct buf *b, const char *name, const char *fmt, ...)
     return 0;
 }
 
-/* Send the puts not yet sent. */
+/* Send the puts not yet sent, DN2_PMI_PUT_KEYS per request. */
 static int flush_pending(void)
 {
-    struct buf path = { 0 }, body = { 0 };
-    int status = 0, rc = PMI_FAIL;
-    char *resp = NULL;
-    size_t rlen;
+    struct buf path = { 0 };
+    int rc = PMI_FAIL;
 
     if (!S.pending)
         return PMI_SUCCESS;
-    for (struct kv *e = S.pending; e; e = e->next)
-        if (buf_esc(&body, e->key) || buf_str(&body, " ") || buf_esc(&body, e->val) || buf_str(&body, "\n"))
-            goto out;
     if (mkpath(&path, "put", NULL))
         goto out;
-    if (http("POST", path.p, body.p, body.n, &status, &resp, &rlen, 60))
-        goto out;
-    if (status != 200) {
-        warn("put refused by the job server (%d): %s", status, resp ? resp : "");
-        goto out;
+    while (S.pending) {
+        struct buf body = { 0 };
+        struct kv *e = S.pending, *rest;
+        int status = 0, n = 0, failed;
+        char *resp = NULL;
+        size_t rlen;
+
+        for (; e && n < DN2_PMI_PUT_KEYS; e = e->next, n++)
+            if (buf_esc(&body, e->key) || buf_str(&body, " ") || buf_esc(&body, e->val) ||
+                buf_str(&body, "\n")) {
+                free(body.p);
+                goto out;
+            }
+        rest = e;
+        failed = http("POST", path.p, body.p, body.n, &status, &resp, &rlen, 60);
+        free(body.p);
+        if (!failed && status != 200)
+            warn("put refused by the job server (%d): %s", status, resp ? resp : "");
+        free(resp);
+        if (failed || status != 200)
+            goto out;
+        /* The first n entries are on the server: drop them. */
+        for (e = S.pending; e != rest;) {
+            struct kv *next = e->next;
+            free(e->key);
+            free(e->val);
+            free(e);
+            e = next;
+        }
+        S.pending = rest;
     }
-    kv_free(&S.pending);
     rc = PMI_SUCCESS;
 out:
     free(path.p);
-    free(body.p);
-    free(resp);
     return rc;
 }
 
@@ -399,7 +436,7 @@ static int env_int(const char *name, int def, int *out)
 
 EXPORT int PMI_Init(int *spawned)
 {
-    const char *url, *job, *cl, *p;
+    const char *url, *job, *token, *cl, *p;
     if (spawned)
         *spawned = 0;
     if (S.initialized)
@@ -407,9 +444,10 @@ EXPORT int PMI_Init(int *spawned)
     S.debug = getenv("DN2_PMI_DEBUG") && atoi(getenv("DN2_PMI_DEBUG")) > 0;
     url = getenv("DN2_PMI_URL");
     job = getenv("DN2_PMI_JOB");
-    if (!url || !job || env_int("DN2_PMI_RANK", -2, &S.rank) || env_int("DN2_PMI_SIZE", -2, &S.size) ||
+    token = getenv("DN2_PMI_TOKEN");
+    if (!url || !job || !token || !*token || strlen(token) > DN2_PMI_TOKEN_LEN || env_int("DN2_PMI_RANK", -2, &S.rank) || env_int("DN2_PMI_SIZE", -2, &S.size) ||
         env_int("DN2_PMI_APPNUM", 0, &S.appnum) || S.size < 1 || S.rank >= S.size) {
-        warn("PMI_Init: DN2_PMI_URL, DN2_PMI_JOB, DN2_PMI_RANK < DN2_PMI_SIZE must be set "
+        warn("PMI_Init: DN2_PMI_URL, DN2_PMI_JOB, DN2_PMI_TOKEN, DN2_PMI_RANK < DN2_PMI_SIZE must be set "
              "(ranks are started by scripts/mpirun.sh)");
         return PMI_ERR_INIT;
     }
@@ -425,6 +463,7 @@ EXPORT int PMI_Init(int *spawned)
     S.host[hl] = 0;
     S.port = colon ? atoi(colon + 1) : 80;
     snprintf(S.job, sizeof(S.job), "%s", job);
+    snprintf(S.token, sizeof(S.token), "%s", token);
     snprintf(S.kvsname, sizeof(S.kvsname), "dn2-%.50s", job);
 
     /* The clique: the ranks on this node. */
@@ -613,8 +652,7 @@ EXPORT int PMI_KVS_Get(const char *kvsname, const char *key, char *value, int le
         return PMI_ERR_INVALID_ARG;
     e = kv_find(S.cache, key);
     if (!e) {
-        if (buf_str(&path, "/pmi/get?job=") || buf_esc(&path, S.job) || buf_str(&path, "&key=") ||
-            buf_esc(&path, key))
+        if (mkpath(&path, "get", "&key=") || buf_esc(&path, key))
             goto out;
         if (http("GET", path.p, NULL, 0, &status, &resp, &rlen, 60))
             goto out;

@@ -12,7 +12,11 @@
 #      and only that node is reported failed
 #   4. development mode (-i): "cluster.sh exec" runs a job on every node,
 #      fetching a file over the guest network; SIGTERM to the launcher
-#      stops everything
+#      stops everything; the job server's credentials stay private: the
+#      run directory is 0700, the job's secret and the nodes' tokens
+#      0600, none of them on any process's command line (the server's,
+#      the QEMUs' with their kernel command lines), and the job id alone
+#      gets nothing from the server
 #      and the QEMUs and the switch run with the --slice time slice
 #      (100 µs by default; where the kernel has no custom slices, the
 #      launcher must say that it has no effect); --slice out of the
@@ -41,9 +45,9 @@ check() { # check DESCRIPTION COMMAND...
 diag() { sed 's/^/# /'; }
 
 # 8 test points per size, 3 for the failing command, 2 for the cluster
-# secret, 6 for dev mode, 1 for a bad --slice
+# secret, 9 for dev mode, 1 for a bad --slice
 nsizes=$(wc -w <<< "$sizes")
-echo "1..$((8 * nsizes + 3 + 2 + 6 + 1))"
+echo "1..$((8 * nsizes + 3 + 2 + 9 + 1))"
 
 # No process of a run is left: every process group in RUNDIR/pgids is gone.
 no_orphans() { # RUNDIR
@@ -190,6 +194,51 @@ else
     printf '%s\n' "$out" | diag
 fi
 rm -f "$top/build/guest/export/.cluster-test-file"
+# The job server's credentials (docs/security.md, "The job server").
+modes=$(stat -c '%n %a' "$rundir" "$rundir/secret" "$rundir/tokens" "$rundir"/tokens/node* 2>&1)
+if [ "$(stat -c %a "$rundir" 2>/dev/null)" = 700 ] && [ "$(stat -c %a "$rundir/secret" 2>/dev/null)" = 600 ] \
+   && [ "$(stat -c %a "$rundir/tokens" 2>/dev/null)" = 700 ] \
+   && [ "$(stat -c %a "$rundir"/tokens/node0 "$rundir"/tokens/node1 2>/dev/null | sort -u)" = 600 ]; then
+    ok "dev mode: run directory 0700, job secret and node tokens 0600"
+else
+    not_ok "dev mode: modes of the run's private files"
+    printf '%s\n' "$modes" | diag
+fi
+creds=()
+for f in "$rundir/secret" "$rundir"/tokens/node*; do [ -s "$f" ] && creds+=("$(cat "$f")"); done
+leaks=
+if [ ${#creds[@]} -eq 3 ]; then
+    # every process's command line (the server, the QEMUs and their -append)
+    all=$(for c in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$c" 2>/dev/null; echo; done; cat "$rundir"/node*.cmd)
+    for c in "${creds[@]}"; do grep -qF -- "$c" <<< "$all" && leaks+=" ${c:0:8}..."; done
+    grep -q 'fw_cfg name=opt/dn2/token.*file=' "$rundir/node0.cmd" || leaks+=" (no fw_cfg token file on QEMU's command line)"
+else
+    leaks=" (no secret or tokens: ${#creds[@]} files)"
+fi
+check "dev mode: no credential on any command line (ps, QEMU -append)${leaks:+:$leaks}" [ -z "$leaks" ]
+# The job id (no longer a credential) gets nothing: no rank table, no abort.
+jobid=$(sed -n 's/^jobid=//p' "$rundir/info")
+hport=$(cat "$rundir/http.port" 2>/dev/null)
+forged=$(python3 - "$hport" "$jobid" <<'PY' 2>&1
+import sys, urllib.request, urllib.error
+port, job = sys.argv[1:3]
+for path in ("/ranks?job=%s&node=0" % job, "/cmd/node0.sh", "/pmi/abort?job=%s&rank=0&code=1&msg=x" % job,
+             "/pmi/barrier?job=%s&rank=0&size=1&epoch=1" % job, "/join?job=%s&node=0&lid=9&link=3" % job):
+    try:
+        code = urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=10).status
+    except urllib.error.HTTPError as e:
+        code = e.code
+    except OSError as e:
+        code = repr(e)
+    print(code, path.split("?")[0])
+PY
+)
+if [ "$(grep -c '^403 ' <<< "$forged")" -eq 5 ] && [ ! -e "$rundir/pmi-abort" ]; then
+    ok "dev mode: the job id alone is refused (rank table, command, PMI abort and barrier, join)"
+else
+    not_ok "dev mode: requests with the job id alone"
+    printf '%s\n' "$forged" | diag
+fi
 # shellcheck disable=SC2016
 "$cluster" exec -d "$rundir" -t 120 '[ "$DN2_NODE" = 0 ] || exit 5' > /dev/null 2>&1
 rc=$?
