@@ -3985,7 +3985,7 @@ static struct {
     int failed_stage;                   /* -1 none, else j_stage at the failure */
     unsigned passes, rounds, resets;
     uint64_t joins, joins_multi, assigns, reordered, trips;
-    uint64_t rep_ka, rep_data, rep_late;
+    uint64_t replays, rep_ka, rep_data, rep_late;
     uint64_t spoof_ctl, spoof_data, byes_unauth_secret, byes_unauth_plain, flaps;
     uint64_t auth_drops;
     double secs;
@@ -4486,6 +4486,7 @@ static void j_replay(int i, Board *b, Board *peer)
         note("join: board %s's previous join is %.1f s old: the switch refuses the ticket "
              "anyway (a slow round)", b->name, age / 1e3);
     }
+    JP.replays++;
     for (k = 0; k < 3; k++) {
         (void)sendto(JR.ufd[i], o.ka, o.ka_len, 0, &JR.sw_addr.u.sa, JR.sw_addr.len);
         JP.rep_ka++;
@@ -4644,6 +4645,7 @@ static void join_pass(bool secret)
     JP.joins_multi += JR.joins_multi;
     JP.assigns += JR.assigns;
     JP.reordered += JR.data_reordered;
+    JP.flaps += JR.flaps[0] + JR.flaps[1];
     pthread_mutex_unlock(&JR.mu);
     for (i = 0; i < JNB; i++) {
         JP.auth_drops += qom(bs[i], "stat-link-auth-drops");
@@ -4651,8 +4653,8 @@ static void join_pass(bool secret)
     JP.secs += (qb_now_ns() - t0) / 1e9;
     JP.passes++;
     note("join%s: %u joins (%u with ASSIGNs of >= 2 switch seconds), %" PRIu64 " ASSIGNs, %"
-         PRIu64 " DATA/ACK reordered; replayed %" PRIu64 " joins, %" PRIu64 " DATA; spoofed %"
-         PRIu64 " BYE/KEEPALIVE, %" PRIu64 " DATA at the switch; no flap", secret ?
+         PRIu64 " DATA/ACK reordered; replayed %" PRIu64 " join and %" PRIu64 " DATA datagrams; "
+         "spoofed %" PRIu64 " BYE/KEEPALIVE, %" PRIu64 " DATA at the switch; no flap", secret ?
          " (cluster secret)" : "", JR.joins, JR.joins_multi, JR.assigns, JR.data_reordered,
          JP.rep_ka - rep_ka0, JP.rep_data - rep_data0, JP.spoof_ctl - ctl0,
          JP.spoof_data - data0);
@@ -4915,10 +4917,10 @@ int main(int argc, char **argv)
             "%" PRIu64 " DATA/ACK reordered: every board up and authenticated, %" PRIu64
             " RVS/RVL round trips byte-exact", JP.joins, JP.resets, JP.assigns, JP.joins_multi,
             JP.reordered, JP.trips);
-        tap(JP.replay_ok, "join: a replaying stranger sent %" PRIu64 " joins and %" PRIu64
-            " first DATA datagrams of earlier incarnations again (as those boards, within the "
-            "ticket's life): no table gave a board an older epoch, nothing old was written",
-            JP.rep_ka, JP.rep_data);
+        tap(JP.replay_ok, "join: a replaying stranger sent the joins of %" PRIu64 " earlier "
+            "incarnations again (%" PRIu64 " datagrams, as those boards, within the ticket's "
+            "life) and their first DATA (%" PRIu64 " datagrams): no table gave a board an older "
+            "epoch, nothing old was written", JP.replays, JP.rep_ka, JP.rep_data);
         tap(JP.spoof_ok, "join: a spoofing stranger (%s) sent %" PRIu64 " BYE/KEEPALIVE at the "
             "boards and %" PRIu64 " DATA of unknown LIDs at the switch: no link went down; "
             "with the secret the switch signed %" PRIu64 " answers (without it %" PRIu64
@@ -4969,11 +4971,12 @@ int main(int argc, char **argv)
     }
     if (JP.ran) {
         printf("# join      %u passes in %.1f s: %" PRIu64 " joins (%" PRIu64 " with tickets of "
-               ">= 2 switch seconds) after %u resets, %" PRIu64 " round trips; replayed %" PRIu64
-               " joins + %" PRIu64 " DATA; spoofed %" PRIu64 " BYE/KEEPALIVE (%s) + %" PRIu64
-               " DATA; flaps 0 unless reported; board auth drops %" PRIu64 "\n", JP.passes,
-               JP.secs, JP.joins, JP.joins_multi, JP.resets, JP.trips, JP.rep_ka, JP.rep_data,
-               JP.spoof_ctl, JP.raw ? "raw socket" : JP.raw_why, JP.spoof_data, JP.auth_drops);
+               ">= 2 switch seconds) after %u SMA resets, %" PRIu64 " round trips; replayed %"
+               PRIu64 " joins (%" PRIu64 " + %" PRIu64 " datagrams); spoofed %" PRIu64
+               " BYE/KEEPALIVE (%s) + %" PRIu64 " DATA; flaps %" PRIu64 "; board auth drops %"
+               PRIu64 "\n", JP.passes, JP.secs, JP.joins, JP.joins_multi, JP.resets, JP.trips,
+               JP.replays, JP.rep_ka, JP.rep_data, JP.spoof_ctl, JP.raw ? "raw socket" :
+               JP.raw_why, JP.spoof_data, JP.flaps, JP.auth_drops);
     }
     printf("# resets    %" PRIu64 " Controller Resets and %" PRIu64 " SMA resets (mmio), %" PRIu64
            " checks' Controller Resets, %u system_reset, %u switch restart\n",
