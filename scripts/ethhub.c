@@ -9,8 +9,10 @@
  *
  *   dn2-ethhub --listen 127.0.0.1:PORT [--ready-file F] --member 127.0.0.1:P ...
  *
- * Built by scripts/cluster.sh with gcc when needed.  SIGTERM/SIGINT end it;
- * on exit it prints per-member frame counts on stderr.
+ * "--opt=value" is "--opt value"; --help prints the usage; a usage error
+ * exits 2.  Built by meson (tools/meson.build) as build/tools/dn2-ethhub.
+ * SIGTERM/SIGINT end it; on exit it prints per-member frame counts on
+ * stderr.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -49,6 +51,17 @@ static int parse_addr(const char *s, struct sockaddr_in *sa)
     return 0;
 }
 
+/* Is the option word OPT (its name: the first LEN characters) NAME? */
+static int is_opt(const char *opt, size_t len, const char *name)
+{
+    return len == strlen(name) && !strncmp(opt, name, len);
+}
+
+static const char usage[] =
+    "usage: dn2-ethhub --listen 127.0.0.1:PORT [--ready-file F] --member 127.0.0.1:P ...\n"
+    "  a learning Ethernet switch for QEMU dgram NICs on 127.0.0.0/8;\n"
+    "  frames from addresses other than the members are dropped\n";
+
 int main(int argc, char **argv)
 {
     struct sockaddr_in listen_sa, members[MAX_MEMBERS];
@@ -59,27 +72,44 @@ int main(int argc, char **argv)
     static uint8_t frame[70000];
 
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
-            if (parse_addr(argv[++i], &listen_sa)) {
-                fprintf(stderr, "dn2-ethhub: --listen wants 127.x.x.x:PORT, not %s\n", argv[i]);
+        /* The option's value: after '=' in the same word, else the next. */
+        const char *opt = argv[i], *eq = strchr(opt, '=');
+        size_t optlen = eq ? (size_t)(eq - opt) : strlen(opt);
+        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
+            printf("%s", usage);
+            return 0;
+        }
+        if (!is_opt(opt, optlen, "--listen") && !is_opt(opt, optlen, "--member")
+            && !is_opt(opt, optlen, "--ready-file")) {
+            fprintf(stderr, "dn2-ethhub: unknown argument %s (see --help)\n", opt);
+            return 2;
+        }
+        if (!val) {
+            fprintf(stderr, "dn2-ethhub: %.*s needs a value (see --help)\n", (int)optlen, opt);
+            return 2;
+        }
+        if (!eq)
+            i++;
+        if (is_opt(opt, optlen, "--listen")) {
+            if (parse_addr(val, &listen_sa)) {
+                fprintf(stderr, "dn2-ethhub: --listen wants 127.x.x.x:PORT, not %s\n", val);
                 return 2;
             }
             have_listen = 1;
-        } else if (!strcmp(argv[i], "--member") && i + 1 < argc) {
-            if (nmembers == MAX_MEMBERS || parse_addr(argv[++i], &members[nmembers])) {
-                fprintf(stderr, "dn2-ethhub: bad --member %s (127.x.x.x:PORT, at most %d)\n", argv[i], MAX_MEMBERS);
+        } else if (is_opt(opt, optlen, "--member")) {
+            if (nmembers == MAX_MEMBERS || parse_addr(val, &members[nmembers])) {
+                fprintf(stderr, "dn2-ethhub: bad --member %s (127.x.x.x:PORT, at most %d)\n", val, MAX_MEMBERS);
                 return 2;
             }
             nmembers++;
-        } else if (!strcmp(argv[i], "--ready-file") && i + 1 < argc) {
-            ready = argv[++i];
         } else {
-            fprintf(stderr, "usage: dn2-ethhub --listen 127.0.0.1:PORT [--ready-file F] --member 127.0.0.1:P ...\n");
-            return 2;
+            ready = val;
         }
     }
     if (!have_listen || nmembers == 0) {
-        fprintf(stderr, "dn2-ethhub: --listen and at least one --member are needed\n");
+        fprintf(stderr, "dn2-ethhub: --listen and at least one --member are needed (see --help)\n");
         return 2;
     }
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -80,3 +80,81 @@ dn2_accel() {
     esac
     DN2_ACCEL_ARGS+=(-accel tcg)
 }
+
+# ---------------------------------------------------------- option parsing
+# Shared by every script's option loop, so that all of them behave alike:
+# -h/--help prints the script's header comment and exits 0 before any work;
+# a usage error (unknown option, missing or bad value) prints one line
+# naming the problem on stderr and exits 2; "--opt=value" is "--opt value".
+#
+#   dn2_split_opts "$@"; set -- "${DN2_ARGS[@]}"
+#   while [ $# -gt 0 ]; do
+#       case $1 in
+#           -o|--out) dn2_need_value "$@"; out=$2; shift 2 ;;
+#           -h|--help) dn2_usage; exit 0 ;;
+#           *) usage_error "unknown argument: $1" ;;
+#       esac
+#   done
+
+# usage_error MESSAGE: "<script>: MESSAGE (see --help)" on stderr, exit 2.
+usage_error() {
+    printf '%s: %s (see --help)\n' "${0##*/}" "$*" >&2
+    exit 2
+}
+
+# dn2_usage: the running script's header comment (from its second line to
+# the first line that is not a comment), without the "# ".
+dn2_usage() {
+    awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"
+}
+
+# dn2_split_opts ARG...: the arguments into the array DN2_ARGS, each
+# "--name=value" split into "--name" "value"; nothing after "--" is touched.
+dn2_split_opts() {
+    DN2_ARGS=()
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --) DN2_ARGS+=("$@"); return 0 ;;
+            --*=*) DN2_ARGS+=("${1%%=*}" "${1#*=}") ;;
+            *) DN2_ARGS+=("$1") ;;
+        esac
+        shift
+    done
+}
+
+# dn2_need_value OPT [VALUE...]: a usage error unless OPT has a non-empty
+# value after it (call with the loop's "$@").  dn2_need_arg: the same, but
+# an empty value is allowed.
+dn2_need_value() {
+    [ $# -ge 2 ] && [ -n "$2" ] || usage_error "$1 needs a value"
+}
+dn2_need_arg() {
+    [ $# -ge 2 ] || usage_error "$1 needs a value"
+}
+
+# dn2_want_uint OPT VALUE: a usage error unless VALUE is a whole number.
+dn2_want_uint() {
+    case $2 in
+        ''|*[!0-9]*) usage_error "$1 wants a whole number, not '$2'" ;;
+    esac
+}
+
+# dn2_no_options ARG...: for scripts that take no arguments: -h/--help
+# prints the usage and exits 0, anything else is a usage error.
+dn2_no_options() {
+    case ${1-} in
+        '') return 0 ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1 (this script takes no arguments)" ;;
+    esac
+}
+
+# ------------------------------------------------------- built programs
+# dn2_find_ethhub: the Ethernet hub for cluster.sh --ethernet
+# (scripts/ethhub.c, built by meson as build/tools/dn2-ethhub); $DN2_ETHHUB
+# overrides.  Prints the path, or an error and returns 1.
+dn2_find_ethhub() {
+    local h=${DN2_ETHHUB:-$DN2_TOP/build/tools/dn2-ethhub}
+    [ -x "$h" ] || { _dn2_err "no dn2-ethhub at $h: run 'meson compile -C build' (or set DN2_ETHHUB)"; return 1; }
+    echo "$h"
+}
