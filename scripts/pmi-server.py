@@ -635,6 +635,8 @@ def serve(lsock):
                         break
                     raise
                 stats["connections"] += 1
+                # Full: the oldest waiting connection makes room (a flood
+                # of idle connections cannot keep new requests out).
                 if len(pending) >= A.max_pending:
                     old = next(iter(pending.values()))
                     drop(old)

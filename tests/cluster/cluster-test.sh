@@ -29,25 +29,17 @@
 # Run directories: build/cluster/test-*.
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+. "$top/scripts/lib.sh"
+. "$top/tests/guest/tap-lib.sh"
+dn2_no_options "$@"
 cluster=$top/scripts/cluster.sh
 boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
 sizes=${DN2_CLUSTER_SIZES:-2 4}
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION COMMAND...
-    local d=$1
-    shift
-    if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
-diag() { sed 's/^/# /'; }
-
 # 8 test points per size, 3 for the failing command, 2 for the cluster
 # secret, 9 for dev mode, 1 for a bad --slice
 nsizes=$(wc -w <<< "$sizes")
-echo "1..$((8 * nsizes + 3 + 2 + 9 + 1))"
+tap_plan $((8 * nsizes + 3 + 2 + 9 + 1))
 
 # No process of a run is left: every process group in RUNDIR/pgids is gone.
 no_orphans() { # RUNDIR
@@ -278,5 +270,5 @@ else
     printf '%s\n' "$out" | diag
 fi
 
-echo "# logs: $top/build/cluster/test-*/ and $top/build/cluster/test-*.err"
-[ "$failed" -eq 0 ]
+diag "logs: $top/build/cluster/test-*/ and $top/build/cluster/test-*.err"
+tap_done
