@@ -24,7 +24,7 @@
  *                  wait queues.  It pays off when the main loop is idle and
  *                  CPUs are to spare; when the main loop is busy (a qtest
  *                  driver polling, say) the two contend for the BQL, and on
- *                  2 CPUs bandwidth halved (docs/benchmarks.md, "Targets").
+ *                  2 CPUs bandwidth halved (docs/benchmarks.md, "Reading the figures").
  *
  * With the thread the socket is blocking for its sake; every other call on
  * it passes MSG_DONTWAIT.

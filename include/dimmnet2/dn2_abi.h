@@ -66,8 +66,8 @@
  *    An encoder returns 0 for a size the board cannot express (0 is never
  *    a valid one-hot code).
  *
- * Source: Tsuji (Kitamura), Keio PhD thesis 2007, via
- * shared/spec/dimmnet2-thesis-digest.md.  Every place where the thesis is
+ * Source: Tsuji (Kitamura), Keio University PhD thesis 2007, cited by
+ * section, figure, table and page.  Every place where the thesis is
  * ambiguous and a choice was made is marked "[EMU]" here and explained in
  * docs/thesis-choices.md.
  */

@@ -25,16 +25,15 @@
  *   --stream-detail every unidirectional stream, on stderr: rank 0 the time
  *                   to issue it and to see the answer, its naps, the longest
  *                   nap; rank 1 its naps since its previous stream (the
- *                   barrier before this one included) ("where a stream's
+ *                   barrier before this one included) ("Finding where the
  *                   time goes" in docs/benchmarks-guest.md)
  *
  * Ping-pong figures are the median round trip / 2; a bandwidth is the
- * median of 3 streams of N messages each.  Run it once per boot (or per
- * board reset): see "LH Buffer toggles" in docs/benchmarks-guest.md.
+ * median of 3 streams of N messages each.
  *
  * The board must be up (insmod dimmnet2.ko; dn2-up).  Both ranks run the
  * same schedule; rank 0 prints the tables, with the thesis's figures
- * (the thesis digest's §6) beside ours.  What is measured:
+ * (thesis ch. 6 and 7, by table and page) beside ours.  What is measured:
  *
  *  BOTF   a message of S bytes is ceil(S / 496) BOTF images sent round robin
  *         over 1, 2 or 4 Write Windows (dn2_botf_rr); the last image carries

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dn2-up: bring a DIMMnet-2 board up (thesis §5 order) through the kernel
+ * dn2-up: bring a DIMMnet-2 board up (the order of docs/library.md) through the kernel
  * driver's control handle, and print its LID.
  *
  *   dn2-up [-d /dev/dimmnet2-N] [-c MODULE_MIB] [-m MTU] [-p PGID]

@@ -514,8 +514,8 @@ int main(int argc, char **argv)
      * earlier one: issuing a VL resets the target window's PW flags
      * (§4.5.5.2: "when the host issues a VL ... reset to 4'b0000"), and
      * issuing a VS clears its source window's Controller Status bits ([EMU],
-     * digest §2.1.1: "when a new VS-family request from that window is
-     * accepted").  To look at a request between issue and completion, park
+     * docs/thesis-choices.md #13: when a new VS-family request from that
+     * window is issued).  To look at a request between issue and completion, park
      * the Window Controller first: with no fabric, a remote store (RVS)
      * waits for the link, and requests behind it stay in the Request FIFO.
      * WW0's "done" bit and PW1's flags are set from the round trip above.

@@ -1,8 +1,8 @@
 /*
  * qtest for the DIMMnet-2 board model (-device dimmnet2).
  *
- * Checks the device against the thesis (Tsuji/Kitamura, Keio 2007, digest
- * in shared/spec/dimmnet2-thesis-digest.md) and the binding choices of
+ * Checks the device against the thesis (Tsuji/Kitamura, Keio University PhD
+ * thesis 2007, by section, table and page) and the binding choices of
  * docs/thesis-choices.md ("choice #n" below).  Every constant comes from
  * include/dimmnet2/dn2_abi.h.
  *
