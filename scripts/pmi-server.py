@@ -27,7 +27,7 @@ for their head (a new one closes the oldest, which is told 503) and at most
 PMI state is changed under one lock, answers are built under it and written
 after it, so a client that does not read its answer holds no other rank.
 """
-import argparse, collections, errno, hashlib, hmac, os, re, resource, selectors, socket, stat
+import argparse, collections, errno, hashlib, hmac, os, re, resource, selectors, socket
 import sys, threading, time, urllib.parse
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -463,6 +463,12 @@ def close(sock):
         pass
 
 
+# Refusals are logged at most REFUSAL_LOG a second (a flood must not fill
+# the disk); the number left out is logged with the next one.
+REFUSAL_LOG = 20
+refusal_log = {"second": 0, "n": 0, "skipped": 0}
+
+
 def refuse(sock, code, msg, what=""):
     """A refusal: a short answer (best effort, never blocking), then close."""
     stats["refused-%d" % code] += 1
@@ -472,8 +478,18 @@ def refuse(sock, code, msg, what=""):
     except OSError:
         pass
     close(sock)
-    if what:
-        log("refused %s: %d %s" % (what, code, msg.strip()))
+    sec = int(time.monotonic())
+    if sec != refusal_log["second"]:
+        refusal_log["second"], refusal_log["n"] = sec, 0
+    refusal_log["n"] += 1
+    if refusal_log["n"] > REFUSAL_LOG:
+        refusal_log["skipped"] += 1
+        return
+    if refusal_log["skipped"]:
+        log("(%d refusals not logged)" % refusal_log["skipped"])
+        refusal_log["skipped"] = 0
+    what = re.sub(r"[^\x20-\x7e]", "?", what or "connection")
+    log("refused %s: %d %s" % (what, code, msg.strip()))
 
 
 def recv_exactly(sock, n, deadline):
@@ -615,7 +631,7 @@ def serve(lsock):
             if p.deadline > now:
                 break
             drop(p)
-            refuse(p.sock, 408, "no complete request within %g s\n" % A.head_timeout)
+            refuse(p.sock, 408, "no complete request within %g s\n" % A.head_timeout, "idle connection")
         timeout = 1.0
         if pending:
             timeout = max(0.0, min(timeout, next(iter(pending.values())).deadline - now))

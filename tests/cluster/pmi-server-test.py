@@ -412,6 +412,9 @@ def soak(seconds):
             pct(lat["put"], .5), max(lat["put"] or [0]), max(lat["barrier"] or [0]), retries[0]))
     diag("server: peak %d descriptors, %d threads, %d KiB RSS; after: %d descriptors, %d threads"
          % (peak["fds"], peak["threads"], peak["rss"], server_fds(), server_threads()))
+    log.flush()
+    diag("server log: %d bytes (refusals are logged at most 20 a second)"
+         % os.path.getsize(os.path.join(work, "server.log")))
     ok(not errors, "real ranks completed every request", "; ".join(errors[:5]))
     ok(rounds[0] >= 10, "real ranks kept passing barriers (%d rounds)" % rounds[0])
     ok(max(lat["status"] + lat["put"] or [99]) < IO_T + 1.5,
