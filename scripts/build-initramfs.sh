@@ -361,6 +361,8 @@ if [ "$(arg net)" != off ] && grep -qs 0x1af4 /sys/bus/pci/devices/*/vendor; the
     fi
 fi
 
+# URL without the node's token (for messages: the console is a log)
+shown() { echo "$1" | sed 's,/n/\([0-9]*\)/[0-9a-f]*,/n/\1/-,'; }
 # A failed job start: reported like a command that failed with rc=125.
 start_failed() {
     echo "DN2-START-FAILED $*"
@@ -406,7 +408,7 @@ if [ -n "$job" ]; then
     fi
     export DN2_LID
     fetch "$job/join?job=$jobid&node=$node&lid=${DN2_LID:-0}&link=${DN2_LINK:-0}&wid=$DN2_WID" \
-          /tmp/dn2-join 60 || start_failed "cannot reach the job server $job: $(tail -1 /tmp/dn2-wget.err)"
+          /tmp/dn2-join 60 || start_failed "cannot reach the job server $(shown "$job"): $(tail -1 /tmp/dn2-wget.err)"
     if [ -s /tmp/dn2-lid.err ]; then
         start_failed "$(head -1 /tmp/dn2-lid.err)"
     fi
@@ -417,7 +419,7 @@ fi
 case $ranks in
     http://*)
         fetch "$ranks" /opt/dn2/ranks "${barrier:-900}" \
-            || start_failed "no rank table from $ranks: $(tail -1 /tmp/dn2-wget.err)"
+            || start_failed "no rank table from $(shown "$ranks"): $(tail -1 /tmp/dn2-wget.err)"
         export DN2_RANKS=/opt/dn2/ranks ;;
     '') ;;
     *) export DN2_RANKS=$ranks ;;
@@ -429,7 +431,7 @@ if [ -n "$job" ]; then
 fi
 
 case $run in
-    @*) fetch "$job/${run#@}" /tmp/dn2-run.sh 30 || start_failed "cannot fetch $job/${run#@}"
+    @*) fetch "$job/${run#@}" /tmp/dn2-run.sh 30 || start_failed "cannot fetch $(shown "$job/${run#@}")"
         run=". /tmp/dn2-run.sh" ;;
 esac
 if [ -n "$run" ]; then

@@ -178,6 +178,11 @@ def pmi_job(name):
     return j
 
 
+def same(a, b):
+    """Constant-time comparison of two strings (any characters)."""
+    return hmac.compare_digest(a.encode("utf-8", "surrogateescape"), b.encode("utf-8", "surrogateescape"))
+
+
 def esc(s):
     return urllib.parse.quote(s, safe="")
 
@@ -408,7 +413,7 @@ def parse_head(raw):
     m = cred_re.fullmatch(path)
     if m:
         n = int(m.group(1))
-        if not 0 <= n < nodes or not hmac.compare_digest(m.group(2), node_tokens[n]):
+        if not 0 <= n < nodes or not same(m.group(2), node_tokens[n]):
             raise Refuse(403, "bad node credential (a stale guest of another run?)\n")
         r.kind, r.node, r.who = "node", n, "node%d" % n
         r.route = (m.group(3) or "/").lstrip("/")
@@ -426,7 +431,7 @@ def parse_head(raw):
             raise Refuse(403, "not this job (stale guest from another run?)\n")
         if not 0 <= r.rank < LIM["RANKS"]:
             raise Refuse(400, "bad rank\n")
-        if not hmac.compare_digest(r.q.get("token", ""), rank_token(r.job, r.rank)):
+        if not same(r.q.get("token", ""), rank_token(r.job, r.rank)):
             raise Refuse(403, "bad token for rank %d\n" % r.rank)
         r.kind, r.who = "rank", "%s/%d" % (r.job, r.rank)
         limit = PUT_BODY_MAX if r.route == "put" else 0
@@ -566,7 +571,10 @@ def worker(sock, r, early):
 def start(sock, head, early):
     try:
         r = parse_head(head)
-    except Refuse as e:
+    except Exception as e:          # a bug: refuse this one, keep serving
+        if not isinstance(e, Refuse):
+            log("internal error on a request head: %r" % e)
+            e = Refuse(500, "internal error\n")
         first = head.split(b"\r\n", 1)[0][:120].decode("latin-1")
         first = re.sub(r"token=[^& ]*", "token=-", re.sub(r"/n/(\d+)/[^/ ]*", r"/n/\1/-", first))
         return refuse(sock, e.code, e.msg, first)

@@ -58,7 +58,7 @@ no_orphans() { # RUNDIR
 # The per-node command: facts for this script to check, between markers.
 # shellcheck disable=SC2016   # expanded in the guest
 probe_cmd='echo "LID-LINE $(dn2-lid)"
-echo "ENV node=$DN2_NODE nodes=$DN2_NODES rank=$DN2_RANK lid=$DN2_LID wid=$DN2_WID ranks=$DN2_RANKS http=$DN2_HTTP"
+echo "ENV node=$DN2_NODE nodes=$DN2_NODES rank=$DN2_RANK lid=$DN2_LID wid=$DN2_WID ranks=$DN2_RANKS http=${DN2_HTTP%/*}"
 eval "$(dn2-lid -e)"
 echo "BOARD lid=$DN2_LID up=$DN2_LINK_UP"
 echo "RANKS-BEGIN"; cat "$DN2_RANKS"; echo "RANKS-END"
@@ -90,7 +90,7 @@ for size in $sizes; do
         lids[i]=${lid:-none}
         env=$(grep -s '^ENV ' "$out")
         case $env in
-            "ENV node=$i nodes=$size rank=$i lid=${lid:-x} wid=0 ranks=/opt/dn2/ranks http=http://10.0.2.2:"*) ;;
+            "ENV node=$i nodes=$size rank=$i lid=${lid:-x} wid=0 ranks=/opt/dn2/ranks http=http://10.0.2.2:"*"/n/$i") ;;
             *) envok=0; echo "node$i: ${env:-no environment line} (board LID ${lid:-unknown})" | diag ;;
         esac
         table=$(sed -n '/^RANKS-BEGIN$/,/^RANKS-END$/p' "$out" 2>/dev/null | sed '1d;$d')

@@ -462,7 +462,7 @@ def checks():
     fjob = JOB + ".f"
     ftok = rank_tok(fjob, 0)
     forged = []
-    for tok in ("", "0" * 64):
+    for tok in ("", "0" * 64, "%C3%A9%00%FF"):
         for op, extra, body in (("put", "", b"mine forged\n"), ("barrier", "&size=1&epoch=1", b""),
                                 ("abort", "&code=1&msg=forged", b""), ("status", "", b""),
                                 ("get", "&key=mine", b"")):
