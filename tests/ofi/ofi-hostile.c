@@ -15,11 +15,12 @@
  * 64), as a big job's table would.  Then:
  *   1. V's AV takes the 69 other endpoints; one more, not in the table,
  *      is refused with FI_ENOSPC
- *   2. V sends one message to each of the 66 missing endpoints first, then
- *      10 to P while P does not progress: the credits hold V back (a
+ *   2. V sends one message to each of the 66 missing endpoints first,
+ *      then 10 to P while P does not progress: the credits hold V back (a
  *      one-entry window with 70 senders), P gets all 10 when it wakes
  *   3. rounds: R sends V a credit half the sequence space ahead (a
- *      wrapped count), a credit in P's name (a forged envelope), a
+ *      wrapped count), a credit in P's name (a forged envelope), 32 more
+ *      at random in both names, a message in P's name, a
  *      message of 4 GiB - 16 (over max_msg_size), one of 512 MiB (more
  *      than the guest's memory) cut short, then a good one: V gets the
  *      good one, error completions for the other two (FI_EMSGSIZE,
@@ -56,6 +57,7 @@
 #define TMO_MS   15000
 #define NFAKE    66
 #define TABLE    "/tmp/dn2-hostile-ranks"
+#define RANDOM_CREDITS 32   /* more wrapped and forged credits per round */
 
 /* tags: V <-> P */
 #define T_READY   0xaaull
@@ -405,8 +407,14 @@ static int rogue_msg(uint16_t as_lid, int as_wid, uint64_t tag, uint32_t len,
     return 0;
 }
 
+/* What R threw, for the soak run's figures. */
+static unsigned long n_wrapped, n_forged, n_huge, n_big;
+
 static int rogue_round(uint32_t v_acked)
 {
+    uint32_t rnd[RANDOM_CREDITS];
+    int i;
+
     /* a credit half the sequence space ahead of anything V sent us */
     if (raw_send(lid0, 0, dn2_envelope(DN2FI_CTX_RDM_CREDIT, rank_of(lid1, 1),
                                        v_acked + 0x80000000u), NULL, 0) ||
@@ -414,6 +422,23 @@ static int rogue_round(uint32_t v_acked)
         raw_send(lid0, 0, dn2_envelope(DN2FI_CTX_RDM_CREDIT, rank_of(lid1, 0),
                                        v_acked + 0x7ffffff0u), NULL, 0)) {
         return -1;
+    }
+    n_wrapped++;
+    n_forged++;
+    /* more at random, in our name and in P's (far ahead of a window of
+     * at most 62 datagrams but for a chance of 1 in 2^25) */
+    if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) return -1;
+    for (i = 0; i < RANDOM_CREDITS; i++) {
+        uint32_t ack = v_acked + 64 + rnd[i] % (0xffffffffu - 128);
+        if (raw_send(lid0, 0, dn2_envelope(DN2FI_CTX_RDM_CREDIT, rank_of(lid1, i & 1), ack),
+                     NULL, 0)) {
+            return -1;
+        }
+        if (i & 1) {
+            n_forged++;
+        } else {
+            n_wrapped++;
+        }
     }
     /* a message in P's name (its sequence number far from P's) */
     if (rogue_msg(lid1, 0, T_FORGED, 8, 8, 0, 0)) return -1;
@@ -424,6 +449,9 @@ static int rogue_round(uint32_t v_acked)
         rogue_msg(lid1, 1, T_GOOD, 8, 8, 0, 0)) {
         return -1;
     }
+    n_huge++;
+    n_big++;
+    n_forged++;     /* the message in P's name */
     return 0;
 }
 
@@ -479,6 +507,9 @@ static int run_r(void)
             } else if (h.tag == T_REND) {
                 dn2_lh_release(rd);
                 dn2_close(rd);
+                printf("# rogue: threw %lu wrapped credits, %lu datagrams with a forged envelope, "
+                       "%lu lengths over max_msg_size, %lu beyond the guest's memory\n",
+                       n_wrapped, n_forged, n_huge, n_big);
                 return 0;
             }
         }
@@ -653,6 +684,12 @@ static int node0(void)
               "V: a 71st endpoint, beyond the table, refused with FI_ENOSPC (got %s)",
               x == FI_ADDR_NOTAVAIL ? fi_strerror(e) : "accepted");
     }
+    /* 2 (first part). V sends to the 66 missing endpoints before it
+     * sends to P (as a job's first messages may go anywhere): with a
+     * table of 64, P would get no slot and no flow control */
+    for (i = 0; i < NFAKE; i++) {
+        tsend(&c, fake[i], "x", 1, 0x77);
+    }
     /* start: P, then R */
     c.peer = fp;
     ok = new_p_ready(&c, fp, &t) && !tsend(&c, fp, "GO", 3, T_GO);
@@ -661,10 +698,7 @@ static int node0(void)
     CHECK(ok, "V: P (libfabric, WID 0) and R (rogue, WID 1) on node 1 started");
     if (!ok) return 1;
 
-    /* 2. flow control for every endpoint: 66 missing ones first, then P */
-    for (i = 0; i < NFAKE; i++) {
-        tsend(&c, fake[i], "x", 1, 0x77);
-    }
+    /* 2. flow control for P, the 67th endpoint V sent to */
     if (tsend(&c, fp, "SILENCE", 8, T_SILENCE)) return 1;
     {
         struct fi_cq_tagged_entry ce;
@@ -683,7 +717,7 @@ static int node0(void)
                 done++;
             }
         }
-        CHECK(done <= 3, "V: 10 sends to P (the 68th endpoint V sent to) while P does not "
+        CHECK(done <= 3, "V: 10 sends to P (the 67th endpoint V sent to) while P does not "
               "progress: %d left in 0.8 s (flow control: a 1-entry window)", done);
         r = trecv(&c, buf, 64, fp, T_GOT, 0, &len, NULL, NULL);
         CHECK(r == 1, "V: P got all 10 when it woke up");

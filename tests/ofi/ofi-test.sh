@@ -88,13 +88,13 @@ node_rc() { # node_rc LOG MARKER WHAT
         [ "$trc" = 0 ] && add ok "node$i: $3 exit 0" || { add no "node$i: $3 exit ${trc:-none}"; body+=$(grep "^node$i| #" "$1" | tail -8 | sed 's/^/# /')$'\n'; }
     done
 }
-hostile_cmd='echo "OFI-HOSTILE-BEGIN"; DN2_OFI_HOSTILE_SECS=SECS ofi-hostile 2>&1; hrc=$?; echo "OFI-HOSTILE-END rc=$hrc"'
+hostile_cmd='echo "OFI-HOSTILE-BEGIN"; DN2_OFI_HOSTILE_SECS=@SECS@ ofi-hostile 2>&1; hrc=$?; echo "OFI-HOSTILE-END rc=$hrc"'
 
 if [ -n "$soak" ]; then
     # shellcheck disable=SC2016   # expanded in the guest
     cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q >/dev/null || { echo "OFI-SETUP-FAILED"; exit 1; }
 export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric
-'"${hostile_cmd//SECS/$soak}"'
+'"${hostile_cmd//@SECS@/$soak}"'
 [ "$hrc" = 0 ]'
     log=$logdir/ofi-soak.out
     t0=$SECONDS
@@ -104,6 +104,7 @@ export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric
     elapsed=$((SECONDS - t0))
     merge_tap "$log" OFI-HOSTILE "hostile, $soak s: "
     node_rc "$log" OFI-HOSTILE ofi-hostile
+    body+=$(sed -n 's/^node1| \(# rogue: .*\)/\1/p' "$log")$'\n'
     [ $rc -eq 0 ] && add ok "cluster run succeeded (${elapsed} s)" || add no "cluster run failed (exit $rc, ${elapsed} s, log $log)"
     echo "1..$n"
     printf '%s' "$body"
@@ -165,7 +166,7 @@ sed "s/^/PP: /" /tmp/pp
 echo "PP-RC $prc"
 echo "PKT-AFTER $(cat $pc)"
 [ "$rc" = 0 ] && [ "$prc" = 0 ] && [ "$hrc" = 0 ]'
-cmd=${cmd//HOSTILE/${hostile_cmd//SECS/0}}
+cmd=${cmd//HOSTILE/${hostile_cmd//@SECS@/0}}
 cmd=${cmd//ITERS/$iters}
 cmd=${cmd//PORTA/$pa}
 cmd=${cmd//PORTB/$pb}
