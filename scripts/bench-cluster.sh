@@ -39,7 +39,8 @@
 # generated here (build/bench/qemu-node.sh), passed to cluster.sh as $QEMU.
 #
 # Exit status: 0 every table measured; 1 a benchmark failed (the report says
-# where); 2+ cluster.sh's status (boot failure, timeout...).
+# where); 2 a usage error (before anything starts); 2+ cluster.sh's status
+# (boot failure, timeout...).
 # Environment: QEMU (the real binary), DN2_ACCEL, DN2_CACHE as cluster.sh.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,26 +58,28 @@ dn2_extra=()
 device_opts=
 lock_profile=
 slice_us=100
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
         --full) full=1; shift ;;
         --demo) demo=1; shift ;;
-        --only) only=${2:?$1 needs a list}; shift 2 ;;
-        --poll) poll=${2:?$1 needs a policy}; shift 2 ;;
+        --only) dn2_need_value "$@"; only=$2; shift 2 ;;
+        --poll) dn2_need_value "$@"; poll=$2; shift 2 ;;
         --no-udp) udp=; shift ;;
         --lock-profile) lock_profile=1; shift ;;
-        --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
-        --slice) slice_us=${2:?$1 needs microseconds}; shift 2 ;;
-        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
-        -o|--output) output=${2:?$1 needs a file}; shift 2 ;;
+        --device-opts) dn2_need_arg "$@"; device_opts=$2; shift 2 ;;
+        --slice) dn2_need_value "$@"; slice_us=$2; shift 2 ;;
+        -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
+        -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
-        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) dn2_usage; exit 0 ;;
         --) shift; dn2_extra=("$@"); break ;;
-        *) die "unknown argument: $1 (see --help)" ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 done
-case $timeout_s in ''|*[!0-9]*) die "--timeout wants seconds" ;; esac
-case $slice_us in ''|*[!0-9]*) die "--slice wants microseconds (0: the kernel's default)" ;; esac
+dn2_want_uint --timeout "$timeout_s"
+dn2_want_uint --slice "$slice_us"
 [ -n "$full" ] && [ "$timeout_s" = 900 ] && timeout_s=2400
 
 bench_dir=$DN2_TOP/build/bench

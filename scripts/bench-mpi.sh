@@ -3,7 +3,7 @@
 # the same run (docs/mpi.md): one cluster (scripts/mpirun.sh) runs, for each
 # network, tests/mpi/mpi-bench (8-byte ping-pong latency, 1 MiB bandwidth,
 # allreduce of 8 B (median, mean, slowest call) and 1 MiB) and Debian's NetPIPE (NPopenmpi), then prints
-# the figures side by side with the ratios.  Targets (issue 11): the board's
+# the figures side by side with the ratios.  Targets: the board's
 # 8-byte latency at most half of TCP's, its 1 MiB bandwidth at least 5x.
 # Figures only: nothing here passes or fails on a timing.
 #
@@ -33,21 +33,32 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv=
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
-        -n|--nodes) nodes=${2:?}; shift 2 ;;
-        --ppn) ppn=${2:?}; shift 2 ;;
-        --iters) iters=${2:?}; shift 2 ;;
-        --np-max) npmax=${2:?}; shift 2 ;;
-        --nets) nets=${2:?}; shift 2 ;;
-        --keep) keep=${2:?}; shift 2 ;;
-        --tcp-mtu) mtu=${2:?}; shift 2 ;;
-        --ofi) ofi=${2:?}; shift 2 ;;
+        -n|--nodes) dn2_need_value "$@"; nodes=$2; shift 2 ;;
+        --ppn) dn2_need_value "$@"; ppn=$2; shift 2 ;;
+        --iters) dn2_need_value "$@"; iters=$2; shift 2 ;;
+        --np-max) dn2_need_value "$@"; npmax=$2; shift 2 ;;
+        --nets) dn2_need_value "$@"; nets=$2; shift 2 ;;
+        --keep) dn2_need_value "$@"; keep=$2; shift 2 ;;
+        --tcp-mtu) dn2_need_value "$@"; mtu=$2; shift 2 ;;
+        --ofi) dn2_need_value "$@"; ofi=$2; shift 2 ;;
         --stats) stats=1; shift ;;
-        --board-env) benv+="${2:?} "; shift 2 ;;
-        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument $1 (see --help)" ;;
+        --board-env) dn2_need_value "$@"; benv+="$2 "; shift 2 ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
+done
+dn2_want_uint --nodes "$nodes"
+dn2_want_uint --ppn "$ppn"
+dn2_want_uint --iters "$iters"
+dn2_want_uint --np-max "$npmax"
+dn2_want_uint --tcp-mtu "$mtu"
+[ $((nodes * ppn)) -ge 2 ] || usage_error "-n $nodes --ppn $ppn is one rank: the ping-pong wants ranks 0 and 1"
+for net in $nets; do
+    case $net in board|tcp) ;; *) usage_error "--nets: '$net' is not board or tcp" ;; esac
 done
 if [ -z "$nets" ]; then
     if [ -n "${DN2_FI_PROVIDER:-}" ] || find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | grep -q .; then

@@ -21,8 +21,8 @@
 # (aggregate at the largest count >= 80 % of that at 2, nothing lost, the
 # slowest board's share >= half the fastest's); the raw key=value lines go
 # to FILE (default build/bench/scale-STAMP.txt).  Exit status 1 when a byte
-# was wrong or a transfer missing, 0 otherwise (the targets are figures,
-# not a pass/fail of the fabric's correctness).
+# was wrong or a transfer missing, 2 a usage error, 0 otherwise (the targets
+# are figures, not a pass/fail of the fabric's correctness).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -35,17 +35,27 @@ size=256K
 output=
 switch_bin=
 switch_args=()
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
-        --boards) boards=${2:?}; shift 2 ;;
-        --routes) routes=${2:?}; shift 2 ;;
-        --seconds) seconds=${2:?}; shift 2 ;;
-        --size) size=${2:?}; shift 2 ;;
-        --switch) switch_bin=${2:?}; shift 2 ;;
-        --switch-arg) switch_args+=(--switch-arg "${2:?}"); shift 2 ;;
-        -o|--output) output=${2:?}; shift 2 ;;
-        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument: $1 (see --help)" ;;
+        --boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
+        --routes) dn2_need_value "$@"; routes=$2; shift 2 ;;
+        --seconds) dn2_need_value "$@"; seconds=$2; shift 2 ;;
+        --size) dn2_need_value "$@"; size=$2; shift 2 ;;
+        --switch) dn2_need_value "$@"; switch_bin=$2; shift 2 ;;
+        --switch-arg) dn2_need_value "$@"; switch_args+=(--switch-arg "$2"); shift 2 ;;
+        -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
+    esac
+done
+case $boards in *[!0-9,]*|,*|*,|*,,*) usage_error "--boards wants a list of whole numbers (2,4,8), not '$boards'" ;; esac
+case $seconds in ''|.|*[!0-9.]*|*.*.*) usage_error "--seconds wants a number, not '$seconds'" ;; esac
+for r in ${routes//,/ }; do
+    case $r in
+        direct|switch|direct:*|switch:*) ;;
+        *) usage_error "--routes: '$r' is not direct or switch (optionally :NICE)" ;;
     esac
 done
 

@@ -30,14 +30,15 @@ cd "$DN2_TOP"
 quick=
 build=1
 out=
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=1; shift ;;
         --no-build) build=; shift ;;
-        --out) out=${2:?--out needs a file}; shift 2 ;;
-        --out=*) out=${1#*=}; shift ;;
-        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument: $1 (see --help)" ;;
+        --out) dn2_need_value "$@"; out=$2; shift 2 ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 done
 

@@ -3,6 +3,10 @@
 #
 #   scripts/build-qemu.sh [--link-into DIR] [--show-edits] [--print-env]
 #
+#   --link-into DIR  symlinks to the QEMU binary and the qtests in DIR
+#   --show-edits     print the edits to QEMU's files as a diff, build nothing
+#   --print-env      print KEY=VALUE lines (paths, qtest list) for meson
+#
 # Idempotent and incremental; a second run with nothing changed only runs a
 # no-op ninja.  Steps:
 #   1. unpack $DN2_CACHE/src/qemu_<ver>+ds.orig.tar.xz into build/qemu/qemu-<ver>
@@ -41,14 +45,15 @@ export CCACHE_DIR=$DN2_CACHE/ccache
 link_into=
 show_edits=
 print_env=
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
-        --link-into) link_into=${2:?--link-into needs a directory}; shift 2 ;;
-        --link-into=*) link_into=${1#*=}; shift ;;
+        --link-into) dn2_need_value "$@"; link_into=$2; shift 2 ;;
         --show-edits) show_edits=1; shift ;;
         --print-env) print_env=1; shift ;;
-        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument: $1 (see --help)" ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 done
 

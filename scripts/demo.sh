@@ -2,7 +2,7 @@
 # The main demo: from a fresh Debian 12 machine to two Linux guests whose
 # emulated DIMMnet-2 boards talk over the UDP fabric.
 #
-#   scripts/demo.sh [-v] [--board-only] [--boards N]
+#   scripts/demo.sh [-v] [--board-only] [-n|--boards N]
 #
 # 1. scripts/setup.sh           packages, QEMU source, firmware, guest kernel
 # 2. meson compile              QEMU 10.0.2 with -device dimmnet2, dn2-switch,
@@ -25,7 +25,7 @@
 # Each step is incremental; build output goes to build/demo/*.log (shown only
 # on failure; step 2 shows the build's [N/M] progress: one redrawn line on a
 # terminal, a line every 30 s otherwise).  -v also prints the raw TAP of step 3; --board-only stops
-# after step 3.  Exit status: 0 when every step succeeded.
+# after step 3.  Exit status: 0 when every step succeeded, 2 a usage error.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -33,15 +33,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 verbose=
 boards=1
 board_only=
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
         -v|--verbose) verbose=1; shift ;;
-        -n|--boards) boards=${2:?$1 needs a number}; shift 2 ;;
+        -n|--boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
         --board-only) board_only=1; shift ;;
-        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument: $1 (see --help)" ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 done
+dn2_want_uint --boards "$boards"
+[ "$boards" -ge 1 ] || usage_error "--boards wants at least 1"
 
 logs=$DN2_TOP/build/demo
 mkdir -p "$logs"

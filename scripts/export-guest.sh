@@ -4,7 +4,7 @@
 #   dimmnet2.ko          the driver, built for the guest kernel
 #   bin/dn2-up, bin/dsh  tools;  bin/<name>  each program given as argument
 #
-#   scripts/export-guest.sh [PROGRAM...]
+#   scripts/export-guest.sh [-h|--help] [PROGRAM...]
 #
 # Programs are the meson-built static executables (build/...).  Copies only
 # what changed.  Exit status non-zero with a message when something is
@@ -12,6 +12,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+
+for a in "$@"; do
+    case $a in
+        -h|--help) dn2_usage; exit 0 ;;
+        -*) usage_error "unknown argument: $a" ;;
+    esac
+done
 
 out=$DN2_TOP/build/guest/export
 mkdir -p "$out/bin"

@@ -44,6 +44,15 @@ dn2_find_kernel() {
     echo "$k"
 }
 
+# The Debian package with the guest kernel's headers (the module's build
+# needs it; setup.sh installs it): linux-headers-VERSION.
+dn2_kernel_headers_pkg() {
+    local k
+    k=$(dn2_find_kernel 2>/dev/null) || { echo "linux-headers-<guest kernel>"; return 0; }
+    k=${k##*/}
+    echo "linux-headers-${k#vmlinuz-}"
+}
+
 # The module tree (.../lib/modules/VERSION) that belongs to a kernel image
 # named vmlinuz-VERSION: next to it (the Debian package layout), else
 # anywhere in the cache.  $DN2_KERNEL_MODULES overrides.
@@ -109,7 +118,9 @@ dn2_usage() {
 }
 
 # dn2_split_opts ARG...: the arguments into the array DN2_ARGS, each
-# "--name=value" split into "--name" "value"; nothing after "--" is touched.
+# "--name=value" split into "--name" "value" (at the first "="); nothing
+# after "--" is touched.  (So a value that itself looks like "--x=y" is
+# given as "--opt=--x=y".)
 dn2_split_opts() {
     DN2_ARGS=()
     while [ $# -gt 0 ]; do
@@ -145,7 +156,7 @@ dn2_no_options() {
     case ${1-} in
         '') return 0 ;;
         -h|--help) dn2_usage; exit 0 ;;
-        *) usage_error "unknown argument: $1 (this script takes no arguments)" ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 }
 

@@ -20,8 +20,11 @@
 # DN2-GUEST-END rc=N and powers off.  This script prints what the command
 # printed (e.g. the probe's TAP) on stdout and exits with:
 #   0  the command succeeded          1  the command failed (rc != 0)
-#   2  timeout                        3  the guest died without finishing
+#   2  timeout, or a usage error      3  the guest died without finishing
+#      (bad option: before anything
+#      starts, one line on stderr)
 #   4  setup error (missing QEMU, kernel, firmware...)
+# "--opt=value" is "--opt value".
 # On any failure it prints the tail of the console log on stderr.
 #
 # Environment: QEMU (binary; default: the one in build/), DN2_ACCEL
@@ -43,24 +46,26 @@ append_extra=
 interactive=
 quiet=
 extra=()
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
-        -n|--boards) boards=${2:?$1 needs a number}; shift 2 ;;
-        -r|--run) run=${2?$1 needs a command}; shift 2 ;;
-        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
-        -l|--log) logfile=${2:?$1 needs a file}; shift 2 ;;
-        -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
+        -n|--boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
+        -r|--run) dn2_need_arg "$@"; run=$2; shift 2 ;;
+        -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
+        -l|--log) dn2_need_value "$@"; logfile=$2; shift 2 ;;
+        -a|--append) dn2_need_arg "$@"; append_extra=$2; shift 2 ;;
         -i|--interactive) interactive=1; shift ;;
         -q|--quiet) quiet=1; shift ;;
-        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
-        *) echo "run-guest.sh: unknown argument: $1 (see --help)" >&2; exit 4 ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 done
 setup_die() { printf '[dimmnet2] error: %s\n' "$*" >&2; exit 4; }
-case $boards in ''|*[!0-9]*) setup_die "--boards wants a number, not '$boards'" ;; esac
-case $timeout_s in ''|*[!0-9]*) setup_die "--timeout wants whole seconds, not '$timeout_s'" ;; esac
-case $run in *'"'*) setup_die "--run: the command cannot contain double quotes (it travels on the kernel command line)" ;; esac
+dn2_want_uint --boards "$boards"
+dn2_want_uint --timeout "$timeout_s"
+case $run in *'"'*) usage_error "--run: the command cannot contain double quotes (it travels on the kernel command line)" ;; esac
 
 if [ -z "$run" ]; then
     if [ "$boards" -eq 0 ]; then

@@ -3,6 +3,12 @@
 # and fetches (into a cache outside the work tree) the QEMU source, firmware,
 # guest kernel and guest userland. Safe and fast to run again.
 #
+#   scripts/setup.sh [--no-guest]
+#
+#   --no-guest   host packages, QEMU source and firmware only (no guest
+#                kernel, its headers or busybox)
+#   -h, --help   this text
+#
 # Package sources: we never write a registry host name. The deb-src and
 # bookworm-backports entries are derived from the machine's own
 # /etc/apt/sources.list.d/debian.sources (its first non-security stanza).
@@ -128,14 +134,25 @@ guest_kernel_pkg() {
         || die "no linux-image-6.1.0-*-cloud-amd64 package found (apt-get update?)"
 }
 
+no_guest=
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
+while [ $# -gt 0 ]; do
+    case $1 in
+        --no-guest) no_guest=1; shift ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
+    esac
+done
+
 main() {
     mkdir -p "$DN2_CACHE/stamps"
     host_packages
     qemu_source
     firmware
-    if [ "${1:-}" != "--no-guest" ]; then
+    if [ -z "$no_guest" ]; then
         guest_packages
     fi
     log "setup done (cache: $DN2_CACHE)"
 }
-main "$@"
+main

@@ -5,8 +5,13 @@
 # then counts TAP test points over all tests.  The very last line of output is
 #   N passed, N failed, N skipped
 # and the exit status is non-zero iff anything failed (a build failure counts
-# as one failure).  Extra arguments go to `meson test` (e.g. a test name, or
-# --suite qtest).
+# as one failure).
+#
+#   scripts/test.sh [-h|--help] [MESON-TEST-ARGS...]
+#
+# Extra arguments go to `meson test` (e.g. a test name, or --suite qtest).
+# Arguments meson test refuses are a usage error, found before anything
+# starts: its message, and exit status 2.
 #
 # Environment:
 #   DN2_SETUP_ARGS   arguments for scripts/setup.sh (e.g. --no-guest)
@@ -18,6 +23,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$DN2_TOP" || exit 1
 
 BUILD=${DN2_BUILD_DIR:-build}
+
+for a in "$@"; do
+    case $a in
+        --) break ;;
+        -h|--help) dn2_usage; exit 0 ;;
+    esac
+done
+# The arguments meant for meson test: let its own parser judge them now,
+# not after a build of several minutes (with a build directory that cannot
+# exist, a parse error exits 2 and anything else 1).
+if [ $# -gt 0 ]; then
+    err=$(meson test -C "$BUILD/.dn2-no-such-dir" "$@" 2>&1 >/dev/null)
+    [ $? -ne 2 ] || usage_error "meson test refuses the arguments: $(printf '%s\n' "$err" | tail -1)"
+fi
 
 # Print the summary line and exit: for failures before any test ran.
 early_fail() {

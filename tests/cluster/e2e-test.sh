@@ -7,16 +7,18 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+. "$here/../guest/tap-lib.sh"
+dn2_no_options "$@"
 
 e2e=${DN2_E2E:-$DN2_TOP/build/tests/cluster/dn2-e2e}
 mkdir -p "$DN2_TOP/build/cluster"
 if ! bash "$DN2_TOP/scripts/export-guest.sh" "$e2e" >/dev/null 2>"$DN2_TOP/build/e2e-export.log"; then
-    echo "1..1"
-    echo "not ok 1 - could not prepare the guest programs: $(tail -1 "$DN2_TOP/build/e2e-export.log")"
-    exit 1
+    tap_plan 1
+    not_ok "could not prepare the guest programs: $(tail -1 "$DN2_TOP/build/e2e-export.log")"
+    tap_done
 fi
 
-n=0; fail=0; body=""
+tap_defer
 for nodes in 2 4; do
     log=$DN2_TOP/build/cluster/e2e-$nodes.out
     bash "$DN2_TOP/scripts/cluster.sh" -n "$nodes" -q -t 900 --name "e2e-$nodes" \
@@ -24,27 +26,21 @@ for nodes in 2 4; do
     rc=$?
     tap=$(sed -n 's/^node0| //p' "$log" | grep -E '^(ok|not ok) ')
     if [ -z "$tap" ]; then
-        n=$((n + 1)); fail=1
-        body+="not ok $n - $nodes-node cluster: no results from rank 0 (exit $rc, log $log)"$'\n'
-        body+=$(tail -15 "$log" | sed 's/^/# /')$'\n'
+        not_ok "$nodes-node cluster: no results from rank 0 (exit $rc, log $log)"
+        tail -15 "$log" | diag
         continue
     fi
     while IFS= read -r line; do
-        n=$((n + 1))
         case $line in
-            "ok "*) body+="ok $n - [$nodes nodes] ${line#ok * - }"$'\n' ;;
-            *) fail=1; body+="not ok $n - [$nodes nodes] ${line#not ok * - }"$'\n' ;;
+            "ok "*) ok "[$nodes nodes] ${line#ok * - }" ;;
+            *) not_ok "[$nodes nodes] ${line#not ok * - }" ;;
         esac
     done <<< "$tap"
-    n=$((n + 1))
     if [ $rc -eq 0 ]; then
-        body+="ok $n - [$nodes nodes] every node's job succeeded"$'\n'
+        ok "[$nodes nodes] every node's job succeeded"
     else
-        fail=1
-        body+="not ok $n - [$nodes nodes] cluster run failed (exit $rc, log $log)"$'\n'
-        body+=$(grep -v '^node0|' "$log" | tail -15 | sed 's/^/# /')$'\n'
+        not_ok "[$nodes nodes] cluster run failed (exit $rc, log $log)"
+        grep -v '^node0|' "$log" | tail -15 | diag
     fi
 done
-echo "1..$n"
-printf '%s' "$body"
-exit $fail
+tap_done

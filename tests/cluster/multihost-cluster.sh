@@ -2,8 +2,8 @@
 # shellcheck disable=SC2154  # top, work, ns_sw, hosts, sw_addr, net: the caller's
 # Part of tests/cluster/multihost-test.sh (sourced there, in its namespaces):
 # scripts/cluster.sh over several hosts with `ip netns exec` as the remote
-# shell, and inside a Slurm allocation.  Uses ok/not_ok/diag, $work, $top,
-# $ns_sw, hosts[], $sw_addr from the caller.
+# shell, and inside a Slurm allocation.  Uses tests/guest/tap-lib.sh (the
+# caller sources it), $work, $top, $ns_sw, hosts[], $sw_addr from the caller.
 
 boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
 cluster=$top/scripts/cluster.sh
@@ -105,6 +105,21 @@ fi
 # srun.  slurmd enters its host's network namespace with nsenter (not ip
 # netns exec, which remounts /sys and so hides the cgroup tree slurmd
 # checks at start).
+slurm_missing=
+for t in slurmctld slurmd salloc srun sinfo nsenter; do
+    command -v "$t" > /dev/null || { slurm_missing=$t; break; }
+done
+if [ -n "$slurm_missing" ]; then
+    case $slurm_missing in
+        slurmctld) why=$(tap_missing slurmctld slurmctld) ;;
+        slurmd) why=$(tap_missing slurmd slurmd) ;;
+        nsenter) why=$(tap_missing nsenter util-linux) ;;
+        *) why=$(tap_missing "$slurm_missing" slurm-client) ;;
+    esac
+    skip "Slurm: slurmctld and a slurmd per board host" "$why"
+    skip "salloc -N 2 cluster.sh: hosts from the allocation" "$why"
+    return 0
+fi
 sw=$work/slurm
 mkdir -p "$sw/state"
 slurm_nodes=()

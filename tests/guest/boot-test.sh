@@ -11,6 +11,9 @@
 # build/guest/logs/boot-test.log.
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+. "$top/scripts/lib.sh"
+. "$top/tests/guest/tap-lib.sh"
+dn2_no_options "$@"
 timeout_s=${DN2_BOOT_TIMEOUT:-90}
 boards=2
 log=$top/build/guest/logs/boot-test.log
@@ -25,41 +28,34 @@ out=$("$top/scripts/run-guest.sh" -n "$boards" -t "$timeout_s" -l "$log" -r "$ru
 rc=$?
 elapsed=$((SECONDS - start))
 
-n=0
-results=()
-. "$(dirname "$0")/tap-lib.sh"
-
-diags=()
+tap_defer
 # 1. the guest booted, ran the command and powered off in time
 case $rc in
-    0|1) emit ok "guest booted with $boards boards and finished in ${elapsed} s" ;;
-    2) emit not-ok "guest timed out after ${timeout_s} s" ;;
-    3) emit not-ok "guest died before finishing (kernel panic or QEMU error)" ;;
-    *) emit not-ok "guest could not be started (run-guest.sh status $rc)" ;;
+    0|1) ok "guest booted with $boards boards and finished in ${elapsed} s" ;;
+    2) not_ok "guest timed out after ${timeout_s} s" ;;
+    3) not_ok "guest died before finishing (kernel panic or QEMU error)" ;;
+    *) not_ok "guest could not be started (run-guest.sh status $rc)" ;;
 esac
 if [ "$rc" -ge 2 ] || [ "$rc" -lt 0 ]; then
-    while IFS= read -r l; do diags+=("# $l"); done < "$log.run-guest"
+    diag < "$log.run-guest"
 fi
 
 # 2..: the probes' results, renumbered
 for b in $(seq 0 $((boards - 1))); do
     section=$(printf '%s\n' "$out" | sed -n "/^DN2-PROBE-BEGIN $b\$/,/^DN2-PROBE-END $b rc=/p")
     plan=$(printf '%s\n' "$section" | sed -n -E 's/^1\.\.([0-9]+).*/\1/p' | head -1)
-    forward_tap "$section"
+    tap_forward "$section"
     count=$tap_count
     probe_rc=$(printf '%s\n' "$section" | sed -n -E "s/^DN2-PROBE-END $b rc=([0-9]+)\$/\1/p")
     if [ -n "$plan" ] && [ "$count" -eq "$plan" ]; then
-        emit ok "board $b: probe ran its plan of $plan checks (exit status $probe_rc)"
+        ok "board $b: probe ran its plan of $plan checks (exit status $probe_rc)"
     elif [ -z "$plan" ]; then
-        emit not-ok "board $b: probe did not run (no TAP plan in the guest output)"
+        not_ok "board $b: probe did not run (no TAP plan in the guest output)"
     else
-        emit not-ok "board $b: probe planned $plan checks but reported $count (exit status ${probe_rc:-none}: crashed?)"
+        not_ok "board $b: probe planned $plan checks but reported $count (exit status ${probe_rc:-none}: crashed?)"
     fi
 done
 
-echo "1..$n"
-printf '%s\n' "${diags[@]}" "${results[@]}" | grep -v '^$'
 # Also say where the log is, for a human reading meson's testlog.
-echo "# console log: $log"
-printf '%s\n' "${results[@]}" | grep -q '^not ok ' && exit 1
-exit 0
+diag "console log: $log"
+tap_done

@@ -24,6 +24,8 @@
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
+. "$top/tests/guest/tap-lib.sh"
+dn2_no_options "$@"
 timeout_s=${DN2_DRIVER_TIMEOUT:-240}
 log=$top/build/guest/logs/driver-test.log
 mkdir -p "$(dirname "$log")"
@@ -32,20 +34,10 @@ root=$top/build/guest/drvtest-root
 test_src=$top/tests/guest/dn2-drvtest.c
 mkdir -p "$(dirname "$log")" "$root/bin"
 
-n=0
-results=()
-. "$(dirname "$0")/tap-lib.sh"
-diags=()
+tap_defer
 finish() {
-    echo "1..$n"
-    printf '%s\n' "${diags[@]}" "${results[@]}" | grep -v '^$'
-    echo "# console log: $log"
-    printf '%s\n' "${results[@]}" | grep -q '^not ok ' && exit 1
-    exit 0
-}
-add_diags() { # add_diags FILE: its lines as TAP diagnostics
-    local l
-    while IFS= read -r l; do diags+=("# $l"); done < "$1"
+    diag "console log: $log"
+    tap_done
 }
 
 # --------------------------------------------------------------- the module
@@ -54,10 +46,11 @@ add_diags() { # add_diags FILE: its lines as TAP diagnostics
 ko=$(bash "$drv_src/build.sh" 2> "$log.kbuild")
 brc=$?
 case $brc in
-    0) emit ok "dimmnet2.ko built against the guest kernel's headers without warnings ($(grep -c 'building dimmnet2.ko' "$log.kbuild" | sed 's/^0$/cached/; s/^1$/rebuilt/'))" ;;
-    2) add_diags "$log.kbuild"; emit not-ok "dimmnet2.ko built with warnings" ;;
-    4) add_diags "$log.kbuild"; emit not-ok "kernel headers for the guest kernel (scripts/setup.sh installs them)"; finish ;;
-    *) add_diags "$log.kbuild"; emit not-ok "dimmnet2.ko built (see build/guest/driver/build.log)"; finish ;;
+    0) ok "dimmnet2.ko built against the guest kernel's headers without warnings ($(grep -c 'building dimmnet2.ko' "$log.kbuild" | sed 's/^0$/cached/; s/^1$/rebuilt/'))" ;;
+    2) diag < "$log.kbuild"; not_ok "dimmnet2.ko built with warnings" ;;
+    4) diag < "$log.kbuild"; skip "dimmnet2.ko built against the guest kernel's headers" \
+           "$(tap_missing "the guest kernel's headers" "$(dn2_kernel_headers_pkg)")"; finish ;;
+    *) diag < "$log.kbuild"; not_ok "dimmnet2.ko built (see build/guest/driver/build.log)"; finish ;;
 esac
 cp "$ko" "$root/dimmnet2.ko"
 
@@ -72,11 +65,11 @@ elif gcc "${cflags[@]}" -o "$root/bin/dn2-drvtest" "$test_src" > "$log.cc" 2>&1;
     strip "$root/bin/dn2-drvtest" 2>/dev/null || true
     echo "$thash" > "$root/../.drvtest.stamp"
 else
-    add_diags "$log.cc"
-    emit not-ok "dn2-drvtest built (gcc -static)"
+    diag < "$log.cc"
+    not_ok "dn2-drvtest built (gcc -static)"
     finish
 fi
-emit ok "dn2-drvtest built (static)"
+ok "dn2-drvtest built (static)"
 
 # ---------------------------------------------------------------- the guest
 start=$SECONDS
@@ -86,25 +79,25 @@ out=$(DN2_GUEST_EXTRA=$root "$top/scripts/run-guest.sh" -n 0 -t "$timeout_s" -l 
 rc=$?
 elapsed=$((SECONDS - start))
 case $rc in
-    0|1) emit ok "guest with two boards (board 0 loopback, board 1 at 0x80000000) booted and finished in ${elapsed} s" ;;
-    2) emit not-ok "guest timed out after ${timeout_s} s" ;;
-    3) emit not-ok "guest died before finishing (kernel panic or QEMU error)" ;;
-    *) emit not-ok "guest could not be started (run-guest.sh status $rc)" ;;
+    0|1) ok "guest with two boards (board 0 loopback, board 1 at 0x80000000) booted and finished in ${elapsed} s" ;;
+    2) not_ok "guest timed out after ${timeout_s} s" ;;
+    3) not_ok "guest died before finishing (kernel panic or QEMU error)" ;;
+    *) not_ok "guest could not be started (run-guest.sh status $rc)" ;;
 esac
 if [ "$rc" -ge 2 ]; then
-    add_diags "$log.run-guest"
+    diag < "$log.run-guest"
 fi
 
 section=$(printf '%s\n' "$out" | sed -n '/^DN2-DRVTEST-BEGIN$/,/^DN2-DRVTEST-END rc=/p')
 plan=$(printf '%s\n' "$section" | sed -n -E 's/^1\.\.([0-9]+).*/\1/p' | tail -1)
-forward_tap "$section"
+tap_forward "$section"
 count=$tap_count
 test_rc=$(printf '%s\n' "$section" | sed -n -E 's/^DN2-DRVTEST-END rc=([0-9]+)$/\1/p')
 if [ -n "$plan" ] && [ "$count" -eq "$plan" ]; then
-    emit ok "dn2-drvtest ran its plan of $plan checks (exit status $test_rc)"
+    ok "dn2-drvtest ran its plan of $plan checks (exit status $test_rc)"
 elif [ -z "$plan" ]; then
-    emit not-ok "dn2-drvtest did not finish (no TAP plan in the guest output; exit status ${test_rc:-none})"
+    not_ok "dn2-drvtest did not finish (no TAP plan in the guest output; exit status ${test_rc:-none})"
 else
-    emit not-ok "dn2-drvtest planned $plan checks but reported $count (exit status ${test_rc:-none})"
+    not_ok "dn2-drvtest planned $plan checks but reported $count (exit status ${test_rc:-none})"
 fi
 finish

@@ -7,35 +7,52 @@
 #      llcm_write/llcm_read, rllcm_write to its own LID, the receive-status
 #      ring, the register decoders;
 #   2. a script of bad commands (each must give an error, none a crash);
-#   3. when build/guest/driver/dimmnet2.ko exists (tests/guest/driver-test.sh
-#      builds it): dsh through the driver (-d /dev/dimmnet2-0).
+#   3. dsh through the driver (-d /dev/dimmnet2-0), with the module of this
+#      tree (linux-guest/driver/build.sh builds it, cached; without the guest
+#      kernel's headers these checks are skipped, and fail when CI is set).
 # The outputs are checked here with grep.
 #
 #   tests/guest/dsh-test.sh      (meson: test 'guest-dsh'; $DN2_DSH = dsh)
 #
 # Environment: DN2_DSH (the static dsh; default build/tools/dsh/dsh),
-# DN2_DSH_KO (the driver module; default build/guest/driver/dimmnet2.ko,
-# empty: no driver checks), DN2_BOOT_TIMEOUT (guest seconds, default 150), plus what
+# DN2_DSH_KO (the driver module; default: the one linux-guest/driver/build.sh
+# builds; empty: no driver checks), DN2_BOOT_TIMEOUT (guest seconds, default 150), plus what
 # scripts/run-guest.sh reads.  Console log: build/guest/logs/dsh-test.log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+. "$here/tap-lib.sh"
+dn2_no_options "$@"
 
 prog=${DN2_DSH:-$DN2_TOP/build/tools/dsh/dsh}
 log=$DN2_TOP/build/guest/logs/dsh-test.log
 mkdir -p "$(dirname "$log")"
-ko=${DN2_DSH_KO-$DN2_TOP/build/guest/driver/dimmnet2.ko}
 if [ ! -x "$prog" ]; then
-    echo "1..1"
-    echo "not ok 1 - $prog not built (run: meson compile -C build)"
-    exit 1
+    tap_plan 1
+    not_ok "$prog not built (run: meson compile -C build)"
+    tap_done
+fi
+# The driver module: DN2_DSH_KO, else this tree's (cached build).  When it
+# cannot be had, drv_why says why (and drv_fail that it is a failure, not
+# a missing tool).
+drv_why='' drv_fail=''
+if [ -n "${DN2_DSH_KO+set}" ]; then
+    ko=$DN2_DSH_KO
+    [ -z "$ko" ] || [ -f "$ko" ] || drv_why="DN2_DSH_KO=$ko does not exist"
+else
+    ko=$(bash "$DN2_TOP/linux-guest/driver/build.sh" 2> "$log.kbuild")
+    case $? in
+        0|2) ;;
+        4) ko=-; drv_why=$(tap_missing "the guest kernel's headers" "$(dn2_kernel_headers_pkg)") ;;
+        *) ko=-; drv_fail=1; drv_why="dimmnet2.ko did not build (build/guest/driver/build.log)" ;;
+    esac
 fi
 extra=$(mktemp -d)
 trap 'rm -rf "$extra"' EXIT
 mkdir -p "$extra/bin" "$(dirname "$log")"
 cp "$prog" "$extra/bin/dsh"
 have_drv=
-if [ -n "$ko" ] && [ -f "$ko" ]; then
+if [ -z "$drv_why" ] && [ -n "$ko" ] && [ -f "$ko" ]; then
     cp "$ko" "$extra/dimmnet2.ko"
     have_drv=1
 fi
@@ -179,12 +196,6 @@ rc=$?
 printf '%s\n' "$out" > "$log.out"
 
 # ------------------------------------------------------------ checks
-n=0
-failed=0
-ok() { # ok COND-STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
-}
 section() { # section NAME: the lines between DSH-NAME-BEGIN and DSH-NAME-END
     printf '%s\n' "$out" | sed -n "/^DSH-$1-BEGIN\$/,/^DSH-$1-END/p"
 }
@@ -200,73 +211,73 @@ count() { # count TEXT-VAR EXTENDED-REGEX
 }
 
 plan=36
-[ -n "$have_drv" ] && plan=$((plan + 5))
-echo "1..$plan"
-ok $([ $rc -eq 0 ] && [ -n "$mem" ]; echo $?) "guest booted, ran the dsh scripts and powered off (run-guest.sh status $rc)"
+[ -n "$ko" ] && plan=$((plan + 5))
+tap_plan $plan
+result $([ $rc -eq 0 ] && [ -n "$mem" ]; echo $?) "guest booted, ran the dsh scripts and powered off (run-guest.sh status $rc)"
 if [ -z "$mem" ]; then
-    echo "# no dsh output; tail of the console log ($log):"
-    tail -20 "$log" 2>/dev/null | sed 's/^/# /'
-    sed 's/^/# /' "$log.run-guest" 2>/dev/null | tail -10
+    diag "no dsh output; tail of the console log ($log):"
+    tail -20 "$log" 2>/dev/null | diag
+    tail -10 "$log.run-guest" 2>/dev/null | diag
 fi
 
 # 1. /dev/mem session
-ok $(has "$mem" '^DIMMnet-2 Shell version 2\.1a'; echo $?) "v prints 'DIMMnet-2 Shell version 2.1a'"
-ok $(has "$mem" '^dsh > sreg_write ctl_reset 1$' && has "$mem" '^####### Controller Reset #######$'; echo $?) \
+result $(has "$mem" '^DIMMnet-2 Shell version 2\.1a'; echo $?) "v prints 'DIMMnet-2 Shell version 2.1a'"
+result $(has "$mem" '^dsh > sreg_write ctl_reset 1$' && has "$mem" '^####### Controller Reset #######$'; echo $?) \
    "commands from a file are echoed after 'dsh > '; sreg_write ctl_reset"
-ok $(has "$mem" '^SO-DIMM ready$' && has "$mem" '^256 MiB per module$' && has "$mem" '^2048 bytes$'; echo $?) \
+result $(has "$mem" '^SO-DIMM ready$' && has "$mem" '^256 MiB per module$' && has "$mem" '^2048 bytes$'; echo $?) \
    "bring-up: sdimm_capacity (256 MiB), sdimm_init, wait sdimm, mtu (2048)"
-ok $(has "$mem" '^####### Get LID from sma #######$' && has "$mem" '^#[0-9a-f]{8,}: 0000000000030001$' \
+result $(has "$mem" '^####### Get LID from sma #######$' && has "$mem" '^#[0-9a-f]{8,}: 0000000000030001$' \
      && has "$mem" '^LID  : 1 ' && has "$mem" '^link : 11 \(ready\)$'; echo $?) \
    "sreg_read sma_lid: 0x30001 decoded as LID 1, link ready"
-ok $(has "$mem" '^LID 1 \(0x0001, CLID 0x001\)$' && has "$mem" '^PGID 42 for WID 0$' && has "$mem" '^PGID 42 for WID 1$'; echo $?) \
+result $(has "$mem" '^LID 1 \(0x0001, CLID 0x001\)$' && has "$mem" '^PGID 42 for WID 0$' && has "$mem" '^PGID 42 for WID 1$'; echo $?) \
    "sreg_write lid / pgid0 / pgid1"
-ok $(grep -xq 'cmd:60000000400_20000000008' <<< "$mem"; echo $?) \
+result $(grep -xq 'cmd:60000000400_20000000008' <<< "$mem"; echo $?) \
    "the thesis's 'prim VS dt=0 it=0 dw=0 dl=0 ef=0 size=0x200 src=0x400 dst=0x600' prints cmd:60000000400_20000000008"
-ok $(grep -xq 'cmd:0_20000000008' <<< "$mem"; echo $?) "prim VS src=0 dst=0 prints cmd:0_20000000008"
-ok $(has "$mem" '^WW#0: write to SO-DIMM complete$' && has "$mem" '^WW#2: write to SO-DIMM complete$'; echo $?) \
+result $(grep -xq 'cmd:0_20000000008' <<< "$mem"; echo $?) "prim VS src=0 dst=0 prints cmd:0_20000000008"
+result $(has "$mem" '^WW#0: write to SO-DIMM complete$' && has "$mem" '^WW#2: write to SO-DIMM complete$'; echo $?) \
    "wait vs 0 / wait vs 2"
-ok $(has "$mem" '^#[0-9a-f]{8,}: 0000000000000832$'; echo $?) \
+result $(has "$mem" '^#[0-9a-f]{8,}: 0000000000000832$'; echo $?) \
    "ureg_read ctl_status reads 0x832 after the VSs from WW#0 and WW#2 (the thesis's dump)"
-ok $(has "$mem" '^  bit 1 +SO-DIMM initialised$' && has "$mem" '^  bit 4 +status area empty$' \
+result $(has "$mem" '^  bit 1 +SO-DIMM initialised$' && has "$mem" '^  bit 4 +status area empty$' \
      && has "$mem" '^  bit 5 +WW#0: write to SO-DIMM complete$' && has "$mem" '^  bit 11 +WW#2: write to SO-DIMM complete$'; echo $?) \
    "ctl_status decoded: bits 1, 4, 5, 11"
-ok $(has "$mem" '^VS    : 2$' && has "$mem" '^BOTF  : 0$'; echo $?) "ureg_read prim_counter decodes VS : 2"
-ok $(grep -xq 'cmd:60000000400_20000000040' <<< "$mem"; echo $?) "prim NOP dt=2 puts DTYPE in Lower [7:5] (cmd:60000000400_20000000040)"
-ok $(grep -xq 'cmd:20000000600_20000000004' <<< "$mem"; echo $?) "prim VL with its fields in another order (cmd:20000000600_20000000004)"
-ok $(has "$mem" '^PW#1: all lines in$' && has "$mem" '^#[0-9a-f]{8,}: 2222000122220000 2222000322220002$' \
+result $(has "$mem" '^VS    : 2$' && has "$mem" '^BOTF  : 0$'; echo $?) "ureg_read prim_counter decodes VS : 2"
+result $(grep -xq 'cmd:60000000400_20000000040' <<< "$mem"; echo $?) "prim NOP dt=2 puts DTYPE in Lower [7:5] (cmd:60000000400_20000000040)"
+result $(grep -xq 'cmd:20000000600_20000000004' <<< "$mem"; echo $?) "prim VL with its fields in another order (cmd:20000000600_20000000004)"
+result $(has "$mem" '^PW#1: all lines in$' && has "$mem" '^#[0-9a-f]{8,}: 2222000122220000 2222000322220002$' \
      && has "$mem" '^#[0-9a-f]{8,}: 2222000922220008 2222000b2222000a$'; echo $?) \
    "wait pw 1 + pw_read 1 64 shows the data the VS wrote (0x22220000...)"
-ok $(has "$mem" '^PW#1  : 1111  all lines in$'; echo $?) "ureg_read pw_flag decodes per window"
-ok $(has "$mem" '^####### Primitive Counter Reset #######$' && has "$mem" '^#[0-9a-f]{8,}: 0000000000000000$'; echo $?) \
+result $(has "$mem" '^PW#1  : 1111  all lines in$'; echo $?) "ureg_read pw_flag decodes per window"
+result $(has "$mem" '^####### Primitive Counter Reset #######$' && has "$mem" '^#[0-9a-f]{8,}: 0000000000000000$'; echo $?) \
    "ureg_write prim_counter_reset 1 clears the counter"
-ok $(has "$mem" '^#[0-9a-f]{8,}: aaaa0001aaaa0000 aaaa0003aaaa0002$' && has "$mem" '^#[0-9a-f]{8,}: aaaa0009aaaa0008 [0-9a-f]{16}$'; echo $?) \
+result $(has "$mem" '^#[0-9a-f]{8,}: aaaa0001aaaa0000 aaaa0003aaaa0002$' && has "$mem" '^#[0-9a-f]{8,}: aaaa0009aaaa0008 [0-9a-f]{16}$'; echo $?) \
    "llcm_write from=0 it=10 val=0xaaaa0000 inc=1 then llcm_read 0 64 (thesis Fig. C.6)"
-ok $(has "$mem" '^# ADDR +7 6 5 4 3 2 1 0 F E D C B A 9 8$'; echo $?) "dumps have the thesis's header line"
-ok $(has "$mem" '^packets received: 1$'; echo $?) "rllcm_write 1 0x100 ...: the BOTF came back through the loopback cable (wait pkt 1)"
-ok $(has "$mem" '^#[0-9a-f]{8,}: 1122334455667788 '; echo $?) "llcm_read 0x100 shows the 8 bytes rllcm_write sent"
-ok $(has "$mem" '^BOTF  : 1$'; echo $?) "the BOTF counter counted the rllcm_write"
-ok $(has "$mem" '^status ring at LLCM 0x7000' && has "$mem" '^1024 bytes \(64 records\)$'; echo $?) \
+result $(has "$mem" '^# ADDR +7 6 5 4 3 2 1 0 F E D C B A 9 8$'; echo $?) "dumps have the thesis's header line"
+result $(has "$mem" '^packets received: 1$'; echo $?) "rllcm_write 1 0x100 ...: the BOTF came back through the loopback cable (wait pkt 1)"
+result $(has "$mem" '^#[0-9a-f]{8,}: 1122334455667788 '; echo $?) "llcm_read 0x100 shows the 8 bytes rllcm_write sent"
+result $(has "$mem" '^BOTF  : 1$'; echo $?) "the BOTF counter counted the rllcm_write"
+result $(has "$mem" '^status ring at LLCM 0x7000' && has "$mem" '^1024 bytes \(64 records\)$'; echo $?) \
    "ureg_write status_initial_addr / status_area_size"
-ok $(has "$mem" '^  RVS from CLID 0x001 \(LID 1\) WID 0: 64 bytes, first address 0x3000'; echo $?) \
+result $(has "$mem" '^  RVS from CLID 0x001 \(LID 1\) WID 0: 64 bytes, first address 0x3000'; echo $?) \
    "status: the RVS's receive-status record, decoded"
-ok $(has "$mem" '^status: none '; echo $?) "status: an empty ring says so"
-ok $(has "$mem" '^#00003000: 2222000122220000 2222000322220002$'; echo $?) \
+result $(has "$mem" '^status: none '; echo $?) "status: an empty ring says so"
+result $(has "$mem" '^#00003000: 2222000122220000 2222000322220002$'; echo $?) \
    "dump sodimm 0x3000 64 (VL through PW#3) shows the data the RVS wrote"
-ok $(has "$mem" '^  Executer : P_IDLE$' && has "$mem" '^####### Module Status #######$'; echo $?) "ureg_read module_state decodes"
-ok $(has "$mem" '^tail : 0x000 \(entry 0\)$' && has "$mem" '^tail : 0x7010'; echo $?) "ureg_read evpbuf_nwa / status_nwa"
-ok $(has "$mem" '^#[0-9a-f]{8,}: 2222000122220000 2222000322220002$' && has "$mem" '^dsh > ww_read 2 16$'; echo $?) \
+result $(has "$mem" '^  Executer : P_IDLE$' && has "$mem" '^####### Module Status #######$'; echo $?) "ureg_read module_state decodes"
+result $(has "$mem" '^tail : 0x000 \(entry 0\)$' && has "$mem" '^tail : 0x7010'; echo $?) "ureg_read evpbuf_nwa / status_nwa"
+result $(has "$mem" '^#[0-9a-f]{8,}: 2222000122220000 2222000322220002$' && has "$mem" '^dsh > ww_read 2 16$'; echo $?) \
    "ww_read 2 16 (extension)"
-ok $(has "$mem" '^dsh > sreg_write clt_reset 1$' && [ "$(count "$mem" '^####### Controller Reset #######$')" = 2 ] \
+result $(has "$mem" '^dsh > sreg_write clt_reset 1$' && [ "$(count "$mem" '^####### Controller Reset #######$')" = 2 ] \
      && has "$mem" '^#[0-9a-f]{8,}: 0000000000000010$'; echo $?) \
    "sreg_write clt_reset (the thesis's spelling) resets: Controller Status 0x10"
-ok $(has "$mem" '^dsh: /dev/mem at 0xfec10000 .*WID 0; total procs 2, own PID 1$'; echo $?) "info"
-ok $(has "$mem" '^DSH-MEM-END rc=0$' && ! has "$mem" 'error:' && ! has "$mem" '^dsh > llcm_read 0 8$'; echo $?) \
+result $(has "$mem" '^dsh: /dev/mem at 0xfec10000 .*WID 0; total procs 2, own PID 1$'; echo $?) "info"
+result $(has "$mem" '^DSH-MEM-END rc=0$' && ! has "$mem" 'error:' && ! has "$mem" '^dsh > llcm_read 0 8$'; echo $?) \
    "no command of the script failed; q ends it (exit status 0)"
 
 # 2. bad input
 errs=$(count "$bad" '^dsh: .*: error: ')
-ok $([ "$errs" -ge 23 ]; echo $?) "23 bad commands give $errs errors"
-ok $(has "$bad" '^dsh: foo: error: unknown command \(h for help\)$' \
+result $([ "$errs" -ge 23 ]; echo $?) "23 bad commands give $errs errors"
+result $(has "$bad" '^dsh: foo: error: unknown command \(h for help\)$' \
      && has "$bad" 'prim: error: missing field\(s\): dw= dl= ef= size= src= dst=' \
      && has "$bad" "prim: error: unknown primitive 'XYZ'" \
      && has "$bad" 'prim: error: dt: 9 is out of range' \
@@ -278,35 +289,34 @@ ok $(has "$bad" '^dsh: foo: error: unknown command \(h for help\)$' \
      && has "$bad" 'sreg_read: error: unknown option .ctl_reset.' \
      && has "$bad" 'wait: error: unknown condition .forever.'; echo $?) \
    "the errors name the problem (unknown command, missing/unknown/duplicate field, range, not a number)"
-ok $(has "$bad" '^DIMMnet-2 Shell version 2\.1a' && has "$bad" '^DSH-BAD-END rc=1$'; echo $?) \
+result $(has "$bad" '^DIMMnet-2 Shell version 2\.1a' && has "$bad" '^DSH-BAD-END rc=1$'; echo $?) \
    "dsh survives them all (the last command runs) and exits with status 1"
-ok $(has "$cmdc" '^####### Controller Status #######$' && has "$cmdc" '^####### Get LID from sma #######$' \
+result $(has "$cmdc" '^####### Controller Status #######$' && has "$cmdc" '^####### Get LID from sma #######$' \
      && has "$cmdc" '^prim +: Issue a Primitive' && has "$cmdc" '^DSH-C-END rc=0$'; echo $?) \
    "dsh -c 'cmd; cmd; cmd' (and 'h prim')"
 
 # 3. the driver
-skip() { # skip DESCRIPTION (the reason is in $skip_why)
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $skip_why"
-}
-if [ -n "$have_drv" ] && has "$drv" '^DSH-DRV-INSMOD-FAILED$'; then
-    skip_why="insmod $ko failed in the guest (stale module? tests/guest/driver-test.sh rebuilds it)"
-    for d in "driver: info" "driver: llcm" "driver: VS/VL" "driver: no failure" "driver: sreg_read refused"; do
-        skip "$d"
+drv_points=("driver: info" "driver: llcm" "driver: VS/VL" "driver: no failure" "driver: sreg_read refused")
+if [ -n "$drv_why" ]; then
+    for d in "${drv_points[@]}"; do
+        if [ -n "$drv_fail" ]; then not_ok "$d ($drv_why)"; else skip "$d" "$drv_why"; fi
+    done
+elif [ -n "$have_drv" ] && has "$drv" '^DSH-DRV-INSMOD-FAILED$'; then
+    for d in "${drv_points[@]}"; do
+        skip "$d" "insmod $ko failed in the guest (stale module? linux-guest/driver/build.sh --force rebuilds it)"
     done
 elif [ -n "$have_drv" ]; then
-    ok $(has "$drv" '^dsh: /dev/dimmnet2-0 \(driver\), WID [01]'; echo $?) "dsh -d /dev/dimmnet2-0 opens through the driver (info)"
-    ok $(has "$drv" '^#[0-9a-f]{5,}: 5a5a00015a5a0000 5a5a00035a5a0002$'; echo $?) "driver mode: llcm_write / llcm_read"
-    ok $(has "$drv" '^#[0-9a-f]{5,}: 3333000133330000 3333000333330002$'; echo $?) "driver mode: ww_write, prim VS, prim VL, wait pw, pw_read"
-    ok $(has "$drv" '^DSH-DRV-RC rc=0$'; echo $?) "driver mode: no command failed"
-    ok $(has "$drv" 'sreg_read: error: the System Register is not available to users' && has "$drv" '^DSH-DRV-SREG rc=1$'; echo $?) \
+    result $(has "$drv" '^dsh: /dev/dimmnet2-0 \(driver\), WID [01]'; echo $?) "dsh -d /dev/dimmnet2-0 opens through the driver (info)"
+    result $(has "$drv" '^#[0-9a-f]{5,}: 5a5a00015a5a0000 5a5a00035a5a0002$'; echo $?) "driver mode: llcm_write / llcm_read"
+    result $(has "$drv" '^#[0-9a-f]{5,}: 3333000133330000 3333000333330002$'; echo $?) "driver mode: ww_write, prim VS, prim VL, wait pw, pw_read"
+    result $(has "$drv" '^DSH-DRV-RC rc=0$'; echo $?) "driver mode: no command failed"
+    result $(has "$drv" 'sreg_read: error: the System Register is not available to users' && has "$drv" '^DSH-DRV-SREG rc=1$'; echo $?) \
        "driver mode: sreg_read reports that the System Register is not available to users"
 fi
 
-echo "# dsh's output in the guest: $log.out"
-if [ "$failed" != 0 ] || [ "$n" != "$plan" ]; then
-    echo "# guest output:"
-    printf '%s\n' "$out" | sed 's/^/#   /'
-    exit 1
+diag "dsh's output in the guest: $log.out"
+if [ "$tap_failed" != 0 ] || [ "$tap_n" != "$plan" ]; then
+    diag "guest output:"
+    printf '%s\n' "$out" | sed 's/^/  /' | diag
 fi
-exit 0
+tap_done

@@ -9,19 +9,24 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+. "$here/tap-lib.sh"
 
 strict=0
-if [ "${1:-}" = --strict ]; then
-    strict=1
-    shift
-fi
-prog=${1:?usage: prog-test.sh [--strict] PROGRAM [QEMU args...]}
+case ${1-} in
+    -h|--help) dn2_usage; exit 0 ;;
+    --strict) strict=1; shift ;;
+esac
+case ${1-} in
+    '') usage_error "a PROGRAM is needed" ;;
+    -*) usage_error "unknown argument: $1" ;;
+esac
+prog=$1
 shift
 name=$(basename "$prog")
 if [ ! -x "$prog" ]; then
-    echo "1..1"
-    echo "not ok 1 - $prog not built (run: meson compile -C build)"
-    exit 1
+    tap_plan 1
+    not_ok "$prog not built (run: meson compile -C build)"
+    tap_done
 fi
 extra=$(mktemp -d)
 trap 'rm -rf "$extra"' EXIT
@@ -42,18 +47,18 @@ out=$(DN2_GUEST_EXTRA=$extra bash "$DN2_TOP/scripts/run-guest.sh" -q -r "$name" 
 tap=$(sed -n '/DN2-GUEST-BEGIN/,/DN2-GUEST-END/p' "$log" 2>/dev/null |
       grep -E '^(1\.\.|ok |not ok |# )' | tr -d '\r')
 if [ -z "$tap" ]; then
-    echo "1..1"
-    echo "not ok 1 - $name printed no TAP in the guest (console log: $log)"
-    printf '%s\n' "$out" | tail -20 | sed 's/^/# /'
-    exit 1
+    tap_plan 1
+    not_ok "$name printed no TAP in the guest (console log: $log)"
+    printf '%s\n' "$out" | tail -20 | diag
+    tap_done
 fi
 printf '%s\n' "$tap"
 if grep -q '^not ok' <<< "$tap" || ! grep -q 'DN2-GUEST-END rc=0' "$log"; then
     exit 1
 fi
 if [ "$strict" = 1 ] && grep -q 'strict:' "$qlog" 2>/dev/null; then
-    echo "# the strict board reported violations of the programming protocol ($qlog):"
-    grep 'strict:' "$qlog" | sort | uniq -c | head -20 | sed 's/^/# /'
+    diag "the strict board reported violations of the programming protocol ($qlog):"
+    grep 'strict:' "$qlog" | sort | uniq -c | head -20 | diag
     exit 1
 fi
 exit 0

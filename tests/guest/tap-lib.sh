@@ -1,15 +1,117 @@
-# Shared by the guest test scripts (sourced): collect TAP test points into
-# one renumbered plan.  Callers keep `n` and the `results` array.
+# TAP output for the project's shell tests (sourced; one copy for all of
+# them, in tests/guest, tests/cluster and elsewhere).
 # shellcheck shell=bash
+#
+#   tap_plan N            print the plan "1..N" now; without it, tap_done
+#                         prints "1..<count>" after the test points
+#   tap_defer             hold every line until tap_done, which prints the
+#                         plan first, then them (for tests that learn their
+#                         count as they go, e.g. forwarding a guest's TAP);
+#                         it sets lastpipe, so that "cmd | diag" still
+#                         lands in the held lines
+#   ok DESC               "ok N - DESC"
+#   not_ok DESC           "not ok N - DESC"
+#   result STATUS DESC    ok when STATUS is 0, not ok otherwise
+#   check DESC CMD...     ok when CMD succeeds
+#   diag [TEXT...]        each TEXT, or each line of stdin, as "# TEXT"
+#   skip DESC WHY         the one skip rule: "ok N - DESC # SKIP WHY", but
+#                         when the environment variable CI is set, a
+#                         "not ok" (a CI machine has everything setup.sh
+#                         installs, so nothing may go green by skipping)
+#   tap_missing TOOL [PACKAGE]   "TOOL not found: run scripts/setup.sh
+#                         (it installs PACKAGE)": the WHY for skip
+#   tap_skip_all WHY      the whole test (before any plan or point): with
+#                         CI set "1..1" and a "not ok", else "1..0 # SKIP WHY";
+#                         then exits as tap_done does
+#   bail MSG              "Bail out! MSG", exit 1
+#   tap_forward TEXT      the test points of another TAP stream (a guest
+#                         program's), renumbered into this one, with its
+#                         diagnostics; sets tap_count to how many
+#   tap_done              the plan if none was printed; exits 0 if every
+#                         point passed (and as many ran as were planned),
+#                         1 otherwise
+#
+# Counters: tap_n (test points so far), tap_failed (how many "not ok").
 
-emit() { # emit ok|not-ok DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" = ok ]; then results+=("ok $n - $2"); else results+=("not ok $n - $2"); fi
+tap_n=0
+tap_failed=0
+tap_planned=
+tap_deferred=
+tap_lines=()
+
+_tap_out() {
+    if [ -n "$tap_deferred" ]; then tap_lines+=("$1"); else printf '%s\n' "$1"; fi
 }
 
-# forward_tap SECTION: emit every test point of the guest's TAP in SECTION,
-# renumbered, and keep its diagnostics; sets tap_count.
-forward_tap() {
+tap_plan() { tap_planned=$1; echo "1..$1"; }
+tap_defer() { tap_deferred=1; shopt -s lastpipe; }
+
+ok() { tap_n=$((tap_n + 1)); _tap_out "ok $tap_n - $*"; }
+not_ok() {
+    tap_n=$((tap_n + 1))
+    tap_failed=$((tap_failed + 1))
+    _tap_out "not ok $tap_n - $*"
+}
+result() { # result STATUS DESC
+    local st=$1
+    shift
+    if [ "$st" = 0 ]; then ok "$@"; else not_ok "$@"; fi
+}
+check() { # check DESC COMMAND...
+    local d=$1
+    shift
+    if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+
+diag() {
+    local l
+    if [ $# -gt 0 ]; then
+        for l in "$@"; do _tap_out "# $l"; done
+    else
+        while IFS= read -r l || [ -n "$l" ]; do _tap_out "# $l"; done
+    fi
+}
+
+tap_missing() { # tap_missing TOOL [PACKAGE]
+    echo "$1 not found: run scripts/setup.sh (it installs ${2:-$1})"
+}
+
+skip() { # skip DESC WHY
+    if [ -n "${CI:-}" ]; then
+        not_ok "$1 (skipped: $2; CI is set, so a skip is a failure)"
+    else
+        tap_n=$((tap_n + 1))
+        _tap_out "ok $tap_n - $1 # SKIP $2"
+    fi
+}
+
+tap_skip_all() { # tap_skip_all WHY
+    if [ -n "${CI:-}" ]; then
+        tap_plan 1
+        not_ok "skipped: $1; CI is set, so a skip is a failure"
+    else
+        echo "1..0 # SKIP $1"
+        exit 0
+    fi
+    tap_done
+}
+
+bail() {
+    [ -n "$tap_deferred" ] && _tap_flush
+    echo "Bail out! $*"
+    exit 1
+}
+
+# Print the held lines (tap_defer), the plan first.
+_tap_flush() {
+    echo "1..$tap_n"
+    tap_planned=$tap_n
+    [ ${#tap_lines[@]} -gt 0 ] && printf '%s\n' "${tap_lines[@]}"
+    tap_lines=()
+    tap_deferred=
+}
+
+tap_forward() { # tap_forward TEXT
     local line desc
     tap_count=0
     while IFS= read -r line; do
@@ -17,9 +119,24 @@ forward_tap() {
             'ok '*|'not ok '*)
                 tap_count=$((tap_count + 1))
                 desc=$(printf '%s\n' "$line" | sed -E 's/^(not )?ok [0-9]+ ?-? ?//')
-                if [ "${line#not }" = "$line" ]; then emit ok "$desc"; else emit not-ok "$desc"; fi
+                if [ "${line#not }" = "$line" ]; then ok "$desc"; else not_ok "$desc"; fi
                 ;;
-            '#'*) results+=("$line") ;;
+            '#'*) _tap_out "$line" ;;
         esac
     done <<< "$1"
+}
+
+tap_done() {
+    if [ -n "$tap_deferred" ]; then
+        _tap_flush
+    elif [ -z "$tap_planned" ]; then
+        echo "1..$tap_n"
+        tap_planned=$tap_n
+    fi
+    if [ "$tap_n" != "$tap_planned" ]; then
+        echo "# planned $tap_planned test points, ran $tap_n"
+        exit 1
+    fi
+    [ "$tap_failed" -eq 0 ] || exit 1
+    exit 0
 }

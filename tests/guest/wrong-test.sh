@@ -7,15 +7,18 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+. "$here/tap-lib.sh"
 
-prog=${1:?usage: wrong-test.sh PROGRAM}
+case ${1-} in
+    -h|--help) dn2_usage; exit 0 ;;
+    '') usage_error "a PROGRAM is needed" ;;
+    -*) usage_error "unknown argument: $1" ;;
+esac
+[ $# -eq 1 ] || usage_error "one PROGRAM only"
+prog=$1
 name=$(basename "$prog")
 rules=(ww-reused small-element misaligned no-lid)
-echo "1..$((2 + ${#rules[@]}))"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
-failed=0
+tap_plan $((2 + ${#rules[@]}))
 
 extra=$(mktemp -d)
 trap 'rm -rf "$extra"' EXIT
@@ -45,7 +48,7 @@ if [ -n "$tap" ] && ! grep -q '^not ok' <<< "$tap"; then
     ok "forgiving board: every check of the wrong program passes ($(grep -c '^ok' <<< "$tap") of them)"
 else
     not_ok "forgiving board: the wrong program's checks (console: $log)"
-    printf '%s\n' "$tap" | sed 's/^/# /'
+    printf '%s\n' "$tap" | diag
 fi
 if grep -q 'strict:' "${log%.log}.qemu.log" 2>/dev/null; then
     not_ok "forgiving board: reports nothing"
@@ -62,4 +65,4 @@ for rule in "${rules[@]}"; do
         not_ok "strict board reports $rule (log: $qlog)"
     fi
 done
-exit "$failed"
+tap_done
