@@ -95,22 +95,23 @@ force=
 print=
 mpi=
 packages=${DN2_GUEST_PACKAGES:-}
+dn2_split_opts "$@"
+set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
         --force) force=1; shift ;;
         --print) print=1; shift ;;
-        --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
-        --packages=*) packages+=" ${1#--packages=}"; shift ;;
+        --packages) dn2_need_arg "$@"; packages+=" $2"; shift 2 ;;
         --mpi) mpi=1; shift ;;
-        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument: $1 (see --help)" ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 done
 # The package list, sorted and unique; the output's name follows from it.
 [ -n "$mpi" ] && packages+=" $MPI_PACKAGES"
 read -r -a pkg_list <<< "$(tr ' ' '\n' <<< "$packages" | sed '/^$/d' | LC_ALL=C sort -u | tr '\n' ' ')"
 for p in "${pkg_list[@]}"; do
-    [[ $p =~ ^[a-z0-9][a-z0-9+.-]+$ ]] || die "--packages: '$p' is not a Debian package name"
+    [[ $p =~ ^[a-z0-9][a-z0-9+.-]+$ ]] || usage_error "--packages: '$p' is not a Debian package name"
 done
 if [ -n "$mpi" ]; then
     OUT=$OUT_DIR/initramfs-mpi.cpio.gz
