@@ -536,14 +536,19 @@ static void handle_hello(struct dn2f_sw *sw, const struct dn2f_addr *from,
 }
 
 
-/* A ticket for another epoch than port p's: of an incarnation older than
- * its current one (ticketed before the join that set its epoch, or an epoch
- * it had before).  Epochs are random, so a board never goes back to one. */
+/* A ticket that would take port p back: for another epoch, one of an
+ * incarnation older than its current one (ticketed before the join that
+ * set its epoch, or an epoch it had before; epochs are random, so a board
+ * never goes back to one); for its epoch while it is gone, a join it made
+ * already (no newer ticket: a board that comes back asks for a new one). */
 static bool older_join(const struct swport *p, uint64_t epoch, uint32_t ticket_time)
 {
     unsigned i;
     if (!p->epoch) {
         return false;
+    }
+    if (epoch == p->epoch) {
+        return p->state != PORT_ACTIVE && (int32_t)(ticket_time - p->tkt_time) <= 0;
     }
     if ((int32_t)(ticket_time - p->tkt_time) < 0) {
         return true;
@@ -580,11 +585,11 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
         return;
     }
     p = port_by_guid(sw, k->guid);
-    if (p && p->epoch != m->h.src_epoch && older_join(p, m->h.src_epoch, k->ticket.time)) {
-        /* a recorded join of an earlier incarnation, replayed: no answer */
+    if (p && older_join(p, m->h.src_epoch, k->ticket.time)) {
+        /* a recorded join replayed: no answer */
         sw->sum.bad++;
-        logf_limited(sw, "LID 0x%04x GUID 0x%016llx: a join of an earlier incarnation "
-                     "(epoch 0x%016llx) from %s ignored", p->lid, (unsigned long long)p->guid,
+        logf_limited(sw, "LID 0x%04x GUID 0x%016llx: a join made before (epoch 0x%016llx) "
+                     "from %s ignored", p->lid, (unsigned long long)p->guid,
                      (unsigned long long)m->h.src_epoch, dn2f_addr_str(from, a, sizeof(a)));
         return;
     }

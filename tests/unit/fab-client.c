@@ -405,7 +405,8 @@ static int do_hostile(const struct dn2f_addr *sw, uint32_t count)
 }
 
 /* aliases > 0: socket i binds 127.1.x.y number i % aliases instead of
- * bind_ip (any 127.x address needs no configuration on Linux). */
+ * bind_ip (any 127.x address needs no configuration on Linux), and is one
+ * board (a fixed GUID and epoch) rather than a new one at every HELLO. */
 static int do_flood(const struct dn2f_addr *sw, unsigned nsock, unsigned secs,
                     const char *bind_ip, bool echo, unsigned aliases)
 {
@@ -443,9 +444,17 @@ static int do_flood(const struct dn2f_addr *sw, unsigned nsock, unsigned secs,
         for (i = 0; i < n; i++) {
             struct dn2f_wbuf w;
             struct dn2f_hello h = { .guid = dn2f_rng_next(&r) | 1 };
+            uint64_t epoch = dn2f_rng_next(&r) | 1;
             ssize_t got;
+            if (aliases) {
+                /* one board per socket (its GUID, epoch and LID hint), as a
+                 * program holding many ports would: each join stays */
+                h.guid = 0x7a11000000000000ull + i;
+                h.lid_hint = dn2_clid_to_lid((uint16_t)(1 + i % 3000));   /* no LID race */
+                epoch = 0x7a11e00000000000ull + i;
+            }
             dn2f_wbuf_init(&w, buf, sizeof(buf));
-            dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, dn2f_rng_next(&r) | 1, 0);
+            dn2f_put_hdr(&w, DN2F_T_HELLO, 0, 0, 0, epoch, 0);
             dn2f_put_hello(&w, &h);
             if (sendto(fds[i], buf, dn2f_finish(&w), 0, &sw->u.sa, sw->len) > 0) {
                 hellos++;

@@ -4012,6 +4012,43 @@ static bool t_replayed_join(void)
     return true;
 }
 
+/* Board 2 stops (its QEMU is stopped: no BYE) and its port times out; a
+ * stranger replays its join (the ticketed KEEPALIVE), within the ticket's
+ * 10 s: the port must stay gone (before, it was live again and listed to
+ * the peers, a board that was not there).  When board 2 runs again it
+ * joins with a new ticket and data flows. */
+static bool t_replayed_join_gone(void)
+{
+    char msg[200];
+    uint16_t l2;
+    unsigned k;
+
+    sim_reset(76, 0, 0, 0);
+    g_send_hook = hook_rec_join;
+    g_rka_len = g_rdata_len = 0;
+    CHECK(bring_up_secret(DN2F_ROUTE_DIRECT, 2), "members did not come up");
+    l2 = dn2f_ep_lid(EP(2));
+    CHECK(g_rka_len, "no join recorded");
+    sim.nodes[2].alive = false;
+    sim_run(NULL, 3500000000ULL);
+    CHECK(sw_port_epoch(l2) == 0, "board 2's port did not time out");
+    CHECK(sim.now - g_rka_at < 8ULL * 1000000000, "ticket too old for the test");
+    for (k = 0; k < 5; k++) {
+        dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[2].addr, g_rka, g_rka_len);
+        sim_run(NULL, 50000000ULL);
+    }
+    CHECK(sw_port_epoch(l2) == 0, "a replayed join brought back the port of a board that is "
+          "not there (epoch 0x%llx)", (unsigned long long)sw_port_epoch(l2));
+    sim.nodes[2].alive = true;
+    stream(1, 2, 100);
+    stream(2, 1, 100);
+    CHECK(sim_run(cond_received, 30ULL * 1000000000), "board 2 back: got %u and %u",
+          APP(2)->got_total, APP(1)->got_total);
+    CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
+    CHECK(sw_port_epoch(l2) == dn2f_ep_epoch(EP(2)), "board 2's port after it came back");
+    return true;
+}
+
 /* A BYE or KEEPALIVE "from the switch" (its address), made by a stranger. */
 static void spoof_ctrl(int to, unsigned type, uint64_t src_ep, uint64_t dst_ep, uint32_t a)
 {
@@ -4257,6 +4294,8 @@ static const struct {
       "attempt move no board", t_join_contended },
     { "join: a replayed join and DATA of an earlier incarnation change nothing",
       t_replayed_join },
+    { "join: a replayed join does not bring back the port of a board that is gone",
+      t_replayed_join_gone },
     { "stranger: spoofed BYE/KEEPALIVE with wrong epochs take no link down", t_spoofed_bye },
     { "stranger: with a secret, unauthenticated DATA gets no signed BYE", t_spoofed_data_secret },
     { "switch: all of loopback is one host for the quota", t_loopback_quota },
