@@ -20,10 +20,11 @@ Every request carries a credential; nothing is served without one.
 The job and the credential are checked from the request line, before any
 body is read; bodies are bounded (a put by the PMI limits of
 linux-guest/pmi/pmi-limits.h, which the PMI library shares; a job's output
-by --result-max); a request head must arrive within --head-timeout, a body
-and an answer within --io-timeout.  At most --max-pending connections wait
-for their head (a new one closes the oldest, which is told 503) and at most
---max-workers requests run at once (16 per node, 8 per rank; beyond: 503).
+by --result-max); a request head must arrive within --head-timeout, a body,
+an answer and each 64 KiB of a file within --io-timeout.  At most
+--max-pending connections wait for their head (a new one closes the oldest,
+which is told 503) and at most --max-workers requests run at once (16 per
+node, 8 per rank; beyond: 503).
 PMI state is changed under one lock, answers are built under it and written
 after it, so a client that does not read its answer holds no other rank.
 """
