@@ -20,16 +20,23 @@
  * with both rings full would wait for each other for ever.  So no
  * datagram is sent that the receiver may have to hold: every receiver
  * gives every possible sender (the rank table's endpoints) an equal share
- * of its 64 LH Buffer entries and of its ring, the sender counts what it
- * sent, and the receiver returns credits (context 0x0F4, no ring bytes)
- * as it takes datagrams out.
+ * of its 64 LH Buffer entries and of its ring, the sender numbers its
+ * datagrams to each destination and counts what is in flight, and the
+ * receiver returns credits (context 0x0F4: the sequence number after the
+ * last datagram it took) as it takes datagrams out.  A credit is taken
+ * only within what was sent (dn2fi_win.h); a new process on a {LID, WID}
+ * says hello (0x0F5) to the rank table at enable, and the others forget
+ * what they had in flight to its predecessor.  The table holds as many
+ * destinations as the rank table has endpoints; more are refused.
  *
  * The sender sends one message's datagrams back to back (one transmit
  * queue, in order), so a receiver has at most one message in progress per
  * sender.  The receiver drains its LH Buffer all the time: a datagram goes
  * straight into the matched posted receive, or into a host-memory buffer
- * of an unexpected message (so the board never holds a sender back for
- * want of a receive, and no sender can deadlock another).  Tag matching:
+ * of an unexpected message that grows as its bytes come (so the board
+ * never holds a sender back for want of a receive or of memory, and no
+ * sender can deadlock another; a message that cannot be held fails with
+ * an error completion).  Tag matching:
  * posted and unexpected queues in order, FI_DIRECTED_RECV, FI_ADDR_UNSPEC,
  * FI_PEEK / FI_CLAIM / FI_DISCARD as Open MPI's ofi MTL uses them for
  * MPI_Probe / MPI_Improbe / MPI_Mrecv.  Design: docs/ofi-provider.md.

@@ -24,10 +24,11 @@
 #      credits, 4 GiB and 512 MiB lengths), a rank killed and started
 #      again, and a rank table of 70 endpoints
 #
-#   tests/ofi/ofi-test.sh --soak [SECS | --quick]
+#   tests/ofi/ofi-test.sh --soak [SECS] [--quick]
 #      only step 5, its rounds repeated for SECS seconds (default 40,
 #      --quick 15; the cluster's boot comes on top): the soak run's
 #      "provider" phase (scripts/soak.sh)
+#   tests/ofi/ofi-test.sh --help
 # Environment: QEMU, DN2_SWITCH; DN2_OFI_PROVIDER, DN2_OFI_TEST,
 # DN2_OFI_HOSTILE (built files; default: found in build/).
 set -uo pipefail
@@ -35,14 +36,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 
 soak=
-if [ "${1:-}" = --soak ]; then
-    case ${2:-} in
-        '') soak=40 ;;
-        --quick) soak=15 ;;
-        *[!0-9]*) echo "usage: $0 [--soak [SECS|--quick]]" >&2; exit 2 ;;
-        *) soak=$2 ;;
+quick=
+dn2_split_opts "$@"; set -- "${DN2_ARGS[@]}"
+while [ $# -gt 0 ]; do
+    case $1 in
+        --soak)
+            soak=40; shift
+            case ${1-} in ''|-*) ;; *) dn2_want_uint --soak "$1"; soak=$1; shift ;; esac ;;
+        --quick) quick=1; shift ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
-fi
+done
+[ -z "$quick" ] || [ -n "$soak" ] || usage_error "--quick goes with --soak"
+[ -z "$quick" ] || soak=15
 prov=${DN2_OFI_PROVIDER:-$DN2_TOP/build/linux-guest/ofi/libdimmnet2-fi.so}
 prog=${DN2_OFI_TEST:-$DN2_TOP/build/tests/ofi/ofi-test}
 hostile=${DN2_OFI_HOSTILE:-$DN2_TOP/build/tests/ofi/ofi-hostile}
