@@ -4,9 +4,10 @@ The server runs on 127.0.0.1; this script plays the nodes, the PMI ranks
 (plain sockets, and the real libpmi-dn2.so through ctypes when
 DN2_PMI_LIB names it) and hostile local processes.
 
-    pmi-server-test.py [--soak SECONDS] [--legacy SERVER.py]
+    pmi-server-test.py [--soak [SECONDS]] [--quick] [--legacy SERVER.py]
 
---soak S: instead of the checks, S seconds of hostile clients (idle
+--soak [S]: instead of the checks, S seconds (default 20; 5 with --quick)
+of hostile clients (idle
 connections, trickled heads, forged credentials, bad lengths, slow
 readers of big answers) while real ranks run put/barrier/get rounds; ends
 with what was thrown and what held (scripts/soak.sh, phase "pmi").
@@ -20,10 +21,13 @@ import threading, time
 here = os.path.dirname(os.path.abspath(__file__))
 top = os.path.normpath(os.path.join(here, "..", ".."))
 ap = argparse.ArgumentParser()
-ap.add_argument("--soak", type=float, default=0)
+ap.add_argument("--soak", type=float, nargs="?", const=-1, default=0)
+ap.add_argument("--quick", action="store_true")
 ap.add_argument("--legacy", default="")
 ap.add_argument("--server", default=os.path.join(top, "scripts", "pmi-server.py"))
 A = ap.parse_args()
+if A.soak < 0:
+    A.soak = 5 if A.quick else 20
 
 LIMITS = os.path.join(top, "linux-guest", "pmi", "pmi-limits.h")
 LIM = {m.group(1): int(m.group(2)) for m in
