@@ -18,6 +18,8 @@
  *   2. V sends one message to each of the 66 missing endpoints first,
  *      then 10 to P while P does not progress: the credits hold V back (a
  *      one-entry window with 70 senders), P gets all 10 when it wakes
+ *   2b. P sends V a 32 MiB message while V may take only 12 MiB more
+ *      memory (RLIMIT_AS): FI_ENOMEM for it, the next message arrives
  *   3. rounds: R sends V a credit half the sequence space ahead (a
  *      wrapped count), a credit in P's name (a forged envelope), 32 more
  *      at random in both names, a message in P's name, a
@@ -38,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +75,11 @@
 #define T_ECHO    0xa8ull
 #define T_ECHOED  0xa9ull
 #define T_END     0xafull
+#define T_BIGSEND 0xacull
+#define T_BIGMSG  0xadull
+#define T_AFTER   0xaeull
+#define BIG_BYTES (32u << 20)   /* more than V's memory allows */
+#define V_ROOM    (12u << 20)
 /* V <-> R */
 #define T_RREADY  0xbaull
 #define T_RGO     0xbbull
@@ -209,6 +217,7 @@ static fi_addr_t av_add(struct ctx *c, uint16_t lid, int wid, int *err)
 
 /* Completions that were not waited for (sends of earlier messages). */
 static uint64_t stray_comps;
+static uint64_t tmo_ms = TMO_MS;
 
 /* Receive one tagged message (tag, from src) into buf: 1 with *len, or
  * -err for an error completion, or 0 on timeout. */
@@ -224,9 +233,9 @@ static int trecv(struct ctx *c, void *buf, size_t cap, fi_addr_t src, uint64_t t
     do {
         r = fi_trecv(c->ep, buf, cap, NULL, src, tag, ignore, &rc);
         if (r == -FI_EAGAIN) fi_cq_read(c->cq, &e, 0);
-    } while (r == -FI_EAGAIN && now_ms() - t0 < TMO_MS);
+    } while (r == -FI_EAGAIN && now_ms() - t0 < tmo_ms);
     if (r) return 0;
-    while (now_ms() - t0 < TMO_MS) {
+    while (now_ms() - t0 < tmo_ms) {
         fi_addr_t fa = FI_ADDR_NOTAVAIL;
         r = fi_cq_readfrom(c->cq, &e, 1, &fa);
         if (r == -FI_EAVAIL) {
@@ -337,6 +346,20 @@ static int run_p(int notify)
                 return 9;
             }
             break;
+        case T_BIGSEND: {
+            /* a legitimate message larger than V may hold, then a small one */
+            uint8_t *big = calloc(1, BIG_BYTES);
+            if (!big || tsend(&c, c.peer, big, BIG_BYTES, T_BIGMSG) ||
+                tsend(&c, c.peer, "AFTER", 6, T_AFTER)) {
+                return 10;
+            }
+            for (uint64_t t0 = now_ms(); now_ms() - t0 < 60000;) {
+                struct fi_cq_tagged_entry ce;
+                if (fi_cq_read(c.cq, &ce, 1) == 1 && ce.len == BIG_BYTES) break;
+            }
+            free(big);
+            break;
+        }
         case T_DIE:
             raise(SIGKILL);     /* killed with the endpoint open */
             _exit(100);
@@ -721,6 +744,30 @@ static int node0(void)
               "progress: %d left in 0.8 s (flow control: a 1-entry window)", done);
         r = trecv(&c, buf, 64, fp, T_GOT, 0, &len, NULL, NULL);
         CHECK(r == 1, "V: P got all 10 when it woke up");
+    }
+
+    /* 2b. a message of 32 MiB while V may take only 12 MiB more memory
+     * (RLIMIT_AS): it fails with FI_ENOMEM, its datagrams are taken and
+     * dropped, and the message after it arrives */
+    {
+        struct rlimit old, lim;
+        long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (!f || fscanf(f, "%ld", &pages) != 1 || getrlimit(RLIMIT_AS, &old)) return 1;
+        fclose(f);
+        lim = old;
+        lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + V_ROOM;
+        ok = !setrlimit(RLIMIT_AS, &lim);
+        t0 = now_ms();
+        ok = ok && !tsend(&c, fp, "BIG", 4, T_BIGSEND);
+        tmo_ms = 90000;
+        r = ok ? trecv(&c, buf, 64, fp, T_AFTER, 0, &len, NULL, NULL) : 0;
+        tmo_ms = TMO_MS;
+        CHECK(r == 1, "V: with 12 MiB of memory left, a 32 MiB unexpected message from P, then a "
+              "small one: the small one arrives (%.1f s)", (now_ms() - t0) / 1000.0);
+        r = trecv(&c, buf, 64, fp, T_BIGMSG, 0, &len, NULL, NULL);
+        CHECK(r == -FI_ENOMEM, "V: the 32 MiB message's receive completes with FI_ENOMEM (%d)", r);
+        setrlimit(RLIMIT_AS, &old);
     }
 
     /* 3. rounds */
