@@ -313,6 +313,7 @@ static int run_p(int notify)
     uint64_t tag;
     int r, bursts = 0;
 
+    tmo_ms = 60000;     /* V may be busy with R for a while */
     if (open_ctx(&c)) return 2;
     c.peer = av_add(&c, lid0, 0, NULL);
     if (c.peer == FI_ADDR_NOTAVAIL) return 3;
@@ -499,8 +500,8 @@ static int run_r(void)
     }
     r_base = dn2_count(rd, DN2_PC_IPUSH);
     if (getrandom(&r_seq, sizeof(r_seq), 0) != sizeof(r_seq)) r_seq = (uint32_t)getpid();
-    /* bounded: V ends the run; a silent V for 30 s ends it too */
-    while (now_ms() - t_idle < 30000) {
+    /* bounded: V ends the run; a silent V for 120 s ends it too */
+    while (now_ms() - t_idle < 120000) {
         struct dn2_lh_msg m;
         unsigned ctx;
         if (!started && now_ms() - last_ready > 100) {
