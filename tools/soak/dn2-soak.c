@@ -3961,7 +3961,7 @@ typedef struct JRec {
 static struct {
     pthread_t th;
     bool running;
-    volatile int stop;
+    int stop;                       /* __atomic: the thread ends */
     pthread_mutex_t mu;
     int lfd, ufd[JNB];
     struct dn2f_addr sw_addr, b_addr[JNB];
@@ -4137,7 +4137,7 @@ static void *jr_thread(void *arg)
     static uint8_t buf[DN2F_DGRAM_MAX + 64];
     (void)arg;
 
-    while (!JR.stop) {
+    while (!__atomic_load_n(&JR.stop, __ATOMIC_RELAXED)) {
         struct pollfd pf[1 + JNB];
         uint64_t t = qb_now_ns(), next = t + 5000000;
         int i, ms;
@@ -4255,7 +4255,7 @@ static void jr_stop(void)
     if (!JR.running) {
         return;
     }
-    JR.stop = 1;
+    __atomic_store_n(&JR.stop, 1, __ATOMIC_RELAXED);
     pthread_join(JR.th, NULL);
     JR.running = false;
     for (i = 0; i < (int)JR.nheld; i++) {
@@ -4342,9 +4342,13 @@ static void j_ctl(int i, unsigned type, uint64_t src_ep, uint64_t dst_ep, uint32
 {
     uint8_t buf[128];
     struct dn2f_wbuf w;
+    uint16_t lid;
 
+    pthread_mutex_lock(&JR.mu);
+    lid = JR.lid[i];
+    pthread_mutex_unlock(&JR.mu);
     dn2f_wbuf_init(&w, buf, sizeof(buf));
-    dn2f_put_hdr(&w, type, 0, 0, JR.lid[i], src_ep, dst_ep);
+    dn2f_put_hdr(&w, type, 0, 0, lid, src_ep, dst_ep);
     if (type == DN2F_T_KEEPALIVE) {
         dn2f_put_keepalive(&w, a, 0, NULL);
     } else {
@@ -4360,14 +4364,20 @@ static void j_spoof_burst(Rng *r)
 
     for (i = 0; i < JNB; i++) {
         uint64_t me, swe;
-        uint8_t buf[256], pkt[64];
+        uint8_t buf[256], pkt[64], ctl_old[256], ctl_other[256];
+        size_t ctl_old_len, ctl_other_len;
         struct dn2f_wbuf w;
         size_t len;
-        uint16_t src = dn2_clid_to_lid((uint16_t)(0x300 + rndn(r, 0x100)));
+        uint16_t src = dn2_clid_to_lid((uint16_t)(0x300 + rndn(r, 0x100))), dst;
 
         pthread_mutex_lock(&JR.mu);
         me = JR.cur[i].epoch;
         swe = JR.sw_epoch;
+        dst = JR.lid[1 - i];
+        ctl_old_len = JR.old[i].ctl_len;
+        memcpy(ctl_old, JR.old[i].ctl, ctl_old_len);
+        ctl_other_len = JR.cur[1 - i].ctl_len;
+        memcpy(ctl_other, JR.cur[1 - i].ctl, ctl_other_len);
         pthread_mutex_unlock(&JR.mu);
         j_ctl(i, DN2F_T_BYE, rnd(r), rnd(r), DN2F_BYE_UNKNOWN);
         j_ctl(i, DN2F_T_BYE, swe, rnd(r), DN2F_BYE_UNKNOWN);
@@ -4378,15 +4388,15 @@ static void j_spoof_burst(Rng *r)
          * the board with a KEEPALIVE; with the secret: no MAC, dropped */
         j_ctl(i, DN2F_T_BYE, swe, me, DN2F_BYE_UNKNOWN);
         /* signed control datagrams of other incarnations, replayed */
-        if (JR.old[i].ctl_len) {
-            j_to_board(i, JR.old[i].ctl, JR.old[i].ctl_len);
+        if (ctl_old_len) {
+            j_to_board(i, ctl_old, ctl_old_len);
         }
-        if (JR.cur[1 - i].ctl_len) {
-            j_to_board(i, JR.cur[1 - i].ctl, JR.cur[1 - i].ctl_len);
+        if (ctl_other_len) {
+            j_to_board(i, ctl_other, ctl_other_len);
         }
         /* DATA of an unknown LID "from" board i (as the switch sees it) */
         dn2f_wbuf_init(&w, buf, sizeof(buf) - DN2F_MAC_LEN);
-        dn2f_put_hdr(&w, DN2F_T_DATA, 0, src, JR.lid[1 - i], rnd(r) | 1, rnd(r) | 1);
+        dn2f_put_hdr(&w, DN2F_T_DATA, 0, src, dst, rnd(r) | 1, rnd(r) | 1);
         dn2f_hdr_set_sessions(&w, 7, 0);
         {
             struct dn2_hdr h;
@@ -4395,7 +4405,7 @@ static void j_spoof_burst(Rng *r)
             memset(&h, 0, sizeof(h));
             h.type = DN2_OP_RVS;
             h.pgid = PG2;
-            h.dlid = JR.lid[1 - i];
+            h.dlid = dst;
             w0 = dn2_hdr0_encode(&h);
             memset(pkt, 0, sizeof(pkt));
             for (k = 0; k < 8; k++) {
