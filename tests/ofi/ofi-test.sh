@@ -25,7 +25,7 @@
 #      again, and a rank table of 70 endpoints
 #
 #   tests/ofi/ofi-test.sh --soak [SECS] [--quick]
-#      only step 5, its rounds repeated for SECS seconds (default 40,
+#      only step 5, its rounds repeated for SECS seconds (default 30,
 #      --quick 15; the cluster's boot comes on top): the soak run's
 #      "provider" phase (scripts/soak.sh)
 #   tests/ofi/ofi-test.sh --help
@@ -41,7 +41,7 @@ dn2_split_opts "$@"; set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
         --soak)
-            soak=40; shift
+            soak=30; shift
             case ${1-} in ''|-*) ;; *) dn2_want_uint --soak "$1"; soak=$1; shift ;; esac ;;
         --quick) quick=1; shift ;;
         -h|--help) dn2_usage; exit 0 ;;
