@@ -6,6 +6,9 @@
 #   tests/fuzz/fuzz-run.sh                  20 s (DN2_FUZZ_SECONDS to change)
 #   tests/fuzz/fuzz-run.sh --regen-corpus   rewrite tests/fuzz/corpus/
 #
+# Without clang the test fails under CI and is skipped elsewhere (the skip
+# rule of tests/guest/tap-lib.sh; scripts/setup.sh installs clang).
+#
 # Environment: DN2_FUZZ_SECONDS (default 20), DN2_FUZZ_BUILD (build folder,
 # default a temporary one), CLANG (default clang).
 set -u
@@ -16,6 +19,8 @@ clang=${CLANG:-clang}
 corpus="$here/corpus"
 srcs=("$top"/fabric/dn2fab*.c)          # the whole library
 inc=(-I"$top/include" -I"$top/fabric")
+# shellcheck source=../guest/tap-lib.sh
+. "$top/tests/guest/tap-lib.sh"
 
 if [ -n "${DN2_FUZZ_BUILD:-}" ]; then
     out=$DN2_FUZZ_BUILD
@@ -34,21 +39,21 @@ if [ "${1:-}" = "--regen-corpus" ]; then
     exit $?
 fi
 
-echo "1..2"
+tap_plan 2
 if ! command -v "$clang" >/dev/null 2>&1; then
-    echo "ok 1 - build fuzz-wire # SKIP $clang not installed (scripts/setup.sh installs it)"
-    echo "ok 2 - run fuzz-wire # SKIP no clang"
-    exit 0
+    skip "build fuzz-wire" "$(tap_missing "$clang" clang)"
+    skip "run fuzz-wire" "$(tap_missing "$clang" clang)"
+    tap_done
 fi
 if "$clang" -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined "${inc[@]}" \
         "$here/fuzz-wire.c" "${srcs[@]}" -o "$out/fuzz-wire" 2>"$out/build.log"; then
-    echo "ok 1 - build fuzz-wire with -fsanitize=fuzzer,address,undefined"
+    ok "build fuzz-wire with -fsanitize=fuzzer,address,undefined"
 else
-    echo "not ok 1 - build fuzz-wire"
-    sed 's/^/# /' "$out/build.log"
-    echo "not ok 2 - run fuzz-wire # no binary"
-    exit 1
+    not_ok "build fuzz-wire"
+    diag < "$out/build.log"
+    not_ok "run fuzz-wire (no binary)"
+    tap_done
 fi
 
 # Work on a copy: new inputs found by this run do not touch the tracked seeds.
@@ -58,13 +63,13 @@ cp "$corpus"/* "$out/corpus/" 2>/dev/null || true
     ./fuzz-wire -max_total_time="$secs" -max_len=65600 -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 corpus >"$out/fuzz.log" 2>&1)
 st=$?
-tail -n 12 "$out/fuzz.log" | sed 's/^/# /'
+tail -n 12 "$out/fuzz.log" | diag
 if [ $st = 0 ]; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/fuzz.log" | grep -o '[0-9]*$')
-    echo "ok 2 - fuzz-wire ran ${secs} s (${runs:-?} inputs) without a crash, leak or UB"
+    ok "fuzz-wire ran ${secs} s (${runs:-?} inputs) without a crash, leak or UB"
 else
-    echo "not ok 2 - fuzz-wire found a problem (exit $st); crash input in $out"
-    ls "$out"/crash-* "$out"/leak-* "$out"/timeout-* 2>/dev/null | sed 's/^/# /'
+    not_ok "fuzz-wire found a problem (exit $st); crash input in $out"
+    ls "$out"/crash-* "$out"/leak-* "$out"/timeout-* 2>/dev/null | diag
     trap - EXIT
-    exit 1
 fi
+tap_done
