@@ -253,6 +253,18 @@ case " $NETS " in *" board "*)
     dn2-up -q > /tmp/mpi/dn2-up.log 2>&1 || fail "dn2-up failed: $(tail -1 /tmp/mpi/dn2-up.log)"
     chmod 666 /dev/dimmnet2-* 2>/dev/null ;;
 esac
+# The job's endpoints, one line per MPI rank ("rank lid wid": a node's
+# ranks use WID 0 and 1), not the launcher's one line per node: the
+# provider sizes its flow control from this table and refuses a peer that
+# is not in it.
+if [ -r "${DN2_RANKS:-}" ]; then
+    while read -r n lid wid; do
+        case $n in ''|\#*) continue ;; esac
+        l=0; while [ $l -lt $PPN ]; do echo "$((n * PPN + l)) $lid $l"; l=$((l + 1)); done
+    done < "$DN2_RANKS" > /tmp/mpi/ranks
+    chmod 644 /tmp/mpi/ranks
+    export DN2_RANKS=/tmp/mpi/ranks
+fi
 first=$((DN2_NODE * PPN))
 clique=$first
 l=1; while [ $l -lt $PPN ]; do clique="$clique,$((first + l))"; l=$((l + 1)); done
