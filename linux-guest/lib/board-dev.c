@@ -19,20 +19,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-void dn2b_release(struct dn2 *d)
-{
-    int i;
-
-    for (i = 0; i < d->nmap; i++) {
-        munmap(d->map[i], d->map_len[i]);
-    }
-    d->nmap = 0;
-    if (d->fd >= 0) {
-        close(d->fd);
-        d->fd = -1;
-    }
-}
-
 static int dev_ioctl(struct dn2 *d, unsigned long req, void *arg)
 {
     return ioctl(d->fd, req, arg) < 0 ? -errno : 0;

@@ -1,23 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libdimmnet2 internals: the handle, the board-access operations and the
- * helpers every layer may use.  The library is three layers, each calling
- * only the ones below it:
+ * helpers every layer may use.  The library's files, top to bottom (each
+ * calls only files below it; tests/layering/layers.txt, [linux-guest/lib]):
  *
- *   libdimmnet2.c, dn2msg.c   primitives, completion, rings, LH Buffer,
+ *   dn2msg.c                  tagged messages (dn2msg.h) over the public API
+ *   libdimmnet2.c             primitives, completion, rings, LH Buffer,
  *                             opening and administration (public API)
  *   board-dev.c, board-mem.c  board access: map a board's pieces (through
  *                             the driver, or /dev/mem) and fill the
  *                             handle's dn2_board_ops (administration,
- *                             LID/area discovery, close)
- *   this header, dn2-cpu.h    the handle, register access, polling, CPU
+ *                             LID/area discovery, close); neither calls
+ *                             the other
+ *   this header, dn2-cpu.h    the handle, register access, polling, CPU,
+ *                             releasing a board's mappings
  */
 #ifndef DN2_INTERNAL_H
 #define DN2_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dimmnet2/dn2_abi.h"
 #include "dn2-cpu.h"
@@ -71,7 +76,19 @@ int dn2b_mem_open(struct dn2 *d, uint64_t phys_base, int wid);
 
 /* Unmap what the board layer mapped and close its descriptor (both open
  * paths' close operation and failure path). */
-void dn2b_release(struct dn2 *d);
+static inline void dn2b_release(struct dn2 *d)
+{
+    int i;
+
+    for (i = 0; i < d->nmap; i++) {
+        munmap(d->map[i], d->map_len[i]);
+    }
+    d->nmap = 0;
+    if (d->fd >= 0) {
+        close(d->fd);
+        d->fd = -1;
+    }
+}
 
 /* Registers of the process's User Register page and the System Register
  * (the latter mapped in /dev/mem mode only). */
