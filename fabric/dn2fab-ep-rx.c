@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dn2fab endpoint, the incoming side: dn2f_ep_input checks and dispatches a
- * datagram, DATA records are buffered and delivered in order per lane
+ * dn2fab endpoint, the incoming side: a DATA or ACK datagram that
+ * dn2f_ep_input (dn2fab-ep.c) passed on is checked against its peer, DATA
+ * records are buffered and delivered in order per lane
  * (credits, held requests, -EBUSY and dn2f_ep_resume), and ACK blocks
  * advance the send side (SACK, RACK, spurious-timeout undo).
  * See dn2fab-ep.h for the other files.
@@ -495,147 +496,96 @@ static bool process_acks(struct dn2f_ep *ep, struct peer *p, const struct dn2f_a
 }
 
 
-/* One datagram in; what it makes due (ACKs, HELLO answers, credit
- * updates) is sent by the next flush. */
-static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
-                     size_t len)
+/* A DATA or ACK datagram, decoded and its control MAC checked by
+ * dn2fab-ep.c: its peer, source, MAC, epochs and sessions, then its ACKs
+ * and its records. */
+void ep_rx_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
+                 const struct dn2f_msg *m, bool from_sw)
 {
-    struct dn2f_msg m;
     struct peer *p;
-    bool from_sw;
-    int rc;
 
-    ep->st.rx_dgrams++;
-    rc = dn2f_decode(buf, len, &m);
-    if (rc) {
-        ep->st.drop[DN2F_DROP_BAD_DGRAM]++;
+    if (!ep->lid) {
+        ep->st.drop[DN2F_DROP_NOT_READY]++;
         return;
     }
-    from_sw = dn2f_addr_equal(from, &ep->cfg.sw);
-    /* With a secret every datagram has a MAC, without one none has.  A
-     * switch's BYE "authentication failed" cannot be verified by a board
-     * whose secret differs: it is only a hint, reported, nothing else. */
-    if (!(m.h.flags & DN2F_F_MAC) != !ep->auth ||
-        (ep->auth && m.h.type != DN2F_T_DATA && m.h.type != DN2F_T_ACK &&
-         !dn2f_mac_ok(buf, &m, &ep->kctl))) {
-        ep->st.drop[DN2F_DROP_AUTH]++;
-        if (from_sw && m.h.type == DN2F_T_BYE && m.u.bye.reason == DN2F_BYE_AUTH &&
-            m.h.dst_epoch == ep->epoch && ep->link != DN2F_LINK_UP) {
-            ep_note_refusal(ep, DN2F_BYE_AUTH);
-        }
-        return;
-    }
-    switch (m.h.type) {
-    case DN2F_T_ASSIGN:
-    case DN2F_T_ROUTES:
-    case DN2F_T_KEEPALIVE:
-    case DN2F_T_BYE:
-        if (!from_sw) {
-            ep->st.drop[DN2F_DROP_FORGED]++;
-            return;
-        }
-        ep_input_from_switch(ep, &m);
-        break;
-    case DN2F_T_DATA:
-    case DN2F_T_ACK:
-        if (!ep->lid) {
-            ep->st.drop[DN2F_DROP_NOT_READY]++;
-            return;
-        }
-        if (m.h.dst_lid != ep->lid) {
-            ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
-            return;
-        }
-        p = ep_peer_get(ep, m.h.src_lid);
-        if (!p) {
-            ep->st.drop[DN2F_DROP_UNKNOWN_PEER]++;
-            return;
-        }
-        if (!from_sw && !(p->direct && dn2f_addr_equal(from, &p->addr))) {
-            ep->st.drop[DN2F_DROP_FORGED]++;
-            return;
-        }
-        if (ep->auth && !dn2f_mac_ok(buf, &m, &p->krx)) {
-            ep->st.drop[DN2F_DROP_AUTH]++;
-            return;
-        }
-        if (m.h.src_epoch != p->epoch || m.h.dst_epoch != ep->epoch) {
-            ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
-            return;
-        }
-        /* Sessions (docs/fabric.md 4).  dst_sess: ours as the sender
-         * knows it, 0 when it does not know it yet (its state toward us is
-         * fresh); anything else is addressed to a previous session of ours:
-         * drop, and tell it the current one. */
-        if (m.h.dst_sess && m.h.dst_sess != my_sess(p)) {
-            ep->st.drop[DN2F_DROP_STALE_SESSION]++;
-            ack_due_now(ep, p);
-            return;
-        }
-        /* src_sess: a newer one means the peer started over with us (its
-         * sequence numbers begin again, it forgot what it had from us):
-         * reset our side too, both directions, instead of taking its
-         * packets for duplicates and it ours for out of window.  We keep
-         * our session (our old datagrams name its old one, so it drops
-         * them).  An older one is a late datagram of a previous session. */
-        if (m.h.src_sess != p->peer_sess) {
-            if (p->peer_sess && dn2f_seqdiff(m.h.src_sess, p->peer_sess) < 0) {
-                ep->st.drop[DN2F_DROP_STALE_SESSION]++;
-                return;
-            }
-            if (p->peer_sess) {
-                ep_peer_clear(ep, p, DN2F_DROP_PEER_RESET);
-                ep->st.session_resets++;
-            }
-            p->peer_sess = m.h.src_sess;
-        }
-        if (from_sw) {
-            ep->last_sw_rx = now(ep);
-        }
-        if (m.h.type == DN2F_T_ACK) {
-            process_acks(ep, p, &m.u.acks);
-        } else {
-            struct dn2f_iter it;
-            struct dn2f_rec r;
-            unsigned l;
-            if (m.u.data.acks.n && !process_acks(ep, p, &m.u.data.acks)) {
-                return;
-            }
-            dn2f_data_iter(&m, &it);
-            while (dn2f_data_next(&it, &r)) {
-                rx_record(ep, p, &r, m.u.data.ts);
-                if (ep->peers[dn2f_lid_index(m.h.src_lid)] != p) {
-                    return;     /* cannot happen: callbacks may not reset */
-                }
-            }
-            for (l = 0; l < DN2F_NUM_LANES; l++) {
-                ep_rx_drain(ep, p, l);
-            }
-        }
-        if (m.h.type == DN2F_T_DATA || (m.h.flags & DN2F_F_ACKREQ)) {
-            if (!p->ack_pending) {
-                p->ack_due = now(ep) + ep->cfg.ack_delay_ns;
-            }
-            p->ack_pending = true;
-        }
-        break;
-    default:
+    if (m->h.dst_lid != ep->lid) {
         ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
         return;
     }
+    p = ep_peer_get(ep, m->h.src_lid);
+    if (!p) {
+        ep->st.drop[DN2F_DROP_UNKNOWN_PEER]++;
+        return;
+    }
+    if (!from_sw && !(p->direct && dn2f_addr_equal(from, &p->addr))) {
+        ep->st.drop[DN2F_DROP_FORGED]++;
+        return;
+    }
+    if (ep->auth && !dn2f_mac_ok(buf, m, &p->krx)) {
+        ep->st.drop[DN2F_DROP_AUTH]++;
+        return;
+    }
+    if (m->h.src_epoch != p->epoch || m->h.dst_epoch != ep->epoch) {
+        ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
+        return;
+    }
+    /* Sessions (docs/fabric.md 4).  dst_sess: ours as the sender
+     * knows it, 0 when it does not know it yet (its state toward us is
+     * fresh); anything else is addressed to a previous session of ours:
+     * drop, and tell it the current one. */
+    if (m->h.dst_sess && m->h.dst_sess != my_sess(p)) {
+        ep->st.drop[DN2F_DROP_STALE_SESSION]++;
+        ack_due_now(ep, p);
+        return;
+    }
+    /* src_sess: a newer one means the peer started over with us (its
+     * sequence numbers begin again, it forgot what it had from us):
+     * reset our side too, both directions, instead of taking its
+     * packets for duplicates and it ours for out of window.  We keep
+     * our session (our old datagrams name its old one, so it drops
+     * them).  An older one is a late datagram of a previous session. */
+    if (m->h.src_sess != p->peer_sess) {
+        if (p->peer_sess && dn2f_seqdiff(m->h.src_sess, p->peer_sess) < 0) {
+            ep->st.drop[DN2F_DROP_STALE_SESSION]++;
+            return;
+        }
+        if (p->peer_sess) {
+            ep_peer_clear(ep, p, DN2F_DROP_PEER_RESET);
+            ep->st.session_resets++;
+        }
+        p->peer_sess = m->h.src_sess;
+    }
+    if (from_sw) {
+        ep->last_sw_rx = now(ep);
+    }
+    if (m->h.type == DN2F_T_ACK) {
+        process_acks(ep, p, &m->u.acks);
+    } else {
+        struct dn2f_iter it;
+        struct dn2f_rec r;
+        unsigned l;
+        if (m->u.data.acks.n && !process_acks(ep, p, &m->u.data.acks)) {
+            return;
+        }
+        dn2f_data_iter(m, &it);
+        while (dn2f_data_next(&it, &r)) {
+            rx_record(ep, p, &r, m->u.data.ts);
+            if (ep->peers[dn2f_lid_index(m->h.src_lid)] != p) {
+                return;     /* cannot happen: callbacks may not reset */
+            }
+        }
+        for (l = 0; l < DN2F_NUM_LANES; l++) {
+            ep_rx_drain(ep, p, l);
+        }
+    }
+    if (m->h.type == DN2F_T_DATA || (m->h.flags & DN2F_F_ACKREQ)) {
+        if (!p->ack_pending) {
+            p->ack_due = now(ep) + ep->cfg.ack_delay_ns;
+        }
+        p->ack_pending = true;
+    }
 }
 
-void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf, size_t len)
-{
-    ep_input(ep, from, buf, len);
-    ep_flush_internal(ep);
-}
-
-void dn2f_ep_input_noflush(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
-                           size_t len)
-{
-    ep_input(ep, from, buf, len);
-}
 
 void dn2f_ep_resume(struct dn2f_ep *ep)
 {

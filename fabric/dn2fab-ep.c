@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dn2fab endpoint: the board side of the fabric.  This file: lifecycle,
- * configuration, peers and accessors; dn2fab-ep.h lists the others.
+ * dn2fab endpoint: the board side of the fabric.  This file: the API
+ * (lifecycle, configuration, accessors, dn2f_ep_input's dispatch); the
+ * peer store is dn2fab-ep-peer.c; dn2fab-ep.h lists the others.
  *
  *   link:      DOWN --HELLO/ASSIGN--> ASSIGNED --ROUTES complete--> UP
  *              UP --keepalive timeout / BYE / new switch epoch--> DOWN
@@ -65,7 +66,6 @@ const char *dn2f_drop_name(unsigned reason)
 }
 
 
-
 /* ------------------------------------------------------------ utilities */
 
 static bool pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
@@ -93,177 +93,67 @@ void dn2f_ep_config_default(struct dn2f_ep_config *c)
 }
 
 
-
-
-
-
-
-void ep_pb_unref(struct pbuf *pb)
+/* --------------------------------------------------------------- input */
+/* One datagram in; what it makes due (ACKs, HELLO answers, credit
+ * updates) is sent by the next flush. */
+static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
+                     size_t len)
 {
-    if (pb && --pb->refs == 0) {
-        free(pb);
+    struct dn2f_msg m;
+    bool from_sw;
+    int rc;
+
+    ep->st.rx_dgrams++;
+    rc = dn2f_decode(buf, len, &m);
+    if (rc) {
+        ep->st.drop[DN2F_DROP_BAD_DGRAM]++;
+        return;
     }
-}
-
-
-
-
-void ep_peer_keys(struct dn2f_ep *ep, struct peer *p)
-{
-    if (ep->auth) {
-        dn2f_pair_key(&p->ktx, ep->my_tok, p->tok);
-        dn2f_pair_key(&p->krx, p->tok, ep->my_tok);
-    }
-}
-
-
-/* --------------------------------------------------------------- peers */
-static void lane_clear_tx(struct dn2f_ep *ep, struct lane *L, unsigned reason)
-{
-    uint32_t s;
-    if (L->tx) {
-        for (s = L->una; s != L->end; s++) {
-            struct txslot *t = txs(ep, L, s);
-            if (t->pb) {
-                ep->st.drop[reason]++;
-                ep->tx_total -= t->pb->len;
-                ep_pb_unref(t->pb);
-            }
-            memset(t, 0, sizeof(*t));
+    from_sw = dn2f_addr_equal(from, &ep->cfg.sw);
+    /* With a secret every datagram has a MAC, without one none has.  A
+     * switch's BYE "authentication failed" cannot be verified by a board
+     * whose secret differs: it is only a hint, reported, nothing else. */
+    if (!(m.h.flags & DN2F_F_MAC) != !ep->auth ||
+        (ep->auth && m.h.type != DN2F_T_DATA && m.h.type != DN2F_T_ACK &&
+         !dn2f_mac_ok(buf, &m, &ep->kctl))) {
+        ep->st.drop[DN2F_DROP_AUTH]++;
+        if (from_sw && m.h.type == DN2F_T_BYE && m.u.bye.reason == DN2F_BYE_AUTH &&
+            m.h.dst_epoch == ep->epoch && ep->link != DN2F_LINK_UP) {
+            ep_note_refusal(ep, DN2F_BYE_AUTH);
         }
+        return;
     }
-    L->una = L->nxt = L->end = 0;
-    L->limit = DN2F_INITIAL_CREDIT;
-    L->tx_bytes = L->inflight = 0;
-    L->srtt = L->rttvar = 0;
-    L->rto = ep->cfg.rto_init_ns;
-    L->backoff = L->probe_backoff = 0;
-    L->rto_due = L->probe_due = NO_DEADLINE;
-    L->force_retx = false;
-    L->cwnd = 4ULL * ep->cfg.max_dgram;
-    L->ssthresh = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
-    L->recovery = false;
-    L->rack_ts = 0;
-    L->rack_ts_sw = 0;
-    L->srtt_sw = L->rttvar_sw = L->rto_sw = 0;
-    L->rto_check = false;
-    L->rto_restart = 0;
-    /* rto_floor stays: it is about the peer's host (a starved CPU) */
-}
-
-
-static void lane_clear_rx(struct dn2f_ep *ep, struct lane *L)
-{
-    uint32_t i;
-    if (L->rx) {
-        for (i = 0; i < ep->cfg.rx_window; i++) {
-            free(L->rx[i].data);
-            memset(&L->rx[i], 0, sizeof(L->rx[i]));
+    switch (m.h.type) {
+    case DN2F_T_ASSIGN:
+    case DN2F_T_ROUTES:
+    case DN2F_T_KEEPALIVE:
+    case DN2F_T_BYE:
+        if (!from_sw) {
+            ep->st.drop[DN2F_DROP_FORGED]++;
+            return;
         }
+        ep_input_from_switch(ep, &m);
+        break;
+    case DN2F_T_DATA:
+    case DN2F_T_ACK:
+        ep_rx_input(ep, from, buf, &m, from_sw);
+        break;
+    default:
+        ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
+        return;
     }
-    ep->rx_total -= L->rx_bytes;
-    L->rx_bytes = 0;
-    L->base = L->cum = 0;
-    L->rx_ooo = 0;
-    L->rx_blocked = false;
-    L->echo = 0;
 }
 
-
-/* Forget everything exchanged with p (both directions, all lanes). */
-void ep_peer_clear(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf, size_t len)
 {
-    unsigned l;
-    for (l = 0; l < DN2F_NUM_LANES; l++) {
-        lane_clear_tx(ep, &p->ln[l], reason);
-        lane_clear_rx(ep, &p->ln[l]);
-    }
-    p->ack_pending = false;
-    p->ack_due = NO_DEADLINE;
+    ep_input(ep, from, buf, len);
+    ep_flush_internal(ep);
 }
 
-
-/* Our own decision to start over with p (it restarted, it left, we are
- * someone else now): a new session, so that p resets its side too when it
- * sees it, and p's session is unknown until it tells us. */
-void ep_peer_reset(struct dn2f_ep *ep, struct peer *p, unsigned reason)
+void dn2f_ep_input_noflush(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
+                           size_t len)
 {
-    ep_peer_clear(ep, p, reason);
-    do {
-        p->gen = ++ep->gen_counter;
-    } while ((uint32_t)p->gen == 0);
-    p->peer_sess = 0;
-}
-
-
-
-struct peer *ep_peer_new(struct dn2f_ep *ep, uint16_t lid, uint64_t epoch)
-{
-    struct peer *p = calloc(1, sizeof(*p));
-    if (!p) {
-        return NULL;
-    }
-    p->lid = lid;
-    p->epoch = epoch;
-    p->st = PEER_ACTIVE;
-    ep_peer_reset(ep, p, DN2F_DROP_PEER_RESET);
-    p->next = ep->plist;
-    if (ep->plist) {
-        ep->plist->prev = p;
-    }
-    ep->plist = p;
-    ep->peers[dn2f_lid_index(lid)] = p;
-    ep->npeers++;
-    return p;
-}
-
-
-void ep_peer_free(struct dn2f_ep *ep, struct peer *p, unsigned reason)
-{
-    unsigned l;
-    ep_peer_reset(ep, p, reason);
-    if (p->prev) {
-        p->prev->next = p->next;
-    } else {
-        ep->plist = p->next;
-    }
-    if (p->next) {
-        p->next->prev = p->prev;
-    }
-    ep->peers[dn2f_lid_index(p->lid)] = NULL;
-    ep->npeers--;
-    for (l = 0; l < DN2F_NUM_LANES; l++) {
-        free(p->ln[l].tx);
-        free(p->ln[l].rx);
-    }
-    free(p);
-}
-
-
-bool ep_lane_tx_alloc(struct dn2f_ep *ep, struct lane *L)
-{
-    if (!L->tx) {
-        L->tx = calloc(ep->cfg.tx_window, sizeof(*L->tx));
-    }
-    return L->tx != NULL;
-}
-
-
-bool ep_lane_rx_alloc(struct dn2f_ep *ep, struct lane *L)
-{
-    if (!L->rx) {
-        L->rx = calloc(ep->cfg.rx_window, sizeof(*L->rx));
-    }
-    return L->rx != NULL;
-}
-
-
-struct peer *ep_peer_get(struct dn2f_ep *ep, uint16_t lid)
-{
-    if (!dn2_lid_assignable(lid)) {
-        return NULL;
-    }
-    return ep->peers[dn2f_lid_index(lid)];
+    ep_input(ep, from, buf, len);
 }
 
 
@@ -354,8 +244,6 @@ void dn2f_ep_reset(struct dn2f_ep *ep, uint64_t new_epoch)
     ep->blocked_until = 0;
     ep->hello_due = now(ep);
 }
-
-
 
 
 enum dn2f_link dn2f_ep_link(const struct dn2f_ep *ep) { return ep->link; }

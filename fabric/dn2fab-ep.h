@@ -1,19 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dn2fab endpoint internals, shared by its files (not installed):
+ * dn2fab endpoint internals, shared by its files (not installed).  Calls
+ * go one way, top to bottom (tests/layering/layers.txt, checked by the
+ * 'layering' test); a lower file reports upward only through the ops the
+ * embedder gave (struct dn2f_ep_ops):
  *
- *   dn2fab-ep.c        lifecycle, configuration, peers, accessors
+ *   dn2fab-ep.c        the API: lifecycle, configuration, accessors, and
+ *                      dn2f_ep_input's dispatch (switch control -> link,
+ *                      DATA / ACK -> rx)
+ *   dn2fab-ep-timer.c  dn2f_ep_tick, dn2f_ep_next_deadline: HELLO,
+ *                      keepalive, switch loss, retransmission / probe
+ *                      timers, delayed ACKs, orphaned peers
+ *   dn2fab-ep-link.c   the switch: join, routing table, refusals, BYE,
+ *                      multicast membership (link management)
+ *   dn2fab-ep-rx.c     incoming DATA / ACK: checks, in-order delivery,
+ *                      credits, ACK processing (responder + completer),
+ *                      dn2f_ep_resume
  *   dn2fab-ep-tx.c     outgoing: control datagrams, ACKs, data batching,
  *                      multicast origins, flush, dn2f_ep_send (requester)
- *   dn2fab-ep-rx.c     incoming: dn2f_ep_input dispatch, in-order delivery,
- *                      credits, ACK processing (responder + completer)
- *   dn2fab-ep-link.c   the switch: join, routing table, keepalive, multicast
- *                      membership (link management)
- *   dn2fab-ep-timer.c  RTO arithmetic, retransmission / probe / keepalive
- *                      timers, dn2f_ep_tick
+ *   dn2fab-ep-rto.c    a lane's RTO (backoff, floor) and its
+ *                      retransmission / probe deadlines
+ *   dn2fab-ep-peer.c   the peer store: peers by LID, create / clear /
+ *                      reset / free, lane rings, keys, packet buffers
  *
- * Functions shared between these files are ep_*; everything else is static
- * to its file.  The design is described at the top of dn2fab-ep.c.
+ * Below them: the wire format (dn2fab-wire-dec.c, dn2fab-wire.c), the
+ * HMAC (dn2fab-hmac.c), addresses (dn2fab-addr.c), the PRNG
+ * (dn2fab-rng.c).  Functions shared between these files are ep_*;
+ * everything else is static to its file.  The design is described at the
+ * top of dn2fab-ep.c.
  */
 #ifndef DN2FAB_EP_H
 #define DN2FAB_EP_H
@@ -222,7 +236,63 @@ static inline uint32_t my_sess(const struct peer *p)
     return (uint32_t)p->gen;
 }
 
-/* dn2fab-ep.c */
+/* dn2fab-ep-link.c */
+void ep_note_refusal(struct dn2f_ep *ep, unsigned reason);
+
+void ep_link_set_down(struct dn2f_ep *ep);
+
+void ep_reset_all_peers(struct dn2f_ep *ep, unsigned reason);
+
+void ep_joins_sync(struct dn2f_ep *ep);
+
+void ep_input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m);
+
+/* dn2fab-ep-rx.c */
+/* A DATA or ACK datagram from dn2f_ep_input (decoded, control MAC checked). */
+void ep_rx_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
+                 const struct dn2f_msg *m, bool from_sw);
+
+/* Deliver buffered in-order packets [base, cum) of one lane; when a data
+ * lane moved on, the requests that waited for it. */
+void ep_rx_drain(struct dn2f_ep *ep, struct peer *p, unsigned lane);
+
+/* The ACK of a timeout's retransmission echoes an older timestamp: the
+ * packet had arrived, only its ACK was late.  Undo the window cut and the
+ * backoff, and raise the peer's RTO floor above the delay that ACK took, so
+ * the next equally late ACK does not fire the timer (every lane: they share
+ * the peer's ACK datagrams and its CPU). */
+void ep_spurious_timeout(struct dn2f_ep *ep, struct peer *p, struct lane *L, uint64_t t);
+
+/* dn2fab-ep-tx.c */
+void ep_send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b);
+
+void ep_send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq);
+
+bool ep_lane_retransmit(struct dn2f_ep *ep, struct peer *p, unsigned lane,
+                        const uint32_t *seqs, unsigned n);
+
+void ep_mc_discard(struct dn2f_ep *ep);
+
+void ep_flush_internal(struct dn2f_ep *ep);
+
+unsigned ep_group_members(struct dn2f_ep *ep, uint16_t glid, struct peer **out);
+
+/* dn2fab-ep-rto.c */
+/* A lane's retransmission timeout now: its RTO or floor, backed off. */
+uint64_t ep_cur_rto(struct dn2f_ep *ep, struct lane *L);
+/* The RTO of a packet: on the switch path (txslot.via_sw) at least that
+ * path's own estimate. */
+uint64_t ep_slot_rto(struct dn2f_ep *ep, struct lane *L, const struct txslot *ts, uint64_t r);
+
+/* Let a lane's RTO floor (spurious timeouts) decay with time. */
+void ep_floor_decay(struct dn2f_ep *ep, struct lane *L);
+
+/* Earliest retransmission deadline of a lane (scan of the outstanding slots). */
+void ep_lane_rearm(struct dn2f_ep *ep, struct lane *L);
+
+void ep_peer_rearm(struct dn2f_ep *ep, struct peer *p);
+
+/* dn2fab-ep-peer.c */
 void ep_pb_unref(struct pbuf *pb);
 
 void ep_peer_keys(struct dn2f_ep *ep, struct peer *p);
@@ -244,57 +314,5 @@ bool ep_lane_tx_alloc(struct dn2f_ep *ep, struct lane *L);
 bool ep_lane_rx_alloc(struct dn2f_ep *ep, struct lane *L);
 
 struct peer *ep_peer_get(struct dn2f_ep *ep, uint16_t lid);
-
-/* dn2fab-ep-tx.c */
-void ep_send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b);
-
-void ep_send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq);
-
-bool ep_lane_retransmit(struct dn2f_ep *ep, struct peer *p, unsigned lane,
-                        const uint32_t *seqs, unsigned n);
-
-void ep_mc_discard(struct dn2f_ep *ep);
-
-void ep_flush_internal(struct dn2f_ep *ep);
-
-unsigned ep_group_members(struct dn2f_ep *ep, uint16_t glid, struct peer **out);
-
-/* dn2fab-ep-rx.c */
-/* Deliver buffered in-order packets [base, cum) of one lane; when a data
- * lane moved on, the requests that waited for it. */
-void ep_rx_drain(struct dn2f_ep *ep, struct peer *p, unsigned lane);
-
-/* The ACK of a timeout's retransmission echoes an older timestamp: the
- * packet had arrived, only its ACK was late.  Undo the window cut and the
- * backoff, and raise the peer's RTO floor above the delay that ACK took, so
- * the next equally late ACK does not fire the timer (every lane: they share
- * the peer's ACK datagrams and its CPU). */
-void ep_spurious_timeout(struct dn2f_ep *ep, struct peer *p, struct lane *L, uint64_t t);
-
-/* dn2fab-ep-link.c */
-void ep_note_refusal(struct dn2f_ep *ep, unsigned reason);
-
-void ep_link_set_down(struct dn2f_ep *ep);
-
-void ep_reset_all_peers(struct dn2f_ep *ep, unsigned reason);
-
-void ep_joins_sync(struct dn2f_ep *ep);
-
-void ep_input_from_switch(struct dn2f_ep *ep, const struct dn2f_msg *m);
-
-/* dn2fab-ep-timer.c */
-/* A lane's retransmission timeout now: its RTO or floor, backed off. */
-uint64_t ep_cur_rto(struct dn2f_ep *ep, struct lane *L);
-/* The RTO of a packet: on the switch path (txslot.via_sw) at least that
- * path's own estimate. */
-uint64_t ep_slot_rto(struct dn2f_ep *ep, struct lane *L, const struct txslot *ts, uint64_t r);
-
-/* Let a lane's RTO floor (spurious timeouts) decay with time. */
-void ep_floor_decay(struct dn2f_ep *ep, struct lane *L);
-
-/* Earliest retransmission deadline of a lane (scan of the outstanding slots). */
-void ep_lane_rearm(struct dn2f_ep *ep, struct lane *L);
-
-void ep_peer_rearm(struct dn2f_ep *ep, struct peer *p);
 
 #endif

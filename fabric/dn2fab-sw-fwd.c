@@ -3,7 +3,7 @@
  * dn2fab switch core, the data path: DATA forwarded from port to port
  * (switch routing mode, or multicast origins replicated to the members),
  * counted per port, through the optional fault injection (drop, duplicate,
- * reorder, delay).  See dn2fab-sw-int.h for the other file.
+ * reorder, delay).  See dn2fab-sw-int.h for the other files.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1

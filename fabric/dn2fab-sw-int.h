@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dn2fab switch core internals, shared by its two files (not installed):
+ * dn2fab switch core internals, shared by its files (not installed).  Calls
+ * go one way, top to bottom (tests/layering/layers.txt); the embedder is
+ * reached only through struct dn2f_sw_ops:
  *
  *   dn2fab-sw.c      ports and joins (HELLO, tickets, KEEPALIVE), the
  *                    routing table and its publication, multicast groups,
  *                    statistics, dn2f_sw_input dispatch, timers, lifecycle
  *   dn2fab-sw-fwd.c  the data path: forwarding DATA between ports,
  *                    multicast replication, and the fault injection queue
+ *   dn2fab-sw-out.c  port lookup, the datagrams the switch sends (raw,
+ *                    control, KEEPALIVE / BYE), capture, token bucket
  *
- * Functions shared between them are sw_*; the public API is dn2fab-sw.h.
+ * Below them: the wire format, HMAC, addresses, PRNG (as the endpoint's).
+ * Functions shared between these files are sw_*; the public API is
+ * dn2fab-sw.h.
  */
 #ifndef DN2FAB_SW_INT_H
 #define DN2FAB_SW_INT_H
@@ -117,20 +123,6 @@ static inline uint64_t now(struct dn2f_sw *sw)
     return sw->ops.now_ns(sw->opaque);
 }
 
-/* dn2fab-sw.c */
-void sw_capture(struct dn2f_sw *sw, unsigned ev, unsigned flags, unsigned reason,
-                uint16_t in, uint16_t out, const void *buf, size_t len);
-
-struct swport *sw_live_port(struct dn2f_sw *sw, uint16_t lid);
-
-/* The live port that sent this datagram, or NULL. */
-struct swport *sw_src_port(struct dn2f_sw *sw, const struct dn2f_addr *from,
-                           const struct dn2f_msg *m);
-
-void sw_raw_send(struct dn2f_sw *sw, const struct dn2f_addr *to, const void *buf, size_t len);
-
-void sw_send_bye_unknown(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch);
-
 /* dn2fab-sw-fwd.c */
 void sw_fq_unlink(struct dn2f_sw *sw, struct fq *e);
 
@@ -141,5 +133,40 @@ void sw_replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_msg *
 
 void sw_handle_data(struct dn2f_sw *sw, const struct dn2f_addr *from,
                     const struct dn2f_msg *m, const void *buf, size_t len);
+
+/* dn2fab-sw-out.c */
+/* Token bucket: true if one token was taken. */
+bool sw_bucket_take(double *tokens, uint64_t *last, uint64_t t, double rate, double burst);
+
+void sw_capture(struct dn2f_sw *sw, unsigned ev, unsigned flags, unsigned reason,
+                uint16_t in, uint16_t out, const void *buf, size_t len);
+
+struct swport *sw_port_by_lid(struct dn2f_sw *sw, uint16_t lid);
+
+struct swport *sw_live_port(struct dn2f_sw *sw, uint16_t lid);
+
+/* The live port that sent this datagram, or NULL. */
+struct swport *sw_src_port(struct dn2f_sw *sw, const struct dn2f_addr *from,
+                           const struct dn2f_msg *m);
+
+void sw_raw_send(struct dn2f_sw *sw, const struct dn2f_addr *to, const void *buf, size_t len);
+
+/* A control datagram of len bytes (nothing when 0), captured. */
+void sw_send_ctrl_buf(struct dn2f_sw *sw, const struct dn2f_addr *to, uint16_t out_lid,
+                      const void *buf, size_t len);
+
+/* The length, and the MAC when a secret is set (control datagrams). */
+size_t sw_finish(struct dn2f_sw *sw, struct dn2f_wbuf *w);
+
+/* KEEPALIVE (a = routes generation) or BYE (a = reason). */
+void sw_send_small(struct dn2f_sw *sw, const struct dn2f_addr *to, unsigned type,
+                   uint16_t dst, uint64_t dst_epoch, uint32_t a);
+
+/* Rate-limited BYE to a source that is not (or not yet) a port: "unknown"
+ * (it will HELLO again) or a refusal of its join. */
+void sw_send_bye_to(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch,
+                    unsigned reason);
+
+void sw_send_bye_unknown(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dn2fab switch core: ports, joins, routes, statistics, input dispatch,
- * timers (the data path is in dn2fab-sw-fwd.c).  See dn2fab-sw.h and
+ * timers (the data path is in dn2fab-sw-fwd.c, port lookup and what
+ * the switch sends in dn2fab-sw-out.c).  See dn2fab-sw.h and
  * docs/fabric.md.
  *
  * Joining is stateless until the board proves it receives at its address:
@@ -44,7 +45,6 @@ void dn2f_sw_config_default(struct dn2f_sw_config *c)
 }
 
 
-
 static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
@@ -61,22 +61,6 @@ static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
 }
 
 
-/* Token bucket: true if one token was taken. */
-static bool bucket_take(double *tokens, uint64_t *last, uint64_t t, double rate, double burst)
-{
-    *tokens += (double)(t - *last) * rate / 1e9;
-    *last = t;
-    if (*tokens > burst) {
-        *tokens = burst;
-    }
-    if (*tokens < 1) {
-        return false;
-    }
-    *tokens -= 1;
-    return true;
-}
-
-
 /* Log lines a stranger can provoke (refusals, bad MACs): rate-limited. */
 static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -87,8 +71,8 @@ static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
     if (!sw->ops.log) {
         return;
     }
-    if (!bucket_take(&sw->log_tokens, &sw->log_last, now(sw), LOG_TOKENS_PER_S,
-                     LOG_TOKENS_PER_S)) {
+    if (!sw_bucket_take(&sw->log_tokens, &sw->log_last, now(sw), LOG_TOKENS_PER_S,
+                        LOG_TOKENS_PER_S)) {
         sw->log_suppressed++;
         return;
     }
@@ -101,43 +85,6 @@ static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
     } else {
         sw->ops.log(sw->opaque, msg);
     }
-}
-
-
-void sw_capture(struct dn2f_sw *sw, unsigned ev, unsigned flags, unsigned reason,
-                uint16_t in, uint16_t out, const void *buf, size_t len)
-{
-    if (sw->ops.capture) {
-        sw->ops.capture(sw->opaque, ev, flags, reason, in, out, buf, len);
-    }
-}
-
-
-static struct swport *port_by_lid(struct dn2f_sw *sw, uint16_t lid)
-{
-    if (!dn2_lid_assignable(lid)) {
-        return NULL;
-    }
-    return sw->ports[dn2f_lid_index(lid)];
-}
-
-
-struct swport *sw_live_port(struct dn2f_sw *sw, uint16_t lid)
-{
-    struct swport *p = port_by_lid(sw, lid);
-    return p && p->state == PORT_ACTIVE ? p : NULL;
-}
-
-
-/* The live port that sent this datagram, or NULL. */
-struct swport *sw_src_port(struct dn2f_sw *sw, const struct dn2f_addr *from,
-                           const struct dn2f_msg *m)
-{
-    struct swport *p = sw_live_port(sw, m->h.src_lid);
-    if (!p || !dn2f_addr_equal(&p->addr, from) || p->epoch != m->h.src_epoch) {
-        return NULL;
-    }
-    return p;
 }
 
 
@@ -154,66 +101,6 @@ static void mark_dirty(struct dn2f_sw *sw)
             sw->dirty_due = sw->last_publish + gap;
         }
     }
-}
-
-
-void sw_raw_send(struct dn2f_sw *sw, const struct dn2f_addr *to, const void *buf, size_t len)
-{
-    (void)sw->ops.send_datagram(sw->opaque, to, buf, len);
-}
-
-
-static void send_ctrl_buf(struct dn2f_sw *sw, const struct dn2f_addr *to, uint16_t out_lid,
-                          const void *buf, size_t len)
-{
-    if (!len) {
-        return;
-    }
-    sw_capture(sw, DN2F_CAP_CTRL_TX, 0, 0, 0, out_lid, buf, len);
-    sw_raw_send(sw, to, buf, len);
-}
-
-
-/* The length, and the MAC when a secret is set (control datagrams). */
-static size_t sw_finish(struct dn2f_sw *sw, struct dn2f_wbuf *w)
-{
-    return sw->auth ? dn2f_finish_mac(w, &sw->kctl) : dn2f_finish(w);
-}
-
-
-/* KEEPALIVE (a = routes generation) or BYE (a = reason). */
-static void send_small(struct dn2f_sw *sw, const struct dn2f_addr *to, unsigned type,
-                       uint16_t dst, uint64_t dst_epoch, uint32_t a)
-{
-    uint8_t buf[128];
-    struct dn2f_wbuf w;
-    dn2f_wbuf_init(&w, buf, sizeof(buf));
-    dn2f_put_hdr(&w, type, 0, 0, dst, sw->epoch, dst_epoch);
-    if (type == DN2F_T_KEEPALIVE) {
-        dn2f_put_keepalive(&w, a, 0, NULL);
-    } else {
-        dn2f_put_u32pair(&w, a, 0);
-    }
-    send_ctrl_buf(sw, to, dst, buf, sw_finish(sw, &w));
-}
-
-
-/* Rate-limited BYE to a source that is not (or not yet) a port: "unknown"
- * (it will HELLO again) or a refusal of its join. */
-static void send_bye_to(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch,
-                        unsigned reason)
-{
-    if (!bucket_take(&sw->bye_tokens, &sw->bye_last, now(sw), BYE_TOKENS_PER_S,
-                     BYE_TOKENS_PER_S)) {
-        return;
-    }
-    send_small(sw, to, DN2F_T_BYE, 0, dst_epoch, reason);
-}
-
-
-void sw_send_bye_unknown(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t dst_epoch)
-{
-    send_bye_to(sw, to, dst_epoch, DN2F_BYE_UNKNOWN);
 }
 
 
@@ -276,7 +163,7 @@ static void send_routes(struct dn2f_sw *sw, struct swport *to)
         dn2f_put_hdr(&w, DN2F_T_ROUTES, 0, 0, to->lid, sw->epoch, to->epoch);
         dn2f_put_routes_hdr(&w, sw->gen, (uint16_t)c, (uint16_t)sw->nchunks, ch->nr, ch->ng);
         for (i = ch->r0; i < (unsigned)ch->r0 + ch->nr; i++) {
-            struct swport *p = port_by_lid(sw, sw->rt_lids[i]);
+            struct swport *p = sw_port_by_lid(sw, sw->rt_lids[i]);
             struct dn2f_route r = {
                 .lid = p->lid,
                 .flags = sw->cfg.route_mode == DN2F_ROUTE_DIRECT ? DN2F_RT_DIRECT : 0,
@@ -293,7 +180,7 @@ static void send_routes(struct dn2f_sw *sw, struct swport *to)
             struct swgroup *g = sw->groups[dn2f_lid_index(sw->gr_lids[i]) - DN2_CLID_MCAST_FIRST];
             dn2f_put_group(&w, sw->gr_lids[i], g->n, g->lids);
         }
-        send_ctrl_buf(sw, &to->addr, to->lid, sw->obuf, sw_finish(sw, &w));
+        sw_send_ctrl_buf(sw, &to->addr, to->lid, sw->obuf, sw_finish(sw, &w));
     }
 }
 
@@ -335,7 +222,7 @@ static uint16_t pick_lid(struct dn2f_sw *sw, uint16_t hint)
     struct swport *oldest = NULL;
 
     if (hint && dn2_lid_assignable(hint)) {
-        struct swport *p = port_by_lid(sw, hint);
+        struct swport *p = sw_port_by_lid(sw, hint);
         if (!p || p->state == PORT_GONE) {
             return hint;
         }
@@ -460,7 +347,7 @@ static void refuse(struct dn2f_sw *sw, const struct dn2f_addr *from, uint64_t ep
     sw->sum.bad++;
     logf_limited(sw, "refused GUID 0x%016llx from %s: %s", (unsigned long long)guid,
                  dn2f_addr_str(from, a, sizeof(a)), why);
-    send_bye_to(sw, from, epoch, reason);
+    sw_send_bye_to(sw, from, epoch, reason);
 }
 
 
@@ -492,7 +379,7 @@ static void send_assign(struct dn2f_sw *sw, const struct dn2f_addr *to, uint64_t
     dn2f_wbuf_init(&w, buf, sizeof(buf));
     dn2f_put_hdr(&w, DN2F_T_ASSIGN, 0, 0, lid, sw->epoch, epoch);
     dn2f_put_assign(&w, &as);
-    send_ctrl_buf(sw, to, lid, buf, sw_finish(sw, &w));
+    sw_send_ctrl_buf(sw, to, lid, buf, sw_finish(sw, &w));
 }
 
 
@@ -596,7 +483,7 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
     if (join_refused(sw, from, m->h.src_epoch, k->guid, p)) {
         return;
     }
-    q = port_by_lid(sw, lid);
+    q = sw_port_by_lid(sw, lid);
     if (p ? p->lid != lid : (q && q->state == PORT_ACTIVE)) {
         /* the LID of the ticket went to someone else meanwhile */
         sw_send_bye_unknown(sw, from, m->h.src_epoch);
@@ -747,8 +634,8 @@ static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to,
                      len < DN2F_STATS_REQ_MIN ? "not padded" : "not this host nor a member's");
         return;
     }
-    if (!bucket_take(&sw->stats_tokens, &sw->stats_last, now(sw), STATS_TOKENS_PER_S,
-                     STATS_TOKENS_PER_S)) {
+    if (!sw_bucket_take(&sw->stats_tokens, &sw->stats_last, now(sw), STATS_TOKENS_PER_S,
+                        STATS_TOKENS_PER_S)) {
         sw->sum.bad++;
         return;
     }
@@ -775,7 +662,7 @@ static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to,
         }
         dn2f_put_portstat(&w, &ps);
     }
-    send_ctrl_buf(sw, to, 0, sw->obuf, sw_finish(sw, &w));
+    sw_send_ctrl_buf(sw, to, 0, sw->obuf, sw_finish(sw, &w));
 }
 
 
@@ -850,7 +737,7 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
                          sw->auth ? (m.h.flags & DN2F_F_MAC ? "wrong MAC (a different secret?)"
                                                             : "no MAC (the board has no secret)")
                                   : "has a MAC but this switch has no secret");
-            send_bye_to(sw, from, m.h.src_epoch, DN2F_BYE_AUTH);
+            sw_send_bye_to(sw, from, m.h.src_epoch, DN2F_BYE_AUTH);
         }
         return;
     }
@@ -879,7 +766,7 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
             return;
         }
         p->last_seen = now(sw);
-        send_small(sw, &p->addr, DN2F_T_KEEPALIVE, p->lid, p->epoch, sw->gen);
+        sw_send_small(sw, &p->addr, DN2F_T_KEEPALIVE, p->lid, p->epoch, sw->gen);
         if (m.u.keepalive.gen != sw->gen && !sw->dirty) {
             send_routes(sw, p);
         }
@@ -960,7 +847,7 @@ void dn2f_sw_shutdown(struct dn2f_sw *sw)
     for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
         struct swport *p = sw->ports[i];
         if (p && p->state == PORT_ACTIVE) {
-            send_small(sw, &p->addr, DN2F_T_BYE, p->lid, p->epoch, DN2F_BYE_SHUTDOWN);
+            sw_send_small(sw, &p->addr, DN2F_T_BYE, p->lid, p->epoch, DN2F_BYE_SHUTDOWN);
         }
     }
 }

@@ -4,7 +4,7 @@
  *
  * Plain C11 + POSIX socket types; no GLib, no QEMU.  Used by the QEMU device
  * (hw/dimmnet2/dimmnet2-port.c), the switch / subnet-manager daemon
- * (fabric/dn2-switch.c), the tests and the fuzzer.
+ * (fabric/daemon/dn2-switch.c), the tests and the fuzzer.
  *
  * Three layers:
  *   1. wire format: encode / decode of fabric datagrams (every field of a
