@@ -3,6 +3,20 @@
  * libdimmnet2-fi: an external libfabric provider ("dimmnet2") for the
  * DIMMnet-2 board, driven only through libdimmnet2 and the kernel driver.
  * Design and limits: docs/ofi-provider.md.
+ *
+ * The provider's files, top to bottom: each calls only files below it
+ * (tests/layering/layers.txt, [linux-guest/ofi]); a lower file reaches a
+ * higher one only through an operation table the higher one fills.
+ *
+ *   dn2fi_init.c   fi_prov_ini, fi_getinfo, fabric, domain, EQ, MR: the
+ *                  libfabric entry points; fills dn2fi_prov's entries
+ *   dn2fi_rdm.c    the native RDM endpoint (FI_TAGGED + FI_MSG, credits);
+ *                  fills struct dn2fi_rdm_ops for the file below
+ *   dn2fi_ep.c     CQ, AV, the DGRAM endpoint and the datagram engine
+ *                  both endpoint types share (dn2fi_xmit); calls the RDM
+ *                  endpoint only through struct dn2fi_rdm_ops
+ *   dn2fi_util.c   the provider object, -FI_ENOSYS stubs, error codes,
+ *                  the clock
  */
 #ifndef DN2FI_H
 #define DN2FI_H
@@ -94,7 +108,7 @@ struct dn2fi_rdm_hdr {
 #define DN2FI_RDM_CAPS      (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_LOCAL_COMM | \
                              FI_REMOTE_COMM | FI_DIRECTED_RECV | FI_SOURCE)
 
-extern struct fi_provider dn2fi_prov;
+extern struct fi_provider dn2fi_prov;    /* dn2fi_util.c */
 
 struct dn2fi_fabric {
     struct fid_fabric fabric;
@@ -244,24 +258,32 @@ int dn2fi_send_check(const struct iovec *iov, size_t count, uint64_t flags, size
 int dn2fi_dgram_read(struct dn2fi_ep *ep, const void *m, size_t at, void *dst,
                      size_t n);
 
-/* The native RDM endpoint (dn2fi_rdm.c). */
-int dn2fi_rdm_open(struct dn2fi_ep *ep);
-/* A destination slot of the flow-control table for an AV address: 0, or
- * -FI_ENOSPC when the table (sized from the rank table) is full. */
-int dn2fi_rdm_add_dest(struct dn2fi_ep *ep, uint16_t lid, int wid);
-void dn2fi_rdm_close(struct dn2fi_ep *ep);
-void dn2fi_rdm_progress(struct dn2fi_ep *ep);
-ssize_t dn2fi_rdm_cancel(struct dn2fi_ep *ep, void *context);
-ssize_t dn2fi_rdm_tx_left(struct dn2fi_ep *ep);
-ssize_t dn2fi_rdm_rx_left(struct dn2fi_ep *ep);
-void dn2fi_rdm_ini(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
+/* The native RDM endpoint (dn2fi_rdm.c), as the files below it reach it:
+ * its operation tables and the calls the endpoint core (dn2fi_ep.c) makes
+ * for an FI_EP_RDM endpoint. */
+struct dn2fi_rdm_ops {
+    struct fi_ops_msg *msg;
+    struct fi_ops_tagged *tagged;
+    int (*open)(struct dn2fi_ep *ep);
+    void (*close)(struct dn2fi_ep *ep);
+    /* A destination slot of the flow-control table for an AV address: 0,
+     * or -FI_ENOSPC when the table (sized from the rank table) is full. */
+    int (*add_dest)(struct dn2fi_ep *ep, uint16_t lid, int wid);
+    void (*progress)(struct dn2fi_ep *ep);
+    ssize_t (*cancel)(struct dn2fi_ep *ep, void *context);
+    ssize_t (*tx_left)(struct dn2fi_ep *ep);
+    ssize_t (*rx_left)(struct dn2fi_ep *ep);
+};
+/* Fills the RDM endpoint's operation tables and returns them. */
+const struct dn2fi_rdm_ops *dn2fi_rdm_ini(void);
+/* Fills the CQ/AV/EP operation tables; rdm: the RDM endpoint's. */
+void dn2fi_ep_ini(const struct dn2fi_rdm_ops *rdm);
 
-/* Stubs that return -FI_ENOSYS for any arguments (operation tables of
- * the categories the provider does not implement). */
+/* dn2fi_util.c.  Stubs that return -FI_ENOSYS for any arguments
+ * (operation tables of the categories the provider does not implement). */
 void dn2fi_fill_enosys(void *ops, size_t size);
-int dn2fi_errno(int r);
+int dn2fi_errno(int r);     /* libdimmnet2 / errno code -> -FI_* */
 uint64_t dn2fi_ns(void);
-void dn2fi_ep_ini(void);    /* fills the CQ/AV/EP operation tables */     /* libdimmnet2 / errno code -> -FI_* */
 
 #define DN2FI_WARN(subsys, ...) FI_WARN(&dn2fi_prov, subsys, __VA_ARGS__)
 #define DN2FI_INFO(subsys, ...) FI_INFO(&dn2fi_prov, subsys, __VA_ARGS__)

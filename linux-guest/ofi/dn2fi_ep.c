@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libdimmnet2-fi: completion queue, address vector and the DGRAM
- * endpoint.
+ * libdimmnet2-fi: completion queue, address vector, the DGRAM endpoint
+ * and the endpoint object and datagram engine both endpoint types share.
+ * An FI_EP_RDM endpoint's own work is dn2fi_rdm.c's, above this file,
+ * reached through struct dn2fi_rdm_ops (dn2fi.h).
  *
  * A datagram is one LHSv2 (thesis §7): the 8-byte envelope and the first
  * bytes straight from the Write Window, the rest (messages over 1015
@@ -24,13 +26,9 @@
 
 #define DN2FI_TMO_US 5000000L
 
-uint64_t dn2fi_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* The RDM endpoint (dn2fi_rdm.c, above this file), reached through the
+ * table it fills: set by dn2fi_ep_ini. */
+static const struct dn2fi_rdm_ops *rdm_ops;
 
 static uint64_t now_us(void)
 {
@@ -391,7 +389,7 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
             err = FI_EINVAL;
             DN2FI_INFO(FI_LOG_AV, "bad address lid %u wid %u\n", a.lid, a.wid);
         } else if (av->ep && av->ep->type == FI_EP_RDM &&
-                   dn2fi_rdm_add_dest(av->ep, a.lid, a.wid)) {
+                   rdm_ops->add_dest(av->ep, a.lid, a.wid)) {
             /* the RDM endpoint's flow-control table is full: refused
              * rather than sent to without flow control */
             err = FI_ENOSPC;
@@ -666,7 +664,7 @@ static int ep_enable(struct dn2fi_ep *ep)
         }
     }
     if (ep->type == FI_EP_RDM) {
-        dn2fi_rdm_progress(ep);     /* the hellos leave now, before the job's fence */
+        rdm_ops->progress(ep);     /* the hellos leave now, before the job's fence */
     }
     return 0;
 }
@@ -784,7 +782,7 @@ void dn2fi_ep_progress(struct dn2fi_ep *ep)
         return;
     }
     if (ep->type == FI_EP_RDM) {
-        dn2fi_rdm_progress(ep);
+        rdm_ops->progress(ep);
     } else {
         ep_progress_rx(ep);
     }
@@ -1295,7 +1293,7 @@ static int ep_close(struct fid *fid)
                 (unsigned long long)ep->progress_calls);
     }
     if (ep->type == FI_EP_RDM) {
-        dn2fi_rdm_close(ep);
+        rdm_ops->close(ep);
     }
     dn2_close(ep->d);      /* the WID is free again */
     free(ep->scratch);
@@ -1313,7 +1311,7 @@ static ssize_t ep_cancel(fid_t fid, void *context)
     if (ep->type == FI_EP_RDM) {
         ssize_t r;
         pthread_mutex_lock(&ep->dom->lock);
-        r = dn2fi_rdm_cancel(ep, context);
+        r = rdm_ops->cancel(ep, context);
         pthread_mutex_unlock(&ep->dom->lock);
         return r;
     }
@@ -1355,7 +1353,7 @@ static ssize_t ep_rx_size_left(struct fid_ep *fid)
     struct dn2fi_ep *ep = ep_of(fid);
 
     if (ep->type == FI_EP_RDM) {
-        return ep->enabled ? dn2fi_rdm_rx_left(ep) : -FI_EOPBADSTATE;
+        return ep->enabled ? rdm_ops->rx_left(ep) : -FI_EOPBADSTATE;
     }
     return ep->enabled ? (ssize_t)(ep->rx_size - ep->rx_count) : -FI_EOPBADSTATE;
 }
@@ -1365,7 +1363,7 @@ static ssize_t ep_tx_size_left(struct fid_ep *fid)
     struct dn2fi_ep *ep = ep_of(fid);
 
     if (ep->type == FI_EP_RDM) {
-        return ep->enabled ? dn2fi_rdm_tx_left(ep) : -FI_EOPBADSTATE;
+        return ep->enabled ? rdm_ops->tx_left(ep) : -FI_EOPBADSTATE;
     }
     return ep->enabled ? DN2FI_QUEUE : -FI_EOPBADSTATE;
 }
@@ -1390,8 +1388,6 @@ static struct fi_ops_cm ep_cm_ops;
 static struct fi_ops_msg ep_msg_ops;
 static struct fi_ops_rma ep_rma_ops;
 static struct fi_ops_tagged ep_tagged_ops;
-static struct fi_ops_msg ep_rdm_msg_ops;
-static struct fi_ops_tagged ep_rdm_tagged_ops;
 static struct fi_ops_atomic ep_atomic_ops;
 static struct fi_ops_collective ep_coll_ops;
 
@@ -1460,10 +1456,10 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     ep->ep.fid.ops = &ep_fi_ops;
     ep->ep.ops = &ep_ops;
     ep->ep.cm = &ep_cm_ops;
-    ep->ep.msg = ep->type == FI_EP_RDM ? &ep_rdm_msg_ops : &ep_msg_ops;
+    ep->ep.msg = ep->type == FI_EP_RDM ? rdm_ops->msg : &ep_msg_ops;
     ep->ep.rma = &ep_rma_ops;
-    ep->ep.tagged = ep->type == FI_EP_RDM ? &ep_rdm_tagged_ops : &ep_tagged_ops;
-    if (ep->type == FI_EP_RDM && (r = dn2fi_rdm_open(ep))) {
+    ep->ep.tagged = ep->type == FI_EP_RDM ? rdm_ops->tagged : &ep_tagged_ops;
+    if (ep->type == FI_EP_RDM && (r = rdm_ops->open(ep))) {
         dn2_close(ep->d);
         free(ep->scratch);
         free(ep->gather);
@@ -1480,8 +1476,9 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     return 0;
 }
 
-void dn2fi_ep_ini(void)
+void dn2fi_ep_ini(const struct dn2fi_rdm_ops *rdm)
 {
+    rdm_ops = rdm;
     dn2fi_fill_enosys(&cq_fi_ops, sizeof(cq_fi_ops));
     cq_fi_ops.close = cq_close;
     dn2fi_fill_enosys(&cq_ops, sizeof(cq_ops));
@@ -1525,9 +1522,6 @@ void dn2fi_ep_ini(void)
     ep_msg_ops.injectdata = ep_injectdata;
     dn2fi_fill_enosys(&ep_rma_ops, sizeof(ep_rma_ops));
     dn2fi_fill_enosys(&ep_tagged_ops, sizeof(ep_tagged_ops));
-    dn2fi_fill_enosys(&ep_rdm_msg_ops, sizeof(ep_rdm_msg_ops));
-    dn2fi_fill_enosys(&ep_rdm_tagged_ops, sizeof(ep_rdm_tagged_ops));
-    dn2fi_rdm_ini(&ep_rdm_msg_ops, &ep_rdm_tagged_ops);
     dn2fi_fill_enosys(&ep_atomic_ops, sizeof(ep_atomic_ops));
     dn2fi_fill_enosys(&ep_coll_ops, sizeof(ep_coll_ops));
 }

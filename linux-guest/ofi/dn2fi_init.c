@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libdimmnet2-fi: provider entry (fi_prov_ini), fi_getinfo, fabric,
- * domain, EQ and the -FI_ENOSYS stubs.
+ * domain and EQ: the top of the provider (dn2fi.h).
  */
 #define _GNU_SOURCE
 #include "dn2fi.h"
@@ -14,45 +14,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
-
-/* ------------------------------------------------------------ helpers */
-
-static ssize_t dn2fi_enosys(void)
-{
-    return -FI_ENOSYS;
-}
-
-/* Every function pointer after the leading size_t gets the stub.  The
- * stub ignores its arguments and returns -FI_ENOSYS as ssize_t (an int
- * returning slot reads the low half, also -FI_ENOSYS), which is sound on
- * the x86-64 SysV ABI the guest uses. */
-void dn2fi_fill_enosys(void *ops, size_t size)
-{
-    ssize_t (**fp)(void) = (ssize_t (**)(void))((char *)ops + sizeof(size_t));
-    size_t i, n = (size - sizeof(size_t)) / sizeof(*fp);
-
-    *(size_t *)ops = size;
-    for (i = 0; i < n; i++) {
-        fp[i] = dn2fi_enosys;
-    }
-}
-
-int dn2fi_errno(int r)
-{
-    switch (r) {
-    case 0: return 0;
-    case -ETIMEDOUT: return -FI_ETIMEDOUT;
-    case -EBUSY: return -FI_EBUSY;
-    case -ENOENT: case -ENODEV: case -ENXIO: return -FI_ENODEV;
-    case -EPERM: case -EACCES: return -FI_EPERM;
-    case -ENOMEM: return -FI_ENOMEM;
-    case -EINVAL: case -ERANGE: return -FI_EINVAL;
-    case DN2_E_REFUSED: case DN2_E_SRC_OVF: case DN2_E_DST_OVF: return -FI_EIO;
-    case DN2_E_LINK: return -FI_ENETDOWN;
-    case DN2_E_RXERR: return -FI_EIO;
-    default: return r < 0 && r > -4096 ? r : -FI_EOTHER;
-    }
-}
 
 /* A board that can carry traffic: driver loaded, SO-DIMM ready, link up
  * with a LID (the launcher's dn2-up did this). */
@@ -642,17 +603,11 @@ static void dn2fi_cleanup(void)
 {
 }
 
-struct fi_provider dn2fi_prov = {
-    .name = DN2FI_NAME,
-    .version = DN2FI_VERSION,
-    .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
-    .getinfo = dn2fi_getinfo,
-    .fabric = dn2fi_fabric_open,
-    .cleanup = dn2fi_cleanup,
-};
-
 FI_EXT_INI
 {
+    dn2fi_prov.getinfo = dn2fi_getinfo;
+    dn2fi_prov.fabric = dn2fi_fabric_open;
+    dn2fi_prov.cleanup = dn2fi_cleanup;
     dn2fi_fill_enosys(&dn2fi_fabric_fi_ops, sizeof(dn2fi_fabric_fi_ops));
     dn2fi_fabric_fi_ops.close = dn2fi_fabric_close;
     dn2fi_fill_enosys(&dn2fi_mr_fi_ops, sizeof(dn2fi_mr_fi_ops));
@@ -664,7 +619,7 @@ FI_EXT_INI
     dn2fi_eq_ops.readerr = dn2fi_eq_readerr;
     dn2fi_eq_ops.sread = dn2fi_eq_sread;
     dn2fi_eq_ops.strerror = dn2fi_eq_strerror;
-    dn2fi_ep_ini();
+    dn2fi_ep_ini(dn2fi_rdm_ini());
     dn2fi_fill_enosys(&dn2fi_fabric_ops, sizeof(dn2fi_fabric_ops));
     dn2fi_fabric_ops.domain = dn2fi_domain_open;
     dn2fi_fabric_ops.eq_open = dn2fi_eq_open;

@@ -210,7 +210,7 @@ static int rdm_senders(struct dn2fi_rdm *r)
     return n > 0 ? n : 16;
 }
 
-int dn2fi_rdm_open(struct dn2fi_ep *ep)
+static int rdm_open(struct dn2fi_ep *ep)
 {
     struct dn2fi_rdm *r = calloc(1, sizeof(*r));
     int n;
@@ -240,7 +240,7 @@ int dn2fi_rdm_open(struct dn2fi_ep *ep)
     return 0;
 }
 
-void dn2fi_rdm_close(struct dn2fi_ep *ep)
+static void rdm_close(struct dn2fi_ep *ep)
 {
     struct dn2fi_rdm *r = ep->rdm;
 
@@ -505,7 +505,7 @@ static struct rdm_peer *dest_get(struct dn2fi_rdm *r, uint16_t lid, int wid)
     return p;
 }
 
-int dn2fi_rdm_add_dest(struct dn2fi_ep *ep, uint16_t lid, int wid)
+static int rdm_add_dest(struct dn2fi_ep *ep, uint16_t lid, int wid)
 {
     if (!ep->rdm) {
         return 0;
@@ -1005,7 +1005,7 @@ failed:
     }
 }
 
-void dn2fi_rdm_progress(struct dn2fi_ep *ep)
+static void rdm_progress(struct dn2fi_ep *ep)
 {
     struct dn2fi_rdm *r = ep->rdm;
 
@@ -1059,7 +1059,7 @@ static ssize_t rdm_send(struct dn2fi_ep *ep, const struct iovec *iov, size_t cou
         goto out;
     }
     if (r->n_tx >= RDM_QUEUE) {
-        dn2fi_rdm_progress(ep);
+        rdm_progress(ep);
         ret = -FI_EAGAIN;
         goto out;
     }
@@ -1095,7 +1095,7 @@ static ssize_t rdm_send(struct dn2fi_ep *ep, const struct iovec *iov, size_t cou
     *r->txq_tail = t;
     r->txq_tail = &t->next;
     r->n_tx++;
-    dn2fi_rdm_progress(ep);
+    rdm_progress(ep);
 out:
     pthread_mutex_unlock(&ep->dom->lock);
     return ret;
@@ -1184,12 +1184,12 @@ static ssize_t rdm_recv(struct dn2fi_ep *ep, const struct iovec *iov, size_t cou
         goto out;
     }
     if (r->n_posted >= RDM_QUEUE && !(flags & (FI_PEEK | FI_CLAIM))) {
-        dn2fi_rdm_progress(ep);
+        rdm_progress(ep);
         ret = -FI_EAGAIN;
         goto out;
     }
     if (dn2fi_cq_full(ep->rxcq)) {
-        dn2fi_rdm_progress(ep);
+        rdm_progress(ep);
         ret = -FI_EAGAIN;
         goto out;
     }
@@ -1215,7 +1215,7 @@ static ssize_t rdm_recv(struct dn2fi_ep *ep, const struct iovec *iov, size_t cou
 
     if (flags & FI_PEEK) {
         /* look at what has arrived (progress first), take nothing */
-        dn2fi_rdm_progress(ep);
+        rdm_progress(ep);
         m = ux_match(r, rx);
         if (!m) {
             dn2fi_cq_write_err_tag(ep->rxcq, context, FI_RECV | op_flag(tagged), 0, NULL,
@@ -1277,14 +1277,14 @@ static ssize_t rdm_recv(struct dn2fi_ep *ep, const struct iovec *iov, size_t cou
         *r->posted_tail = rx;
         r->posted_tail = &rx->next;
         r->n_posted++;
-        dn2fi_rdm_progress(ep);
+        rdm_progress(ep);
     }
 out:
     pthread_mutex_unlock(&ep->dom->lock);
     return ret;
 }
 
-ssize_t dn2fi_rdm_cancel(struct dn2fi_ep *ep, void *context)
+static ssize_t rdm_cancel(struct dn2fi_ep *ep, void *context)
 {
     struct dn2fi_rdm *r = ep->rdm;
     struct rdm_rx **pp;
@@ -1306,12 +1306,12 @@ ssize_t dn2fi_rdm_cancel(struct dn2fi_ep *ep, void *context)
     return -FI_ENOENT;
 }
 
-ssize_t dn2fi_rdm_tx_left(struct dn2fi_ep *ep)
+static ssize_t rdm_tx_left(struct dn2fi_ep *ep)
 {
     return (ssize_t)(RDM_QUEUE - ep->rdm->n_tx);
 }
 
-ssize_t dn2fi_rdm_rx_left(struct dn2fi_ep *ep)
+static ssize_t rdm_rx_left(struct dn2fi_ep *ep)
 {
     return (ssize_t)(RDM_QUEUE - ep->rdm->n_posted);
 }
@@ -1478,8 +1478,28 @@ static ssize_t t_injectdata(struct fid_ep *fid, const void *buf, size_t len,
                     FI_INJECT | FI_REMOTE_CQ_DATA);
 }
 
-void dn2fi_rdm_ini(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
+static struct fi_ops_msg rdm_msg_ops;
+static struct fi_ops_tagged rdm_tagged_ops;
+
+static const struct dn2fi_rdm_ops rdm_ops = {
+    .msg = &rdm_msg_ops,
+    .tagged = &rdm_tagged_ops,
+    .open = rdm_open,
+    .close = rdm_close,
+    .add_dest = rdm_add_dest,
+    .progress = rdm_progress,
+    .cancel = rdm_cancel,
+    .tx_left = rdm_tx_left,
+    .rx_left = rdm_rx_left,
+};
+
+const struct dn2fi_rdm_ops *dn2fi_rdm_ini(void)
 {
+    struct fi_ops_msg *msg = &rdm_msg_ops;
+    struct fi_ops_tagged *tagged = &rdm_tagged_ops;
+
+    dn2fi_fill_enosys(msg, sizeof(*msg));
+    dn2fi_fill_enosys(tagged, sizeof(*tagged));
     msg->recv = m_recv;
     msg->recvv = m_recvv;
     msg->recvmsg = m_recvmsg;
@@ -1498,4 +1518,5 @@ void dn2fi_rdm_ini(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
     tagged->inject = t_inject;
     tagged->senddata = t_senddata;
     tagged->injectdata = t_injectdata;
+    return &rdm_ops;
 }
