@@ -473,10 +473,14 @@ static bool dimmnet2_fab_init(DN2State *s, Error **errp)
             g_free(l);
             return false;
         }
-        /* As dn2-switch reads --secret-file: one trailing newline is not
-         * part of the secret (a file written with echo works for both). */
+        /* As dn2-switch reads --secret-file: one trailing newline, \n or
+         * \r\n, is not part of the secret (a file written with echo, or
+         * on Windows, works for both). */
         if (l->secret_len && l->secret[l->secret_len - 1] == '\n') {
             l->secret_len--;
+            if (l->secret_len && l->secret[l->secret_len - 1] == '\r') {
+                l->secret_len--;
+            }
         }
         if (!l->secret_len) {
             error_setg(errp, "dimmnet2: secret=%s is empty; the cluster secret "

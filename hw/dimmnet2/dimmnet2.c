@@ -828,7 +828,7 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
         "cable the port to itself: LID 1, packets to LID 1 come back");
     object_class_property_set_description(klass, "rx-thread",
         "with switch=: receive in a thread of the board's own, blocked in "
-        "recvfrom() and taking the BQL per burst (on), or in the main loop's "
+        "recvmmsg() and taking the BQL per burst (on), or in the main loop's "
         "fd handler (off, the default; see docs/benchmarks.md)");
     object_class_property_set_description(klass, "rc-timeout-ms",
         "abandon (and count in stat-rc-abandoned) an RVL answer whose "

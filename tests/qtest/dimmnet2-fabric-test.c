@@ -46,8 +46,8 @@
 
 #define PG          0x5a        /* the process group of every test process */
 #define ST_OFF      0x7000u     /* status ring in LLCM: the last 4 KiB */
-#define ST_SIZE_REG 0x40u       /* one-hot: 64 << 6 = 4096 bytes */
-#define CAP_256M    0x01u
+#define ST_BYTES    4096u
+#define ST_SIZE_REG dn2_status_size_reg(ST_BYTES)
 #define T_SHORT     5000        /* ms: a packet or a small primitive */
 #define T_LONG      60000       /* ms: megabytes, with faults */
 #define DN2Q_LHS_TIMEOUT_MS 1000 /* the device's silent-LHS-sender timeout */
@@ -449,14 +449,14 @@ static bool poll_sma_down(Board *b, int ms)
  * rings.  pgid1 < 0: WID 1 has no process (choice #32). */
 static void board_net_init(Board *b, int pgid0, int pgid1)
 {
-    int wid;
+    const struct dn2_bringup c = {
+        .cap_reg = dn2_sdimm_capacity_reg(256 * MiB_),
+        .mtu_reg = dn2_mtu_reg(4096),
+        .pgid0 = pgid0, .pgid1 = pgid1,
+        .st_wids = (1u << DN2_NUM_WID) - 1, .st_init = ST_OFF, .st_size_reg = ST_SIZE_REG,
+    };
 
-    dn2q_sdimm_init(&b->d, CAP_256M);
-    dn2q_sr_wr(&b->d, DN2_SR_MTU, DN2Q_MTU_4K);
-    dn2q_set_pgids(&b->d, pgid0, pgid1);
-    for (wid = 0; wid < DN2_NUM_WID; wid++) {
-        dn2q_status_setup(&b->d, wid, ST_OFF, ST_SIZE_REG);
-    }
+    dn2q_bringup(&b->d, &c);
     poll_ur(b, 0, DN2_UR_CTL_STATUS, DN2_CS_SDIMM_READY, DN2_CS_SDIMM_READY, T_SHORT,
             "SO-DIMM ready");
 }
@@ -2770,7 +2770,8 @@ static void test_secret(void)
     uint8_t data[512];
     int pass;
 
-    g_assert_true(g_file_set_contents(good, "correct horse battery staple\n", -1, NULL));
+    /* a Windows line end: the switch and the boards both drop it */
+    g_assert_true(g_file_set_contents(good, "correct horse battery staple\r\n", -1, NULL));
     g_assert_true(g_file_set_contents(bad, "incorrect horse\n", -1, NULL));
     chmod(good, 0600);
     chmod(bad, 0600);
