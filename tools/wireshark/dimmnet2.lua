@@ -55,7 +55,7 @@ local types = {
     [10] = "MCAST_JOIN", [11] = "MCAST_LEAVE",
 }
 local kinds = { [0] = "unicast", [1] = "multicast origin", [2] = "multicast copy" }
--- lane = DWID + 2 * request (docs/fabric.md 4.1)
+-- lane = DWID + 2 * request (docs/fabric.md, "Credits, back-pressure and lanes")
 local lanes = { [0] = "data WID 0", [1] = "data WID 1", [2] = "requests WID 0",
                 [3] = "requests WID 1" }
 local route_modes = { [1] = "direct", [2] = "switch" }
