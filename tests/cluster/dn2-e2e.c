@@ -450,9 +450,7 @@ int main(void)
         return 1;
     }
     nranks = dn2_comm_size(c);
-    if (me == 0) {
-        printf("1..%d\n", 14 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);
-    }
+    tap_plan(14 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);
     CHECK(dn2_wid(d) == 0, "rank %d opened its board through the driver (WID %d) "
           "in a job of %d ranks", me, dn2_wid(d), nranks);
 
@@ -515,8 +513,6 @@ int main(void)
 
     dn2_comm_free(c);
     dn2_close(d);
-    if (me == 0) {
-        printf("# %d of %d checks failed on rank 0\n", t_fail, t_num);
-    }
-    return t_fail ? 1 : 0;
+    tap_diag("%d of %d checks failed on rank 0", tap_failures(), tap_count());
+    return tap_exit_code();
 }

@@ -13,21 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int t_num, t_fail;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        t_num++;                                                \
-        if (cond) {                                             \
-            printf("ok %d - ", t_num);                          \
-        } else {                                                \
-            printf("not ok %d - ", t_num);                      \
-            t_fail++;                                           \
-        }                                                       \
-        printf(__VA_ARGS__);                                    \
-        printf("\n");                                           \
-        fflush(stdout);                                         \
-    } while (0)
+#include "dn2-tap.h"
 
 #define TMO 2000000L
 
@@ -52,7 +38,7 @@ int main(int argc, char **argv)
     uint16_t lid = 0;
     int r, i, n;
 
-    printf("1..26\n");
+    tap_plan(26);
     r = dn2_open_mem(&w0, base, 0);
     if (!r) {
         r = dn2_open_mem(&w1, base, 1);
@@ -257,6 +243,6 @@ int main(int argc, char **argv)
           (unsigned long long)dn2_ctl_status(w0));
     dn2_close(w1);
     dn2_close(w0);
-    printf("# %d of %d checks failed\n", t_fail, t_num);
-    return t_fail ? 1 : 0;
+    tap_diag("%d of %d checks failed", tap_failures(), tap_count());
+    return tap_exit_code();
 }

@@ -117,7 +117,7 @@ static int run(dn2_comm_t *c)
         r = dn2_barrier(c);
     }
     CHECK(!r, "20 barriers over %d ranks: %s", n, dn2_strerror(r));
-    return t_fail;
+    return tap_failures();
 }
 
 static int open_board(dn2_t **d, int wid)
@@ -140,9 +140,7 @@ int main(void)
     if (ranks) {
         /* Cluster: the node's init brought the board up. */
         me = atoi(getenv("DN2_RANK") ? getenv("DN2_RANK") : getenv("DN2_NODE") ?: "0");
-        if (me == 0) {
-            printf("1..%zu\n", NSIZES + 3);
-        }
+        tap_plan(NSIZES + 3);
         r = open_board(&d, 0);
         if (!r) {
             r = dn2_comm_init_env(&c, d, NULL);
@@ -155,14 +153,12 @@ int main(void)
         r = run(c);
         dn2_comm_free(c);
         dn2_close(d);
-        if (me == 0) {
-            printf("# %d of %d checks failed on rank 0\n", t_fail, t_num);
-        }
+        tap_diag("%d of %d checks failed on rank 0", tap_failures(), tap_count());
         return r ? 1 : 0;
     }
 
     /* One loopback board: bring it up, then one process per WID. */
-    printf("1..%zu\n", NSIZES + 4);
+    tap_plan(NSIZES + 4);
     r = dn2_open_mem(&d, dn2_find_base(NULL), 0);
     if (!r) r = dn2_admin_reset(d);
     if (!r) r = dn2_admin_sdimm_init(d, 1, 2000000);
@@ -190,7 +186,7 @@ int main(void)
         _exit(r ? 1 : 0);
     }
     waitpid(pid, &status, 0);
-    printf("# rank 1 exited with %d; %d of %d checks failed on rank 0\n",
-           WEXITSTATUS(status), t_fail, t_num);
+    tap_diag("rank 1 exited with %d; %d of %d checks failed on rank 0",
+             WEXITSTATUS(status), tap_failures(), tap_count());
     return (r || !WIFEXITED(status) || WEXITSTATUS(status)) ? 1 : 0;
 }

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     uint16_t lid = 0;
     int r;
 
-    printf("1..5\n");
+    tap_plan(5);
     r = dn2_open_mem(&w0, base, 0);
     if (!r) r = dn2_admin_reset(w0);
     if (!r) r = dn2_admin_sdimm_init(w0, 1, TMO);
@@ -92,5 +92,5 @@ int main(int argc, char **argv)
     if (!r) r = dn2_sd_read(w0, 0x4000, got, sizeof(got), 1, TMO);
     CHECK(r == 0 && !memcmp(got, a, sizeof(a)),
           "no-lid: an RVS to ourselves with the LID register cleared: %s", dn2_strerror(r));
-    return t_fail ? 1 : 0;
+    return tap_exit_code();
 }
