@@ -113,36 +113,49 @@ uint64_t dn2q_qom_u64(QTestState *qts, const char *id, const char *prop)
 /* One board's window                                                  */
 /* ------------------------------------------------------------------ */
 
+static uint64_t dn2q_io_readq(void *qts, uint64_t addr)
+{
+    return qtest_readq(qts, addr);
+}
+
+static void dn2q_io_writeq(void *qts, uint64_t addr, uint64_t v)
+{
+    qtest_writeq(qts, addr, v);
+}
+
 void dn2q_open(DN2 *d, QTestState *qts, uint64_t base)
 {
     memset(d, 0, sizeof(*d));
     d->qts = qts;
     d->base = base;
+    d->io = (struct dn2_board_io) {
+        .ctx = qts, .base = base, .readq = dn2q_io_readq, .writeq = dn2q_io_writeq,
+    };
 }
 
 uint64_t dn2q_ur_addr(DN2 *d, int wid, uint32_t off)
 {
-    return d->base + DN2_UR_OFF(wid) + off;
+    return dn2_bio_ur_addr(&d->io, wid, off);
 }
 
 uint64_t dn2q_ur_rd(DN2 *d, int wid, uint32_t off)
 {
-    return qtest_readq(d->qts, dn2q_ur_addr(d, wid, off));
+    return dn2_bio_ur(&d->io, wid, off);
 }
 
 void dn2q_ur_wr(DN2 *d, int wid, uint32_t off, uint64_t v)
 {
-    qtest_writeq(d->qts, dn2q_ur_addr(d, wid, off), v);
+    dn2_bio_ur_w(&d->io, wid, off, v);
 }
 
 uint64_t dn2q_sr_rd(DN2 *d, uint32_t off)
 {
-    return qtest_readq(d->qts, d->base + DN2_SR_BASE + off);
+    return dn2_bio_sr(&d->io, off);
 }
 
 void dn2q_sr_wr(DN2 *d, uint32_t off, uint64_t v)
 {
-    qtest_writeq(d->qts, d->base + DN2_SR_BASE + off, v);
+    dn2_bio_sr_w(&d->io, off, v);
 }
 
 uint64_t dn2q_cs(DN2 *d, int wid)
@@ -274,8 +287,7 @@ void dn2q_issue_ex(DN2 *d, int wid, int cmd, uint64_t upper, uint64_t ex,
 
 void dn2q_sdimm_init(DN2 *d, uint64_t capacity)
 {
-    dn2q_sr_wr(d, DN2_SR_SDIMM_CAPACITY, capacity);
-    dn2q_sr_wr(d, DN2_SR_SDIMM_INIT, 1);
+    dn2_bio_sdimm_init(&d->io, capacity);
 }
 
 void dn2q_board_init(DN2 *d, uint64_t capacity)
@@ -287,21 +299,32 @@ void dn2q_board_init(DN2 *d, uint64_t capacity)
 
 void dn2q_set_pgids(DN2 *d, int pgid0, int pgid1)
 {
-    if (pgid0 >= 0) {
-        dn2q_sr_wr(d, DN2_SR_PGID0, pgid0);
-    }
-    if (pgid1 >= 0) {
-        dn2q_sr_wr(d, DN2_SR_PGID1, pgid1);
-    }
+    dn2_bio_set_pgids(&d->io, pgid0, pgid1);
+}
+
+static void dn2q_status_note(DN2 *d, int wid, uint32_t init, uint64_t code)
+{
+    d->st[wid].init = init;
+    d->st[wid].bytes = dn2_status_area_bytes(code);
+    d->st[wid].head = init;
 }
 
 void dn2q_status_setup(DN2 *d, int wid, uint32_t init, unsigned code)
 {
-    dn2q_ur_wr(d, wid, DN2_UR_STATUS_INIT, init);
-    dn2q_ur_wr(d, wid, DN2_UR_STATUS_SIZE, code);
-    d->st[wid].init = init;
-    d->st[wid].bytes = dn2_status_area_bytes(code);
-    d->st[wid].head = init;
+    dn2_bio_status_ring(&d->io, wid, init, code);
+    dn2q_status_note(d, wid, init, code);
+}
+
+void dn2q_bringup(DN2 *d, const struct dn2_bringup *c)
+{
+    int wid;
+
+    dn2_bio_bringup(&d->io, c);
+    for (wid = 0; wid < DN2_NUM_WID; wid++) {
+        if (c->st_wids & (1u << wid)) {
+            dn2q_status_note(d, wid, c->st_init, c->st_size_reg);
+        }
+    }
 }
 
 uint32_t dn2q_status_next(DN2 *d, int wid, uint32_t pos)

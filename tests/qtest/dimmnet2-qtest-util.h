@@ -22,6 +22,7 @@
 
 #include "libqtest.h"
 #include "dimmnet2/dn2_abi.h"
+#include "dimmnet2-board-up.h"      /* = tools/common/dn2-board-up.h */
 
 #define KiB_ 1024ULL
 #define MiB_ (1024ULL * 1024)
@@ -97,6 +98,7 @@ typedef struct DN2Status {
 typedef struct DN2 {
     QTestState *qts;
     uint64_t base;      /* guest-physical window base */
+    struct dn2_board_io io;     /* the same through libqtest, for dn2-board-up.h */
     bool dead;          /* a wait timed out: later waits fail fast */
     DN2Status st[DN2_NUM_WID];
 } DN2;
@@ -153,12 +155,16 @@ void dn2q_issue(DN2 *d, int wid, int cmd, uint64_t upper, uint64_t lower);
 void dn2q_issue_ex(DN2 *d, int wid, int cmd, uint64_t upper, uint64_t ex,
                    uint64_t lower);
 
-/* Bring-up: SO-DIMM Capacity and Init; dn2q_board_init also waits for
- * Controller Status bit 1. */
+/* Bring-up (the sequences of dn2-board-up.h): SO-DIMM Capacity (the
+ * register value) and Init; dn2q_board_init also waits for Controller
+ * Status bit 1. */
 void dn2q_sdimm_init(DN2 *d, uint64_t capacity);
 void dn2q_board_init(DN2 *d, uint64_t capacity);
 /* PGID0/1; a negative one is not written (no process, choice #32). */
 void dn2q_set_pgids(DN2 *d, int pgid0, int pgid1);
+/* dn2_bio_bringup, and the status rings it set recorded as dn2q_status_setup
+ * does; the caller waits for the SO-DIMMs. */
+void dn2q_bringup(DN2 *d, const struct dn2_bringup *c);
 
 /* Receive-status ring of a WID at LLCM init, size register `code`: head
  * and tail go to its start (choice #25). */

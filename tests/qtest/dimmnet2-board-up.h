@@ -1,0 +1,1 @@
+../../tools/common/dn2-board-up.h
