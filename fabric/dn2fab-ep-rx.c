@@ -317,148 +317,237 @@ static void rtt_update(struct dn2f_ep *ep, uint64_t *srtt, uint64_t *rttvar, uin
     }
 }
 
-/* ACK processing (our send stream toward p on lane a->lane).  False if bogus. */
-static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ack *a)
+/* ACK processing, in stages as a completer's states: check the ACK against
+ * the lane, free what its cumulative point covers, take the credit it
+ * grants, mark its SACK blocks, tell a spurious timeout, find the losses
+ * RACK sees, take the round-trip samples, then grow or cut the window and
+ * resend.  The state of one ACK on its way through them: */
+struct ack_state {
+    struct dn2f_ep *ep;
+    struct peer *p;
+    const struct dn2f_ack *a;
+    struct lane *L;             /* our send stream toward p on lane a->lane */
+    uint64_t t;                 /* now */
+    int32_t d;                  /* how far a->cum is beyond our una */
+    uint64_t rack_before, rack_sw_before;       /* RACK clocks before this ACK */
+    uint64_t sample, sample_sw; /* round-trip samples, direct / switch path */
+    bool have_sample, have_sample_sw;
+    size_t acked_bytes;         /* newly acknowledged, cumulative or SACK */
+    uint32_t retx[DN2F_SACK_MAX_BITS];  /* RACK's losses */
+    unsigned nretx;
+};
+
+enum ack_check { ACK_BOGUS, ACK_CREDIT_ONLY, ACK_OK };
+
+/* Check the ACK against the lane.  A lane that never sent has no ring: the
+ * ACK can only grant credit (ACK_CREDIT_ONLY, taken here).  Otherwise the
+ * cumulative point may not pass what we queued, and every slot it covers
+ * must have been sent; anything else is counted bad_ack (ACK_BOGUS). */
+static enum ack_check ack_check(struct ack_state *s)
 {
-    struct lane *L = &p->ln[a->lane];
-    int32_t d;
-    uint32_t s;
-    uint64_t t = now(ep), sample = 0, sample_sw = 0, rack_before, rack_sw_before;
-    bool have_sample = false, have_sample_sw = false;
-    size_t acked_bytes = 0;
-    uint32_t retx[DN2F_SACK_MAX_BITS];
-    unsigned nretx = 0;
+    struct dn2f_ep *ep = s->ep;
+    const struct dn2f_ack *a = s->a;
+    struct lane *L = s->L;
+    uint32_t q;
 
     if (!L->tx) {
         if (a->cum != 0) {
             ep->st.drop[DN2F_DROP_BAD_ACK]++;
-            return false;
+            return ACK_BOGUS;
         }
         if (dn2f_seqdiff(a->limit, L->limit) > 0) {
             L->limit = a->limit;
         }
-        return true;
+        return ACK_CREDIT_ONLY;
     }
-    d = dn2f_seqdiff(a->cum, L->una);
+    s->d = dn2f_seqdiff(a->cum, L->una);
     if (dn2f_seqdiff(a->cum, L->end) > 0) {
         ep->st.drop[DN2F_DROP_BAD_ACK]++;
-        return false;
+        return ACK_BOGUS;
     }
-    rack_before = L->rack_ts;
-    rack_sw_before = L->rack_ts_sw;
-    if (d > 0) {
-        /* every acknowledged slot must have been sent */
-        for (s = L->una; s != a->cum; s++) {
-            if (!txs(ep, L, s)->sent) {
+    if (s->d > 0) {
+        for (q = L->una; q != a->cum; q++) {
+            if (!txs(ep, L, q)->sent) {
                 ep->st.drop[DN2F_DROP_BAD_ACK]++;
-                return false;
+                return ACK_BOGUS;
             }
-        }
-        for (s = L->una; s != a->cum; s++) {
-            struct txslot *ts = txs(ep, L, s);
-            if (!ts->sacked) {
-                L->inflight -= ts->pb->len;
-                rack_note(ep, L, ts, a->echo);
-            }
-            if (ts->ntx == 1) {
-                rtt_note(ts, t, &sample, &have_sample, &sample_sw, &have_sample_sw);
-            }
-            acked_bytes += ts->pb->len;
-            L->tx_bytes -= ts->pb->len;
-            ep->tx_total -= ts->pb->len;
-            ep_pb_unref(ts->pb);
-            memset(ts, 0, sizeof(*ts));
-        }
-        L->una = a->cum;
-        if (dn2f_seqdiff(L->nxt, L->una) < 0) {
-            L->nxt = L->una;
         }
     }
-    if (dn2f_seqdiff(a->limit, L->limit) > 0) {
-        L->limit = a->limit;
+    return ACK_OK;
+}
+
+/* The cumulative point: free the slots [una, cum), each one that was not
+ * SACKed before leaving the flight (and telling RACK it arrived), each one
+ * sent once giving a round-trip sample; una moves to cum. */
+static void ack_cumulative(struct ack_state *s)
+{
+    struct dn2f_ep *ep = s->ep;
+    const struct dn2f_ack *a = s->a;
+    struct lane *L = s->L;
+    uint32_t q;
+
+    if (s->d <= 0) {
+        return;
+    }
+    for (q = L->una; q != a->cum; q++) {
+        struct txslot *ts = txs(ep, L, q);
+        if (!ts->sacked) {
+            L->inflight -= ts->pb->len;
+            rack_note(ep, L, ts, a->echo);
+        }
+        if (ts->ntx == 1) {
+            rtt_note(ts, s->t, &s->sample, &s->have_sample, &s->sample_sw, &s->have_sample_sw);
+        }
+        s->acked_bytes += ts->pb->len;
+        L->tx_bytes -= ts->pb->len;
+        ep->tx_total -= ts->pb->len;
+        ep_pb_unref(ts->pb);
+        memset(ts, 0, sizeof(*ts));
+    }
+    L->una = a->cum;
+    if (dn2f_seqdiff(L->nxt, L->una) < 0) {
+        L->nxt = L->una;
+    }
+}
+
+/* The credit the receiver grants: a higher limit also ends the zero-credit
+ * probe's backoff. */
+static void ack_credit(struct ack_state *s)
+{
+    struct lane *L = s->L;
+
+    if (dn2f_seqdiff(s->a->limit, L->limit) > 0) {
+        L->limit = s->a->limit;
         L->probe_backoff = 0;
     }
-    /* SACK (only meaningful when relative to our current una) */
-    if (d >= 0 && a->nbits) {
-        unsigned i;
-        for (i = 0; i < a->nbits; i++) {
-            uint32_t q = a->cum + 1 + i;
-            struct txslot *ts;
-            if (dn2f_seqdiff(q, L->end) >= 0) {
-                break;
-            }
-            ts = txs(ep, L, q);
-            if (dn2f_ack_sacked(a, i) && ts->pb && ts->sent && !ts->sacked) {
-                ts->sacked = 1;
-                L->inflight -= ts->pb->len;
-                acked_bytes += ts->pb->len;
-                rack_note(ep, L, ts, a->echo);
-                if (ts->ntx == 1) {
-                    rtt_note(ts, t, &sample, &have_sample, &sample_sw, &have_sample_sw);
-                }
+}
+
+/* The SACK bitmap (only meaningful when relative to our current una): each
+ * packet it names for the first time leaves the flight, tells RACK it
+ * arrived and, sent once, gives a round-trip sample; its slot stays until
+ * the cumulative point passes it. */
+static void ack_sack(struct ack_state *s)
+{
+    struct dn2f_ep *ep = s->ep;
+    const struct dn2f_ack *a = s->a;
+    struct lane *L = s->L;
+    unsigned i;
+
+    if (s->d < 0 || !a->nbits) {
+        return;
+    }
+    for (i = 0; i < a->nbits; i++) {
+        uint32_t q = a->cum + 1 + i;
+        struct txslot *ts;
+        if (dn2f_seqdiff(q, L->end) >= 0) {
+            break;
+        }
+        ts = txs(ep, L, q);
+        if (dn2f_ack_sacked(a, i) && ts->pb && ts->sent && !ts->sacked) {
+            ts->sacked = 1;
+            L->inflight -= ts->pb->len;
+            s->acked_bytes += ts->pb->len;
+            rack_note(ep, L, ts, a->echo);
+            if (ts->ntx == 1) {
+                rtt_note(ts, s->t, &s->sample, &s->have_sample, &s->sample_sw,
+                         &s->have_sample_sw);
             }
         }
     }
-    /* Spurious-timeout detection (Eifel): the first ACK of the packet a
-     * timeout resent tells by its echo which transmission arrived. */
+}
+
+/* Spurious-timeout detection (Eifel): the first ACK of the packet a
+ * timeout resent tells by its echo which transmission arrived. */
+static void ack_spurious(struct ack_state *s)
+{
+    struct dn2f_ep *ep = s->ep;
+    struct lane *L = s->L;
+
     if (L->rto_check &&
         (dn2f_seqdiff(L->una, L->rto_seq) > 0 ||
          (dn2f_seqdiff(L->rto_seq, L->end) < 0 && txs(ep, L, L->rto_seq)->sacked))) {
         L->rto_check = false;
-        if (a->echo && dn2f_seqdiff(a->echo, L->rto_ts) < 0) {
-            ep_spurious_timeout(ep, p, L, t);
+        if (s->a->echo && dn2f_seqdiff(s->a->echo, L->rto_ts) < 0) {
+            ep_spurious_timeout(ep, s->p, L, s->t);
         }
     }
-    /* Loss detection, time based (RACK): a packet is lost when one sent
-     * after it (by more than a reordering window) is known to have arrived.
-     * Packets batched in one datagram or flush share a send time, so
-     * reordering inside the network is not taken for loss; a timeout's
-     * retransmission that arrived makes the rest of its flight lost at once
-     * (all of it, not only below the highest SACKed: a flight lost whole
-     * has nothing SACKed).  In direct routing a multicast copy goes through
-     * the switch while unicast goes straight to the peer: each path is
-     * judged only by packets sent on it, or every multicast copy that the
-     * switch delays would look lost behind the unicast that overtook it. */
-    if ((L->rack_ts != rack_before || L->rack_ts_sw != rack_sw_before) && L->una != L->end) {
-        uint64_t reo = L->srtt / 4;
-        uint32_t q;
-        if (reo < 20000) {
-            reo = 20000;
-        }
-        if (reo > 1000000) {
-            reo = 1000000;
-        }
-        for (q = L->una; q != L->end && nretx < DN2F_SACK_MAX_BITS; q++) {
-            struct txslot *ts = txs(ep, L, q);
-            if (ts->pb && ts->sent && !ts->sacked &&
-                ts->last_tx + reo < (ts->via_sw ? L->rack_ts_sw : L->rack_ts)) {
-                retx[nretx++] = q;
-            }
+}
+
+/* Loss detection, time based (RACK): a packet is lost when one sent
+ * after it (by more than a reordering window) is known to have arrived.
+ * Packets batched in one datagram or flush share a send time, so
+ * reordering inside the network is not taken for loss; a timeout's
+ * retransmission that arrived makes the rest of its flight lost at once
+ * (all of it, not only below the highest SACKed: a flight lost whole
+ * has nothing SACKed).  In direct routing a multicast copy goes through
+ * the switch while unicast goes straight to the peer: each path is
+ * judged only by packets sent on it, or every multicast copy that the
+ * switch delays would look lost behind the unicast that overtook it.
+ * The losses go to s->retx. */
+static void ack_rack_losses(struct ack_state *s)
+{
+    struct dn2f_ep *ep = s->ep;
+    struct lane *L = s->L;
+    uint64_t reo;
+    uint32_t q;
+
+    if ((L->rack_ts == s->rack_before && L->rack_ts_sw == s->rack_sw_before) ||
+        L->una == L->end) {
+        return;
+    }
+    reo = L->srtt / 4;
+    if (reo < 20000) {
+        reo = 20000;
+    }
+    if (reo > 1000000) {
+        reo = 1000000;
+    }
+    for (q = L->una; q != L->end && s->nretx < DN2F_SACK_MAX_BITS; q++) {
+        struct txslot *ts = txs(ep, L, q);
+        if (ts->pb && ts->sent && !ts->sacked &&
+            ts->last_tx + reo < (ts->via_sw ? L->rack_ts_sw : L->rack_ts)) {
+            s->retx[s->nretx++] = q;
         }
     }
-    /* Karn: the backed-off RTO holds until a packet sent only once is
-     * acknowledged.  The ACK of a timeout's retransmission says nothing of
-     * the others still on their way: in direct routing a multicast copy
-     * waits in the switch's queue while its probe goes straight to the
-     * member; ending the backoff there made every other copy in that queue
-     * expire at once, one probe per round trip, the whole burst resent. */
-    if (have_sample || have_sample_sw) {
+}
+
+/* Round-trip samples update each path's estimator.  Karn: the backed-off
+ * RTO holds until a packet sent only once is acknowledged.  The ACK of a
+ * timeout's retransmission says nothing of the others still on their way:
+ * in direct routing a multicast copy waits in the switch's queue while its
+ * probe goes straight to the member; ending the backoff there made every
+ * other copy in that queue expire at once, one probe per round trip, the
+ * whole burst resent. */
+static void ack_rtt(struct ack_state *s)
+{
+    struct lane *L = s->L;
+
+    if (s->have_sample || s->have_sample_sw) {
         L->backoff = 0;
         L->rto_restart = 0;
     }
-    if (have_sample) {
-        rtt_update(ep, &L->srtt, &L->rttvar, &L->rto, sample);
+    if (s->have_sample) {
+        rtt_update(s->ep, &L->srtt, &L->rttvar, &L->rto, s->sample);
     }
-    if (have_sample_sw) {
-        rtt_update(ep, &L->srtt_sw, &L->rttvar_sw, &L->rto_sw, sample_sw);
+    if (s->have_sample_sw) {
+        rtt_update(s->ep, &L->srtt_sw, &L->rttvar_sw, &L->rto_sw, s->sample_sw);
     }
-    /* congestion window */
-    if (acked_bytes && !L->recovery) {
+}
+
+/* The congestion window: grows with what was acknowledged (slow start
+ * below ssthresh, then about a datagram per window) outside recovery;
+ * recovery ends once una reaches the point it was entered at. */
+static void ack_window(struct ack_state *s)
+{
+    struct dn2f_ep *ep = s->ep;
+    struct lane *L = s->L;
+
+    if (s->acked_bytes && !L->recovery) {
         uint64_t cmax = (uint64_t)ep->cfg.tx_window * DN2F_PKT_MAX;
         if (L->cwnd < L->ssthresh) {
-            L->cwnd += acked_bytes;
+            L->cwnd += s->acked_bytes;
         } else {
-            L->cwnd += (uint64_t)ep->cfg.max_dgram * acked_bytes / L->cwnd + 1;
+            L->cwnd += (uint64_t)ep->cfg.max_dgram * s->acked_bytes / L->cwnd + 1;
         }
         if (L->cwnd > cmax) {
             L->cwnd = cmax;
@@ -467,20 +556,59 @@ static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ac
     if (L->recovery && dn2f_seqdiff(L->una, L->recover) >= 0) {
         L->recovery = false;
     }
-    if (nretx) {
-        if (!L->recovery) {
-            uint64_t floor = ep->cfg.max_dgram;
-            L->ssthresh = L->cwnd / 2 > floor ? L->cwnd / 2 : floor;
-            L->cwnd = L->ssthresh;
-            L->recovery = true;
-            L->recover = L->end;
-        }
-        ep->st.fast_retransmits += nretx;
-        if (ep->link == DN2F_LINK_UP) {
-            ep_lane_retransmit(ep, p, a->lane, retx, nretx);
-        }
+}
+
+/* RACK's losses: the first of a flight halves the window and enters
+ * recovery (until una passes what is queued now); they are resent at once
+ * while the link is up (otherwise when it comes back). */
+static void ack_fast_retransmit(struct ack_state *s)
+{
+    struct dn2f_ep *ep = s->ep;
+    struct lane *L = s->L;
+
+    if (!s->nretx) {
+        return;
     }
-    ep_lane_rearm(ep, L);
+    if (!L->recovery) {
+        uint64_t floor = ep->cfg.max_dgram;
+        L->ssthresh = L->cwnd / 2 > floor ? L->cwnd / 2 : floor;
+        L->cwnd = L->ssthresh;
+        L->recovery = true;
+        L->recover = L->end;
+    }
+    ep->st.fast_retransmits += s->nretx;
+    if (ep->link == DN2F_LINK_UP) {
+        ep_lane_retransmit(ep, s->p, s->a->lane, s->retx, s->nretx);
+    }
+}
+
+/* One ACK block (our send stream toward p on lane a->lane) through the
+ * stages, then the lane's timers rearmed.  False if bogus. */
+static bool process_ack(struct dn2f_ep *ep, struct peer *p, const struct dn2f_ack *a)
+{
+    struct ack_state s = {
+        .ep = ep, .p = p, .a = a, .L = &p->ln[a->lane], .t = now(ep),
+    };
+
+    switch (ack_check(&s)) {
+    case ACK_BOGUS:
+        return false;
+    case ACK_CREDIT_ONLY:
+        return true;
+    case ACK_OK:
+        break;
+    }
+    s.rack_before = s.L->rack_ts;
+    s.rack_sw_before = s.L->rack_ts_sw;
+    ack_cumulative(&s);
+    ack_credit(&s);
+    ack_sack(&s);
+    ack_spurious(&s);
+    ack_rack_losses(&s);
+    ack_rtt(&s);
+    ack_window(&s);
+    ack_fast_retransmit(&s);
+    ep_lane_rearm(ep, s.L);
     return true;
 }
 
