@@ -6,6 +6,7 @@
 #   scripts/cluster.sh exec [-d RUNDIR] [-t S] CMD...   run CMD on every node
 #                                                       of a running -i cluster
 #   scripts/cluster.sh console [-d RUNDIR] NODE         a shell on NODE (-i)
+#   scripts/cluster.sh --help
 #
 #   -n, --nodes N         number of nodes (default 2)
 #   -r, --run CMD         command every node runs (busybox sh; any quoting;
@@ -93,12 +94,16 @@
 #
 # Prints each node's output prefixed by "nodeI| " (also kept unprefixed in
 # RUNDIR/nodeI.out) and a summary.  Exit status: 0 every node's command
-# succeeded; 1 a command failed; 2 timeout; 3 a node failed to boot, died or
-# could not start the job; 4 setup error (missing build, port busy...).
+# succeeded; 1 a command failed; 2 a usage error (before anything starts,
+# one line on stderr); 3 a node failed to boot, died or could not start the
+# job; 4 setup error (missing build, port busy...); 124 timeout (as
+# timeout(1)).  "exec" exits 0, 1, 2, 3 (the cluster stopped), 4 (no
+# running cluster) or 124 alike.  "--opt=value" is "--opt value".
 # On failure the tail of the console of each node concerned is printed.
 #
 # Environment: QEMU, DN2_ACCEL, DN2_KERNEL, DN2_CACHE (as run-guest.sh),
 # DN2_SWITCH (the dn2-switch binary; default build/fabric/dn2-switch),
+# DN2_ETHHUB (--ethernet's hub; default build/tools/dn2-ethhub),
 # SLURM_JOB_NODELIST (see --no-slurm).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -109,9 +114,7 @@ EXPORT_DIR=${DN2_GUEST_EXPORT:-$DN2_TOP/build/guest/export}
 
 if [ -t 2 ]; then B=$'\e[1m'; G=$'\e[32m'; R=$'\e[31m'; Y=$'\e[33m'; N=$'\e[0m'; else B='' G='' R='' Y='' N=''; fi
 say() { printf '[cluster] %s\n' "$*" >&2; }
-usage_help() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 setup_die() { printf '[cluster] %serror:%s %s\n' "$R" "$N" "$*" >&2; exit 4; }
-is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
 
 # The real interpreter (a pyenv shim forks, which would hide the server
 # from its process id).
@@ -174,16 +177,18 @@ find_run() {
 
 cmd_exec() {
     local dir='' timeout_s=600 cmd id i rc all=0 done_n t0
+    # (split by hand: "--opt=value" words of CMD are CMD's)
     while [ $# -gt 0 ]; do
         case $1 in
-            -d|--dir) dir=${2:?$1 needs a directory}; shift 2 ;;
-            -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
-            -h|--help) usage_help; exit 0 ;;
+            --dir=*|--timeout=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+            -d|--dir) dn2_need_value "$@"; dir=$2; shift 2 ;;
+            -t|--timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; timeout_s=$2; shift 2 ;;
+            -h|--help) dn2_usage; exit 0 ;;
             --) shift; break ;;
             *) break ;;
         esac
     done
-    [ $# -gt 0 ] || setup_die "exec: no command (scripts/cluster.sh exec 'CMD')"
+    [ $# -gt 0 ] || usage_error "exec: no command (scripts/cluster.sh exec 'CMD')"
     cmd="$*"
     dir=$(find_run "$dir") || exit 4
     # shellcheck disable=SC1091
@@ -204,7 +209,7 @@ cmd_exec() {
         [ "$done_n" -eq "$nodes" ] && break
         if [ $((SECONDS - t0)) -ge "$timeout_s" ]; then
             say "${R}timeout${N}: after $timeout_s s, $done_n of $nodes nodes finished job $id"
-            all=2; break
+            all=124; break
         fi
         kill -0 "$launcher_pid" 2>/dev/null || { say "${R}the cluster stopped${N}"; all=3; break; }
         sleep 0.2
@@ -225,13 +230,17 @@ cmd_console() {
     local dir='' node py
     while [ $# -gt 0 ]; do
         case $1 in
-            -d|--dir) dir=${2:?$1 needs a directory}; shift 2 ;;
-            -h|--help) usage_help; exit 0 ;;
+            --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+            -d|--dir) dn2_need_value "$@"; dir=$2; shift 2 ;;
+            -h|--help) dn2_usage; exit 0 ;;
+            --) shift; break ;;
+            -?*) usage_error "console: unknown argument: $1" ;;
             *) break ;;
         esac
     done
+    [ $# -le 1 ] || usage_error "console: one NODE, not '$*'"
     node=${1:-0}
-    is_uint "$node" || setup_die "console: NODE must be a number"
+    dn2_want_uint console "$node"
     dir=$(find_run "$dir") || exit 4
     # shellcheck disable=SC1091
     . "$dir/info"
@@ -280,69 +289,79 @@ switch_addr=
 my_addr=
 no_slurm=
 extra=()
+# ("--opt=value" is split here, one option at a time: a value such as
+# --switch-opts "--drop=0.01" is taken as it is)
 while [ $# -gt 0 ]; do
     case $1 in
-        -n|--nodes) nodes=${2:?$1 needs a number}; shift 2 ;;
-        -r|--run) run=${2?$1 needs a command}; shift 2 ;;
-        -f|--file) run_file=${2:?$1 needs a file}; shift 2 ;;
+        --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+        -n|--nodes) dn2_need_value "$@"; nodes=$2; shift 2 ;;
+        -r|--run) dn2_need_arg "$@"; run=$2; shift 2 ;;
+        -f|--file) dn2_need_value "$@"; run_file=$2; shift 2 ;;
         -i|--interactive) interactive=1; shift ;;
-        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
-        -b|--boot-timeout) boot_timeout=${2:?$1 needs seconds}; shift 2 ;;
-        -g|--grace) grace=${2:?$1 needs seconds}; shift 2 ;;
-        -m|--mem) mem=${2:?$1 needs MiB}; shift 2 ;;
-        --smp) smp=${2:?$1 needs a number}; shift 2 ;;
-        --wid) wid=${2:?$1 needs a number}; shift 2 ;;
-        --name) name=${2:?$1 needs a name}; shift 2 ;;
-        --switch-port) switch_port=${2:?$1 needs a port}; shift 2 ;;
-        --http-port) http_port=${2:?$1 needs a port}; shift 2 ;;
-        --switch-opts) switch_opts=${2?$1 needs options}; shift 2 ;;
-        --device-opts) device_opts=${2?$1 needs properties}; shift 2 ;;
-        --secret-file) secret_file=${2:?$1 needs a file}; shift 2 ;;
-        --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
+        -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
+        -b|--boot-timeout) dn2_need_value "$@"; boot_timeout=$2; shift 2 ;;
+        -g|--grace) dn2_need_value "$@"; grace=$2; shift 2 ;;
+        -m|--mem) dn2_need_value "$@"; mem=$2; shift 2 ;;
+        --smp) dn2_need_value "$@"; smp=$2; shift 2 ;;
+        --wid) dn2_need_value "$@"; wid=$2; shift 2 ;;
+        --name) dn2_need_value "$@"; name=$2; shift 2 ;;
+        --switch-port) dn2_need_value "$@"; switch_port=$2; shift 2 ;;
+        --http-port) dn2_need_value "$@"; http_port=$2; shift 2 ;;
+        --switch-opts) dn2_need_arg "$@"; switch_opts=$2; shift 2 ;;
+        --device-opts) dn2_need_arg "$@"; device_opts=$2; shift 2 ;;
+        --secret-file) dn2_need_value "$@"; secret_file=$2; shift 2 ;;
+        --packages) dn2_need_arg "$@"; packages+=" $2"; shift 2 ;;
         --mpi) mpi_image=1; shift ;;
         --ethernet) ethernet=1; shift ;;
         --board-stats) board_stats=1; shift ;;
-        --slice) slice_us=${2:?$1 needs microseconds, 0 for the default}; shift 2 ;;
-        --ethernet-mtu) ether_mtu=${2:?$1 needs a number}; shift 2 ;;
-        --serve-dir) serve_dir=${2:?$1 needs a directory}; shift 2 ;;
-        -a|--append) append_extra=${2?$1 needs arguments}; shift 2 ;;
+        --slice) dn2_need_value "$@"; slice_us=$2; shift 2 ;;
+        --ethernet-mtu) dn2_need_value "$@"; ether_mtu=$2; shift 2 ;;
+        --serve-dir) dn2_need_value "$@"; serve_dir=$2; shift 2 ;;
+        -a|--append) dn2_need_arg "$@"; append_extra=$2; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
-        --hosts) hosts_arg=${2:?$1 needs host names}; shift 2 ;;
-        --rsh) rsh=${2:?$1 needs a command}; shift 2 ;;
-        --switch-host) switch_host=${2:?$1 needs a host}; shift 2 ;;
-        --switch-addr) switch_addr=${2:?$1 needs an address}; shift 2 ;;
-        --addr) my_addr=${2:?$1 needs an address}; shift 2 ;;
+        --hosts) dn2_need_value "$@"; hosts_arg=$2; shift 2 ;;
+        --rsh) dn2_need_value "$@"; rsh=$2; shift 2 ;;
+        --switch-host) dn2_need_value "$@"; switch_host=$2; shift 2 ;;
+        --switch-addr) dn2_need_value "$@"; switch_addr=$2; shift 2 ;;
+        --addr) dn2_need_value "$@"; my_addr=$2; shift 2 ;;
         --no-slurm) no_slurm=1; shift ;;
-        -h|--help) usage_help; exit 0 ;;
+        -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
-        *) setup_die "unknown argument: $1 (see --help)" ;;
+        *) usage_error "unknown argument: $1" ;;
     esac
 done
-for v in nodes timeout_s boot_timeout grace mem smp wid switch_port http_port slice_us; do
-    is_uint "${!v}" || setup_die "--${v//_/-} wants a whole number, not '${!v}'"
+for v in nodes:nodes timeout_s:timeout boot_timeout:boot-timeout grace:grace mem:mem smp:smp \
+         wid:wid switch_port:switch-port http_port:http-port slice_us:slice; do
+    var=${v%%:*}
+    dn2_want_uint "--${v#*:}" "${!var}"
 done
-[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || setup_die "--nodes must be 1..64"
-[ "$switch_port" -le 65535 ] && [ "$http_port" -le 65535 ] || setup_die "ports are 0..65535"
-[ "$mem" -ge 128 ] || setup_die "--mem: the guest wants at least 128 MiB"
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || usage_error "--nodes must be 1..64"
+[ "$switch_port" -le 65535 ] && [ "$http_port" -le 65535 ] || usage_error "ports are 0..65535"
+[ "$mem" -ge 128 ] || usage_error "--mem: the guest wants at least 128 MiB"
 [ "$slice_us" = 0 ] || { [ "$slice_us" -ge 100 ] && [ "$slice_us" -le 100000 ]; } \
-    || setup_die "--slice: 100..100000 microseconds (the kernel's range), or 0 for its default"
+    || usage_error "--slice: 100..100000 microseconds (the kernel's range), or 0 for its default"
 if [ -n "$run_file" ]; then
-    [ -z "$run" ] || setup_die "give -r or -f, not both"
-    [ -f "$run_file" ] || setup_die "--file: $run_file does not exist"
+    [ -z "$run" ] || usage_error "give -r or -f, not both"
+    [ -f "$run_file" ] || usage_error "--file: $run_file does not exist"
     run=$(cat "$run_file")
 fi
-[ -n "$run" ] || [ "$interactive" = 1 ] || setup_die "nothing to run: give -r CMD, -f SCRIPT or -i (see --help)"
+[ -n "$run" ] || [ "$interactive" = 1 ] || usage_error "nothing to run: give -r CMD, -f SCRIPT or -i"
+# (the nodes go on several hosts with --hosts, or in a Slurm allocation)
+if [ -z "$hosts_arg" ] && { [ -z "${SLURM_JOB_NODELIST:-}" ] || [ -n "$no_slurm" ]; }; then
+    [ -z "$switch_host" ] || usage_error "--switch-host needs --hosts (or a Slurm allocation)"
+    [ -z "$rsh" ] || usage_error "--rsh needs --hosts (or a Slurm allocation)"
+fi
 secret_sw=() secret_obj=() secret_prop=
 if [ -n "${secret_file:-}" ]; then
-    [ -r "$secret_file" ] || setup_die "--secret-file: cannot read $secret_file"
+    [ -r "$secret_file" ] || usage_error "--secret-file: cannot read $secret_file"
     secret_file=$(cd "$(dirname "$secret_file")" && pwd)/$(basename "$secret_file")
     secret_sw=(--secret-file "$secret_file")
     secret_obj=(-object "secret,id=dn2key,file=$secret_file")
     secret_prop=,secret=dn2key
 fi
-case $name in */*|.|..) setup_die "--name: a plain name, not '$name'" ;; esac
+case $name in */*|.|..) usage_error "--name: a plain name, not '$name'" ;; esac
 if [ -n "$serve_dir" ]; then
-    [ -d "$serve_dir" ] || setup_die "--serve-dir: $serve_dir is not a directory"
+    [ -d "$serve_dir" ] || usage_error "--serve-dir: $serve_dir is not a directory"
     serve_dir=$(cd "$serve_dir" && pwd)
 fi
 
@@ -426,8 +445,6 @@ fi
 for h in "${hosts[@]}"; do
     case $h in ''|*[[:space:]]*) setup_die "--hosts: bad host name '$h'" ;; esac
 done
-[ -n "$switch_host" ] && [ ${#hosts[@]} -eq 0 ] && setup_die "--switch-host needs --hosts (or a Slurm allocation)"
-[ -n "$rsh" ] && [ ${#hosts[@]} -eq 0 ] && setup_die "--rsh needs --hosts (or a Slurm allocation)"
 # on_host HOST CMD...: the array on_cmd runs CMD on HOST.  ssh and rsh join
 # their arguments into one line for the remote shell: give them the
 # command quoted; "ip netns exec", srun and the like exec their arguments.
@@ -605,16 +622,11 @@ sport=$(cat "$rundir/switch.port")
 
 # ---------------------------------------------------------- guest Ethernet
 # --ethernet: every node's second NIC is a dgram netdev on 127.0.0.1:eth_ports[i]
-# talking to the hub on 127.0.0.1:$eport (scripts/ethhub.c, built here).
+# talking to the hub on 127.0.0.1:$eport (scripts/ethhub.c, built by meson
+# as build/tools/dn2-ethhub; DN2_ETHHUB overrides).
 eth_ports=()
 if [ -n "$ethernet" ]; then
-    hub_bin=$DN2_TOP/build/cluster/.bin/dn2-ethhub
-    if [ ! -x "$hub_bin" ] || [ "$here/ethhub.c" -nt "$hub_bin" ]; then
-        mkdir -p "$(dirname "$hub_bin")"
-        gcc -O2 -Wall -o "$hub_bin.tmp" "$here/ethhub.c" 2> "$rundir/ethhub.build" \
-            || setup_die "compiling scripts/ethhub.c failed: $(head -3 "$rundir/ethhub.build")"
-        mv "$hub_bin.tmp" "$hub_bin"
-    fi
+    hub_bin=$(dn2_find_ethhub) || exit 4
     # Free UDP ports for the nodes' ends (held open together so they differ).
     read -r -a eth_ports <<< "$("$py" -c '
 import socket, sys
@@ -1045,7 +1057,7 @@ while :; do
         if [ -n "$t_first_fail" ] && [ $(($(elapsed) - t_first_fail)) -ge "$grace" ]; then
             abort_status=1; break
         fi
-        if [ "$(elapsed)" -ge "$timeout_s" ]; then abort_status=2; break; fi
+        if [ "$(elapsed)" -ge "$timeout_s" ]; then abort_status=124; break; fi
     fi
     if [ -z "$t_ranks" ] && [ "$(elapsed)" -ge "$boot_timeout" ]; then
         abort_status=3
@@ -1094,7 +1106,7 @@ for ((i = 0; i < nodes; i++)); do
         failed) r="${R}FAILED${N}: ${st_why[i]}"; status=3; fail_nodes+=("$i") ;;
         *)
             case $abort_status in
-                2) r="${R}timeout${N} ($(describe "$i"))"; status=2 ;;
+                124) r="${R}timeout${N} ($(describe "$i"))"; status=124 ;;
                 1) r="${R}stopped${N}: another node's command failed ($(describe "$i"))"; [ $status -eq 0 ] && status=1 ;;
                 *) r="${R}stopped${N} ($(describe "$i"))"; [ $status -eq 0 ] && status=3 ;;
             esac
@@ -1102,7 +1114,7 @@ for ((i = 0; i < nodes; i++)); do
     esac
     printf '  node%-2d %-6s %s\n' "$i" "$lid" "$r" >&2
 done
-[ "$abort_status" = 2 ] && say "${R}timeout${N} after $timeout_s s (--timeout)"
+[ "$abort_status" = 124 ] && say "${R}timeout${N} after $timeout_s s (--timeout)"
 [ -z "$pmi_abort_msg" ] && [ -s "$rundir/pmi-abort" ] && pmi_abort_msg=$(head -1 "$rundir/pmi-abort")
 if [ -n "$pmi_abort_msg" ]; then
     say "${R}the MPI job was aborted${N}: $pmi_abort_msg"

@@ -2,7 +2,7 @@
 # The main demo: from a fresh Debian 12 machine to two Linux guests whose
 # emulated DIMMnet-2 boards talk over the UDP fabric.
 #
-#   scripts/demo.sh [-v] [--board-only] [-n|--boards N]
+#   scripts/demo.sh [-v] [--board-only] [--boards N]
 #
 # 1. scripts/setup.sh           packages, QEMU source, firmware, guest kernel
 # 2. meson compile              QEMU 10.0.2 with -device dimmnet2, dn2-switch,
@@ -38,7 +38,8 @@ set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
         -v|--verbose) verbose=1; shift ;;
-        -n|--boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
+        --boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
+        -n) usage_error "-n: give the number of boards as --boards N (-n means nodes in cluster.sh and mpirun.sh)" ;;
         --board-only) board_only=1; shift ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
@@ -136,7 +137,7 @@ case ${DN2_ACCEL:-auto} in kvm|tcg) accel=${DN2_ACCEL^^} ;; esac
 printf '%s[3/%s]%s %-34s ' "$B" "$nsteps" "$N" "one guest, $boards board$([ "$boards" -gt 1 ] && echo s) ($accel)"
 t0=$SECONDS
 run="r=0; for b in $(seq -s ' ' 0 $((boards - 1))); do dn2-probe \$b || r=1; done; exit \$r"
-tap=$(bash "$here/run-guest.sh" -n "$boards" -r "$run" -a "loglevel=0" -l "$logs/guest-console.log" 2> "$logs/guest.log")
+tap=$(bash "$here/run-guest.sh" --boards "$boards" -r "$run" -a "loglevel=0" -l "$logs/guest-console.log" 2> "$logs/guest.log")
 rc=$?
 elapsed=$((SECONDS - t0))
 if [ $rc -ge 2 ]; then

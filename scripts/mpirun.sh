@@ -8,6 +8,7 @@
 #
 #   scripts/mpirun.sh -n NODES [options] -- PROGRAM [ARGS...]
 #   scripts/mpirun.sh -n NODES [options] --job NET:CMD [--job NET:CMD...]
+#   scripts/mpirun.sh --help
 #
 #   -n, --nodes N       nodes (default 2)
 #       --ppn P         ranks per node, 1 or 2 (default 1); on the board
@@ -54,9 +55,11 @@
 #
 # Output: every rank's output (stdout and stderr), in rank order, each line
 # prefixed "[R] ".  Exit status: 0 every rank exited 0; 1 a rank failed or
-# the job was aborted (MPI_Abort); otherwise cluster.sh's (2 timeout, 3 a
-# node failed, 4 setup).  The privileged set-up (driver, board bring-up,
-# device permissions) is done once per node by the node's script, as root.
+# the job was aborted (MPI_Abort); 2 a usage error (before anything starts,
+# one line on stderr); otherwise cluster.sh's (3 a node failed, 4 setup,
+# 124 timeout).  "--opt=value" is "--opt value".  The privileged set-up
+# (driver, board bring-up, device permissions) is done once per node by the
+# node's script, as root.
 #
 # Environment: DN2_FI_PROVIDER (the provider's .so; default: the one built
 # under build/), DN2_MPI_OFI (the default of --ofi), and cluster.sh's (QEMU, DN2_SWITCH, DN2_CACHE...).
@@ -66,43 +69,59 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 say() { printf '[mpirun] %s\n' "$*" >&2; }
 fail() { printf '[mpirun] error: %s\n' "$*" >&2; exit 4; }
-usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 nodes=2 ppn=1 net= ofi=${DN2_MPI_OFI:-dimmnet2} timeout_s=900 mem=512 name= quiet=
 files=() envs=() cl_opts=() packages= jobs=() stats= keep_going=
+# ("--opt=value" is split by hand, up to PROGRAM: its arguments are its own)
 while [ $# -gt 0 ]; do
     case $1 in
-        -n|--nodes) nodes=${2:?$1 needs a number}; shift 2 ;;
-        --ppn) ppn=${2:?$1 needs 1 or 2}; shift 2 ;;
-        --net) net=${2:?$1 needs board, tcp or shm}; shift 2 ;;
-        --ofi) ofi=${2:?$1 needs a provider name}; shift 2 ;;
-        --job) jobs+=("${2:?$1 needs NET:CMD}"); shift 2 ;;
-        --file) files+=("${2:?$1 needs a file}"); shift 2 ;;
-        --env) envs+=("${2:?$1 needs VAR=VALUE}"); shift 2 ;;
-        --packages) packages+=" ${2?$1 needs package names}"; shift 2 ;;
-        -t|--timeout) timeout_s=${2:?$1 needs seconds}; shift 2 ;;
-        -m|--mem) mem=${2:?$1 needs MiB}; shift 2 ;;
-        --name) name=${2:?$1 needs a name}; shift 2 ;;
-        --switch-opts|--device-opts|--secret-file) cl_opts+=("$1" "${2?$1 needs a value}"); shift 2 ;;
+        --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+        -n|--nodes) dn2_need_value "$@"; nodes=$2; shift 2 ;;
+        --ppn) dn2_need_value "$@"; ppn=$2; shift 2 ;;
+        --net) dn2_need_value "$@"; net=$2; shift 2 ;;
+        --ofi) dn2_need_value "$@"; ofi=$2; shift 2 ;;
+        --job) dn2_need_value "$@"; jobs+=("$2"); shift 2 ;;
+        --file) dn2_need_value "$@"; files+=("$2"); shift 2 ;;
+        --env) dn2_need_value "$@"; envs+=("$2"); shift 2 ;;
+        --packages) dn2_need_arg "$@"; packages+=" $2"; shift 2 ;;
+        -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
+        -m|--mem) dn2_need_value "$@"; mem=$2; shift 2 ;;
+        --name) dn2_need_value "$@"; name=$2; shift 2 ;;
+        --switch-opts|--device-opts|--secret-file) dn2_need_arg "$@"; cl_opts+=("$1" "$2"); shift 2 ;;
         --board-stats) stats=1; shift ;;
         --keep-going) keep_going=1; shift ;;
-        --cluster-opt) cl_opts+=("${2?$1 needs an argument}"); shift 2 ;;
+        --cluster-opt) dn2_need_arg "$@"; cl_opts+=("$2"); shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
-        -h|--help) usage; exit 0 ;;
+        -h|--help) dn2_usage; exit 0 ;;
         --) shift; break ;;
-        -*) fail "unknown option $1 (see --help)" ;;
+        -*) usage_error "unknown argument: $1" ;;
         *) break ;;
     esac
 done
-[ $# -gt 0 ] || [ ${#jobs[@]} -gt 0 ] || fail "no program: scripts/mpirun.sh -n 2 -- PROGRAM [ARGS...]"
-[ $# -eq 0 ] || [ ${#jobs[@]} -eq 0 ] || fail "give -- PROGRAM or --job, not both"
-case $nodes in ''|*[!0-9]*) fail "--nodes wants a number" ;; esac
-[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || fail "--nodes must be 1..64"
-case $ppn in 1|2) ;; *) fail "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
-case $ofi in dimmnet2|'dimmnet2;ofi_rxd') ;; *) fail "--ofi must be dimmnet2 or 'dimmnet2;ofi_rxd'" ;; esac
+dn2_want_uint --nodes "$nodes"
+dn2_want_uint --timeout "$timeout_s"
+dn2_want_uint --mem "$mem"
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || usage_error "--nodes must be 1..64"
+case $ppn in 1|2) ;; *) usage_error "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
+case $ofi in dimmnet2|'dimmnet2;ofi_rxd') ;; *) usage_error "--ofi must be dimmnet2 or 'dimmnet2;ofi_rxd'" ;; esac
 for e in "${envs[@]}"; do
-    [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fail "--env wants VAR=VALUE, not '$e'"
+    [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || usage_error "--env wants VAR=VALUE, not '$e'"
 done
+usage_net() { # OPT NET: a usage error unless NET is a network name (and fits --nodes)
+    case $2 in board|tcp|shm) ;; *) usage_error "$1: the network must be board, tcp or shm, not '$2'" ;; esac
+    [ "$2" != shm ] || [ "$nodes" = 1 ] || usage_error "$1: shm runs on one node only (-n 1 --ppn 2)"
+}
+[ -z "$net" ] || usage_net --net "$net"
+for j in "${jobs[@]}"; do
+    [[ $j == *:* ]] || usage_error "--job wants NET:CMD, not '$j'"
+    usage_net --job "${j%%:*}"
+done
+for f in "${files[@]}"; do
+    [ -f "$f" ] || usage_error "--file: $f: no such file"
+done
+[ $# -gt 0 ] || [ ${#jobs[@]} -gt 0 ] || usage_error "no program: scripts/mpirun.sh -n 2 -- PROGRAM [ARGS...]"
+[ $# -eq 0 ] || [ ${#jobs[@]} -eq 0 ] || usage_error "give -- PROGRAM or --job, not both"
+[ $# -eq 0 ] || [[ $1 != */* ]] || [ -f "$1" ] || usage_error "$1: no such file on the host"
 
 # ------------------------------------------------------------ the image
 export_mpi=$DN2_TOP/build/guest/export-mpi

@@ -3,7 +3,8 @@
 #
 #   scripts/run-guest.sh [options] [-- extra QEMU arguments]
 #
-#   -n, --boards N     number of -device dimmnet2 (default 1)
+#       --boards N     number of -device dimmnet2 (default 1; -n is not
+#                      taken: it means nodes in cluster.sh and mpirun.sh)
 #   -r, --run CMD      command run by the guest's /init (busybox sh syntax);
 #                      default: dn2-probe on every board, failing if any fails.
 #                      "sh" gives an interactive shell on the console (use
@@ -20,10 +21,10 @@
 # DN2-GUEST-END rc=N and powers off.  This script prints what the command
 # printed (e.g. the probe's TAP) on stdout and exits with:
 #   0  the command succeeded          1  the command failed (rc != 0)
-#   2  timeout, or a usage error      3  the guest died without finishing
-#      (bad option: before anything
+#   2  a usage error (before anything 3  the guest died without finishing
 #      starts, one line on stderr)
-#   4  setup error (missing QEMU, kernel, firmware...)
+#   4  setup error (missing QEMU,     124  timeout (as timeout(1))
+#      kernel, firmware...)
 # "--opt=value" is "--opt value".
 # On any failure it prints the tail of the console log on stderr.
 #
@@ -50,7 +51,8 @@ dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
     case $1 in
-        -n|--boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
+        --boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
+        -n) usage_error "-n: give the number of boards as --boards N (-n means nodes in cluster.sh and mpirun.sh)" ;;
         -r|--run) dn2_need_arg "$@"; run=$2; shift 2 ;;
         -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
         -l|--log) dn2_need_value "$@"; logfile=$2; shift 2 ;;
@@ -145,7 +147,7 @@ fail() { # fail STATUS MESSAGE
 }
 
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    fail 2 "guest timed out after ${timeout_s} s ($([ -n "$end_line" ] && echo "it finished but did not power off" || echo "command did not finish"))"
+    fail 124 "guest timed out after ${timeout_s} s ($([ -n "$end_line" ] && echo "it finished but did not power off" || echo "command did not finish"))"
 fi
 if [ -z "$end_line" ]; then
     fail 3 "guest ended after ${elapsed} s without finishing the command (QEMU exit status $rc; kernel panic or QEMU error?)"

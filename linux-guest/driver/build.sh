@@ -2,6 +2,7 @@
 # Builds dimmnet2.ko for the guest kernel, out of the source tree:
 #
 #   linux-guest/driver/build.sh [--force]
+#   linux-guest/driver/build.sh --help
 #
 # The module is built in build/guest/driver/ (a copy of this directory) with
 # the headers of the guest kernel (/usr/src/linux-headers-<version of the
@@ -11,19 +12,21 @@
 # the sources, the ABI/uapi headers, the kernel headers or the compiler
 # change.  Prints the .ko's path on stdout; the build log is
 # build/guest/driver/build.log.  Exits 1 when the build fails, 2 when it has
-# warnings (the .ko is still produced but not marked up to date), 4 when the
-# kernel headers are missing.
+# warnings (the .ko is still produced but not marked up to date; its path is
+# printed) or on a usage error (nothing printed on stdout, one line on
+# stderr), 4 when the kernel headers are missing.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 
 force=
-case ${1:-} in
-    --force) force=1 ;;
-    '') ;;
-    -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "build.sh: unknown argument: $1" >&2; exit 4 ;;
-esac
+while [ $# -gt 0 ]; do
+    case $1 in
+        --force) force=1; shift ;;
+        -h|--help) dn2_usage; exit 0 ;;
+        *) usage_error "unknown argument: $1" ;;
+    esac
+done
 
 out=$DN2_TOP/build/guest/driver
 export_dir=${DN2_GUEST_EXPORT:-$DN2_TOP/build/guest/export}

@@ -263,8 +263,8 @@ check "dev mode: no process of the run left" no_orphans "$rundir"
 # 5. A slice the kernel would clamp is refused before anything starts.
 out=$("$cluster" -q -n 2 --name test-badslice --slice 50 -r true 2>&1)
 rc=$?
-if [ "$rc" -eq 4 ] && grep -q -- '--slice: 100..100000' <<< "$out"; then
-    ok "--slice 50: refused with status 4 and the valid range"
+if [ "$rc" -eq 2 ] && grep -q -- '--slice: 100..100000' <<< "$out"; then
+    ok "--slice 50: refused with status 2 (a usage error) and the valid range"
 else
     not_ok "--slice 50: status $rc"
     printf '%s\n' "$out" | diag

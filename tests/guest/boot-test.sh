@@ -24,7 +24,7 @@ mkdir -p "$(dirname "$log")"
 run='for b in 0 1; do echo DN2-PROBE-BEGIN $b; dn2-probe $b; echo DN2-PROBE-END $b rc=$?; done'
 
 start=$SECONDS
-out=$("$top/scripts/run-guest.sh" -n "$boards" -t "$timeout_s" -l "$log" -r "$run" 2> "$log.run-guest")
+out=$("$top/scripts/run-guest.sh" --boards "$boards" -t "$timeout_s" -l "$log" -r "$run" 2> "$log.run-guest")
 rc=$?
 elapsed=$((SECONDS - start))
 
@@ -32,7 +32,7 @@ tap_defer
 # 1. the guest booted, ran the command and powered off in time
 case $rc in
     0|1) ok "guest booted with $boards boards and finished in ${elapsed} s" ;;
-    2) not_ok "guest timed out after ${timeout_s} s" ;;
+    124) not_ok "guest timed out after ${timeout_s} s" ;;
     3) not_ok "guest died before finishing (kernel panic or QEMU error)" ;;
     *) not_ok "guest could not be started (run-guest.sh status $rc)" ;;
 esac

@@ -73,14 +73,14 @@ ok "dn2-drvtest built (static)"
 
 # ---------------------------------------------------------------- the guest
 start=$SECONDS
-out=$(DN2_GUEST_EXTRA=$root "$top/scripts/run-guest.sh" -n 0 -t "$timeout_s" -l "$log" \
+out=$(DN2_GUEST_EXTRA=$root "$top/scripts/run-guest.sh" --boards 0 -t "$timeout_s" -l "$log" \
           -r 'echo DN2-DRVTEST-BEGIN; dn2-drvtest /dimmnet2.ko; echo DN2-DRVTEST-END rc=$?' \
           -- -device dimmnet2,loopback=on -device dimmnet2,base=0x80000000 2> "$log.run-guest")
 rc=$?
 elapsed=$((SECONDS - start))
 case $rc in
     0|1) ok "guest with two boards (board 0 loopback, board 1 at 0x80000000) booted and finished in ${elapsed} s" ;;
-    2) not_ok "guest timed out after ${timeout_s} s" ;;
+    124) not_ok "guest timed out after ${timeout_s} s" ;;
     3) not_ok "guest died before finishing (kernel panic or QEMU error)" ;;
     *) not_ok "guest could not be started (run-guest.sh status $rc)" ;;
 esac

@@ -10,7 +10,9 @@
 #   3. an option without its value, and a bad value given as --opt=value,
 #      are usage errors too (exit 2, naming the option);
 #   4. dn2-ethhub (scripts/ethhub.c, built by meson): --help exits 0, an
-#      unknown option 2.
+#      unknown option 2;
+#   5. -n means nodes (cluster.sh, mpirun.sh): run-guest.sh and demo.sh
+#      refuse it with a usage error naming --boards.
 # Scripts still to be converted are listed in TODO_SCRIPTS: their failing
 # points are marked TODO until then.
 #
@@ -24,7 +26,7 @@ top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 dn2_no_options "$@"
 
 # Not converted yet (their owners' work): a failing point of theirs is TODO.
-TODO_SCRIPTS=" scripts/cluster.sh scripts/mpirun.sh "
+TODO_SCRIPTS=" "
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dn2-options.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -69,7 +71,7 @@ stderr_diag() { [ -s "$work/err" ] && head -5 "$work/err" | diag; return 0; }
 scripts=(scripts/test.sh scripts/setup.sh scripts/export-guest.sh scripts/build-qemu.sh
          scripts/build-initramfs.sh scripts/run-guest.sh scripts/demo.sh scripts/bench.sh
          scripts/bench-scale.sh scripts/bench-cluster.sh scripts/bench-mpi.sh
-         scripts/cluster.sh scripts/mpirun.sh
+         scripts/cluster.sh scripts/mpirun.sh linux-guest/driver/build.sh
          tests/guest/boot-test.sh tests/guest/driver-test.sh tests/guest/dsh-test.sh
          tests/guest/prog-test.sh tests/guest/wrong-test.sh tests/cluster/cluster-test.sh
          tests/cluster/e2e-test.sh tests/cluster/multihost-test.sh tests/scripts/options-test.sh)
@@ -86,7 +88,7 @@ declare -A bad=(
     [scripts/bench-cluster.sh]='--slice=x' [scripts/bench-mpi.sh]='--ppn=x'
     [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x')
 
-tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2))
+tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 2))
 
 for s in "${scripts[@]}"; do
     run "$s" --help
@@ -124,6 +126,14 @@ for s in "${!need[@]}"; do
         point "$s" $p "$o= (empty, in the --opt=value form) is read as $o with an empty value (status $rc)"
         [ $p = 1 ] || stderr_diag
     fi
+done
+
+for s in scripts/run-guest.sh scripts/demo.sh; do
+    run "$s" -n 2
+    p=0
+    [ "$rc" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q -- --boards "$work/err" && [ -z "$work_done" ] && p=1
+    point "$s" $p "-n (nodes elsewhere) is refused: exit 2, one line naming --boards (status $rc)"
+    [ $p = 1 ] || stderr_diag
 done
 
 hub=${DN2_ETHHUB:-$top/build/tools/dn2-ethhub}
