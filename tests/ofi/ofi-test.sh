@@ -34,6 +34,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+. "$here/../guest/tap-lib.sh"
 
 soak=
 quick=
@@ -58,33 +59,31 @@ logdir=$DN2_TOP/build/cluster
 mkdir -p "$logdir" "$out/lib/libfabric" "$out/bin"
 iters=200
 
-bail() { echo "1..1"; echo "not ok 1 - $*"; exit 1; }
-[ -f "$prov" ] || bail "provider $prov not built (meson compile -C build)"
-[ -x "$prog" ] || bail "$prog not built"
-[ -x "$hostile" ] || bail "$hostile not built"
+# TAP (tests/guest/tap-lib.sh): the plan once every point has run; a
+# missing input is the one point "not ok".
+tap_defer
+give_up() { not_ok "$*"; tap_done; }
+[ -f "$prov" ] || give_up "provider $prov not built (meson compile -C build)"
+[ -x "$prog" ] || give_up "$prog not built"
+[ -x "$hostile" ] || give_up "$hostile not built"
 bash "$DN2_TOP/scripts/export-guest.sh" >/dev/null 2>"$logdir/ofi-export.log" \
-    || bail "could not prepare the guest programs: $(tail -1 "$logdir/ofi-export.log")"
+    || give_up "could not prepare the guest programs: $(tail -1 "$logdir/ofi-export.log")"
 cp -u "$prov" "$out/lib/libfabric/"
 cp -u "$prog" "$hostile" "$out/bin/"
 
-n=0; fail=0; body=""
-add() { # add ok|not-ok DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" = ok ]; then body+="ok $n - $2"$'\n'; else fail=1; body+="not ok $n - $2"$'\n'; fi
-}
 # rank 0's TAP between node0's BEGIN and END markers, as lines of ours
 merge_tap() { # merge_tap LOG MARKER PREFIX
     local tap line
     tap=$(sed -n "/^node0| $2-BEGIN\$/,/^node0| $2-END/p" "$1" | sed -n 's/^node0| //p' | grep -E '^(ok|not ok) ')
     if [ -z "$tap" ]; then
-        add no "$3no results from rank 0 (log $1)"
-        body+=$(tail -25 "$1" | sed 's/^/# /')$'\n'
+        not_ok "$3no results from rank 0 (log $1)"
+        tail -25 "$1" | diag
         return
     fi
     while IFS= read -r line; do
         case $line in
-            "ok "*) add ok "$3${line#ok * - }" ;;
-            *) add no "$3${line#not ok * - }" ;;
+            "ok "*) ok "$3${line#ok * - }" ;;
+            *) not_ok "$3${line#not ok * - }" ;;
         esac
     done <<< "$tap"
 }
@@ -92,7 +91,7 @@ node_rc() { # node_rc LOG MARKER WHAT
     local i trc
     for i in 0 1; do
         trc=$(sed -n "s/^node$i| $2-END rc=//p" "$1")
-        [ "$trc" = 0 ] && add ok "node$i: $3 exit 0" || { add no "node$i: $3 exit ${trc:-none}"; body+=$(grep "^node$i| #" "$1" | tail -8 | sed 's/^/# /')$'\n'; }
+        [ "$trc" = 0 ] && ok "node$i: $3 exit 0" || { not_ok "node$i: $3 exit ${trc:-none}"; grep "^node$i| #" "$1" | tail -8 | diag; }
     done
 }
 hostile_cmd='echo "OFI-HOSTILE-BEGIN"; DN2_OFI_HOSTILE_SECS=@SECS@ ofi-hostile 2>&1; hrc=$?; echo "OFI-HOSTILE-END rc=$hrc"'
@@ -111,11 +110,9 @@ export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric
     elapsed=$((SECONDS - t0))
     merge_tap "$log" OFI-HOSTILE "hostile, $soak s: "
     node_rc "$log" OFI-HOSTILE ofi-hostile
-    body+=$(sed -n 's/^node1| \(# rogue: .*\)/\1/p' "$log")$'\n'
-    [ $rc -eq 0 ] && add ok "cluster run succeeded (${elapsed} s)" || add no "cluster run failed (exit $rc, ${elapsed} s, log $log)"
-    echo "1..$n"
-    printf '%s' "$body"
-    exit $fail
+    sed -n 's/^node1| # \(rogue: .*\)/\1/p' "$log" | diag
+    [ $rc -eq 0 ] && ok "cluster run succeeded (${elapsed} s)" || not_ok "cluster run failed (exit $rc, ${elapsed} s, log $log)"
+    tap_done
 fi
 
 # The host relay for fi_pingpong's control connection: port A for node 0's
@@ -147,7 +144,7 @@ while True:
 '
 coproc RELAY { exec python3 -c "$relay_py"; }
 relay_pid=$RELAY_PID
-read -r pa pb <&"${RELAY[0]}" || bail "the control-connection relay did not start"
+read -r pa pb <&"${RELAY[0]}" || give_up "the control-connection relay did not start"
 trap 'kill "$relay_pid" 2>/dev/null' EXIT
 
 # shellcheck disable=SC2016   # expanded in the guest
@@ -191,33 +188,31 @@ merge_tap "$log" OFI-HOSTILE "hostile: "
 node_rc "$log" OFI-HOSTILE ofi-hostile
 for i in 0 1; do
     read -r c1 c2 <<< "$(sed -n "s/^node$i| FI-INFO-CORE //p" "$log")"
-    [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && add ok "node$i: fi_info -p dimmnet2 lists the DGRAM provider" \
-        || add no "node$i: fi_info -p dimmnet2 (${c1:-none} ${c2:-})"
+    [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && ok "node$i: fi_info -p dimmnet2 lists the DGRAM provider" \
+        || not_ok "node$i: fi_info -p dimmnet2 (${c1:-none} ${c2:-})"
     read -r c1 c2 <<< "$(sed -n "s/^node$i| FI-INFO-RDM //p" "$log")"
-    [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && add ok "node$i: fi_info -p dimmnet2 -t FI_EP_RDM -c FI_TAGGED lists the native RDM endpoint" \
-        || add no "node$i: fi_info -p dimmnet2 -t FI_EP_RDM (${c1:-none} ${c2:-})"
+    [ "${c1:-0}" -ge 1 ] && [ "${c2:-0}" -ge 1 ] && ok "node$i: fi_info -p dimmnet2 -t FI_EP_RDM -c FI_TAGGED lists the native RDM endpoint" \
+        || not_ok "node$i: fi_info -p dimmnet2 -t FI_EP_RDM (${c1:-none} ${c2:-})"
     c1=$(sed -n "s/^node$i| FI-INFO-RXD //p" "$log")
-    [ "${c1:-0}" -ge 1 ] && add ok "node$i: fi_info -p 'dimmnet2;ofi_rxd' -t FI_EP_RDM -c FI_TAGGED lists the layered provider" \
-        || add no "node$i: fi_info -p 'dimmnet2;ofi_rxd' (${c1:-none})"
+    [ "${c1:-0}" -ge 1 ] && ok "node$i: fi_info -p 'dimmnet2;ofi_rxd' -t FI_EP_RDM -c FI_TAGGED lists the layered provider" \
+        || not_ok "node$i: fi_info -p 'dimmnet2;ofi_rxd' (${c1:-none})"
 done
 # fi_pingpong: both exit 0; the client's result line: bytes iters total time MB/sec usec/xfer ...
 for i in 0 1; do
     prc=$(sed -n "s/^node$i| PP-RC //p" "$log")
-    [ "$prc" = 0 ] && add ok "node$i: fi_pingpong over dimmnet2;ofi_rxd exit 0" \
-        || { add no "node$i: fi_pingpong exit ${prc:-none}"; body+=$(grep "^node$i| PP: " "$log" | tail -6 | sed 's/^/# /')$'\n'; }
+    [ "$prc" = 0 ] && ok "node$i: fi_pingpong over dimmnet2;ofi_rxd exit 0" \
+        || { not_ok "node$i: fi_pingpong exit ${prc:-none}"; grep "^node$i| PP: " "$log" | tail -6 | diag; }
 done
 res=$(grep -h '^node1| PP: 1k ' "$log" | head -1 | sed 's/^node1| PP: //')
-[ -n "$res" ] && add ok "fi_pingpong 1 KiB x $iters: $(awk '{print $6 " MB/s, " $7 " us/xfer"}' <<< "$res")" \
-    || add no "fi_pingpong printed no result line"
+[ -n "$res" ] && ok "fi_pingpong 1 KiB x $iters: $(awk '{print $6 " MB/s, " $7 " us/xfer"}' <<< "$res")" \
+    || not_ok "fi_pingpong printed no result line"
 for i in 0 1; do
     b=$(sed -n "s/^node$i| PKT-BEFORE //p" "$log"); a=$(sed -n "s/^node$i| PKT-AFTER //p" "$log")
     if [ -n "$a" ] && [ -n "$b" ] && [ $((a - b)) -ge "$iters" ]; then
-        add ok "node$i: the board's Packet Counter rose by $((a - b)) during fi_pingpong (>= $iters messages)"
+        ok "node$i: the board's Packet Counter rose by $((a - b)) during fi_pingpong (>= $iters messages)"
     else
-        add no "node$i: Packet Counter before ${b:-?} after ${a:-?} (want >= $iters more)"
+        not_ok "node$i: Packet Counter before ${b:-?} after ${a:-?} (want >= $iters more)"
     fi
 done
-[ $rc -eq 0 ] && add ok "cluster run succeeded (${elapsed} s)" || add no "cluster run failed (exit $rc, ${elapsed} s, log $log)"
-echo "1..$n"
-printf '%s' "$body"
-exit $fail
+[ $rc -eq 0 ] && ok "cluster run succeeded (${elapsed} s)" || not_ok "cluster run failed (exit $rc, ${elapsed} s, log $log)"
+tap_done
