@@ -71,7 +71,7 @@ stderr_diag() { [ -s "$work/err" ] && head -5 "$work/err" | diag; return 0; }
 scripts=(scripts/test.sh scripts/setup.sh scripts/export-guest.sh scripts/build-qemu.sh
          scripts/build-initramfs.sh scripts/run-guest.sh scripts/demo.sh scripts/bench.sh
          scripts/bench-scale.sh scripts/bench-cluster.sh scripts/bench-mpi.sh
-         scripts/cluster.sh scripts/mpirun.sh linux-guest/driver/build.sh
+         scripts/cluster.sh scripts/mpirun.sh scripts/soak.sh linux-guest/driver/build.sh
          tests/guest/boot-test.sh tests/guest/driver-test.sh tests/guest/dsh-test.sh
          tests/guest/prog-test.sh tests/guest/wrong-test.sh tests/cluster/cluster-test.sh
          tests/cluster/e2e-test.sh tests/cluster/multihost-test.sh tests/scripts/options-test.sh)
@@ -81,7 +81,8 @@ declare -A need=(
     [scripts/build-qemu.sh]=--link-into [scripts/build-initramfs.sh]=--packages
     [scripts/run-guest.sh]=--timeout [scripts/demo.sh]=--boards [scripts/bench.sh]=--out
     [scripts/bench-scale.sh]=--seconds [scripts/bench-cluster.sh]=--slice
-    [scripts/bench-mpi.sh]=--ppn [scripts/cluster.sh]=--nodes [scripts/mpirun.sh]=--nodes)
+    [scripts/bench-mpi.sh]=--ppn [scripts/cluster.sh]=--nodes [scripts/mpirun.sh]=--nodes
+    [scripts/soak.sh]=--seed)
 declare -A bad=(
     [scripts/build-initramfs.sh]='--packages=No_Such' [scripts/run-guest.sh]='--timeout=soon'
     [scripts/demo.sh]='--boards=two' [scripts/bench-scale.sh]='--seconds=x'
