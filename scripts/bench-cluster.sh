@@ -39,8 +39,8 @@
 # generated here (build/bench/qemu-node.sh), passed to cluster.sh as $QEMU.
 #
 # Exit status: 0 every table measured; 1 a benchmark failed (the report says
-# where); 2 a usage error (before anything starts); 2+ cluster.sh's status
-# (boot failure, timeout...).
+# where); 2 a usage error (before anything starts); 3, 4 or 124:
+# cluster.sh's status (a node failed, setup, timeout).
 # Environment: QEMU (the real binary), DN2_ACCEL, DN2_CACHE as cluster.sh.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1017,7 +1017,7 @@ while :; do
             say "${G}${B}all $nodes nodes ready${N} after $(elapsed_f) s (links up after ${t_all_links:-?} s); rank table: $rundir/www/ranks"
             sed 's/^/[cluster]   /' "$rundir/www/ranks" >&2
             say "dev loop: rebuild on the host into $EXPORT_DIR, then"
-            say "  scripts/cluster.sh exec 'wget -q -O /tmp/dimmnet2.ko \$DN2_HTTP/dimmnet2.ko && insmod /tmp/dimmnet2.ko'"
+            say "  scripts/cluster.sh exec 'wget -q -O /tmp/dimmnet2.ko \$DN2_HTTP/dimmnet2.ko && { rmmod dimmnet2 2>/dev/null; insmod /tmp/dimmnet2.ko; } && dn2-up -q'"
             say "  scripts/cluster.sh console 0      (a shell on node0; Ctrl-] leaves)"
             say "  (in a guest: wget \$DN2_HTTP/<file>, with the node's credential)   Ctrl-C here stops the cluster"
             if [ -n "$run" ]; then
