@@ -62,6 +62,16 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+# Split --phases between the tool and this script; an unknown name is an error.
+tool_phases=
+script_phases=
+IFS=, read -r -a wanted <<< "$phases"
+for ph in "${wanted[@]}"; do
+    case ",$tool_phases_all," in *",$ph,"*) tool_phases+=${tool_phases:+,}$ph; continue ;; esac
+    case ",$script_phases_all," in *",$ph,"*) script_phases+=${script_phases:+,}$ph; continue ;; esac
+    usage_error "unknown phase '$ph' (phases: $tool_phases_all,$script_phases_all)"
+done
+
 # QEMU: the device engineer rebuilds it in place; wait (bounded) for a binary
 # that exists and has not changed for a few seconds.
 qemu=$(dn2_find_qemu 2>/dev/null) || qemu=${QEMU:-$DN2_TOP/build/qemu/qemu-$QEMU_VERSION/build/qemu-system-x86_64}
@@ -73,17 +83,6 @@ for _ in $(seq 1 60); do
     sleep 2
 done
 [ -x "$qemu" ] || die "no QEMU at '$qemu' (set QEMU=, or build: scripts/build-qemu.sh)"
-
-# Split --phases between the tool and this script; an unknown name is an error.
-tool_phases=
-script_phases=
-IFS=, read -r -a wanted <<< "$phases"
-for ph in "${wanted[@]}"; do
-    case ",$tool_phases_all," in *",$ph,"*) tool_phases+=${tool_phases:+,}$ph; continue ;; esac
-    case ",$script_phases_all," in *",$ph,"*) script_phases+=${script_phases:+,}$ph; continue ;; esac
-    echo "soak.sh: unknown phase '$ph' (phases: $tool_phases_all,$script_phases_all)" >&2
-    exit 2
-done
 
 # The switch and the tool from the meson build; missing, from our own.
 own_build() { # own_build TARGET: builds it in build-soak/, prints its path
