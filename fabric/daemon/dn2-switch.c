@@ -599,7 +599,21 @@ static void parse_mcast(const char *s, struct mcast_opt *mo)
     free(copy);
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for (the switch's own settings in cfg). */
+struct options {
+    struct dn2f_sw_config cfg;
+    const char *listen_s, *stats_s, *ready;
+    struct mcast_opt *mcast;
+    unsigned nmcast;
+    int route;                  /* 0: chosen from faults / pcap */
+    int rcvbuf;
+    bool rcvbuf_set;
+};
+
+/* The options into op (and the capture file and --quiet into c).  -1 to go
+ * on, or the exit status (0 after --help, EXIT_USAGE on a bad option);
+ * a bad value exits through bad_arg(). */
+static int parse_options(int argc, char **argv, struct options *op, struct ctx *c)
 {
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
            O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET,
@@ -625,69 +639,55 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct dn2f_sw_config cfg;
-    struct dn2f_sw_ops ops = {
-        .now_ns = cb_now, .send_datagram = cb_send, .capture = cb_capture, .log = cb_log,
-    };
-    struct ctx c;
-    const char *listen_s = NULL, *stats_s = NULL, *ready = NULL;
-    struct mcast_opt *mcast = NULL;
-    unsigned nmcast = 0, i, j;
-    int route = 0, o, rcvbuf = DEFAULT_RCVBUF;
-    bool rcvbuf_set = false;
-    bool faults;
-    struct dn2f_addr la;
-    char a[80];
+    struct dn2f_sw_config *cfg = &op->cfg;
+    int o;
 
-    memset(&c, 0, sizeof(c));
-    c.fd = -1;
-    dn2f_sw_config_default(&cfg);
     opterr = 0;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
-        case O_LISTEN: listen_s = optarg; break;
+        case O_LISTEN: op->listen_s = optarg; break;
         case O_ROUTE:
             if (!strcmp(optarg, "switch")) {
-                route = DN2F_ROUTE_SWITCH;
+                op->route = DN2F_ROUTE_SWITCH;
             } else if (!strcmp(optarg, "direct")) {
-                route = DN2F_ROUTE_DIRECT;
+                op->route = DN2F_ROUTE_DIRECT;
             } else {
                 bad_arg("--route: want 'switch' or 'direct', not '%s'", optarg);
             }
             break;
         case O_MCAST:
-            mcast = realloc(mcast, (nmcast + 1) * sizeof(*mcast));
-            if (!mcast) {
+            op->mcast = realloc(op->mcast, (op->nmcast + 1) * sizeof(*op->mcast));
+            if (!op->mcast) {
                 return 1;
             }
-            parse_mcast(optarg, &mcast[nmcast++]);
+            parse_mcast(optarg, &op->mcast[op->nmcast++]);
             break;
-        case O_PCAP: c.pcap_path = optarg; break;
-        case O_DROP: cfg.drop = parse_frac("--drop", optarg); break;
-        case O_DUP: cfg.dup = parse_frac("--dup", optarg); break;
-        case O_REORDER: cfg.reorder = parse_frac("--reorder", optarg); break;
-        case O_DELAY: cfg.delay_ns = parse_u64("--delay-us", optarg, 10000000) * 1000; break;
-        case O_DELAYFRAC: cfg.delay_frac = parse_frac("--delay-frac", optarg); break;
-        case O_SEED: cfg.seed = parse_u64("--seed", optarg, UINT64_MAX); break;
+        case O_PCAP: c->pcap_path = optarg; break;
+        case O_DROP: cfg->drop = parse_frac("--drop", optarg); break;
+        case O_DUP: cfg->dup = parse_frac("--dup", optarg); break;
+        case O_REORDER: cfg->reorder = parse_frac("--reorder", optarg); break;
+        case O_DELAY: cfg->delay_ns = parse_u64("--delay-us", optarg, 10000000) * 1000; break;
+        case O_DELAYFRAC: cfg->delay_frac = parse_frac("--delay-frac", optarg); break;
+        case O_SEED: cfg->seed = parse_u64("--seed", optarg, UINT64_MAX); break;
         case O_TIMEOUT:
-            cfg.port_timeout_ns = parse_u64("--timeout-ms", optarg, 3600000) * 1000000;
-            if (!cfg.port_timeout_ns) {
+            cfg->port_timeout_ns = parse_u64("--timeout-ms", optarg, 3600000) * 1000000;
+            if (!cfg->port_timeout_ns) {
                 bad_arg("--timeout-ms: must be > 0, not '%s'", optarg);
             }
             break;
-        case O_READY: ready = optarg; break;
-        case O_QUIET: c.quiet = true; break;
-        case O_STATS: stats_s = optarg; break;
+        case O_READY: op->ready = optarg; break;
+        case O_QUIET: c->quiet = true; break;
+        case O_STATS: op->stats_s = optarg; break;
         case O_SECRET: read_secret(optarg); break;
         case O_RCVBUF:
-            rcvbuf = (int)parse_u64("--rcvbuf", optarg, 1u << 30);
-            if (rcvbuf < 65536) {
+            op->rcvbuf = (int)parse_u64("--rcvbuf", optarg, 1u << 30);
+            if (op->rcvbuf < 65536) {
                 bad_arg("--rcvbuf: at least 65536 bytes, not '%s'", optarg);
             }
-            rcvbuf_set = true;
+            op->rcvbuf_set = true;
             break;
         case O_MAXHOST:
-            cfg.max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
+            cfg->max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
             break;
         case 'h': usage(stdout); return 0;
         case '?':
@@ -705,111 +705,185 @@ int main(int argc, char **argv)
     if (optind < argc) {
         bad_arg("unexpected argument '%s'", argv[optind]);
     }
-    if (stats_s) {
-        if (listen_s) {
-            bad_arg("%s", "--stats and --listen do not go together");
-        }
-        return stats_client(stats_s);
-    }
-    if (!listen_s) {
+    return -1;
+}
+
+/* The listening address, the secret, and the routing mode: switch routing
+ * by default when faults are injected or traffic captured (direct routing
+ * would bypass both), with a warning when direct is asked for anyway. */
+static void configure(struct options *op, const struct ctx *c, struct dn2f_addr *la)
+{
+    struct dn2f_sw_config *cfg = &op->cfg;
+    bool faults;
+
+    if (!op->listen_s) {
         bad_arg("%s", "--listen ADDR:PORT is required");
     }
-    if (dn2f_addr_parse(&la, listen_s) < 0) {
-        bad_arg("--listen: bad address '%s' (want 1.2.3.4:PORT or [::1]:PORT)", listen_s);
+    if (dn2f_addr_parse(la, op->listen_s) < 0) {
+        bad_arg("--listen: bad address '%s' (want 1.2.3.4:PORT or [::1]:PORT)", op->listen_s);
     }
-    cfg.secret = g_secret;
-    cfg.secret_len = g_secret_len;
-    faults = cfg.drop > 0 || cfg.dup > 0 || cfg.reorder > 0 || cfg.delay_ns > 0;
-    cfg.route_mode = route ? route : (faults || c.pcap_path) ? DN2F_ROUTE_SWITCH
-                                                             : DN2F_ROUTE_DIRECT;
-    if (route == DN2F_ROUTE_DIRECT && (faults || c.pcap_path)) {
+    cfg->secret = g_secret;
+    cfg->secret_len = g_secret_len;
+    faults = cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 || cfg->delay_ns > 0;
+    cfg->route_mode = op->route ? op->route : (faults || c->pcap_path) ? DN2F_ROUTE_SWITCH
+                                                                       : DN2F_ROUTE_DIRECT;
+    if (op->route == DN2F_ROUTE_DIRECT && (faults || c->pcap_path)) {
         fprintf(stderr, "%s: warning: --route direct: unicast bypasses the switch, so "
                 "--pcap and fault injection only see control and multicast traffic\n", prog);
     }
+}
 
-    c.rbuf = malloc((size_t)DN2F_RX_BATCH * RX_BUF_LEN);
-    if (!c.rbuf) {
+/* The input batch's buffers, the UDP socket and its receive buffer, the
+ * output batch, the capture file.  0, or the exit status. */
+static int open_io(struct ctx *c, const struct options *op, struct dn2f_addr *la)
+{
+    unsigned i;
+
+    c->rbuf = malloc((size_t)DN2F_RX_BATCH * RX_BUF_LEN);
+    if (!c->rbuf) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;
     }
     for (i = 0; i < DN2F_RX_BATCH; i++) {
-        c.riov[i].iov_base = c.rbuf + (size_t)i * RX_BUF_LEN;
-        c.riov[i].iov_len = RX_BUF_LEN;
-        c.rmsgs[i].msg_hdr.msg_name = &c.rfrom[i];
-        c.rmsgs[i].msg_hdr.msg_iov = &c.riov[i];
-        c.rmsgs[i].msg_hdr.msg_iovlen = 1;
+        c->riov[i].iov_base = c->rbuf + (size_t)i * RX_BUF_LEN;
+        c->riov[i].iov_len = RX_BUF_LEN;
+        c->rmsgs[i].msg_hdr.msg_name = &c->rfrom[i];
+        c->rmsgs[i].msg_hdr.msg_iov = &c->riov[i];
+        c->rmsgs[i].msg_hdr.msg_iovlen = 1;
     }
-    c.fd = dn2f_udp_open(&la, rcvbuf);
-    if (c.fd < 0) {
-        fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, listen_s, strerror(-c.fd));
+    c->fd = dn2f_udp_open(la, op->rcvbuf);
+    if (c->fd < 0) {
+        fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, op->listen_s, strerror(-c->fd));
         return 1;
     }
-    set_rcvbuf(c.fd, rcvbuf, rcvbuf_set);
-    if (dn2f_txbatch_init(&c.tx, c.fd) < 0) {
+    set_rcvbuf(c->fd, op->rcvbuf, op->rcvbuf_set);
+    if (dn2f_txbatch_init(&c->tx, c->fd) < 0) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;
     }
-    if (c.pcap_path) {
-        c.pcap = pcap_open(c.pcap_path);
-        if (!c.pcap) {
-            fprintf(stderr, "%s: cannot write %s: %s\n", prog, c.pcap_path, strerror(errno));
+    if (c->pcap_path) {
+        c->pcap = pcap_open(c->pcap_path);
+        if (!c->pcap) {
+            fprintf(stderr, "%s: cannot write %s: %s\n", prog, c->pcap_path, strerror(errno));
             return 1;
         }
     }
-    c.sw = dn2f_sw_new(&cfg, &ops, &c);
-    if (!c.sw) {
+    return 0;
+}
+
+/* The switch core, and the multicast groups given with --mcast.  0, or the
+ * exit status. */
+static int start_switch(struct ctx *c, struct options *op)
+{
+    static const struct dn2f_sw_ops ops = {
+        .now_ns = cb_now, .send_datagram = cb_send, .capture = cb_capture, .log = cb_log,
+    };
+    unsigned i, j;
+
+    c->sw = dn2f_sw_new(&op->cfg, &ops, c);
+    if (!c->sw) {
         fprintf(stderr, "%s: cannot start: %s\n", prog, strerror(errno));
         return 1;
     }
-    for (i = 0; i < nmcast; i++) {
-        for (j = 0; j < mcast[i].n; j++) {
-            if (dn2f_sw_mcast_add(c.sw, mcast[i].group, mcast[i].lids[j]) < 0) {
+    for (i = 0; i < op->nmcast; i++) {
+        for (j = 0; j < op->mcast[i].n; j++) {
+            if (dn2f_sw_mcast_add(c->sw, op->mcast[i].group, op->mcast[i].lids[j]) < 0) {
                 fprintf(stderr, "%s: --mcast: cannot add LID 0x%x to group\n", prog,
-                        mcast[i].lids[j]);
+                        op->mcast[i].lids[j]);
                 return EXIT_USAGE;
             }
         }
     }
-    free(mcast);
+    free(op->mcast);
+    op->mcast = NULL;
+    return 0;
+}
 
-    c.loop = g_main_loop_new(NULL, FALSE);
-    g_unix_fd_add(c.fd, G_IO_IN, on_readable, &c);
-    c.timer = g_source_new(&timer_funcs, sizeof(GSource));
-    g_source_set_callback(c.timer, on_timer, &c, NULL);
-    g_source_attach(c.timer, NULL);
-    rearm(&c);
-    g_timeout_add(1000, on_flush, &c);
-    g_unix_signal_add(SIGINT, on_signal, &c);
-    g_unix_signal_add(SIGTERM, on_signal, &c);
+/* The GLib loop: the socket, the switch's timer, the periodic capture
+ * flush, SIGINT / SIGTERM.  Says where it listens, writes the ready file,
+ * and runs until a signal.  0, or the exit status. */
+static int run_loop(struct ctx *c, const struct options *op, const struct dn2f_addr *la)
+{
+    char a[80];
+
+    c->loop = g_main_loop_new(NULL, FALSE);
+    g_unix_fd_add(c->fd, G_IO_IN, on_readable, c);
+    c->timer = g_source_new(&timer_funcs, sizeof(GSource));
+    g_source_set_callback(c->timer, on_timer, c, NULL);
+    g_source_attach(c->timer, NULL);
+    rearm(c);
+    g_timeout_add(1000, on_flush, c);
+    g_unix_signal_add(SIGINT, on_signal, c);
+    g_unix_signal_add(SIGTERM, on_signal, c);
     signal(SIGPIPE, SIG_IGN);
 
-    printf("dn2-switch: listening on %s route=%s%s%s%s\n", dn2f_addr_str(&la, a, sizeof(a)),
-           cfg.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
+    printf("dn2-switch: listening on %s route=%s%s%s%s\n", dn2f_addr_str(la, a, sizeof(a)),
+           op->cfg.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
            g_secret ? " secret=yes" : "",
-           c.pcap_path ? " pcap=" : "", c.pcap_path ? c.pcap_path : "");
+           c->pcap_path ? " pcap=" : "", c->pcap_path ? c->pcap_path : "");
     fflush(stdout);
-    if (ready && write_ready_file(ready, dn2f_addr_port(&la)) < 0) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", prog, ready, strerror(errno));
+    if (op->ready && write_ready_file(op->ready, dn2f_addr_port(la)) < 0) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", prog, op->ready, strerror(errno));
         return 1;
     }
 
-    g_main_loop_run(c.loop);
+    g_main_loop_run(c->loop);
+    return 0;
+}
 
-    if (!c.quiet) {
+/* After the loop: the shutdown BYEs, the capture file closed, everything
+ * freed. */
+static void shut_down(struct ctx *c)
+{
+    if (!c->quiet) {
         fprintf(stderr, "%s: shutting down (%" PRIu64 " capture records)\n", prog,
-                c.pcap_records);
+                c->pcap_records);
     }
-    dn2f_sw_shutdown(c.sw);
-    if (c.pcap) {
-        fclose(c.pcap);
+    dn2f_sw_shutdown(c->sw);
+    if (c->pcap) {
+        fclose(c->pcap);
     }
-    dn2f_sw_free(c.sw);
-    c.sw = NULL;
-    g_source_destroy(c.timer);
-    g_source_unref(c.timer);
-    g_main_loop_unref(c.loop);
-    dn2f_txbatch_destroy(&c.tx);
-    close(c.fd);
-    free(c.rbuf);
+    dn2f_sw_free(c->sw);
+    c->sw = NULL;
+    g_source_destroy(c->timer);
+    g_source_unref(c->timer);
+    g_main_loop_unref(c->loop);
+    dn2f_txbatch_destroy(&c->tx);
+    close(c->fd);
+    free(c->rbuf);
+}
+
+int main(int argc, char **argv)
+{
+    struct options op = { .rcvbuf = DEFAULT_RCVBUF };
+    struct ctx c;
+    struct dn2f_addr la;
+    int rc;
+
+    memset(&c, 0, sizeof(c));
+    c.fd = -1;
+    dn2f_sw_config_default(&op.cfg);
+    rc = parse_options(argc, argv, &op, &c);
+    if (rc >= 0) {
+        return rc;
+    }
+    if (op.stats_s) {
+        if (op.listen_s) {
+            bad_arg("%s", "--stats and --listen do not go together");
+        }
+        return stats_client(op.stats_s);
+    }
+    configure(&op, &c, &la);
+    rc = open_io(&c, &op, &la);
+    if (!rc) {
+        rc = start_switch(&c, &op);
+    }
+    if (!rc) {
+        rc = run_loop(&c, &op, &la);
+    }
+    if (rc) {
+        return rc;
+    }
+    shut_down(&c);
     return 0;
 }
