@@ -9,9 +9,11 @@
  * shared engine (dn2fi_xmit: one LHSv2 each, the envelope and up to 1015
  * bytes from the Write Window, the rest staged in SO-DIMM):
  *
- *   first:  envelope (context 0x0F2, Tag = flags) + struct dn2fi_rdm_hdr
- *           (tag, whole length, CQ data) + the first bytes
- *   next:   envelope (context 0x0F3) + the next bytes, until the length
+ *   first:  envelope (context 0x0F2, flags in Context bits 12-13, Tag =
+ *           the datagram's sequence number) + struct dn2fi_rdm_hdr (tag,
+ *           whole length, CQ data) + the first bytes
+ *   next:   envelope (context 0x0F3, Tag = its sequence number) + the next
+ *           bytes, until the length
  *
  * Flow control.  The board executes its requests in order, one Request
  * FIFO for both WIDs, so an LHSv2 that the receiving board holds (its LH
