@@ -1,5 +1,39 @@
 /* SPDX-License-Identifier: MIT */
-/* dn2fab internals shared by the library's .c files (not installed). */
+/*
+ * dn2fab internals shared by the library's .c files (not installed).
+ *
+ * The library's files, top to bottom; each calls only files below it (the
+ * endpoint reports to its embedder through struct dn2f_ep_ops, the switch
+ * core through struct dn2f_sw_ops).  The order is declared again in
+ * tests/layering/layers.txt and checked from the object files (meson test
+ * 'layering'); dn2fab-ep.h and dn2fab-sw-int.h say more of each part.
+ *
+ *   dn2fab-ep.c        endpoint API: lifecycle, configuration, accessors,
+ *                      dn2f_ep_input's dispatch
+ *   dn2fab-ep-timer.c  endpoint: dn2f_ep_tick, dn2f_ep_next_deadline
+ *   dn2fab-ep-link.c   endpoint: join, routing table, refusals, multicast
+ *                      membership
+ *   dn2fab-ep-rx.c     endpoint: DATA / ACK in, in-order delivery, credits,
+ *                      ACK processing, dn2f_ep_resume
+ *   dn2fab-ep-tx.c     endpoint: control datagrams, ACKs, data batching,
+ *                      multicast origins, flush, dn2f_ep_send
+ *   dn2fab-ep-rto.c    endpoint: a lane's RTO and its deadlines
+ *   dn2fab-ep-peer.c   endpoint: the peer store
+ *   dn2fab-sw.c        switch core: joins, routes, statistics, input
+ *                      dispatch, timers, lifecycle
+ *   dn2fab-sw-fwd.c    switch core: data forwarding, multicast
+ *                      replication, fault injection
+ *   dn2fab-sw-out.c    switch core: port lookup, what the switch sends
+ *   dn2fab-batch.c     sendmmsg() batches of the switch's output
+ *   dn2fab-wire-dec.c  the validating decoder, iterators
+ *   dn2fab-wire.c      names, packet helpers, encoders
+ *   dn2fab-hmac.c      SHA-256, HMAC, cluster-secret keys
+ *   dn2fab-addr.c      socket addresses, their wire form, the UDP socket
+ *   dn2fab-rng.c       the PRNG, fresh randomness
+ *
+ * The switch daemon (daemon/dn2-switch.c) is a program on top of the
+ * library, not one of its layers.
+ */
 #ifndef DN2FAB_INT_H
 #define DN2FAB_INT_H
 
