@@ -82,11 +82,12 @@
 #include <unistd.h>
 
 #include "dimmnet2/dn2_abi.h"
+#include "dn2-board-up.h"
 #include "qtest-board.h"
+#include "qtest-client.h"
 
 #define ST_OFF      0x7000u
-#define ST_SIZE_REG 0x40u           /* 4096-byte status ring */
-#define ST_BYTES    4096u
+#define ST_BYTES    4096u           /* status ring */
 #define ST_FREE_AT  64              /* free the ring every 64 records */
 
 static const char *qemu_bin, *switch_bin, *fw_dir;
@@ -178,10 +179,9 @@ static void switch_start(void)
 
 typedef struct Q {
     pid_t pid;
-    int fd;
+    struct qc_qtest q;          /* qtest (tools/common/qtest-client.h) */
+    struct dn2_board_io io;     /* registers through q, for dn2-board-up.h */
     char name;
-    char buf[1 << 17];
-    size_t have;
     uint64_t base;
     uint16_t lid;
     uint32_t st_head, st_seen;
@@ -198,11 +198,14 @@ static bool shm_next;           /* the next q_start shares its SO-DIMMs */
 
 static const char *dev_opts;    /* --device-opts: appended to -device */
 
+static uint64_t io_readq(void *q, uint64_t addr);
+static void io_writeq(void *q, uint64_t addr, uint64_t v);
+
 static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
                     const char *trace_log)
 {
     char sock[256], mem[256], dev[512], memobj[512], qt[300], log[256];
-    int lfd;
+    int lfd, fd;
     char *argv[32];
     int n = 0;
     struct pollfd p;
@@ -210,6 +213,9 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
     memset(q, 0, sizeof(*q));
     q->name = name;
     q->base = DN2_DEFAULT_BASE0;
+    q->io = (struct dn2_board_io) {
+        .ctx = q, .base = q->base, .readq = io_readq, .writeq = io_writeq,
+    };
     snprintf(sock, sizeof(sock), "%s/qtest-%c.sock", tmpdir, name);
     snprintf(mem, sizeof(mem), "%s/sodimm-%c", tmpdir, name);
     snprintf(log, sizeof(log), "%s/qemu-%c.log", tmpdir, name);
@@ -251,11 +257,14 @@ static void q_start(Q *q, char name, uint64_t guid, const char *extra_dev,
     if (poll(&p, 1, 20000) <= 0) {
         die("QEMU %c did not connect to %s (see %s)", name, sock, log);
     }
-    q->fd = accept(lfd, NULL, NULL);
+    fd = accept(lfd, NULL, NULL);
     close(lfd);
     unlink(sock);
-    if (q->fd < 0) {
+    if (fd < 0) {
         die("accept: %s", strerror(errno));
+    }
+    if (qc_open(&q->q, fd) < 0) {
+        die("out of memory");
     }
 }
 
@@ -290,8 +299,8 @@ static void q_stop(Q *q)
         munmap(q->mem, q->memsz);
         q->mem = NULL;
     }
-    if (q->fd > 0) {
-        close(q->fd);
+    if (q->q.in) {
+        qc_close(&q->q);
     }
     reap(q->pid, SIGTERM);
     q->pid = 0;
@@ -300,46 +309,18 @@ static void q_stop(Q *q)
 /* One command, one response line (without "\n"). */
 static const char *q_cmd(Q *q, const char *cmd, size_t len)
 {
-    size_t off = 0;
-    char *nl;
+    const char *l;
+    int e;
 
-    while (off < len) {
-        ssize_t w = write(q->fd, cmd + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            die("QEMU %c: write: %s", q->name, strerror(errno));
+    q->q.spin = spin_io;
+    l = qc_cmd(&q->q, 60000, &e, "%.*s", (int)len - 1, cmd);
+    if (!l) {
+        if (e == QC_REFUSED) {
+            die("QEMU %c: '%.*s' -> '%s'", q->name, (int)len - 1, cmd, q->q.last);
         }
-        off += (size_t)w;
+        die("QEMU %c: qtest connection %s", q->name, qc_strerror(e));
     }
-    for (;;) {
-        nl = memchr(q->buf, '\n', q->have);
-        if (nl) {
-            break;
-        }
-        ssize_t r = recv(q->fd, q->buf + q->have, sizeof(q->buf) - 1 - q->have,
-                         spin_io ? MSG_DONTWAIT : 0);
-        if (r <= 0) {
-            if (r < 0 && (errno == EINTR || (spin_io && errno == EAGAIN))) {
-                continue;
-            }
-            die("QEMU %c: qtest connection closed", q->name);
-        }
-        q->have += (size_t)r;
-    }
-    *nl = 0;
-    {
-        static char line[1 << 17];
-        size_t l = (size_t)(nl - q->buf);
-        memcpy(line, q->buf, l + 1);
-        memmove(q->buf, nl + 1, q->have - l - 1);
-        q->have -= l + 1;
-        if (strncmp(line, "OK", 2)) {
-            die("QEMU %c: '%.*s' -> '%s'", q->name, (int)len - 1, cmd, line);
-        }
-        return line;
-    }
+    return l;
 }
 
 static uint64_t q_readq(Q *q, uint64_t addr)
@@ -347,7 +328,7 @@ static uint64_t q_readq(Q *q, uint64_t addr)
     char c[64];
     int n = snprintf(c, sizeof(c), "readq 0x%" PRIx64 "\n", addr);
 
-    return strtoull(q_cmd(q, c, n) + 3, NULL, 16);
+    return qc_answer_u64(q_cmd(q, c, n));
 }
 
 static void q_writeq(Q *q, uint64_t addr, uint64_t v)
@@ -360,56 +341,62 @@ static void q_writeq(Q *q, uint64_t addr, uint64_t v)
 
 static void q_write(Q *q, uint64_t addr, const uint8_t *data, size_t len)
 {
-    size_t cap = 64 + 2 * len + 4, i;
-    char *c = malloc(cap);
-    int n = snprintf(c, cap, "write 0x%" PRIx64 " 0x%zx 0x", addr, len);
+    int e;
 
-    for (i = 0; i < len; i++) {
-        n += snprintf(c + n, cap - n, "%02x", data[i]);
+    q->q.spin = spin_io;
+    if (!qc_queue_write(&q->q, addr, data, len)) {
+        die("QEMU %c: a write of %zu bytes does not fit a qtest batch", q->name, len);
     }
-    c[n++] = '\n';
-    q_cmd(q, c, n);
-    free(c);
+    e = qc_flush(&q->q, 60000);
+    if (e == QC_REFUSED) {
+        die("QEMU %c: write of %zu bytes -> '%s'", q->name, len, q->q.last);
+    } else if (e != QC_OK) {
+        die("QEMU %c: qtest connection %s", q->name, qc_strerror(e));
+    }
+}
+
+static uint64_t io_readq(void *q, uint64_t addr)
+{
+    return q_readq(q, addr);
+}
+
+static void io_writeq(void *q, uint64_t addr, uint64_t v)
+{
+    q_writeq(q, addr, v);
 }
 
 static uint64_t ur(Q *q, uint32_t off)
 {
-    return q_readq(q, q->base + DN2_UR_OFF(0) + off);
+    return dn2_bio_ur(&q->io, 0, off);
 }
 static void ur_w(Q *q, uint32_t off, uint64_t v)
 {
-    q_writeq(q, q->base + DN2_UR_OFF(0) + off, v);
-}
-static uint64_t sr(Q *q, uint32_t off)
-{
-    return q_readq(q, q->base + DN2_SR_BASE + off);
-}
-static void sr_w(Q *q, uint32_t off, uint64_t v)
-{
-    q_writeq(q, q->base + DN2_SR_BASE + off, v);
+    dn2_bio_ur_w(&q->io, 0, off, v);
 }
 
 static void board_up(Q *q)
 {
-    uint64_t end = qb_now_ns() + 10000000000ull, v;
+    /* 256 MiB a module, MTU 4096, PGID0, WID 0's status ring */
+    const struct dn2_bringup c = {
+        .cap_reg = dn2_sdimm_capacity_reg(256ull << 20),
+        .mtu_reg = dn2_mtu_reg(4096),
+        .pgid0 = 0x5a, .pgid1 = -1,
+        .st_wids = 1, .st_init = ST_OFF, .st_size_reg = dn2_status_size_reg(ST_BYTES),
+    };
+    uint64_t end = qb_now_ns() + 10000000000ull;
+    bool up;
 
     do {
-        v = sr(q, DN2_SR_SMA);
-        if (dn2_sma_link_ready(v)) {
+        up = dn2_bio_link(&q->io, &q->lid);
+        if (up) {
             break;
         }
         usleep(1000);
     } while (qb_now_ns() < end);
-    if (!dn2_sma_link_ready(v)) {
+    if (!up) {
         die("board %c: no link", q->name);
     }
-    q->lid = (uint16_t)(v & DN2_SMA_LID_MASK);
-    sr_w(q, DN2_SR_SDIMM_CAPACITY, 0x01);
-    sr_w(q, DN2_SR_SDIMM_INIT, 1);
-    sr_w(q, DN2_SR_MTU, 0x10);              /* 4096 */
-    sr_w(q, DN2_SR_PGID0, 0x5a);
-    ur_w(q, DN2_UR_STATUS_INIT, ST_OFF);
-    ur_w(q, DN2_UR_STATUS_SIZE, ST_SIZE_REG);
+    dn2_bio_bringup(&q->io, &c);
     q->st_head = q->st_seen = ST_OFF;
 }
 

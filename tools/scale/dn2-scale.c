@@ -80,20 +80,20 @@
 #include <unistd.h>
 
 #include "dimmnet2/dn2_abi.h"
+#include "dn2-board-up.h"
 #include "qtest-board.h"
+#include "qtest-client.h"
 
 #define MAXB        64              /* a multicast group holds 64 members */
 #define KSLOTS      2               /* receive slots per (source, destination) */
 #define ST_OFF      0x7000u         /* status ring in WID 0's LLCM */
-#define ST_SIZE_REG 0x40u           /* 4096 bytes: 256 records */
-#define ST_BYTES    4096u
+#define ST_BYTES    4096u           /* status ring: 256 records */
 #define MAX_OUT     12              /* RVS in flight per board (FIFO 16, room for the echo) */
 #define ECHO_SRC    0x40000u
 #define ECHO_DST    0x80000u
 #define ECHO_BYTES  64u
 #define SRC_BASE    0x100000u
 #define MC_GROUP    0xc01u
-#define QBUF        (1 << 16)
 
 static const char *qemu_bin, *switch_bin, *fw_dir, *route = "direct";
 static const char *switch_ns, *listen_addr = "127.0.0.1:0";
@@ -342,15 +342,10 @@ static int listen_unix(const char *path)
 
 static int accept_within(int lfd, int ms, const char *what, const char *log)
 {
-    struct pollfd p = { .fd = lfd, .events = POLLIN };
-    int fd;
+    int fd = qc_accept(lfd, (unsigned)ms, 0, NULL);
 
-    if (poll(&p, 1, ms) <= 0) {
-        die("QEMU did not connect its %s socket (see %s)", what, log);
-    }
-    fd = accept(lfd, NULL, NULL);
     if (fd < 0) {
-        die("accept: %s", strerror(errno));
+        die("QEMU did not connect its %s socket (see %s)", what, log);
     }
     return fd;
 }
@@ -448,16 +443,15 @@ static uint64_t switch_datagrams(void)
 typedef struct Board {
     unsigned idx;
     pid_t pid;
-    int qfd, mfd;
+    struct qc_qtest q;              /* qtest (tools/common/qtest-client.h) */
+    struct qc_qmp m;                /* QMP */
+    struct dn2_board_io io;         /* registers through q, for dn2-board-up.h */
     char log[300], mempath[300];
-    char qin[QBUF], min[QBUF], line[QBUF];
-    size_t qhave, mhave;
     uint64_t base;
     uint16_t lid;
     uint8_t *mem;
     uint32_t st_head, st_seen;
     unsigned out;                   /* RVS issued, not yet checked */
-    unsigned pending;               /* qtest answers not yet read */
     uint32_t tail;                  /* the status ring's tail, last read */
     unsigned rr;                    /* next destination, round robin */
     uint64_t sent_bytes, got_bytes; /* checked, this pass */
@@ -470,56 +464,6 @@ static uint32_t seq[MAXB][MAXB][KSLOTS];
 static bool busy[MAXB][MAXB][KSLOTS];
 static uint32_t nseq[MAXB][MAXB];
 
-static const char *readline_fd(int fd, char *in, size_t *have, char *out, int ms, const char *who)
-{
-    uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
-
-    for (;;) {
-        char *nl = memchr(in, '\n', *have);
-        if (nl) {
-            size_t l = (size_t)(nl - in);
-            memcpy(out, in, l);
-            out[l] = 0;
-            memmove(in, nl + 1, *have - l - 1);
-            *have -= l + 1;
-            return out;
-        }
-        if (*have >= QBUF - 1) {
-            *have = 0;
-        }
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int left = (int)((int64_t)(end - now_ns()) / 1000000);
-        if (left <= 0) {
-            die("%s: no answer within %d ms", who, ms);
-        }
-        if (poll(&p, 1, left) <= 0) {
-            continue;
-        }
-        ssize_t r = read(fd, in + *have, QBUF - 1 - *have);
-        if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
-            die("%s: connection closed (QEMU died?)", who);
-        }
-        if (r > 0) {
-            *have += (size_t)r;
-        }
-    }
-}
-
-static void write_all(int fd, const char *s, size_t len, const char *who)
-{
-    size_t off = 0;
-
-    while (off < len) {
-        ssize_t w = write(fd, s + off, len - off);
-        if (w < 0 && errno != EINTR && errno != EAGAIN) {
-            die("%s: write: %s", who, strerror(errno));
-        }
-        if (w > 0) {
-            off += (size_t)w;
-        }
-    }
-}
-
 /*
  * qtest commands are pipelined: qsend() writes a command without waiting,
  * qrecv() takes the next answer (QEMU answers in order).  The main loop
@@ -530,21 +474,30 @@ static void write_all(int fd, const char *s, size_t len, const char *who)
  */
 static void qsend(Board *b, const char *cmd, size_t len)
 {
+    char who[32];
+
     n_cmds++;
-    b->pending++;
-    write_all(b->qfd, cmd, len, "qtest");
+    if (len && cmd[len - 1] == '\n') {
+        len--;
+    }
+    snprintf(who, sizeof(who), "board %u qtest", b->idx);
+    if (!qc_queue(&b->q, "%.*s", (int)len, cmd) || qc_send(&b->q) != QC_OK) {
+        die("%s: write: %s", who, strerror(errno));
+    }
 }
 
 static const char *qrecv(Board *b)
 {
-    char who[32];
     const char *l;
+    int e;
 
-    snprintf(who, sizeof(who), "board %u qtest", b->idx);
-    l = readline_fd(b->qfd, b->qin, &b->qhave, b->line, 30000, who);
-    b->pending--;
-    if (strncmp(l, "OK", 2)) {
-        die("board %u: a qtest command failed: '%s'", b->idx, l);
+    l = qc_recv(&b->q, 30000, &e);
+    if (e == QC_TIMEOUT) {
+        die("board %u qtest: no answer within %d ms", b->idx, 30000);
+    } else if (e == QC_CLOSED) {
+        die("board %u qtest: connection closed (QEMU died?)", b->idx);
+    } else if (e == QC_REFUSED) {
+        die("board %u: a qtest command failed: '%s'", b->idx, b->q.last);
     }
     return l;
 }
@@ -552,7 +505,7 @@ static const char *qrecv(Board *b)
 /* Collect every answer still due. */
 static void qsync(Board *b)
 {
-    while (b->pending) {
+    while (b->q.pending) {
         qrecv(b);
     }
 }
@@ -582,7 +535,7 @@ static uint64_t readq(Board *b, uint64_t addr)
     char c[64];
     int n = snprintf(c, sizeof(c), "readq 0x%" PRIx64 "\n", addr);
 
-    return strtoull(qt(b, c, (size_t)n) + 3, NULL, 16);
+    return qc_answer_u64(qt(b, c, (size_t)n));
 }
 
 static void writeq(Board *b, uint64_t addr, uint64_t v)
@@ -595,40 +548,35 @@ static void writeq(Board *b, uint64_t addr, uint64_t v)
 
 static void qwrite(Board *b, uint64_t addr, const uint8_t *d, size_t len)
 {
-    char c[2048];
-    int n = snprintf(c, sizeof(c), "write 0x%" PRIx64 " 0x%zx 0x", addr, len);
-
-    for (size_t i = 0; i < len && n < (int)sizeof(c) - 4; i++) {
-        n += snprintf(c + n, sizeof(c) - (size_t)n, "%02x", d[i]);
+    qsync(b);
+    n_cmds++;
+    if (!qc_queue_write(&b->q, addr, d, len) || qc_send(&b->q) != QC_OK) {
+        die("board %u qtest: write: %s", b->idx, strerror(errno));
     }
-    c[n++] = '\n';
-    qt(b, c, (size_t)n);
+    qrecv(b);
 }
 
-static void ur_w(Board *b, uint32_t off, uint64_t v) { writeq(b, b->base + DN2_UR_OFF(0) + off, v); }
-static uint64_t sr(Board *b, uint32_t off) { return readq(b, b->base + DN2_SR_BASE + off); }
-static void sr_w(Board *b, uint32_t off, uint64_t v) { writeq(b, b->base + DN2_SR_BASE + off, v); }
+/* The accessor of dn2-board-up.h. */
+static uint64_t io_readq(void *b, uint64_t addr) { return readq(b, addr); }
+static void io_writeq(void *b, uint64_t addr, uint64_t v) { writeq(b, addr, v); }
+
+static void ur_w(Board *b, uint32_t off, uint64_t v) { dn2_bio_ur_w(&b->io, 0, off, v); }
 
 /* One QMP command; the value of its "return" as a number. */
 static uint64_t qom(Board *b, const char *prop)
 {
-    char j[300], who[32];
-    const char *l, *p;
+    uint64_t v = 0;
+    int e = qc_qom_u64(&b->m, prop, &v, 10000);
 
-    snprintf(who, sizeof(who), "board %u QMP", b->idx);
-    snprintf(j, sizeof(j), "{\"execute\":\"qom-get\",\"arguments\":{\"path\":"
-             "\"/machine/peripheral/dn\",\"property\":\"%s\"}}\n", prop);
-    write_all(b->mfd, j, strlen(j), who);
-    for (;;) {
-        l = readline_fd(b->mfd, b->min, &b->mhave, b->line, 10000, who);
-        if ((p = strstr(l, "\"return\":"))) {
-            return strtoull(p + 9, NULL, 10);
-        }
-        if (strstr(l, "\"error\"")) {
-            fail("board %u: qom-get %s: %s", b->idx, prop, l);
-            return 0;
-        }
+    if (e == QC_REFUSED) {
+        fail("board %u: qom-get %s: %s", b->idx, prop, b->m.line);
+        return 0;
     }
+    if (e != QC_OK) {
+        die("board %u QMP: %s", b->idx, e == QC_TIMEOUT ? "no answer within 10000 ms" :
+            "connection closed (QEMU died?)");
+    }
+    return v;
 }
 
 /* board-global SO-DIMM byte g (8-aligned) of WID 0, through the 8-byte
@@ -690,6 +638,9 @@ static void board_start(Board *b, unsigned idx)
     memset(b, 0, sizeof(*b));
     b->idx = idx;
     b->base = DN2_DEFAULT_BASE0;
+    b->io = (struct dn2_board_io) {
+        .ctx = b, .base = b->base, .readq = io_readq, .writeq = io_writeq,
+    };
     snprintf(b->log, sizeof(b->log), "%s/qemu-%u.log", tmpdir, idx);
     snprintf(b->mempath, sizeof(b->mempath), "%s/sodimm-%u", tmpdir, idx);
     snprintf(qs, sizeof(qs), "%s/q%u.sock", tmpdir, idx);
@@ -701,42 +652,40 @@ static void board_start(Board *b, unsigned idx)
     lq = listen_unix(qs);
     lm = listen_unix(ms);
     snprintf(qsa, sizeof(qsa), "unix:%s", qs);
-    snprintf(chr, sizeof(chr), "socket,id=qmp,path=%s", ms);
     snprintf(memobj, sizeof(memobj), "memory-backend-file,id=m,size=%" PRIu64
              ",mem-path=%s,share=on", memsz, b->mempath);
     snprintf(guid, sizeof(guid), "0x5ca1e%04x", idx + 1);
     snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m,switch=%s,guid=%s", sw_listen, guid);
     qb_qemu_argv(argv, &n, qemu_bin, fw_dir, qsa);
-    argv[n++] = "-chardev";
-    argv[n++] = chr;
-    argv[n++] = "-mon";
-    argv[n++] = "chardev=qmp,mode=control";
+    qc_qmp_argv(argv, &n, chr, ms);
     argv[n++] = "-object";
     argv[n++] = memobj;
     argv[n++] = "-device";
     argv[n++] = dev;
     argv[n] = NULL;
     b->pid = spawn(ns, argv, b->log);
-    b->qfd = accept_within(lq, 30000, "qtest", b->log);
-    b->mfd = accept_within(lm, 30000, "QMP", b->log);
+    if (qc_open(&b->q, accept_within(lq, 30000, "qtest", b->log)) < 0 ||
+        qc_qmp_open(&b->m, accept_within(lm, 30000, "QMP", b->log)) < 0) {
+        die("out of memory");
+    }
     close(lq);
     close(lm);
     unlink(qs);
     unlink(ms);
-    readline_fd(b->mfd, b->min, &b->mhave, b->line, 10000, "QMP greeting");
-    write_all(b->mfd, "{\"execute\":\"qmp_capabilities\"}\n", 31, "QMP");
-    readline_fd(b->mfd, b->min, &b->mhave, b->line, 10000, "QMP capabilities");
+    if (qc_qmp_greet(&b->m, 10000) != QC_OK) {
+        die("board %u: no QMP greeting or capabilities answer within 10000 ms", idx);
+    }
 }
 
 /* Wait for the link (LID from the switch); 0 on timeout. */
 static uint16_t board_link(Board *b, unsigned ms)
 {
-    uint64_t end = now_ns() + (uint64_t)ms * 1000000ull, v;
+    uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
+    uint16_t lid;
 
     do {
-        v = sr(b, DN2_SR_SMA);
-        if (dn2_sma_link_ready(v)) {
-            return (uint16_t)(v & DN2_SMA_LID_MASK);
+        if (dn2_bio_link(&b->io, &lid)) {
+            return lid;
         }
         usleep(2000);
     } while (now_ns() < end);
@@ -745,23 +694,27 @@ static uint16_t board_link(Board *b, unsigned ms)
 
 static void board_init(Board *b)
 {
+    /* 256 MiB a module (the backend limits it), MTU 4096, PGID0, WID 0's
+     * status ring */
+    const struct dn2_bringup c = {
+        .cap_reg = dn2_sdimm_capacity_reg(256ull << 20),
+        .mtu_reg = dn2_mtu_reg(4096),
+        .pgid0 = 0x5a, .pgid1 = -1,
+        .st_wids = 1, .st_init = ST_OFF, .st_size_reg = dn2_status_size_reg(ST_BYTES),
+    };
+
     b->lid = board_link(b, 20000);
     if (!b->lid) {
         die("board %u: no link from the switch at %s (see %s)", b->idx, sw_listen, b->log);
     }
-    sr_w(b, DN2_SR_SDIMM_CAPACITY, 0x01);   /* 256 MiB a module; the backend limits it */
-    sr_w(b, DN2_SR_SDIMM_INIT, 1);
-    sr_w(b, DN2_SR_MTU, 0x10);              /* 4096 */
-    sr_w(b, DN2_SR_PGID0, 0x5a);
-    ur_w(b, DN2_UR_STATUS_INIT, ST_OFF);
-    ur_w(b, DN2_UR_STATUS_SIZE, ST_SIZE_REG);
+    dn2_bio_bringup(&b->io, &c);
     b->st_head = b->st_seen = ST_OFF;
 }
 
 static void board_stop(Board *b)
 {
-    close(b->qfd);
-    close(b->mfd);
+    qc_close(&b->q);
+    qc_qmp_close(&b->m);
     reap(b->pid, SIGTERM);
     munmap(b->mem, memsz);
     unlink(b->mempath);
@@ -841,7 +794,7 @@ static void poll_send(Board *b)
 /* Phase 2: collect the answers due (the last is the tail). */
 static void poll_recv(Board *b)
 {
-    while (b->pending > 1) {
+    while (b->q.pending > 1) {
         qrecv(b);
     }
     b->tail = (uint32_t)strtoull(qrecv(b) + 3, NULL, 16) & DN2_STATUS_ADDR_MASK;

@@ -91,7 +91,10 @@
 
 #include "dimmnet2/dn2_abi.h"
 #include "dn2fab.h"
+#include "dn2-board-up.h"
 #include "qtest-board.h"
+#include "qtest-client.h"
+#include "../../tests/guest/dn2-tap.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB ((uint64_t)1024 * 1024)
@@ -99,10 +102,7 @@
 #define PG          0x5a        /* the process group of the known-good traffic */
 #define PG2         0x3c        /* hostile phase: the victims' WID 1 */
 #define ST_OFF      0x7000u     /* status ring: the last 4 KiB of each LLCM */
-#define ST_SIZE_REG 0x40u       /* one-hot: 64 << 6 = 4096 bytes */
 #define ST_BYTES    4096u
-#define CAP_256M    0x01u
-#define MTU_4K      0x10u
 
 /* Timeouts (ms) */
 #define T_CMD       15000       /* one qtest / QMP answer */
@@ -242,25 +242,6 @@ static void add_note(char *buf, size_t cap, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + l, cap - l, fmt, ap);
     va_end(ap);
-}
-
-/* TAP: points are numbered as they are printed. */
-static unsigned tap_n, tap_bad;
-
-static void tap(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tap(bool ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("%sok %u - ", ok ? "" : "not ", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!ok) {
-        tap_bad++;
-    }
 }
 
 /* ================================================================== */
@@ -758,23 +739,12 @@ static int free_udp_port(void)
 /* Boards: a QEMU each, driven over qtest and QMP                      */
 /* ================================================================== */
 
-#define QBUF (1 << 18)
-
 typedef struct Board {
     char name[8];
     pid_t pid;
-    int qfd, mfd;               /* qtest, QMP */
-    char *qin;                  /* answers read, not yet consumed */
-    size_t qhave, qpos;
-    char *qout;                 /* commands queued (pipelined) */
-    size_t qolen;
-    char *qprev;                /* the batch before (for a report) */
-    size_t qprevlen;
-    unsigned qon;               /* ... how many */
-    char *min;
-    size_t mhave;
-    char last[QBUF];            /* the last qtest answer line */
-    char mline[8192];           /* the last QMP answer line */
+    struct qc_qtest q;          /* qtest (tools/common/qtest-client.h) */
+    struct qc_qmp m;            /* QMP */
+    struct dn2_board_io io;     /* registers through q, for dn2-board-up.h */
     uint64_t base;
     uint16_t lid;
     uint64_t guid;
@@ -786,9 +756,7 @@ typedef struct Board {
     uint8_t *mem;               /* the SO-DIMM file, mapped */
     uint64_t memsz, area;       /* area: one process's SO-DIMM bytes */
     uint32_t st_head[2];        /* the host's status-ring read pointers */
-    uint64_t cmds;              /* qtest commands answered */
     unsigned sysresets;
-    unsigned reset_events;      /* QMP RESET events seen */
 } Board;
 
 #define MAXB 8
@@ -833,21 +801,21 @@ static void save_cmds(Board *b)
     if (!f) {
         return;
     }
-    if (b->qprev && b->qprevlen) {
-        fwrite(b->qprev, 1, b->qprevlen, f);
+    if (b->q.prev && b->q.prevlen) {
+        fwrite(b->q.prev, 1, b->q.prevlen, f);
     }
     fprintf(f, "# ---- the batch in progress ----\n");
-    if (b->qout && b->qolen) {
-        fwrite(b->qout, 1, b->qolen, f);
+    if (b->q.out && b->q.olen) {
+        fwrite(b->q.out, 1, b->q.olen, f);
     }
     fclose(f);
     note("  board %s: its last qtest commands are in %s (kept with --keep)", b->name, path);
-    if (b->qout && b->qolen) {
+    if (b->q.out && b->q.olen) {
         /* the last 6 commands of the batch in progress */
-        for (e = b->qout + b->qolen, p = e; p > b->qout && n < 7; p--) {
+        for (e = b->q.out + b->q.olen, p = e; p > b->q.out && n < 7; p--) {
             n += p[-1] == '\n';
         }
-        note("  board %s: the batch in progress (%u commands) ended with:", b->name, b->qon);
+        note("  board %s: the batch in progress (%u commands) ended with:", b->name, b->q.on);
         while (p < e) {
             const char *nl = memchr(p, '\n', (size_t)(e - p));
             if (!nl) {
@@ -889,138 +857,62 @@ static void board_died(Board *b, const char *when)
 static void qq(Board *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void qq(Board *b, const char *fmt, ...)
 {
+    char c[4096];
     va_list ap;
-    int n;
 
-    if (b->qolen + 4096 > QBUF) {
+    va_start(ap, fmt);
+    vsnprintf(c, sizeof(c), fmt, ap);
+    va_end(ap);
+    if (!qc_queue(&b->q, "%s", c)) {
         die("qtest batch too large");
     }
-    va_start(ap, fmt);
-    n = vsnprintf(b->qout + b->qolen, QBUF - b->qolen, fmt, ap);
-    va_end(ap);
-    b->qolen += (size_t)n;
-    b->qout[b->qolen++] = '\n';
-    b->qon++;
-}
-
-/* The k-th command of the batch, for a report. */
-static void batch_cmd(Board *b, unsigned k, char *out, size_t cap)
-{
-    const char *p = b->qout, *e = b->qout + b->qolen;
-
-    while (k-- && p < e) {
-        p = memchr(p, '\n', (size_t)(e - p));
-        p = p ? p + 1 : e;
-    }
-    snprintf(out, cap, "%.*s", (int)strcspn(p, "\n"), p);
 }
 
 /*
- * Send the queued commands and read one answer line each, writing and
- * reading at the same time (a big batch must not fill both directions).
- * The last answer is left in b->last.  false (after reporting) when the
+ * Send the queued commands and read one answer line each (qc_flush).  The
+ * last answer is left in b->q.last.  false (after reporting) when the
  * board is dead; in a phase that does not return.
  */
 static bool q_flush(Board *b, unsigned timeout_ms)
 {
-    size_t off = 0;
-    unsigned got = 0, n = b->qon;
-    uint64_t end = now_ms() + timeout_ms;
+    unsigned n = b->q.on;
+    char c[160];
+    int e;
 
     if (b->dead) {
-        b->qolen = b->qon = 0;
+        qc_discard(&b->q);
         if (diag) {
             return false;
         }
         phase_fail("board %s is dead (earlier failure)", b->name);
         return false;
     }
-    while (got < n || off < b->qolen) {
-        struct pollfd p;
-        int left;
-
-        while (got < n) {
-            char *s = b->qin + b->qpos, *nl = memchr(s, '\n', b->qhave - b->qpos);
-            size_t l;
-            if (!nl) {
-                break;
-            }
-            l = (size_t)(nl - s);
-            if (l < 2 || strncmp(s, "OK", 2)) {
-                char c[160];
-                batch_cmd(b, got, c, sizeof(c));
-                n_fail_other++;
-                b->qolen = b->qon = 0;
-                b->qpos = nl + 1 - b->qin;
-                if (!diag) {
-                    phase_fail("board %s: qtest answered '%.*s' to '%s'", b->name,
-                               (int)(l < 100 ? l : 100), s, c);
-                }
-                return false;
-            }
-            if (got == n - 1) {
-                memcpy(b->last, s, l);
-                b->last[l] = 0;
-            }
-            b->qpos = nl + 1 - b->qin;
-            got++;
+    e = qc_flush(&b->q, timeout_ms);
+    switch (e) {
+    case QC_OK:
+        total_qtest_cmds += n;
+        return true;
+    case QC_REFUSED:
+        qc_batch_cmd(&b->q, b->q.answered, c, sizeof(c));
+        n_fail_other++;
+        qc_discard(&b->q);
+        if (!diag) {
+            phase_fail("board %s: qtest answered '%.100s' to '%s'", b->name, b->q.last, c);
         }
-        if (got == n && off == b->qolen) {
-            break;
-        }
-        if (b->qpos) {
-            memmove(b->qin, b->qin + b->qpos, b->qhave - b->qpos);
-            b->qhave -= b->qpos;
-            b->qpos = 0;
-        }
-        left = (int)(end - now_ms());
-        if (left <= 0) {
-            char c[160];
-            batch_cmd(b, got, c, sizeof(c));
-            save_cmds(b);
-            b->qolen = b->qon = 0;
-            b->dead = true;
-            hang("board %s: no qtest answer to '%s' (%u of %u answered) within %u ms; "
-                 "QEMU state %s", b->name, c, got, n, timeout_ms, proc_state(b->pid));
-            return false;
-        }
-        p.fd = b->qfd;
-        p.events = POLLIN | (off < b->qolen ? POLLOUT : 0);
-        p.revents = 0;
-        if (poll(&p, 1, left) < 0 && errno != EINTR) {
-            die("poll: %s", strerror(errno));
-        }
-        if (p.revents & POLLOUT) {
-            ssize_t w = write(b->qfd, b->qout + off, b->qolen - off);
-            if (w > 0) {
-                off += (size_t)w;
-            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                board_died(b, "(qtest write failed)");
-                b->qolen = b->qon = 0;
-                return false;
-            }
-        }
-        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t r = read(b->qfd, b->qin + b->qhave, QBUF - 1 - b->qhave);
-            if (r > 0) {
-                b->qhave += (size_t)r;
-            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-                board_died(b, "(qtest connection closed)");
-                b->qolen = b->qon = 0;
-                return false;
-            }
-        }
+        return false;
+    case QC_TIMEOUT:
+        qc_batch_cmd(&b->q, b->q.answered, c, sizeof(c));
+        save_cmds(b);
+        qc_discard(&b->q);
+        b->dead = true;
+        hang("board %s: no qtest answer to '%s' (%u of %u answered) within %u ms; "
+             "QEMU state %s", b->name, c, b->q.answered, n, timeout_ms, proc_state(b->pid));
+        return false;
+    default:
+        board_died(b, "(qtest connection closed)");
+        qc_discard(&b->q);
+        return false;
     }
-    b->cmds += n;
-    total_qtest_cmds += n;
-    {
-        char *t = b->qprev;     /* keep this batch; reuse the older buffer */
-        b->qprev = b->qout;
-        b->qprevlen = b->qolen;
-        b->qout = t;
-    }
-    b->qolen = b->qon = 0;
-    return true;
 }
 
 /* One command now (after whatever is queued); its answer line. */
@@ -1037,14 +929,12 @@ static const char *q1(Board *b, const char *fmt, ...)
     if (!q_flush(b, T_CMD)) {
         return NULL;
     }
-    return b->last;
+    return b->q.last;
 }
 
 static uint64_t rdq(Board *b, uint64_t addr)
 {
-    const char *r = q1(b, "readq 0x%" PRIx64, addr);
-
-    return r ? strtoull(r + 3, NULL, 16) : 0;
+    return qc_answer_u64(q1(b, "readq 0x%" PRIx64, addr));
 }
 
 static void wrq(Board *b, uint64_t addr, uint64_t v)
@@ -1052,111 +942,80 @@ static void wrq(Board *b, uint64_t addr, uint64_t v)
     q1(b, "writeq 0x%" PRIx64 " 0x%" PRIx64, addr, v);
 }
 
+/* The accessor of dn2-board-up.h. */
+static uint64_t io_readq(void *b, uint64_t addr)
+{
+    return rdq(b, addr);
+}
+
+static void io_writeq(void *b, uint64_t addr, uint64_t v)
+{
+    wrq(b, addr, v);
+}
+
 static uint64_t ur_addr(Board *b, int wid, uint32_t off)
 {
-    return b->base + DN2_UR_OFF(wid) + off;
+    return dn2_bio_ur_addr(&b->io, wid, off);
 }
 
 static uint64_t sr_addr(Board *b, uint32_t off)
 {
-    return b->base + DN2_SR_BASE + off;
+    return dn2_bio_sr_addr(&b->io, off);
 }
 
 static uint64_t ur(Board *b, int wid, uint32_t off)
 {
-    return rdq(b, ur_addr(b, wid, off));
+    return dn2_bio_ur(&b->io, wid, off);
 }
 
 static void ur_w(Board *b, int wid, uint32_t off, uint64_t v)
 {
-    wrq(b, ur_addr(b, wid, off), v);
+    dn2_bio_ur_w(&b->io, wid, off, v);
 }
 
 static uint64_t sr(Board *b, uint32_t off)
 {
-    return rdq(b, sr_addr(b, off));
+    return dn2_bio_sr(&b->io, off);
 }
 
 static void sr_w(Board *b, uint32_t off, uint64_t v)
 {
-    wrq(b, sr_addr(b, off), v);
+    dn2_bio_sr_w(&b->io, off, v);
 }
 
 /* Read len bytes of guest memory (one `read` command). */
 static bool q_read(Board *b, uint64_t addr, uint8_t *out, size_t len)
 {
-    const char *r = q1(b, "read 0x%" PRIx64 " 0x%zx", addr, len);
-    size_t i;
-
-    if (!r || strncmp(r, "OK 0x", 5) || strlen(r) < 5 + 2 * len) {
-        return false;
-    }
-    for (i = 0; i < len; i++) {
-        char h[3] = { r[5 + 2 * i], r[6 + 2 * i], 0 };
-        out[i] = (uint8_t)strtoul(h, NULL, 16);
-    }
-    return true;
+    return qc_answer_bytes(q1(b, "read 0x%" PRIx64 " 0x%zx", addr, len), out, len);
 }
 
 static void qq_write(Board *b, uint64_t addr, const uint8_t *data, size_t len)
 {
-    char hex[2 * 600 + 1];
-    size_t i;
-
     if (len > 600) {
         len = 600;
     }
-    for (i = 0; i < len; i++) {
-        snprintf(hex + 2 * i, 3, "%02x", data[i]);
+    if (!qc_queue_write(&b->q, addr, data, len)) {
+        die("qtest batch too large");
     }
-    qq(b, "write 0x%" PRIx64 " 0x%zx 0x%s", addr, len, hex);
 }
 
 /* --- QMP ------------------------------------------------------------ */
 
-/* Read one line from the QMP socket into b->mline within the deadline. */
+/* Read one line from the QMP socket into b->m.line within the deadline. */
 static bool qmp_line(Board *b, uint64_t end)
 {
-    for (;;) {
-        char *nl = memchr(b->min, '\n', b->mhave);
-        if (nl) {
-            size_t l = (size_t)(nl - b->min);
-            size_t c = l < sizeof(b->mline) - 1 ? l : sizeof(b->mline) - 1;
-            memcpy(b->mline, b->min, c);
-            b->mline[c] = 0;
-            memmove(b->min, nl + 1, b->mhave - l - 1);
-            b->mhave -= l + 1;
-            return true;
-        }
-        if (b->mhave >= QBUF - 1) {
-            b->mhave = 0;       /* an absurd line: drop it */
-        }
-        {
-            struct pollfd p = { .fd = b->mfd, .events = POLLIN };
-            int left = (int)(end - now_ms());
-            ssize_t r;
-            if (left <= 0) {
-                return false;
-            }
-            if (poll(&p, 1, left) <= 0) {
-                continue;
-            }
-            r = read(b->mfd, b->min + b->mhave, QBUF - 1 - b->mhave);
-            if (r > 0) {
-                b->mhave += (size_t)r;
-            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-                board_died(b, "(QMP connection closed)");
-                return false;
-            }
-        }
+    int e = qc_qmp_line(&b->m, end * 1000000ull);
+
+    if (e == QC_CLOSED) {
+        board_died(b, "(QMP connection closed)");
     }
+    return e == QC_OK;
 }
 
 /* A QMP command; its answer line (events skipped), NULL after a failure. */
 static const char *qmp(Board *b, const char *json)
 {
-    uint64_t end = now_ms() + T_CMD;
-    size_t len = strlen(json), off = 0;
+    int e;
 
     if (b->dead) {
         if (!diag) {
@@ -1164,53 +1023,32 @@ static const char *qmp(Board *b, const char *json)
         }
         return NULL;
     }
-    while (off < len) {
-        ssize_t w = write(b->mfd, json + off, len - off);
-        if (w < 0 && errno != EINTR && errno != EAGAIN) {
-            board_died(b, "(QMP write failed)");
-            return NULL;
-        }
-        if (w > 0) {
-            off += (size_t)w;
-        }
-    }
-    if (write(b->mfd, "\n", 1) != 1) {
-        board_died(b, "(QMP write failed)");
+    e = qc_qmp(&b->m, json, T_CMD);
+    if (e == QC_CLOSED) {
+        board_died(b, "(QMP connection closed)");
         return NULL;
     }
-    for (;;) {
-        if (!qmp_line(b, end)) {
-            if (!b->dead) {
-                b->dead = true;
-                hang("board %s: no QMP answer to %s within %u ms; QEMU state %s", b->name,
-                     json, T_CMD, proc_state(b->pid));
-            }
-            return NULL;
+    if (e != QC_OK) {
+        if (!b->dead) {
+            b->dead = true;
+            hang("board %s: no QMP answer to %s within %u ms; QEMU state %s", b->name,
+                 json, T_CMD, proc_state(b->pid));
         }
-        if (strstr(b->mline, "\"return\"") || strstr(b->mline, "\"error\"")) {
-            return b->mline;
-        }
-        if (strstr(b->mline, "\"event\"") && strstr(b->mline, "\"RESET\"")) {
-            b->reset_events++;
-        }
+        return NULL;
     }
+    return b->m.line;
 }
 
 /* Wait for the QMP RESET event (a system_reset is only requested by the
  * command; the main loop performs it later). */
 static bool qmp_wait_reset(Board *b, unsigned seen_before, unsigned ms)
 {
-    uint64_t end = now_ms() + ms;
+    int e = qc_qmp_wait_reset(&b->m, seen_before, ms);
 
-    while (b->reset_events == seen_before) {
-        if (!qmp_line(b, end)) {
-            return false;
-        }
-        if (strstr(b->mline, "\"event\"") && strstr(b->mline, "\"RESET\"")) {
-            b->reset_events++;
-        }
+    if (e == QC_CLOSED) {
+        board_died(b, "(QMP connection closed)");
     }
-    return true;
+    return e == QC_OK;
 }
 
 static uint64_t qom(Board *b, const char *prop)
@@ -1296,14 +1134,13 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
 
     memset(b, 0, sizeof(*b));
     snprintf(b->name, sizeof(b->name), "%s", name);
-    b->qin = malloc(QBUF);
-    b->qout = malloc(QBUF);
-    b->qprev = malloc(QBUF);
-    b->min = malloc(QBUF);
-    if (!b->qin || !b->qout || !b->qprev || !b->min) {
+    if (qc_open(&b->q, -1) < 0 || qc_qmp_open(&b->m, -1) < 0) {
         die("out of memory");
     }
     b->base = DN2_DEFAULT_BASE0;
+    b->io = (struct dn2_board_io) {
+        .ctx = b, .base = b->base, .readq = io_readq, .writeq = io_writeq,
+    };
     b->memsz = memsz;
     b->area = memsz / 2 < DN2_SDIMM_CAP_DEFAULT ? memsz / 2 : DN2_SDIMM_CAP_DEFAULT;
     snprintf(b->log, sizeof(b->log), "%s/qemu-%s.log", tmpdir, name);
@@ -1319,17 +1156,13 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     lq = listen_unix(qs);
     lm = listen_unix(ms);
     snprintf(qsa, sizeof(qsa), "unix:%s", qs);
-    snprintf(chr, sizeof(chr), "socket,id=qmp,path=%s", ms);
     snprintf(memobj, sizeof(memobj), "memory-backend-file,id=m,size=%" PRIu64
              ",mem-path=%s,share=on", memsz, b->mempath);
     snprintf(dev, sizeof(dev), "dimmnet2,id=dn,memdev=m%s%s%s", devprops && *devprops ? "," : "",
              devprops ? devprops : "", use_secret ? ",secret=csec" : "");
     b->loopback = devprops && strstr(devprops, "loopback=on");
     qb_qemu_argv(argv, &n, qemu_bin, fw_dir, qsa);
-    argv[n++] = "-chardev";
-    argv[n++] = chr;
-    argv[n++] = "-mon";
-    argv[n++] = "chardev=qmp,mode=control";
+    qc_qmp_argv(argv, &n, chr, ms);
     argv[n++] = "-object";
     argv[n++] = memobj;
     if (use_secret) {
@@ -1343,13 +1176,15 @@ static void board_start(Board *b, const char *name, uint64_t memsz, const char *
     argv[n] = NULL;
     pboards[npboards++] = b;
     b->pid = spawn_in(argv, b->log, b->cwd);
-    b->qfd = accept_within(b, lq, "qtest");
-    b->mfd = accept_within(b, lm, "QMP");
+    b->q.fd = accept_within(b, lq, "qtest");
+    b->m.fd = accept_within(b, lm, "QMP");
     close(lq);
     close(lm);
     unlink(qs);
     unlink(ms);
-    fcntl(b->qfd, F_SETFL, fcntl(b->qfd, F_GETFL) | O_NONBLOCK);
+    if (b->q.fd >= 0) {
+        fcntl(b->q.fd, F_SETFL, fcntl(b->q.fd, F_GETFL) | O_NONBLOCK);
+    }
     /* QMP: greeting, capabilities */
     if (!qmp_line(b, now_ms() + T_CMD)) {
         hang("board %s: no QMP greeting", b->name);
@@ -1380,23 +1215,15 @@ static void board_stop(Board *b)
         judge_exit2(b->name, st, hard, b->log, qemu_bin, b->cwd);
         b->pid = 0;
     }
-    if (b->qfd > 0) {
-        close(b->qfd);
-    }
-    if (b->mfd > 0) {
-        close(b->mfd);
-    }
-    b->qfd = b->mfd = -1;
     if (b->mem) {
         munmap(b->mem, b->memsz);
         b->mem = NULL;
     }
     unlink(b->mempath);
-    free(b->qin);
-    free(b->qout);
-    free(b->qprev);
-    free(b->min);
-    b->qin = b->qout = b->qprev = b->min = NULL;
+    if (b->q.in) {              /* started (a board never started is all zero) */
+        qc_close(&b->q);
+        qc_qmp_close(&b->m);
+    }
 }
 
 /* --- SO-DIMM contents through the shared file ----------------------- */
@@ -1612,12 +1439,10 @@ static void dump_state(void)
 
 static bool wait_link(Board *b, unsigned ms)
 {
-    uint64_t end = now_ms() + ms, v;
+    uint64_t end = now_ms() + ms;
 
     do {
-        v = sr(b, DN2_SR_SMA);
-        if (dn2_sma_link_ready(v)) {
-            b->lid = dn2_sma_lid(v);
+        if (dn2_bio_link(&b->io, &b->lid)) {
             return true;
         }
         idle();
@@ -1629,27 +1454,19 @@ static bool wait_link(Board *b, unsigned ms)
 /* What a driver does after a reset: SO-DIMMs, MTU, PGIDs, status rings. */
 static void board_bringup(Board *b, int pgid0, int pgid1)
 {
-    int wid;
+    const struct dn2_bringup c = {
+        .cap_reg = dn2_sdimm_capacity_reg(256 * MiB),
+        .mtu_reg = dn2_mtu_reg(4096),
+        .pgid0 = pgid0, .pgid1 = pgid1,
+        .st_wids = 3, .st_init = ST_OFF, .st_size_reg = dn2_status_size_reg(ST_BYTES),
+        .clear_cmd_ex = true,
+    };
     uint64_t end = now_ms() + T_LINK, v;
 
-    sr_w(b, DN2_SR_SDIMM_CAPACITY, CAP_256M);
-    sr_w(b, DN2_SR_SDIMM_INIT, 1);
-    sr_w(b, DN2_SR_MTU, MTU_4K);
-    if (pgid0 >= 0) {
-        sr_w(b, DN2_SR_PGID0, (uint64_t)pgid0);
-    }
-    if (pgid1 >= 0) {
-        sr_w(b, DN2_SR_PGID1, (uint64_t)pgid1);
-    }
-    for (wid = 0; wid < 2; wid++) {
-        ur_w(b, wid, DN2_UR_CMD_EX_FLAG, 0);
-        ur_w(b, wid, DN2_UR_STATUS_INIT, ST_OFF);
-        ur_w(b, wid, DN2_UR_STATUS_SIZE, ST_SIZE_REG);
-        b->st_head[wid] = ST_OFF;
-    }
+    dn2_bio_bringup(&b->io, &c);
+    b->st_head[0] = b->st_head[1] = ST_OFF;
     do {
-        v = ur(b, 0, DN2_UR_CTL_STATUS);
-        if (v & DN2_CS_SDIMM_READY) {
+        if (dn2_bio_sdimm_ready(&b->io, &v)) {
             return;
         }
         msleep(1);
@@ -2188,8 +2005,7 @@ static void backpressure_reset(Board *s, Board *d)
     uint64_t end, cs = 0;
     int k;
 
-    ur_w(d, 0, DN2_UR_STATUS_INIT, ST_OFF);
-    ur_w(d, 0, DN2_UR_STATUS_SIZE, 0x01);        /* 64 bytes: 3 usable records */
+    dn2_bio_status_ring(&d->io, 0, ST_OFF, dn2_status_size_reg(64));  /* 3 usable records */
     d->st_head[0] = ST_OFF;
     for (k = 0; k < 6; k++) {
         if (!fifo_room(s, 0, T_XFER)) {
@@ -2298,10 +2114,10 @@ static void mmio_segment(void)
         FuzzCtx *fc[3] = { &fa, &fb, &fl };
         int i;
         for (i = 0; i < 3; i++) {
-            while (bs[i]->qon < 384) {
+            while (bs[i]->q.on < 384) {
                 fz_step(bs[i], fc[i]);
             }
-            P1.ops += bs[i]->qon;
+            P1.ops += bs[i]->q.on;
             q_flush(bs[i], T_CMD);
         }
         P1.secs = (qb_now_ns() - t0) / 1e9;
@@ -3762,7 +3578,7 @@ static void phase_rvs(void)
                 note("rvs: QMP system_reset of board %s at %.0f %% (%" PRIu64 " of its "
                      "transfers in flight)", b->name, 100 * P3.reset_at, P3.inflight_at_reset);
                 {
-                    unsigned ev = b->reset_events;
+                    unsigned ev = b->m.reset_events;
                     r = qmp(b, "{\"execute\":\"system_reset\"}");
                     if (!r || !strstr(r, "\"return\"")) {
                         phase_fail("board %s: system_reset: %s", b->name, r ? r : "no answer");
@@ -4860,34 +4676,35 @@ int main(int argc, char **argv)
     signal(SIGHUP, on_signal);
     signal(SIGPIPE, SIG_IGN);
 
-    printf("TAP version 13\n1..%u\n", nplan);
+    printf("TAP version 13\n");
+    tap_plan((int)nplan);
     note("dn2-soak %s seed=%" PRIu64 " (reproduce: scripts/soak.sh%s --seed %" PRIu64 ")",
          quick ? "quick" : "full", opt_seed, quick ? " --quick" : "", opt_seed);
     note("qemu=%s switch=%s tmp=%s", qemu_bin, switch_bin, tmpdir);
 
     if (do_mmio) {
         run_phase("mmio", phase_mmio);
-        tap(P1.ops_ok, "mmio: %" PRIu64 " random MMIO operations on 3 boards (2 on a switch, 1 "
+        tap_result(P1.ops_ok, "mmio: %" PRIu64 " random MMIO operations on 3 boards (2 on a switch, 1 "
             "in loopback; %" PRIu64 " doorbells, %" PRIu64 " Controller Resets, %" PRIu64
             " SMA resets) in %.1f s; %u crashed or hung boards (%u board sets)", P1.ops,
             P1.doorbells, P1.ctl_resets, P1.sma_resets, P1.secs, P1.fuzz_failures,
             P1.segments);
-        tap(P1.checks_ok, "mmio: %" PRIu64 " checks passed, %u failed: every board still "
+        tap_result(P1.checks_ok, "mmio: %" PRIu64 " checks passed, %u failed: every board still "
             "answers; after a Controller Reset and bring-up, and after a Controller Reset of a "
             "board back-pressuring its peer (%u rings filled), RVS and RVL round trips are "
             "byte-exact", P1.checks, P1.check_failures, bp_seen);
     }
     if (do_hostile) {
         run_phase("hostile", phase_hostile);
-        tap(P2.sent_ok, "hostile: %" PRIu64 " hostile datagrams to 2 boards' UDP ports and the "
+        tap_result(P2.sent_ok, "hostile: %" PRIu64 " hostile datagrams to 2 boards' UDP ports and the "
             "switch's, %" PRIu64 " of them from a peer that joined the switch (%u round-trip "
             "checks in between)%s", P2.sent, P2.kind[5], P2.checks,
             P2.ran && !P2.peer_ok ? "; the hostile peer could NOT join (wire format?)" : "");
-        tap(P2.guard_ok, "hostile: forged DATA (another board's LID and epochs from a "
+        tap_result(P2.guard_ok, "hostile: forged DATA (another board's LID and epochs from a "
             "stranger's socket) wrote nothing");
-        tap(P2.after_ok, "hostile: afterwards RVS and RVL round trips both ways, the switch "
+        tap_result(P2.after_ok, "hostile: afterwards RVS and RVL round trips both ways, the switch "
             "answers --stats, an SMA reset re-links with the same LID");
-        tap(P2.silent_ok, "hostile: a joined peer that asks for data and acknowledges nothing "
+        tap_result(P2.silent_ok, "hostile: a joined peer that asks for data and acknowledges nothing "
             "holds no board hostage: known-good round trips done in %" PRIu64 " ms, its "
             "answers abandoned after %" PRIu64 " ms (rc-timeout-ms %" PRIu64 ", %" PRIu64
             " abandoned)", P2.silent_ms, P2.abandon_ms, P2.rc_timeout_ms, P2.rc_abandoned);
@@ -4895,7 +4712,7 @@ int main(int argc, char **argv)
     if (do_secret) {
         run_phase("secret", phase_hostile_secret);
         P2p = &P2v[1];
-        tap(P2.sent_ok && P2.guard_ok && P2.after_ok, "hostile, cluster secret: %" PRIu64
+        tap_result(P2.sent_ok && P2.guard_ok && P2.after_ok, "hostile, cluster secret: %" PRIu64
             " datagrams from strangers without the secret: the hostile peer %s (switch: %s), "
             "forged DATA wrote nothing, round trips and an SMA re-link work", P2.sent,
             P2.ran && !P2.peer_ok ? "could not join" : "JOINED",
@@ -4904,44 +4721,44 @@ int main(int argc, char **argv)
     }
     if (do_rvs) {
         run_phase("rvs", phase_rvs);
-        tap(P3.data_ok, "rvs: %" PRIu64 " MiB of RVS across 4 boards through a switch with 20 %% "
+        tap_result(P3.data_ok, "rvs: %" PRIu64 " MiB of RVS across 4 boards through a switch with 20 %% "
             "drop+dup+reorder, every byte verified (%" PRIu64 " MiB checked; %" PRIu64
             " unexpected records)", P3.moved / MiB, P3.verified / MiB, P3.unexpected);
-        tap(P3.restart_ok, "rvs: dn2-switch killed and restarted on the same port mid-transfer "
+        tap_result(P3.restart_ok, "rvs: dn2-switch killed and restarted on the same port mid-transfer "
             "(%u restart, %" PRIu64 " requests in flight): links back with the same LIDs, "
             "nothing lost", P3.restarts, P3.inflight_at_restart);
-        tap(P3.reset_ok, "rvs: system_reset of board %c mid-transfer (%u reset, %" PRIu64
+        tap_result(P3.reset_ok, "rvs: system_reset of board %c mid-transfer (%u reset, %" PRIu64
             " transfers aborted and re-issued): bring-up again, final state byte-exact",
             'A' + P3.reset_board, P3.resets, P3.aborted);
-        tap(P3.faults_ok, "rvs: faults took effect: switch injected %" PRIu64 " drops, %" PRIu64
+        tap_result(P3.faults_ok, "rvs: faults took effect: switch injected %" PRIu64 " drops, %" PRIu64
             " duplicates, %" PRIu64 " reorders; boards retransmitted %" PRIu64 " packets and "
             "dropped %" PRIu64 " duplicates", P3.inj_drop, P3.inj_dup, P3.inj_reorder, P3.link[0],
             P3.link[3]);
     }
     if (do_join) {
         run_phase("join", phase_join);
-        tap(JP.up_ok, "join: %" PRIu64 " joins (%u SMA resets: new incarnations; without and "
+        tap_result(JP.up_ok, "join: %" PRIu64 " joins (%u SMA resets: new incarnations; without and "
             "with the cluster "
             "secret) through a switch whose ASSIGNs came 0.5-1.5 s late and out of order (%"
             PRIu64 " ASSIGNs; %" PRIu64 " joins answered with tickets of >= 2 switch seconds), "
             "%" PRIu64 " DATA/ACK reordered: every board up and authenticated, %" PRIu64
             " RVS/RVL round trips byte-exact", JP.joins, JP.resets, JP.assigns, JP.joins_multi,
             JP.reordered, JP.trips);
-        tap(JP.replay_ok, "join: a replaying stranger sent the joins of %" PRIu64 " earlier "
+        tap_result(JP.replay_ok, "join: a replaying stranger sent the joins of %" PRIu64 " earlier "
             "incarnations again (%" PRIu64 " datagrams, as those boards, within the ticket's "
             "life) and their first DATA (%" PRIu64 " datagrams): no table gave a board an older "
             "epoch, nothing old was written", JP.replays, JP.rep_ka, JP.rep_data);
-        tap(JP.spoof_ok, "join: a spoofing stranger (%s) sent %" PRIu64 " BYE/KEEPALIVE at the "
+        tap_result(JP.spoof_ok, "join: a spoofing stranger (%s) sent %" PRIu64 " BYE/KEEPALIVE at the "
             "boards and %" PRIu64 " DATA of unknown LIDs at the switch: no link went down; "
             "with the secret the switch signed %" PRIu64 " answers (without it %" PRIu64
             " BYEs, ignored by the boards)", JP.raw ? "raw socket, forged source" :
             "no raw socket: from the relay", JP.spoof_ctl, JP.spoof_data,
             JP.byes_unauth_secret, JP.byes_unauth_plain);
     }
-    tap(n_crashes == 0, "no crash: %u (QEMU and dn2-switch exit statuses, logs free of "
+    tap_result(n_crashes == 0, "no crash: %u (QEMU and dn2-switch exit statuses, logs free of "
         "Assertion/Segmentation/sanitizer lines)%s%s", n_crashes, n_crashes ? ": " : "",
         crash_notes);
-    tap(n_hangs == 0, "no hang: %u (every qtest/QMP answer and every wait within its "
+    tap_result(n_hangs == 0, "no hang: %u (every qtest/QMP answer and every wait within its "
         "timeout)%s%s", n_hangs, n_hangs ? ": " : "", hang_notes);
     printf("# ---------------------------------------------------------------- summary\n");
     printf("# seed %" PRIu64 " (%s run; reproduce: scripts/soak.sh%s --seed %" PRIu64 ")\n",
@@ -4991,8 +4808,8 @@ int main(int argc, char **argv)
     printf("# resets    %" PRIu64 " Controller Resets and %" PRIu64 " SMA resets (mmio), %" PRIu64
            " checks' Controller Resets, %u system_reset, %u switch restart\n",
            P1.ctl_resets, P1.sma_resets, P1.checks * 3, P3.resets, P3.restarts);
-    printf("# result    crashes %u, hangs %u, failed properties %u of %u; elapsed %.1f s; %" PRIu64
-           " qtest commands\n", n_crashes, n_hangs, tap_bad, tap_n, elapsed_s(),
+    printf("# result    crashes %u, hangs %u, failed properties %d of %d; elapsed %.1f s; %" PRIu64
+           " qtest commands\n", n_crashes, n_hangs, tap_failures(), tap_count(), elapsed_s(),
            total_qtest_cmds);
-    return tap_bad ? 1 : 0;
+    return tap_exit_code();
 }
