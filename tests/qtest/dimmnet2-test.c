@@ -447,11 +447,11 @@ static void test_access_rules(void)
 /* Bring-up                                                            */
 /* ------------------------------------------------------------------ */
 
-static void test_init_and_refusal(void)
+static void test_refused_before_init(void)
 {
     QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
-    uint8_t data[256], got[256];
+    uint8_t data[256];
 
     dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
     dn2q_pattern(data, sizeof(data), 11);
@@ -472,7 +472,16 @@ static void test_init_and_refusal(void)
                    dn2_req_lower(DN2_OP_VSS, 2, 4, 0, 0, 0, 16), "WID 1 VSS before Init");
     pc_reset(&d, 1);
     EXPECT_HEX(dn2q_mstate(&d), 0, "controller idle after refusals");
+    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-refused"), 3, "stat-refused");
+    qtest_quit(qts);
+}
 
+static void test_init_needs_bit0(void)
+{
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+    DN2 d;
+
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
     /* SO-DIMM Init needs bit 0 */
     dn2q_sr_wr(&d, DN2_SR_SDIMM_CAPACITY, 0x01);
     dn2q_sr_wr(&d, DN2_SR_SDIMM_INIT, 0);
@@ -484,6 +493,25 @@ static void test_init_and_refusal(void)
     EXPECT_HEX(dn2q_cs(&d, 0), DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY, "UR0 status after Init");
     EXPECT_HEX(dn2q_cs(&d, 1), DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY,
                "UR1 also sees SO-DIMM ready");
+    qtest_quit(qts);
+}
+
+static void test_requests_after_refusal(void)
+{
+    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+    DN2 d;
+    uint8_t data[256], got[256];
+
+    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
+    dn2q_pattern(data, sizeof(data), 11);
+    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), data, sizeof(data));
+    /* the VS refused before Init (checked by bringup/refused-before-init) */
+    dn2q_issue(&d, 0, 0, dn2_req_upper(0, 0x100),
+               dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, sizeof(data)));
+    dn2q_poll_ur(&d, 0, DN2_UR_CTL_STATUS, DN2_CS_REQ_ERROR, DN2_CS_REQ_ERROR, DN2Q_MAX_POLL,
+                 "VS before SO-DIMM Init refused");
+    pc_reset(&d, 0);
+    dn2q_board_init(&d, 0x01);
 
     /* now the same requests work */
     EXPECT_HEX(vs(&d, 0, 0, 0x100, sizeof(data)),
@@ -494,7 +522,6 @@ static void test_init_and_refusal(void)
     dn2q_mem_eq("VS/VL round trip after Init", got, data, sizeof(data), 0);
     EXPECT_HEX(dn2q_pc(&d, 0), (1ULL << 10) | (1ULL << 20), "Primitive Counter: VL 1, VS 1");
     EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "no request error");
-    EXPECT_HEX(dn2q_qom_u64(qts, "dn", "stat-refused"), 3, "stat-refused");
     qtest_quit(qts);
 }
 
@@ -2548,7 +2575,9 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/regs/reset-values", test_reset_values);
     qtest_add_func("/dimmnet2/regs/ring-pointers", test_ring_pointers);
     qtest_add_func("/dimmnet2/regs/access-rules", test_access_rules);
-    qtest_add_func("/dimmnet2/bringup/init-and-refusal", test_init_and_refusal);
+    qtest_add_func("/dimmnet2/bringup/refused-before-init", test_refused_before_init);
+    qtest_add_func("/dimmnet2/bringup/init-needs-bit0", test_init_needs_bit0);
+    qtest_add_func("/dimmnet2/bringup/requests-after-refusal", test_requests_after_refusal);
     qtest_add_func("/dimmnet2/prim/dsh-example", test_dsh_example);
     qtest_add_func("/dimmnet2/prim/contiguous", test_contiguous);
     qtest_add_func("/dimmnet2/prim/strided-list", test_strided_list);
