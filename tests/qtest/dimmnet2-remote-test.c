@@ -375,13 +375,11 @@ static bool ring_expect(Rig *r, RingM *m, uint32_t pos, const void *want, uint32
 /* The port                                                            */
 /* ================================================================== */
 
-static void test_link(void)
+static void test_link_loopback(void)
 {
     const uint64_t sma_up = ((uint64_t)DN2_SMA_LINK_READY << DN2_SMA_LINK_SHIFT) | LID;
     Rig r;
     DN2 *d;
-    QTestState *qts;
-    DN2 nd;
 
     d = rig_start(&r);
     EXPECT_HEX(dn2q_sr_rd(d, DN2_SR_SMA), sma_up, "loopback: SMA LID = LID 1, link ready");
@@ -392,8 +390,14 @@ static void test_link(void)
     EXPECT_HEX(dn2q_sr_rd(d, DN2_SR_SMA), sma_up,
                "loopback: Controller Reset keeps the SMA (choice #20)");
     rig_stop(&r);
+}
 
-    /* No cable: remote primitives wait (choice #22) */
+/* No cable: remote primitives wait (choice #22) */
+static void test_link_none_waits(void)
+{
+    QTestState *qts;
+    DN2 nd;
+
     qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     dn2q_open(&nd, qts, DN2_DEFAULT_BASE0);
     EXPECT_HEX(dn2q_sr_rd(&nd, DN2_SR_SMA), 0, "no link: SMA LID 0, link down");
@@ -1950,7 +1954,8 @@ static void test_lhs_v2(void)
 /* Protection                                                          */
 /* ================================================================== */
 
-static void test_protection(void)
+/* PGID mismatch: dropped, never written; equal PGIDs open the path */
+static void test_protection_pgid(void)
 {
     Rig r;
     DN2 *d;
@@ -1958,7 +1963,7 @@ static void test_protection(void)
     uint8_t data[200];
     g_autofree uint8_t *bg = NULL;
     struct dn2_hdr h;
-    uint64_t l1, v, rt;
+    uint64_t l1, v;
 
     d = rig_start(&r);
     bringup(d, DN2Q_MTU_2K, 0x11, 0x22);
@@ -2019,8 +2024,24 @@ static void test_protection(void)
     expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 100), LM_ALL, dn2_req_upper(DST, 0),
                   "RVS WID 0 -> WID 1 with equal PGIDs");
     sd_expect(&r, 1, DST, data, 100, "RVS WID 0 -> WID 1 with equal PGIDs");
+    rig_stop(&r);
+}
 
-    /* to another LID: dropped by the port (route) */
+/* to another LID: dropped by the port (route) */
+static void test_protection_route(void)
+{
+    Rig r;
+    DN2 *d;
+    uint8_t data[200];
+    g_autofree uint8_t *bg = NULL;
+    struct dn2_hdr h;
+    uint64_t l1, rt;
+
+    d = rig_start(&r);
+    bringup(d, DN2Q_MTU_2K, 0x11, 0x11);
+    dn2q_pattern(data, sizeof(data), 1200);
+    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
+    bg = sd_bg(&r, 1, DST, 0x400, 1201);
     rt = rstat(&r, "stat-rx-drop-route") + rstat(&r, "stat-tx-drops");
     h = mkhdr(DN2_OP_RVS, 0, 1, 2);
     h.eflag = 1;
@@ -2032,15 +2053,25 @@ static void test_protection(void)
           "RVS to LID 0x22");
     EXPECT_HEX(rstat(&r, "stat-rx-drop-route") + rstat(&r, "stat-tx-drops"), rt + 2,
                "packets to other LIDs dropped (stat-rx-drop-route / stat-tx-drops)");
-    EXPECT_HEX(dn2q_pkts(d, 1), 1, "packets to other LIDs not received");
+    EXPECT_HEX(dn2q_pkts(d, 1), 0, "packets to other LIDs not received");
     sd_expect(&r, 1, DST + 0x300, bg + 0x300, 0x100, "packets to other LIDs not written");
     expect_no_status(&r, 1, "packets to other LIDs");
     rig_stop(&r);
+}
 
-    /* a WID whose PGID was never written has no process (choice #32) */
+/* a WID whose PGID was never written has no process (choice #32) */
+static void test_protection_noproc(void)
+{
+    Rig r;
+    DN2 *d;
+    uint8_t data[200];
+    g_autofree uint8_t *bg = NULL;
+    struct dn2_hdr h;
+    uint64_t l1, v;
+
     d = rig_start(&r);
     bringup(d, DN2Q_MTU_2K, PGID, -1);
-    g_free(bg);
+    dn2q_pattern(data, sizeof(data), 1200);
     bg = sd_bg(&r, 1, DST, 0x100, 1203);
     dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
     v = rstat(&r, "stat-rx-drop-noproc");
@@ -2477,7 +2508,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_set_nonfatal_assertions();
 
-    qtest_add_func("/dimmnet2-remote/link/basics", test_link);
+    qtest_add_func("/dimmnet2-remote/link/loopback-sma", test_link_loopback);
+    qtest_add_func("/dimmnet2-remote/link/none-remote-waits", test_link_none_waits);
     qtest_add_func("/dimmnet2-remote/regs/read-mirror", test_read_mirror);
     qtest_add_func("/dimmnet2-remote/botf/windows", test_botf_windows);
     qtest_add_func("/dimmnet2-remote/botf/sizes", test_botf_sizes);
@@ -2495,7 +2527,9 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/ipush/backpressure", test_ipush_backpressure);
     qtest_add_func("/dimmnet2-remote/lhs/v1", test_lhs_v1);
     qtest_add_func("/dimmnet2-remote/lhs/v2", test_lhs_v2);
-    qtest_add_func("/dimmnet2-remote/protection", test_protection);
+    qtest_add_func("/dimmnet2-remote/protection/pgid", test_protection_pgid);
+    qtest_add_func("/dimmnet2-remote/protection/route", test_protection_route);
+    qtest_add_func("/dimmnet2-remote/protection/no-process", test_protection_noproc);
     qtest_add_func("/dimmnet2-remote/rx-errors", test_rx_errors);
     qtest_add_func("/dimmnet2-remote/hardening/rvl-storm", test_hard_rvl_storm);
     qtest_add_func("/dimmnet2-remote/hardening/rvl-after-write", test_hard_rvl_after_write);
