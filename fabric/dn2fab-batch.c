@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dn2fab send batch: sendmmsg() of the datagrams queued during one input
- * batch (see dn2fab-batch.h, docs/fabric.md section 7.1).
+ * batch (see dn2fab-batch.h, docs/fabric.md, "Batched input and output").
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1

@@ -3,7 +3,7 @@
  * dn2fab send batch: datagrams for one UDP socket queued while the switch
  * handles one batch of input, then handed to the kernel with sendmmsg(),
  * in the order they were queued (so per destination too), before the next
- * batch is read.  docs/fabric.md, section 7.1.
+ * batch is read.  docs/fabric.md, "Batched input and output".
  *
  * A datagram is either copied into the batch's arena, or referenced when
  * the caller guarantees its bytes stay put until the flush (the switch's

@@ -528,7 +528,7 @@ struct dn2f_ep_stats {
                                          * the peer's RTO floor raised */
     uint64_t spurious_retransmits;      /* retransmitted packets whose ACK showed an
                                          * earlier transmission had arrived */
-    uint64_t rto_floor_ns;              /* the highest RTO floor of any peer now (0 = none) */
+    uint64_t rto_floor_ns;              /* the RTO floor a spurious timeout set last (0 = none yet) */
     /* Appended with the join checks: */
     uint64_t bye_probes;                /* BYE "unknown" while joined: checked with a
                                          * KEEPALIVE before the link goes down */
