@@ -657,10 +657,10 @@ void ep_rx_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *b
         ep->st.drop[DN2F_DROP_STALE_EPOCH]++;
         return;
     }
-    /* Sessions (docs/fabric.md, "Lanes, streams, epochs and sessions").  dst_sess: ours as the sender
-     * knows it, 0 when it does not know it yet (its state toward us is
-     * fresh); anything else is addressed to a previous session of ours:
-     * drop, and tell it the current one. */
+    /* Sessions (docs/fabric.md, "Lanes, streams, epochs and sessions").
+     * dst_sess: ours as the sender knows it, 0 when it does not know it
+     * yet (its state toward us is fresh); anything else is addressed to a
+     * previous session of ours: drop, and tell it the current one. */
     if (m->h.dst_sess && m->h.dst_sess != my_sess(p)) {
         ep->st.drop[DN2F_DROP_STALE_SESSION]++;
         ack_due_now(ep, p);
