@@ -51,6 +51,7 @@
 
 #include "dn2-cpu.h"
 #include "dn2-sysfs.h"
+#include "dn2-tap.h"
 #include "dimmnet2/dn2_abi.h"
 #include "dimmnet2/dn2_uapi.h"
 
@@ -66,41 +67,7 @@
 
 /* ------------------------------------------------------------- TAP */
 
-/* Shared with the child processes so that they can report too. */
-struct tap {
-    int next;
-    int failures;
-};
-static struct tap *tap;
 static const char *ko_path;
-
-static void diag(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("# ", stdout);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
-}
-
-static int check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("%s %d - ", ok ? "ok" : "not ok", ++tap->next);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
-    if (!ok) {
-        tap->failures++;
-    }
-    return ok;
-}
 
 static const char *err_name(int e)
 {
@@ -170,7 +137,7 @@ static void show_klog(void)
             continue;
         }
         if (strstr(line, MODNAME) || strstr(line, "DNET0002") || strstr(line, "x86/PAT")) {
-            diag("kernel: %s", line);
+            tap_diag("kernel: %s", line);
         }
     }
     seen = pos;
@@ -479,7 +446,7 @@ static void check_types(const char *sysdir, const int wid[2])
         mounted = 1;
         while (f && fgets(line, sizeof(line), f)) {
             line[strcspn(line, "\n")] = 0;
-            diag("/proc/mtrr: %s", line);
+            tap_diag("/proc/mtrr: %s", line);
         }
         if (f) {
             fclose(f);
@@ -500,10 +467,10 @@ static void check_types(const char *sysdir, const int wid[2])
         snprintf(t0s, sizeof(t0s), "%s", t0);
         t1 = pat_type(base + pieces[i].hw_off[wid[1]], pieces[i].len);
         if (lowered) {
-            diag("%s at 0x%llx: write-back requested; an uncachable MTRR covers it, so "
+            tap_diag("%s at 0x%llx: write-back requested; an uncachable MTRR covers it, so "
                  "PAT gives uncached-minus", pieces[i].name, base + pieces[i].hw_off[0]);
         }
-        check(!strcmp(t0s, want) && !strcmp(t1, want),
+        tap_result(!strcmp(t0s, want) && !strcmp(t1, want),
               "memory type of %s (WID %d at 0x%llx, WID %d at 0x%llx): %s / %s (want %s)",
               pieces[i].name, wid[0], base + pieces[i].hw_off[wid[0]], wid[1],
               base + pieces[i].hw_off[wid[1]], t0s[0] ? t0s : "not listed",
@@ -582,16 +549,16 @@ static int test_load(void)
     int e, ok;
 
     if (module_loaded()) {
-        diag("module already loaded: unloading it first");
+        tap_diag("module already loaded: unloading it first");
         unload_module();
     }
     e = load_module("");
     show_klog();
-    if (!check(e == 0, "insmod %s (ACPI): %s", ko_path, err_name(e))) {
+    if (!tap_result(e == 0, "insmod %s (ACPI): %s", ko_path, err_name(e))) {
         return 0;
     }
     ok = stat(DEV0, &st0) == 0 && stat(DEV1, &st1) == 0;
-    check(ok && S_ISCHR(st0.st_mode) && S_ISCHR(st1.st_mode) &&
+    tap_result(ok && S_ISCHR(st0.st_mode) && S_ISCHR(st1.st_mode) &&
           (st0.st_mode & 0777) == 0666 && (st1.st_mode & 0777) == 0666,
           "%s and %s are character devices with mode 0666 (%o, %o)", DEV0, DEV1,
           ok ? (unsigned)(st0.st_mode & 0777) : 0, ok ? (unsigned)(st1.st_mode & 0777) : 0);
@@ -603,9 +570,9 @@ static int test_load(void)
         if (n > 0) {
             drv[n] = 0;
         }
-        diag("board 0: window %s, board 1: window %s", sysfs(SYSFS_DEV(0), "window"),
+        tap_diag("board 0: window %s, board 1: window %s", sysfs(SYSFS_DEV(0), "window"),
              sysfs(SYSFS_DEV(1), "window"));
-        check(!strcmp(b0, "0") && !strcmp(b1, "1") && strstr(drv, "/" MODNAME),
+        tap_result(!strcmp(b0, "0") && !strcmp(b1, "1") && strstr(drv, "/" MODNAME),
               "sysfs: the misc devices' platform devices are boards 0 and 1 (%s, %s), "
               "bound to %s", b0, b1, drv);
     }
@@ -614,14 +581,14 @@ static int test_load(void)
 
 static void show_sysfs(const char *dir, const char *when)
 {
-    diag("%s (%s): board=%s link=%s sma_lid=%s lid=%s mtu=%s sdimm_module_mib=%s "
+    tap_diag("%s (%s): board=%s link=%s sma_lid=%s lid=%s mtu=%s sdimm_module_mib=%s "
          "sdimm_ready=%s", dir, when, sysfs(dir, "board"), sysfs(dir, "link"),
          sysfs(dir, "sma_lid"), sysfs(dir, "lid"), sysfs(dir, "mtu"),
          sysfs(dir, "sdimm_module_mib"), sysfs(dir, "sdimm_ready"));
-    diag("  wid0: owner=%s pgid=%s prim_counter=[%s] pkt_counter=%s ctl_status=%s",
+    tap_diag("  wid0: owner=%s pgid=%s prim_counter=[%s] pkt_counter=%s ctl_status=%s",
          sysfs(dir, "wid0/owner"), sysfs(dir, "wid0/pgid"), sysfs(dir, "wid0/prim_counter"),
          sysfs(dir, "wid0/pkt_counter"), sysfs(dir, "wid0/ctl_status"));
-    diag("  wid1: owner=%s pgid=%s prim_counter=[%s] pkt_counter=%s ctl_status=%s",
+    tap_diag("  wid1: owner=%s pgid=%s prim_counter=[%s] pkt_counter=%s ctl_status=%s",
          sysfs(dir, "wid1/owner"), sysfs(dir, "wid1/pgid"), sysfs(dir, "wid1/prim_counter"),
          sysfs(dir, "wid1/pkt_counter"), sysfs(dir, "wid1/ctl_status"));
 }
@@ -636,25 +603,25 @@ static void test_admin(void)
     uint32_t mtu;
     int c0 = open(DEV0, O_RDONLY), c1 = open(DEV1, O_RDONLY), e, e2;
 
-    if (!check(c0 >= 0 && c1 >= 0, "control handles: open(O_RDONLY) of both boards")) {
+    if (!tap_result(c0 >= 0 && c1 >= 0, "control handles: open(O_RDONLY) of both boards")) {
         return;
     }
     e = get_info(c0, &info);
-    diag("GET_INFO (control handle, board 0): abi %u uapi %u board %u wid 0x%x flags 0x%x "
+    tap_diag("GET_INFO (control handle, board 0): abi %u uapi %u board %u wid 0x%x flags 0x%x "
          "sma_lid 0x%x mtu %u window 0x%llx", info.abi_version, info.uapi_version,
          info.board, info.wid, info.flags, info.sma_lid, info.mtu,
          (unsigned long long)info.window_size);
-    check(!e && info.wid == DN2_WID_NONE && info.board == 0 &&
+    tap_result(!e && info.wid == DN2_WID_NONE && info.board == 0 &&
           info.abi_version == DN2_ABI_VERSION && info.uapi_version == DN2_UAPI_VERSION &&
           (info.flags & DN2_INFO_ADMIN) && info.window_size == DN2_WINDOW_SIZE,
           "GET_INFO on a control handle: no WID, board 0, ABI %d, admin flag (%s)",
           DN2_ABI_VERSION, err_name(e));
     e = try_mmap(c0, DN2_MMAP_PW, DN2_MMAP_PW_LEN, PROT_READ, MAP_SHARED, NULL);
-    check(e == EACCES, "a control handle cannot mmap (%s, want EACCES)", err_name(e));
+    tap_result(e == EACCES, "a control handle cannot mmap (%s, want EACCES)", err_name(e));
 
     e = xioctl(c0, DN2_IOC_CTL_RESET, NULL);
     e2 = xioctl(c1, DN2_IOC_CTL_RESET, NULL);
-    check(!e && !e2 && !strcmp(sysfs(SYSFS_DEV(0), "sdimm_ready"), "0") &&
+    tap_result(!e && !e2 && !strcmp(sysfs(SYSFS_DEV(0), "sdimm_ready"), "0") &&
           !strcmp(sysfs(SYSFS_DEV(0), "lid"), "none") &&
           !strcmp(sysfs(SYSFS_DEV(0), "mtu"), "2048"),
           "CTL_RESET on both boards (%s, %s): sysfs sdimm_ready 0, lid none, mtu 2048",
@@ -662,11 +629,11 @@ static void test_admin(void)
 
     si = (struct dn2_sdimm_init){ .module_mib = 300, .timeout_ms = 1000 };
     e = xioctl(c0, DN2_IOC_SDIMM_INIT, &si);
-    check(e == EINVAL, "SDIMM_INIT with 300 MiB per module: %s (want EINVAL)", err_name(e));
+    tap_result(e == EINVAL, "SDIMM_INIT with 300 MiB per module: %s (want EINVAL)", err_name(e));
     si = (struct dn2_sdimm_init){ .module_mib = 256, .timeout_ms = 2000 };
     e = xioctl(c0, DN2_IOC_SDIMM_INIT, &si);
     e2 = xioctl(c1, DN2_IOC_SDIMM_INIT, &si);
-    check(!e && !e2 && si.sdimm_area == (256ULL << 20) &&
+    tap_result(!e && !e2 && si.sdimm_area == (256ULL << 20) &&
           !strcmp(sysfs(SYSFS_DEV(0), "sdimm_ready"), "1") &&
           !strcmp(sysfs(SYSFS_DEV(0), "sdimm_module_mib"), "256"),
           "SDIMM_INIT 256 MiB on both boards (%s, %s): area %llu MiB per WID, sysfs "
@@ -675,10 +642,10 @@ static void test_admin(void)
 
     mtu = 1000;
     e = xioctl(c0, DN2_IOC_SET_MTU, &mtu);
-    check(e == EINVAL, "SET_MTU 1000: %s (want EINVAL)", err_name(e));
+    tap_result(e == EINVAL, "SET_MTU 1000: %s (want EINVAL)", err_name(e));
     mtu = 1024;
     e = xioctl(c0, DN2_IOC_SET_MTU, &mtu);
-    check(!e && !strcmp(sysfs(SYSFS_DEV(0), "mtu"), "1024"),
+    tap_result(!e && !strcmp(sysfs(SYSFS_DEV(0), "mtu"), "1024"),
           "SET_MTU 1024: %s, sysfs mtu %s", err_name(e), sysfs(SYSFS_DEV(0), "mtu"));
     mtu = 2048;
     xioctl(c0, DN2_IOC_SET_MTU, &mtu);
@@ -686,15 +653,15 @@ static void test_admin(void)
     memset(&lk, 0, sizeof(lk));
     lk.timeout_ms = LINK_TIMEOUT_MS;
     e = xioctl(c0, DN2_IOC_LINK_UP, &lk);
-    diag("LINK_UP board 0: %s, LID %u, SMA LID 0x%x", err_name(e), lk.lid, lk.sma_lid);
-    check(!e && lk.lid == 1 && !strcmp(sysfs(SYSFS_DEV(0), "lid"), "1") &&
+    tap_diag("LINK_UP board 0: %s, LID %u, SMA LID 0x%x", err_name(e), lk.lid, lk.sma_lid);
+    tap_result(!e && lk.lid == 1 && !strcmp(sysfs(SYSFS_DEV(0), "lid"), "1") &&
           !strcmp(sysfs(SYSFS_DEV(0), "link"), "up"),
           "LINK_UP on board 0 (cabled to itself): LID %u, sysfs lid %s, link %s",
           lk.lid, sysfs(SYSFS_DEV(0), "lid"), sysfs(SYSFS_DEV(0), "link"));
     memset(&lk, 0, sizeof(lk));
     lk.timeout_ms = 200;
     e = xioctl(c1, DN2_IOC_LINK_UP, &lk);
-    check(e == ETIMEDOUT && !strcmp(sysfs(SYSFS_DEV(1), "link"), "down") &&
+    tap_result(e == ETIMEDOUT && !strcmp(sysfs(SYSFS_DEV(1), "link"), "down") &&
           !strcmp(sysfs(SYSFS_DEV(1), "lid"), "none"),
           "LINK_UP on board 1 (no cable), 200 ms: %s (want ETIMEDOUT), SMA LID 0x%x, "
           "sysfs link %s", err_name(e), lk.sma_lid, sysfs(SYSFS_DEV(1), "link"));
@@ -703,7 +670,7 @@ static void test_admin(void)
     e = xioctl(c0, DN2_IOC_SET_PGID, &pg);
     pg.wid = 1;
     e2 = xioctl(c0, DN2_IOC_SET_PGID, &pg);
-    check(!e && !e2 && !strcmp(sysfs(SYSFS_DEV(0), "wid0/pgid"), "5") &&
+    tap_result(!e && !e2 && !strcmp(sysfs(SYSFS_DEV(0), "wid0/pgid"), "5") &&
           !strcmp(sysfs(SYSFS_DEV(0), "wid1/pgid"), "5"),
           "SET_PGID 5 for WID 0 and 1 (%s, %s): sysfs %s %s", err_name(e), err_name(e2),
           sysfs(SYSFS_DEV(0), "wid0/pgid"), sysfs(SYSFS_DEV(0), "wid1/pgid"));
@@ -711,14 +678,14 @@ static void test_admin(void)
     e = xioctl(c0, DN2_IOC_SET_PGID, &pg);
     pg = (struct dn2_pgid){ .wid = 0, .pgid = 256 };
     e2 = xioctl(c0, DN2_IOC_SET_PGID, &pg);
-    check(e == EINVAL && e2 == EINVAL, "SET_PGID WID 2 / PGID 256: %s, %s (want EINVAL)",
+    tap_result(e == EINVAL && e2 == EINVAL, "SET_PGID WID 2 / PGID 256: %s, %s (want EINVAL)",
           err_name(e), err_name(e2));
 
     amt = (struct dn2_amt){ .lid = 1, .wid = 1, .value = 0x10 };
     e = xioctl(c0, DN2_IOC_SET_AMT, &amt);
     amt.value = 0x1000;
     e2 = xioctl(c0, DN2_IOC_SET_AMT, &amt);
-    check(!e && e2 == EINVAL, "SET_AMT {LID 1, WID 1} -> 0x10: %s; value 0x1000: %s "
+    tap_result(!e && e2 == EINVAL, "SET_AMT {LID 1, WID 1} -> 0x10: %s; value 0x1000: %s "
           "(want EINVAL)", err_name(e), err_name(e2));
 
     /* An admin waiting for a link must not hold up the board's users. */
@@ -742,7 +709,7 @@ static void test_admin(void)
             close(fd);
         }
         waitpid(pid, &st, 0);
-        check(w >= 0 && !e && t0 < 500000000ULL && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        tap_result(w >= 0 && !e && t0 < 500000000ULL && WIFEXITED(st) && WEXITSTATUS(st) == 0,
               "while LINK_UP waits 1.5 s for board 1's link, open + GET_INFO + sysfs "
               "take %llu ms (the wait then times out)", (unsigned long long)(t0 / 1000000));
     }
@@ -755,16 +722,16 @@ static void test_admin(void)
         memset(&lk, 0, sizeof(lk));
         lk.timeout_ms = LINK_TIMEOUT_MS;
         e2 = xioctl(c0, DN2_IOC_LINK_UP, &lk);
-        check(!e && !strcmp(lidr, "none") && !e2 && lk.lid == 1,
+        tap_result(!e && !strcmp(lidr, "none") && !e2 && lk.lid == 1,
               "SMA_RESET (%s): sysfs lid %s; LINK_UP again: %s, LID %u", err_name(e), lidr,
               err_name(e2), lk.lid);
     }
 
     e = xioctl(c0, _IO(DN2_IOC_MAGIC, 0x7f), NULL);
-    check(e == ENOTTY, "an unknown ioctl: %s (want ENOTTY)", err_name(e));
+    tap_result(e == ENOTTY, "an unknown ioctl: %s (want ENOTTY)", err_name(e));
 
     e = get_info(c0, &info);
-    check(!e && (info.flags & DN2_INFO_SDIMM_READY) && (info.flags & DN2_INFO_LINK_UP) &&
+    tap_result(!e && (info.flags & DN2_INFO_SDIMM_READY) && (info.flags & DN2_INFO_LINK_UP) &&
           (info.flags & DN2_INFO_LID_SET) && info.lid == 1 && info.mtu == 2048 &&
           info.sdimm_module_mib == 256 && info.sdimm_area == (256ULL << 20),
           "GET_INFO after bring-up: flags 0x%x, LID %u, MTU %u, %u MiB/module, area %llu MiB",
@@ -783,45 +750,45 @@ static void test_wids(void)
     int fd, w, fd2, w2;
 
     if (spawn_holder(DEV0, &a) || spawn_holder(DEV0, &b)) {
-        check(0, "fork");
+        tap_result(0, "fork");
         return;
     }
-    check((a.wid == 0 && b.wid == 1) || (a.wid == 1 && b.wid == 0),
+    tap_result((a.wid == 0 && b.wid == 1) || (a.wid == 1 && b.wid == 0),
           "two processes open %s: WIDs %d and %d", DEV0, a.wid, b.wid);
     snprintf(ow[0], sizeof(ow[0]), "%s", sysfs(SYSFS_DEV(0), "wid0/owner"));
     snprintf(ow[1], sizeof(ow[1]), "%s", sysfs(SYSFS_DEV(0), "wid1/owner"));
-    check(a.wid >= 0 && b.wid >= 0 && atoi(ow[a.wid]) == a.pid && atoi(ow[b.wid]) == b.pid,
+    tap_result(a.wid >= 0 && b.wid >= 0 && atoi(ow[a.wid]) == a.pid && atoi(ow[b.wid]) == b.pid,
           "sysfs wid0/owner %s, wid1/owner %s (pids %d holds WID %d, %d holds WID %d)",
           ow[0], ow[1], a.pid, a.wid, b.pid, b.wid);
     w = open_wid(DEV0, &fd);
-    check(w == -EBUSY, "a third opener gets %s (want EBUSY)", w < 0 ? err_name(-w) : "a WID");
+    tap_result(w == -EBUSY, "a third opener gets %s (want EBUSY)", w < 0 ? err_name(-w) : "a WID");
     if (fd >= 0) {
         close(fd);
     }
     fd = open(DEV0, O_RDONLY);
-    check(fd >= 0, "a control handle (O_RDONLY) still opens with both WIDs taken");
+    tap_result(fd >= 0, "a control handle (O_RDONLY) still opens with both WIDs taken");
     if (fd >= 0) {
         close(fd);
     }
 
     holder_quit(&a);
     w = open_wid(DEV0, &fd);
-    check(w == a.wid, "after the holder of WID %d exits, a new opener gets WID %d",
+    tap_result(w == a.wid, "after the holder of WID %d exits, a new opener gets WID %d",
           a.wid, w);
     w2 = open_wid(DEV0, &fd2);
-    check(w2 == -EBUSY, "and the next one EBUSY again (%s)", w2 < 0 ? err_name(-w2) : "a WID");
+    tap_result(w2 == -EBUSY, "and the next one EBUSY again (%s)", w2 < 0 ? err_name(-w2) : "a WID");
     if (fd2 >= 0) {
         close(fd2);
     }
     close(fd);
     w = open_wid(DEV0, &fd);
-    check(w == a.wid, "close() frees the WID: reopened, WID %d", w);
+    tap_result(w == a.wid, "close() frees the WID: reopened, WID %d", w);
     close(fd);
 
     holder_kill(&b);
     w = open_wid(DEV0, &fd);
     w2 = open_wid(DEV0, &fd2);
-    check((w == 0 && w2 == 1) || (w == 1 && w2 == 0),
+    tap_result((w == 0 && w2 == 1) || (w == 1 && w2 == 0),
           "after SIGKILL of the holder of WID %d, both WIDs are free again (%d, %d)",
           b.wid, w, w2);
     if (fd >= 0) {
@@ -830,7 +797,7 @@ static void test_wids(void)
     if (fd2 >= 0) {
         close(fd2);
     }
-    check(!strcmp(sysfs(SYSFS_DEV(0), "wid0/owner"), "none") &&
+    tap_result(!strcmp(sysfs(SYSFS_DEV(0), "wid0/owner"), "none") &&
           !strcmp(sysfs(SYSFS_DEV(0), "wid1/owner"), "none"),
           "sysfs owners are none after every file is closed (%s, %s)",
           sysfs(SYSFS_DEV(0), "wid0/owner"), sysfs(SYSFS_DEV(0), "wid1/owner"));
@@ -844,7 +811,7 @@ static void test_mmap(void)
     /* One process, two opens: both WIDs. */
     wid[0] = open_wid(DEV0, &fd[0]);
     wid[1] = open_wid(DEV0, &fd[1]);
-    if (!check(wid[0] >= 0 && wid[1] >= 0 && wid[0] != wid[1],
+    if (!tap_result(wid[0] >= 0 && wid[1] >= 0 && wid[0] != wid[1],
                "one process opening twice holds both WIDs (%d, %d)", wid[0], wid[1])) {
         return;
     }
@@ -853,7 +820,7 @@ static void test_mmap(void)
                           &m[0].p[i]);
         int e1 = try_mmap(fd[1], pieces[i].off, pieces[i].len, pieces[i].prot, MAP_SHARED,
                           &m[1].p[i]);
-        check(!e0 && !e1, "mmap %s: offset 0x%llx, 0x%zx bytes, %s: %s / %s", pieces[i].name,
+        tap_result(!e0 && !e1, "mmap %s: offset 0x%llx, 0x%zx bytes, %s: %s / %s", pieces[i].name,
               (unsigned long long)pieces[i].off, pieces[i].len,
               pieces[i].prot & PROT_WRITE ? "read/write" : "read-only",
               err_name(e0), err_name(e1));
@@ -887,13 +854,13 @@ static void test_mmap(void)
             }
         }
         e = try_mmap(fd[0], DN2_SR_BASE, DN2_SR_PAGE, PROT_READ, MAP_SHARED, NULL);
-        check(all && e == EINVAL, "mmap of the System Register (even read-only: %s), of "
+        tap_result(all && e == EINVAL, "mmap of the System Register (even read-only: %s), of "
               "the other WID's pages, of gaps and past a piece: EINVAL%s", err_name(e),
               msg);
     }
     e = try_mmap(fd[0], DN2_MMAP_LLCM, DN2_MMAP_LLCM_LEN, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE, NULL);
-    check(e == EINVAL, "MAP_PRIVATE: %s (want EINVAL)", err_name(e));
+    tap_result(e == EINVAL, "MAP_PRIVATE: %s (want EINVAL)", err_name(e));
     {
         int e1 = try_mmap(fd[0], DN2_MMAP_PW, DN2_MMAP_PW_LEN, PROT_READ | PROT_WRITE,
                           MAP_SHARED, NULL);
@@ -901,7 +868,7 @@ static void test_mmap(void)
                           MAP_SHARED, NULL);
         int e3 = m[0].p[P_PW] && mprotect(m[0].p[P_PW], DN2_MMAP_PW_LEN,
                                           PROT_READ | PROT_WRITE) ? errno : 0;
-        check(e1 == EACCES && e2 == EACCES && e3 == EACCES,
+        tap_result(e1 == EACCES && e2 == EACCES && e3 == EACCES,
               "read-only pieces refuse PROT_WRITE: PW %s, LHB %s, mprotect PW %s "
               "(want EACCES)", err_name(e1), err_name(e2), err_name(e3));
     }
@@ -922,7 +889,7 @@ static void test_mmap(void)
         dn2_cpu_sfence();
         wa = rd64(m[0].p[P_WW], 0x7f8);
         wb = rd64(m[1].p[P_WW], 0x7f8);
-        check(a == 0x1111222233334444ULL && b == 0x5555666677778888ULL &&
+        tap_result(a == 0x1111222233334444ULL && b == 0x5555666677778888ULL &&
               wa == 0xaaaa0000aaaa0000ULL && wb == 0xbbbb0000bbbb0000ULL,
               "the two WIDs' LLCM and Write Window mappings are distinct memory "
               "(LLCM 0x%llx / 0x%llx, WW 0x%llx / 0x%llx)", (unsigned long long)a,
@@ -932,7 +899,7 @@ static void test_mmap(void)
         uint64_t s0 = rd64(m[0].p[P_UR], DN2_UR_CTL_STATUS);
         uint64_t s1 = rd64(m[1].p[P_UR], DN2_UR_CTL_STATUS);
 
-        check((s0 & DN2_CS_SDIMM_READY) && (s1 & DN2_CS_SDIMM_READY),
+        tap_result((s0 & DN2_CS_SDIMM_READY) && (s1 & DN2_CS_SDIMM_READY),
               "both User Register pages read Controller Status with SO-DIMM ready "
               "(0x%llx, 0x%llx)", (unsigned long long)s0, (unsigned long long)s1);
     }
@@ -947,17 +914,17 @@ static void test_mmap(void)
         snprintf(o0, sizeof(o0), "%s", sysfs(SYSFS_DEV(0), "wid0/owner"));
         snprintf(o1, sizeof(o1), "%s", sysfs(SYSFS_DEV(0), "wid1/owner"));
         w = open_wid(DEV0, &f2);
-        check(w == -EBUSY && atoi(o0) == getpid() && atoi(o1) == getpid(),
+        tap_result(w == -EBUSY && atoi(o0) == getpid() && atoi(o1) == getpid(),
               "after close() with the mappings alive, the WIDs stay held (owners %s, %s; "
               "open: %s)", o0, o1, w < 0 ? err_name(-w) : "got a WID");
         if (f2 >= 0) {
             close(f2);
         }
         e = unload_module();
-        check(e == EAGAIN || e == EBUSY, "rmmod with only mappings open fails: %s", err_name(e));
+        tap_result(e == EAGAIN || e == EBUSY, "rmmod with only mappings open fails: %s", err_name(e));
         unmap_all(&m[0]);
         unmap_all(&m[1]);
-        check(!strcmp(sysfs(SYSFS_DEV(0), "wid0/owner"), "none") &&
+        tap_result(!strcmp(sysfs(SYSFS_DEV(0), "wid0/owner"), "none") &&
               !strcmp(sysfs(SYSFS_DEV(0), "wid1/owner"), "none"),
               "munmap() of the last mapping frees the WIDs (owners %s, %s)",
               sysfs(SYSFS_DEV(0), "wid0/owner"), sysfs(SYSFS_DEV(0), "wid1/owner"));
@@ -980,13 +947,13 @@ static void test_board1(void)
     wid[1] = open_wid(DEV1, &fd[1]);
     e0 = wid[0] >= 0 ? map_all(fd[0], &m[0]) : -wid[0];
     e1 = wid[1] >= 0 ? map_all(fd[1], &m[1]) : -wid[1];
-    if (!check(!e0 && !e1, "board 1: both WIDs open and map all pieces (%s, %s)",
+    if (!tap_result(!e0 && !e1, "board 1: both WIDs open and map all pieces (%s, %s)",
                err_name(e0), err_name(e1))) {
         return;
     }
     check_types(SYSFS_DEV(1), wid);
     ok = round_trip(&m[1], 0x5a5a000011110000ULL, why, sizeof(why));
-    check(ok, "board 1, WID %d: VS/VL round trip: %s", wid[1], why);
+    tap_result(ok, "board 1, WID %d: VS/VL round trip: %s", wid[1], why);
     unmap_all(&m[0]);
     unmap_all(&m[1]);
     close(fd[0]);
@@ -1012,48 +979,48 @@ static void test_unprivileged(void)
         int fd, e, e1, e2, e3, e4, ok;
 
         if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY)) {
-            check(0, "drop privileges to uid %d: %s", NOBODY, strerror(errno));
+            tap_result(0, "drop privileges to uid %d: %s", NOBODY, strerror(errno));
             _exit(1);
         }
         fd = open(DEV0, O_RDWR);
-        if (!check(fd >= 0, "uid %d (no capabilities) opens %s read/write: %s", getuid(),
+        if (!tap_result(fd >= 0, "uid %d (no capabilities) opens %s read/write: %s", getuid(),
                    DEV0, fd >= 0 ? "ok" : strerror(errno))) {
             _exit(1);
         }
         e = get_info(fd, &info);
-        check(!e && info.wid == 0 && !(info.flags & DN2_INFO_ADMIN) &&
+        tap_result(!e && info.wid == 0 && !(info.flags & DN2_INFO_ADMIN) &&
               (info.flags & DN2_INFO_SDIMM_READY) && info.sdimm_area == (256ULL << 20) &&
               info.lid == 1 && info.board == 0,
               "unprivileged GET_INFO: board %u, WID %u, LID %u, area %llu MiB, flags 0x%x",
               info.board, info.wid, info.lid, (unsigned long long)(info.sdimm_area >> 20),
               info.flags);
         e = map_all(fd, &m);
-        check(!e, "unprivileged mmap of all five pieces: %s", err_name(e));
+        tap_result(!e, "unprivileged mmap of all five pieces: %s", err_name(e));
         if (!e) {
             ok = round_trip(&m, 0xd2d2feed00000000ULL, why, sizeof(why));
-            check(ok, "unprivileged VS/VL round trip through the mapped pages: %s", why);
+            tap_result(ok, "unprivileged VS/VL round trip through the mapped pages: %s", why);
         } else {
-            check(0, "unprivileged VS/VL round trip: not run");
+            tap_result(0, "unprivileged VS/VL round trip: not run");
         }
         e = try_mmap(fd, DN2_SR_BASE, DN2_SR_PAGE, PROT_READ, MAP_SHARED, NULL);
-        check(e == EINVAL, "unprivileged mmap of the System Register: %s (want EINVAL)",
+        tap_result(e == EINVAL, "unprivileged mmap of the System Register: %s (want EINVAL)",
               err_name(e));
         e1 = xioctl(fd, DN2_IOC_CTL_RESET, NULL);
         e2 = xioctl(fd, DN2_IOC_SDIMM_INIT, &si);
         e3 = xioctl(fd, DN2_IOC_SET_PGID, &pg);
         e4 = xioctl(fd, DN2_IOC_LINK_UP, &lk);
-        check(e1 == EPERM && e2 == EPERM && e3 == EPERM && e4 == EPERM,
+        tap_result(e1 == EPERM && e2 == EPERM && e3 == EPERM && e4 == EPERM,
               "unprivileged CTL_RESET / SDIMM_INIT / SET_PGID / LINK_UP: %s / %s / %s / %s "
               "(want EPERM)", err_name(e1), err_name(e2), err_name(e3), err_name(e4));
         e = get_info(fd, &info);
-        check(!e && (info.flags & DN2_INFO_SDIMM_READY),
+        tap_result(!e && (info.flags & DN2_INFO_SDIMM_READY),
               "the refused ioctls changed nothing (SO-DIMM still ready)");
         unmap_all(&m);
         close(fd);
         _exit(0);
     }
     waitpid(pid, &status, 0);
-    check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+    tap_result(WIFEXITED(status) && WEXITSTATUS(status) == 0,
           "the unprivileged child finished (status 0x%x)", status);
     {
         const char *after = sysfs(SYSFS_DEV(0), "wid0/prim_counter");
@@ -1061,7 +1028,7 @@ static void test_unprivileged(void)
 
         sscanf(before, "%u %u %u %u %u %u", &u[0], &u[1], &u[2], &u[3], &u[4], &u[5]);
         sscanf(after, "%u %u %u %u %u %u", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
-        check(v[DN2_PC_VS] == u[DN2_PC_VS] + 1 && v[DN2_PC_VL] == u[DN2_PC_VL] + 1,
+        tap_result(v[DN2_PC_VS] == u[DN2_PC_VS] + 1 && v[DN2_PC_VL] == u[DN2_PC_VL] + 1,
               "sysfs wid0/prim_counter went from [%s] to [%s] (BOTF VL VS RVL RVS IPUSH): "
               "one more VS and VL", before, after);
     }
@@ -1074,13 +1041,13 @@ static void test_rmmod(void)
     int fd = open(DEV1, O_RDWR), e;
 
     e = unload_module();
-    check(fd >= 0 && (e == EAGAIN || e == EBUSY) && module_loaded(),
+    tap_result(fd >= 0 && (e == EAGAIN || e == EBUSY) && module_loaded(),
           "rmmod while %s is open fails: %s", DEV1, err_name(e));
     if (fd >= 0) {
         close(fd);
     }
     e = unload_module();
-    check(!e && !module_loaded() && stat(DEV0, &st) && stat(DEV1, &st),
+    tap_result(!e && !module_loaded() && stat(DEV0, &st) && stat(DEV1, &st),
           "rmmod after close succeeds (%s) and the device nodes are gone", err_name(e));
     show_klog();
 }
@@ -1101,30 +1068,30 @@ static void test_fallback(void)
         sscanf(w, "%31s", base1);
         unload_module();
     }
-    if (!check(base0[0] && base1[0], "windows of boards 0 and 1 from sysfs: %s, %s",
+    if (!tap_result(base0[0] && base1[0], "windows of boards 0 and 1 from sysfs: %s, %s",
                base0, base1)) {
         return;
     }
     e = load_module("use_acpi=0");
-    check(e == EINVAL && !module_loaded(), "insmod use_acpi=0 without addr=: %s (want EINVAL)",
+    tap_result(e == EINVAL && !module_loaded(), "insmod use_acpi=0 without addr=: %s (want EINVAL)",
           err_name(e));
     snprintf(p, sizeof(p), "addr=0x%llx", strtoull(base0, NULL, 0) + 0x1000);
     e = load_module(p);
-    check(e == EINVAL && !module_loaded(), "insmod %s (not 64 KiB aligned): %s (want EINVAL)",
+    tap_result(e == EINVAL && !module_loaded(), "insmod %s (not 64 KiB aligned): %s (want EINVAL)",
           p, err_name(e));
     snprintf(p, sizeof(p), "addr=%s", base0);
     e = load_module(p);
-    check(e != 0 && !module_loaded(), "insmod %s while ACPI describes that board: %s "
+    tap_result(e != 0 && !module_loaded(), "insmod %s while ACPI describes that board: %s "
           "(refused)", p, err_name(e));
     show_klog();
 
     snprintf(p, sizeof(p), "use_acpi=0 addr=%s", base1);
     e = load_module(p);
-    check(!e && stat(DEV0, &st) == 0 && stat(DEV1, &st) != 0,
+    tap_result(!e && stat(DEV0, &st) == 0 && stat(DEV1, &st) != 0,
           "insmod %s: %s; %s exists, %s does not", p, err_name(e), DEV0, DEV1);
     fd = open(DEV0, O_RDWR);
     e = fd < 0 ? errno : get_info(fd, &info);
-    check(!e && info.board == 0 && info.wid == 0 &&
+    tap_result(!e && info.board == 0 && info.wid == 0 &&
           !strcmp(sysfs("/sys/bus/platform/devices/dimmnet2.0", "window"),
                   (snprintf(p, sizeof(p), "%s 0x%x", base1, DN2_WINDOW_SIZE), p)),
           "the addr= board works: open, GET_INFO board %u WID %u, sysfs dimmnet2.0/window %s",
@@ -1140,11 +1107,11 @@ static void test_fallback(void)
             ok = round_trip(&m, 0x0123456789abcdefULL, why, sizeof(why));
             unmap_all(&m);
         }
-        check(ok, "VS/VL round trip on the addr= board: %s", why);
+        tap_result(ok, "VS/VL round trip on the addr= board: %s", why);
         close(fd);
     }
     e = unload_module();
-    check(!e && !module_loaded(), "rmmod: %s", err_name(e));
+    tap_result(!e && !module_loaded(), "rmmod: %s", err_name(e));
     show_klog();
 }
 
@@ -1156,14 +1123,12 @@ int main(int argc, char **argv)
         return 2;
     }
     ko_path = argv[1];
-    tap = mmap(NULL, sizeof(*tap), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (tap == MAP_FAILED) {
+    /* the children's points count too */
+    if (tap_share() < 0) {
         perror("mmap");
         return 2;
     }
-    tap->next = 0;
-    tap->failures = 0;
-    diag("dn2-drvtest: ABI %d, uapi %d, module %s", DN2_ABI_VERSION, DN2_UAPI_VERSION, ko_path);
+    tap_diag("dn2-drvtest: ABI %d, uapi %d, module %s", DN2_ABI_VERSION, DN2_UAPI_VERSION, ko_path);
     show_klog();
 
     if (test_load()) {
@@ -1176,7 +1141,7 @@ int main(int argc, char **argv)
     }
     test_fallback();
 
-    printf("1..%d\n", tap->next);
-    diag("%d of %d checks failed", tap->failures, tap->next);
-    return tap->failures ? 1 : 0;
+    tap_plan(tap_count());
+    tap_diag("%d of %d checks failed", tap_failures(), tap_count());
+    return tap_exit_code();
 }

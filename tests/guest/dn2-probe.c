@@ -37,6 +37,7 @@
 #include <dirent.h>
 
 #include "dn2-sysfs.h"
+#include "dn2-tap.h"
 #include "dimmnet2/dn2_abi.h"
 
 #define POLL_TIMEOUT_NS   (5ULL * 1000 * 1000 * 1000)   /* 5 s: TCG is slow */
@@ -64,48 +65,43 @@ enum {
 };
 
 static int board;
-static int failures;
-static int next_test = 1;
 static volatile uint8_t *win;     /* the mapped 0x60000-byte window */
 
 /* ------------------------------------------------------------- TAP */
 
-static void diag(const char *fmt, ...)
+/* Test point `test` (its number: the checks run in the order of the
+ * enum), about this board. */
+static void __attribute__((format(printf, 3, 4))) result(int test, int ok, const char *fmt, ...)
 {
+    char desc[512];
     va_list ap;
 
-    fputs("# ", stdout);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-}
-
-static void result(int test, int ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (test != next_test) {
+    if (test != tap_count() + 1) {
         /* Programming error in the probe itself: keep the numbering sane. */
         fprintf(stderr, "dn2-probe: internal: test %d reported as %d\n",
-                next_test, test);
+                tap_count() + 1, test);
     }
-    printf("%s %d - board %d: ", ok ? "ok" : "not ok", next_test, board);
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vsnprintf(desc, sizeof(desc), fmt, ap);
     va_end(ap);
-    fputc('\n', stdout);
-    if (!ok) {
-        failures++;
+    tap_result(ok, "board %d: %s", board, desc);
+}
+
+/* Test point `test` skipped: why. */
+static void skipped(int test, const char *why)
+{
+    if (test != tap_count() + 1) {
+        fprintf(stderr, "dn2-probe: internal: test %d reported as %d\n",
+                tap_count() + 1, test);
     }
-    next_test++;
+    tap_skip(why, "board %d:", board);
 }
 
 /* A prerequisite failed: report every remaining test as failed. */
 static int bail(const char *why)
 {
-    while (next_test <= T_COUNT) {
-        result(next_test, 0, "not run (%s)", why);
+    while (tap_count() < T_COUNT) {
+        result(tap_count() + 1, 0, "not run (%s)", why);
     }
     return 1;
 }
@@ -188,13 +184,13 @@ static void decode_cs(const char *when, uint64_t v)
     if (v & DN2_CS_RX_OVF) strcat(buf, " rx-ovf");
     if (v & DN2_CS_RX_ERR_MASK) strcat(buf, " rx-err");
     if (v & DN2_CS_REQ_ERROR) strcat(buf, " req-error");
-    diag("Controller Status (%s) = 0x%llx:%s", when, (unsigned long long)v,
+    tap_diag("Controller Status (%s) = 0x%llx:%s", when, (unsigned long long)v,
          buf[0] ? buf : " (none)");
 }
 
 static void decode_pc(const char *when, uint64_t v)
 {
-    diag("Primitive Counter (%s) = 0x%llx: BOTF=%u VL=%u VS=%u RVL=%u RVS=%u IPUSH=%u",
+    tap_diag("Primitive Counter (%s) = 0x%llx: BOTF=%u VL=%u VS=%u RVL=%u RVS=%u IPUSH=%u",
          when, (unsigned long long)v,
          dn2_pc_field(v, DN2_PC_BOTF), dn2_pc_field(v, DN2_PC_VL),
          dn2_pc_field(v, DN2_PC_VS), dn2_pc_field(v, DN2_PC_RVL),
@@ -251,7 +247,7 @@ static int find_acpi(char *name, size_t len, char *why, size_t whylen)
             !strcmp(uid, "(none)")) {
             continue;
         }
-        diag("ACPI device %s: path %s, hid %s, uid %s, status %s%s%s%s",
+        tap_diag("ACPI device %s: path %s, hid %s, uid %s, status %s%s%s%s",
              e->d_name, apath, hid, uid, status,
              desc[0] ? ", \"" : "", desc, desc[0] ? "\"" : "");
         if (strcmp(status, "15")) {
@@ -331,8 +327,8 @@ int main(int argc, char **argv)
     }
     board = argc == 2 ? atoi(argv[1]) : 0;
 
-    printf("1..%d\n", T_COUNT);
-    diag("dn2-probe: DIMMnet-2 board %d (ABI version %d)", board, DN2_ABI_VERSION);
+    tap_plan(T_COUNT);
+    tap_diag("dn2-probe: DIMMnet-2 board %d (ABI version %d)", board, DN2_ABI_VERSION);
 
     /* 1. ACPI */
     ok = find_acpi(name, sizeof(name), why, sizeof(why));
@@ -345,7 +341,7 @@ int main(int argc, char **argv)
     /* 2. the window in /proc/iomem */
     ok = find_iomem(name, &base, &size, why, sizeof(why));
     if (ok) {
-        diag("window: %s at 0x%08llx-0x%08llx (0x%llx bytes)", name,
+        tap_diag("window: %s at 0x%08llx-0x%08llx (0x%llx bytes)", name,
              (unsigned long long)base, (unsigned long long)(base + size - 1),
              (unsigned long long)size);
         if (size != DN2_WINDOW_SIZE) {
@@ -392,14 +388,14 @@ int main(int argc, char **argv)
 
     /* 5. Prefetch Window flags at reset */
     v = ur(DN2_UR_PW_FLAG);
-    diag("Prefetch Window Flag (reset) = 0x%llx", (unsigned long long)v);
+    tap_diag("Prefetch Window Flag (reset) = 0x%llx", (unsigned long long)v);
     result(T_PWF_RESET, v == DN2_PWF_ALL,
            "Prefetch Window Flag reset value 0x%llx (want 0x%llx)",
            (unsigned long long)v, (unsigned long long)DN2_PWF_ALL);
 
     /* 6. SMA LID: no fabric, so no link */
     v = rd64(DN2_SR_BASE + DN2_SR_SMA);
-    diag("SMA LID = 0x%llx: LID 0x%llx, link status %llu (%s)",
+    tap_diag("SMA LID = 0x%llx: LID 0x%llx, link status %llu (%s)",
          (unsigned long long)v, (unsigned long long)dn2_sma_lid(v),
          (unsigned long long)dn2_sma_link(v),
          dn2_sma_link_ready(v) ?
@@ -466,7 +462,7 @@ int main(int argc, char **argv)
                            (uint64_t)DN2_PC_MASK << (DN2_PC_VL * DN2_PC_BITS),
                            (uint64_t)((dn2_pc_field(pc0, DN2_PC_VL) + 1) & DN2_PC_MASK)
                            << (DN2_PC_VL * DN2_PC_BITS), &pc, &ns2);
-        diag("Prefetch Window Flag (after VL) = 0x%llx", (unsigned long long)v);
+        tap_diag("Prefetch Window Flag (after VL) = 0x%llx", (unsigned long long)v);
         decode_pc("after VL", pc);
         cs = ur(DN2_UR_CTL_STATUS);
         decode_cs("after VL", cs);
@@ -496,11 +492,11 @@ int main(int argc, char **argv)
             }
         }
         if (bad >= 0) {
-            diag("first mismatch at PW%d+0x%x: got 0x%016llx, want 0x%016llx",
+            tap_diag("first mismatch at PW%d+0x%x: got 0x%016llx, want 0x%016llx",
                  VL_WINDOW, bad * 8, (unsigned long long)got,
                  (unsigned long long)pattern[bad]);
         } else {
-            diag("round trip: %u bytes WW0 -> SO-DIMM 0x%x -> PW%d identical",
+            tap_diag("round trip: %u bytes WW0 -> SO-DIMM 0x%x -> PW%d identical",
                  DN2_WIN_SIZE, SDIMM_TEST_OFF, VL_WINDOW);
         }
         result(T_COMPARE, bad < 0, "Prefetch Window %d holds the Write Window 0 "
@@ -522,9 +518,9 @@ int main(int argc, char **argv)
      */
     link_up = dn2_sma_link_ready(rd64(DN2_SR_BASE + DN2_SR_SMA));
     if (link_up) {
-        result(T_STALL, 1, "# SKIP the link is up: a remote store would not wait");
-        result(T_VS_ISSUE, 1, "# SKIP the link is up");
-        result(T_VL_ISSUE, 1, "# SKIP the link is up");
+        skipped(T_STALL, "the link is up: a remote store would not wait");
+        skipped(T_VS_ISSUE, "the link is up");
+        skipped(T_VL_ISSUE, "the link is up");
     } else {
         uint64_t ms = 0, cs, pwf, pcq;
 
@@ -536,7 +532,7 @@ int main(int argc, char **argv)
                       DN2_FMASK(DN2_MS_WC),
                       DN2_FPUT(dn2_ms_wc_busy(DN2_OP_RVS), DN2_MS_WC),
                       &ms, &ns);
-        diag("Module State after an RVS to LID 1 (no link) = 0x%llx: Window "
+        tap_diag("Module State after an RVS to LID 1 (no link) = 0x%llx: Window "
              "Controller field %llu (1 + OTYPE 0x%x = executing RVS)",
              (unsigned long long)ms,
              (unsigned long long)DN2_FGET(ms, DN2_MS_WC),
@@ -557,11 +553,11 @@ int main(int argc, char **argv)
         pwf = ur(DN2_UR_PW_FLAG);
         pcq = ur(DN2_UR_PRIM_COUNTER);
         decode_cs("VS and VL queued behind the RVS", cs);
-        diag("Prefetch Window Flag (VL queued) = 0x%llx; Primitive Counter "
+        tap_diag("Prefetch Window Flag (VL queued) = 0x%llx; Primitive Counter "
              "0x%llx (was 0x%llx)", (unsigned long long)pwf,
              (unsigned long long)pcq, (unsigned long long)pc0);
         if (pcq != pc0) {
-            diag("a request behind the stalled RVS completed: the Request "
+            tap_diag("a request behind the stalled RVS completed: the Request "
                  "FIFO is not in order?");
         }
         result(T_VS_ISSUE, pcq == pc0 && !(cs & DN2_CS_WW_MASK(0)),
@@ -583,7 +579,7 @@ int main(int argc, char **argv)
         v = ur(DN2_UR_CTL_STATUS);
         pc = ur(DN2_UR_PRIM_COUNTER);
         decode_cs("after Controller Reset", v);
-        diag("after Controller Reset: Primitive Counter 0x%llx, PW flags 0x%llx, "
+        tap_diag("after Controller Reset: Primitive Counter 0x%llx, PW flags 0x%llx, "
              "Module State 0x%llx", (unsigned long long)pc,
              (unsigned long long)pwf, (unsigned long long)ms);
         result(T_CTL_RESET, v == DN2_CS_STATUS_EMPTY && pc == 0 &&
@@ -597,6 +593,6 @@ int main(int argc, char **argv)
     }
 
     munmap((void *)win, DN2_WINDOW_SIZE);
-    diag("board %d: %d of %d checks failed", board, failures, T_COUNT);
-    return failures ? 1 : 0;
+    tap_diag("board %d: %d of %d checks failed", board, tap_failures(), T_COUNT);
+    return tap_exit_code();
 }
