@@ -1142,122 +1142,192 @@ static uint64_t copy_dst(DN2 *d, int wid, uint8_t op, unsigned dtype, unsigned i
                dn2_req_lower(op, dtype, iter, 0, 0, 0, arg));
 }
 
-static void test_sodimm_copy(void)
-{
-    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+/* SO-DIMM to SO-DIMM copies (VL-family half to a VS-family half, WW#3):
+ * every case starts from a board whose SO-DIMM [COPY_R0, + COPY_RLEN)
+ * holds a known pattern, and ends checking that only what it copied
+ * changed. */
+enum { COPY_R0 = 0x10000, COPY_RLEN = 0x8000 };
+
+typedef struct CopyRig {
+    QTestState *qts;
     DN2 d;
-    enum { R0 = 0x10000, RLEN = 0x8000 };
-    g_autofree uint8_t *model = g_malloc(RLEN);    /* SO-DIMM [R0, R0 + RLEN) */
-    uint8_t *m;
-    uint8_t w1[64];
-    uint64_t st, pc0;
-    unsigned r, c;
+    uint8_t *model;     /* SO-DIMM [COPY_R0, COPY_R0 + COPY_RLEN) */
+    uint8_t *m;         /* ... indexed by SO-DIMM offset */
+} CopyRig;
 
+static DN2 *copy_start(CopyRig *c)
+{
+    c->qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+    dn2q_open(&c->d, c->qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&c->d, 0x01);
+    c->model = g_malloc(COPY_RLEN);
+    dn2q_pattern(c->model, COPY_RLEN, 141);
+    sd_write(&c->d, 0, COPY_R0, c->model, COPY_RLEN);
+    c->m = c->model - COPY_R0;
+    return &c->d;
+}
 
-    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
-    dn2q_board_init(&d, 0x01);
-    dn2q_pattern(model, RLEN, 141);
-    sd_write(&d, 0, R0, model, RLEN);
-    m = model - R0;       /* index by SO-DIMM offset */
+static void copy_stop(CopyRig *c)
+{
+    sd_check(&c->d, 0, COPY_R0, c->model, COPY_RLEN, "whole model region after the copies");
+    g_free(c->model);
+    qtest_quit(c->qts);
+}
+
+static void test_copy_refused(void)
+{
+    CopyRig c;
+    DN2 *d = copy_start(&c);
+    const uint32_t R0 = COPY_R0;
 
     /* an unpaired VS-family copy half is refused */
-    expect_refused(&d, 0, dn2_req_upper(DN2_COPY_OFF, R0),
+    expect_refused(d, 0, dn2_req_upper(DN2_COPY_OFF, R0),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64), "VS copy half without a VL half");
-    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_WW_MASK(3), 0, "no WW#3 status for a refused copy");
-    pc_reset(&d, 0);
+    EXPECT_HEX(dn2q_cs(d, 0) & DN2_CS_WW_MASK(3), 0, "no WW#3 status for a refused copy");
+    pc_reset(d, 0);
     /* VLI cannot be a copy source; the VS half then has nothing to pair */
-    expect_refused(&d, 0, dn2_req_upper(R0, DN2_COPY_OFF),
+    expect_refused(d, 0, dn2_req_upper(R0, DN2_COPY_OFF),
                    dn2_req_lower(DN2_OP_VLI, 2, 4, 0, 0, 0, R0), "VLI copy half");
-    pc_reset(&d, 0);
-    expect_refused(&d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x100),
+    pc_reset(d, 0);
+    expect_refused(d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x100),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 16), "VS half after a refused VLI");
-    pc_reset(&d, 0);
+    pc_reset(d, 0);
     /* VSI cannot be a copy destination */
-    copy_src(&d, 0, DN2_OP_VL, 0, 0, R0, 64);
-    EXPECT_HEX(dn2q_cs(&d, 0) & DN2_CS_REQ_ERROR, 0, "VL copy half accepted");
-    expect_refused(&d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x200),
+    copy_src(d, 0, DN2_OP_VL, 0, 0, R0, 64);
+    EXPECT_HEX(dn2q_cs(d, 0) & DN2_CS_REQ_ERROR, 0, "VL copy half accepted");
+    expect_refused(d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x200),
                    dn2_req_lower(DN2_OP_VSI, 2, 4, 0, 0, 0, R0), "VSI copy half");
-    pc_reset(&d, 0);
-    sd_check(&d, 0, R0, model, 0x1000, "refused copies wrote nothing");
+    pc_reset(d, 0);
+    sd_check(d, 0, R0, c.model, 0x1000, "refused copies wrote nothing");
+    copy_stop(&c);
+}
 
-    /* VL + VS: contiguous copy longer than a window */
-    pc0 = dn2q_pc(&d, 0);
-    copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x100, 0x300);
-    st = copy_dst(&d, 0, DN2_OP_VS, 0, 0, R0 + 0x1000, 0x300);
+/* VL + VS: contiguous copy longer than a window */
+static void test_copy_contiguous(void)
+{
+    CopyRig c;
+    DN2 *d = copy_start(&c);
+    const uint32_t R0 = COPY_R0;
+    uint8_t *m = c.m;
+    uint64_t st, pc0;
+
+    pc0 = dn2q_pc(d, 0);
+    copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x100, 0x300);
+    st = copy_dst(d, 0, DN2_OP_VS, 0, 0, R0 + 0x1000, 0x300);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(3) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(3),
                "copy status goes to WW#3 (bit 14)");
-    EXPECT_HEX(dn2q_pc(&d, 0) - pc0, (1ULL << 10) | (1ULL << 20),
+    EXPECT_HEX(dn2q_pc(d, 0) - pc0, (1ULL << 10) | (1ULL << 20),
                "copy counts one VL and one VS");
     memmove(m + R0 + 0x1000, m + R0 + 0x100, 0x300);
-    sd_check(&d, 0, R0 + 0xff0, m + R0 + 0xff0, 0x320, "VL+VS copy");
-    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags untouched by the copy");
+    sd_check(d, 0, R0 + 0xff0, m + R0 + 0xff0, 0x320, "VL+VS copy");
+    EXPECT_HEX(dn2q_pwf(d, 0), DN2_PWF_ALL, "PW flags untouched by the copy");
+    copy_stop(&c);
+}
 
-    /* the shorter pattern decides the length */
-    copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x2000, 100);
-    copy_dst(&d, 0, DN2_OP_VS, 0, 0, R0 + 0x1800, 40);
+/* the shorter pattern decides the length */
+static void test_copy_shorter_half(void)
+{
+    CopyRig c;
+    DN2 *d = copy_start(&c);
+    const uint32_t R0 = COPY_R0;
+    uint8_t *m = c.m;
+
+    copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x2000, 100);
+    copy_dst(d, 0, DN2_OP_VS, 0, 0, R0 + 0x1800, 40);
     memmove(m + R0 + 0x1800, m + R0 + 0x2000, 40);
-    copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x2100, 40);
-    copy_dst(&d, 0, DN2_OP_VS, 0, 0, R0 + 0x1900, 100);
+    copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x2100, 40);
+    copy_dst(d, 0, DN2_OP_VS, 0, 0, R0 + 0x1900, 100);
     memmove(m + R0 + 0x1900, m + R0 + 0x2100, 40);
-    sd_check(&d, 0, R0 + 0x1800, m + R0 + 0x1800, 0x200, "copy as long as the shorter half");
+    sd_check(d, 0, R0 + 0x1800, m + R0 + 0x1800, 0x200, "copy as long as the shorter half");
+    copy_stop(&c);
+}
+
+/* strided halves: VLS + VS, VL + VSS, VLS + VSS */
+static void test_copy_strided(void)
+{
+    CopyRig c;
+    DN2 *d = copy_start(&c);
+    const uint32_t R0 = COPY_R0;
+    uint8_t *m = c.m;
+    uint64_t st;
+    unsigned r, k;
 
     /* VLS + VS: transpose of a 16 x 16 matrix of 4-byte elements */
-    for (c = 0; c < 16 && !d.dead; c++) {
-        copy_src(&d, 0, DN2_OP_VLS, 2, 16, R0 + 0x3000 + 4 * c, 64);
-        copy_dst(&d, 0, DN2_OP_VS, 0, 0, R0 + 0x3400 + 64 * c, 64);
+    for (k = 0; k < 16 && !d->dead; k++) {
+        copy_src(d, 0, DN2_OP_VLS, 2, 16, R0 + 0x3000 + 4 * k, 64);
+        copy_dst(d, 0, DN2_OP_VS, 0, 0, R0 + 0x3400 + 64 * k, 64);
     }
     for (r = 0; r < 16; r++) {
-        for (c = 0; c < 16; c++) {
-            memcpy(m + R0 + 0x3400 + 64 * c + 4 * r, m + R0 + 0x3000 + 64 * r + 4 * c, 4);
+        for (k = 0; k < 16; k++) {
+            memcpy(m + R0 + 0x3400 + 64 * k + 4 * r, m + R0 + 0x3000 + 64 * r + 4 * k, 4);
         }
     }
-    sd_check(&d, 0, R0 + 0x3400, m + R0 + 0x3400, 0x400, "VLS+VS transpose");
+    sd_check(d, 0, R0 + 0x3400, m + R0 + 0x3400, 0x400, "VLS+VS transpose");
 
     /* VL + VSS: scatter */
-    copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x4000, 64);
-    st = copy_dst(&d, 0, DN2_OP_VSS, 2, 16, R0 + 0x4400, 12);
+    copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x4000, 64);
+    st = copy_dst(d, 0, DN2_OP_VSS, 2, 16, R0 + 0x4400, 12);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(3) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(3),
                "VL+VSS status");
     model_stride(m, R0 + 0x4400, 12, 4, 16, m + R0 + 0x4000);
-    sd_check(&d, 0, R0 + 0x4400, m + R0 + 0x4400, 0x100, "VL+VSS scatter");
+    sd_check(d, 0, R0 + 0x4400, m + R0 + 0x4400, 0x100, "VL+VSS scatter");
 
     /* VLS + VSS */
     {
         uint8_t tmp[128];
-        copy_src(&d, 0, DN2_OP_VLS, 2, 32, R0 + 0x5000, 8);
-        copy_dst(&d, 0, DN2_OP_VSS, 2, 32, R0 + 0x5400, 12);
+        copy_src(d, 0, DN2_OP_VLS, 2, 32, R0 + 0x5000, 8);
+        copy_dst(d, 0, DN2_OP_VSS, 2, 32, R0 + 0x5400, 12);
         for (r = 0; r < 32; r++) {
             memcpy(tmp + 4 * r, m + R0 + 0x5000 + 8 * r, 4);
         }
         model_stride(m, R0 + 0x5400, 12, 4, 32, tmp);
-        sd_check(&d, 0, R0 + 0x5400, m + R0 + 0x5400, 0x200, "VLS+VSS");
+        sd_check(d, 0, R0 + 0x5400, m + R0 + 0x5400, 0x200, "VLS+VSS");
     }
+    copy_stop(&c);
+}
 
-    /* the halves pair per WID */
-    copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x6000, 32);
-    expect_refused(&d, 1, dn2_req_upper(DN2_COPY_OFF, 0x100),
+/* the halves pair per WID, and a VS half consumes the pairing */
+static void test_copy_pairing(void)
+{
+    CopyRig c;
+    DN2 *d = copy_start(&c);
+    const uint32_t R0 = COPY_R0;
+    uint8_t *m = c.m;
+
+    copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x6000, 32);
+    expect_refused(d, 1, dn2_req_upper(DN2_COPY_OFF, 0x100),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 32),
                    "WID 1 VS half does not pair with WID 0's VL half");
-    pc_reset(&d, 1);
-    copy_dst(&d, 0, DN2_OP_VS, 0, 0, R0 + 0x6100, 32);
+    pc_reset(d, 1);
+    copy_dst(d, 0, DN2_OP_VS, 0, 0, R0 + 0x6100, 32);
     memmove(m + R0 + 0x6100, m + R0 + 0x6000, 32);
-    sd_check(&d, 0, R0 + 0x6000, m + R0 + 0x6000, 0x200, "WID 0 copy after WID 1's attempt");
+    sd_check(d, 0, R0 + 0x6000, m + R0 + 0x6000, 0x200, "WID 0 copy after WID 1's attempt");
     /* a VS half consumes the pairing: a second one is unpaired */
-    expect_refused(&d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x6200),
+    expect_refused(d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x6200),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 32), "second VS half");
-    pc_reset(&d, 0);
+    pc_reset(d, 0);
+    copy_stop(&c);
+}
 
-    /* destination past the area end: bit 16, only the part inside copied */
+/* destination past the area end: bit 16, only the part inside copied */
+static void test_copy_past_end(void)
+{
+    CopyRig c;
+    DN2 *d = copy_start(&c);
+    const uint32_t R0 = COPY_R0;
+    uint8_t *m = c.m;
+    uint8_t w1[64];
+    uint64_t st;
+
     dn2q_pattern(w1, sizeof(w1), 142);
-    sd_write(&d, 1, 0, w1, sizeof(w1));
-    copy_src(&d, 0, DN2_OP_VL, 0, 0, R0 + 0x7000, 64);
-    st = copy_dst(&d, 0, DN2_OP_VS, 0, 0, AREA_DEFAULT - 16, 64);
+    sd_write(d, 1, 0, w1, sizeof(w1));
+    copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x7000, 64);
+    st = copy_dst(d, 0, DN2_OP_VS, 0, 0, AREA_DEFAULT - 16, 64);
     EXPECT_HEX(st & DN2_CS_WW_MASK(3), DN2_CS_WW_DONE(3) | DN2_CS_WW_DST_OVF(3),
                "copy past the area end: bits 14 and 16");
-    sd_check(&d, 0, AREA_DEFAULT - 16, m + R0 + 0x7000, 16, "copied part");
-    sd_check(&d, 1, 0, w1, sizeof(w1), "WID 1's area untouched by the copy");
-    sd_check(&d, 0, R0, model, RLEN, "whole model region after the copies");
-    qtest_quit(qts);
+    sd_check(d, 0, AREA_DEFAULT - 16, m + R0 + 0x7000, 16, "copied part");
+    sd_check(d, 1, 0, w1, sizeof(w1), "WID 1's area untouched by the copy");
+    copy_stop(&c);
 }
 
 static void test_copy_large(void)
@@ -2586,7 +2656,12 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/prim/pw-flags", test_pw_flags);
     qtest_add_func("/dimmnet2/prim/primitive-counter", test_prim_counter);
     qtest_add_func("/dimmnet2/qom/stats", test_stats_property);
-    qtest_add_func("/dimmnet2/prim/sodimm-copy", test_sodimm_copy);
+    qtest_add_func("/dimmnet2/prim/sodimm-copy/refused", test_copy_refused);
+    qtest_add_func("/dimmnet2/prim/sodimm-copy/contiguous", test_copy_contiguous);
+    qtest_add_func("/dimmnet2/prim/sodimm-copy/shorter-half", test_copy_shorter_half);
+    qtest_add_func("/dimmnet2/prim/sodimm-copy/strided", test_copy_strided);
+    qtest_add_func("/dimmnet2/prim/sodimm-copy/pairing-per-wid", test_copy_pairing);
+    qtest_add_func("/dimmnet2/prim/sodimm-copy/past-area-end", test_copy_past_end);
     qtest_add_func("/dimmnet2/prim/copy-large", test_copy_large);
     qtest_add_func("/dimmnet2/prim/copy-shrink", test_copy_shrink);
     qtest_add_func("/dimmnet2/prim/command-ex", test_command_ex);
