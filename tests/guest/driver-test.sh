@@ -57,7 +57,8 @@ cp "$ko" "$root/dimmnet2.ko"
 # ----------------------------------------------------------------- the test
 cflags=(-static -O2 -Wall -Wextra -Werror -I "$top/include" -I "$top/linux-guest/lib")
 thash=$( { cat "$test_src" "$top/include/dimmnet2/dn2_abi.h" "$top/include/dimmnet2/dn2_uapi.h" \
-               "$top/linux-guest/lib/dn2-cpu.h" "$top/tests/guest/dn2-sysfs.h"
+               "$top/linux-guest/lib/dn2-cpu.h" "$top/tests/guest/dn2-sysfs.h" \
+               "$top/tests/guest/dn2-tap.h"
            gcc --version | head -1; echo "${cflags[*]}"; } | sha256sum | cut -c1-32)
 if [ -x "$root/bin/dn2-drvtest" ] && [ "$(cat "$root/../.drvtest.stamp" 2>/dev/null)" = "$thash" ]; then
     :
