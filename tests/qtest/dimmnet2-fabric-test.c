@@ -2602,30 +2602,28 @@ out:
 }
 
 /*
- * A fabric member asks B for 2 MiB (one RVL) and never acknowledges the
- * answer.  B's own process keeps working meanwhile, the answer is
- * abandoned and counted after rc-timeout-ms, and B answers others again.
+ * A silent member for the RVL hostage tests: a raw peer joined to A and
+ * B's switch, with B's SO-DIMM 0x100000 holding a known pattern, and one
+ * RVL packet that asks B for 2 MiB from its SO-DIMM 0.  The peer never
+ * acknowledges the answer.
  */
-static void test_rc_hostage(void)
-{
-    Fab f;
-    Board *A, *B;
+typedef struct SilentPeer {
     RawPeer rp;
     uint8_t *pk[1];
     size_t pl[1];
-    struct dn2_hdr h;
     uint8_t data[1024];
-    int64_t t0;
+} SilentPeer;
 
-    g_board_props = ",rc-timeout-ms=500";
-    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
-        goto out;
+static bool silent_peer_up(SilentPeer *sp, Fab *f, Board *B, uint8_t seed)
+{
+    struct dn2_hdr h;
+
+    memset(sp, 0, sizeof(*sp));
+    if (!rawpeer_register(&sp->rp, f->sw.port, B->lid)) {
+        return false;
     }
-    if (!rawpeer_register(&rp, f.sw.port, B->lid)) {
-        goto out;
-    }
-    dn2q_pattern(data, sizeof(data), 82);
-    dn2q_sdfile_put(&B->mem, 0, 0x100000, data, sizeof(data));
+    dn2q_pattern(sp->data, sizeof(sp->data), seed);
+    dn2q_sdfile_put(&B->mem, 0, 0x100000, sp->data, sizeof(sp->data));
     memset(&h, 0, sizeof(h));
     h.type = DN2_OP_RVL;
     h.hflag = 1;
@@ -2634,26 +2632,64 @@ static void test_rc_hostage(void)
     h.w1_lo = 0;                    /* from B's SO-DIMM 0 ... */
     h.w1_hi = 0;
     h.total = 2 * MiB_;             /* ... 2 MiB */
-    pk[0] = g_malloc0(64);
-    pl[0] = mkpkt(pk[0], &h, NULL, 0);
-    rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+    sp->pk[0] = g_malloc0(64);
+    sp->pl[0] = mkpkt(sp->pk[0], &h, NULL, 0);
+    return true;
+}
+
+/* The peer asks B for its 2 MiB again (B acknowledges the request). */
+static void silent_peer_ask(SilentPeer *sp)
+{
+    rawpeer_send(&sp->rp, sp->pk, sp->pl, 1, sp->rp.epoch, sp->rp.victim_epoch, sp->rp.fd,
+                 true);
+}
+
+static void silent_peer_down(SilentPeer *sp)
+{
+    g_free(sp->pk[0]);
+    close(sp->rp.fd);
+}
+
+/* A asks B for 1 KiB (RVL) and must get B's pattern back at dst. */
+static void rvl_from_b(Board *A, Board *B, const uint8_t *data, uint32_t dst, const char *what)
+{
+    rreq(A, 0, 0, DN2_OP_RVL, 0, 0, B->lid, 0, 1, 1024, 0x100000, dst);
+    st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1024, dst, T_SHORT, what);
+    sd_expect(A, 0, dst, data, 1024, what);
+}
+
+/*
+ * A fabric member asks B for 2 MiB (one RVL) and never acknowledges the
+ * answer.  B's own process keeps working meanwhile, the answer is
+ * abandoned and counted after rc-timeout-ms, and B answers others again.
+ */
+static void test_rc_hostage(void)
+{
+    Fab f;
+    Board *A, *B;
+    SilentPeer sp;
+    int64_t t0;
+
+    g_board_props = ",rc-timeout-ms=500";
+    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    if (!silent_peer_up(&sp, &f, B, 82)) {
+        goto out;
+    }
+    silent_peer_ask(&sp);
     poll_ur(B, 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS, T_SHORT,
             "B answers the RVL and waits for credits that never come");
     /* B's own process: a local VS runs while the answer is stuck */
     t0 = now_ms();
-    qtest_memwrite(B->d.qts, dn2q_ww_addr(&B->d, 0, 0), data, 256);
+    qtest_memwrite(B->d.qts, dn2q_ww_addr(&B->d, 0, 0), sp.data, 256);
     issue(B, 0, 0, dn2_req_upper(0, 0x200000),
           dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 256), false, 0);
     wait_pc(B, 0, DN2_PC_VS, 1, 400, "B's own VS does not wait behind the RC answer");
     EXPECT_TRUE(now_ms() - t0 < 400, "B's VS took %" PRId64 " ms", now_ms() - t0);
     wait_qom(B, "stat-rc-abandoned", 1, T_SHORT, "the stuck answer is abandoned");
-    /* and B answers A */
-    rreq(A, 0, 0, DN2_OP_RVL, 0, 0, B->lid, 0, 1, 1024, 0x100000, 0x50000);
-    st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1024, 0x50000, T_SHORT,
-              "B answers A's RVL after abandoning the hostage");
-    sd_expect(A, 0, 0x50000, data, 1024, "B answers A's RVL");
-    g_free(pk[0]);
-    close(rp.fd);
+    rvl_from_b(A, B, sp.data, 0x50000, "B answers A's RVL after abandoning the hostage");
+    silent_peer_down(&sp);
 out:
     g_board_props = "";
     fab_down(&f);
@@ -2671,11 +2707,7 @@ static void test_rc_hostage_repeat(void)
     const unsigned timeout_ms = 3000;
     Fab f;
     Board *A, *B;
-    RawPeer rp;
-    uint8_t *pk[1];
-    size_t pl[1];
-    struct dn2_hdr h;
-    uint8_t data[1024];
+    SilentPeer sp;
     int64_t t0;
     unsigned i;
 
@@ -2683,38 +2715,25 @@ static void test_rc_hostage_repeat(void)
     if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
         goto out;
     }
-    if (!rawpeer_register(&rp, f.sw.port, B->lid)) {
+    if (!silent_peer_up(&sp, &f, B, 84)) {
         goto out;
     }
-    dn2q_pattern(data, sizeof(data), 84);
-    dn2q_sdfile_put(&B->mem, 0, 0x100000, data, sizeof(data));
-    memset(&h, 0, sizeof(h));
-    h.type = DN2_OP_RVL;
-    h.hflag = 1;
-    h.dlid = B->lid;
-    h.pgid = PG;
-    h.total = 2 * MiB_;
-    pk[0] = g_malloc0(64);
-    pl[0] = mkpkt(pk[0], &h, NULL, 0);
-    rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+    silent_peer_ask(&sp);
     wait_qom(B, "stat-rc-abandoned", 1, timeout_ms + T_SHORT,
              "the silent member's first answer is abandoned after rc-timeout-ms");
     for (i = 2; i <= 4; i++) {
         g_autofree char *w = g_strdup_printf("its RVL %u is abandoned without a new grace", i);
         t0 = now_ms();
-        rawpeer_send(&rp, pk, pl, 1, rp.epoch, rp.victim_epoch, rp.fd, true);
+        silent_peer_ask(&sp);
         wait_qom(B, "stat-rc-abandoned", i, timeout_ms + T_SHORT, w);
         EXPECT_TRUE(now_ms() - t0 < timeout_ms - 500,
                     "RVL %u held B's answers for %" PRId64 " ms (rc-timeout-ms %u)",
                     i, now_ms() - t0, timeout_ms);
         /* A's answers make progress meanwhile */
-        rreq(A, 0, 0, DN2_OP_RVL, 0, 0, B->lid, 0, 1, 1024, 0x100000, 0x50000 + i * 0x1000);
-        st_expect(A, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1024, 0x50000 + i * 0x1000, T_SHORT,
-                  "B answers A's RVL between the silent member's");
-        sd_expect(A, 0, 0x50000 + i * 0x1000, data, 1024, "A's answer is whole");
+        rvl_from_b(A, B, sp.data, 0x50000 + i * 0x1000,
+                   "B answers A's RVL between the silent member's");
     }
-    g_free(pk[0]);
-    close(rp.fd);
+    silent_peer_down(&sp);
 out:
     g_board_props = "";
     fab_down(&f);
