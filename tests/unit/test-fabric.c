@@ -2174,6 +2174,38 @@ static bool t_hmac_vectors(void)
 
 static const char SECRET[] = "correct horse battery staple 42";
 
+/* A switch with the secret. */
+static void add_switch_secret(int mode)
+{
+    g_sw_secret = SECRET;
+    add_switch(mode);
+    g_sw_secret = NULL;
+}
+
+/* Boards 1..neps with the secret, the members; nothing wanted yet. */
+static bool add_eps_secret(int neps)
+{
+    struct dn2f_ep_config c;
+    int n;
+    g_neps = 0;
+    for (n = 1; n <= neps; n++) {
+        c = ep_cfg(n);
+        c.secret = (const uint8_t *)SECRET;
+        c.secret_len = strlen(SECRET);
+        CHECK(add_ep(n, &c) == n, "ep %d", n);
+        g_eps[g_neps++] = n;
+    }
+    memset(g_want, 0, sizeof(g_want));
+    return true;
+}
+
+/* bring_up() with the secret. */
+static bool bring_up_secret(int mode, int neps)
+{
+    add_switch_secret(mode);
+    return add_eps_secret(neps) && sim_run(cond_all_up, 20ULL * 1000000000);
+}
+
 static bool cond_up_1_2(void)
 {
     return APP(1)->link_up && APP(2)->link_up;
@@ -2198,20 +2230,10 @@ static bool t_secret(void)
     int n;
 
     sim_reset(51, 0.05, 0.02, 0.05);
-    g_sw_secret = SECRET;
-    add_switch(DN2F_ROUTE_DIRECT);
-    g_sw_secret = NULL;
-    g_neps = 0;
+    add_switch_secret(DN2F_ROUTE_DIRECT);
     g_rec_node = 2;             /* record board 2's first HELLO */
     g_rec_len = 0;
-    for (n = 1; n <= 3; n++) {
-        c = ep_cfg(n);
-        c.secret = (const uint8_t *)SECRET;
-        c.secret_len = strlen(SECRET);
-        CHECK(add_ep(n, &c) == n, "ep %d", n);
-        g_eps[g_neps++] = n;
-    }
-    memset(g_want, 0, sizeof(g_want));
+    CHECK(add_eps_secret(3), "members not added");
     CHECK(sim_run(cond_all_up, 20ULL * 1000000000), "members did not come up");
     l1 = dn2f_ep_lid(EP(1));
     l2 = dn2f_ep_lid(EP(2));
@@ -3020,27 +3042,6 @@ static bool t_txbatch_udp(void)
 }
 
 /* ===================================================== joins and strangers */
-static bool bring_up_secret(int mode, int neps)
-{
-    struct dn2f_ep_config c;
-    int n;
-    g_sw_secret = SECRET;
-    add_switch(mode);
-    g_sw_secret = NULL;
-    g_neps = 0;
-    for (n = 1; n <= neps; n++) {
-        c = ep_cfg(n);
-        c.secret = (const uint8_t *)SECRET;
-        c.secret_len = strlen(SECRET);
-        if (add_ep(n, &c) != n) {
-            return false;
-        }
-        g_eps[g_neps++] = n;
-    }
-    memset(g_want, 0, sizeof(g_want));
-    return sim_run(cond_all_up, 20ULL * 1000000000);
-}
-
 /* The switch's entry for a LID: its epoch, or 0. */
 static uint64_t sw_port_epoch(uint16_t lid)
 {
@@ -3094,26 +3095,12 @@ static bool t_join_late_assigns(void)
     sim_reset(71, 0, 0, 0);
     g_send_hook = hook_assign_times;
     g_asg_n = g_asg_total = 0;
-    g_sw_secret = SECRET;
-    add_switch(DN2F_ROUTE_DIRECT);
-    g_sw_secret = NULL;
+    add_switch_secret(DN2F_ROUTE_DIRECT);
     sim.sw_extra = 400000000ULL;
     /* the boards start 0.3 s into the switch's life: their HELLOs reach it
      * from 0.7 s on, their answers carry ticket times 0 and 1 */
     sim_run(NULL, 300000000ULL);
-    {
-        struct dn2f_ep_config c;
-        int n;
-        g_neps = 0;
-        for (n = 1; n <= 2; n++) {
-            c = ep_cfg(n);
-            c.secret = (const uint8_t *)SECRET;
-            c.secret_len = strlen(SECRET);
-            CHECK(add_ep(n, &c) == n, "ep %d", n);
-            g_eps[g_neps++] = n;
-        }
-    }
-    memset(g_want, 0, sizeof(g_want));
+    CHECK(add_eps_secret(2), "members not added");
     CHECK(sim_run(cond_all_up, 20ULL * 1000000000), "members did not come up");
     sim_run(NULL, 2000000000ULL);           /* the late ASSIGNs arrive */
     CHECK(g_asg_n >= 2, "the ASSIGNs to board 1 carry %u ticket time(s) (%u ASSIGNs): the "
@@ -3155,25 +3142,13 @@ static void hook_hold_assigns(int from, int to, const uint8_t *buf, size_t len, 
 static bool t_join_contended(void)
 {
     char msg[200];
-    struct dn2f_ep_config c;
-    int n;
     uint16_t l1, l2, l3;
 
     sim_reset(75, 0, 0, 0);
-    g_sw_secret = SECRET;
-    add_switch(DN2F_ROUTE_DIRECT);
-    g_sw_secret = NULL;
+    add_switch_secret(DN2F_ROUTE_DIRECT);
     dn2f_rng_seed(&g_hold_rng, 75);
     g_send_hook = hook_hold_assigns;
-    g_neps = 0;
-    for (n = 1; n <= 3; n++) {
-        c = ep_cfg(n);
-        c.secret = (const uint8_t *)SECRET;
-        c.secret_len = strlen(SECRET);
-        CHECK(add_ep(n, &c) == n, "ep %d", n);
-        g_eps[g_neps++] = n;
-    }
-    memset(g_want, 0, sizeof(g_want));
+    CHECK(add_eps_secret(3), "members not added");
     CHECK(sim_run(cond_all_up, 30ULL * 1000000000), "members did not come up");
     sim_run(NULL, 3000000000ULL);           /* the late ASSIGNs arrive */
     l1 = dn2f_ep_lid(EP(1));
@@ -3219,6 +3194,15 @@ static void hook_rec_join(int from, int to, const uint8_t *buf, size_t len, uint
     }
 }
 
+/* Two members with the secret, board 2's join and first DATA recorded. */
+static bool bring_up_rec_join(uint64_t seed)
+{
+    sim_reset(seed, 0, 0, 0);
+    g_send_hook = hook_rec_join;
+    g_rka_len = g_rdata_len = 0;
+    return bring_up_secret(DN2F_ROUTE_DIRECT, 2);
+}
+
 /* A stranger recorded board 2's join (its ticketed KEEPALIVE) and its first
  * DATA datagram; board 2 restarts (a new incarnation) and joins again.  The
  * replayed join, within the ticket's 10 s, must not move the port back to
@@ -3233,10 +3217,7 @@ static bool t_replayed_join(void)
     uint64_t e_old;
     unsigned k;
 
-    sim_reset(72, 0, 0, 0);
-    g_send_hook = hook_rec_join;
-    g_rka_len = g_rdata_len = 0;
-    CHECK(bring_up_secret(DN2F_ROUTE_DIRECT, 2), "members did not come up");
+    CHECK(bring_up_rec_join(72), "members did not come up");
     l2 = dn2f_ep_lid(EP(2));
     stream(2, 1, 50);
     CHECK(sim_run(cond_received, 30ULL * 1000000000), "first stream");
@@ -3292,10 +3273,7 @@ static bool t_replayed_join_gone(void)
     uint16_t l2;
     unsigned k;
 
-    sim_reset(76, 0, 0, 0);
-    g_send_hook = hook_rec_join;
-    g_rka_len = g_rdata_len = 0;
-    CHECK(bring_up_secret(DN2F_ROUTE_DIRECT, 2), "members did not come up");
+    CHECK(bring_up_rec_join(76), "members did not come up");
     l2 = dn2f_ep_lid(EP(2));
     CHECK(g_rka_len, "no join recorded");
     sim.nodes[2].alive = false;
@@ -3364,6 +3342,20 @@ static void hook_count_byes(int from, int to, const uint8_t *buf, size_t len, ui
     }
 }
 
+/* Two boards (with or without the secret), the switch's BYEs counted,
+ * n packets each way under way. */
+static bool bring_up_count_byes(uint64_t seed, bool secret, uint32_t n)
+{
+    sim_reset(seed, 0, 0, 0);
+    g_send_hook = hook_count_byes;
+    if (!(secret ? bring_up_secret(DN2F_ROUTE_DIRECT, 2) : bring_up(DN2F_ROUTE_DIRECT, 2))) {
+        return false;
+    }
+    stream(1, 2, n);
+    stream(2, 1, n);
+    return true;
+}
+
 /* A stranger who can spoof source addresses, without the secret: BYEs and
  * KEEPALIVEs "from the switch" with epochs it cannot know (its own guess,
  * an old switch's), BYE "unknown" even with the right epochs (it reads
@@ -3379,11 +3371,7 @@ static bool t_spoofed_bye(void)
     unsigned k;
     int b;
 
-    sim_reset(73, 0, 0, 0);
-    g_send_hook = hook_count_byes;
-    CHECK(bring_up(DN2F_ROUTE_DIRECT, 2), "link did not come up");
-    stream(1, 2, 3000);
-    stream(2, 1, 3000);
+    CHECK(bring_up_count_byes(73, false, 3000), "link did not come up");
     CHECK(sim_run(cond_quarter, 60ULL * 1000000000), "first part");
     dn2f_rng_seed(&r, 99);
     swe = dn2f_sw_epoch(sim.nodes[0].sw);
@@ -3425,11 +3413,7 @@ static bool t_spoofed_data_secret(void)
     struct dn2f_rng r;
     unsigned k;
 
-    sim_reset(74, 0, 0, 0);
-    g_send_hook = hook_count_byes;
-    CHECK(bring_up_secret(DN2F_ROUTE_DIRECT, 2), "members did not come up");
-    stream(1, 2, 2000);
-    stream(2, 1, 2000);
+    CHECK(bring_up_count_byes(74, true, 2000), "members did not come up");
     dn2f_rng_seed(&r, 98);
     g_sw_byes = 0;
     for (k = 0; k < 1000; k++) {
