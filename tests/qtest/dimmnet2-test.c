@@ -447,15 +447,24 @@ static void test_access_rules(void)
 /* Bring-up                                                            */
 /* ------------------------------------------------------------------ */
 
-static void test_refused_before_init(void)
+/* A board before SO-DIMM Init; with data, a pattern written into WW#0 */
+static QTestState *bringup_open(DN2 *d, uint8_t *data, size_t len)
 {
     QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+
+    dn2q_open(d, qts, DN2_DEFAULT_BASE0);
+    if (data) {
+        dn2q_pattern(data, len, 11);
+        qtest_memwrite(qts, dn2q_ww_addr(d, 0, 0), data, len);
+    }
+    return qts;
+}
+
+static void test_refused_before_init(void)
+{
     DN2 d;
     uint8_t data[256];
-
-    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
-    dn2q_pattern(data, sizeof(data), 11);
-    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), data, sizeof(data));
+    QTestState *qts = bringup_open(&d, data, sizeof(data));
 
     /* before SO-DIMM Init: refused, extension bit 20, counter unchanged */
     expect_refused(&d, 0, dn2_req_upper(0, 0x100),
@@ -478,10 +487,9 @@ static void test_refused_before_init(void)
 
 static void test_init_needs_bit0(void)
 {
-    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
+    QTestState *qts = bringup_open(&d, NULL, 0);
 
-    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
     /* SO-DIMM Init needs bit 0 */
     dn2q_sr_wr(&d, DN2_SR_SDIMM_CAPACITY, 0x01);
     dn2q_sr_wr(&d, DN2_SR_SDIMM_INIT, 0);
@@ -498,13 +506,10 @@ static void test_init_needs_bit0(void)
 
 static void test_requests_after_refusal(void)
 {
-    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
     DN2 d;
     uint8_t data[256], got[256];
+    QTestState *qts = bringup_open(&d, data, sizeof(data));
 
-    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
-    dn2q_pattern(data, sizeof(data), 11);
-    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), data, sizeof(data));
     /* the VS refused before Init (checked by bringup/refused-before-init) */
     dn2q_issue(&d, 0, 0, dn2_req_upper(0, 0x100),
                dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, sizeof(data)));
@@ -1155,6 +1160,12 @@ typedef struct CopyRig {
     uint8_t *m;         /* ... indexed by SO-DIMM offset */
 } CopyRig;
 
+/* A copy path: d's SO-DIMM holds the model m (indexed by SO-DIMM offset) */
+typedef struct CopyCase {
+    const char *path;
+    void (*run)(DN2 *d, uint8_t *m);
+} CopyCase;
+
 static DN2 *copy_start(CopyRig *c)
 {
     c->qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
@@ -1174,10 +1185,8 @@ static void copy_stop(CopyRig *c)
     qtest_quit(c->qts);
 }
 
-static void test_copy_refused(void)
+static void copy_refused(DN2 *d, uint8_t *m)
 {
-    CopyRig c;
-    DN2 *d = copy_start(&c);
     const uint32_t R0 = COPY_R0;
 
     /* an unpaired VS-family copy half is refused */
@@ -1198,17 +1207,13 @@ static void test_copy_refused(void)
     expect_refused(d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x200),
                    dn2_req_lower(DN2_OP_VSI, 2, 4, 0, 0, 0, R0), "VSI copy half");
     pc_reset(d, 0);
-    sd_check(d, 0, R0, c.model, 0x1000, "refused copies wrote nothing");
-    copy_stop(&c);
+    sd_check(d, 0, R0, m + R0, 0x1000, "refused copies wrote nothing");
 }
 
 /* VL + VS: contiguous copy longer than a window */
-static void test_copy_contiguous(void)
+static void copy_contiguous(DN2 *d, uint8_t *m)
 {
-    CopyRig c;
-    DN2 *d = copy_start(&c);
     const uint32_t R0 = COPY_R0;
-    uint8_t *m = c.m;
     uint64_t st, pc0;
 
     pc0 = dn2q_pc(d, 0);
@@ -1221,16 +1226,12 @@ static void test_copy_contiguous(void)
     memmove(m + R0 + 0x1000, m + R0 + 0x100, 0x300);
     sd_check(d, 0, R0 + 0xff0, m + R0 + 0xff0, 0x320, "VL+VS copy");
     EXPECT_HEX(dn2q_pwf(d, 0), DN2_PWF_ALL, "PW flags untouched by the copy");
-    copy_stop(&c);
 }
 
 /* the shorter pattern decides the length */
-static void test_copy_shorter_half(void)
+static void copy_shorter_half(DN2 *d, uint8_t *m)
 {
-    CopyRig c;
-    DN2 *d = copy_start(&c);
     const uint32_t R0 = COPY_R0;
-    uint8_t *m = c.m;
 
     copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x2000, 100);
     copy_dst(d, 0, DN2_OP_VS, 0, 0, R0 + 0x1800, 40);
@@ -1239,16 +1240,12 @@ static void test_copy_shorter_half(void)
     copy_dst(d, 0, DN2_OP_VS, 0, 0, R0 + 0x1900, 100);
     memmove(m + R0 + 0x1900, m + R0 + 0x2100, 40);
     sd_check(d, 0, R0 + 0x1800, m + R0 + 0x1800, 0x200, "copy as long as the shorter half");
-    copy_stop(&c);
 }
 
 /* strided halves: VLS + VS, VL + VSS, VLS + VSS */
-static void test_copy_strided(void)
+static void copy_strided(DN2 *d, uint8_t *m)
 {
-    CopyRig c;
-    DN2 *d = copy_start(&c);
     const uint32_t R0 = COPY_R0;
-    uint8_t *m = c.m;
     uint64_t st;
     unsigned r, k;
 
@@ -1283,16 +1280,12 @@ static void test_copy_strided(void)
         model_stride(m, R0 + 0x5400, 12, 4, 32, tmp);
         sd_check(d, 0, R0 + 0x5400, m + R0 + 0x5400, 0x200, "VLS+VSS");
     }
-    copy_stop(&c);
 }
 
 /* the halves pair per WID, and a VS half consumes the pairing */
-static void test_copy_pairing(void)
+static void copy_pairing(DN2 *d, uint8_t *m)
 {
-    CopyRig c;
-    DN2 *d = copy_start(&c);
     const uint32_t R0 = COPY_R0;
-    uint8_t *m = c.m;
 
     copy_src(d, 0, DN2_OP_VL, 0, 0, R0 + 0x6000, 32);
     expect_refused(d, 1, dn2_req_upper(DN2_COPY_OFF, 0x100),
@@ -1306,16 +1299,12 @@ static void test_copy_pairing(void)
     expect_refused(d, 0, dn2_req_upper(DN2_COPY_OFF, R0 + 0x6200),
                    dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 32), "second VS half");
     pc_reset(d, 0);
-    copy_stop(&c);
 }
 
 /* destination past the area end: bit 16, only the part inside copied */
-static void test_copy_past_end(void)
+static void copy_past_end(DN2 *d, uint8_t *m)
 {
-    CopyRig c;
-    DN2 *d = copy_start(&c);
     const uint32_t R0 = COPY_R0;
-    uint8_t *m = c.m;
     uint8_t w1[64];
     uint64_t st;
 
@@ -1327,6 +1316,25 @@ static void test_copy_past_end(void)
                "copy past the area end: bits 14 and 16");
     sd_check(d, 0, AREA_DEFAULT - 16, m + R0 + 0x7000, 16, "copied part");
     sd_check(d, 1, 0, w1, sizeof(w1), "WID 1's area untouched by the copy");
+}
+
+static const CopyCase copy_cases[] = {
+    { "/dimmnet2/prim/sodimm-copy/refused", copy_refused },
+    { "/dimmnet2/prim/sodimm-copy/contiguous", copy_contiguous },
+    { "/dimmnet2/prim/sodimm-copy/shorter-half", copy_shorter_half },
+    { "/dimmnet2/prim/sodimm-copy/strided", copy_strided },
+    { "/dimmnet2/prim/sodimm-copy/pairing-per-wid", copy_pairing },
+    { "/dimmnet2/prim/sodimm-copy/past-area-end", copy_past_end },
+};
+
+/* One copy path per test, between copy_start() and copy_stop() */
+static void test_copy_case(const void *opaque)
+{
+    const CopyCase *cc = opaque;
+    CopyRig c;
+    DN2 *d = copy_start(&c);
+
+    cc->run(d, c.m);
     copy_stop(&c);
 }
 
@@ -2639,6 +2647,8 @@ static void test_fuzz(void)
 
 int main(int argc, char **argv)
 {
+    unsigned i;
+
     g_test_init(&argc, &argv, NULL);
     g_test_set_nonfatal_assertions();
 
@@ -2656,12 +2666,9 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/prim/pw-flags", test_pw_flags);
     qtest_add_func("/dimmnet2/prim/primitive-counter", test_prim_counter);
     qtest_add_func("/dimmnet2/qom/stats", test_stats_property);
-    qtest_add_func("/dimmnet2/prim/sodimm-copy/refused", test_copy_refused);
-    qtest_add_func("/dimmnet2/prim/sodimm-copy/contiguous", test_copy_contiguous);
-    qtest_add_func("/dimmnet2/prim/sodimm-copy/shorter-half", test_copy_shorter_half);
-    qtest_add_func("/dimmnet2/prim/sodimm-copy/strided", test_copy_strided);
-    qtest_add_func("/dimmnet2/prim/sodimm-copy/pairing-per-wid", test_copy_pairing);
-    qtest_add_func("/dimmnet2/prim/sodimm-copy/past-area-end", test_copy_past_end);
+    for (i = 0; i < G_N_ELEMENTS(copy_cases); i++) {
+        qtest_add_data_func(copy_cases[i].path, &copy_cases[i], test_copy_case);
+    }
     qtest_add_func("/dimmnet2/prim/copy-large", test_copy_large);
     qtest_add_func("/dimmnet2/prim/copy-shrink", test_copy_shrink);
     qtest_add_func("/dimmnet2/prim/command-ex", test_command_ex);
