@@ -731,242 +731,204 @@ static void rvs_no_error(Board *A, Board *B)
                "receiver Controller Status: no error");
 }
 
-static void test_rvs_contiguous(void)
+static void rvs_contiguous(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     unsigned pkts0;
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* RVS, contiguous, 3 packets at MTU 4096, odd offsets and size */
-        w = "RVS 10000 bytes A->B";
-        pkts0 = dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER);
-        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 10000, 0x10005, 0x200003);
-        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 10000, 0x200003, T_SHORT, w);
-        sd_expect(B, 0, 0x200003, src + 5, 10000, w);
-        sd_expect_zero(B, 0, 0x200000, 3, "bytes before the RVS");
-        sd_expect_zero(B, 0, 0x200003 + 10000, 64, "bytes after the RVS");
-        EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER) - pkts0, 3,
-                   "%s: receiver's Packet Counter (3 packets of <= 4096 bytes)", w);
-        EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_RVS), 1, "%s: sender's Primitive Counter RVS", w);
-        EXPECT_HEX(dn2q_pcf(&B->d, 0, DN2_PC_RVS), 0, "%s: receiver's Primitive Counter RVS", w);
-        st_expect_empty(B, 0, w);
-        rvs_no_error(A, B);
-    }
-    fab_down(&f);
+    /* RVS, contiguous, 3 packets at MTU 4096, odd offsets and size */
+    w = "RVS 10000 bytes A->B";
+    pkts0 = dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER);
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 10000, 0x10005, 0x200003);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 10000, 0x200003, T_SHORT, w);
+    sd_expect(B, 0, 0x200003, src + 5, 10000, w);
+    sd_expect_zero(B, 0, 0x200000, 3, "bytes before the RVS");
+    sd_expect_zero(B, 0, 0x200003 + 10000, 64, "bytes after the RVS");
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER) - pkts0, 3,
+               "%s: receiver's Packet Counter (3 packets of <= 4096 bytes)", w);
+    EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_RVS), 1, "%s: sender's Primitive Counter RVS", w);
+    EXPECT_HEX(dn2q_pcf(&B->d, 0, DN2_PC_RVS), 0, "%s: receiver's Primitive Counter RVS", w);
+    st_expect_empty(B, 0, w);
 }
 
-static void test_rvs_wid1(void)
+static void rvs_wid1(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* WID 1 to WID 1: the record names the sender's WID */
-        w = "RVS WID 1 -> WID 1";
-        rreq(A, 1, 0, DN2_OP_RVS, 0, 0, B->lid, 1, 1, 100, 0x10100, 0x1000);
-        st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 1, 100, 0x1000, T_SHORT, w);
-        sd_expect(B, 1, 0x1000, src + 0x100, 100, w);
-        sd_expect_zero(B, 0, 0x1000, 100, "WID 0 untouched by an RVS to WID 1");
-        st_expect_empty(B, 0, w);
-        rvs_no_error(A, B);
-    }
-    fab_down(&f);
+    /* WID 1 to WID 1: the record names the sender's WID */
+    w = "RVS WID 1 -> WID 1";
+    rreq(A, 1, 0, DN2_OP_RVS, 0, 0, B->lid, 1, 1, 100, 0x10100, 0x1000);
+    st_expect(B, 1, DN2_OP_RVS, 0, 0, A->lid, 1, 100, 0x1000, T_SHORT, w);
+    sd_expect(B, 1, 0x1000, src + 0x100, 100, w);
+    sd_expect_zero(B, 0, 0x1000, 100, "WID 0 untouched by an RVS to WID 1");
+    st_expect_empty(B, 0, w);
 }
 
-static void test_rvs_eflag(void)
+static void rvs_eflag(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* no eflag: data, no record; then one with eflag: one record */
-        w = "RVS without eflag";
-        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 0, 5000, 0x11000, 0x210000);
-        sd_wait(B, 0, 0x210000, src + 0x1000, 5000, T_SHORT, w);
-        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 8, 0x12000, 0x211000);
-        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 8, 0x211000, T_SHORT,
-                  "RVS with eflag after one without");
-        st_expect_empty(B, 0, w);
-        rvs_no_error(A, B);
-    }
-    fab_down(&f);
+    /* no eflag: data, no record; then one with eflag: one record */
+    w = "RVS without eflag";
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 0, 5000, 0x11000, 0x210000);
+    sd_wait(B, 0, 0x210000, src + 0x1000, 5000, T_SHORT, w);
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 8, 0x12000, 0x211000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 8, 0x211000, T_SHORT,
+              "RVS with eflag after one without");
+    st_expect_empty(B, 0, w);
 }
 
-static void test_rvs_command1(void)
+static void rvs_command1(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     g_autofree uint8_t *got = g_malloc(64 * KiB_);
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* Command1: into the receiver's Prefetch Window area */
-        w = "RVS through Command1 (PW)";
-        rreq(A, 0, 1, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 700, 0x13000, 0x100);
-        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 700, 0x100, T_SHORT, w);
-        qtest_memread(B->d.qts, dn2q_pw_addr(&B->d, 0, 0x100), got, 700);
-        dn2q_mem_eq(w, got, src + 0x3000, 700, 0x100);
-        EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: PW flags", w);
-        rvs_no_error(A, B);
-    }
-    fab_down(&f);
+    /* Command1: into the receiver's Prefetch Window area */
+    w = "RVS through Command1 (PW)";
+    rreq(A, 0, 1, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 700, 0x13000, 0x100);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 700, 0x100, T_SHORT, w);
+    qtest_memread(B->d.qts, dn2q_pw_addr(&B->d, 0, 0x100), got, 700);
+    dn2q_mem_eq(w, got, src + 0x3000, 700, 0x100);
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PW_FLAG), DN2_PWF_ALL, "%s: PW flags", w);
 }
 
-static void test_rvss_one_packet(void)
+static void rvss_one_packet(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     unsigned i;
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* RVSS: 200 x 8 bytes to stride 24 (one packet) */
-        w = "RVSS 200 x 8 B stride 24";
-        rreq(A, 0, 0, DN2_OP_RVSS, DN2_DTYPE_8B, 200, B->lid, 0, 1, 24, 0x14000, 0x220000);
-        st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_8B, 200, A->lid, 0, 1600, 0x220000, T_SHORT, w);
-        for (i = 0; i < 200; i++) {
-            g_autofree char *e = g_strdup_printf("%s element %u", w, i);
-            sd_expect(B, 0, 0x220000 + i * 24, src + 0x4000 + i * 8, 8, e);
-            sd_expect_zero(B, 0, 0x220000 + i * 24 + 8, 16, e);
-            if (g_test_failed()) {
-                break;
-            }
+    /* RVSS: 200 x 8 bytes to stride 24 (one packet) */
+    w = "RVSS 200 x 8 B stride 24";
+    rreq(A, 0, 0, DN2_OP_RVSS, DN2_DTYPE_8B, 200, B->lid, 0, 1, 24, 0x14000, 0x220000);
+    st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_8B, 200, A->lid, 0, 1600, 0x220000, T_SHORT, w);
+    for (i = 0; i < 200; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        sd_expect(B, 0, 0x220000 + i * 24, src + 0x4000 + i * 8, 8, e);
+        sd_expect_zero(B, 0, 0x220000 + i * 24 + 8, 16, e);
+        if (g_test_failed()) {
+            break;
         }
-        rvs_no_error(A, B);
     }
-    fab_down(&f);
 }
 
-static void test_rvss_packets(void)
+static void rvss_packets(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     unsigned pkts0, i;
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* RVSS spanning 5 packets: 255 x 64 bytes, stride 100 */
-        w = "RVSS 255 x 64 B stride 100 (5 packets)";
-        pkts0 = dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER);
-        rreq(A, 0, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, B->lid, 0, 1, 100, 0x10000, 0x240000);
-        /* The record is the primitive's: Iteration 255, Size = Total */
-        st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, A->lid, 0, 255 * 64, 0x240000,
-                  T_SHORT, w);
-        for (i = 0; i < 255; i++) {
-            g_autofree char *e = g_strdup_printf("%s element %u", w, i);
-            if (!sd_expect(B, 0, 0x240000 + i * 100, src + i * 64, 64, e)) {
-                break;
-            }
+    /* RVSS spanning 5 packets: 255 x 64 bytes, stride 100 */
+    w = "RVSS 255 x 64 B stride 100 (5 packets)";
+    pkts0 = dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER);
+    rreq(A, 0, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, B->lid, 0, 1, 100, 0x10000, 0x240000);
+    /* The record is the primitive's: Iteration 255, Size = Total */
+    st_expect(B, 0, DN2_OP_RVSS, DN2_DTYPE_64B, 255, A->lid, 0, 255 * 64, 0x240000,
+              T_SHORT, w);
+    for (i = 0; i < 255; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        if (!sd_expect(B, 0, 0x240000 + i * 100, src + i * 64, 64, e)) {
+            break;
         }
-        EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER) - pkts0, 5, "%s: packets", w);
-        st_expect_empty(B, 0, w);
-        rvs_no_error(A, B);
     }
-    fab_down(&f);
+    EXPECT_HEX(dn2q_ur_rd(&B->d, 0, DN2_UR_PKT_COUNTER) - pkts0, 5, "%s: packets", w);
+    st_expect_empty(B, 0, w);
 }
 
-static void test_rvsi(void)
+static void rvsi_list(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     uint32_t list[64];
     unsigned i;
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* RVSI: the list lives in the receiver's SO-DIMM */
-        w = "RVSI 64 x 4 B through a list on the receiver";
-        for (i = 0; i < 64; i++) {
-            uint32_t le;
-            list[i] = ((i * 37) % 64) * 12;
-            le = cpu_to_le32(list[i]);
-            dn2q_sdfile_put(&B->mem, 0, 0x300000 + i * 4, &le, 4);
-        }
-        rreq(A, 0, 0, DN2_OP_RVSI, DN2_DTYPE_4B, 64, B->lid, 0, 1, 0x300000, 0x15000,
-             0x310000);
-        st_expect(B, 0, DN2_OP_RVSI, DN2_DTYPE_4B, 64, A->lid, 0, 256, 0x310000, T_SHORT, w);
-        for (i = 0; i < 64; i++) {
-            g_autofree char *e = g_strdup_printf("%s element %u", w, i);
-            if (!sd_expect(B, 0, 0x310000 + list[i], src + 0x5000 + i * 4, 4, e)) {
-                break;
-            }
-        }
-        rvs_no_error(A, B);
+    /* RVSI: the list lives in the receiver's SO-DIMM */
+    w = "RVSI 64 x 4 B through a list on the receiver";
+    for (i = 0; i < 64; i++) {
+        uint32_t le;
+        list[i] = ((i * 37) % 64) * 12;
+        le = cpu_to_le32(list[i]);
+        dn2q_sdfile_put(&B->mem, 0, 0x300000 + i * 4, &le, 4);
     }
-    fab_down(&f);
+    rreq(A, 0, 0, DN2_OP_RVSI, DN2_DTYPE_4B, 64, B->lid, 0, 1, 0x300000, 0x15000,
+         0x310000);
+    st_expect(B, 0, DN2_OP_RVSI, DN2_DTYPE_4B, 64, A->lid, 0, 256, 0x310000, T_SHORT, w);
+    for (i = 0; i < 64; i++) {
+        g_autofree char *e = g_strdup_printf("%s element %u", w, i);
+        if (!sd_expect(B, 0, 0x310000 + list[i], src + 0x5000 + i * 4, 4, e)) {
+            break;
+        }
+    }
 }
 
-static void test_rvs_command_ex(void)
+static void rvs_command_ex(Board *A, Board *B, const uint8_t *src)
 {
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
     g_autofree uint8_t *got = g_malloc(64 * KiB_);
     unsigned i;
     const char *w;
 
-    if (rvs_up(&f, &A, &B, src)) {
-        /* Command Ex: the sender gathers strided (VLS pattern), lands contiguous */
-        w = "RVS with a strided local pattern (Command Ex)";
-        rreq_ex(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 256, 0x16000, 0x320000,
-                dn2_req_ex(DN2_OP_VLS, DN2_DTYPE_4B, 64, 12));
-        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x320000, T_SHORT, w);
-        for (i = 0; i < 64; i++) {
-            memcpy(got + i * 4, src + 0x6000 + i * 12, 4);
-        }
-        sd_expect(B, 0, 0x320000, got, 256, w);
-        rvs_no_error(A, B);
+    /* Command Ex: the sender gathers strided (VLS pattern), lands contiguous */
+    w = "RVS with a strided local pattern (Command Ex)";
+    rreq_ex(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 256, 0x16000, 0x320000,
+            dn2_req_ex(DN2_OP_VLS, DN2_DTYPE_4B, 64, 12));
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 256, 0x320000, T_SHORT, w);
+    for (i = 0; i < 64; i++) {
+        memcpy(got + i * 4, src + 0x6000 + i * 12, 4);
     }
-    fab_down(&f);
+    sd_expect(B, 0, 0x320000, got, 256, w);
 }
 
-static void test_rvs_zero(void)
+static void rvs_zero(Board *A, Board *B, const uint8_t *src)
 {
+    const char *w;
+
+    /* size 0: a header-only notification (choice #39) */
+    w = "RVS of 0 bytes";
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 0, 0x10000, 0x330000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 0, 0x330000, T_SHORT, w);
+    sd_expect_zero(B, 0, 0x330000, 64, w);
+}
+
+static void rvs_1mib(Board *A, Board *B, const uint8_t *src)
+{
+    g_autofree uint8_t *big = g_malloc(MiB_);
+    const char *w;
+
+    /* 1 MiB in one request (257 packets) */
+    w = "RVS 1 MiB";
+    dn2q_pattern(big, MiB_, 3);
+    dn2q_sdfile_put(&A->mem, 0, 0x400000, big, MiB_);
+    rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, MiB_, 0x400000, 0x500000);
+    st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, MiB_, 0x500000, T_LONG, w);
+    sd_expect(B, 0, 0x500000, big, MiB_, w);
+}
+
+/* One RVS-family path per test: A and B up, A's source pattern in place,
+ * the path, then neither board reports an error. */
+typedef struct RvsCase {
+    const char *path;
+    void (*run)(Board *A, Board *B, const uint8_t *src);
+} RvsCase;
+
+static const RvsCase rvs_cases[] = {
+    { "/dimmnet2-fabric/rvs-family/contiguous", rvs_contiguous },
+    { "/dimmnet2-fabric/rvs-family/wid1", rvs_wid1 },
+    { "/dimmnet2-fabric/rvs-family/eflag", rvs_eflag },
+    { "/dimmnet2-fabric/rvs-family/command1-pw", rvs_command1 },
+    { "/dimmnet2-fabric/rvs-family/rvss", rvss_one_packet },
+    { "/dimmnet2-fabric/rvs-family/rvss-5-packets", rvss_packets },
+    { "/dimmnet2-fabric/rvs-family/rvsi", rvsi_list },
+    { "/dimmnet2-fabric/rvs-family/command-ex", rvs_command_ex },
+    { "/dimmnet2-fabric/rvs-family/zero-bytes", rvs_zero },
+    { "/dimmnet2-fabric/rvs-family/1mib", rvs_1mib },
+};
+
+static void test_rvs_case(const void *opaque)
+{
+    const RvsCase *c = opaque;
     Fab f;
     Board *A, *B;
     g_autofree uint8_t *src = g_malloc(64 * KiB_);
-    const char *w;
 
     if (rvs_up(&f, &A, &B, src)) {
-        /* size 0: a header-only notification (choice #39) */
-        w = "RVS of 0 bytes";
-        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, 0, 0x10000, 0x330000);
-        st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 0, 0x330000, T_SHORT, w);
-        sd_expect_zero(B, 0, 0x330000, 64, w);
-        rvs_no_error(A, B);
-    }
-    fab_down(&f);
-}
-
-static void test_rvs_1mib(void)
-{
-    Fab f;
-    Board *A, *B;
-    g_autofree uint8_t *src = g_malloc(64 * KiB_);
-    const char *w;
-
-    if (rvs_up(&f, &A, &B, src)) {
-        /* 1 MiB in one request (257 packets) */
-        w = "RVS 1 MiB";
-        {
-            g_autofree uint8_t *big = g_malloc(MiB_);
-            dn2q_pattern(big, MiB_, 3);
-            dn2q_sdfile_put(&A->mem, 0, 0x400000, big, MiB_);
-            rreq(A, 0, 0, DN2_OP_RVS, 0, 0, B->lid, 0, 1, MiB_, 0x400000, 0x500000);
-            st_expect(B, 0, DN2_OP_RVS, 0, 0, A->lid, 0, MiB_, 0x500000, T_LONG, w);
-            sd_expect(B, 0, 0x500000, big, MiB_, w);
-        }
+        c->run(A, B, src);
         rvs_no_error(A, B);
     }
     fab_down(&f);
@@ -2650,6 +2612,20 @@ static void silent_peer_down(SilentPeer *sp)
     close(sp->rp.fd);
 }
 
+/* A and B up with the board properties props, and a silent member that
+ * has asked B for its 2 MiB once.  Either way the caller ends with
+ * g_board_props = "" and fab_down(); silent_peer_down() after true. */
+static bool hostage_up(Fab *f, const char *props, Board **A, Board **B, SilentPeer *sp,
+                       uint8_t seed)
+{
+    g_board_props = props;
+    if (!fab_up_ab(f, NULL, 32 * MiB_, NULL, A, B) || !silent_peer_up(sp, f, *B, seed)) {
+        return false;
+    }
+    silent_peer_ask(sp);
+    return true;
+}
+
 /* A asks B for 1 KiB (RVL) and must get B's pattern back at dst. */
 static void rvl_from_b(Board *A, Board *B, const uint8_t *data, uint32_t dst, const char *what)
 {
@@ -2670,14 +2646,9 @@ static void test_rc_hostage(void)
     SilentPeer sp;
     int64_t t0;
 
-    g_board_props = ",rc-timeout-ms=500";
-    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+    if (!hostage_up(&f, ",rc-timeout-ms=500", &A, &B, &sp, 82)) {
         goto out;
     }
-    if (!silent_peer_up(&sp, &f, B, 82)) {
-        goto out;
-    }
-    silent_peer_ask(&sp);
     poll_ur(B, 0, DN2_UR_MODULE_STATE, DN2_MASK(16, 0), 1 + DN2_OP_RVS, T_SHORT,
             "B answers the RVL and waits for credits that never come");
     /* B's own process: a local VS runs while the answer is stuck */
@@ -2711,14 +2682,9 @@ static void test_rc_hostage_repeat(void)
     int64_t t0;
     unsigned i;
 
-    g_board_props = ",rc-timeout-ms=3000";
-    if (!fab_up_ab(&f, NULL, 32 * MiB_, NULL, &A, &B)) {
+    if (!hostage_up(&f, ",rc-timeout-ms=3000", &A, &B, &sp, 84)) {
         goto out;
     }
-    if (!silent_peer_up(&sp, &f, B, 84)) {
-        goto out;
-    }
-    silent_peer_ask(&sp);
     wait_qom(B, "stat-rc-abandoned", 1, timeout_ms + T_SHORT,
              "the silent member's first answer is abandoned after rc-timeout-ms");
     for (i = 2; i <= 4; i++) {
@@ -2949,6 +2915,7 @@ out:
 
 int main(int argc, char **argv)
 {
+    unsigned i;
     int ret;
 
     g_test_init(&argc, &argv, NULL);
@@ -2964,16 +2931,9 @@ int main(int argc, char **argv)
         }
     } else {
         qtest_add_func("/dimmnet2-fabric/link-up", test_link_up);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/contiguous", test_rvs_contiguous);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/wid1", test_rvs_wid1);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/eflag", test_rvs_eflag);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/command1-pw", test_rvs_command1);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/rvss", test_rvss_one_packet);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/rvss-5-packets", test_rvss_packets);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/rvsi", test_rvsi);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/command-ex", test_rvs_command_ex);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/zero-bytes", test_rvs_zero);
-        qtest_add_func("/dimmnet2-fabric/rvs-family/1mib", test_rvs_1mib);
+        for (i = 0; i < G_N_ELEMENTS(rvs_cases); i++) {
+            qtest_add_data_func(rvs_cases[i].path, &rvs_cases[i], test_rvs_case);
+        }
         qtest_add_func("/dimmnet2-fabric/rvl-family", test_rvl_family);
         qtest_add_func("/dimmnet2-fabric/ipush-lhs", test_ipush_lhs);
         qtest_add_func("/dimmnet2-fabric/botf", test_botf);
