@@ -1954,24 +1954,43 @@ static void test_lhs_v2(void)
 /* Protection                                                          */
 /* ================================================================== */
 
+/* The protection rig: WID 0's and WID 1's PGIDs (-1: never written), a
+ * pattern in data and at SRC of WID 0, and the returned background of
+ * bglen bytes at DST of WID 1 */
+static uint8_t *prot_start(Rig *r, int pgid0, int pgid1, uint8_t *data, size_t len,
+                           size_t bglen, uint32_t bgseed)
+{
+    bringup(rig_start(r), DN2Q_MTU_2K, pgid0, pgid1);
+    dn2q_pattern(data, len, 1200);
+    dn2q_sdfile_put(&r->mem, 0, SRC, data, len);
+    return sd_bg(r, 1, DST, bglen, bgseed);
+}
+
+/* End of a dropped path: WID 1 accepted nothing, its SO-DIMM at off still
+ * holds bg, and it has no status record */
+static void prot_expect_dropped(Rig *r, uint64_t off, const uint8_t *bg, size_t len,
+                                const char *what)
+{
+    g_autofree char *w = g_strdup_printf("%s: WID 1's SO-DIMM not written", what);
+
+    EXPECT_HEX(dn2q_pkts(&r->d, 1), 0, "%s: nothing accepted by WID 1", what);
+    sd_expect(r, 1, off, bg, len, w);
+    expect_no_status(r, 1, what);
+}
+
 /* PGID mismatch: dropped, never written; equal PGIDs open the path */
 static void test_protection_pgid(void)
 {
     Rig r;
-    DN2 *d;
+    DN2 *d = &r.d;
     RingM a;
     uint8_t data[200];
-    g_autofree uint8_t *bg = NULL;
+    g_autofree uint8_t *bg = prot_start(&r, 0x11, 0x22, data, sizeof(data), 0x400, 1201);
     struct dn2_hdr h;
     uint64_t l1, v;
 
-    d = rig_start(&r);
-    bringup(d, DN2Q_MTU_2K, 0x11, 0x22);
     ring_setup(&r, &a, 0, 1, 0x1000, 1024);
-    dn2q_pattern(data, sizeof(data), 1200);
-    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
     dn2q_sdfile_put(&r.mem, 1, SRC, data, sizeof(data));
-    bg = sd_bg(&r, 1, DST, 0x400, 1201);
     g_free(sd_bg(&r, 0, DST, 0x400, 1202));
 
     /* PGID mismatch: RVS, RVSS, IPUSH, LHSv1 and RVL from WID 0 (PGID 0x11)
@@ -1998,12 +2017,10 @@ static void test_protection_pgid(void)
     botf_image(&r, 0, 0, &h, &l1, 1, data, 64);
     botf(&r, 0, 0, 80, "BOTF with the receiver's PGID forged in the image");
     wait_stat(&r, "stat-rx-drop-pgid", v + 7, "packets dropped for a PGID mismatch");
-    EXPECT_HEX(dn2q_pkts(d, 1), 0, "PGID mismatch: nothing accepted by WID 1");
+    prot_expect_dropped(&r, DST, bg, 0x400, "PGID mismatch");
     EXPECT_HEX(dn2q_pkts(d, 0), 0, "PGID mismatch: nothing came back to WID 0");
-    sd_expect(&r, 1, DST, bg, 0x400, "PGID mismatch: WID 1's SO-DIMM not written");
     EXPECT_HEX(ring_tail(&r, &a), 0, "PGID mismatch: IPUSH ring untouched");
     EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), 0, "PGID mismatch: no LH entry");
-    expect_no_status(&r, 1, "PGID mismatch");
     expect_no_status(&r, 0, "PGID mismatch (RVL)");
     EXPECT_HEX(dn2q_pwf(d, 1), DN2_PWF_ALL, "PGID mismatch: PW flags untouched");
     {
@@ -2031,17 +2048,11 @@ static void test_protection_pgid(void)
 static void test_protection_route(void)
 {
     Rig r;
-    DN2 *d;
     uint8_t data[200];
-    g_autofree uint8_t *bg = NULL;
+    g_autofree uint8_t *bg = prot_start(&r, 0x11, 0x11, data, sizeof(data), 0x400, 1201);
     struct dn2_hdr h;
     uint64_t l1, rt;
 
-    d = rig_start(&r);
-    bringup(d, DN2Q_MTU_2K, 0x11, 0x11);
-    dn2q_pattern(data, sizeof(data), 1200);
-    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
-    bg = sd_bg(&r, 1, DST, 0x400, 1201);
     rt = rstat(&r, "stat-rx-drop-route") + rstat(&r, "stat-tx-drops");
     h = mkhdr(DN2_OP_RVS, 0, 1, 2);
     h.eflag = 1;
@@ -2053,9 +2064,7 @@ static void test_protection_route(void)
           "RVS to LID 0x22");
     EXPECT_HEX(rstat(&r, "stat-rx-drop-route") + rstat(&r, "stat-tx-drops"), rt + 2,
                "packets to other LIDs dropped (stat-rx-drop-route / stat-tx-drops)");
-    EXPECT_HEX(dn2q_pkts(d, 1), 0, "packets to other LIDs not received");
-    sd_expect(&r, 1, DST + 0x300, bg + 0x300, 0x100, "packets to other LIDs not written");
-    expect_no_status(&r, 1, "packets to other LIDs");
+    prot_expect_dropped(&r, DST + 0x300, bg + 0x300, 0x100, "packets to other LIDs");
     rig_stop(&r);
 }
 
@@ -2063,17 +2072,11 @@ static void test_protection_route(void)
 static void test_protection_noproc(void)
 {
     Rig r;
-    DN2 *d;
     uint8_t data[200];
-    g_autofree uint8_t *bg = NULL;
+    g_autofree uint8_t *bg = prot_start(&r, PGID, -1, data, sizeof(data), 0x100, 1203);
     struct dn2_hdr h;
     uint64_t l1, v;
 
-    d = rig_start(&r);
-    bringup(d, DN2Q_MTU_2K, PGID, -1);
-    dn2q_pattern(data, sizeof(data), 1200);
-    bg = sd_bg(&r, 1, DST, 0x100, 1203);
-    dn2q_sdfile_put(&r.mem, 0, SRC, data, sizeof(data));
     v = rstat(&r, "stat-rx-drop-noproc");
     rsend(&r, 0, 0, dn2_req_upper(SRC, DST), dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 1, 1, 100),
           DN2_PC_RVS, "RVS to a WID with no process");
@@ -2083,9 +2086,7 @@ static void test_protection_noproc(void)
     botf(&r, 0, 0, 80, "BOTF to a WID with no process");
     wait_stat(&r, "stat-rx-drop-noproc", v + 2, "packets for a WID with no process");
     EXPECT_HEX(rstat(&r, "stat-rx-drop-pgid"), 0, "counted as noproc, not as PGID mismatch");
-    EXPECT_HEX(dn2q_pkts(d, 1), 0, "no process: nothing accepted");
-    sd_expect(&r, 1, DST, bg, 0x100, "no process: nothing written");
-    expect_no_status(&r, 1, "no process");
+    prot_expect_dropped(&r, DST, bg, 0x100, "no process");
     rig_stop(&r);
 }
 
