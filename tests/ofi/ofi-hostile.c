@@ -55,6 +55,8 @@
 #include "libdimmnet2.h"
 #include "dn2fi.h"          /* the provider's wire format */
 #include "../guest/dn2-tap.h"
+#define OFI_DIAG_FILE stdout    /* rank 0's diagnostics go with its TAP */
+#include "ofi-common.h"
 
 #define VER      FI_VERSION(1, 17)
 #define TMO_MS   15000
@@ -91,51 +93,20 @@
 #define T_GOOD    0xe200ull
 #define T_FORGED  0xf000ull
 
-struct addr4 { uint16_t lid; uint8_t wid, zero; };
-
 static uint16_t lid0, lid1;
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        p[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 8));
-    }
-}
-
-static int check_data(const uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] != (uint8_t)(seed * 31 + i * 7 + (i >> 8))) {
-            printf("# data differs at byte %zu of %zu\n", i, n);
-            return 0;
-        }
-    }
-    return 1;
-}
 
 /* The real LIDs from the launcher's table, then ours: 4 real endpoints
  * and NFAKE of LIDs no board has. */
 static int write_table(void)
 {
-    const char *path = getenv("DN2_RANKS");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    char line[128];
-    int rank, i;
-    unsigned lid, wid;
+    struct addr4 a0 = { 0 }, a1 = { 0 };
+    FILE *f;
+    int i;
 
-    while (f && fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "%d %u %u", &rank, &lid, &wid) != 3) continue;
-        if (rank == 0) lid0 = (uint16_t)lid;
-        if (rank == 1) lid1 = (uint16_t)lid;
-    }
-    if (f) fclose(f);
+    rank_addr(0, &a0);
+    rank_addr(1, &a1);
+    lid0 = a0.lid;
+    lid1 = a1.lid;
     if (!lid0 || !lid1) return -1;
     f = fopen(TABLE ".tmp", "w");
     if (!f) return -1;
@@ -150,21 +121,9 @@ static int write_table(void)
 
 /* ---------------------------------------------------- libfabric side */
 
-struct ctx {
-    struct fi_info *info;
-    struct fid_fabric *fab;
-    struct fid_domain *dom;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    struct fid_ep *ep;
-    fi_addr_t peer;
-};
-
 static int open_ctx(struct ctx *c)
 {
     struct fi_info *h = fi_allocinfo(), *all = NULL, *i;
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
     int r;
 
     memset(c, 0, sizeof(*c));
@@ -179,29 +138,7 @@ static int open_ctx(struct ctx *c)
     c->info = i ? fi_dupinfo(i) : NULL;
     fi_freeinfo(all);
     if (!c->info) return -FI_ENODATA;
-    if ((r = fi_fabric(c->info->fabric_attr, &c->fab, NULL)) ||
-        (r = fi_domain(c->fab, c->info, &c->dom, NULL)) ||
-        (r = fi_av_open(c->dom, &ava, &c->av, NULL)) ||
-        (r = fi_cq_open(c->dom, &cqa, &c->cq, NULL)) ||
-        (r = fi_endpoint(c->dom, c->info, &c->ep, NULL)) ||
-        (r = fi_ep_bind(c->ep, &c->av->fid, 0)) ||
-        (r = fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-        (r = fi_enable(c->ep))) {
-        printf("# open: %s\n", fi_strerror(-r));
-        return r;
-    }
-    return 0;
-}
-
-static void close_ctx(struct ctx *c)
-{
-    if (c->ep) fi_close(&c->ep->fid);
-    if (c->av) fi_close(&c->av->fid);
-    if (c->cq) fi_close(&c->cq->fid);
-    if (c->dom) fi_close(&c->dom->fid);
-    if (c->fab) fi_close(&c->fab->fid);
-    if (c->info) fi_freeinfo(c->info);
-    memset(c, 0, sizeof(*c));
+    return open_objects(c);
 }
 
 static fi_addr_t av_add(struct ctx *c, uint16_t lid, int wid, int *err)
@@ -819,6 +756,6 @@ int main(void)
     }
     if (me != 0) return 0;
     rc = node0();
-    printf("1..%d\n", t_num);
-    return rc || t_fail ? 1 : 0;
+    tap_plan(tap_count());
+    return rc ? 1 : tap_exit_code();
 }

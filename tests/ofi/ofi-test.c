@@ -45,49 +45,13 @@
 #include <rdma/fi_tagged.h>
 
 #include "../guest/dn2-tap.h"
+#include "ofi-common.h"
 
 #define VER     FI_VERSION(1, 17)
 #define TMO_MS  20000
 
-struct addr4 { uint16_t lid; uint8_t wid, zero; };
-
 static struct addr4 peer_addr, self_tab;
 static int peer;
-
-struct ctx {
-    struct fi_info *info;
-    struct fid_fabric *fab;
-    struct fid_domain *dom;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    struct fid_ep *ep;
-    fi_addr_t peer;
-};
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        p[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 8));
-    }
-}
-
-static int check_data(const uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] != (uint8_t)(seed * 31 + i * 7 + (i >> 8))) {
-            fprintf(stderr, "# data differs at byte %zu of %zu\n", i, n);
-            return 0;
-        }
-    }
-    return 1;
-}
 
 static struct fi_info *hints_dgram(void)
 {
@@ -131,8 +95,6 @@ static struct fi_info *hints_native(void)
 
 static int open_ctx(struct ctx *c, struct fi_info *hints, struct addr4 *dst)
 {
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
     int r;
 
     memset(c, 0, sizeof(*c));
@@ -151,32 +113,13 @@ static int open_ctx(struct ctx *c, struct fi_info *hints, struct addr4 *dst)
     if (!c->info) {
         return -FI_ENODATA;
     }
-    if ((r = fi_fabric(c->info->fabric_attr, &c->fab, NULL)) ||
-        (r = fi_domain(c->fab, c->info, &c->dom, NULL)) ||
-        (r = fi_av_open(c->dom, &ava, &c->av, NULL)) ||
-        (r = fi_cq_open(c->dom, &cqa, &c->cq, NULL)) ||
-        (r = fi_endpoint(c->dom, c->info, &c->ep, NULL)) ||
-        (r = fi_ep_bind(c->ep, &c->av->fid, 0)) ||
-        (r = fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-        (r = fi_enable(c->ep))) {
-        fprintf(stderr, "# open: %s\n", fi_strerror(-r));
+    if ((r = open_objects(c))) {
         return r;
     }
     if (dst && fi_av_insert(c->av, dst, 1, &c->peer, 0, NULL) != 1) {
         return -FI_EINVAL;
     }
     return 0;
-}
-
-static void close_ctx(struct ctx *c)
-{
-    if (c->ep) fi_close(&c->ep->fid);
-    if (c->av) fi_close(&c->av->fid);
-    if (c->cq) fi_close(&c->cq->fid);
-    if (c->dom) fi_close(&c->dom->fid);
-    if (c->fab) fi_close(&c->fab->fid);
-    if (c->info) fi_freeinfo(c->info);
-    memset(c, 0, sizeof(*c));
 }
 
 /* Wait for one completion; its entry in *e.  1, or 0 on timeout, or a
@@ -377,22 +320,6 @@ static int stream(struct ctx *c, int n, size_t len, int window)
     free(buf);
     free(s);
     return ok;
-}
-
-static void read_table(void)
-{
-    const char *path = getenv("DN2_RANKS");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    int rank;
-    unsigned lid, wid;
-    char line[128];
-
-    while (f && fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "%d %u %u", &rank, &lid, &wid) != 3) continue;
-        if (rank == peer) { peer_addr.lid = (uint16_t)lid; peer_addr.wid = (uint8_t)wid; }
-        if (rank == me) { self_tab.lid = (uint16_t)lid; self_tab.wid = (uint8_t)wid; }
-    }
-    if (f) fclose(f);
 }
 
 /* Phase 6: a second process per board (WID 1) exchanging with the peer's
@@ -797,7 +724,8 @@ int main(void)
 
     me = rk ? atoi(rk) : 0;
     peer = me ^ 1;
-    read_table();
+    rank_addr(peer, &peer_addr);
+    rank_addr(me, &self_tab);
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* ranks are ordinary users: the provider must need no privilege */
     if (geteuid() == 0 && (setgid(65534) || setuid(65534))) {
@@ -1066,6 +994,6 @@ int main(void)
     }
     fi_freeinfo(h);
     native_rdm();
-    if (me == 0) printf("1..%d\n", t_num);
-    return t_fail ? 1 : 0;
+    tap_plan(tap_count());
+    return tap_exit_code();
 }
