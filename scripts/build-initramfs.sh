@@ -560,23 +560,19 @@ fi
 [ -n "$mpi_export" ] && cp -a "$mpi_export/." "$root/opt/dn2/"
 cp "$OUT_DIR/dn2-lid" "$root/opt/dn2/bin/dn2-lid"
 
-# NIC driver modules, numbered in load order.
-if [ ${#net_modules[@]} -gt 0 ]; then
-    mkdir -p "$root/lib/modules/dn2-net"
-    n=0
-    for f in "${net_modules[@]}"; do
+# Kernel modules into /lib/modules/DIR, numbered in load order.
+copy_modules() { # copy_modules DIR FILE...
+    local dir=$1 n=0 f
+    shift
+    [ $# -gt 0 ] || return 0
+    mkdir -p "$root/lib/modules/$dir"
+    for f in "$@"; do
         n=$((n + 1))
-        cp "$f" "$root/lib/modules/dn2-net/$(printf '%02d' $n)-$(basename "$f")"
+        cp "$f" "$root/lib/modules/$dir/$(printf '%02d' $n)-$(basename "$f")"
     done
-fi
-if [ ${#fw_modules[@]} -gt 0 ]; then
-    mkdir -p "$root/lib/modules/dn2-fw"
-    n=0
-    for f in "${fw_modules[@]}"; do
-        n=$((n + 1))
-        cp "$f" "$root/lib/modules/dn2-fw/$(printf '%02d' $n)-$(basename "$f")"
-    done
-fi
+}
+copy_modules dn2-net ${net_modules[@]+"${net_modules[@]}"}   # the NIC drivers
+copy_modules dn2-fw ${fw_modules[@]+"${fw_modules[@]}"}      # qemu_fw_cfg (the node's token)
 
 cp "$BUSYBOX" "$root/bin/busybox"
 # /init and every script here are busybox sh, whatever a package shipped.
