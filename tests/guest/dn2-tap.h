@@ -164,8 +164,5 @@ static inline __attribute__((unused)) int tap_share(void)
 
 #define CHECK(cond, ...) tap_result(!!(cond), __VA_ARGS__)
 
-/* The counters under their first names (tap_count(), tap_failures()). */
-#define t_num (dn2_tap->num)
-#define t_fail (dn2_tap->fail)
 
 #endif
