@@ -678,142 +678,234 @@ static void model_stride(uint8_t *model, uint32_t dst, uint32_t stride, uint32_t
     }
 }
 
-static void test_strided_list(void)
-{
-    QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+/* Strided and list primitives: every path starts from a board whose
+ * SO-DIMM [0, STR_REG) of WID 0 holds a known pattern (the model) and
+ * ends checking the whole region against the model. */
+enum { STR_REG = 0x22000, STR_LIST = 0x20000 };
+static const unsigned str_iters[8] = { 200, 100, 60, 40, 20, 10, 6, 4 };
+
+typedef struct StrRig {
+    QTestState *qts;
     DN2 d;
-    /* the model covers SO-DIMM [0, 0x22000) of WID 0 */
-    enum { REG = 0x22000, LIST = 0x20000 };
-    static const unsigned iters[8] = { 200, 100, 60, 40, 20, 10, 6, 4 };
-    g_autofree uint8_t *model = g_malloc(REG);
-    uint8_t ww[DN2_WIN_AREA], pwm[DN2_WIN_AREA], pwgot[DN2_WIN_AREA];
+    uint8_t *model;                 /* SO-DIMM [0, STR_REG) of WID 0 */
+    uint8_t ww[DN2_WIN_AREA];       /* what the Write Windows hold */
+    uint8_t pwm[DN2_WIN_AREA];      /* what the Prefetch Windows should hold */
+} StrRig;
+
+typedef struct StrCase {
+    const char *path;
+    void (*run)(StrRig *s);
+} StrCase;
+
+/* fill the Write Windows with pattern @seed */
+static void str_ww(StrRig *s, unsigned seed)
+{
+    dn2q_pattern(s->ww, sizeof(s->ww), seed);
+    qtest_memwrite(s->qts, dn2q_ww_addr(&s->d, 0, 0), s->ww, sizeof(s->ww));
+}
+
+/* the offset list at STR_LIST for @it elements of dtype @dt:
+ * offsets permuted, element i at perm(i) * (esz + 5) */
+static void str_list(StrRig *s, unsigned dt, uint8_t *lbuf)
+{
+    uint32_t esz = dn2_dtype_bytes(dt), it = str_iters[dt];
+    unsigned i;
+
+    for (i = 0; i < it; i++) {
+        uint32_t off = ((i * 7) % it) * (esz + 5);
+        stl_le_p(lbuf + 4 * i, off);
+    }
+    sd_write(&s->d, 0, STR_LIST, lbuf, 4 * it);
+    memcpy(s->model + STR_LIST, lbuf, 4 * it);
+}
+
+/* VSS then VLS back, for every dtype */
+static void str_dtypes_strided(StrRig *s)
+{
+    unsigned dt;
+    uint64_t st;
+
+    for (dt = 0; dt < 8 && !s->d.dead; dt++) {
+        uint32_t esz = dn2_dtype_bytes(dt), it = str_iters[dt];
+        uint32_t stride = 2 * esz + 3, sbase = 0x10000 + dt * 0x1000;
+
+        /* VSS: WW#0 -> SO-DIMM, strided */
+        str_ww(s, 70 + dt);
+        st = vss(&s->d, 0, 0x000, sbase, dt, it, stride);
+        EXPECT_HEX(st & (DN2_CS_WW_MASK(0) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(0),
+                   "VSS dtype %u: WW#0 done only", dt);
+        model_stride(s->model, sbase, stride, esz, it, s->ww);
+        sd_check(&s->d, 0, sbase - 16, s->model + sbase - 16, (it - 1) * stride + esz + 32,
+                 "VSS result");
+        /* VLS: back into PW#1, packed */
+        st = vls(&s->d, 0, sbase, 0x200, dt, it, stride);
+        memcpy(s->pwm + 0x200, s->ww, it * esz);
+        /* sd_check used PW#0: refresh that part of the model */
+        qtest_memread(s->qts, dn2q_pw_addr(&s->d, 0, 0), s->pwm, DN2_WIN_SIZE);
+        dn2q_pw_expect(&s->d, 0, s->pwm, "VLS packs the elements into PW#1");
+        EXPECT_HEX(dn2q_pwf(&s->d, 0), DN2_PWF_ALL, "PW flags after VLS dtype %u", dt);
+        EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS dtype %u: no error", dt);
+    }
+}
+
+/* VSI then VLI back through a permuted list, for every dtype */
+static void str_dtypes_list(StrRig *s)
+{
     uint8_t lbuf[4 * 256];
     unsigned dt, i;
     uint64_t st;
 
-    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
-    dn2q_board_init(&d, 0x01);
-    dn2q_pattern(model, REG, 60);
-    sd_write(&d, 0, 0, model, REG);
-    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
-
-    for (dt = 0; dt < 8 && !d.dead; dt++) {
-        uint32_t esz = dn2_dtype_bytes(dt), it = iters[dt];
-        uint32_t stride = 2 * esz + 3, sbase = 0x10000 + dt * 0x1000;
+    for (dt = 0; dt < 8 && !s->d.dead; dt++) {
+        uint32_t esz = dn2_dtype_bytes(dt), it = str_iters[dt];
         uint32_t lbase = 0x18000 + dt * 0x1000;
 
-        /* VSS: WW#0 -> SO-DIMM, strided */
-        dn2q_pattern(ww, sizeof(ww), 70 + dt);
-        qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
-        st = vss(&d, 0, 0x000, sbase, dt, it, stride);
-        EXPECT_HEX(st & (DN2_CS_WW_MASK(0) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(0),
-                   "VSS dtype %u: WW#0 done only", dt);
-        model_stride(model, sbase, stride, esz, it, ww);
-        sd_check(&d, 0, sbase - 16, model + sbase - 16, (it - 1) * stride + esz + 32,
-                 "VSS result");
-        /* VLS: back into PW#1, packed */
-        st = vls(&d, 0, sbase, 0x200, dt, it, stride);
-        memcpy(pwm + 0x200, ww, it * esz);
-        /* sd_check used PW#0: refresh that part of the model */
-        qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
-        dn2q_pw_expect(&d, 0, pwm, "VLS packs the elements into PW#1");
-        EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after VLS dtype %u", dt);
-        EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS dtype %u: no error", dt);
-
-        /* list: offsets permuted, element i at perm(i) * (esz + 5) */
-        for (i = 0; i < it; i++) {
-            uint32_t off = ((i * 7) % it) * (esz + 5);
-            stl_le_p(lbuf + 4 * i, off);
-        }
-        sd_write(&d, 0, LIST, lbuf, 4 * it);
-        memcpy(model + LIST, lbuf, 4 * it);
-        dn2q_pattern(ww, sizeof(ww), 80 + dt);
-        qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
-        st = vsi(&d, 0, 0x400, lbase, dt, it, LIST);
+        str_list(s, dt, lbuf);
+        str_ww(s, 80 + dt);
+        st = vsi(&s->d, 0, 0x400, lbase, dt, it, STR_LIST);
         EXPECT_HEX(st & (DN2_CS_WW_MASK(2) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(2),
                    "VSI dtype %u: WW#2 done only", dt);
         for (i = 0; i < it; i++) {
-            memcpy(model + lbase + ldl_le_p(lbuf + 4 * i), ww + 0x400 + i * esz, esz);
+            memcpy(s->model + lbase + ldl_le_p(lbuf + 4 * i), s->ww + 0x400 + i * esz, esz);
         }
-        sd_check(&d, 0, lbase, model + lbase, it * (esz + 5) + 16, "VSI result");
-        st = vli(&d, 0, lbase, 0x400, dt, it, LIST);
-        qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, DN2_WIN_SIZE);
-        memcpy(pwm + 0x400, ww + 0x400, it * esz);
-        dn2q_pw_expect(&d, 0, pwm, "VLI gathers the elements into PW#2");
+        sd_check(&s->d, 0, lbase, s->model + lbase, it * (esz + 5) + 16, "VSI result");
+        st = vli(&s->d, 0, lbase, 0x400, dt, it, STR_LIST);
+        qtest_memread(s->qts, dn2q_pw_addr(&s->d, 0, 0), s->pwm, DN2_WIN_SIZE);
+        memcpy(s->pwm + 0x400, s->ww + 0x400, it * esz);
+        dn2q_pw_expect(&s->d, 0, s->pwm, "VLI gathers the elements into PW#2");
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLI dtype %u: no error", dt);
     }
+}
 
-    /* Iteration 0: completes, moves nothing */
-    dn2q_pattern(ww, sizeof(ww), 90);
-    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
-    st = vss(&d, 0, 0x200, 0x0, 2, 0, 4);
+/* Iteration 0: completes, moves nothing */
+static void str_iteration0(StrRig *s)
+{
+    uint8_t lbuf[4 * 256];
+    uint64_t st;
+
+    str_list(s, 7, lbuf);
+    str_ww(s, 90);
+    st = vss(&s->d, 0, 0x200, 0x0, 2, 0, 4);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(1) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(1),
                "VSS with Iteration 0 completes");
-    st = vsi(&d, 0, 0x200, 0x0, 2, 0, LIST);
+    st = vsi(&s->d, 0, 0x200, 0x0, 2, 0, STR_LIST);
     EXPECT_HEX(st & (DN2_CS_WW_MASK(1) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(1),
                "VSI with Iteration 0 completes");
-    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
-    vls(&d, 0, 0x0, 0x600, 2, 0, 4);
-    vli(&d, 0, 0x0, 0x600, 2, 0, LIST);
-    dn2q_pw_expect(&d, 0, pwm, "VLS/VLI with Iteration 0 write nothing");
-    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after Iteration 0");
+    qtest_memread(s->qts, dn2q_pw_addr(&s->d, 0, 0), s->pwm, sizeof(s->pwm));
+    vls(&s->d, 0, 0x0, 0x600, 2, 0, 4);
+    vli(&s->d, 0, 0x0, 0x600, 2, 0, STR_LIST);
+    dn2q_pw_expect(&s->d, 0, s->pwm, "VLS/VLI with Iteration 0 write nothing");
+    EXPECT_HEX(dn2q_pwf(&s->d, 0), DN2_PWF_ALL, "PW flags after Iteration 0");
+}
 
-    /* Iteration 255 */
-    st = vss(&d, 0, 0x200, 0x1000, 0, 255, 2);
+/* Iteration 255: one window's worth at most */
+static void str_iteration255(StrRig *s)
+{
+    uint8_t pwgot[DN2_WIN_AREA];
+    uint64_t st;
+
+    str_ww(s, 90);
+    st = vss(&s->d, 0, 0x200, 0x1000, 0, 255, 2);
     EXPECT_HEX(st & DN2_CS_WW_MASK(1), DN2_CS_WW_DONE(1), "VSS 1 B x 255 fits WW#1");
-    model_stride(model, 0x1000, 2, 1, 255, ww + 0x200);
-    st = vss(&d, 0, 0x000, 0x2000, 2, 255, 4);
+    model_stride(s->model, 0x1000, 2, 1, 255, s->ww + 0x200);
+    st = vss(&s->d, 0, 0x000, 0x2000, 2, 255, 4);
     EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0) | DN2_CS_WW_SRC_OVF(0),
                "VSS 4 B x 255 from WW#0 start: clipped to 128 elements, bit 6");
-    model_stride(model, 0x2000, 4, 4, 128, ww);
-    sd_check(&d, 0, 0x1000, model + 0x1000, 0x1400, "Iteration 255 stores");
-    st = vls(&d, 0, 0x1000, 0x000, 1, 255, 2);
-    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwgot, 510);
-    dn2q_mem_eq("VLS 2 B x 255 (510 bytes)", pwgot, model + 0x1000, 510, 0);
-    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
-    st = vls(&d, 0, 0x2000, 0x600, 2, 255, 4);
-    memcpy(pwm + 0x600, model + 0x2000, 512);
-    dn2q_pw_expect(&d, 0, pwm, "VLS 4 B x 255 clipped to one window");
+    model_stride(s->model, 0x2000, 4, 4, 128, s->ww);
+    sd_check(&s->d, 0, 0x1000, s->model + 0x1000, 0x1400, "Iteration 255 stores");
+    st = vls(&s->d, 0, 0x1000, 0x000, 1, 255, 2);
+    qtest_memread(s->qts, dn2q_pw_addr(&s->d, 0, 0), pwgot, 510);
+    dn2q_mem_eq("VLS 2 B x 255 (510 bytes)", pwgot, s->model + 0x1000, 510, 0);
+    qtest_memread(s->qts, dn2q_pw_addr(&s->d, 0, 0), s->pwm, sizeof(s->pwm));
+    st = vls(&s->d, 0, 0x2000, 0x600, 2, 255, 4);
+    memcpy(s->pwm + 0x600, s->model + 0x2000, 512);
+    dn2q_pw_expect(&s->d, 0, s->pwm, "VLS 4 B x 255 clipped to one window");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS window clipping is no request error");
+}
 
-    /* whole-element clipping (choice #16, §4.6.4) */
-    st = vss(&d, 0, 0x1fa, 0x3000, 2, 3, 16);
+/* whole-element clipping (choice #16, §4.6.4) */
+static void str_element_clipping(StrRig *s)
+{
+    uint8_t lbuf[4 * 256];
+    uint64_t st;
+
+    str_list(s, 7, lbuf);
+    str_ww(s, 90);
+    st = vss(&s->d, 0, 0x1fa, 0x3000, 2, 3, 16);
     EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0) | DN2_CS_WW_SRC_OVF(0),
                "VSS with 6 bytes of room for 4-byte elements: bit 6");
-    model_stride(model, 0x3000, 16, 4, 1, ww + 0x1fa);
-    sd_check(&d, 0, 0x3000, model + 0x3000, 48, "only the whole element was stored");
-    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
-    st = vls(&d, 0, 0x3000, 0x1fc, 3, 2, 8);
-    dn2q_pw_expect(&d, 0, pwm, "VLS with 4 bytes of room for 8-byte elements writes nothing");
-    EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after an empty VLS");
-    st = vls(&d, 0, 0x3000, 0x3f0, 3, 4, 16);
-    memcpy(pwm + 0x3f0, model + 0x3000, 8);
-    memcpy(pwm + 0x3f8, model + 0x3010, 8);
-    dn2q_pw_expect(&d, 0, pwm, "VLS clipped to 2 whole elements");
+    model_stride(s->model, 0x3000, 16, 4, 1, s->ww + 0x1fa);
+    sd_check(&s->d, 0, 0x3000, s->model + 0x3000, 48, "only the whole element was stored");
+    qtest_memread(s->qts, dn2q_pw_addr(&s->d, 0, 0), s->pwm, sizeof(s->pwm));
+    st = vls(&s->d, 0, 0x3000, 0x1fc, 3, 2, 8);
+    dn2q_pw_expect(&s->d, 0, s->pwm,
+                   "VLS with 4 bytes of room for 8-byte elements writes nothing");
+    EXPECT_HEX(dn2q_pwf(&s->d, 0), DN2_PWF_ALL, "PW flags after an empty VLS");
+    st = vls(&s->d, 0, 0x3000, 0x3f0, 3, 4, 16);
+    memcpy(s->pwm + 0x3f0, s->model + 0x3000, 8);
+    memcpy(s->pwm + 0x3f8, s->model + 0x3010, 8);
+    dn2q_pw_expect(&s->d, 0, s->pwm, "VLS clipped to 2 whole elements");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VLS element clipping is no request error");
-    st = vli(&d, 0, 0x18000, 0x7fe, 2, 4, LIST);
-    dn2q_pw_expect(&d, 0, pwm, "VLI with 2 bytes of room for 4-byte elements writes nothing");
+    st = vli(&s->d, 0, 0x18000, 0x7fe, 2, 4, STR_LIST);
+    dn2q_pw_expect(&s->d, 0, s->pwm,
+                   "VLI with 2 bytes of room for 4-byte elements writes nothing");
+}
 
-    /* negative stride: 32-bit wrap-around (choice #17) */
-    dn2q_pattern(ww, sizeof(ww), 91);
-    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
-    st = vss(&d, 0, 0x600, 0x20c00, 2, 4, (uint32_t)-16);
+/* negative stride: 32-bit wrap-around (choice #17) */
+static void str_negative_stride(StrRig *s)
+{
+    uint64_t st;
+
+    str_ww(s, 91);
+    st = vss(&s->d, 0, 0x600, 0x20c00, 2, 4, (uint32_t)-16);
     EXPECT_HEX(st & DN2_CS_WW_MASK(3), DN2_CS_WW_DONE(3), "VSS with stride -16");
-    model_stride(model, 0x20c00, (uint32_t)-16, 4, 4, ww + 0x600);
-    sd_check(&d, 0, 0x20b00, model + 0x20b00, 0x200, "negative stride store");
-    qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
-    vls(&d, 0, 0x20c00, 0x300, 2, 4, (uint32_t)-16);
-    memcpy(pwm + 0x300, ww + 0x600, 16);
-    dn2q_pw_expect(&d, 0, pwm, "VLS with stride -16");
+    model_stride(s->model, 0x20c00, (uint32_t)-16, 4, 4, s->ww + 0x600);
+    sd_check(&s->d, 0, 0x20b00, s->model + 0x20b00, 0x200, "negative stride store");
+    qtest_memread(s->qts, dn2q_pw_addr(&s->d, 0, 0), s->pwm, sizeof(s->pwm));
+    vls(&s->d, 0, 0x20c00, 0x300, 2, 4, (uint32_t)-16);
+    memcpy(s->pwm + 0x300, s->ww + 0x600, 16);
+    dn2q_pw_expect(&s->d, 0, s->pwm, "VLS with stride -16");
+}
 
-    /* an element outside the area: skipped, bit 7, the others stored */
-    st = vss(&d, 0, 0x600, 0x20e00, 2, 2, 0x80000000u);
+/* an element outside the area: skipped, bit 7, the others stored */
+static void str_element_outside_area(StrRig *s)
+{
+    uint64_t st;
+
+    str_ww(s, 91);
+    st = vss(&s->d, 0, 0x600, 0x20e00, 2, 2, 0x80000000u);
     EXPECT_HEX(st & DN2_CS_WW_MASK(3), DN2_CS_WW_DONE(3) | DN2_CS_WW_DST_OVF(3),
                "VSS element beyond the SO-DIMM area: bit 16");
-    memcpy(model + 0x20e00, ww + 0x600, 4);
-    sd_check(&d, 0, 0x20e00, model + 0x20e00, 16, "in-area element stored");
-    sd_check(&d, 0, 0, model, REG, "whole model region after strided/list tests");
-    qtest_quit(qts);
+    memcpy(s->model + 0x20e00, s->ww + 0x600, 4);
+    sd_check(&s->d, 0, 0x20e00, s->model + 0x20e00, 16, "in-area element stored");
+}
+
+static const StrCase str_cases[] = {
+    { "/dimmnet2/prim/strided-list/strided-dtypes", str_dtypes_strided },
+    { "/dimmnet2/prim/strided-list/list-dtypes", str_dtypes_list },
+    { "/dimmnet2/prim/strided-list/iteration-0", str_iteration0 },
+    { "/dimmnet2/prim/strided-list/iteration-255", str_iteration255 },
+    { "/dimmnet2/prim/strided-list/element-clipping", str_element_clipping },
+    { "/dimmnet2/prim/strided-list/negative-stride", str_negative_stride },
+    { "/dimmnet2/prim/strided-list/element-outside-area", str_element_outside_area },
+};
+
+/* One strided/list path per test, on a fresh board holding the model */
+static void test_strided_case(const void *opaque)
+{
+    const StrCase *sc = opaque;
+    StrRig s;
+
+    s.qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
+    dn2q_open(&s.d, s.qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(&s.d, 0x01);
+    s.model = g_malloc(STR_REG);
+    dn2q_pattern(s.model, STR_REG, 60);
+    sd_write(&s.d, 0, 0, s.model, STR_REG);
+    qtest_memread(s.qts, dn2q_pw_addr(&s.d, 0, 0), s.pwm, sizeof(s.pwm));
+    sc->run(&s);
+    sd_check(&s.d, 0, 0, s.model, STR_REG, "whole model region after the strided/list path");
+    g_free(s.model);
+    qtest_quit(s.qts);
 }
 
 /* Small SO-DIMM (4 MiB memdev: 2 MiB per process) */
@@ -2660,7 +2752,9 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/bringup/requests-after-refusal", test_requests_after_refusal);
     qtest_add_func("/dimmnet2/prim/dsh-example", test_dsh_example);
     qtest_add_func("/dimmnet2/prim/contiguous", test_contiguous);
-    qtest_add_func("/dimmnet2/prim/strided-list", test_strided_list);
+    for (i = 0; i < G_N_ELEMENTS(str_cases); i++) {
+        qtest_add_data_func(str_cases[i].path, &str_cases[i], test_strided_case);
+    }
     qtest_add_func("/dimmnet2/prim/small-sodimm", test_small_sodimm);
     qtest_add_func("/dimmnet2/prim/wid-isolation", test_wid_isolation);
     qtest_add_func("/dimmnet2/prim/pw-flags", test_pw_flags);
