@@ -2127,121 +2127,172 @@ static void bad_botf(Rig *r, const struct dn2_hdr *h, const uint64_t *more, unsi
     err_reset(r, what);
 }
 
-static void test_rx_errors(void)
+/* hflag does not match TYPE: 10 */
+static void rx_hflag_mismatch(Rig *r, DN2 *d)
 {
-    Rig r;
-    DN2 *d;
     struct dn2_hdr h;
-    uint64_t more[3];
-    uint8_t data[512], got[64];
-    g_autofree uint8_t *bg = NULL;
-    g_autofree uint8_t *bg1 = NULL;
+    uint64_t more[2];
 
-    d = rig_up(&r, DN2Q_MTU_2K);
-
-    /* hflag does not match TYPE: 10 */
     h = mkhdr(DN2_OP_RVS, 0, 1, LID);
     h.hflag = 1;
     more[0] = dn2_hdr1_encode(DST, DST);
     more[1] = dn2_hdr1_encode(64, 0);
-    bad_botf(&r, &h, more, 2, 64, 24 + 64, DN2_RX_ERR_HFLAG, "RVS with hflag 1");
+    bad_botf(r, &h, more, 2, 64, 24 + 64, DN2_RX_ERR_HFLAG, "RVS with hflag 1");
     h = mkhdr(DN2_OP_RVSS, 0, 1, LID);
     h.hflag = 0;
     h.dtype = DN2_DTYPE_8B;
     h.iter = 2;
     more[0] = dn2_hdr1_encode(DST, 0);
-    bad_botf(&r, &h, more, 1, 16, 16 + 16, DN2_RX_ERR_HFLAG, "RVSS with hflag 0");
+    bad_botf(r, &h, more, 1, 16, 16 + 16, DN2_RX_ERR_HFLAG, "RVSS with hflag 0");
+}
 
-    /* an RVL-type packet with data: 11 */
-    h = mkhdr(DN2_OP_RVL, 0, 1, LID);
+/* an RVL-type packet with data: 11 */
+static void rx_rvl_data(Rig *r, DN2 *d)
+{
+    struct dn2_hdr h = mkhdr(DN2_OP_RVL, 0, 1, LID);
+    uint64_t more[3];
+
     more[0] = dn2_hdr1_encode(SRC, DST);
     more[1] = dn2_hdr1_encode(64, 0);
     more[2] = 0;
-    bad_botf(&r, &h, more, 3, 8, 32 + 8, DN2_RX_ERR_RVL_DATA, "RVL carrying 8 data bytes");
+    bad_botf(r, &h, more, 3, 8, 32 + 8, DN2_RX_ERR_RVL_DATA, "RVL carrying 8 data bytes");
+}
 
-    /* packets shorter than their header / their contents: 01 */
+/* packets shorter than their header / their contents: 01 */
+static void rx_short_packets(Rig *r, DN2 *d)
+{
+    struct dn2_hdr h;
+    uint64_t more[2];
+
     h = mkhdr(DN2_OP_RVSS, 0, 1, LID);
     h.dtype = DN2_DTYPE_8B;
     h.iter = 1;
     more[0] = dn2_hdr1_encode(DST, 0);
     more[1] = dn2_hdr1_encode(8, 8);
-    bad_botf(&r, &h, more, 2, 0, 16, DN2_RX_ERR_EARLY_SOP,
+    bad_botf(r, &h, more, 2, 0, 16, DN2_RX_ERR_EARLY_SOP,
              "RVSS packet of 16 bytes (3-line header)");
     h = mkhdr(DN2_OP_RVL, 0, 1, LID);
     more[0] = dn2_hdr1_encode(SRC, DST);
     more[1] = dn2_hdr1_encode(64, 0);
-    bad_botf(&r, &h, more, 2, 0, 24, DN2_RX_ERR_EARLY_SOP,
+    bad_botf(r, &h, more, 2, 0, 24, DN2_RX_ERR_EARLY_SOP,
              "RVL packet of 24 bytes (4-line header)");
     h = mkhdr(DN2_OP_RVS, 0, 1, LID);
-    bad_botf(&r, &h, NULL, 0, 0, 8, DN2_RX_ERR_EARLY_SOP,
+    bad_botf(r, &h, NULL, 0, 0, 8, DN2_RX_ERR_EARLY_SOP,
              "RVS packet of 8 bytes (2-line header)");
     h = mkhdr(DN2_OP_RVSS, 0, 1, LID);
     h.dtype = DN2_DTYPE_8B;
     h.iter = 4;
     more[0] = dn2_hdr1_encode(DST, 0);
     more[1] = dn2_hdr1_encode(32, 8);
-    bad_botf(&r, &h, more, 2, 8, 24 + 8, DN2_RX_ERR_EARLY_SOP,
+    bad_botf(r, &h, more, 2, 8, 24 + 8, DN2_RX_ERR_EARLY_SOP,
              "RVSS whose Iteration needs more bytes than the packet holds");
+}
 
-    /* TYPEs that are not network primitives: dropped, no error state */
+/* TYPEs that are not network primitives: dropped, no error state */
+static void rx_not_network_types(Rig *r, DN2 *d)
+{
+    struct dn2_hdr h;
+    uint64_t more[1];
+
     h = mkhdr(DN2_OP_VS, 0, 1, LID);
     more[0] = dn2_hdr1_encode(DST, DST);
-    bad_botf(&r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = VS");
+    bad_botf(r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = VS");
     h = mkhdr(0x1f, 0, 1, LID);
-    bad_botf(&r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = 0x1f");
+    bad_botf(r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = 0x1f");
     h = mkhdr(DN2_OP_BOTF, 0, 1, LID);
-    bad_botf(&r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = BOTF");
+    bad_botf(r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = BOTF");
     h = mkhdr(DN2_OP_NOP, 0, 1, LID);
-    bad_botf(&r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = NOP");
+    bad_botf(r, &h, more, 1, 64, 80, DN2_RX_ERR_NONE, "TYPE = NOP");
+}
 
-    /* data past the receive area: bit 17, only what fits written */
+/* data past the receive area: bit 17, only what fits written */
+static void rx_past_sodimm_area(Rig *r, DN2 *d)
+{
+    uint8_t data[512];
+    g_autofree uint8_t *bg = NULL;
+    g_autofree uint8_t *bg1 = NULL;
+
     dn2q_pattern(data, sizeof(data), 1400);
-    dn2q_sdfile_put(&r.mem, 0, SRC, data, 300);
-    bg = sd_bg(&r, 0, AREA - 200, 200, 1401);
-    bg1 = sd_bg(&r, 1, 0, 256, 1402);
-    rsend(&r, 0, 0, dn2_req_upper(SRC, AREA - 100),
+    dn2q_sdfile_put(&r->mem, 0, SRC, data, 300);
+    bg = sd_bg(r, 0, AREA - 200, 200, 1401);
+    bg1 = sd_bg(r, 1, 0, 256, 1402);
+    rsend(r, 0, 0, dn2_req_upper(SRC, AREA - 100),
           dn2_req_lower(DN2_OP_RVS, 0, 0, MY_CLID, 0, 0, 300), DN2_PC_RVS,
           "RVS running past the SO-DIMM area end");
-    wait_pkts(&r, 0, 1, "RVS running past the SO-DIMM area end");
+    wait_pkts(r, 0, 1, "RVS running past the SO-DIMM area end");
     memcpy(bg + 100, data, 100);
-    sd_expect(&r, 0, AREA - 200, bg, 200, "RVS past the area end: the part that fits");
-    sd_expect(&r, 1, 0, bg1, 256, "RVS past the area end: WID 1's area untouched");
+    sd_expect(r, 0, AREA - 200, bg, 200, "RVS past the area end: the part that fits");
+    sd_expect(r, 1, 0, bg1, 256, "RVS past the area end: WID 1's area untouched");
     EXPECT_HEX(dn2q_cs(d, 0) & RX_BITS, DN2_CS_RX_OVF, "RVS past the area end: bit 17");
-    err_reset(&r, "RVS past the SO-DIMM area end");
+    err_reset(r, "RVS past the SO-DIMM area end");
+}
 
-    h = mkhdr(DN2_OP_RVS, 0, 1, LID);
+static void rx_past_pw_end(Rig *r, DN2 *d)
+{
+    struct dn2_hdr h = mkhdr(DN2_OP_RVS, 0, 1, LID);
+    uint64_t more[1];
+    uint8_t data[512], got[64], pw[16], after[64];
+
+    dn2q_pattern(data, sizeof(data), 1400);
     h.rflag = 1;
     more[0] = dn2_hdr1_encode(DN2_WIN_AREA - 16, DN2_WIN_AREA - 16);
-    qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA), got, 64);    /* beyond WID 1's PW */
-    botf_image(&r, 0, 0, &h, more, 1, data, 64);
-    botf(&r, 0, 0, 80, "BOTF into the PW past its end");
-    wait_pkts(&r, 1, 1, "BOTF into the PW past its end");
+    qtest_memread(r->d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA), got, 64);   /* beyond WID 1's PW */
+    botf_image(r, 0, 0, &h, more, 1, data, 64);
+    botf(r, 0, 0, 80, "BOTF into the PW past its end");
+    wait_pkts(r, 1, 1, "BOTF into the PW past its end");
     EXPECT_HEX(dn2q_cs(d, 1) & RX_BITS, DN2_CS_RX_OVF, "PW past its end: bit 17");
-    {
-        uint8_t pw[16], after[64];
-        qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA - 16), pw, 16);
-        dn2q_mem_eq("PW past its end: the 16 bytes that fit", pw, data, 16, DN2_WIN_AREA - 16);
-        qtest_memread(r.d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA), after, 64);
-        dn2q_mem_eq("PW past its end: nothing beyond WID 1's PW area", after, got, 64, 0);
-    }
-    err_reset(&r, "PW past its end");
+    qtest_memread(r->d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA - 16), pw, 16);
+    dn2q_mem_eq("PW past its end: the 16 bytes that fit", pw, data, 16, DN2_WIN_AREA - 16);
+    qtest_memread(r->d.qts, dn2q_pw_addr(d, 1, DN2_WIN_AREA), after, 64);
+    dn2q_mem_eq("PW past its end: nothing beyond WID 1's PW area", after, got, 64, 0);
+    err_reset(r, "PW past its end");
+}
 
-    h = mkhdr(DN2_OP_RVS, 1, 0, LID);
+static void rx_past_llcm_end(Rig *r, DN2 *d)
+{
+    struct dn2_hdr h = mkhdr(DN2_OP_RVS, 1, 0, LID);
+    uint64_t more[1];
+    uint8_t data[512], got[64], l[16], after[64];
+
+    dn2q_pattern(data, sizeof(data), 1400);
     h.lflag = 1;
     more[0] = dn2_hdr1_encode(DN2_LLCM_AREA - 16, DN2_LLCM_AREA - 16);
-    qtest_memread(r.d.qts, dn2q_llcm_addr(d, 1, 0), got, 64);       /* WID 1's LLCM start */
-    botf_image(&r, 1, 3, &h, more, 1, data + 100, 64);
-    botf(&r, 1, 3, 80, "BOTF into the LLCM past its end");
-    wait_pkts(&r, 0, 1, "BOTF into the LLCM past its end");
+    qtest_memread(r->d.qts, dn2q_llcm_addr(d, 1, 0), got, 64);       /* WID 1's LLCM start */
+    botf_image(r, 1, 3, &h, more, 1, data + 100, 64);
+    botf(r, 1, 3, 80, "BOTF into the LLCM past its end");
+    wait_pkts(r, 0, 1, "BOTF into the LLCM past its end");
     EXPECT_HEX(dn2q_cs(d, 0) & RX_BITS, DN2_CS_RX_OVF, "LLCM past its end: bit 17");
-    {
-        uint8_t l[16], after[64];
-        qtest_memread(r.d.qts, dn2q_llcm_addr(d, 0, DN2_LLCM_AREA - 16), l, 16);
-        dn2q_mem_eq("LLCM past its end: the 16 bytes that fit", l, data + 100, 16, 0);
-        qtest_memread(r.d.qts, dn2q_llcm_addr(d, 1, 0), after, 64);
-        dn2q_mem_eq("LLCM past its end: WID 1's LLCM untouched", after, got, 64, 0);
-    }
-    err_reset(&r, "LLCM past its end");
+    qtest_memread(r->d.qts, dn2q_llcm_addr(d, 0, DN2_LLCM_AREA - 16), l, 16);
+    dn2q_mem_eq("LLCM past its end: the 16 bytes that fit", l, data + 100, 16, 0);
+    qtest_memread(r->d.qts, dn2q_llcm_addr(d, 1, 0), after, 64);
+    dn2q_mem_eq("LLCM past its end: WID 1's LLCM untouched", after, got, 64, 0);
+    err_reset(r, "LLCM past its end");
+}
+
+/* One receive-error path per test, on a fresh loopback rig (MTU 2 KiB);
+ * every path ends with a Controller Reset that clears bits 17-19. */
+typedef struct RxErrCase {
+    const char *path;
+    void (*run)(Rig *r, DN2 *d);
+} RxErrCase;
+
+static const RxErrCase rx_err_cases[] = {
+    { "/dimmnet2-remote/rx-errors/hflag-mismatch", rx_hflag_mismatch },
+    { "/dimmnet2-remote/rx-errors/rvl-with-data", rx_rvl_data },
+    { "/dimmnet2-remote/rx-errors/short-packets", rx_short_packets },
+    { "/dimmnet2-remote/rx-errors/not-network-types", rx_not_network_types },
+    { "/dimmnet2-remote/rx-errors/past-sodimm-area", rx_past_sodimm_area },
+    { "/dimmnet2-remote/rx-errors/past-pw-end", rx_past_pw_end },
+    { "/dimmnet2-remote/rx-errors/past-llcm-end", rx_past_llcm_end },
+};
+
+static void test_rx_error_case(const void *opaque)
+{
+    const RxErrCase *c = opaque;
+    Rig r;
+    DN2 *d = rig_up(&r, DN2Q_MTU_2K);
+
+    c->run(&r, d);
     rig_stop(&r);
 }
 
@@ -2506,6 +2557,8 @@ static void test_hard_lhs_vl_held(void)
 
 int main(int argc, char **argv)
 {
+    unsigned i;
+
     g_test_init(&argc, &argv, NULL);
     g_test_set_nonfatal_assertions();
 
@@ -2531,7 +2584,9 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/protection/pgid", test_protection_pgid);
     qtest_add_func("/dimmnet2-remote/protection/route", test_protection_route);
     qtest_add_func("/dimmnet2-remote/protection/no-process", test_protection_noproc);
-    qtest_add_func("/dimmnet2-remote/rx-errors", test_rx_errors);
+    for (i = 0; i < G_N_ELEMENTS(rx_err_cases); i++) {
+        qtest_add_data_func(rx_err_cases[i].path, &rx_err_cases[i], test_rx_error_case);
+    }
     qtest_add_func("/dimmnet2-remote/hardening/rvl-storm", test_hard_rvl_storm);
     qtest_add_func("/dimmnet2-remote/hardening/rvl-after-write", test_hard_rvl_after_write);
     qtest_add_func("/dimmnet2-remote/hardening/lhs-empty-first", test_hard_lhs_empty_first);
