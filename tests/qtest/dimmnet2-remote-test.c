@@ -1261,138 +1261,166 @@ typedef struct RvlCase {
     unsigned code;
 } RvlCase;
 
-static void test_rvl(void)
+static const RvlCase rvl_cases[] = {
+    { 0, 1, DN2_FORM_CONTIG, 0, 0, 1, -1, DN2Q_MTU_1K },
+    { 0, 1, DN2_FORM_CONTIG, 0, 0, 100, -1, DN2Q_MTU_1K },
+    { 0, 1, DN2_FORM_CONTIG, 0, 0, 3000, -1, DN2Q_MTU_1K },
+    { 1, 0, DN2_FORM_CONTIG, 0, 0, 1008, -1, DN2Q_MTU_1K },
+    { 1, 0, DN2_FORM_CONTIG, 0, 0, 1009, -1, DN2Q_MTU_1K },
+    { 0, 0, DN2_FORM_CONTIG, 0, 0, 5000, -1, DN2Q_MTU_4K },
+    { 1, 1, DN2_FORM_CONTIG, 0, 0, 0, -1, DN2Q_MTU_256 },
+    { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_4B, 100, 0, -1, DN2Q_MTU_256 },
+    { 1, 0, DN2_FORM_STRIDE, DN2_DTYPE_128B, 20, 0, -1, DN2Q_MTU_512 },
+    { 0, 0, DN2_FORM_STRIDE, DN2_DTYPE_1B, 255, 0, -1, DN2Q_MTU_2K },
+    { 0, 1, DN2_FORM_LIST, DN2_DTYPE_8B, 255, 0, -1, DN2Q_MTU_1K },
+    { 1, 0, DN2_FORM_LIST, DN2_DTYPE_2B, 33, 0, -1, DN2Q_MTU_256 },
+    /* Command Ex on the requester: the landing pattern */
+    { 0, 1, DN2_FORM_CONTIG, DN2_DTYPE_8B, 100, 800, DN2_FORM_STRIDE, DN2Q_MTU_256 },
+    { 1, 0, DN2_FORM_CONTIG, DN2_DTYPE_4B, 60, 240, DN2_FORM_LIST, DN2Q_MTU_512 },
+    { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_16B, 40, 0, DN2_FORM_STRIDE, DN2Q_MTU_1K },
+    { 1, 1, DN2_FORM_LIST, DN2_DTYPE_4B, 90, 0, DN2_FORM_STRIDE, DN2Q_MTU_256 },
+};
+
+/* One RVL-family case of rvl_cases[] (its index c seeds the data). */
+static void rvl_case(Rig *r, DN2 *d, unsigned c)
 {
-    static const RvlCase cases[] = {
-        { 0, 1, DN2_FORM_CONTIG, 0, 0, 1, -1, DN2Q_MTU_1K },
-        { 0, 1, DN2_FORM_CONTIG, 0, 0, 100, -1, DN2Q_MTU_1K },
-        { 0, 1, DN2_FORM_CONTIG, 0, 0, 3000, -1, DN2Q_MTU_1K },
-        { 1, 0, DN2_FORM_CONTIG, 0, 0, 1008, -1, DN2Q_MTU_1K },
-        { 1, 0, DN2_FORM_CONTIG, 0, 0, 1009, -1, DN2Q_MTU_1K },
-        { 0, 0, DN2_FORM_CONTIG, 0, 0, 5000, -1, DN2Q_MTU_4K },
-        { 1, 1, DN2_FORM_CONTIG, 0, 0, 0, -1, DN2Q_MTU_256 },
-        { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_4B, 100, 0, -1, DN2Q_MTU_256 },
-        { 1, 0, DN2_FORM_STRIDE, DN2_DTYPE_128B, 20, 0, -1, DN2Q_MTU_512 },
-        { 0, 0, DN2_FORM_STRIDE, DN2_DTYPE_1B, 255, 0, -1, DN2Q_MTU_2K },
-        { 0, 1, DN2_FORM_LIST, DN2_DTYPE_8B, 255, 0, -1, DN2Q_MTU_1K },
-        { 1, 0, DN2_FORM_LIST, DN2_DTYPE_2B, 33, 0, -1, DN2Q_MTU_256 },
-        /* Command Ex on the requester: the landing pattern */
-        { 0, 1, DN2_FORM_CONTIG, DN2_DTYPE_8B, 100, 800, DN2_FORM_STRIDE, DN2Q_MTU_256 },
-        { 1, 0, DN2_FORM_CONTIG, DN2_DTYPE_4B, 60, 240, DN2_FORM_LIST, DN2Q_MTU_512 },
-        { 0, 1, DN2_FORM_STRIDE, DN2_DTYPE_16B, 40, 0, DN2_FORM_STRIDE, DN2Q_MTU_1K },
-        { 1, 1, DN2_FORM_LIST, DN2_DTYPE_4B, 90, 0, DN2_FORM_STRIDE, DN2Q_MTU_256 },
-    };
-    Rig r;
-    DN2 *d;
-    unsigned c, i;
+    const RvlCase *x = &rvl_cases[c];
+    int q = x->q, p = x->p;
+    uint32_t esz = dn2_dtype_bytes(x->dt), n = x->n;
+    uint32_t bytes = x->form == DN2_FORM_CONTIG ? x->len : n * esz;
+    uint32_t sstride = 3 * esz + 4, sslot = esz + 8;
+    uint32_t lstride = 2 * esz + 8, lslot = esz + 4;
+    uint32_t sspan = x->form == DN2_FORM_CONTIG ? bytes :
+                     x->form == DN2_FORM_STRIDE ? (n - 1) * sstride + esz : n * sslot;
+    uint32_t dspan = x->ex_form < 0 ? bytes :
+                     x->ex_form == DN2_FORM_STRIDE ? (n - 1) * lstride + esz : n * lslot;
+    uint32_t mtu = dn2_mtu_bytes(x->code);
+    unsigned op = DN2_OP_RVL | x->form;
+    unsigned rop = DN2_OP_RVS | (x->ex_form < 0 ? 0 : x->ex_form);
+    unsigned npk;
+    uint32_t src = SRC + 0x20000 * p + 0x8000 * q + 3, dst = DST + 0x20000 * q + 7;
+    uint64_t pq, pp, lower, upper;
+    g_autofree uint8_t *srcimg = NULL;
+    g_autofree uint8_t *model = NULL;
+    g_autofree uint8_t *stream = g_malloc(bytes + 1);
+    g_autofree char *what = g_strdup_printf(
+        "%s WID %d reads WID %d: %u bytes%s%s, MTU %u", dn2_otype_name(op), q, p, bytes,
+        x->ex_form < 0 ? "" : ", landing pattern ",
+        x->ex_form < 0 ? "" : dn2_otype_name(DN2_OP_VS | x->ex_form), mtu);
+    unsigned i;
 
-    d = rig_up(&r, DN2Q_MTU_1K);
-    for (c = 0; c < G_N_ELEMENTS(cases) && !d->dead; c++) {
-        const RvlCase *x = &cases[c];
-        int q = x->q, p = x->p;
-        uint32_t esz = dn2_dtype_bytes(x->dt), n = x->n;
-        uint32_t bytes = x->form == DN2_FORM_CONTIG ? x->len : n * esz;
-        uint32_t sstride = 3 * esz + 4, sslot = esz + 8;
-        uint32_t lstride = 2 * esz + 8, lslot = esz + 4;
-        uint32_t sspan = x->form == DN2_FORM_CONTIG ? bytes :
-                         x->form == DN2_FORM_STRIDE ? (n - 1) * sstride + esz : n * sslot;
-        uint32_t dspan = x->ex_form < 0 ? bytes :
-                         x->ex_form == DN2_FORM_STRIDE ? (n - 1) * lstride + esz : n * lslot;
-        uint32_t mtu = dn2_mtu_bytes(x->code);
-        unsigned op = DN2_OP_RVL | x->form;
-        unsigned rop = DN2_OP_RVS | (x->ex_form < 0 ? 0 : x->ex_form);
-        unsigned npk;
-        uint32_t src = SRC + 0x20000 * p + 0x8000 * q + 3, dst = DST + 0x20000 * q + 7;
-        uint64_t pq, pp, lower, upper;
-        g_autofree uint8_t *srcimg = NULL;
-        g_autofree uint8_t *model = NULL;
-        g_autofree uint8_t *stream = g_malloc(bytes + 1);
-        g_autofree char *what = g_strdup_printf(
-            "%s WID %d reads WID %d: %u bytes%s%s, MTU %u", dn2_otype_name(op), q, p, bytes,
-            x->ex_form < 0 ? "" : ", landing pattern ",
-            x->ex_form < 0 ? "" : dn2_otype_name(DN2_OP_VS | x->ex_form), mtu);
-
-        if (x->ex_form < 0) {
-            npk = bytes ? DIV_ROUND_UP(bytes, mtu - 2 * DN2_LINE) : 1;
-        } else {
-            npk = DIV_ROUND_UP(n, (mtu - 3 * DN2_LINE) / esz);
-        }
-        dn2q_sr_wr(d, DN2_SR_MTU, x->code);
-        /* the responder's data */
-        srcimg = sd_bg(&r, p, src, sspan + 1, 4000 + c);
-        for (i = 0; i < (x->form == DN2_FORM_CONTIG ? 1 : n); i++) {
-            if (x->form == DN2_FORM_CONTIG) {
-                memcpy(stream, srcimg, bytes);
-            } else if (x->form == DN2_FORM_STRIDE) {
-                memcpy(stream + i * esz, srcimg + i * sstride, esz);
-            } else {
-                uint32_t pos = perm(i, n) * sslot;
-                memcpy(stream + i * esz, srcimg + pos, esz);
-                sd_put_le32(&r, p, LIST + 0x40000 * q + 4 * i, pos);
-            }
-        }
-        /* the requester's landing area */
-        model = sd_bg(&r, q, dst - 16, dspan + 32, 4100 + c);
-        for (i = 0; i < (x->ex_form < 0 ? 1 : n); i++) {
-            if (x->ex_form < 0) {
-                memcpy(model + 16, stream, bytes);
-            } else if (x->ex_form == DN2_FORM_STRIDE) {
-                memcpy(model + 16 + i * lstride, stream + i * esz, esz);
-            } else {
-                memcpy(model + 16 + perm(n - 1 - i, n) * lslot, stream + i * esz, esz);
-                sd_put_le32(&r, q, LIST + 0x80000 + 4 * i, perm(n - 1 - i, n) * lslot);
-            }
-        }
-        upper = dn2_req_upper(src, dst);
-        lower = dn2_req_lower(op, x->form == DN2_FORM_CONTIG ? 0 : x->dt,
-                              x->form == DN2_FORM_CONTIG ? 0 : n, MY_CLID, p, 1,
-                              x->form == DN2_FORM_CONTIG ? bytes :
-                              x->form == DN2_FORM_STRIDE ? sstride : LIST + 0x40000 * q);
-        dn2q_ur_wr(d, q, DN2_UR_PKT_COUNTER, 0);
-        dn2q_ur_wr(d, p, DN2_UR_PKT_COUNTER, 0);
-        if (x->ex_form < 0) {
-            rsend(&r, q, 0, upper, lower, DN2_PC_RVL, what);
-        } else {
-            rsend_ex(&r, q, 0, upper,
-                     dn2_req_ex(DN2_OP_VS | x->ex_form, x->dt, n,
-                                x->ex_form == DN2_FORM_STRIDE ? lstride : LIST + 0x80000),
-                     lower, DN2_PC_RVL, what);
-        }
-        /* eflag: one status record on the requester, from the responder */
-        expect_status(&r, q, st_lower(rop, x->ex_form < 0 ? 0 : x->dt,
-                                      x->ex_form < 0 ? 0 : n, p, bytes),
-                      x->ex_form < 0 ? LM_NO_DI : LM_NO_IT, dn2_req_upper(dst, 0), what);
-        pq = dn2q_pkts(d, q);
-        pp = dn2q_pkts(d, p);
-        if (q == p) {
-            EXPECT_HEX(pq, npk + 1, "%s: Packet Counter (request + data packets)", what);
-        } else {
-            EXPECT_HEX(pq, npk, "%s: requester's Packet Counter (data packets)", what);
-            EXPECT_HEX(pp, 1, "%s: responder's Packet Counter (the request)", what);
-        }
-        sd_expect(&r, q, dst - 16, model, dspan + 32, what);
-        expect_no_status(&r, q, what);
-        expect_no_status(&r, p, what);
-        EXPECT_HEX(dn2q_cs(d, q) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
+    if (x->ex_form < 0) {
+        npk = bytes ? DIV_ROUND_UP(bytes, mtu - 2 * DN2_LINE) : 1;
+    } else {
+        npk = DIV_ROUND_UP(n, (mtu - 3 * DN2_LINE) / esz);
     }
+    dn2q_sr_wr(d, DN2_SR_MTU, x->code);
+    /* the responder's data */
+    srcimg = sd_bg(r, p, src, sspan + 1, 4000 + c);
+    for (i = 0; i < (x->form == DN2_FORM_CONTIG ? 1 : n); i++) {
+        if (x->form == DN2_FORM_CONTIG) {
+            memcpy(stream, srcimg, bytes);
+        } else if (x->form == DN2_FORM_STRIDE) {
+            memcpy(stream + i * esz, srcimg + i * sstride, esz);
+        } else {
+            uint32_t pos = perm(i, n) * sslot;
+            memcpy(stream + i * esz, srcimg + pos, esz);
+            sd_put_le32(r, p, LIST + 0x40000 * q + 4 * i, pos);
+        }
+    }
+    /* the requester's landing area */
+    model = sd_bg(r, q, dst - 16, dspan + 32, 4100 + c);
+    for (i = 0; i < (x->ex_form < 0 ? 1 : n); i++) {
+        if (x->ex_form < 0) {
+            memcpy(model + 16, stream, bytes);
+        } else if (x->ex_form == DN2_FORM_STRIDE) {
+            memcpy(model + 16 + i * lstride, stream + i * esz, esz);
+        } else {
+            memcpy(model + 16 + perm(n - 1 - i, n) * lslot, stream + i * esz, esz);
+            sd_put_le32(r, q, LIST + 0x80000 + 4 * i, perm(n - 1 - i, n) * lslot);
+        }
+    }
+    upper = dn2_req_upper(src, dst);
+    lower = dn2_req_lower(op, x->form == DN2_FORM_CONTIG ? 0 : x->dt,
+                          x->form == DN2_FORM_CONTIG ? 0 : n, MY_CLID, p, 1,
+                          x->form == DN2_FORM_CONTIG ? bytes :
+                          x->form == DN2_FORM_STRIDE ? sstride : LIST + 0x40000 * q);
+    dn2q_ur_wr(d, q, DN2_UR_PKT_COUNTER, 0);
+    dn2q_ur_wr(d, p, DN2_UR_PKT_COUNTER, 0);
+    if (x->ex_form < 0) {
+        rsend(r, q, 0, upper, lower, DN2_PC_RVL, what);
+    } else {
+        rsend_ex(r, q, 0, upper,
+                 dn2_req_ex(DN2_OP_VS | x->ex_form, x->dt, n,
+                            x->ex_form == DN2_FORM_STRIDE ? lstride : LIST + 0x80000),
+                 lower, DN2_PC_RVL, what);
+    }
+    /* eflag: one status record on the requester, from the responder */
+    expect_status(r, q, st_lower(rop, x->ex_form < 0 ? 0 : x->dt,
+                                 x->ex_form < 0 ? 0 : n, p, bytes),
+                  x->ex_form < 0 ? LM_NO_DI : LM_NO_IT, dn2_req_upper(dst, 0), what);
+    pq = dn2q_pkts(d, q);
+    pp = dn2q_pkts(d, p);
+    if (q == p) {
+        EXPECT_HEX(pq, npk + 1, "%s: Packet Counter (request + data packets)", what);
+    } else {
+        EXPECT_HEX(pq, npk, "%s: requester's Packet Counter (data packets)", what);
+        EXPECT_HEX(pp, 1, "%s: responder's Packet Counter (the request)", what);
+    }
+    sd_expect(r, q, dst - 16, model, dspan + 32, what);
+    expect_no_status(r, q, what);
+    expect_no_status(r, p, what);
+    EXPECT_HEX(dn2q_cs(d, q) & DN2_CS_REQ_ERROR, 0, "%s: no request error", what);
+}
 
-    /* no eflag: no record, the data still arrives */
-    {
-        g_autofree uint8_t *m = NULL;
-        uint8_t data[64];
+/* RVL-family paths: a run of rvl_cases[], or the no-eflag request */
+typedef struct RvlGroup {
+    const char *path;
+    unsigned first, n;      /* rvl_cases[first, first + n) */
+} RvlGroup;
 
-        dn2q_sr_wr(d, DN2_SR_MTU, DN2Q_MTU_2K);
-        dn2q_pattern(data, sizeof(data), 4500);
-        dn2q_sdfile_put(&r.mem, 1, SRC, data, sizeof(data));
-        m = sd_bg(&r, 0, DST, 80, 4501);
-        memcpy(m + 8, data, 64);
-        dn2q_ur_wr(d, 0, DN2_UR_PKT_COUNTER, 0);
-        rsend(&r, 0, 0, dn2_req_upper(SRC, DST + 8),
-              dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 1, 0, 64), DN2_PC_RVL,
-              "RVL without eflag");
-        wait_pkts(&r, 0, 1, "RVL without eflag");
-        sd_expect(&r, 0, DST, m, 80, "RVL without eflag");
-        expect_no_status(&r, 0, "RVL without eflag");
+static const RvlGroup rvl_groups[] = {
+    { "/dimmnet2-remote/rvl/families/contiguous", 0, 7 },
+    { "/dimmnet2-remote/rvl/families/strided", 7, 3 },
+    { "/dimmnet2-remote/rvl/families/list", 10, 2 },
+    { "/dimmnet2-remote/rvl/families/landing-pattern", 12, 4 },
+    { "/dimmnet2-remote/rvl/families/no-eflag", 0, 0 },
+};
+
+/* no eflag: no record, the data still arrives */
+static void rvl_no_eflag(Rig *r, DN2 *d)
+{
+    g_autofree uint8_t *m = NULL;
+    uint8_t data[64];
+
+    dn2q_sr_wr(d, DN2_SR_MTU, DN2Q_MTU_2K);
+    dn2q_pattern(data, sizeof(data), 4500);
+    dn2q_sdfile_put(&r->mem, 1, SRC, data, sizeof(data));
+    m = sd_bg(r, 0, DST, 80, 4501);
+    memcpy(m + 8, data, 64);
+    dn2q_ur_wr(d, 0, DN2_UR_PKT_COUNTER, 0);
+    rsend(r, 0, 0, dn2_req_upper(SRC, DST + 8),
+          dn2_req_lower(DN2_OP_RVL, 0, 0, MY_CLID, 1, 0, 64), DN2_PC_RVL,
+          "RVL without eflag");
+    wait_pkts(r, 0, 1, "RVL without eflag");
+    sd_expect(r, 0, DST, m, 80, "RVL without eflag");
+    expect_no_status(r, 0, "RVL without eflag");
+}
+
+/* One RVL-family path per test on a fresh rig (MTU 1 KiB); no path's
+ * replies count as the host's RVS. */
+static void test_rvl_group(const void *opaque)
+{
+    const RvlGroup *g = opaque;
+    Rig r;
+    DN2 *d = rig_up(&r, DN2Q_MTU_1K);
+    unsigned c;
+
+    if (!g->n) {
+        rvl_no_eflag(&r, d);
+    }
+    for (c = g->first; c < g->first + g->n && !d->dead; c++) {
+        rvl_case(&r, d, c);
     }
     EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_RVS) + dn2q_pcf(d, 1, DN2_PC_RVS), 0,
                "RVL replies do not count as the host's RVS");
@@ -2573,7 +2601,9 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/rvs/strided-list", test_rvs_strided_list);
     qtest_add_func("/dimmnet2-remote/rvs/command1", test_rvs_command1);
     qtest_add_func("/dimmnet2-remote/rvs/command-ex", test_rvs_command_ex);
-    qtest_add_func("/dimmnet2-remote/rvl/families", test_rvl);
+    for (i = 0; i < G_N_ELEMENTS(rvl_groups); i++) {
+        qtest_add_data_func(rvl_groups[i].path, &rvl_groups[i], test_rvl_group);
+    }
     qtest_add_func("/dimmnet2-remote/rvl/command1", test_rvl_command1);
     qtest_add_func("/dimmnet2-remote/ipush/ring", test_ipush);
     qtest_add_func("/dimmnet2-remote/ipush/per-wid-amt", test_ipush_per_wid_amt);
