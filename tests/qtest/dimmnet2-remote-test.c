@@ -687,40 +687,41 @@ static void test_botf_sizes(void)
 }
 
 /* The receiver's reading of the header words (dn2_abi.h §5, choices #27,
- * #35, #36), with packets built by hand: independent of the send side. */
-static void test_botf_wire(void)
+ * #35, #36), with packets built by hand: independent of the send side.
+ * Every path runs on a fresh rig (MTU 2 KiB) with `data` a known pattern. */
+
+/* RVS, a later packet of a primitive: 2nd DW = {DSTOff of this packet,
+ * Initial DSTOff}; the record gives the bytes so far and the first address */
+static void wire_rvs_later_packet(Rig *r, DN2 *d, uint8_t *data)
 {
-    Rig r;
-    DN2 *d;
-    RingM a;
+    const uint32_t D = DST + 0x4000;
     struct dn2_hdr h;
     uint64_t more[3];
-    uint8_t data[256], e[DN2_LHB_ENTRY];
     g_autofree uint8_t *m = NULL;
-    const uint32_t D = DST + 0x4000;
-    uint32_t i, L[8] = { 0x70, 0x10, 0x60, 0x28, 0x00, 0x48, 0x38, 0x18 };
-    uint64_t p0;
 
-    d = rig_up(&r, DN2Q_MTU_2K);
-    dn2q_pattern(data, sizeof(data), 1500);
-
-    /* RVS, a later packet of a primitive: 2nd DW = {DSTOff of this packet,
-     * Initial DSTOff}; the record gives the bytes so far and the first address */
-    m = sd_bg(&r, 1, D, 0x100, 1501);
+    m = sd_bg(r, 1, D, 0x100, 1501);
     memcpy(m + 100, data, 50);
     h = mkhdr(DN2_OP_RVS, 0, 1, LID);
     h.eflag = 1;
     more[0] = dn2_hdr1_encode(D, D + 100);
-    botf_image(&r, 0, 0, &h, more, 1, data, 50);
-    botf(&r, 0, 0, 16 + 50, "hand-made RVS packet at DSTOff + 100");
-    expect_status(&r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 150), LM_ALL, dn2_req_upper(D, 0),
+    botf_image(r, 0, 0, &h, more, 1, data, 50);
+    botf(r, 0, 0, 16 + 50, "hand-made RVS packet at DSTOff + 100");
+    expect_status(r, 1, st_lower(DN2_OP_RVS, 0, 0, 0, 150), LM_ALL, dn2_req_upper(D, 0),
                   "hand-made RVS packet at DSTOff + 100");
-    sd_expect(&r, 1, D, m, 0x100, "hand-made RVS packet: data at its DSTOff");
+    sd_expect(r, 1, D, m, 0x100, "hand-made RVS packet: data at its DSTOff");
+}
 
-    /* RVSS: 2nd DW = {index of the first element, Initial DSTOff}, 3rd =
-     * {Stride, Total}, Iteration = elements in this packet (choice #35) */
-    g_free(m);
-    m = sd_bg(&r, 1, D + 0x1000, 0x100, 1502);
+/* RVSS: 2nd DW = {index of the first element, Initial DSTOff}, 3rd =
+ * {Stride, Total}, Iteration = elements in this packet (choice #35) */
+static void wire_rvss(Rig *r, DN2 *d, uint8_t *data)
+{
+    const uint32_t D = DST + 0x4000;
+    struct dn2_hdr h;
+    uint64_t more[3];
+    g_autofree uint8_t *m = NULL;
+    uint32_t i;
+
+    m = sd_bg(r, 1, D + 0x1000, 0x100, 1502);
     for (i = 0; i < 3; i++) {
         memcpy(m + (5 + i) * 16, data + 4 * i, 4);
     }
@@ -730,18 +731,26 @@ static void test_botf_wire(void)
     h.eflag = 1;
     more[0] = dn2_hdr1_encode(D + 0x1000, 5);
     more[1] = dn2_hdr1_encode(32, 16);
-    botf_image(&r, 0, 1, &h, more, 2, data, 12);
-    botf(&r, 0, 1, 24 + 12, "hand-made RVSS packet (elements 5..7)");
-    expect_status(&r, 1, st_lower(DN2_OP_RVSS, DN2_DTYPE_4B, 3, 0, 32), LM_NO_IT,
+    botf_image(r, 0, 1, &h, more, 2, data, 12);
+    botf(r, 0, 1, 24 + 12, "hand-made RVSS packet (elements 5..7)");
+    expect_status(r, 1, st_lower(DN2_OP_RVSS, DN2_DTYPE_4B, 3, 0, 32), LM_NO_IT,
                   dn2_req_upper(D + 0x1000, 0), "hand-made RVSS packet");
-    sd_expect(&r, 1, D + 0x1000, m, 0x100, "hand-made RVSS packet: elements 5..7");
+    sd_expect(r, 1, D + 0x1000, m, 0x100, "hand-made RVSS packet: elements 5..7");
+}
 
-    /* RVSI: element i goes to Initial + List[first + i], list in the
-     * receiver's SO-DIMM */
-    g_free(m);
-    m = sd_bg(&r, 1, D + 0x2000, 0x100, 1503);
+/* RVSI: element i goes to Initial + List[first + i], list in the
+ * receiver's SO-DIMM */
+static void wire_rvsi(Rig *r, DN2 *d, uint8_t *data)
+{
+    const uint32_t D = DST + 0x4000;
+    struct dn2_hdr h;
+    uint64_t more[3];
+    g_autofree uint8_t *m = NULL;
+    uint32_t i, L[8] = { 0x70, 0x10, 0x60, 0x28, 0x00, 0x48, 0x38, 0x18 };
+
+    m = sd_bg(r, 1, D + 0x2000, 0x100, 1503);
     for (i = 0; i < 8; i++) {
-        sd_put_le32(&r, 1, LIST + 4 * i, L[i]);
+        sd_put_le32(r, 1, LIST + 4 * i, L[i]);
     }
     for (i = 0; i < 4; i++) {
         memcpy(m + L[2 + i], data + 100 + 8 * i, 8);
@@ -752,17 +761,25 @@ static void test_botf_wire(void)
     h.eflag = 1;
     more[0] = dn2_hdr1_encode(D + 0x2000, 2);
     more[1] = dn2_hdr1_encode(64, LIST);
-    botf_image(&r, 0, 2, &h, more, 2, data + 100, 32);
-    botf(&r, 0, 2, 24 + 32, "hand-made RVSI packet (elements 2..5)");
-    expect_status(&r, 1, st_lower(DN2_OP_RVSI, DN2_DTYPE_8B, 4, 0, 64), LM_NO_IT,
+    botf_image(r, 0, 2, &h, more, 2, data + 100, 32);
+    botf(r, 0, 2, 24 + 32, "hand-made RVSI packet (elements 2..5)");
+    expect_status(r, 1, st_lower(DN2_OP_RVSI, DN2_DTYPE_8B, 4, 0, 64), LM_NO_IT,
                   dn2_req_upper(D + 0x2000, 0), "hand-made RVSI packet");
-    sd_expect(&r, 1, D + 0x2000, m, 0x100, "hand-made RVSI packet: elements 2..5");
+    sd_expect(r, 1, D + 0x2000, m, 0x100, "hand-made RVSI packet: elements 2..5");
+}
 
-    /* RVL with a 4th DW: the requester's landing pattern (VSS 8 x 8 B,
-     * stride 24), the data read at SRCOff of the responder */
-    g_free(m);
-    dn2q_sdfile_put(&r.mem, 1, SRC + 0x500, data + 128, 64);
-    m = sd_bg(&r, 0, D + 0x3000, 0x100, 1504);
+/* RVL with a 4th DW: the requester's landing pattern (VSS 8 x 8 B,
+ * stride 24), the data read at SRCOff of the responder */
+static void wire_rvl_landing(Rig *r, DN2 *d, uint8_t *data)
+{
+    const uint32_t D = DST + 0x4000;
+    struct dn2_hdr h;
+    uint64_t more[3];
+    g_autofree uint8_t *m = NULL;
+    uint32_t i;
+
+    dn2q_sdfile_put(&r->mem, 1, SRC + 0x500, data + 128, 64);
+    m = sd_bg(r, 0, D + 0x3000, 0x100, 1504);
     for (i = 0; i < 8; i++) {
         memcpy(m + 24 * i, data + 128 + 8 * i, 8);
     }
@@ -771,47 +788,72 @@ static void test_botf_wire(void)
     more[0] = dn2_hdr1_encode(SRC + 0x500, D + 0x3000);
     more[1] = dn2_hdr1_encode(64, 0);
     more[2] = dn2_req_ex(DN2_OP_VSS, DN2_DTYPE_8B, 8, 24);
-    botf_image(&r, 0, 3, &h, more, 3, NULL, 0);
-    botf(&r, 0, 3, 32, "hand-made RVL packet with a landing pattern");
-    expect_status(&r, 0, st_lower(DN2_OP_RVSS, DN2_DTYPE_8B, 8, 1, 64), LM_NO_IT,
+    botf_image(r, 0, 3, &h, more, 3, NULL, 0);
+    botf(r, 0, 3, 32, "hand-made RVL packet with a landing pattern");
+    expect_status(r, 0, st_lower(DN2_OP_RVSS, DN2_DTYPE_8B, 8, 1, 64), LM_NO_IT,
                   dn2_req_upper(D + 0x3000, 0), "hand-made RVL with a landing pattern");
-    sd_expect(&r, 0, D + 0x3000, m, 0x100, "hand-made RVL: strided landing");
+    sd_expect(r, 0, D + 0x3000, m, 0x100, "hand-made RVL: strided landing");
+}
 
-    /* IPUSH: 2nd DW = {offset in the message, message bytes} (choice #36);
-     * pflag asks for a record for this packet (choice #34) */
-    ring_setup(&r, &a, 0, 1, 0x1000, 1024);
+/* IPUSH: 2nd DW = {offset in the message, message bytes} (choice #36);
+ * pflag asks for a record for this packet (choice #34) */
+static void wire_ipush_pflag(Rig *r, DN2 *d, uint8_t *data)
+{
+    RingM ring, *a = &ring;
+    struct dn2_hdr h;
+    uint64_t more[3];
+    uint64_t p0;
+
+    ring_setup(r, a, 0, 1, 0x1000, 1024);
     h = mkhdr(DN2_OP_IPUSH, 0, 1, LID);
     h.pflag = 1;
     more[0] = dn2_hdr1_encode(100, 0);
-    botf_image(&r, 0, 0, &h, more, 1, data, 40);
-    botf(&r, 0, 0, 16 + 40, "hand-made IPUSH packet with pflag");
-    expect_status(&r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 40), LM_ALL,
+    botf_image(r, 0, 0, &h, more, 1, data, 40);
+    botf(r, 0, 0, 16 + 40, "hand-made IPUSH packet with pflag");
+    expect_status(r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 40), LM_ALL,
                   dn2_req_upper(0x1000, 0), "hand-made IPUSH packet with pflag");
-    EXPECT_HEX(ring_tail(&r, &a), 40, "hand-made IPUSH: Tail");
-    ring_expect(&r, &a, 0, data, 40, "hand-made IPUSH packet");
+    EXPECT_HEX(ring_tail(r, a), 40, "hand-made IPUSH: Tail");
+    ring_expect(r, a, 0, data, 40, "hand-made IPUSH packet");
     h.pflag = 0;
     more[0] = dn2_hdr1_encode(100, 40);
-    botf_image(&r, 0, 1, &h, more, 1, data + 40, 60);
+    botf_image(r, 0, 1, &h, more, 1, data + 40, 60);
     p0 = dn2q_pkts(d, 1);
-    botf(&r, 0, 1, 16 + 60, "hand-made IPUSH packet without pflag");
-    wait_pkts(&r, 1, p0 + 1, "hand-made IPUSH packet without pflag");
-    expect_no_status(&r, 1, "IPUSH packet without pflag or eflag");
-    EXPECT_HEX(ring_tail(&r, &a), 104, "hand-made IPUSH: Tail rounded up to 8");
-    ring_expect(&r, &a, 40, data + 40, 60, "second hand-made IPUSH packet");
+    botf(r, 0, 1, 16 + 60, "hand-made IPUSH packet without pflag");
+    wait_pkts(r, 1, p0 + 1, "hand-made IPUSH packet without pflag");
+    expect_no_status(r, 1, "IPUSH packet without pflag or eflag");
+    EXPECT_HEX(ring_tail(r, a), 104, "hand-made IPUSH: Tail rounded up to 8");
+    ring_expect(r, a, 40, data + 40, 60, "second hand-made IPUSH packet");
+}
 
-    /* LHS in two packets: Valid toggles with the first, Complete with the
-     * last; 100 bytes: 48 inline, 44 in the ring at Pointer */
+/* The ring where the two hand-made IPUSH packets left it (Tail 104). */
+static void wire_ring_at_104(Rig *r, RingM *a)
+{
+    ring_setup(r, a, 0, 1, 0x1000, 1024);
+    dn2q_amt_set(&r->d, a->dwid, a->entry, DN2_AMT_TAIL, 104);
+    ring_set_head(r, a, 104);
+}
+
+/* LHS in two packets: Valid toggles with the first, Complete with the
+ * last; 100 bytes: 48 inline, 44 in the ring at Pointer */
+static void wire_lhs_two_packets(Rig *r, DN2 *d, uint8_t *data)
+{
+    RingM ring, *a = &ring;
+    struct dn2_hdr h;
+    uint64_t more[3];
+    uint8_t e[DN2_LHB_ENTRY];
+
+    wire_ring_at_104(r, a);
     stq_le_p(data, dn2_envelope(0x5a5a, 0x1234, 0x87654321));
     h = mkhdr(DN2_OP_IPUSH, 0, 1, LID);
     h.lflag = 1;
     h.pflag = 1;
     more[0] = dn2_hdr1_encode(100, 0);
-    botf_image(&r, 0, 2, &h, more, 1, data, 60);
-    botf(&r, 0, 2, 16 + 60, "hand-made LHS first packet");
-    expect_status(&r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 100), LM_ALL,
+    botf_image(r, 0, 2, &h, more, 1, data, 60);
+    botf(r, 0, 2, 16 + 60, "hand-made LHS first packet");
+    expect_status(r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 100), LM_ALL,
                   dn2_req_upper(0, 0), "hand-made LHS first packet");
     EXPECT_HEX(dn2q_ur_rd(d, 1, DN2_UR_LHB_ADDR), DN2_LHB_ENTRY, "LHS: LH Buffer tail");
-    qtest_memread(r.d.qts, dn2q_lhb_addr(d, 1, 0), e, sizeof(e));
+    qtest_memread(r->d.qts, dn2q_lhb_addr(d, 1, 0), e, sizeof(e));
     EXPECT_HEX(ldq_le_p(e) & (DN2_LH_VALID | DN2_LH_COMPLETE), DN2_LH_VALID,
                "LHS after the first packet: Valid toggled, Complete not yet");
     EXPECT_HEX(DN2_FGET(ldq_le_p(e), DN2_LH_POINTER), 0x1000 + 104,
@@ -820,18 +862,43 @@ static void test_botf_wire(void)
     EXPECT_HEX(DN2_FGET(ldq_le_p(e), DN2_LH_RANK), 0x1234, "LHS Rank");
     EXPECT_HEX(ldq_le_p(e + 8), DN2_FPUT(0x87654321, DN2_LH_TAG) | 92, "LHS Tag and Size");
     dn2q_mem_eq("LHS inline data", e + 16, data + 8, 48, 0);
-    EXPECT_HEX(ring_tail(&r, &a), 104 + 48, "LHS: ring space for the whole overflow taken");
+    EXPECT_HEX(ring_tail(r, a), 104 + 48, "LHS: ring space for the whole overflow taken");
     more[0] = dn2_hdr1_encode(100, 60);
     h.eflag = 1;
-    botf_image(&r, 0, 3, &h, more, 1, data + 60, 40);
-    botf(&r, 0, 3, 16 + 40, "hand-made LHS last packet");
-    expect_status(&r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 100), LM_ALL,
+    botf_image(r, 0, 3, &h, more, 1, data + 60, 40);
+    botf(r, 0, 3, 16 + 40, "hand-made LHS last packet");
+    expect_status(r, 1, st_lower(DN2_OP_IPUSH, 0, 0, 0, 100), LM_ALL,
                   dn2_req_upper(0, 0), "hand-made LHS last packet");
-    qtest_memread(r.d.qts, dn2q_lhb_addr(d, 1, 0), e, sizeof(e));
+    qtest_memread(r->d.qts, dn2q_lhb_addr(d, 1, 0), e, sizeof(e));
     EXPECT_HEX(ldq_le_p(e) & (DN2_LH_VALID | DN2_LH_COMPLETE),
                DN2_LH_VALID | DN2_LH_COMPLETE, "LHS after the last packet: Complete toggled");
-    ring_expect(&r, &a, 104, data + 56, 44, "LHS overflow at Pointer");
-    expect_no_status(&r, 1, "hand-made LHS");
+    ring_expect(r, a, 104, data + 56, 44, "LHS overflow at Pointer");
+    expect_no_status(r, 1, "hand-made LHS");
+}
+
+typedef struct WireCase {
+    const char *path;
+    void (*run)(Rig *r, DN2 *d, uint8_t *data);
+} WireCase;
+
+static const WireCase wire_cases[] = {
+    { "/dimmnet2-remote/botf/wire-format/rvs-later-packet", wire_rvs_later_packet },
+    { "/dimmnet2-remote/botf/wire-format/rvss", wire_rvss },
+    { "/dimmnet2-remote/botf/wire-format/rvsi", wire_rvsi },
+    { "/dimmnet2-remote/botf/wire-format/rvl-landing-pattern", wire_rvl_landing },
+    { "/dimmnet2-remote/botf/wire-format/ipush-pflag", wire_ipush_pflag },
+    { "/dimmnet2-remote/botf/wire-format/lhs-two-packets", wire_lhs_two_packets },
+};
+
+static void test_botf_wire_case(const void *opaque)
+{
+    const WireCase *c = opaque;
+    Rig r;
+    DN2 *d = rig_up(&r, DN2Q_MTU_2K);
+    uint8_t data[256];
+
+    dn2q_pattern(data, sizeof(data), 1500);
+    c->run(&r, d, data);
     rig_stop(&r);
 }
 
@@ -2595,7 +2662,9 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/regs/read-mirror", test_read_mirror);
     qtest_add_func("/dimmnet2-remote/botf/windows", test_botf_windows);
     qtest_add_func("/dimmnet2-remote/botf/sizes", test_botf_sizes);
-    qtest_add_func("/dimmnet2-remote/botf/wire-format", test_botf_wire);
+    for (i = 0; i < G_N_ELEMENTS(wire_cases); i++) {
+        qtest_add_data_func(wire_cases[i].path, &wire_cases[i], test_botf_wire_case);
+    }
     qtest_add_func("/dimmnet2-remote/status/ring", test_status_ring);
     qtest_add_func("/dimmnet2-remote/rvs/lengths", test_rvs_lengths);
     qtest_add_func("/dimmnet2-remote/rvs/strided-list", test_rvs_strided_list);
