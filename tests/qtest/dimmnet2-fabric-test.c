@@ -2366,36 +2366,12 @@ out:
     hostile_down(&t);
 }
 
-/* A registered peer with fabric-valid datagrams carrying bad DIMMnet-2
- * packets: the Receive Controller drops and counts each under its reason,
- * sets the receive error state the thesis defines, writes nothing. */
-static void test_hostile_bad_packets(void)
+/* The eight bad packets for B (lid_b): (a)-(e) malformed, (f) wrong PGID,
+ * (g) a WID without a process, (h) an LHS continuation without its start. */
+static void bad_packets_build(uint8_t **pk, size_t *pl, uint16_t lid_b, const uint8_t *data)
 {
-    Hostile t;
-    Board *B;
-    int k;
-    uint8_t data[256];
-    uint16_t lid_b;
-    RawPeer rp;
-    uint8_t *pk[8];
-    size_t pl[8];
-    uint64_t bad0, pgid0, noproc0, acc0;
     struct dn2_hdr h;
-    const char *w;
 
-    if (!hostile_up(&t)) {
-        goto out;
-    }
-    B = t.B;
-    lid_b = t.lid_b;
-    if (!rawpeer_register(&rp, t.f.sw.port, lid_b)) {
-        goto out;
-    }
-    bad0 = qom_u64(B, "stat-rx-drop-bad");
-    pgid0 = qom_u64(B, "stat-rx-drop-pgid");
-    noproc0 = qom_u64(B, "stat-rx-drop-noproc");
-    acc0 = qom_u64(B, "stat-rx-packets");
-    dn2q_pattern(data, sizeof(data), 71);
     /* (a) TYPE BOTF is not a packet type */
     memset(&h, 0, sizeof(h));
     h.type = DN2_OP_BOTF;
@@ -2456,23 +2432,70 @@ static void test_hostile_bad_packets(void)
     h.w1_hi = 500;
     pk[7] = g_malloc0(DN2_PKT_MAX);
     pl[7] = mkpkt(pk[7], &h, data, 64);
+}
 
-    w = "bad packets from a registered peer";
-    for (k = 0; k < 8; k++) {
-        static const unsigned want_err[8] = {
-            0, DN2_RX_ERR_HFLAG, DN2_RX_ERR_RVL_DATA, DN2_RX_ERR_EARLY_SOP,
-            DN2_RX_ERR_EARLY_SOP, 0, 0, 0,
-        };
+/* A run of the bad packets from a registered peer, and the counter each
+ * kind of drop goes to. */
+typedef struct BadCase {
+    const char *path;
+    int first, n;                   /* packets [first, first + n) */
+    uint64_t bad, pgid, noproc;     /* the drops they count */
+} BadCase;
+
+/* direct children of /hostile: the memcheck suite runs that path's own
+ * cases (-p does not descend into a nested suite) */
+static const BadCase bad_cases[] = {
+    { "/dimmnet2-fabric/hostile/bad-packets-malformed", 0, 5, 5, 0, 0 },
+    { "/dimmnet2-fabric/hostile/bad-packets-wrong-pgid", 5, 1, 0, 1, 0 },
+    { "/dimmnet2-fabric/hostile/bad-packets-no-process", 6, 2, 0, 0, 2 },
+};
+
+/* A registered peer with fabric-valid datagrams carrying bad DIMMnet-2
+ * packets: the Receive Controller drops and counts each under its reason,
+ * sets the receive error state the thesis defines, writes nothing.  Each
+ * path sends one kind of bad packet (one row of bad_cases[]). */
+static void test_hostile_bad_packets(const void *opaque)
+{
+    static const unsigned want_err[8] = {
+        0, DN2_RX_ERR_HFLAG, DN2_RX_ERR_RVL_DATA, DN2_RX_ERR_EARLY_SOP,
+        DN2_RX_ERR_EARLY_SOP, 0, 0, 0,
+    };
+    const BadCase *c = opaque;
+    Hostile t;
+    Board *B;
+    int k;
+    uint8_t data[256];
+    RawPeer rp;
+    uint8_t *pk[8];
+    size_t pl[8];
+    uint64_t bad0, pgid0, noproc0, acc0;
+    const char *w = "bad packets from a registered peer";
+
+    if (!hostile_up(&t)) {
+        goto out;
+    }
+    B = t.B;
+    if (!rawpeer_register(&rp, t.f.sw.port, t.lid_b)) {
+        goto out;
+    }
+    bad0 = qom_u64(B, "stat-rx-drop-bad");
+    pgid0 = qom_u64(B, "stat-rx-drop-pgid");
+    noproc0 = qom_u64(B, "stat-rx-drop-noproc");
+    acc0 = qom_u64(B, "stat-rx-packets");
+    dn2q_pattern(data, sizeof(data), 71);
+    bad_packets_build(pk, pl, t.lid_b, data);
+
+    for (k = c->first; k < c->first + c->n; k++) {
         rawpeer_send(&rp, &pk[k], &pl[k], 1, rp.epoch, rp.victim_epoch, rp.fd, true);
         if (want_err[k]) {
             EXPECT_HEX(dn2_cs_rx_err(dn2q_cs(&B->d, 0)), want_err[k],
                        "%s: packet %d sets receive error state", w, k);
         }
     }
-    EXPECT_HEX(qom_u64(B, "stat-rx-drop-bad") - bad0, 5, "%s: stat-rx-drop-bad", w);
-    EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid") - pgid0, 1, "%s: stat-rx-drop-pgid", w);
-    EXPECT_HEX(qom_u64(B, "stat-rx-drop-noproc") - noproc0, 2, "%s: stat-rx-drop-noproc",
-               w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-bad") - bad0, c->bad, "%s: stat-rx-drop-bad", w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-pgid") - pgid0, c->pgid, "%s: stat-rx-drop-pgid", w);
+    EXPECT_HEX(qom_u64(B, "stat-rx-drop-noproc") - noproc0, c->noproc,
+               "%s: stat-rx-drop-noproc", w);
     EXPECT_HEX(qom_u64(B, "stat-rx-packets"), acc0, "%s: none accepted", w);
     sd_expect_zero(B, 0, 0x2000, 2048, "bad packets wrote nothing (WID 0)");
     sd_expect_zero(B, 1, 0x2000, 64, "bad packets wrote nothing (WID 1)");
@@ -3013,7 +3036,9 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/faults", test_faults);
         qtest_add_func("/dimmnet2-fabric/switch-restart", test_switch_restart);
         qtest_add_func("/dimmnet2-fabric/hostile/garbage", test_hostile_garbage);
-        qtest_add_func("/dimmnet2-fabric/hostile/bad-packets", test_hostile_bad_packets);
+        for (i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+            qtest_add_data_func(bad_cases[i].path, &bad_cases[i], test_hostile_bad_packets);
+        }
         qtest_add_func("/dimmnet2-fabric/hostile/forged", test_hostile_forged);
         qtest_add_func("/dimmnet2-fabric/reset-backpressured", test_reset_backpressured);
         qtest_add_func("/dimmnet2-fabric/reboot-keeps-link", test_reboot_keeps_link);
