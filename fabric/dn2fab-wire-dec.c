@@ -194,6 +194,18 @@ static int dec_rec(const uint8_t *p, size_t avail, uint16_t dst, struct dn2f_rec
     default:
         return -DN2F_E_FIELD;
     }
+    if (r->rflags & DN2F_RF_VT) {
+        x = p + off;
+        if (avail - off < DN2F_VT_LEN) {
+            return -DN2F_E_TRUNC;
+        }
+        r->vtime = dn2f_ld64(x + DN2F_O_VT_VTIME);
+        r->vseq = dn2f_ld32(x + DN2F_O_VT_VSEQ);
+        if (dn2f_ld32(x + DN2F_O_VT_RSVD)) {
+            return -DN2F_E_RESERVED;
+        }
+        off += DN2F_VT_LEN;
+    }
     padded = dn2f_pad4(r->len);
     if (avail - off < padded) {
         return -DN2F_E_TRUNC;
@@ -229,6 +241,7 @@ static int dec_data(const uint8_t *body, size_t blen, struct dn2f_msg *m)
 {
     size_t off = 0, used;
     struct dn2f_rec r;
+    unsigned nvt = 0;
     int rc;
 
     m->u.data.acks.n = 0;
@@ -255,11 +268,17 @@ static int dec_data(const uint8_t *body, size_t blen, struct dn2f_msg *m)
         }
         m->u.data.nrecs++;
         m->u.data.kinds |= (uint8_t)(1u << r.kind);
+        nvt += (r.rflags & DN2F_RF_VT) ? 1 : 0;
         off += used;
     }
     if (m->u.data.nrecs == 0) {
         return -DN2F_E_TRUNC;
     }
+    /* Virtual time is a property of the datagram's sender: all or none. */
+    if (nvt && nvt != m->u.data.nrecs) {
+        return -DN2F_E_FIELD;
+    }
+    m->u.data.vt = nvt != 0;
     /* A datagram is either all MCAST_ORIGIN (to a group, via the switch),
      * or unicast / MCAST_COPY records to one board. */
     if (m->u.data.kinds & (1u << DN2F_REC_MCAST_ORIGIN)) {
@@ -416,9 +435,10 @@ static int dec_stats(const uint8_t *body, size_t blen, struct dn2f_msg *m)
     m->u.stats.nchunks = dn2f_ld16(body + DN2F_O_STATS_NCHUNKS);
     m->u.stats.nports = dn2f_ld16(body + DN2F_O_STATS_NPORTS);
     s->route_mode = body[DN2F_O_STATS_ROUTE_MODE];
-    if (body[DN2F_O_STATS_RSVD]) {
-        return -DN2F_E_RESERVED;
+    if (body[DN2F_O_STATS_FLAGS] & ~DN2F_STATS_F_VT) {
+        return -DN2F_E_FLAGS;
     }
+    s->vt = (body[DN2F_O_STATS_FLAGS] & DN2F_STATS_F_VT) != 0;
     s->routes_gen = dn2f_ld32(body + DN2F_O_STATS_ROUTES_GEN);
     s->uptime_ms = dn2f_ld64(body + DN2F_O_STATS_UPTIME_MS);
     s->dgrams_in = dn2f_ld64(body + DN2F_O_STATS_DGRAMS_IN);
@@ -434,6 +454,21 @@ static int dec_stats(const uint8_t *body, size_t blen, struct dn2f_msg *m)
     }
     if (s->route_mode != DN2F_ROUTE_DIRECT && s->route_mode != DN2F_ROUTE_SWITCH) {
         return -DN2F_E_FIELD;
+    }
+    if (s->vt) {
+        const uint8_t *v = body + DN2F_STATS_HDR_LEN;
+        if (blen - DN2F_STATS_HDR_LEN < DN2F_STATS_VT_LEN) {
+            return -DN2F_E_TRUNC;
+        }
+        s->vt_reports = dn2f_ld64(v + DN2F_O_SVT_REPORTS);
+        s->vt_grants = dn2f_ld64(v + DN2F_O_SVT_GRANTS);
+        s->vt_time = dn2f_ld64(v + DN2F_O_SVT_TIME);
+        s->vt_boards = dn2f_ld32(v + DN2F_O_SVT_BOARDS);
+        if (dn2f_ld32(v + DN2F_O_SVT_RSVD)) {
+            return -DN2F_E_RESERVED;
+        }
+        body += DN2F_STATS_VT_LEN;
+        blen -= DN2F_STATS_VT_LEN;
     }
     if ((blen - DN2F_STATS_HDR_LEN) != (size_t)m->u.stats.nports * DN2F_PORTSTAT_LEN) {
         return -DN2F_E_TRUNC;
@@ -540,6 +575,55 @@ static int dec_mcast(const uint8_t *body, size_t blen, struct dn2f_msg *m)
         return -DN2F_E_RESERVED;
     }
     if (!dn2f_lid_is_mcast(m->u.mcast.group) || !dn2_lid_assignable(m->h.src_lid)) {
+        return -DN2F_E_FIELD;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- virtual time */
+/* VT_REPORT: from a board (its LID) to the switch (LID 0). */
+static int dec_vt_report(const uint8_t *body, size_t blen, struct dn2f_msg *m)
+{
+    struct dn2f_vt_report *r = &m->u.vt_report;
+
+    if (blen != DN2F_VT_REPORT_LEN) {
+        return -DN2F_E_LENGTH;
+    }
+    r->rseq = dn2f_ld32(body + DN2F_O_VTR_RSEQ);
+    r->now = dn2f_ld64(body + DN2F_O_VTR_NOW);
+    r->earliest = dn2f_ld64(body + DN2F_O_VTR_EARLIEST);
+    if (dn2f_ld32(body + DN2F_O_VTR_FLAGS)) {
+        return -DN2F_E_FLAGS;
+    }
+    if (dn2f_ld64(body + DN2F_O_VTR_RSVD)) {
+        return -DN2F_E_RESERVED;
+    }
+    if (r->earliest < r->now || !dn2_lid_assignable(m->h.src_lid) || m->h.dst_lid != 0) {
+        return -DN2F_E_FIELD;
+    }
+    return 0;
+}
+
+/* VT_GRANT: from the switch (LID 0) to a board (its LID). */
+static int dec_vt_grant(const uint8_t *body, size_t blen, struct dn2f_msg *m)
+{
+    struct dn2f_vt_grant *g = &m->u.vt_grant;
+
+    if (blen != DN2F_VT_GRANT_LEN) {
+        return -DN2F_E_LENGTH;
+    }
+    g->rseq = dn2f_ld32(body + DN2F_O_VTG_RSEQ);
+    g->horizon = dn2f_ld64(body + DN2F_O_VTG_HORIZON);
+    g->lookahead_ns = dn2f_ld32(body + DN2F_O_VTG_LOOKAHEAD);
+    g->quantum_ns = dn2f_ld32(body + DN2F_O_VTG_QUANTUM);
+    g->slowest = dn2f_ld64(body + DN2F_O_VTG_SLOWEST);
+    if (dn2f_ld32(body + DN2F_O_VTG_FLAGS)) {
+        return -DN2F_E_FLAGS;
+    }
+    if (dn2f_ld64(body + DN2F_O_VTG_RSVD)) {
+        return -DN2F_E_RESERVED;
+    }
+    if (m->h.src_lid != 0 || !dn2_lid_assignable(m->h.dst_lid)) {
         return -DN2F_E_FIELD;
     }
     return 0;
@@ -653,6 +737,10 @@ int dn2f_decode(const void *buf, size_t len, struct dn2f_msg *m)
     case DN2F_T_MCAST_JOIN:
     case DN2F_T_MCAST_LEAVE:
         return dec_mcast(body, blen, m);
+    case DN2F_T_VT_REPORT:
+        return dec_vt_report(body, blen, m);
+    case DN2F_T_VT_GRANT:
+        return dec_vt_grant(body, blen, m);
     default:
         return -DN2F_E_TYPE;
     }

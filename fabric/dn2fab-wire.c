@@ -40,6 +40,7 @@ const char *dn2f_type_name(unsigned type)
         [DN2F_T_KEEPALIVE] = "KEEPALIVE", [DN2F_T_BYE] = "BYE",
         [DN2F_T_STATS_REQ] = "STATS_REQ", [DN2F_T_STATS_RESP] = "STATS_RESP",
         [DN2F_T_MCAST_JOIN] = "MCAST_JOIN", [DN2F_T_MCAST_LEAVE] = "MCAST_LEAVE",
+        [DN2F_T_VT_REPORT] = "VT_REPORT", [DN2F_T_VT_GRANT] = "VT_GRANT",
     };
     return type < DN2F_T_MAX && names[type] ? names[type] : "?";
 }
@@ -334,6 +335,9 @@ size_t dn2f_rec_len_rf(unsigned kind, unsigned rflags, unsigned nmemb, size_t le
     } else if (rflags & DN2F_RF_REQ) {
         n += DN2F_REQ_AFTER_LEN;
     }
+    if (rflags & DN2F_RF_VT) {
+        n += DN2F_VT_LEN;
+    }
     return n;
 }
 
@@ -375,25 +379,45 @@ static uint8_t *reserve_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags,
     return wb_reserve(b, need);
 }
 
-bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsigned nmemb,
-                     const struct dn2f_member *m, const void *pkt, size_t len)
+bool dn2f_put_record(struct dn2f_wbuf *b, const struct dn2f_rec *r, const struct dn2f_member *m)
 {
-    uint8_t *p = reserve_rec(b, DN2F_REC_MCAST_ORIGIN, 0, nmemb, len);
+    unsigned nmemb = r->kind == DN2F_REC_MCAST_ORIGIN ? r->nmemb : 0;
+    uint8_t *p = reserve_rec(b, r->kind, r->rflags, nmemb, r->len);
     unsigned i;
 
     if (!p) {
         return false;
     }
-    p = put_rec_hdr(p, DN2F_REC_MCAST_ORIGIN, rflags, 0, len);
-    dn2f_st16(p + DN2F_O_MC_GROUP, group);
-    dn2f_st16(p + DN2F_O_MC_NMEMB, (uint16_t)nmemb);
-    p += DN2F_MC_EXT_LEN;
-    for (i = 0; i < nmemb; i++) {
-        put_member(p, &m[i]);
-        p += DN2F_MEMBER_LEN;
+    p = put_rec_hdr(p, r->kind, r->rflags, r->seq, r->len);
+    if (r->kind == DN2F_REC_MCAST_ORIGIN || r->kind == DN2F_REC_MCAST_COPY) {
+        dn2f_st16(p + DN2F_O_MC_GROUP, r->group);
+        dn2f_st16(p + DN2F_O_MC_NMEMB, (uint16_t)nmemb);
+        p += DN2F_MC_EXT_LEN;
+        for (i = 0; i < nmemb; i++) {
+            put_member(p, &m[i]);
+            p += DN2F_MEMBER_LEN;
+        }
+    } else if (r->rflags & DN2F_RF_REQ) {
+        dn2f_st32(p + DN2F_O_REQ_AFTER, r->after);
+        p += DN2F_REQ_AFTER_LEN;
     }
-    memcpy(p, pkt, len);
+    if (r->rflags & DN2F_RF_VT) {
+        dn2f_st64(p + DN2F_O_VT_VTIME, r->vtime);
+        dn2f_st32(p + DN2F_O_VT_VSEQ, r->vseq);
+        p += DN2F_VT_LEN;
+    }
+    memcpy(p, r->pkt, r->len);
     return true;
+}
+
+bool dn2f_put_origin(struct dn2f_wbuf *b, unsigned rflags, uint16_t group, unsigned nmemb,
+                     const struct dn2f_member *m, const void *pkt, size_t len)
+{
+    struct dn2f_rec r = {
+        .kind = DN2F_REC_MCAST_ORIGIN, .rflags = (uint8_t)(rflags & ~DN2F_RF_VT),
+        .group = group, .nmemb = (uint16_t)nmemb, .pkt = pkt, .len = (uint16_t)len,
+    };
+    return dn2f_put_record(b, &r, m);
 }
 
 static bool put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
@@ -401,31 +425,26 @@ static bool put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_
                     const uint32_t *mseq, const uint64_t *mepoch,
                     const void *pkt, size_t len)
 {
-    uint8_t *p = reserve_rec(b, kind, rflags, nmemb, len);
+    struct dn2f_member m[DN2F_MCAST_MAX_MEMBERS];
+    struct dn2f_rec r = {
+        .kind = (uint8_t)kind, .rflags = (uint8_t)(rflags & ~DN2F_RF_VT), .seq = seq,
+        .after = after, .group = group, .pkt = pkt, .len = (uint16_t)len,
+    };
     unsigned i;
 
-    if (!p) {
-        return false;
-    }
-    p = put_rec_hdr(p, kind, rflags, seq, len);
     if (kind == DN2F_REC_MCAST_ORIGIN) {
-        dn2f_st16(p + DN2F_O_MC_GROUP, group);
-        dn2f_st16(p + DN2F_O_MC_NMEMB, (uint16_t)nmemb);
-        p += DN2F_MC_EXT_LEN;
-        for (i = 0; i < nmemb; i++) {
-            struct dn2f_member m = { .lid = mlid[i], .seq = mseq[i], .epoch = mepoch[i] };
-            put_member(p, &m);
-            p += DN2F_MEMBER_LEN;
+        if (nmemb > DN2F_MCAST_MAX_MEMBERS) {
+            return false;
         }
-    } else if (kind == DN2F_REC_MCAST_COPY) {
-        dn2f_st16(p + DN2F_O_MC_GROUP, group);
-        p += DN2F_MC_EXT_LEN;
-    } else if (rflags & DN2F_RF_REQ) {
-        dn2f_st32(p + DN2F_O_REQ_AFTER, after);
-        p += DN2F_REQ_AFTER_LEN;
+        memset(m, 0, sizeof(m));
+        for (i = 0; i < nmemb; i++) {
+            m[i].lid = mlid[i];
+            m[i].seq = mseq[i];
+            m[i].epoch = mepoch[i];
+        }
+        r.nmemb = (uint16_t)nmemb;
     }
-    memcpy(p, pkt, len);
-    return true;
+    return dn2f_put_record(b, &r, m);
 }
 
 bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t seq,
@@ -461,6 +480,28 @@ void dn2f_put_mcast(struct dn2f_wbuf *b, uint16_t group)
     }
 }
 
+void dn2f_put_vt_report(struct dn2f_wbuf *b, const struct dn2f_vt_report *r)
+{
+    uint8_t *p = wb_reserve(b, DN2F_VT_REPORT_LEN);
+    if (p) {
+        dn2f_st32(p + DN2F_O_VTR_RSEQ, r->rseq);
+        dn2f_st64(p + DN2F_O_VTR_NOW, r->now);
+        dn2f_st64(p + DN2F_O_VTR_EARLIEST, r->earliest);
+    }
+}
+
+void dn2f_put_vt_grant(struct dn2f_wbuf *b, const struct dn2f_vt_grant *g)
+{
+    uint8_t *p = wb_reserve(b, DN2F_VT_GRANT_LEN);
+    if (p) {
+        dn2f_st32(p + DN2F_O_VTG_RSEQ, g->rseq);
+        dn2f_st64(p + DN2F_O_VTG_HORIZON, g->horizon);
+        dn2f_st32(p + DN2F_O_VTG_LOOKAHEAD, g->lookahead_ns);
+        dn2f_st32(p + DN2F_O_VTG_QUANTUM, g->quantum_ns);
+        dn2f_st64(p + DN2F_O_VTG_SLOWEST, g->slowest);
+    }
+}
+
 void dn2f_put_stats_hdr(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, uint16_t nchunks,
                         uint16_t nports, const struct dn2f_swsummary *s)
 {
@@ -471,6 +512,7 @@ void dn2f_put_stats_hdr(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, ui
         dn2f_st16(p + DN2F_O_STATS_NCHUNKS, nchunks);
         dn2f_st16(p + DN2F_O_STATS_NPORTS, nports);
         p[DN2F_O_STATS_ROUTE_MODE] = s->route_mode;
+        p[DN2F_O_STATS_FLAGS] = s->vt ? DN2F_STATS_F_VT : 0;
         dn2f_st32(p + DN2F_O_STATS_ROUTES_GEN, s->routes_gen);
         dn2f_st64(p + DN2F_O_STATS_UPTIME_MS, s->uptime_ms);
         dn2f_st64(p + DN2F_O_STATS_DGRAMS_IN, s->dgrams_in);
@@ -480,6 +522,17 @@ void dn2f_put_stats_hdr(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, ui
         dn2f_st64(p + DN2F_O_STATS_INJ_DUP, s->inj_dup);
         dn2f_st64(p + DN2F_O_STATS_INJ_REORDER, s->inj_reorder);
         dn2f_st64(p + DN2F_O_STATS_INJ_DELAY, s->inj_delay);
+    }
+}
+
+void dn2f_put_stats_vt(struct dn2f_wbuf *b, const struct dn2f_swsummary *s)
+{
+    uint8_t *p = wb_reserve(b, DN2F_STATS_VT_LEN);
+    if (p) {
+        dn2f_st64(p + DN2F_O_SVT_REPORTS, s->vt_reports);
+        dn2f_st64(p + DN2F_O_SVT_GRANTS, s->vt_grants);
+        dn2f_st64(p + DN2F_O_SVT_TIME, s->vt_time);
+        dn2f_st32(p + DN2F_O_SVT_BOARDS, s->vt_boards);
     }
 }
 

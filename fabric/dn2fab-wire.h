@@ -63,6 +63,15 @@ enum dn2f_rec_ext_off {
     DN2F_MC_EXT_LEN = 4,            /* then, in an origin, nmemb members */
 };
 
+/* The virtual-time part of a record with DN2F_RF_VT (DN2F_VT_LEN bytes),
+ * after the kind's part (the request's "after", an origin's members, a
+ * copy's group), before the packet. */
+enum dn2f_vt_off {
+    DN2F_O_VT_VTIME = 0,            /* u64 virtual delivery time, ns */
+    DN2F_O_VT_VSEQ = 8,             /* u32 the sender board's vt packet counter */
+    DN2F_O_VT_RSVD = 12,            /* u32 0 */
+};
+
 /* A multicast origin record's member entry (DN2F_MEMBER_LEN bytes). */
 enum dn2f_member_off {
     DN2F_O_MEMBER_LID = 0,          /* u16 */
@@ -111,6 +120,26 @@ enum dn2f_mcast_off {
     DN2F_O_MCAST_GROUP = 0,         /* u16 */
     DN2F_O_MCAST_RSVD = 2,          /* u16 0, u32 0 */
     DN2F_MCAST_LEN = 8,
+};
+
+/* VT_REPORT body (DN2F_VT_REPORT_LEN bytes). */
+enum dn2f_vt_report_off {
+    DN2F_O_VTR_RSEQ = 0,            /* u32 */
+    DN2F_O_VTR_FLAGS = 4,           /* u32 0 */
+    DN2F_O_VTR_NOW = 8,             /* u64 */
+    DN2F_O_VTR_EARLIEST = 16,       /* u64 >= now */
+    DN2F_O_VTR_RSVD = 24,           /* u64 0 */
+};
+
+/* VT_GRANT body (DN2F_VT_GRANT_LEN bytes). */
+enum dn2f_vt_grant_off {
+    DN2F_O_VTG_RSEQ = 0,            /* u32 the report answered */
+    DN2F_O_VTG_FLAGS = 4,           /* u32 0 */
+    DN2F_O_VTG_HORIZON = 8,         /* u64 */
+    DN2F_O_VTG_LOOKAHEAD = 16,      /* u32 ns */
+    DN2F_O_VTG_QUANTUM = 20,        /* u32 ns */
+    DN2F_O_VTG_SLOWEST = 24,        /* u64 */
+    DN2F_O_VTG_RSVD = 32,           /* u64 0 */
 };
 
 /* STATS_REQ body (at least DN2F_STATS_REQ_BODY_MIN bytes, zero-padded). */
@@ -167,7 +196,7 @@ enum dn2f_stats_off {
     DN2F_O_STATS_NCHUNKS = 6,       /* u16 */
     DN2F_O_STATS_NPORTS = 8,        /* u16 */
     DN2F_O_STATS_ROUTE_MODE = 10,   /* u8 */
-    DN2F_O_STATS_RSVD = 11,         /* u8 0 */
+    DN2F_O_STATS_FLAGS = 11,        /* u8 DN2F_STATS_F_* */
     DN2F_O_STATS_ROUTES_GEN = 12,   /* u32 */
     DN2F_O_STATS_UPTIME_MS = 16,    /* u64, and u64 counters: */
     DN2F_O_STATS_DGRAMS_IN = 24,
@@ -177,6 +206,16 @@ enum dn2f_stats_off {
     DN2F_O_STATS_INJ_DUP = 56,
     DN2F_O_STATS_INJ_REORDER = 64,
     DN2F_O_STATS_INJ_DELAY = 72,
+};
+
+/* STATS_RESP flag DN2F_STATS_F_VT: this block (DN2F_STATS_VT_LEN bytes)
+ * between the header and the port statistics. */
+enum dn2f_stats_vt_off {
+    DN2F_O_SVT_REPORTS = 0,         /* u64 */
+    DN2F_O_SVT_GRANTS = 8,          /* u64 */
+    DN2F_O_SVT_TIME = 16,           /* u64 the cluster's virtual time, ns */
+    DN2F_O_SVT_BOARDS = 24,         /* u32 boards in the sync set */
+    DN2F_O_SVT_RSVD = 28,           /* u32 0 */
 };
 
 /* A port statistics entry (DN2F_PORTSTAT_LEN bytes), address as above. */
@@ -199,6 +238,10 @@ _Static_assert(DN2F_O_ACK_BITS == DN2F_ACK_HDR_LEN, "ACK block layout");
 _Static_assert(DN2F_O_REC_RFLAGS + 1 == DN2F_REC_HDR_LEN, "record header layout");
 _Static_assert(DN2F_O_REQ_AFTER + 4 == DN2F_REQ_AFTER_LEN, "request extension layout");
 _Static_assert(DN2F_O_MEMBER_DST_SESS + 4 == DN2F_MEMBER_LEN, "member layout");
+_Static_assert(DN2F_O_VT_RSVD + 4 == DN2F_VT_LEN, "virtual-time part layout");
+_Static_assert(DN2F_O_VTR_RSVD + 8 == DN2F_VT_REPORT_LEN, "VT_REPORT layout");
+_Static_assert(DN2F_O_VTG_RSVD + 8 == DN2F_VT_GRANT_LEN, "VT_GRANT layout");
+_Static_assert(DN2F_O_SVT_RSVD + 4 == DN2F_STATS_VT_LEN, "STATS_RESP VT block layout");
 _Static_assert(DN2F_O_HELLO_RSVD <= DN2F_HELLO_LEN, "HELLO layout");
 _Static_assert(DN2F_O_ASSIGN_TOKEN + DN2F_TOKEN_LEN == DN2F_ASSIGN_LEN, "ASSIGN layout");
 _Static_assert(DN2F_O_KA_TICKET_MAC + DN2F_TICKET_LEN == DN2F_KEEPALIVE_LEN,

@@ -72,6 +72,11 @@ extern "C" {
 #define DN2F_STATS_REQ_MIN    1024          /* a STATS_REQ is padded to this (no amplifier) */
 #define DN2F_MAC_LEN          16            /* HMAC-SHA256 truncated, trailer of flag MAC */
 #define DN2F_STATS_HDR_LEN    80
+#define DN2F_STATS_VT_LEN     32            /* STATS_RESP flag DN2F_STATS_F_VT: after the header */
+#define DN2F_VT_LEN           16            /* a DATA record's virtual-time part (DN2F_RF_VT) */
+#define DN2F_VT_REPORT_LEN    32
+#define DN2F_VT_GRANT_LEN     40
+#define DN2F_VT_INFINITY      UINT64_MAX    /* a grant that never stops a board */
 
 enum dn2f_type {
     DN2F_T_HELLO = 1,       /* board -> switch: GUID, LID hint, epoch */
@@ -85,6 +90,8 @@ enum dn2f_type {
     DN2F_T_STATS_RESP = 9,  /* switch -> requester (chunked) */
     DN2F_T_MCAST_JOIN = 10, /* board -> switch */
     DN2F_T_MCAST_LEAVE = 11,
+    DN2F_T_VT_REPORT = 12,  /* board -> switch: virtual clock, earliest send (virtual time) */
+    DN2F_T_VT_GRANT = 13,   /* switch -> board: the horizon it may run to (virtual time) */
     DN2F_T_MAX
 };
 
@@ -105,7 +112,10 @@ enum dn2f_rec_kind {
 #define DN2F_RF_REQ           0x04    /* request lane (2 + DWID): an RVL-family packet,
                                        * unicast only; a u32 "after" follows the
                                        * record header */
-#define DN2F_RF_ALL           0x07
+#define DN2F_RF_VT            0x08    /* virtual time: a DN2F_VT_LEN-byte part (u64 vtime,
+                                       * u32 vseq, u32 0) follows the kind's part; all
+                                       * records of a datagram have it or none */
+#define DN2F_RF_ALL           0x0f
 
 enum dn2f_route_mode {
     DN2F_ROUTE_DIRECT = 1,      /* unicast board-to-board; multicast via switch */
@@ -265,6 +275,29 @@ struct dn2f_swsummary {
     uint64_t uptime_ms;
     uint64_t dgrams_in, dgrams_fwd, bad;
     uint64_t inj_drop, inj_dup, inj_reorder, inj_delay;
+    /* A switch in virtual-time mode (STATS_RESP flag DN2F_STATS_F_VT): */
+    bool     vt;
+    uint32_t vt_boards;         /* boards in the sync set */
+    uint64_t vt_reports, vt_grants;     /* REPORTs taken (new ones), GRANTs sent */
+    uint64_t vt_time;           /* the cluster's virtual time: min over boards of earliest */
+};
+#define DN2F_STATS_F_VT       0x01  /* STATS_RESP: a virtual-time block follows the header */
+
+/* VT_REPORT: board -> switch.  The board's virtual clock is at now (ns)
+ * and it sends no packet with a virtual time before earliest (>= now). */
+struct dn2f_vt_report {
+    uint32_t rseq;              /* +1 per new report of this board (wraps) */
+    uint64_t now, earliest;
+};
+
+/* VT_GRANT: switch -> board.  The board may run its virtual clock up to
+ * horizon; lookahead / quantum are the switch's L and Q; slowest = min
+ * over the boards of their earliest (the cluster's virtual time). */
+struct dn2f_vt_grant {
+    uint32_t rseq;              /* the newest REPORT of this board the switch has */
+    uint64_t horizon;
+    uint32_t lookahead_ns, quantum_ns;
+    uint64_t slowest;
 };
 
 /* A view into a validated datagram's variable part. */
@@ -285,8 +318,12 @@ struct dn2f_rec {
                                  * the same DWID when it queued the request */
     uint16_t group;             /* MCAST_*: the group LID */
     uint16_t nmemb;             /* MCAST_ORIGIN: members */
-    const uint8_t *members;     /* nmemb x 16 bytes: see dn2f_rec_member() */
+    const uint8_t *members;     /* nmemb x DN2F_MEMBER_LEN bytes: see dn2f_rec_member() */
     const uint8_t *pkt;
+    /* DN2F_RF_VT: the virtual ns at which the receiving board delivers
+     * it, and the sender board's counter of vt packets (0 without VT). */
+    uint64_t vtime;
+    uint32_t vseq;
 };
 
 struct dn2f_msg {
@@ -308,6 +345,7 @@ struct dn2f_msg {
             const uint8_t *recs;
             size_t recs_len;
             uint32_t ts;        /* the sender's timestamp (us, wrapping; 0 = none) */
+            bool vt;            /* every record has DN2F_RF_VT (else none has) */
         } data;
         struct dn2f_acks acks;  /* type ACK */
         struct dn2f_keepalive keepalive;
@@ -320,6 +358,8 @@ struct dn2f_msg {
             const uint8_t *ports;
         } stats;
         struct { uint16_t group; } mcast;
+        struct dn2f_vt_report vt_report;
+        struct dn2f_vt_grant vt_grant;
     } u;
 };
 
@@ -404,6 +444,11 @@ bool dn2f_put_rec(struct dn2f_wbuf *b, unsigned kind, unsigned rflags, uint32_t 
  * the request only once it has delivered that lane up to there. */
 bool dn2f_put_req(struct dn2f_wbuf *b, unsigned rflags, uint32_t seq, uint32_t after,
                   const void *pkt, size_t len);
+/* Any record from its description: kind, rflags (DN2F_RF_REQ: r->after is
+ * written; DN2F_RF_VT: r->vtime, r->vseq), seq, group, nmemb members from
+ * m (kind MCAST_ORIGIN only; may be NULL otherwise), r->pkt / r->len.
+ * False (nothing written) if it does not fit. */
+bool dn2f_put_record(struct dn2f_wbuf *b, const struct dn2f_rec *r, const struct dn2f_member *m);
 size_t dn2f_rec_len(unsigned kind, unsigned nmemb, size_t len);   /* without REQ */
 size_t dn2f_rec_len_rf(unsigned kind, unsigned rflags, unsigned nmemb, size_t len);
 void dn2f_put_u32pair(struct dn2f_wbuf *b, uint32_t a, uint32_t c);   /* BYE */
@@ -412,6 +457,11 @@ void dn2f_put_keepalive(struct dn2f_wbuf *b, uint32_t gen, uint64_t guid,
 /* STATS_REQ for one chunk, zero-padded so the datagram is total bytes. */
 void dn2f_put_stats_req(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, size_t total);
 void dn2f_put_mcast(struct dn2f_wbuf *b, uint16_t group);
+void dn2f_put_vt_report(struct dn2f_wbuf *b, const struct dn2f_vt_report *r);
+void dn2f_put_vt_grant(struct dn2f_wbuf *b, const struct dn2f_vt_grant *g);
+/* The STATS_RESP virtual-time block (after dn2f_put_stats_hdr of a
+ * summary with vt set; the header's flag is set from s->vt). */
+void dn2f_put_stats_vt(struct dn2f_wbuf *b, const struct dn2f_swsummary *s);
 void dn2f_put_stats_hdr(struct dn2f_wbuf *b, uint32_t cookie, uint16_t chunk, uint16_t nchunks,
                         uint16_t nports, const struct dn2f_swsummary *s);
 void dn2f_put_portstat(struct dn2f_wbuf *b, const struct dn2f_portstat *ps);
