@@ -17,12 +17,19 @@
 #include "dn2fab-ep.h"
 
 /* -------------------------------------------------------------- receive */
+/* vt: the packet's virtual delivery time and its sender's vt counter go to
+ * deliver_vt (when the embedder has one). */
 static bool rx_deliver_one(struct dn2f_ep *ep, struct peer *p, struct lane *L,
-                           const uint8_t *pkt, size_t len, bool *consumed)
+                           const uint8_t *pkt, size_t len, bool vt, uint64_t vtime,
+                           uint32_t vseq, bool *consumed)
 {
     int rc;
     ep->in_deliver = true;
-    rc = ep->ops.deliver(ep->opaque, p->lid, pkt, len);
+    if (vt && ep->ops.deliver_vt) {
+        rc = ep->ops.deliver_vt(ep->opaque, p->lid, pkt, len, vtime, vseq);
+    } else {
+        rc = ep->ops.deliver(ep->opaque, p->lid, pkt, len);
+    }
     ep->in_deliver = false;
     if (rc == -EBUSY) {
         ep->st.busy++;
@@ -35,6 +42,7 @@ static bool rx_deliver_one(struct dn2f_ep *ep, struct peer *p, struct lane *L,
     } else {
         ep->st.rx_pkts++;
         ep->st.rx_bytes += len;
+        ep->st.vt_pkts_rx += vt ? 1 : 0;
     }
     *consumed = true;
     return true;
@@ -91,7 +99,7 @@ void ep_rx_drain(struct dn2f_ep *ep, struct peer *p, unsigned lane)
             }
             break;              /* its data lane moving on drains it again */
         }
-        rx_deliver_one(ep, p, L, s->data, s->len, &consumed);
+        rx_deliver_one(ep, p, L, s->data, s->len, s->vt, s->vtime, s->vseq, &consumed);
         if (!consumed) {
             break;
         }
@@ -170,7 +178,8 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
     if (r->seq == L->base && L->base == L->cum && !L->rx_blocked && can_deliver(ep) &&
         req_ready(p, r->lane, r->after)) {
         /* The common case: in order, nothing waiting: no copy. */
-        if (rx_deliver_one(ep, p, L, r->pkt, r->len, &consumed)) {
+        if (rx_deliver_one(ep, p, L, r->pkt, r->len, (r->rflags & DN2F_RF_VT) != 0, r->vtime,
+                           r->vseq, &consumed)) {
             note_echo(L, ts);
             L->base++;
             L->cum++;
@@ -196,6 +205,9 @@ static void rx_record(struct dn2f_ep *ep, struct peer *p, const struct dn2f_rec 
     note_echo(L, ts);
     s->len = r->len;
     s->after = r->after;
+    s->vt = (r->rflags & DN2F_RF_VT) != 0;
+    s->vtime = r->vtime;
+    s->vseq = r->vseq;
     s->held = 0;
     s->present = 1;
     ep->rx_total += r->len;

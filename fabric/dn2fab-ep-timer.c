@@ -63,6 +63,7 @@ uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep)
             }
         }
     }
+    d = min64(d, ep_vt_deadline(ep));
     if (ep->blocked_until && d < ep->blocked_until) {
         d = ep->blocked_until;  /* nothing can go out before that */
     }
@@ -214,4 +215,5 @@ void dn2f_ep_tick(struct dn2f_ep *ep)
         }
     }
     ep_flush_internal(ep);
+    ep_vt_pump(ep);
 }

@@ -65,6 +65,11 @@ void ep_send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
         dn2f_put_hello(&w, &h);
     } else if (type == DN2F_T_MCAST_JOIN || type == DN2F_T_MCAST_LEAVE) {
         dn2f_put_mcast(&w, (uint16_t)a);
+    } else if (type == DN2F_T_VT_REPORT) {
+        struct dn2f_vt_report r = {
+            .rseq = ep->vt.rseq, .now = ep->vt.now, .earliest = ep->vt.earliest,
+        };
+        dn2f_put_vt_report(&w, &r);
     } else if (type == DN2F_T_KEEPALIVE) {
         /* while joining, the ASSIGN's ticket proves we receive at our address */
         dn2f_put_keepalive(&w, a, ep->cfg.guid,
@@ -152,6 +157,7 @@ struct txb {
     struct dn2f_wbuf w;
     unsigned n;
     bool open, retx, with_ack, failed;
+    bool vt;                    /* the open datagram's records carry VT (all or none) */
 };
 
 static void txb_open(struct txb *b)
@@ -222,11 +228,13 @@ static bool txb_emit(struct txb *b)
 static bool txb_put(struct txb *b, unsigned kind, unsigned rf, uint32_t seq,
                     const struct txslot *s)
 {
-    if (rf & DN2F_RF_REQ) {
-        return dn2f_put_req(&b->w, rf, seq, s->after, s->pb->data, s->pb->len);
-    }
-    return dn2f_put_rec(&b->w, kind, rf, seq, s->group, 0, NULL, NULL, NULL,
-                        s->pb->data, s->pb->len);
+    struct dn2f_rec r = {
+        .kind = (uint8_t)kind, .rflags = (uint8_t)(rf | (s->pb->vt ? DN2F_RF_VT : 0)),
+        .seq = seq, .after = s->after, .group = s->group,
+        .pkt = s->pb->data, .len = s->pb->len,
+        .vtime = s->pb->vtime, .vseq = s->pb->vseq,
+    };
+    return dn2f_put_record(&b->w, &r, NULL);
 }
 
 
@@ -240,9 +248,15 @@ static bool txb_add(struct txb *b, unsigned lane, uint32_t seq)
     if (b->failed) {
         return false;
     }
+    if (b->open && b->n && b->vt != (s->pb->vt != 0)) {
+        if (!txb_emit(b)) {     /* a datagram's records all carry VT or none */
+            return false;
+        }
+    }
     if (!b->open) {
         txb_open(b);
     }
+    b->vt = s->pb->vt != 0;
     if (b->n >= MAX_RECS_PER_DGRAM || !txb_put(b, kind, rf, seq, s)) {
         if (!txb_emit(b)) {
             return false;
@@ -435,12 +449,6 @@ void ep_flush_internal(struct dn2f_ep *ep)
 }
 
 
-void dn2f_ep_flush(struct dn2f_ep *ep)
-{
-    ep_flush_internal(ep);
-}
-
-
 /* ----------------------------------------------------------------- send */
 static bool lane_room(struct dn2f_ep *ep, struct peer *p, unsigned lane, size_t len)
 {
@@ -532,12 +540,15 @@ bool dn2f_ep_can_send_lane(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, siz
 }
 
 
-static struct pbuf *pb_new(const void *pkt, size_t len)
+static struct pbuf *pb_new(const void *pkt, size_t len, bool vt, uint64_t vtime, uint32_t vseq)
 {
     struct pbuf *pb = malloc(sizeof(*pb) + len);
     if (pb) {
         pb->refs = 0;
         pb->len = (uint16_t)len;
+        pb->vt = vt;
+        pb->vtime = vt ? vtime : 0;
+        pb->vseq = vt ? vseq : 0;
         memcpy(pb->data, pkt, len);
     }
     return pb;
@@ -561,8 +572,13 @@ static void slot_fill(struct dn2f_ep *ep, struct lane *L, struct pbuf *pb, uint1
 
 
 static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const void *pkt,
-                      size_t len)
+                      size_t len, bool vt, uint64_t vtime, uint32_t vseq)
 {
+    struct dn2f_rec rec = {
+        .kind = DN2F_REC_MCAST_ORIGIN,
+        .rflags = (uint8_t)(dn2f_lane_rflags(lane) | (vt ? DN2F_RF_VT : 0)),
+        .group = dlid, .pkt = pkt, .len = (uint16_t)len, .vtime = vtime, .vseq = vseq,
+    };
     struct peer *m[DN2F_MCAST_MAX_MEMBERS];
     struct dn2f_member mb[DN2F_MCAST_MAX_MEMBERS];
     unsigned i, n = ep_group_members(ep, dlid, m);
@@ -577,19 +593,21 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
             return -ENOMEM;
         }
     }
-    pb = pb_new(pkt, len);
+    pb = pb_new(pkt, len, vt, vtime, vseq);
     if (!pb) {
         return -ENOMEM;
     }
     if (ep->mc_nrecs && (ep->mc_group != dlid || ep->mc_nrefs + n > MC_MAX_REFS ||
+                         ep->mc_vt != vt ||
                          ep->mcw.cap - ep->mcw.len <
-                         dn2f_rec_len(DN2F_REC_MCAST_ORIGIN, n, len))) {
+                         dn2f_rec_len_rf(DN2F_REC_MCAST_ORIGIN, rec.rflags, n, len))) {
         mc_emit(ep);
     }
     if (!ep->mc_nrecs) {
         dn2f_wbuf_init(&ep->mcw, ep->mcbuf, ep->cfg.max_dgram - (ep->auth ? DN2F_MAC_LEN : 0));
         dn2f_put_hdr(&ep->mcw, DN2F_T_DATA, 0, ep->lid, dlid, ep->epoch, 0);
         ep->mc_group = dlid;
+        ep->mc_vt = vt;
     }
     for (i = 0; i < n; i++) {
         struct lane *L = &m[i]->ln[lane];
@@ -606,7 +624,8 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
         ep->mc_nrefs++;
         slot_fill(ep, L, pb, dlid, 0);
     }
-    if (!dn2f_put_origin(&ep->mcw, dn2f_lane_rflags(lane), dlid, n, mb, pkt, len)) {
+    rec.nmemb = (uint16_t)n;
+    if (!dn2f_put_record(&ep->mcw, &rec, mb)) {
         /* cannot happen (checked above); the slots go out as unicast copies */
         ep_mc_discard(ep);
     } else {
@@ -615,11 +634,13 @@ static int send_mcast(struct dn2f_ep *ep, uint16_t dlid, unsigned lane, const vo
     ep->st.mcast_tx++;
     ep->st.tx_pkts++;
     ep->st.tx_bytes += len;
+    ep->st.vt_pkts_tx += vt ? 1 : 0;
     return 0;
 }
 
 
-int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
+int ep_send_pkt(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len, bool vt,
+                uint64_t vtime, uint32_t vseq)
 {
     struct peer *p;
     struct pbuf *pb;
@@ -634,7 +655,7 @@ int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
         return -EAGAIN;
     }
     if (dn2f_lid_is_mcast(dlid)) {
-        return send_mcast(ep, dlid, lane, pkt, len);
+        return send_mcast(ep, dlid, lane, pkt, len, vt, vtime, vseq);
     }
     p = ep_peer_get(ep, dlid);
     if (!p) {
@@ -644,7 +665,7 @@ int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
     if (!ep_lane_tx_alloc(ep, &p->ln[lane])) {
         return -ENOMEM;
     }
-    pb = pb_new(pkt, len);
+    pb = pb_new(pkt, len, vt, vtime, vseq);
     if (!pb) {
         return -ENOMEM;
     }
@@ -654,5 +675,12 @@ int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
               (lane & DN2F_LANE_REQ) ? p->ln[lane & ~DN2F_LANE_REQ].end : 0);
     ep->st.tx_pkts++;
     ep->st.tx_bytes += len;
+    ep->st.vt_pkts_tx += vt ? 1 : 0;
     return 0;
+}
+
+
+int dn2f_ep_send(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len)
+{
+    return ep_send_pkt(ep, dlid, pkt, len, false, 0, 0);
 }

@@ -90,6 +90,7 @@ void dn2f_ep_config_default(struct dn2f_ep_config *c)
     c->keepalive_ns = 250000000;        /* 250 ms */
     c->keepalive_timeout_ns = 1000000000; /* 1 s */
     c->peer_grace_ns = 10000000000ULL;  /* 10 s */
+    c->vt_retry_ns = 20000000;          /* 20 ms */
 }
 
 
@@ -138,6 +139,13 @@ static void ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const voi
     case DN2F_T_ACK:
         ep_rx_input(ep, from, buf, &m, from_sw);
         break;
+    case DN2F_T_VT_GRANT:
+        if (!from_sw) {
+            ep->st.drop[DN2F_DROP_FORGED]++;
+            return;
+        }
+        ep_vt_input(ep, &m);
+        break;
     default:
         ep->st.drop[DN2F_DROP_NOT_FOR_US]++;
         return;
@@ -148,6 +156,14 @@ void dn2f_ep_input(struct dn2f_ep *ep, const struct dn2f_addr *from, const void 
 {
     ep_input(ep, from, buf, len);
     ep_flush_internal(ep);
+    ep_vt_pump(ep);             /* the ACKs a held report waited for may have come */
+}
+
+
+void dn2f_ep_flush(struct dn2f_ep *ep)
+{
+    ep_flush_internal(ep);
+    ep_vt_pump(ep);
 }
 
 void dn2f_ep_input_noflush(struct dn2f_ep *ep, const struct dn2f_addr *from, const void *buf,
@@ -181,6 +197,13 @@ struct dn2f_ep *dn2f_ep_new(const struct dn2f_ep_config *cfg,
     ep->opaque = opaque;
     if (ep->cfg.rto_init_ns < ep->cfg.rto_min_ns) {
         ep->cfg.rto_init_ns = ep->cfg.rto_min_ns;
+    }
+    if (ep->cfg.vtime) {
+        /* A sender's report waits for our ACKs: never hold them back. */
+        ep->cfg.ack_delay_ns = 0;
+        if (!ep->cfg.vt_retry_ns) {
+            ep->cfg.vt_retry_ns = 20000000;
+        }
     }
     ep->dgbuf = malloc(DN2F_DGRAM_MAX);
     ep->mcbuf = malloc(DN2F_DGRAM_MAX);

@@ -11,6 +11,8 @@
  *   dn2fab-ep-timer.c  dn2f_ep_tick, dn2f_ep_next_deadline: HELLO,
  *                      keepalive, switch loss, retransmission / probe
  *                      timers, delayed ACKs, orphaned peers
+ *   dn2fab-ep-vt.c     virtual time: reports held until everything sent
+ *                      is acknowledged, re-sent until granted; grants
  *   dn2fab-ep-link.c   the switch: join, routing table, refusals, BYE,
  *                      multicast membership (link management)
  *   dn2fab-ep-rx.c     incoming DATA / ACK: checks, in-order delivery,
@@ -51,6 +53,9 @@ enum peer_state { PEER_ACTIVE, PEER_ORPHAN };
 struct pbuf {
     uint32_t refs;
     uint16_t len;
+    uint8_t vt;                 /* the record carries vtime / vseq (DN2F_RF_VT) */
+    uint32_t vseq;
+    uint64_t vtime;
     uint8_t data[];
 };
 
@@ -74,6 +79,9 @@ struct rxslot {
     uint16_t len;
     uint8_t present;
     uint8_t held;               /* counted in req_held */
+    uint8_t vt;                 /* arrived with DN2F_RF_VT: */
+    uint32_t vseq;
+    uint64_t vtime;
 };
 
 /* One reliable, in-order stream in each direction between two boards. */
@@ -214,6 +222,21 @@ struct dn2f_ep {
     unsigned mc_nrefs;
 
     bool in_deliver;
+
+    /* virtual time (dn2fab-ep-vt.c) */
+    struct {
+        bool have;              /* a report was recorded */
+        bool sent;              /* ... and has gone out (all our packets were acked) */
+        bool answered;          /* a grant with rseq >= ours came */
+        uint32_t rseq;
+        uint64_t now, earliest;
+        uint64_t retry_due;     /* sent: the next re-send */
+        uint64_t probe_due;     /* held: the next ACKREQ probe */
+        uint64_t horizon;
+        uint32_t lookahead_ns, quantum_ns;
+        uint64_t slowest;
+    } vt;
+    bool mc_vt;                 /* the multicast builder's records carry VT */
 };
 
 static inline uint64_t now(struct dn2f_ep *ep)
@@ -235,6 +258,14 @@ static inline uint32_t my_sess(const struct peer *p)
 {
     return (uint32_t)p->gen;
 }
+
+/* dn2fab-ep-vt.c */
+/* A VT_GRANT from the switch (decoded, MAC checked). */
+void ep_vt_input(struct dn2f_ep *ep, const struct dn2f_msg *m);
+/* Send the recorded report if it is due and may go, re-send it, or probe
+ * for the ACKs it waits for. */
+void ep_vt_pump(struct dn2f_ep *ep);
+uint64_t ep_vt_deadline(struct dn2f_ep *ep);
 
 /* dn2fab-ep-link.c */
 void ep_note_refusal(struct dn2f_ep *ep, unsigned reason);
@@ -274,6 +305,10 @@ bool ep_lane_retransmit(struct dn2f_ep *ep, struct peer *p, unsigned lane,
 void ep_mc_discard(struct dn2f_ep *ep);
 
 void ep_flush_internal(struct dn2f_ep *ep);
+
+/* dn2f_ep_send with an optional virtual time (vt: the record gets DN2F_RF_VT). */
+int ep_send_pkt(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len, bool vt,
+                uint64_t vtime, uint32_t vseq);
 
 unsigned ep_group_members(struct dn2f_ep *ep, uint16_t glid, struct peer **out);
 

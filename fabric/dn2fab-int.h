@@ -11,6 +11,8 @@
  *   dn2fab-ep.c        endpoint API: lifecycle, configuration, accessors,
  *                      dn2f_ep_input's dispatch
  *   dn2fab-ep-timer.c  endpoint: dn2f_ep_tick, dn2f_ep_next_deadline
+ *   dn2fab-ep-vt.c     endpoint: virtual time, reports to the switch and
+ *                      its grants
  *   dn2fab-ep-link.c   endpoint: join, routing table, refusals, multicast
  *                      membership
  *   dn2fab-ep-rx.c     endpoint: DATA / ACK in, in-order delivery, credits,
@@ -21,6 +23,7 @@
  *   dn2fab-ep-peer.c   endpoint: the peer store
  *   dn2fab-sw.c        switch core: joins, routes, statistics, input
  *                      dispatch, timers, lifecycle
+ *   dn2fab-sw-vt.c     switch core: virtual time, the grants
  *   dn2fab-sw-fwd.c    switch core: data forwarding, multicast
  *                      replication, fault injection
  *   dn2fab-sw-out.c    switch core: port lookup, what the switch sends

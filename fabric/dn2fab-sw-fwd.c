@@ -252,8 +252,14 @@ void sw_replicate(struct dn2f_sw *sw, struct swport *in, const struct dn2f_msg *
                     dn2f_rec_member_full(&r2, j, &m2);
                     if (m2.lid == lid && m2.epoch == mb.epoch && m2.src_sess == mb.src_sess &&
                         m2.dst_sess == mb.dst_sess) {
-                        dn2f_put_rec(&w, DN2F_REC_MCAST_COPY, r2.rflags, m2.seq, r2.group,
-                                     0, NULL, NULL, NULL, r2.pkt, r2.len);
+                        /* the member's copy: its seq, the same flags (a
+                         * virtual time stays with the packet) */
+                        struct dn2f_rec c = r2;
+                        c.kind = DN2F_REC_MCAST_COPY;
+                        c.seq = m2.seq;
+                        c.nmemb = 0;
+                        c.members = NULL;
+                        dn2f_put_record(&w, &c, NULL);
                         pkts++;
                         bytes += r2.len;
                         break;

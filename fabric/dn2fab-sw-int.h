@@ -50,6 +50,14 @@ struct swport {
     uint32_t tkt_time;                  /* ticket time of the join that set epoch */
     uint64_t old_epochs[OLD_EPOCHS];    /* epochs it had before (no way back to them) */
     unsigned old_next;
+    struct {                            /* virtual time (dn2fab-sw-vt.c) */
+        bool have;                      /* a report came */
+        uint32_t rseq;                  /* the newest */
+        uint64_t now, earliest;         /* what it said */
+        uint64_t grant;                 /* the newest horizon sent (monotone) */
+        uint64_t last_rx;               /* switch time of the last report (or the join) */
+        uint64_t warned;                /* the last stall warning about it */
+    } vt;
 };
 
 struct swgroup {
@@ -116,12 +124,31 @@ struct dn2f_sw {
 
     uint8_t *obuf;
     struct dn2f_swsummary sum;
+
+    /* virtual time (dn2fab-sw-vt.c) */
+    struct dn2f_sw_vt_stats vt;
+    struct swport **vt_ports;           /* scratch: the sync set */
+    uint64_t *vt_e, *vt_g;              /* scratch: its earliest, its grants */
 };
 
 static inline uint64_t now(struct dn2f_sw *sw)
 {
     return sw->ops.now_ns(sw->opaque);
 }
+
+/* dn2fab-sw-vt.c */
+/* A VT_REPORT from live port p. */
+void sw_vt_report(struct dn2f_sw *sw, struct swport *p, const struct dn2f_msg *m);
+/* Recompute the grants (the sync set or the start condition changed);
+ * reporter (or NULL) gets the current one whatever it is, waiting boards
+ * whose grant rose get theirs. */
+void sw_vt_update(struct dn2f_sw *sw, struct swport *reporter);
+/* Port p joined (again): a fresh virtual-time state. */
+void sw_vt_port_joined(struct dn2f_sw *sw, struct swport *p);
+/* Port p left: out of the sync set (logged), the others' grants recomputed. */
+void sw_vt_port_gone(struct dn2f_sw *sw, struct swport *p);
+/* The stall warning (from the switch's housekeeping). */
+void sw_vt_housekeep(struct dn2f_sw *sw, uint64_t t);
 
 /* dn2fab-sw-fwd.c */
 void sw_fq_unlink(struct dn2f_sw *sw, struct fq *e);

@@ -42,6 +42,9 @@ void dn2f_sw_config_default(struct dn2f_sw_config *c)
     c->fault_queue_max = 4096;
     c->fault_queue_bytes = 64u << 20;
     c->max_ports_per_host = 256;
+    c->vt_boards = 1;
+    c->vt_lookahead_ns = 1000;
+    c->vt_stall_ns = 5000000000ULL;
 }
 
 
@@ -213,6 +216,7 @@ static void port_gone(struct dn2f_sw *sw, struct swport *p, const char *why)
     logf_(sw, "port LID 0x%04x GUID 0x%016llx (%s) gone: %s", p->lid,
           (unsigned long long)p->guid, dn2f_addr_str(&p->addr, a, sizeof(a)), why);
     mark_dirty(sw);
+    sw_vt_port_gone(sw, p);     /* out of the sync set */
 }
 
 
@@ -528,6 +532,7 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
         /* what its ASSIGN said (computed with the joins before this one) */
         join_token(sw, k->guid, m->h.src_epoch, lid, from, p->joins, p->tok);
         p->joins++;
+        sw_vt_port_joined(sw, p);       /* a new board for the sync set */
     }
     if (p->epoch != m->h.src_epoch) {
         if (p->epoch) {
@@ -557,6 +562,13 @@ void dn2f_sw_summary(struct dn2f_sw *sw, struct dn2f_swsummary *s)
     s->route_mode = (uint8_t)sw->cfg.route_mode;
     s->routes_gen = sw->gen;
     s->uptime_ms = (now(sw) - sw->start) / 1000000;
+    s->vt = sw->cfg.vt;
+    if (s->vt) {
+        s->vt_boards = sw->vt.boards;
+        s->vt_reports = sw->vt.reports;
+        s->vt_grants = sw->vt.grants;
+        s->vt_time = sw->vt.slowest;
+    }
 }
 
 
@@ -656,6 +668,9 @@ static void handle_stats_req(struct dn2f_sw *sw, const struct dn2f_addr *to,
     dn2f_put_hdr(&w, DN2F_T_STATS_RESP, 0, 0, 0, sw->epoch, 0);
     dn2f_put_stats_hdr(&w, m->u.stats_req.cookie, (uint16_t)c, (uint16_t)nchunks,
                        (uint16_t)n, &s);
+    if (s.vt) {
+        dn2f_put_stats_vt(&w, &s);
+    }
     for (i = 0; i < n; i++) {
         if (!dn2f_sw_port(sw, first + i, &ps)) {
             break;
@@ -780,6 +795,15 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
     case DN2F_T_STATS_REQ:
         handle_stats_req(sw, from, &m, len);
         return;
+    case DN2F_T_VT_REPORT:
+        p = sw_src_port(sw, from, &m);
+        if (!p) {
+            sw->sum.bad++;
+            sw_send_bye_unknown(sw, from, m.h.src_epoch);      /* HELLO again */
+            return;
+        }
+        sw_vt_report(sw, p, &m);
+        return;
     case DN2F_T_MCAST_JOIN:
     case DN2F_T_MCAST_LEAVE:
         p = sw_src_port(sw, from, &m);
@@ -834,9 +858,13 @@ void dn2f_sw_tick(struct dn2f_sw *sw)
                 port_gone(sw, p, "timed out");
             }
         }
+        sw_vt_housekeep(sw, t);
     }
     if (sw->dirty && t >= sw->dirty_due) {
         routes_publish(sw);
+        if (!sw->vt.started) {
+            sw_vt_update(sw, NULL);     /* the routes are out: virtual time may start */
+        }
     }
 }
 
@@ -877,7 +905,13 @@ struct dn2f_sw *dn2f_sw_new(const struct dn2f_sw_config *cfg,
     sw->obuf = malloc(DN2F_DGRAM_MAX);
     sw->rt_lids = malloc(DN2F_NUM_CLID * sizeof(uint16_t));
     sw->gr_lids = malloc(DN2F_NUM_GROUPS * sizeof(uint16_t));
-    if (!sw->obuf || !sw->rt_lids || !sw->gr_lids) {
+    if (cfg->vt) {
+        sw->vt_ports = malloc(DN2F_NUM_CLID * sizeof(*sw->vt_ports));
+        sw->vt_e = malloc(DN2F_NUM_CLID * sizeof(*sw->vt_e));
+        sw->vt_g = malloc(DN2F_NUM_CLID * sizeof(*sw->vt_g));
+    }
+    if (!sw->obuf || !sw->rt_lids || !sw->gr_lids ||
+        (cfg->vt && (!sw->vt_ports || !sw->vt_e || !sw->vt_g))) {
         dn2f_sw_free(sw);
         errno = ENOMEM;
         return NULL;
@@ -938,5 +972,8 @@ void dn2f_sw_free(struct dn2f_sw *sw)
     free(sw->obuf);
     free(sw->rt_lids);
     free(sw->gr_lids);
+    free(sw->vt_ports);
+    free(sw->vt_e);
+    free(sw->vt_g);
     free(sw);
 }

@@ -56,6 +56,14 @@ struct dn2f_sw_config {
     /* Optional cluster secret (docs/security.md); copied by dn2f_sw_new. */
     const uint8_t *secret;
     size_t secret_len;
+    /* Lock-step virtual time (docs/fabric.md "Virtual time"): answer the
+     * boards' VT_REPORTs with VT_GRANTs. */
+    bool vt;
+    unsigned vt_boards;         /* grants stay 0 until this many boards are up (default 1) */
+    uint32_t vt_lookahead_ns;   /* L (default 1000) */
+    uint32_t vt_quantum_ns;     /* Q (0 or 1 = exact) */
+    uint64_t vt_stall_ns;       /* warn about a board silent this long while others
+                                 * wait (default 5 s; 0 = never) */
 };
 void dn2f_sw_config_default(struct dn2f_sw_config *c);
 
@@ -87,6 +95,36 @@ void dn2f_sw_summary(struct dn2f_sw *sw, struct dn2f_swsummary *s);
 bool dn2f_sw_port(struct dn2f_sw *sw, unsigned i, struct dn2f_portstat *ps);
 unsigned dn2f_sw_active_ports(const struct dn2f_sw *sw);
 uint64_t dn2f_sw_epoch(const struct dn2f_sw *sw);
+
+/* Virtual time: the grants of n boards whose latest reports said
+ * earliest e[0..n) (0 for a board that has not reported yet), with
+ * lookahead L and quantum Q, into g[0..n):
+ *   D(t) = ceil_Q(t + L)   (saturating; ceil_Q = identity when Q <= 1)
+ *   S_i  = min(e_i, min_{k != i} D(e_k))
+ *   g_j  = min_{i != j} D(S_i)
+ * O(n): each min over "all but one" is the smallest value, or the second
+ * smallest for the board that holds the smallest.  One board:
+ * DN2F_VT_INFINITY.  Not monotone by itself (the switch keeps max()). */
+void dn2f_vt_grants(const uint64_t *e, unsigned n, uint64_t lookahead, uint64_t quantum,
+                    uint64_t *g);
+uint64_t dn2f_vt_d(uint64_t t, uint64_t lookahead, uint64_t quantum);
+
+struct dn2f_sw_vt_stats {
+    bool started;               /* --vt-boards boards were up: grants move */
+    unsigned boards;            /* in the sync set (live ports) */
+    unsigned waiting;           /* boards whose last report's now >= their grant */
+    uint64_t reports;           /* new REPORTs taken */
+    uint64_t dup_reports;       /* the same rseq again: answered with the current grant */
+    uint64_t stale_reports;     /* an older rseq: ignored */
+    uint64_t grants;            /* GRANTs sent */
+    uint64_t slowest;           /* min over the sync set of earliest (0 = a board has
+                                 * not reported) */
+    uint16_t slowest_lid;
+};
+void dn2f_sw_vt_stats(const struct dn2f_sw *sw, struct dn2f_sw_vt_stats *s);
+/* A port's virtual-time state: its last report (false: none) and grant. */
+bool dn2f_sw_vt_port(struct dn2f_sw *sw, uint16_t lid, uint64_t *now, uint64_t *earliest,
+                     uint64_t *grant);
 
 #ifdef __cplusplus
 }

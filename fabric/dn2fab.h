@@ -505,6 +505,17 @@ struct dn2f_ep_ops {
      * in words).  Called when the reason changes, not on every retry; the
      * board keeps trying.  dn2f_ep_refusal() returns the current one. */
     void (*refused)(void *opaque, unsigned reason);
+    /* Virtual time (config vtime): an in-order packet that carries a
+     * virtual delivery time (vtime, ns) and its sender's vt counter (vseq),
+     * used instead of deliver() for records with DN2F_RF_VT.  Same return
+     * convention as deliver().  NULL: such packets go to deliver(). */
+    int (*deliver_vt)(void *opaque, uint16_t slid, const uint8_t *pkt, size_t len,
+                      uint64_t vtime, uint32_t vseq);
+    /* Virtual time: a grant raised this board's horizon (the virtual ns it
+     * may run to; DN2F_VT_INFINITY = no limit), and tells the switch's
+     * lookahead L and quantum Q and the cluster's slowest clock. */
+    void (*vt_grant)(void *opaque, uint64_t horizon, uint32_t lookahead_ns, uint32_t quantum_ns,
+                     uint64_t slowest);
 };
 
 struct dn2f_ep_config {
@@ -529,6 +540,12 @@ struct dn2f_ep_config {
      * Copied (keys derived) by dn2f_ep_new; the caller may free it after. */
     const uint8_t *secret;
     size_t secret_len;
+    /* Lock-step virtual time (docs/fabric.md "Virtual time"): packets may
+     * carry a virtual delivery time (dn2f_ep_send_vt), the board reports
+     * its clock to the switch (dn2f_ep_vt_report) and gets grants; ACKs
+     * are never delayed (ack_delay_ns is taken as 0). */
+    bool vtime;
+    uint64_t vt_retry_ns;       /* a report is re-sent this often until granted (20 ms) */
 };
 void dn2f_ep_config_default(struct dn2f_ep_config *c);
 
@@ -584,6 +601,12 @@ struct dn2f_ep_stats {
                                          * KEEPALIVE before the link goes down */
     uint64_t stale_routes;              /* routes that would move a peer back to an
                                          * epoch it had before: refused */
+    /* Appended with virtual time: */
+    uint64_t vt_reports_tx;             /* VT_REPORT datagrams sent (new and re-sent) */
+    uint64_t vt_grants_rx;              /* VT_GRANT datagrams taken */
+    uint64_t vt_reports_held;           /* reports that waited for ACKs of sent packets */
+    uint64_t vt_ack_probes;             /* ACKREQ probes a held report sent */
+    uint64_t vt_pkts_tx, vt_pkts_rx;    /* packets with a virtual time sent / delivered */
 };
 
 struct dn2f_ep;
@@ -634,6 +657,26 @@ void dn2f_ep_resume(struct dn2f_ep *ep);
 uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep);
 /* Timers: HELLO / keepalive / switch loss / retransmission / probes. */
 void dn2f_ep_tick(struct dn2f_ep *ep);
+
+/* Virtual time (config vtime; docs/fabric.md "Virtual time").
+ * dn2f_ep_send_vt: as dn2f_ep_send, the record carries vtime (the virtual
+ * ns at which the receiver delivers it) and vseq (this board's counter of
+ * vt packets); -EINVAL without config vtime. */
+int dn2f_ep_send_vt(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t len,
+                    uint64_t vtime, uint32_t vseq);
+/* Report this board's virtual clock (now) and the earliest virtual time it
+ * may send a packet at (>= now).  Recorded; sent to the switch once every
+ * packet this board sent has been acknowledged (asking for ACKs with
+ * ACKREQ when that takes long), and re-sent every vt_retry_ns until a
+ * grant answers it and the horizon is beyond now.  The same (now,
+ * earliest) again is not a new report.  0, or -EINVAL (earliest < now, or
+ * no config vtime). */
+int dn2f_ep_vt_report(struct dn2f_ep *ep, uint64_t now, uint64_t earliest);
+/* The newest grant's horizon (0 = none yet). */
+uint64_t dn2f_ep_vt_horizon(const struct dn2f_ep *ep);
+/* Packets sent (queued) and not yet acknowledged (cumulatively or by
+ * SACK), all peers and lanes. */
+unsigned dn2f_ep_unacked(const struct dn2f_ep *ep);
 
 /* Multicast membership wanted by this board (kept across switch restarts). */
 int dn2f_ep_mcast_join(struct dn2f_ep *ep, uint16_t group_lid);
