@@ -52,16 +52,27 @@
 #       for the rank table .../ranks (dn2.barrier=S, default 900) and stores
 #       it in /opt/dn2/ranks; exports DN2_LID, DN2_HTTP=URL/n/NODE/TOKEN,
 #       DN2_JOBID, DN2_RANKS;
-#     - dn2.ranks=URL|PATH names a rank table explicitly (fetched when a
-#       URL) and is exported as DN2_RANKS (the file's path);
+#     - dn2.ranks=URL|PATH|fw_cfg:NAME names a rank table explicitly
+#       (fetched when a URL, read from the QEMU fw_cfg file NAME, e.g.
+#       fw_cfg:opt/dn2/ranks) and is exported as DN2_RANKS (the file's path);
+#     - without a job server, dn2.linkwait=S (with dn2.ranks and dn2.node)
+#       waits up to S seconds for the board's link, prints "DN2-LINK up
+#       lid=L", checks that the rank table gives this node the board's LID
+#       and prints "DN2-RANKS N entries" (scripts/cluster.sh
+#       --virtual-time: the rank table is known before boot);
 #     - runs the command given as dn2.run=CMD (quote it to have spaces:
 #       dn2.run="dn2-probe 0; dn2-probe 1"; dn2.run=@NAME fetches the
-#       script URL/NAME from the job server and sources it), default
+#       script URL/NAME from the job server and sources it;
+#       dn2.run=@fw_cfg:NAME sources the QEMU fw_cfg file NAME), default
 #       "dn2-probe 0", between the lines
 #           DN2-GUEST-BEGIN
 #           DN2-GUEST-END rc=<exit status>
 #       (a failed handshake ends with rc=125 after a DN2-START-FAILED line);
 #     - powers off (poweroff -f).  dn2.run=sh gives an interactive shell.
+#     Nothing here reads the host's time or entropy: without a NIC and a
+#     job server its only inputs are the kernel command line, fw_cfg files
+#     and the boards (the waits are loops of usleep on the guest's clock;
+#     "date +%s" is read only in the job server's retry loop).
 #       dn2.mode=serve instead keeps the guest up: a shell on the port named
 #       by dn2.shell= (e.g. ttyS1) and a loop that runs jobs from URL/job
 #       (scripts/cluster.sh -i / exec).
@@ -386,18 +397,30 @@ fetch() {
     mv "$_f.part" "$_f"
 }
 
+# fw_cfg NAME FILE: copies the QEMU fw_cfg file NAME (QEMU -fw_cfg
+# name=NAME,file=...) into FILE; false when there is none.
+fw_cfg_loaded=
+fw_cfg() {
+    if [ -z "$fw_cfg_loaded" ]; then
+        for m in /lib/modules/dn2-fw/*.ko; do
+            [ -e "$m" ] && insmod "$m" 2>/dev/null
+        done
+        fw_cfg_loaded=1
+    fi
+    _f=/sys/firmware/qemu_fw_cfg/by_name/$1/raw
+    i=0
+    while [ ! -e "$_f" ] && [ $i -lt 50 ]; do usleep 100000; i=$((i + 1)); done
+    [ -e "$_f" ] && cat "$_f" > "$2"
+}
+
 # Job start (docs/cluster.md): the node's credential, link up, join, wait
 # for the rank table.
 if [ -n "$job" ]; then
     # The launcher's token for this node: a fw_cfg file (QEMU -fw_cfg
     # name=opt/dn2/token), readable by root only, never on a command line.
-    for m in /lib/modules/dn2-fw/*.ko; do
-        [ -e "$m" ] && insmod "$m" 2>/dev/null
-    done
-    tokf=/sys/firmware/qemu_fw_cfg/by_name/opt/dn2/token/raw
-    i=0
-    while [ ! -e $tokf ] && [ $i -lt 50 ]; do usleep 100000; i=$((i + 1)); done
-    token=$(cat $tokf 2>/dev/null)
+    (umask 077; fw_cfg opt/dn2/token /tmp/dn2-token)
+    token=$(cat /tmp/dn2-token 2>/dev/null)
+    rm -f /tmp/dn2-token
     [ -n "$token" ] || start_failed "no job server credential: no fw_cfg file opt/dn2/token (is the qemu_fw_cfg module in the image? QEMU started without -fw_cfg?)"
     job=$job/n/$node/$token
     export DN2_HTTP=$job
@@ -422,16 +445,37 @@ case $ranks in
         fetch "$ranks" /opt/dn2/ranks "${barrier:-900}" \
             || start_failed "no rank table from $(shown "$ranks"): $(tail -1 /tmp/dn2-wget.err)"
         export DN2_RANKS=/opt/dn2/ranks ;;
+    fw_cfg:*)
+        fw_cfg "${ranks#fw_cfg:}" /opt/dn2/ranks \
+            || start_failed "no rank table: no fw_cfg file ${ranks#fw_cfg:} (QEMU started without -fw_cfg name=${ranks#fw_cfg:},file=...? qemu_fw_cfg module missing from the image?)"
+        export DN2_RANKS=/opt/dn2/ranks ;;
     '') ;;
     *) export DN2_RANKS=$ranks ;;
 esac
-if [ -n "$job" ]; then
+# No job server, a rank table known at boot (cluster.sh --virtual-time):
+# the board's link, then the table's LID for this node checked against it.
+if [ -z "$job" ] && [ -n "$linkwait" ] && [ -n "${DN2_RANKS:-}" ] && [ -n "$node" ]; then
+    eval "$(dn2-lid -b "${board:-0}" -w "$linkwait" -e 2>/tmp/dn2-lid.err)"
+    if [ "${DN2_LINK_UP:-0}" = 1 ]; then
+        echo "DN2-LINK up lid=$DN2_LID"
+    else
+        echo "DN2-LINK down state=${DN2_LINK:-none}"
+    fi
+    [ -s /tmp/dn2-lid.err ] && start_failed "$(head -1 /tmp/dn2-lid.err)"
+    [ "${DN2_LINK_UP:-0}" = 1 ] || start_failed "link of board ${board:-0} not up after $linkwait s (SMA LID link state ${DN2_LINK:-?})"
+    export DN2_LID
+fi
+if [ -n "$job" ] || { [ -n "$linkwait" ] && [ -n "${DN2_RANKS:-}" ] && [ -n "$node" ]; }; then
     mine=$(awk -v n="$node" '$1 == n { print $2 }' "$DN2_RANKS")
     [ "$mine" = "$DN2_LID" ] || start_failed "the rank table gives rank $node LID '$mine', the board has $DN2_LID"
     echo "DN2-RANKS $(awk 'NF >= 3 { n++ } END { print n + 0 }' "$DN2_RANKS") entries"
 fi
 
 case $run in
+    @fw_cfg:*)
+        fw_cfg "${run#@fw_cfg:}" /tmp/dn2-run.sh \
+            || start_failed "no command: no fw_cfg file ${run#@fw_cfg:} (QEMU started without -fw_cfg name=${run#@fw_cfg:},file=...?)"
+        run=". /tmp/dn2-run.sh" ;;
     @*) fetch "$job/${run#@}" /tmp/dn2-run.sh 30 || start_failed "cannot fetch $(shown "$job/${run#@}")"
         run=". /tmp/dn2-run.sh" ;;
 esac

@@ -79,6 +79,41 @@
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
 #
+# Virtual time (docs/cluster.md, "Virtual time"; one-shot runs, -r or -f):
+#       --virtual-time    lock-step virtual time: the same run gives the
+#                         same output on any host under any load.  Every
+#                         node runs under TCG with -icount (one vCPU; no
+#                         --smp, -i, --ethernet, --mpi, --serve-dir: those
+#                         bring input from the host at host-dependent
+#                         times), no user network and no job server: the
+#                         rank table and the command reach the guests as
+#                         fw_cfg files; board i gets vtime=on, lid= the
+#                         LID of node i, pcap=RUNDIR/nodeI.pcap; the switch
+#                         --virtual-time --vt-boards N
+#       --vt-shift N      -icount shift=N: one instruction is 2^N virtual
+#                         ns (default 0)
+#       --vt-lookahead NS the switch's --vt-lookahead and every board's
+#                         vt-latency-ns (default 1000)
+#       --vt-quantum NS   the switch's --vt-quantum: delivery times rounded
+#                         up to NS, fewer synchronisation rounds (default:
+#                         the switch's, exact)
+#       --no-vt-sync      as --virtual-time, but the boards and the switch
+#                         without virtual time (the cost baseline of
+#                         scripts/bench-vt.sh: not deterministic across
+#                         nodes)
+#       --replay RUNDIR   run a --virtual-time run again from what its run
+#                         directory recorded (options, command, rank table,
+#                         guest image, QEMU, kernel); only --name, -q, -t,
+#                         -b, --gdb and --gdb-port may be added; at the end
+#                         each node's output and pcap are compared with the
+#                         recorded run's
+#       --gdb I           (with --replay) node I waits for gdb at start
+#                         (QEMU -gdb tcp:127.0.0.1:P -S): under -icount it
+#                         runs the same instructions at the same virtual
+#                         times, and the other nodes wait for it; no
+#                         timeouts
+#       --gdb-port P      its port (default 1234)
+#
 # Node i is rank i: its board has guid=i+1, its kernel command line
 # dn2.node=i dn2.nodes=N.  At boot each node waits for its link, reports
 # its LID to the job server, waits for the rank table (lines "rank lid wid")
@@ -289,6 +324,45 @@ switch_addr=
 my_addr=
 no_slurm=
 extra=()
+vt=
+vt_sync=1
+vt_shift=0
+vt_lookahead=1000
+vt_quantum=
+replay_dir=
+gdb_node=
+gdb_port=1234
+# --replay RUNDIR: the recorded run's options (RUNDIR/replay/options,
+# written below) and what may be added to them.
+replay_args() {
+    local a
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+            --replay) dn2_need_value "$@"; replay_dir=$2; shift 2 ;;
+            --name) dn2_need_value "$@"; name=$2; shift 2 ;;
+            -t|--timeout) dn2_need_value "$@"; r_timeout=$2; shift 2 ;;
+            -b|--boot-timeout) dn2_need_value "$@"; r_boot=$2; shift 2 ;;
+            -q|--quiet) r_quiet=1; shift ;;
+            --gdb) dn2_need_value "$@"; gdb_node=$2; shift 2 ;;
+            --gdb-port) dn2_need_value "$@"; gdb_port=$2; shift 2 ;;
+            -h|--help) dn2_usage; exit 0 ;;
+            *) a=$1; usage_error "--replay takes the recorded run's options; '$a' cannot be added (only --name, -q, -t, -b, --gdb, --gdb-port)" ;;
+        esac
+    done
+}
+r_timeout= r_boot= r_quiet=
+for a in "$@"; do
+    case $a in --replay|--replay=*) replay_dir=.; break ;; -h|--help) break ;; esac
+done
+if [ -n "$replay_dir" ]; then
+    replay_args "$@"
+    [ -d "$replay_dir" ] || usage_error "--replay: $replay_dir is not a directory"
+    replay_dir=$(cd "$replay_dir" && pwd -P)
+    [ -f "$replay_dir/replay/options" ] || usage_error "--replay: $replay_dir has no replay/options (not a --virtual-time run)"
+    mapfile -d '' -t r_opts < "$replay_dir/replay/options"
+    set -- "${r_opts[@]}"
+fi
 # ("--opt=value" is split here, one option at a time: a value such as
 # --switch-opts "--drop=0.01" is taken as it is)
 while [ $# -gt 0 ]; do
@@ -325,6 +399,12 @@ while [ $# -gt 0 ]; do
         --switch-addr) dn2_need_value "$@"; switch_addr=$2; shift 2 ;;
         --addr) dn2_need_value "$@"; my_addr=$2; shift 2 ;;
         --no-slurm) no_slurm=1; shift ;;
+        --virtual-time) vt=1; shift ;;
+        --no-vt-sync) vt=1; vt_sync=; shift ;;
+        --vt-shift) dn2_need_value "$@"; vt_shift=$2; shift 2 ;;
+        --vt-lookahead) dn2_need_value "$@"; vt_lookahead=$2; shift 2 ;;
+        --vt-quantum) dn2_need_value "$@"; vt_quantum=$2; shift 2 ;;
+        --gdb|--gdb-port) usage_error "$1 goes with --replay RUNDIR" ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage_error "unknown argument: $1" ;;
@@ -346,6 +426,36 @@ if [ -n "$run_file" ]; then
     run=$(cat "$run_file")
 fi
 [ -n "$run" ] || [ "$interactive" = 1 ] || usage_error "nothing to run: give -r CMD, -f SCRIPT or -i"
+if [ -n "$replay_dir" ]; then
+    [ -n "$vt" ] || usage_error "--replay: $replay_dir was not a --virtual-time run"
+    [ -n "$r_timeout" ] && timeout_s=$r_timeout
+    [ -n "$r_boot" ] && boot_timeout=$r_boot
+    [ -n "$r_quiet" ] && quiet=1
+    [ -n "$name" ] || name=$(basename "$replay_dir")-replay
+    if [ -n "$gdb_node" ]; then
+        dn2_want_uint --gdb "$gdb_node"
+        dn2_want_uint --gdb-port "$gdb_port"
+        [ "$gdb_node" -lt "$nodes" ] || usage_error "--gdb: the run has nodes 0..$((nodes - 1))"
+        [ "$gdb_port" -ge 1 ] && [ "$gdb_port" -le 65535 ] || usage_error "--gdb-port: 1..65535"
+        # A person is at the debugger: no timeouts.
+        timeout_s=$((100 * 365 * 86400)) boot_timeout=$timeout_s grace=$timeout_s
+    fi
+fi
+# Virtual time: no input from the host at host-dependent times.
+if [ -n "$vt" ]; then
+    for v in vt_shift:vt-shift vt_lookahead:vt-lookahead; do
+        var=${v%%:*}; dn2_want_uint "--${v#*:}" "${!var}"
+    done
+    [ -z "$vt_quantum" ] || dn2_want_uint --vt-quantum "$vt_quantum"
+    [ "$vt_shift" -le 10 ] || usage_error "--vt-shift: 0..10 (QEMU's -icount shift)"
+    [ "$vt_lookahead" -ge 1 ] && [ "$vt_lookahead" -le 4294967295 ] || usage_error "--vt-lookahead: 1..4294967295 ns"
+    vt_why="input from the host would reach the guests at host-dependent times"
+    [ "$interactive" = 0 ] || usage_error "--virtual-time runs one command (-r or -f), not -i: $vt_why (console, jobs)"
+    [ "$smp" = 1 ] || usage_error "--virtual-time runs one vCPU per node (--smp $smp): several vCPUs interleave in host-dependent ways under TCG"
+    [ -z "$ethernet" ] || usage_error "--virtual-time: no --ethernet: $vt_why"
+    [ -z "$mpi_image" ] || usage_error "--virtual-time: no --mpi: MPI's process manager uses the job server over the guest network ($vt_why)"
+    [ -z "$serve_dir" ] || usage_error "--virtual-time: no --serve-dir: there is no file server ($vt_why)"
+fi
 # (the nodes go on several hosts with --hosts, or in a Slurm allocation)
 if [ -z "$hosts_arg" ] && { [ -z "${SLURM_JOB_NODELIST:-}" ] || [ -n "$no_slurm" ]; }; then
     [ -z "$switch_host" ] || usage_error "--switch-host needs --hosts (or a Slurm allocation)"
@@ -366,12 +476,29 @@ if [ -n "$serve_dir" ]; then
 fi
 
 # ----------------------------------------------------------------- inputs
-qemu_bin=$(dn2_find_qemu) || exit 4
-kernel=$(dn2_find_kernel) || exit 4
+if [ -n "$replay_dir" ]; then
+    # The recorded run's QEMU, kernel, switch and guest image.
+    DN2_DEVICE_GLOBALS=
+    # shellcheck disable=SC1091
+    . "$replay_dir/replay/programs"
+    for f in "$qemu_bin" "$kernel" "$switch_bin" "$replay_dir/initramfs.cpio.gz"; do
+        [ -e "$f" ] || setup_die "--replay: $f (recorded in $replay_dir/replay/programs) is gone"
+    done
+else
+    qemu_bin=$(dn2_find_qemu) || exit 4
+    kernel=$(dn2_find_kernel) || exit 4
+    switch_bin=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
+fi
 firmware=$DN2_CACHE/firmware
 [ -f "$firmware/bios-256k.bin" ] || setup_die "firmware missing in $firmware: run scripts/setup.sh"
-dn2_accel || exit 4
-switch_bin=${DN2_SWITCH:-$DN2_TOP/build/fabric/dn2-switch}
+if [ -n "$vt" ]; then
+    dn2_vt_accel "$vt_shift" || exit 4
+    # (the switch needs --virtual-time only when the boards synchronise)
+    vt_cap=$(dn2_vt_capable "$qemu_bin" ${vt_sync:+"$switch_bin"} 2>&1) \
+        || setup_die "--virtual-time: ${vt_cap#\[dimmnet2\] error: }"
+else
+    dn2_accel || exit 4
+fi
 [ -x "$switch_bin" ] || setup_die "no switch at $switch_bin: build it with 'meson setup build && meson compile -C build' (or scripts/test.sh)"
 py=$(find_python) || setup_die "python3 not found (it runs the job/file server): apt-get install python3"
 # --slice: the data path's processes start through scripts/sched-slice.py
@@ -389,7 +516,11 @@ fi
 initramfs_args=()
 [ -n "$packages" ] && initramfs_args+=(--packages "$packages")
 [ -n "$mpi_image" ] && initramfs_args+=(--mpi)
-initrd_built=$(bash "$here/build-initramfs.sh" "${initramfs_args[@]}") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh ${initramfs_args[*]})"
+if [ -n "$replay_dir" ]; then
+    initrd_built=$replay_dir/initramfs.cpio.gz
+else
+    initrd_built=$(bash "$here/build-initramfs.sh" "${initramfs_args[@]}") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh ${initramfs_args[*]})"
+fi
 command -v setsid >/dev/null || setup_die "setsid (util-linux) not found"
 
 # ---------------------------------------------------------------- run dir
@@ -423,6 +554,45 @@ jobid=$name-$RANDOM$RANDOM
 # node's and every PMI rank's token from it.
 (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$rundir/secret") \
     || setup_die "cannot write $rundir/secret"
+
+# --virtual-time: what the run needs to be run again (--replay RUNDIR): its
+# options (NUL-separated, the command as a file), the programs, and below
+# the rank table, every node's command and the QEMU and switch command
+# lines (RUNDIR/nodeI.cmd, RUNDIR/switch.cmd).
+if [ -n "$vt" ]; then
+    mkdir -p "$rundir/replay" "$rundir/input"
+    printf '%s' "$run" > "$rundir/replay/run.sh"
+    r_rec=(-n "$nodes" -t "$timeout_s" -b "$boot_timeout" -g "$grace" -m "$mem" --wid "$wid"
+           --slice "$slice_us" --vt-shift "$vt_shift" --vt-lookahead "$vt_lookahead")
+    [ -n "$vt_sync" ] && r_rec+=(--virtual-time) || r_rec+=(--no-vt-sync)
+    [ -n "$vt_quantum" ] && r_rec+=(--vt-quantum "$vt_quantum")
+    [ -n "$switch_opts" ] && r_rec+=(--switch-opts "$switch_opts")
+    [ -n "$device_opts" ] && r_rec+=(--device-opts "$device_opts")
+    [ -n "$append_extra" ] && r_rec+=(-a "$append_extra")
+    [ -n "$secret_file" ] && r_rec+=(--secret-file "$secret_file")
+    [ -n "$packages" ] && r_rec+=(--packages "$packages")
+    [ -n "$board_stats" ] && r_rec+=(--board-stats)
+    [ -n "$hosts_arg" ] && r_rec+=(--hosts "$hosts_arg")
+    [ -n "$rsh" ] && r_rec+=(--rsh "$rsh")
+    [ -n "$switch_host" ] && r_rec+=(--switch-host "$switch_host")
+    [ -n "$switch_addr" ] && r_rec+=(--switch-addr "$switch_addr")
+    [ -n "$my_addr" ] && r_rec+=(--addr "$my_addr")
+    [ -n "$no_slurm" ] && r_rec+=(--no-slurm)
+    r_rec+=(-f "$rundir/replay/run.sh")
+    [ ${#extra[@]} -gt 0 ] && r_rec+=(-- "${extra[@]}")
+    printf '%s\0' "${r_rec[@]}" > "$rundir/replay/options"
+    {
+        printf 'qemu_bin=%q\nkernel=%q\nswitch_bin=%q\n' "$qemu_bin" "$kernel" "$switch_bin"
+        [ -n "${DN2_DEVICE_GLOBALS:-}" ] && printf 'DN2_DEVICE_GLOBALS=%q\n' "$DN2_DEVICE_GLOBALS"
+        [ -n "$replay_dir" ] && printf '# replay of %q\n' "$replay_dir"
+    } > "$rundir/replay/programs"
+    # The rank table is known before boot: node i's board asks the switch
+    # for the LID the switch would give the i-th board to join (lid=).
+    for ((i = 0; i < nodes; i++)); do
+        lid=$(dn2_clid_to_lid $((i + 1))) || setup_die "cannot compute the LIDs from include/dimmnet2/dn2_abi.h"
+        printf '%d %d %d\n' "$i" "$lid" "$wid"
+    done > "$rundir/input/ranks"
+fi
 
 # ------------------------------------------------------------------ hosts
 # Several hosts (--hosts, or a Slurm allocation): node i runs on
@@ -601,8 +771,13 @@ wait_ready() {
 
 # ------------------------------------------------------------------ switch
 # shellcheck disable=SC2206  # --switch-opts is word-split on purpose
+vt_sw=()
+if [ -n "$vt" ] && [ -n "$vt_sync" ]; then
+    vt_sw=(--virtual-time --vt-boards "$nodes" --vt-lookahead "$vt_lookahead" ${vt_quantum:+--vt-quantum "$vt_quantum"})
+fi
 sw_cmd=("${slice_wrap[@]}" "$switch_bin" --listen "$switch_listen:$switch_port" --ready-file "$rundir/switch.port"
-        "${secret_sw[@]}" $switch_opts)
+        "${secret_sw[@]}" "${vt_sw[@]}" $switch_opts)
+printf '%q ' "${sw_cmd[@]}" > "$rundir/switch.cmd"; echo >> "$rundir/switch.cmd"
 if [ ${#hosts[@]} -gt 0 ]; then
     on_host_pid "$switch_host" "$rundir/switch.pid" "${sw_cmd[@]}"
     remote_procs+=("$switch_host $rundir/switch.pid")
@@ -644,6 +819,10 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))' "$nodes")"
 fi
 
 # -------------------------------------------------------------- job server
+# (none in virtual time: the command and the rank table go in at boot)
+if [ -n "$vt" ]; then
+    hport= guest_url=
+else
 mkdir -p "$EXPORT_DIR"
 start_group "$rundir/http.out" "$rundir/http.log" \
     "$py" -u "$here/pmi-server.py" --rundir "$rundir" --www "$rundir/www" --export "$EXPORT_DIR" \
@@ -659,6 +838,7 @@ hport=$(cat "$rundir/http.port")
 # The guests reach this host as 10.0.2.2 (QEMU's user network); from other
 # hosts through its address (the user network's NAT, out of that host).
 guest_url=http://$my_addr:$hport
+fi
 
 # ------------------------------------------------------------------ guests
 {
@@ -667,17 +847,33 @@ guest_url=http://$my_addr:$hport
     echo "interactive=$interactive"
     echo "jobid=$jobid"
     echo "switch=$(switch_at)"
-    echo "http=http://$http_bind:$hport"
-    echo "guest_http=$guest_url"
+    [ -n "$vt" ] && echo "virtual_time=1"
+    [ -n "$hport" ] && echo "http=http://$http_bind:$hport"
+    [ -n "$hport" ] && echo "guest_http=$guest_url"
     [ -n "$ethernet" ] && echo "ethhub=127.0.0.1:$eport"
 } > "$rundir/info"
 
 for ((i = 0; i < nodes; i++)); do
     append="console=ttyS0 panic=-1 quiet dn2.node=$i dn2.nodes=$nodes dn2.wid=$wid"
-    append+=" dn2.job=$guest_url dn2.jobid=$jobid dn2.linkwait=$boot_timeout dn2.barrier=$((boot_timeout + 60))"
-    if [ -n "$run" ]; then
-        printf '%s\n' "${run//\{node\}/$i}" > "$rundir/www/cmd/node$i.sh"
-        append+=" dn2.run=@cmd/node$i.sh"
+    vt_args=()
+    if [ -n "$vt" ]; then
+        # The command and the rank table as fw_cfg files; the guest waits
+        # for its link (in virtual time) and checks its LID in the table.
+        printf '%s\n' "${run//\{node\}/$i}" > "$rundir/input/node$i.sh"
+        append+=" dn2.linkwait=$boot_timeout dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run"
+        vt_args=(-fw_cfg "name=opt/dn2/ranks,file=${rundir//,/,,}/input/ranks"
+                 -fw_cfg "name=opt/dn2/run,file=${rundir//,/,,}/input/node$i.sh")
+        vt_dev=",lid=$(sed -n "$((i + 1))s/^[0-9]* \([0-9]*\) .*/\1/p" "$rundir/input/ranks")"
+        [ -n "$vt_sync" ] && vt_dev+=",vtime=on,vt-latency-ns=$vt_lookahead,pcap=${rundir//,/,,}/node$i.pcap"
+        if [ -n "$gdb_node" ] && [ "$gdb_node" = "$i" ]; then
+            vt_args+=(-gdb "tcp:127.0.0.1:$gdb_port" -S)
+        fi
+    else
+        append+=" dn2.job=$guest_url dn2.jobid=$jobid dn2.linkwait=$boot_timeout dn2.barrier=$((boot_timeout + 60))"
+        if [ -n "$run" ]; then
+            printf '%s\n' "${run//\{node\}/$i}" > "$rundir/www/cmd/node$i.sh"
+            append+=" dn2.run=@cmd/node$i.sh"
+        fi
     fi
     serial2=()
     if [ "$interactive" = 1 ]; then
@@ -705,17 +901,23 @@ for ((i = 0; i < nodes; i++)); do
     [ -n "$append_extra" ] && append+=" $append_extra"
     # The node's token (written 0600 by the server) reaches the guest as a
     # fw_cfg file: only its path is on QEMU's command line.
-    tokfile=$rundir/tokens/node$i
-    [ -s "$tokfile" ] || setup_die "the job server wrote no token for node $i ($tokfile)"
+    # (no user network, no job server in virtual time)
+    net_args=(-netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=)
+    if [ -n "$vt" ]; then
+        net_args=()
+    else
+        tokfile=$rundir/tokens/node$i
+        [ -s "$tokfile" ] || setup_die "the job server wrote no token for node $i ($tokfile)"
+        net_args+=(-fw_cfg "name=opt/dn2/token,file=${tokfile//,/,,}")
+    fi
     # shellcheck disable=SC2054  # commas inside QEMU option values
     cmd=("${slice_wrap[@]}" "$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
          -nodefaults -display none -no-reboot -name "node$i,debug-threads=on" -L "$firmware"
          -kernel "$kernel" -initrd "$initrd" -append "$append"
          -serial "file:$rundir/node$i.log" "${serial2[@]}"
          "${secret_obj[@]}"
-         -fw_cfg "name=opt/dn2/token,file=${tokfile//,/,,}"
-         -device "dimmnet2,switch=$(switch_at),guid=$((i + 1))$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
-         -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
+         -device "dimmnet2,switch=$(switch_at),guid=$((i + 1))${vt_dev:-}$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
+         "${net_args[@]}" "${vt_args[@]}"
          "${eth_args[@]}" "${qmp_args[@]}" "${extra[@]}")
     if [ ${#hosts[@]} -gt 0 ]; then
         node_host[i]=${hosts[i % ${#hosts[@]}]}
@@ -783,7 +985,15 @@ fi
 
 say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch $(switch_at)${switch_host:+ on host $switch_host}"
 [ ${#hosts[@]} -gt 0 ] && say "hosts: ${hosts[*]} (remote shell: $rsh)"
+if [ -n "$vt" ]; then
+    say "virtual time: -icount shift=$vt_shift, $([ -n "$vt_sync" ] && echo "boards in lock-step (lookahead $vt_lookahead ns${vt_quantum:+, quantum $vt_quantum ns})" || echo "boards NOT synchronised (--no-vt-sync)"); no network, no job server; rank table: $rundir/input/ranks"
+    if [ -n "$gdb_node" ]; then
+        say "${B}node$gdb_node waits for gdb${N} (the others wait for it in virtual time):"
+        say "  gdb -ex 'target remote 127.0.0.1:$gdb_port' VMLINUX   (then: break ..., continue)"
+    fi
+else
 say "files: $EXPORT_DIR served at http://$http_bind:$hport/ to the nodes only (in the guests: ${B}\$DN2_HTTP/${N} = $guest_url/n/NODE/TOKEN)"
+fi
 say "logs:  $rundir/node<i>.log"
 
 # ----------------------------------------------------------------- monitor
@@ -882,18 +1092,31 @@ display_tty=0
 [ "$quiet" = 0 ] && [ -t 2 ] && display_tty=1
 display_active=
 declare -a shown
+# The switch's latest progress line in virtual time ("vt: cluster at ...").
+vt_progress() {
+    [ -n "$vt" ] && [ -n "$vt_sync" ] || return 0
+    grep -a 'vt: ' "$rundir/switch.log" 2>/dev/null | tail -1
+}
+vt_shown= vt_shown_at=0
 render() {
     [ "$quiet" = 1 ] && return
-    local i line t
+    local i line t rows=$nodes
+    [ -n "$vt" ] && [ -n "$vt_sync" ] && rows=$((nodes + 1))
     if [ "$display_tty" = 1 ]; then
-        [ -n "$display_active" ] && printf '\e[%dA' "$nodes" >&2
+        [ -n "$display_active" ] && printf '\e[%dA' "$rows" >&2
         display_active=1
         for ((i = 0; i < nodes; i++)); do
             t=${t_done[i]}
             [ "${st_phase[i]}" = "done" ] || t=$(elapsed_f)
             printf '\r\e[K  node%-2d %5ss  %s\n' "$i" "$t" "$(describe "$i")" >&2
         done
+        [ "$rows" = "$nodes" ] || printf '\r\e[K  switch  %s\n' "$(vt_progress | cut -c1-150)" >&2
     else
+        line=$(vt_progress)
+        if [ -n "$line" ] && [ "$line" != "$vt_shown" ] && [ $(($(elapsed) - vt_shown_at)) -ge 30 ]; then
+            vt_shown=$line vt_shown_at=$(elapsed)
+            printf '[cluster] %5ss switch: %s\n' "$(elapsed_f)" "$line" >&2
+        fi
         for ((i = 0; i < nodes; i++)); do
             line=$(describe "$i")
             [ "$line" = "${shown[i]:-}" ] && continue
@@ -916,6 +1139,7 @@ stuck_reason() {
     case ${st_phase[i]} in
         start) echo "no console output at all (QEMU, firmware or kernel problem; see $rundir/node$i.stderr)" ;;
         boot) echo "booted but no network/link report (is /init from scripts/build-initramfs.sh?)" ;;
+        boot) if [ -n "$vt" ]; then echo "booted but its board's link never came up (switch $(switch_at) unreachable? in virtual time the switch holds every board at 0 until all $nodes are up: see $rundir/switch.log)"; else echo "booted but no network/link report (is /init from scripts/build-initramfs.sh?)"; fi ;;
         net) echo "its board's link never came up (switch $(switch_at) unreachable${node_host[i]:+ from host ${node_host[i]}}? see $rundir/switch.log)" ;;
         link) echo "link up but it never reached the job server $guest_url (guest networking?)" ;;
         linkdown) echo "its board's link never came up" ;;
@@ -1000,6 +1224,14 @@ while :; do
         esac
     done
     [ "$n_link" -eq "$nodes" ] && [ -z "$t_all_links" ] && t_all_links=$(elapsed_f)
+    # Virtual time: the rank table was known at boot; every node checked it.
+    if [ -n "$vt" ] && [ -z "$t_ranks" ]; then
+        n_r=0
+        for ((i = 0; i < nodes; i++)); do
+            case ${st_phase[i]} in ranks|running|done) n_r=$((n_r + 1)) ;; esac
+        done
+        [ "$n_r" -eq "$nodes" ] && t_ranks=$(elapsed_f)
+    fi
     if [ "$n_joined" -eq "$nodes" ] && [ -z "$ranks_written" ] && [ "$n_failed" -eq 0 ]; then
         ranks_written=1
         if write_ranks; then
@@ -1081,6 +1313,13 @@ for ((t = 0; t < 50; t++)); do
 done
 
 # ----------------------------------------------------------------- results
+# Virtual time: the switch's counters (reports, grants, the cluster's
+# virtual time) while it still runs, for scripts/bench-vt.sh.
+if [ -n "$vt" ] && alive "$switch_pid"; then
+    on_cmd=("$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}")
+    [ ${#hosts[@]} -gt 0 ] && on_host "$switch_host" "${on_cmd[@]}"
+    timeout 10 "${on_cmd[@]}" < /dev/null > "$rundir/switch.stats" 2>&1
+fi
 status=0
 for ((i = 0; i < nodes; i++)); do
     guest_output "$i" > "$rundir/node$i.out"
@@ -1123,6 +1362,25 @@ fi
 if [ "$status" -ne 0 ]; then
     for i in "${fail_nodes[@]}"; do show_console "$i"; done
     say "run directory: $rundir"
+fi
+if [ -n "$vt" ]; then
+    # A replay: the same outputs and the same packets as the recorded run.
+    if [ -n "$replay_dir" ] && [ -z "$interrupted" ]; then
+        same=1
+        for ((i = 0; i < nodes; i++)); do
+            for f in "node$i.out" "node$i.pcap"; do
+                [ -e "$replay_dir/$f" ] || [ -e "$rundir/$f" ] || continue
+                if ! cmp -s "$replay_dir/$f" "$rundir/$f"; then
+                    same=
+                    say "${R}replay differs${N}: $f: $(cmp "$replay_dir/$f" "$rundir/$f" 2>&1 | head -1)"
+                    [ "${f##*.}" = out ] && diff "$replay_dir/$f" "$rundir/$f" | head -5 | sed 's/^/[cluster]   /' >&2
+                fi
+            done
+        done
+        [ -n "$same" ] && say "replay: every node's output$([ -n "$vt_sync" ] && echo " and pcap") identical to $replay_dir's"
+    fi
+    say "run it again: ${B}scripts/cluster.sh --replay $rundir${N}"
+    say "  node I under gdb at the same virtual time: scripts/cluster.sh --replay $rundir --gdb I"
 fi
 [ -n "$interrupted" ] && status=130
 exit "$status"

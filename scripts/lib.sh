@@ -169,3 +169,67 @@ dn2_find_ethhub() {
     [ -x "$h" ] || { _dn2_err "no dn2-ethhub at $h: run 'meson compile -C build' (or set DN2_ETHHUB)"; return 1; }
     echo "$h"
 }
+
+# ------------------------------------------------------------ virtual time
+# Lock-step virtual time (docs/cluster.md, "Virtual time"): every guest runs
+# under TCG with -icount, its clocks and RTC on QEMU_CLOCK_VIRTUAL, so what
+# it sees depends on the instructions it ran, never on the host's clock.
+DN2_VT_RTC_BASE=2026-01-01T00:00:00
+export DN2_VT_RTC_BASE
+
+# dn2_vt_accel SHIFT: into DN2_ACCEL_ARGS the accelerator and clock
+# arguments of a guest in virtual time: TCG, -icount shift=SHIFT (one
+# instruction = 2^SHIFT ns), no sleeping and no alignment to the host
+# (sleep=off,align=off), the RTC on the virtual clock from a fixed date,
+# and -seed (QEMU's guest random source, e.g. TCG's RDRAND with -cpu max,
+# from a fixed seed instead of host entropy).  One vCPU is the caller's.
+# shellcheck disable=SC2034  # both are for the caller
+dn2_vt_accel() {
+    case ${DN2_ACCEL:-auto} in
+        kvm) _dn2_err "virtual time counts instructions under TCG (-icount): not with DN2_ACCEL=kvm"; return 1 ;;
+        auto|tcg) ;;
+        *) _dn2_err "DN2_ACCEL must be auto, kvm or tcg, not '$DN2_ACCEL'"; return 1 ;;
+    esac
+    DN2_ACCEL_ARGS=(-accel tcg -icount "shift=$1,sleep=off,align=off"
+                    -rtc "clock=vm,base=$DN2_VT_RTC_BASE" -seed 1)
+    DN2_ACCEL_NAME="TCG, -icount shift=$1"
+}
+
+# dn2_abi_const NAME: the value of "#define NAME V" in the board ABI header
+# (include/dimmnet2/dn2_abi.h, the one place that writes a layout).
+dn2_abi_const() {
+    local v
+    v=$(sed -n -E "s/^#define[[:space:]]+$1[[:space:]]+([0-9A-Fa-fx]+).*/\1/p" \
+            "$DN2_TOP/include/dimmnet2/dn2_abi.h" | head -1)
+    [ -n "$v" ] || { _dn2_err "no #define $1 in include/dimmnet2/dn2_abi.h"; return 1; }
+    echo $((v))
+}
+
+# dn2_clid_to_lid CLID: the LID of a compact LID, as dn2_clid_to_lid() in
+# dn2_abi.h (CLID [11:8] -> LID [15:12], [7:0] stay).  The switch hands out
+# compact LIDs 1, 2, ... in join order (fabric/dn2fab-sw.c pick_lid), so
+# node i of a cluster whose boards join in order gets dn2_clid_to_lid(i + 1).
+dn2_clid_to_lid() {
+    local tl th ll lh ct cl
+    tl=$(dn2_abi_const DN2_LID_TOP_LO) && th=$(dn2_abi_const DN2_LID_TOP_HI) &&
+        ll=$(dn2_abi_const DN2_LID_LOW_LO) && lh=$(dn2_abi_const DN2_LID_LOW_HI) &&
+        ct=$(dn2_abi_const DN2_CLID_TOP_LO) || return 1
+    cl=$ll
+    echo $(( ((($1 >> ct) & ((1 << (th - tl + 1)) - 1)) << tl) |
+             ((($1 >> cl) & ((1 << (lh - ll + 1)) - 1)) << ll) ))
+}
+
+# dn2_vt_capable QEMU [SWITCH]: true when this QEMU's dimmnet2 board has
+# the virtual-time properties (vtime, vt-latency-ns, lid, pcap) and the
+# switch (when given) the --virtual-time option; otherwise prints what is
+# missing and returns 1.
+dn2_vt_capable() {
+    local props miss=() p
+    props=$("$1" -device dimmnet2,help 2>&1)
+    for p in vtime vt-latency-ns lid pcap; do
+        grep -qE "^[[:space:]]+$p=" <<< "$props" || miss+=("$p=")
+    done
+    [ ${#miss[@]} -eq 0 ] || { _dn2_err "the dimmnet2 board of $1 has no ${miss[*]} propert$([ ${#miss[@]} = 1 ] && echo y || echo ies): rebuild QEMU with a device that has virtual time (scripts/build-qemu.sh)"; return 1; }
+    [ -z "${2:-}" ] || "$2" --help 2>&1 | grep -q -- '--virtual-time' \
+        || { _dn2_err "$2 has no --virtual-time option: rebuild it (meson compile -C build)"; return 1; }
+}
