@@ -40,6 +40,7 @@
 #include "hw/isa/isa.h"
 #include "exec/memory.h"
 #include "qemu/log.h"
+#include "qemu/timer.h"
 #include "dimmnet2/dn2_abi.h"
 
 #define TYPE_DIMMNET2 "dimmnet2"
@@ -245,6 +246,9 @@ typedef enum DN2Stat {
     DN2_STAT_STRICT_VIOLATIONS,
     DN2_STAT_DEFERRED,
     DN2_STAT_EXEC_STALLS,
+    DN2_STAT_VT_WAITS,
+    DN2_STAT_VT_WAIT_MS,
+    DN2_STAT_VT_LATE,
     DN2_STAT__COUNTED,              /* the ones above live in s->stat[] */
     DN2_STAT_LINK_DROPS = DN2_STAT__COUNTED,
     DN2_STAT_LINK_RETRANSMITS,
@@ -298,6 +302,10 @@ struct DN2State {
     uint32_t coalesce_us;       /* Nagle per peer, 0 = off: dimmnet2_port_flush() */
     bool strict;                /* strict=on: dimmnet2-strict.c */
     bool read_mirror;           /* read-mirror: User Register reads from RAM */
+    bool vtime;                 /* vtime=on: lock-step virtual time (docs/virtual-time.md) */
+    uint32_t vt_latency_ns;     /* vtime: modelled latency of every packet */
+    uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
+    char *pcap_path;            /* pcap=: a trace of the packets delivered */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 
     /* the window */
@@ -341,7 +349,7 @@ struct DN2State {
     DECLARE_BITMAP(rc_silent, DN2_CLID_INIT + 1);
     uint64_t rc_silent_gen;     /* dimmnet2_port_peer_gen() when last set */
     QEMUBH *bh;
-    QEMUTimer *strict_timer;    /* strict: the paced Window Controller */
+    QEMUTimer *strict_timer;    /* strict or vtime: the Window Controller's virtual-clock timer */
     uint8_t *copy_buf;
     uint8_t *pkt_buf;           /* one outgoing packet */
 
@@ -351,6 +359,7 @@ struct DN2State {
     uint32_t rc_count;
     QEMUTimer *rx_retry;        /* receive stalled on host-owned memory */
     QEMUBH *rx_bh;              /* resume a stalled receive */
+    QEMUTimer *rx_kick;         /* vtime: the same on the virtual clock */
     uint8_t rx_stalled;
     uint32_t rx_retry_ns;       /* next retry delay (backs off) */
 
@@ -363,6 +372,7 @@ struct DN2State {
      * (dimmnet2-regs.c), so that those units call nothing above them. */
     void (*entry_done)(DN2State *s);
     DN2Fab *fab;
+    FILE *pcap;                 /* pcap=: the trace being written */
     GQueue loop_q[DIMMNET2_LOOP_QUEUES]; /* loopback packets not yet delivered */
     QEMUBH *loop_bh;
     uint64_t loop_seq;          /* next loopback packet's sequence number */
@@ -395,6 +405,26 @@ struct DN2State {
         qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d: " fmt "\n",     \
                       (s)->index, ##__VA_ARGS__);                            \
     } while (0)
+
+/* ------------------------------------------------------------------ */
+/* Time                                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The clock of the board's own timers and timestamps (RC answer grace, LHS
+ * slot age, receive retry): the host's monotonic clock, or with vtime=on
+ * the cluster's virtual clock, so that nothing the guest can see depends on
+ * the host (docs/virtual-time.md).
+ */
+static inline QEMUClockType dimmnet2_clock(const DN2State *s)
+{
+    return s->vtime ? QEMU_CLOCK_VIRTUAL : QEMU_CLOCK_REALTIME;
+}
+
+static inline int64_t dimmnet2_now(const DN2State *s)
+{
+    return qemu_clock_get_ns(dimmnet2_clock(s));
+}
 
 /* Count one request of a family in the process's Primitive Counter. */
 static inline void dimmnet2_prim_count(DN2State *s, int wid, int family)

@@ -43,6 +43,8 @@
 #include "qapi/error.h"
 #include "migration/blocker.h"
 #include "crypto/secret_common.h"
+#include "hw/core/cpu.h"
+#include "system/qtest.h"
 #include "dimmnet2-int.h"
 #include "fabric/dn2fab.h"
 #include "trace.h"
@@ -76,7 +78,38 @@ struct DN2Fab {
     size_t secret_len;
     bool flush_now;             /* this run sent to a peer with nothing in flight */
     bool in_input;              /* after a burst of input: flush (ACKs are owed) */
+
+    /* vtime=on (docs/virtual-time.md) */
+    GSequence *vtq;             /* DN2VtPkt waiting for their virtual time */
+    size_t vtq_bytes;
+    bool vtq_full;              /* deliver_vt said -EBUSY: resume the endpoint */
+    QEMUTimer *vt_timer;        /* QEMU_CLOCK_VIRTUAL: deliveries, the horizon */
+    uint64_t vt_horizon;        /* the board may run while its clock is below */
+    uint32_t vt_lookahead;      /* the switch's L and Q, from its grants */
+    uint32_t vt_quantum;
+    uint64_t vt_slowest;        /* the cluster's slowest clock, from the grants */
+    uint32_t vt_vseq;           /* the next packet's vseq */
+    bool vt_in_wait;            /* inside dimmnet2_vt_block() */
+    bool vt_nondet;             /* gave up waiting for credits: wall-clock news */
+    unsigned long *vt_blocked;  /* (source CLID, lane) refused by the board */
 };
+
+/* A packet that came in under vtime=on, waiting for its virtual time. */
+typedef struct DN2VtPkt {
+    uint64_t vtime;             /* deliver at this virtual time */
+    uint32_t vseq;              /* the sender's counter: the last tie rule */
+    uint16_t slid;
+    uint8_t lane;
+    size_t len;
+    uint8_t data[];
+} DN2VtPkt;
+
+/* At most this many bytes wait in the queue; beyond it the endpoint holds
+ * packets back with its credits, which makes the run depend on the host
+ * (docs/virtual-time.md, "Limits"). */
+#define DIMMNET2_VTQ_MAX        (256u * 1024 * 1024)
+#define DIMMNET2_VT_NOTE_NS     (5 * NANOSECONDS_PER_SECOND)
+#define DIMMNET2_VT_CREDIT_NS   (2 * NANOSECONDS_PER_SECOND)
 
 
 typedef struct DN2LoopPkt {
@@ -84,6 +117,87 @@ typedef struct DN2LoopPkt {
     size_t len;
     uint8_t data[];
 } DN2LoopPkt;
+
+/* ------------------------------------------------------------------ */
+/* pcap=: the packets delivered, with their time                       */
+/* ------------------------------------------------------------------ */
+
+#define DIMMNET2_PCAP_EVENT_DELIVERED 7     /* docs/fabric.md, pcap records */
+#define DIMMNET2_PCAP_CAPHDR    16
+#define DIMMNET2_PCAP_LINKTYPE  147         /* LINKTYPE_USER0 */
+
+static bool dimmnet2_pcap_open(DN2State *s, Error **errp)
+{
+    uint8_t h[24];
+
+    if (!s->pcap_path) {
+        return true;
+    }
+    s->pcap = fopen(s->pcap_path, "wb");
+    if (!s->pcap) {
+        error_setg_errno(errp, errno, "dimmnet2: pcap=%s: cannot create the "
+                         "trace file", s->pcap_path);
+        return false;
+    }
+    /* Nanosecond pcap (magic 0xa1b23c4d), written little-endian. */
+    stl_le_p(h, 0xa1b23c4d);
+    stw_le_p(h + 4, 2);
+    stw_le_p(h + 6, 4);
+    stl_le_p(h + 8, 0);
+    stl_le_p(h + 12, 0);
+    stl_le_p(h + 16, 262144);
+    stl_le_p(h + 20, DIMMNET2_PCAP_LINKTYPE);
+    if (fwrite(h, sizeof(h), 1, s->pcap) != 1 || fflush(s->pcap)) {
+        error_setg_errno(errp, errno, "dimmnet2: pcap=%s: cannot write",
+                         s->pcap_path);
+        fclose(s->pcap);
+        s->pcap = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* One delivered packet: a capture header (event 7, in LID = the source,
+ * out LID = this board) and the bare DIMMnet-2 packet, at t_ns. */
+static void dimmnet2_pcap_write(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                                size_t len, uint64_t t_ns)
+{
+    uint8_t h[16 + DIMMNET2_PCAP_CAPHDR];
+    uint32_t caplen = DIMMNET2_PCAP_CAPHDR + len;
+
+    if (!s->pcap) {
+        return;
+    }
+    stl_le_p(h, t_ns / NANOSECONDS_PER_SECOND);
+    stl_le_p(h + 4, t_ns % NANOSECONDS_PER_SECOND);
+    stl_le_p(h + 8, caplen);
+    stl_le_p(h + 12, caplen);
+    memset(h + 16, 0, DIMMNET2_PCAP_CAPHDR);
+    h[16] = 1;                                  /* capture version */
+    h[17] = DIMMNET2_PCAP_EVENT_DELIVERED;
+    stw_le_p(h + 20, slid);
+    stw_le_p(h + 22, s->sma_lid);
+    stl_le_p(h + 28, len);
+    if (fwrite(h, sizeof(h), 1, s->pcap) != 1 ||
+        fwrite(pkt, len, 1, s->pcap) != 1 || fflush(s->pcap)) {
+        warn_report("dimmnet2: board %d: pcap=%s: write failed (%s); the "
+                    "trace stops here", s->index, s->pcap_path, strerror(errno));
+        fclose(s->pcap);
+        s->pcap = NULL;
+    }
+}
+
+/* Hand a packet to the Receive Controller, and trace what it took. */
+static DN2RxResult dimmnet2_port_deliver_one(DN2State *s, uint16_t slid,
+                                             const uint8_t *pkt, size_t len)
+{
+    DN2RxResult r = s->port_ops->deliver(s, slid, pkt, len);
+
+    if (r != DIMMNET2_RX_BUSY && s->pcap) {
+        dimmnet2_pcap_write(s, slid, pkt, len, dimmnet2_now(s));
+    }
+    return r;
+}
 
 /* ------------------------------------------------------------------ */
 /* Loopback                                                            */
@@ -126,7 +240,7 @@ static void dimmnet2_loop_bh(void *opaque)
             if ((q & 1) && !dimmnet2_loop_rvl_may_go(s, q, p)) {
                 break;          /* its data queue moving on resumes it */
             }
-            if (s->port_ops->deliver(s, DIMMNET2_LOOP_LID, p->data, p->len) ==
+            if (dimmnet2_port_deliver_one(s, DIMMNET2_LOOP_LID, p->data, p->len) ==
                 DIMMNET2_RX_BUSY) {
                 break;          /* the rx retry timer or a host write resumes */
             }
@@ -185,7 +299,8 @@ static int dimmnet2_fab_deliver(void *opaque, uint16_t slid, const uint8_t *pkt,
 {
     DN2State *s = opaque;
 
-    return s->port_ops->deliver(s, slid, pkt, len) == DIMMNET2_RX_BUSY ? -EBUSY : 0;
+    return dimmnet2_port_deliver_one(s, slid, pkt, len) == DIMMNET2_RX_BUSY ?
+           -EBUSY : 0;
 }
 
 static void dimmnet2_fab_link_state(void *opaque, bool up, uint16_t lid)
@@ -229,13 +344,6 @@ static void dimmnet2_fab_refused(void *opaque, unsigned reason)
                 s->switch_addr, dn2f_bye_name(reason), hint);
 }
 
-static const struct dn2f_ep_ops dimmnet2_fab_ops = {
-    .now_ns = dimmnet2_fab_now,
-    .send_datagram = dimmnet2_fab_send,
-    .deliver = dimmnet2_fab_deliver,
-    .link_state = dimmnet2_fab_link_state,
-    .refused = dimmnet2_fab_refused,
-};
 
 static void dimmnet2_fab_rearm(DN2State *s)
 {
@@ -324,6 +432,14 @@ static void dimmnet2_fab_drain(DN2State *s, DN2RxBatch *b, int budget)
  * (ACKs ride on the answer) and re-arm its timer. */
 static void dimmnet2_fab_after_input(DN2State *s)
 {
+    if (s->vtime && !s->fab->vt_nondet) {
+        /* Under virtual time the input only fed the endpoint (and the
+         * queue of packets waiting for their time): the device moves on
+         * its virtual-clock timers alone. */
+        dn2f_ep_flush(s->fab->ep);
+        dimmnet2_fab_rearm(s);
+        return;
+    }
     s->fab->in_input = true;
     if (!s->port_ops->news(s)) {
         dn2f_ep_flush(s->fab->ep);
@@ -432,6 +548,396 @@ static void dimmnet2_fab_timer(void *opaque)
     dimmnet2_fab_after_input(s);
 }
 
+/* ------------------------------------------------------------------ */
+/* Virtual time (vtime=on): docs/virtual-time.md                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every packet carries the virtual time at which its receiver delivers it
+ * (the sender's clock plus the modelled latency) and the sender's counter;
+ * the receiver keeps what came in, in (vtime, source LID, vseq) order, and
+ * delivers it from a QEMU_CLOCK_VIRTUAL timer at that time.  The same timer
+ * keeps the board below its horizon: the switch grants a horizon once every
+ * packet that could arrive before it is here, and at the horizon the board
+ * reports its clock and waits, processing its socket, for the next grant.
+ * The datagrams' reliability (sequence numbers, ACKs, retransmissions on
+ * the host's clock) is below all this and changes no virtual time.
+ */
+
+static gint dimmnet2_vt_cmp(gconstpointer a, gconstpointer b, gpointer unused)
+{
+    const DN2VtPkt *x = a, *y = b;
+
+    if (x->vtime != y->vtime) {
+        return x->vtime < y->vtime ? -1 : 1;
+    }
+    if (x->slid != y->slid) {
+        return x->slid < y->slid ? -1 : 1;
+    }
+    if (x->vseq != y->vseq) {
+        return x->vseq < y->vseq ? -1 : 1;
+    }
+    return 0;
+}
+
+static unsigned dimmnet2_vt_key(uint16_t slid, unsigned lane)
+{
+    return dn2_lid_to_clid(slid) * DN2F_NUM_LANES + lane;
+}
+
+/* Must the packet wait for one the board refused?  Its own lane from the
+ * same source, and a request also for that source's data lane of the same
+ * WID (read after write, as the fabric orders them). */
+static bool dimmnet2_vt_blocked(DN2Fab *l, const DN2VtPkt *p)
+{
+    if (test_bit(dimmnet2_vt_key(p->slid, p->lane), l->vt_blocked)) {
+        return true;
+    }
+    return p->lane >= DN2F_LANE_REQ &&
+           test_bit(dimmnet2_vt_key(p->slid, p->lane - DN2F_LANE_REQ), l->vt_blocked);
+}
+
+/* The first packet that may be delivered (NULL: none). */
+static DN2VtPkt *dimmnet2_vt_first(DN2Fab *l)
+{
+    GSequenceIter *it = g_sequence_get_begin_iter(l->vtq);
+
+    for (; !g_sequence_iter_is_end(it); it = g_sequence_iter_next(it)) {
+        DN2VtPkt *p = g_sequence_get(it);
+        if (!dimmnet2_vt_blocked(l, p)) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* Arm the timer for the next delivery or the horizon, whichever is first. */
+static void dimmnet2_vt_arm(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+    DN2VtPkt *p = dimmnet2_vt_first(l);
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t at = l->vt_horizon;
+
+    if (p) {
+        at = MIN(at, MAX(p->vtime, (uint64_t)now));
+    }
+    timer_mod(l->vt_timer, MIN(at, (uint64_t)INT64_MAX));
+}
+
+/* Is the board doing nothing until its next timer or packet?  Only then
+ * may it promise more than its clock: its vCPU halted with no work, and
+ * (checked by the caller through the deadlines) no timer of its own due. */
+static bool dimmnet2_vt_idle(void)
+{
+    CPUState *cpu;
+
+    if (qtest_enabled()) {
+        return false;           /* the test drives the clock: promise nothing */
+    }
+    CPU_FOREACH(cpu) {
+        if (!cpu->halted || cpu_has_work(cpu)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The earliest virtual time at which this board could send, now that it
+ * stands at now: now while it runs; when it is idle, its next virtual
+ * timer or its next packet (another board's packet that wakes it earlier
+ * is the switch's to take into account). */
+static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
+{
+    DN2Fab *l = s->fab;
+    DN2VtPkt *p;
+    int64_t d;
+    uint64_t e;
+
+    if (!dimmnet2_vt_idle()) {
+        return now;
+    }
+    timer_del(l->vt_timer);
+    d = qemu_clock_deadline_ns_all(QEMU_CLOCK_VIRTUAL, QEMU_TIMER_ATTR_ALL);
+    e = d < 0 ? (uint64_t)INT64_MAX : (uint64_t)now + d;
+    p = dimmnet2_vt_first(l);
+    if (p) {
+        e = MIN(e, MAX(p->vtime, (uint64_t)now));
+    }
+    return e;
+}
+
+/* Wait, on the host's clock, until ok(s, arg): the socket's datagrams go to
+ * the endpoint, its timers run, what it owes is sent.  Under the BQL, in
+ * the vCPU thread or the main loop: neither may go on meanwhile. */
+static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void *arg,
+                              int64_t give_up_ns)
+{
+    DN2Fab *l = s->fab;
+    int64_t start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t note = start + DIMMNET2_VT_NOTE_NS;
+
+    s->stat[DN2_STAT_VT_WAITS]++;
+    l->vt_in_wait = true;
+    dn2f_ep_flush(l->ep);
+    while (!ok(s, arg)) {
+        int64_t rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        uint64_t dl = dn2f_ep_next_deadline(l->ep);
+        int64_t timeout = 100 * SCALE_MS;
+        GPollFD pfd = { .fd = l->fd, .events = G_IO_IN };
+
+        if (give_up_ns && rt - start >= give_up_ns) {
+            break;
+        }
+        if (dl != UINT64_MAX) {
+            timeout = dl <= (uint64_t)rt ? 0 : MIN(timeout, (int64_t)(dl - rt));
+        }
+        if (qemu_poll_ns(&pfd, 1, timeout) > 0) {
+            dimmnet2_fab_drain(s, &l->rxb, 256);
+        }
+        rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        if (dn2f_ep_next_deadline(l->ep) <= (uint64_t)rt) {
+            dn2f_ep_tick(l->ep);
+        }
+        dn2f_ep_flush(l->ep);
+        if (rt >= note) {
+            note = rt + DIMMNET2_VT_NOTE_NS;
+            warn_report("dimmnet2: board %d: vtime: waiting %.0f s at virtual "
+                        "time %.9f s (horizon %.9f s, link %s); the switch's "
+                        "log names the board it waits for", s->index,
+                        (rt - start) / 1e9,
+                        qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / 1e9,
+                        l->vt_horizon / 1e9,
+                        dn2f_ep_link(l->ep) == DN2F_LINK_UP ? "up" : "down");
+        }
+    }
+    l->vt_in_wait = false;
+    s->stat[DN2_STAT_VT_WAIT_MS] +=
+        (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - start) / SCALE_MS;
+    dimmnet2_fab_rearm(s);
+}
+
+static bool dimmnet2_vt_may_run(DN2State *s, void *arg)
+{
+    uint64_t now = *(uint64_t *)arg;
+
+    return s->fab->vt_horizon > now && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP;
+}
+
+/* Deliver, in order, every packet whose time has come. */
+static void dimmnet2_vt_deliver_due(DN2State *s, uint64_t now)
+{
+    DN2Fab *l = s->fab;
+    GSequenceIter *it = g_sequence_get_begin_iter(l->vtq);
+    bool any = false;
+
+    while (!g_sequence_iter_is_end(it)) {
+        DN2VtPkt *p = g_sequence_get(it);
+        GSequenceIter *next = g_sequence_iter_next(it);
+
+        if (p->vtime > now) {
+            break;
+        }
+        if (!dimmnet2_vt_blocked(l, p)) {
+            if (dimmnet2_port_deliver_one(s, p->slid, p->data, p->len) ==
+                DIMMNET2_RX_BUSY) {
+                set_bit(dimmnet2_vt_key(p->slid, p->lane), l->vt_blocked);
+            } else {
+                l->vtq_bytes -= p->len;
+                g_sequence_remove(it);
+                any = true;
+            }
+        }
+        it = next;
+    }
+    if (l->vtq_full && l->vtq_bytes < DIMMNET2_VTQ_MAX / 2) {
+        l->vtq_full = false;
+        dn2f_ep_resume(l->ep);
+    }
+    if (any) {
+        s->port_ops->news(s);   /* an RVL to answer, a request that waited */
+    }
+}
+
+static void dimmnet2_vt_cb(void *opaque)
+{
+    DN2State *s = opaque;
+    DN2Fab *l = s->fab;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (!dimmnet2_vt_may_run(s, &now)) {
+        dn2f_ep_vt_report(l->ep, now, dimmnet2_vt_earliest(s, now));
+        dimmnet2_vt_block(s, dimmnet2_vt_may_run, &now, 0);
+        trace_dimmnet2_vt_grant(s->index, now, l->vt_horizon);
+    }
+    dimmnet2_vt_deliver_due(s, now);
+    dn2f_ep_flush(l->ep);
+    dimmnet2_fab_rearm(s);
+    dimmnet2_vt_arm(s);
+    s->entry_done(s);
+}
+
+/* The endpoint's deliver for records that carry a virtual time. */
+static int dimmnet2_fab_deliver_vt(void *opaque, uint16_t slid, const uint8_t *pkt,
+                                   size_t len, uint64_t vtime, uint32_t vseq)
+{
+    DN2State *s = opaque;
+    DN2Fab *l = s->fab;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    DN2VtPkt *p;
+
+    if (!s->vtime) {
+        /* A board without virtual time takes the packet as it comes. */
+        return dimmnet2_fab_deliver(opaque, slid, pkt, len);
+    }
+    if (l->vtq_bytes + len > DIMMNET2_VTQ_MAX) {
+        if (!l->vtq_full) {
+            warn_report("dimmnet2: board %d: vtime: %u MiB of packets wait for "
+                        "their time (a process stopped reading?); the fabric "
+                        "holds the rest back, and the run now depends on the "
+                        "host", s->index, DIMMNET2_VTQ_MAX >> 20);
+        }
+        l->vtq_full = true;
+        return -EBUSY;
+    }
+    if (vtime < now) {
+        DIMMNET2_GUEST_ERROR(s, DN2_STAT_VT_LATE, vt_late,
+                             "vtime: packet from LID 0x%x due at %" PRIu64
+                             " ns arrived at %" PRIu64 " ns; delivered now",
+                             slid, vtime, now);
+        vtime = now;
+    }
+    p = g_malloc(sizeof(*p) + len);
+    p->vtime = vtime;
+    p->vseq = vseq;
+    p->slid = slid;
+    p->lane = dn2f_pkt_lane(pkt);
+    p->len = len;
+    memcpy(p->data, pkt, len);
+    g_sequence_insert_sorted(l->vtq, p, dimmnet2_vt_cmp, NULL);
+    l->vtq_bytes += len;
+    if (!l->vt_in_wait) {
+        dimmnet2_vt_arm(s);
+    }
+    return 0;
+}
+
+/* The switch moved this board's horizon. */
+static void dimmnet2_fab_vt_grant(void *opaque, uint64_t horizon, uint32_t lookahead_ns,
+                                  uint32_t quantum_ns, uint64_t slowest)
+{
+    DN2State *s = opaque;
+    DN2Fab *l = s->fab;
+
+    if (!s->vtime || horizon <= l->vt_horizon) {
+        return;
+    }
+    if (lookahead_ns > s->vt_latency_ns && lookahead_ns != l->vt_lookahead) {
+        warn_report("dimmnet2: board %d: vtime: the switch's lookahead %u ns "
+                    "is above vt-latency-ns=%u; every packet takes %u ns",
+                    s->index, lookahead_ns, s->vt_latency_ns, lookahead_ns);
+    }
+    l->vt_horizon = horizon;
+    l->vt_lookahead = lookahead_ns;
+    l->vt_quantum = quantum_ns;
+    l->vt_slowest = slowest;
+    if (!l->vt_in_wait) {
+        dimmnet2_vt_arm(s);
+    }
+}
+
+/* The virtual time a packet sent now is delivered at. */
+static uint64_t dimmnet2_vt_due(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+    uint64_t t = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                 MAX(s->vt_latency_ns, l->vt_lookahead);
+
+    if (l->vt_quantum > 1) {
+        t = ROUND_UP(t, (uint64_t)l->vt_quantum);
+    }
+    return t;
+}
+
+typedef struct DN2VtSendWait {
+    uint16_t dlid;
+    unsigned lane;
+    size_t len;
+} DN2VtSendWait;
+
+static bool dimmnet2_vt_can_send(DN2State *s, void *arg)
+{
+    DN2VtSendWait *w = arg;
+
+    return dn2f_ep_link(s->fab->ep) != DN2F_LINK_UP ||
+           dn2f_ep_can_send_lane(s->fab->ep, w->dlid, w->lane, w->len);
+}
+
+/*
+ * No credits toward a peer: under virtual time that is the host being
+ * slow (the receiver takes every packet into its queue and acknowledges
+ * it), so wait for them on the host's clock with the virtual clock
+ * stopped, reporting this board's clock so that the others go on.  If
+ * they do not come (a receiver whose queue is full), give up after a while
+ * and let the Window Controller wait as without virtual time.
+ */
+static bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t len)
+{
+    DN2Fab *l = s->fab;
+    DN2VtSendWait w = { .dlid = dlid, .lane = lane, .len = len };
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (l->vt_in_wait || dn2f_ep_link(l->ep) != DN2F_LINK_UP) {
+        return false;
+    }
+    dn2f_ep_vt_report(l->ep, now, now);
+    dimmnet2_vt_block(s, dimmnet2_vt_can_send, &w, DIMMNET2_VT_CREDIT_NS);
+    if (dimmnet2_vt_can_send(s, &w)) {
+        return dn2f_ep_link(l->ep) == DN2F_LINK_UP;
+    }
+    if (!l->vt_nondet) {
+        warn_report("dimmnet2: board %d: vtime: no credits toward LID 0x%x for "
+                    "%d s; the Window Controller waits for them as without "
+                    "virtual time, and the run now depends on the host",
+                    s->index, dlid, (int)(DIMMNET2_VT_CREDIT_NS / NANOSECONDS_PER_SECOND));
+    }
+    l->vt_nondet = true;
+    return false;
+}
+
+static void dimmnet2_vt_init(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+
+    l->vtq = g_sequence_new(g_free);
+    l->vt_blocked = bitmap_new(DN2F_NUM_CLID * DN2F_NUM_LANES);
+    l->vt_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_vt_cb, s);
+    /* Horizon 0: the board waits at virtual time 0 until the switch has
+     * every board of the cluster and grants the first horizon. */
+    timer_mod(l->vt_timer, 0);
+}
+
+static void dimmnet2_vt_fini(DN2Fab *l)
+{
+    if (l->vt_timer) {
+        timer_free(l->vt_timer);
+    }
+    if (l->vtq) {
+        g_sequence_free(l->vtq);
+    }
+    g_free(l->vt_blocked);
+}
+
+static const struct dn2f_ep_ops dimmnet2_fab_ops = {
+    .now_ns = dimmnet2_fab_now,
+    .send_datagram = dimmnet2_fab_send,
+    .deliver = dimmnet2_fab_deliver,
+    .link_state = dimmnet2_fab_link_state,
+    .refused = dimmnet2_fab_refused,
+    .deliver_vt = dimmnet2_fab_deliver_vt,
+    .vt_grant = dimmnet2_fab_vt_grant,
+};
+
 static bool dimmnet2_fab_init(DN2State *s, Error **errp)
 {
     DN2Fab *l = g_new0(DN2Fab, 1);
@@ -505,6 +1011,8 @@ static bool dimmnet2_fab_init(DN2State *s, Error **errp)
         return false;
     }
     cfg.guid = s->guid ? s->guid : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
+    cfg.lid_hint = s->lid_wanted;
+    cfg.vtime = s->vtime;
     cfg.sock_family = local.u.sa.sa_family;
     cfg.secret = l->secret;             /* the endpoint derives its keys */
     cfg.secret_len = l->secret_len;
@@ -520,6 +1028,9 @@ static bool dimmnet2_fab_init(DN2State *s, Error **errp)
     dimmnet2_rxb_init(&l->rxb);
     l->timer = timer_new_ns(QEMU_CLOCK_REALTIME, dimmnet2_fab_timer, s);
     s->fab = l;
+    if (s->vtime) {
+        dimmnet2_vt_init(s);
+    }
     dn2f_ep_flush(l->ep);       /* the first HELLO */
     dimmnet2_fab_rearm(s);
     if (s->rx_thread) {
@@ -550,6 +1061,9 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
         g_queue_init(&s->loop_q[q]);
     }
     s->port_ops = ops;
+    if (!dimmnet2_pcap_open(s, errp)) {
+        return false;
+    }
     if (s->loopback) {
         s->port_kind = DN2_PORT_LOOPBACK;
         s->loop_bh = qemu_bh_new_guarded(dimmnet2_loop_bh, s,
@@ -557,6 +1071,10 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
     } else if (s->switch_addr) {
         s->port_kind = DN2_PORT_FABRIC;
         if (!dimmnet2_fab_init(s, errp)) {
+            if (s->pcap) {
+                fclose(s->pcap);
+                s->pcap = NULL;
+            }
             return false;
         }
     } else {
@@ -576,6 +1094,10 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
 void dimmnet2_port_fini(DN2State *s)
 {
     migrate_del_blocker(&s->blocker);
+    if (s->pcap) {
+        fclose(s->pcap);
+        s->pcap = NULL;
+    }
     dimmnet2_loop_flush_all(s);
     if (s->loop_bh) {
         qemu_bh_delete(s->loop_bh);
@@ -588,6 +1110,7 @@ void dimmnet2_port_fini(DN2State *s)
             qemu_set_fd_handler(s->fab->fd, NULL, NULL, NULL);
         }
         timer_free(s->fab->timer);
+        dimmnet2_vt_fini(s->fab);
         dn2f_ep_free(s->fab->ep);
         close(s->fab->fd);
         g_free(s->fab->rxb.buf);
@@ -697,7 +1220,10 @@ bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len)
         /* The packet's lane: its DWID, and RVL requests apart from data
          * (docs/fabric.md): credits one process of the peer withholds, or
          * a full RC FIFO there, hold up only that lane. */
-        return dn2f_ep_can_send_lane(s->fab->ep, dlid, dn2f_h0_lane(h0), len);
+        if (dn2f_ep_can_send_lane(s->fab->ep, dlid, dn2f_h0_lane(h0), len)) {
+            return true;
+        }
+        return s->vtime && dimmnet2_vt_wait_credits(s, dlid, dn2f_h0_lane(h0), len);
     default:
         return false;
     }
@@ -723,10 +1249,15 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
     case DN2_PORT_FABRIC: {
         int r;
 
-        if (!s->coalesce_us || !dn2f_ep_pending(s->fab->ep, dlid)) {
+        if (!s->coalesce_us || !dn2f_ep_pending(s->fab->ep, dlid) || s->vtime) {
             s->fab->flush_now = true;   /* nothing in flight: no ACK to wait for */
         }
-        r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);
+        if (s->vtime) {
+            r = dn2f_ep_send_vt(s->fab->ep, dlid, pkt, len, dimmnet2_vt_due(s),
+                                s->fab->vt_vseq++);
+        } else {
+            r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);
+        }
         if (r < 0) {
             /* No route to that LID (or a header that disagrees with it):
              * the fabric dropped the packet, as a switch would. */
@@ -773,6 +1304,16 @@ void dimmnet2_port_resume(DN2State *s)
         qemu_bh_schedule(s->loop_bh);
         break;
     case DN2_PORT_FABRIC:
+        if (s->vtime) {
+            /* Offer the refused packets again at this virtual time. */
+            bitmap_zero(s->fab->vt_blocked, DN2F_NUM_CLID * DN2F_NUM_LANES);
+            if (!s->fab->vt_in_wait) {
+                dimmnet2_vt_arm(s);
+            }
+            if (!s->fab->vt_nondet) {
+                break;
+            }
+        }
         dn2f_ep_resume(s->fab->ep);
         dimmnet2_fab_after_input(s);
         break;

@@ -114,7 +114,7 @@ static DN2RxResult dimmnet2_rx_busy(DN2State *s, const char *why, uint16_t slid)
     s->rx_stalled = 1;
     s->rx_retry_ns = !s->rx_retry_ns ? DN2_RX_RETRY_MIN_NS :
                      MIN(2 * s->rx_retry_ns, DN2_RX_RETRY_MAX_NS);
-    timer_mod(s->rx_retry, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + s->rx_retry_ns);
+    timer_mod(s->rx_retry, dimmnet2_now(s) + s->rx_retry_ns);
     return DIMMNET2_RX_BUSY;
 }
 
@@ -440,7 +440,7 @@ static uint8_t *dimmnet2_lhb_entry(DN2State *s, int wid, uint32_t off)
 static DN2LhsMsg *dimmnet2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
 {
     DN2Wid *w = &s->wid[wid];
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t now = dimmnet2_now(s);
     DN2LhsMsg *old = NULL;
     uint8_t *ent;
     int i;
@@ -486,7 +486,7 @@ bool dimmnet2_rx_lhs_filling(DN2State *s, int wid, uint64_t off, uint64_t len)
 {
     const uint32_t inline_end = DN2_LINE + DN2_LHB_DATA;
     DN2Wid *w = &s->wid[wid];
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t now = dimmnet2_now(s);
     int i;
 
     for (i = 0; i < DIMMNET2_LHS_SLOTS; i++) {
@@ -603,7 +603,7 @@ static DN2RxResult dimmnet2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_
         m->ring_size = r.size;
         m->total = total;
         m->got = 0;
-        m->last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        m->last_ns = dimmnet2_now(s);
         w->lhb_tail = (w->lhb_tail + DN2_LHB_ENTRY) % DN2_LHB_AREA;
         if (over) {
             dimmnet2_ring_set_tail(s, &r, (r.tail + over) % r.size);
@@ -628,7 +628,7 @@ static DN2RxResult dimmnet2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_
         if (!m || off != m->got) {
             return dimmnet2_rx_drop(s, DN2_RXD_LHS_NO_START, h->dwid, slid, 0);
         }
-        m->last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        m->last_ns = dimmnet2_now(s);
         dimmnet2_lhs_place(s, h->dwid, m, &r, off, data, dlen);
     }
     m->got += dlen;
@@ -776,7 +776,9 @@ static void dimmnet2_rx_resume_now(void *opaque)
  */
 void dimmnet2_rx_resume(DN2State *s)
 {
-    if (s->rx_stalled && s->rx_bh) {
+    if (s->rx_stalled && s->rx_kick) {
+        timer_mod_anticipate_ns(s->rx_kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    } else if (s->rx_stalled && s->rx_bh) {
         qemu_bh_schedule(s->rx_bh);
     }
 }
@@ -839,9 +841,13 @@ static void dimmnet2_rx_retry_cb(void *opaque)
 
 void dimmnet2_rx_init(DN2State *s)
 {
-    s->rx_retry = timer_new_ns(QEMU_CLOCK_REALTIME, dimmnet2_rx_retry_cb, s);
-    s->rx_bh = qemu_bh_new_guarded(dimmnet2_rx_resume_now, s,
-                                   &DEVICE(s)->mem_reentrancy_guard);
+    s->rx_retry = timer_new_ns(dimmnet2_clock(s), dimmnet2_rx_retry_cb, s);
+    if (s->vtime) {
+        s->rx_kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_rx_retry_cb, s);
+    } else {
+        s->rx_bh = qemu_bh_new_guarded(dimmnet2_rx_resume_now, s,
+                                       &DEVICE(s)->mem_reentrancy_guard);
+    }
 }
 
 void dimmnet2_rx_fini(DN2State *s)
@@ -853,6 +859,10 @@ void dimmnet2_rx_fini(DN2State *s)
     if (s->rx_bh) {
         qemu_bh_delete(s->rx_bh);
         s->rx_bh = NULL;
+    }
+    if (s->rx_kick) {
+        timer_free(s->rx_kick);
+        s->rx_kick = NULL;
     }
 }
 

@@ -170,12 +170,14 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
 }
 
 /* Run the Window Controller soon: from its bottom half, or with strict=on
- * strict-delay-ns from now on the virtual clock (never sooner). */
+ * strict-delay-ns from now on the virtual clock (never sooner), or with
+ * vtime=on at this very virtual time (a bottom half runs whenever the main
+ * loop gets to it, at a virtual time the host decides). */
 void dimmnet2_wc_kick(DN2State *s)
 {
     if (s->strict_timer) {
         timer_mod_anticipate_ns(s->strict_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                                s->strict_delay_ns);
+                                (s->strict ? s->strict_delay_ns : 0));
         return;
     }
     if (s->bh) {
@@ -367,7 +369,7 @@ static void dimmnet2_rc_progress(DN2State *s, DN2Step ret)
         return;
     }
     if (!s->rc_stall_since || x->done != s->rc_stall_done) {
-        s->rc_stall_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        s->rc_stall_since = dimmnet2_now(s);
         s->rc_stall_done = x->done;
         if (s->rc_timer && s->rc_timeout_ms) {
             /* The grace is per requester, not per answer: one that let an
@@ -464,7 +466,7 @@ static void dimmnet2_rc_timeout(void *opaque)
 {
     DN2State *s = opaque;
     DN2Exec *x = &s->rc_exec;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t now = dimmnet2_now(s);
     unsigned dclid, dropped;
     bool silent;
 
@@ -499,10 +501,11 @@ void dimmnet2_wc_init(DN2State *s)
 {
     s->bh = qemu_bh_new_guarded(dimmnet2_wc_run_cb, s,
                                 &DEVICE(s)->mem_reentrancy_guard);
-    s->rc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, dimmnet2_rc_timeout, s);
-    if (s->strict) {
+    s->rc_timer = timer_new_ns(dimmnet2_clock(s), dimmnet2_rc_timeout, s);
+    if (s->strict || s->vtime) {
         /* The paced Window Controller: a virtual-clock timer instead of
-         * running in the doorbell or a bottom half. */
+         * running in the doorbell or a bottom half (vtime: instead of the
+         * bottom half only). */
         s->strict_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_wc_run_cb, s);
     }
     s->copy_buf = g_malloc(DIMMNET2_COPY_CHUNK);

@@ -32,6 +32,8 @@
 #include "hw/acpi/aml-build.h"
 #include "migration/vmstate.h"
 #include "system/hostmem.h"
+#include "system/cpu-timers.h"
+#include "system/qtest.h"
 #include "exec/memory.h"
 #include "dimmnet2-int.h"
 #include "trace.h"
@@ -185,7 +187,8 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
 {
     if (!s->switch_addr) {
         const char *bad = s->local_addr ? "local" : s->rx_thread ? "rx-thread" :
-                          s->guid ? "guid" : s->secret_id ? "secret" : NULL;
+                          s->guid ? "guid" : s->secret_id ? "secret" :
+                          s->vtime ? "vtime" : s->lid_wanted ? "lid" : NULL;
         if (bad) {
             error_setg(errp, "dimmnet2: %s= needs switch=HOST:PORT (it only "
                        "applies to a board attached to a dn2-switch)", bad);
@@ -196,6 +199,31 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
         error_setg(errp, "dimmnet2: coalesce-us=%u is over a second; give 0 "
                    "(send at once) up to 1000000", s->coalesce_us);
         return false;
+    }
+    if (s->lid_wanted && !dn2_lid_assignable(s->lid_wanted)) {
+        error_setg(errp, "dimmnet2: lid=0x%x is not a LID the subnet manager "
+                   "can assign (a unicast LID of CLID 1..0x%x)", s->lid_wanted,
+                   DN2_CLID_MCAST_FIRST - 1);
+        return false;
+    }
+    if (s->vtime) {
+        if (!icount_enabled() && !qtest_enabled()) {
+            error_setg(errp, "dimmnet2: vtime=on needs the virtual clock to "
+                       "count instructions: run QEMU with -accel tcg -icount "
+                       "shift=N,sleep=off,align=off (docs/virtual-time.md)");
+            return false;
+        }
+        if (s->rx_thread) {
+            error_setg(errp, "dimmnet2: vtime=on and rx-thread=on do not go "
+                       "together: under virtual time the board receives in "
+                       "its own waits and timers; leave rx-thread off");
+            return false;
+        }
+        if (!s->vt_latency_ns || s->vt_latency_ns > 1000 * 1000 * 1000) {
+            error_setg(errp, "dimmnet2: vt-latency-ns=%u: give the modelled "
+                       "latency of a packet, 1 ns to 1 s", s->vt_latency_ns);
+            return false;
+        }
     }
     if (s->rc_timeout_ms > 3600 * 1000) {
         error_setg(errp, "dimmnet2: rc-timeout-ms=%u is over an hour; give "
@@ -592,7 +620,7 @@ static int dimmnet2_post_load(void *opaque, int version_id)
     }
     for (w = 0; w < DN2_NUM_WID; w++) {
         for (j = 0; j < DIMMNET2_LHS_SLOTS; j++) {
-            s->wid[w].lhs[j].last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+            s->wid[w].lhs[j].last_ns = dimmnet2_now(s);
         }
     }
     dimmnet2_port_refresh(s);
@@ -656,6 +684,10 @@ static const Property dimmnet2_properties[] = {
                        DIMMNET2_COALESCE_US_DEFAULT),
     DEFINE_PROP_BOOL("strict", DN2State, strict, false),
     DEFINE_PROP_BOOL("read-mirror", DN2State, read_mirror, true),
+    DEFINE_PROP_BOOL("vtime", DN2State, vtime, false),
+    DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt_latency_ns, 1000),
+    DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
+    DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
     DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
 
@@ -731,6 +763,14 @@ static const struct {
         "joins the switch refused (GUID in use, different secret, host full)" },
     [DN2_STAT_LINK_SESSION_RESETS] = { "stat-link-session-resets",
         "times a peer's session changed and the streams with it restarted" },
+    [DN2_STAT_VT_WAITS] = { "stat-vt-waits",
+        "vtime=on: times the board reached its horizon and waited for the "
+        "switch's next grant (or for fabric credits) before going on" },
+    [DN2_STAT_VT_WAIT_MS] = { "stat-vt-wait-ms",
+        "vtime=on: host milliseconds spent in those waits" },
+    [DN2_STAT_VT_LATE] = { "stat-vt-late",
+        "vtime=on: packets whose virtual delivery time had already passed "
+        "when they arrived (a peer that broke the protocol; delivered at once)" },
     [DN2_STAT_LINK_SPURIOUS_TIMEOUTS] = { "stat-link-spurious-timeouts",
         "retransmission timer expiries whose packet had arrived after all "
         "(the echoed timestamp showed a late ACK, not a loss)" },
@@ -856,6 +896,24 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "strict-delay-ns",
         "with strict=on: virtual-clock delay before each step of the Window "
         "Controller (default 1000; deterministic under -icount)");
+    object_class_property_set_description(klass, "vtime",
+        "with switch=: lock-step virtual time; every packet is delivered at "
+        "its sender's virtual time plus vt-latency-ns, and the board never "
+        "runs past the horizon the dn2-switch --virtual-time grants, so a "
+        "cluster run gives the same result on any host; needs -icount "
+        "shift=N,sleep=off (docs/virtual-time.md)");
+    object_class_property_set_description(klass, "vt-latency-ns",
+        "with vtime=on: the modelled latency of every packet, sender's "
+        "virtual time to delivery (default 1000; at least the switch's "
+        "--vt-lookahead)");
+    object_class_property_set_description(klass, "lid",
+        "with switch=: the LID to ask the subnet manager for (it is given "
+        "when free), so that a cluster's LIDs are the same in every run; 0 "
+        "= any");
+    object_class_property_set_description(klass, "pcap",
+        "write every packet the board delivers to its Receive Controller to "
+        "this file (nanosecond pcap, LINKTYPE_USER0, capture event 7; "
+        "virtual timestamps under vtime=on; docs/fabric.md, pcap records)");
     object_class_property_set_description(klass, "guid",
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");
