@@ -35,6 +35,7 @@
 #define PCAP_LINKTYPE_USER0 147
 #define CAP_HDR_LEN 16
 #define EXIT_USAGE 2
+#define NS_PER_S ((uint64_t)1000000000)
 #define RX_BUF_LEN (DN2F_DGRAM_MAX + 1)     /* one more: a longer datagram fails validation */
 #define RX_ROUNDS 16                        /* recvmmsg() batches per wakeup at most */
 /* The socket's receive buffer: at 32 boards through the switch on 2 CPUs,
@@ -62,6 +63,9 @@ struct ctx {
     struct dn2f_txbatch tx;
     bool batching;
     uint64_t armed;             /* the deadline the timer is set for */
+    /* virtual time: the progress line's rates */
+    bool vt;
+    uint64_t vt_last_t, vt_last_reports, vt_last_grants;
 };
 
 static const char *prog = "dn2-switch";
@@ -142,6 +146,16 @@ static void usage(FILE *f)
 "  --secret-file F      cluster secret (docs/security.md): the file's bytes,\n"
 "                       one trailing newline stripped; the file must not be\n"
 "                       readable by group or others.  Also for --stats\n"
+"  --virtual-time       lock-step virtual time: answer the boards' VT_REPORTs\n"
+"                       with VT_GRANTs (docs/fabric.md \"Virtual time\")\n"
+"  --vt-boards N        grant 0 to every board until N boards are up (default 1)\n"
+"  --vt-lookahead NS    the lookahead L in ns (default 1000): at most the boards'\n"
+"                       modelled packet latency (vt-latency-ns)\n"
+"  --vt-quantum NS      round virtual delivery times up to multiples of NS\n"
+"                       (default 0 = exact)\n"
+"  --vt-progress S      a progress line on stderr every S seconds (default 5, 0 = off)\n"
+"  --vt-stall S         warn about a board silent for S seconds while others wait\n"
+"                       on it (default 5, 0 = never)\n"
 "  --ready-file F       write the bound port to F once serving\n"
 "  --quiet              no log on stderr\n"
 "  --stats ADDR:PORT    ask a running switch for its port table and exit\n"
@@ -403,6 +417,40 @@ static gboolean on_flush(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+/* "vt: cluster at 0.012345678 s (slowest LID 0x0002 guid 2 127.0.0.1:4567),
+ * 1234 reports/s, 1234 grants/s" */
+static gboolean on_vt_progress(gpointer data)
+{
+    struct ctx *c = data;
+    struct dn2f_sw_vt_stats vs;
+    struct dn2f_portstat ps;
+    uint64_t t = now_ns();
+    double dt = (double)(t - c->vt_last_t) / 1e9;
+    char who[160], a[80];
+    unsigned i;
+
+    dn2f_sw_vt_stats(c->sw, &vs);
+    snprintf(who, sizeof(who), "no board");
+    for (i = 0; vs.slowest_lid && dn2f_sw_port(c->sw, i, &ps); i++) {
+        if (ps.lid == vs.slowest_lid) {
+            snprintf(who, sizeof(who), "slowest LID 0x%04x guid %" PRIu64 " %s", ps.lid,
+                     ps.guid, dn2f_addr_str(&ps.addr, a, sizeof(a)));
+            break;
+        }
+    }
+    if (!c->quiet && dt > 0) {
+        fprintf(stderr, "vt: cluster at %" PRIu64 ".%09" PRIu64 " s (%s), %.0f reports/s, "
+                "%.0f grants/s%s\n", vs.slowest / NS_PER_S, vs.slowest % NS_PER_S,
+                who, (double)(vs.reports - c->vt_last_reports) / dt,
+                (double)(vs.grants - c->vt_last_grants) / dt,
+                vs.started ? "" : " (waiting for the boards to come up)");
+    }
+    c->vt_last_t = t;
+    c->vt_last_reports = vs.reports;
+    c->vt_last_grants = vs.grants;
+    return G_SOURCE_CONTINUE;
+}
+
 static gboolean on_signal(gpointer data)
 {
     struct ctx *c = data;
@@ -544,6 +592,11 @@ static int stats_client(const char *target)
            target, sum.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
            sum.routes_gen, sum.uptime_ms, sum.dgrams_in, sum.dgrams_fwd, sum.bad,
            sum.inj_drop, sum.inj_dup, sum.inj_reorder, sum.inj_delay);
+    if (sum.vt) {
+        printf("virtual-time boards=%" PRIu32 " reports=%" PRIu64 " grants=%" PRIu64
+               " cluster_time=%" PRIu64 ".%09" PRIu64 "\n", sum.vt_boards, sum.vt_reports,
+               sum.vt_grants, sum.vt_time / NS_PER_S, sum.vt_time % NS_PER_S);
+    }
     printf("%-6s %-6s %-18s %-24s %10s %12s %10s %12s %8s %8s\n", "LID", "STATE", "GUID",
            "ADDRESS", "RX_PKTS", "RX_BYTES", "TX_PKTS", "TX_BYTES", "DROPS", "RETX");
     for (i = 0; i < nports; i++) {
@@ -608,6 +661,8 @@ struct options {
     int route;                  /* 0: chosen from faults / pcap */
     int rcvbuf;
     bool rcvbuf_set;
+    unsigned vt_progress_s;     /* --vt-progress */
+    const char *vt_opt;         /* a --vt-* option given (needs --virtual-time) */
 };
 
 /* The options into op (and the capture file and --quiet into c).  -1 to go
@@ -617,7 +672,8 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
 {
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
            O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET,
-           O_RCVBUF };
+           O_RCVBUF, O_VT, O_VT_BOARDS, O_VT_LOOKAHEAD, O_VT_QUANTUM, O_VT_PROGRESS,
+           O_VT_STALL };
     static const struct option opts[] = {
         { "listen", required_argument, NULL, O_LISTEN },
         { "route", required_argument, NULL, O_ROUTE },
@@ -636,6 +692,12 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
         { "max-ports-per-host", required_argument, NULL, O_MAXHOST },
         { "secret-file", required_argument, NULL, O_SECRET },
         { "rcvbuf", required_argument, NULL, O_RCVBUF },
+        { "virtual-time", no_argument, NULL, O_VT },
+        { "vt-boards", required_argument, NULL, O_VT_BOARDS },
+        { "vt-lookahead", required_argument, NULL, O_VT_LOOKAHEAD },
+        { "vt-quantum", required_argument, NULL, O_VT_QUANTUM },
+        { "vt-progress", required_argument, NULL, O_VT_PROGRESS },
+        { "vt-stall", required_argument, NULL, O_VT_STALL },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -689,6 +751,34 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
         case O_MAXHOST:
             cfg->max_ports_per_host = (unsigned)parse_u64("--max-ports-per-host", optarg, 4096);
             break;
+        case O_VT: cfg->vt = true; break;
+        case O_VT_BOARDS:
+            op->vt_opt = "--vt-boards";
+            cfg->vt_boards = (unsigned)parse_u64("--vt-boards", optarg, DN2_CLID_MCAST_FIRST - 1);
+            if (!cfg->vt_boards) {
+                bad_arg("--vt-boards: at least 1, not '%s'", optarg);
+            }
+            break;
+        case O_VT_LOOKAHEAD:
+            op->vt_opt = "--vt-lookahead";
+            cfg->vt_lookahead_ns = (uint32_t)parse_u64("--vt-lookahead", optarg, UINT32_MAX);
+            if (!cfg->vt_lookahead_ns) {
+                bad_arg("--vt-lookahead: at least 1 ns (a zero lookahead never lets the "
+                        "cluster move), not '%s'", optarg);
+            }
+            break;
+        case O_VT_QUANTUM:
+            op->vt_opt = "--vt-quantum";
+            cfg->vt_quantum_ns = (uint32_t)parse_u64("--vt-quantum", optarg, UINT32_MAX);
+            break;
+        case O_VT_PROGRESS:
+            op->vt_opt = "--vt-progress";
+            op->vt_progress_s = (unsigned)parse_u64("--vt-progress", optarg, 86400);
+            break;
+        case O_VT_STALL:
+            op->vt_opt = "--vt-stall";
+            cfg->vt_stall_ns = parse_u64("--vt-stall", optarg, 86400) * 1000000000ULL;
+            break;
         case 'h': usage(stdout); return 0;
         case '?':
         default:
@@ -704,6 +794,9 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
     }
     if (optind < argc) {
         bad_arg("unexpected argument '%s'", argv[optind]);
+    }
+    if (op->vt_opt && !cfg->vt) {
+        bad_arg("%s needs --virtual-time", op->vt_opt);
     }
     return -1;
 }
@@ -813,14 +906,23 @@ static int run_loop(struct ctx *c, const struct options *op, const struct dn2f_a
     g_source_attach(c->timer, NULL);
     rearm(c);
     g_timeout_add(1000, on_flush, c);
+    if (op->cfg.vt && op->vt_progress_s) {
+        c->vt_last_t = now_ns();
+        g_timeout_add_seconds(op->vt_progress_s, on_vt_progress, c);
+    }
     g_unix_signal_add(SIGINT, on_signal, c);
     g_unix_signal_add(SIGTERM, on_signal, c);
     signal(SIGPIPE, SIG_IGN);
 
-    printf("dn2-switch: listening on %s route=%s%s%s%s\n", dn2f_addr_str(la, a, sizeof(a)),
+    printf("dn2-switch: listening on %s route=%s%s%s%s", dn2f_addr_str(la, a, sizeof(a)),
            op->cfg.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
            g_secret ? " secret=yes" : "",
            c->pcap_path ? " pcap=" : "", c->pcap_path ? c->pcap_path : "");
+    if (op->cfg.vt) {
+        printf(" virtual-time boards=%u lookahead=%" PRIu32 "ns quantum=%" PRIu32 "ns",
+               op->cfg.vt_boards, op->cfg.vt_lookahead_ns, op->cfg.vt_quantum_ns);
+    }
+    printf("\n");
     fflush(stdout);
     if (op->ready && write_ready_file(op->ready, dn2f_addr_port(la)) < 0) {
         fprintf(stderr, "%s: cannot write %s: %s\n", prog, op->ready, strerror(errno));
@@ -838,6 +940,14 @@ static void shut_down(struct ctx *c)
     if (!c->quiet) {
         fprintf(stderr, "%s: shutting down (%" PRIu64 " capture records)\n", prog,
                 c->pcap_records);
+        if (c->vt) {
+            struct dn2f_sw_vt_stats vs;
+            dn2f_sw_vt_stats(c->sw, &vs);
+            fprintf(stderr, "%s: vt: %" PRIu64 " reports (%" PRIu64 " duplicate, %" PRIu64
+                    " stale), %" PRIu64 " grants, cluster at %" PRIu64 ".%09" PRIu64 " s\n",
+                    prog, vs.reports, vs.dup_reports, vs.stale_reports, vs.grants,
+                    vs.slowest / NS_PER_S, vs.slowest % NS_PER_S);
+        }
     }
     dn2f_sw_shutdown(c->sw);
     if (c->pcap) {
@@ -863,10 +973,12 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof(c));
     c.fd = -1;
     dn2f_sw_config_default(&op.cfg);
+    op.vt_progress_s = 5;
     rc = parse_options(argc, argv, &op, &c);
     if (rc >= 0) {
         return rc;
     }
+    c.vt = op.cfg.vt;
     if (op.stats_s) {
         if (op.listen_s) {
             bad_arg("%s", "--stats and --listen do not go together");
