@@ -14,6 +14,15 @@
 #   -a, --append ARGS  extra kernel command-line arguments
 #   -i, --interactive  serial console on this terminal, no capture
 #   -q, --quiet        do not print the guest's output (only the exit status)
+#       --virtual-time the guest in virtual time (docs/cluster.md, "Virtual
+#                      time"): TCG with -icount shift=N,sleep=off,align=off,
+#                      -rtc clock=vm from a fixed date, -seed, one vCPU;
+#                      the same command prints the same output in every run
+#                      on any host (not with -i: the terminal's input
+#                      arrives at host-dependent times).  The boards are on
+#                      no switch here; a board given switch= in the extra
+#                      arguments wants vtime=on (cluster.sh does that)
+#       --vt-shift N   -icount shift=N: one instruction is 2^N ns (default 0)
 #
 # The guest is q35, 512 MiB, no default devices, serial console, TCG (KVM
 # first when /dev/kvm is usable).  Its /init (scripts/build-initramfs.sh,
@@ -46,6 +55,8 @@ logfile=$DN2_TOP/build/guest/logs/run-guest.log
 append_extra=
 interactive=
 quiet=
+vt=
+vt_shift=0
 extra=()
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
@@ -59,6 +70,8 @@ while [ $# -gt 0 ]; do
         -a|--append) dn2_need_arg "$@"; append_extra=$2; shift 2 ;;
         -i|--interactive) interactive=1; shift ;;
         -q|--quiet) quiet=1; shift ;;
+        --virtual-time) vt=1; shift ;;
+        --vt-shift) dn2_need_value "$@"; vt_shift=$2; shift 2 ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage_error "unknown argument: $1" ;;
@@ -67,6 +80,9 @@ done
 setup_die() { printf '[dimmnet2] error: %s\n' "$*" >&2; exit 4; }
 dn2_want_uint --boards "$boards"
 dn2_want_uint --timeout "$timeout_s"
+dn2_want_uint --vt-shift "$vt_shift"
+[ "$vt_shift" -le 10 ] || usage_error "--vt-shift: 0..10 (QEMU's -icount shift)"
+[ -z "$vt" ] || [ -z "$interactive" ] || usage_error "--virtual-time: not with -i (the terminal's input would reach the guest at host-dependent times)"
 case $run in *'"'*) usage_error "--run: the command cannot contain double quotes (it travels on the kernel command line)" ;; esac
 
 if [ -z "$run" ]; then
@@ -86,7 +102,12 @@ firmware=$DN2_CACHE/firmware
 initrd=$(bash "$here/build-initramfs.sh") || exit 4
 
 # Accelerator: KVM when the host can really run it, else TCG (lib.sh).
-dn2_accel || exit 4
+if [ -n "$vt" ]; then
+    dn2_vt_accel "$vt_shift" || exit 4
+    DN2_ACCEL_ARGS+=(-smp 1)
+else
+    dn2_accel || exit 4
+fi
 accel=("${DN2_ACCEL_ARGS[@]}")
 
 devices=()
