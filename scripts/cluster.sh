@@ -104,9 +104,11 @@
 #       --replay RUNDIR   run a --virtual-time run again from what its run
 #                         directory recorded (options, command, rank table,
 #                         guest image, QEMU, kernel); only --name, -q, -t,
-#                         -b, --gdb and --gdb-port may be added; at the end
-#                         each node's output and pcap are compared with the
-#                         recorded run's
+#                         -b, --gdb, --gdb-port and --switch-opts (e.g.
+#                         other fault options: they must not change the
+#                         result) may be given; at the end each node's
+#                         output and pcap are compared with the recorded
+#                         run's
 #       --gdb I           (with --replay) node I waits for gdb at start
 #                         (QEMU -gdb tcp:127.0.0.1:P -S): under -icount it
 #                         runs the same instructions at the same virtual
@@ -346,12 +348,13 @@ replay_args() {
             -q|--quiet) r_quiet=1; shift ;;
             --gdb) dn2_need_value "$@"; gdb_node=$2; shift 2 ;;
             --gdb-port) dn2_need_value "$@"; gdb_port=$2; shift 2 ;;
+            --switch-opts) dn2_need_arg "$@"; r_switch_opts=$2; r_switch_set=1; shift 2 ;;
             -h|--help) dn2_usage; exit 0 ;;
-            *) a=$1; usage_error "--replay takes the recorded run's options; '$a' cannot be added (only --name, -q, -t, -b, --gdb, --gdb-port)" ;;
+            *) a=$1; usage_error "--replay takes the recorded run's options; '$a' cannot be added (only --name, -q, -t, -b, --gdb, --gdb-port, --switch-opts)" ;;
         esac
     done
 }
-r_timeout= r_boot= r_quiet=
+r_timeout= r_boot= r_quiet= r_switch_opts= r_switch_set=
 for a in "$@"; do
     case $a in --replay|--replay=*) replay_dir=.; break ;; -h|--help) break ;; esac
 done
@@ -431,6 +434,7 @@ if [ -n "$replay_dir" ]; then
     [ -n "$r_timeout" ] && timeout_s=$r_timeout
     [ -n "$r_boot" ] && boot_timeout=$r_boot
     [ -n "$r_quiet" ] && quiet=1
+    [ -n "$r_switch_set" ] && switch_opts=$r_switch_opts
     [ -n "$name" ] || name=$(basename "$replay_dir")-replay
     if [ -n "$gdb_node" ]; then
         dn2_want_uint --gdb "$gdb_node"
