@@ -88,6 +88,12 @@ struct dn2fi_addr {
  * to that {LID, WID} and ends a message its predecessor left unfinished.
  * Tag 0, no data. */
 #define DN2FI_CTX_RDM_HELLO 0x0f5u
+/* The same two over the LLCM bulk path (FI_DIMMNET2_BULK=llcm): the
+ * datagram's bytes were sent before it as BOTF images into the
+ * receiver's LLCM; after the envelope (and the first's header) comes a
+ * struct dn2fi_llcm_desc saying where.  Context flags as 0x0F2's. */
+#define DN2FI_CTX_RDM_LFIRST 0x0f6u
+#define DN2FI_CTX_RDM_LNEXT  0x0f7u
 #define DN2FI_CTX_MASK      0xfffu
 #define DN2FI_RDM_F_SHIFT   12
 #define DN2FI_RDM_F_TAGGED  1u      /* fi_tsend*, else fi_send* */
@@ -101,6 +107,26 @@ struct dn2fi_rdm_hdr {
 #define DN2FI_RDM_HDR       sizeof(struct dn2fi_rdm_hdr)           /* 16 */
 #define DN2FI_RDM_INJECT    (DN2FI_INJECT - DN2FI_RDM_HDR)          /* 999 */
 #define DN2FI_RDM_MAX_MSG   (1u << 30)
+/* Where a datagram's bytes are in the receiver's LLCM: one or two
+ * pieces (the second when the sender's share wraps). */
+struct dn2fi_llcm_desc {
+    uint32_t off[2];        /* LLCM offsets */
+    uint32_t len[2];
+};
+#define DN2FI_LLCM_DESC     sizeof(struct dn2fi_llcm_desc)          /* 16 */
+/* The bulk paths of the RDM endpoint (FI_DIMMNET2_BULK): sodimm = LHSv2
+ * with the rest staged in our SO-DIMM and copied out of the receiver's
+ * ring with VL; llcm = BOTF images straight into the receiver's LLCM. */
+#define DN2FI_BULK_SODIMM   0
+#define DN2FI_BULK_LLCM     1
+/* The LLCM the provider gives its senders: the library map's free part
+ * between the AMT entry page and the status ring (docs/ofi-provider.md,
+ * "Board resources per process"). */
+#define DN2FI_LLCM_BULK     DN2_LLCM_MAP_READY                      /* 0x1000 */
+#define DN2FI_LLCM_BULK_END DN2_LLCM_MAP_STATUS                     /* 0x7000 */
+/* Data bytes per BOTF image: the 512-byte window less the 2-line header. */
+#define DN2FI_BOTF_DATA     (DN2_BOTF_MAX - 2 * DN2_LINE)           /* 496 */
+
 /* The RDM endpoint's staging slots when the WID's SO-DIMM area has room
  * (else DN2FI_STAGE_SLOT): fewer, larger datagrams for long messages. */
 #define DN2FI_RDM_SLOT      (64u << 10)
@@ -198,9 +224,14 @@ struct dn2fi_ep {
      * its LHSv2 left the board */
     int tx_next;
     uint32_t slot;          /* staging slot bytes: datagrams up to 1015 + slot */
-    int half_busy[2];
-    unsigned half_seq[2];
-    unsigned ipush_issued, ipush_base;
+    /* each Write Window's last request (family 0: LHSv2, counted by the
+     * IPUSH Primitive Counter; 1: BOTF, by the BOTF counter): the window
+     * is free once the counter has passed it */
+    uint8_t win_busy[DN2_NUM_WW], win_fam[DN2_NUM_WW];
+    unsigned win_seq[DN2_NUM_WW];
+    unsigned pc_issued[2], pc_base[2];
+    int bw_next;            /* the BOTF round robin's next window */
+    int bulk;               /* DN2FI_BULK_*: how the RDM endpoint sends long data */
     uint8_t *scratch;       /* a datagram for a receive of several iovs */
     uint8_t *gather;        /* envelope + a datagram being sent */
     /* statistics */
@@ -211,6 +242,7 @@ struct dn2fi_ep {
     int stats;
     uint64_t ns_stage, ns_ww, ns_issue, ns_read, ns_lhb, ns_open;
     uint64_t tx_bytes, rx_dgrams, busy_half, busy_fifo, busy_credit, progress_calls;
+    uint64_t ns_botf, ns_llcm, botf_images, llcm_bytes;
 };
 
 int dn2fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
@@ -249,6 +281,11 @@ int dn2fi_ep_add_peer(struct dn2fi_ep *ep, uint16_t lid);
  * the envelope) to (lid, wid); -FI_EAGAIN while the board is busy. */
 int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
                const struct iovec *iov, size_t count, size_t len);
+/* One BOTF image: bytes [off, off + n) of the iovs (n <= 496) to LLCM
+ * offset dst of process (lid, wid); -FI_EAGAIN while its Write Window or
+ * the Request FIFO is busy (nothing issued). */
+int dn2fi_botf_llcm(struct dn2fi_ep *ep, uint16_t lid, int wid, uint32_t dst,
+                    const struct iovec *iov, size_t count, size_t off, size_t n);
 /* A send's iov and length against the endpoint's limits: 0, -FI_EINVAL
  * or -FI_EMSGSIZE; the length in *len. */
 int dn2fi_send_check(const struct iovec *iov, size_t count, uint64_t flags, size_t max,

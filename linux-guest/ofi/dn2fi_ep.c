@@ -650,8 +650,9 @@ static int ep_enable(struct dn2fi_ep *ep)
         DN2FI_WARN(FI_LOG_EP_CTRL, "receive ring: %s\n", dn2_strerror(r));
         return dn2fi_errno(r);
     }
-    ep->ipush_base = dn2_count(ep->d, DN2_PC_IPUSH);
-    ep->ipush_issued = 0;
+    ep->pc_base[0] = dn2_count(ep->d, DN2_PC_IPUSH);
+    ep->pc_base[1] = dn2_count(ep->d, DN2_PC_BOTF);
+    ep->pc_issued[0] = ep->pc_issued[1] = 0;
     ep->enabled = 1;
     if ((r = ep_add_known_peers(ep))) {
         ep->enabled = 0;
@@ -883,20 +884,29 @@ static ssize_t ep_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t
 
 /* ----------------------------------------------------------- sending */
 
-/* Has Write Window half h's last LHSv2 left the board? */
-static int half_free(struct dn2fi_ep *ep, int h)
+/* Has the last request that used Write Window w (an LHSv2, counted by
+ * the IPUSH Primitive Counter, or a BOTF, by the BOTF counter) read it?
+ * The counter is read from the register mirror (memory, no exit). */
+static int win_free(struct dn2fi_ep *ep, int w)
 {
+    int f = ep->win_fam[w];
     unsigned left;
 
-    if (!ep->half_busy[h]) {
+    if (!ep->win_busy[w]) {
         return 1;
     }
-    left = (dn2_count(ep->d, DN2_PC_IPUSH) - ep->ipush_base) & DN2_PC_MASK;
-    if (((left - ep->half_seq[h]) & DN2_PC_MASK) <= DN2_PC_MASK / 2) {
-        ep->half_busy[h] = 0;
+    left = (dn2_count(ep->d, f ? DN2_PC_BOTF : DN2_PC_IPUSH) - ep->pc_base[f]) & DN2_PC_MASK;
+    if (((left - ep->win_seq[w]) & DN2_PC_MASK) <= DN2_PC_MASK / 2) {
+        ep->win_busy[w] = 0;
         return 1;
     }
     return 0;
+}
+
+/* Write Window half h (windows 2h, 2h + 1) free for an LHSv2. */
+static int half_free(struct dn2fi_ep *ep, int h)
+{
+    return win_free(ep, 2 * h) && win_free(ep, 2 * h + 1);
 }
 
 /* Copy the part of a message beyond the Write Window prefix into SO-DIMM
@@ -989,11 +999,91 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
         ep->ns_issue += t3 - t2;
     }
     ep->tx_bytes += len;
-    ep->ipush_issued = (ep->ipush_issued + 1) & DN2_PC_MASK;
-    ep->half_busy[h] = 1;
-    ep->half_seq[h] = ep->ipush_issued;
+    ep->pc_issued[0] = (ep->pc_issued[0] + 1) & DN2_PC_MASK;
+    for (i = 0; i < 2; i++) {
+        ep->win_busy[2 * h + i] = 1;
+        ep->win_fam[2 * h + i] = 0;
+        ep->win_seq[2 * h + i] = ep->pc_issued[0];
+    }
     ep->tx_next = h ^ 1;
     ep->tx_msgs++;
+    return 0;
+}
+
+/* One BOTF image (thesis Table 4.2: an image typed RVS with lflag=1
+ * lands in the receiver's LLCM): bytes [off, off + n) of the iovs, n at
+ * most DN2FI_BOTF_DATA, to LLCM offset dst of process (lid, wid).  The
+ * header and the data are written straight into the next Write Window of
+ * the round robin and the board is rung with the Lower word alone.
+ * -FI_EAGAIN when that window's last request has not read it yet or the
+ * Request FIFO is full: nothing was issued. */
+int dn2fi_botf_llcm(struct dn2fi_ep *ep, uint16_t lid, int wid, uint32_t dst,
+                    const struct iovec *iov, size_t count, size_t off, size_t n)
+{
+    int w = ep->bw_next, r;
+    struct dn2_hdr hd;
+    struct dn2_cmd c = { 0 };
+    uint64_t hw[2], t0 = ep->stats ? dn2fi_ns() : 0;
+    size_t i, base = 0, done = 0;
+
+    if (!n || n > DN2FI_BOTF_DATA || dst + n > DN2_LLCM_AREA) {
+        return -FI_EINVAL;
+    }
+    if (!win_free(ep, w)) {
+        ep->busy_half++;
+        return -FI_EAGAIN;
+    }
+    if (dn2_ctl_status(ep->d) & (DN2_CS_REQ_PENDING | DN2_CS_FIFO_AFULL)) {
+        ep->busy_fifo++;
+        return -FI_EAGAIN;
+    }
+    memset(&hd, 0, sizeof(hd));
+    hd.type = DN2_OP_RVS;
+    hd.dlid = lid;
+    hd.dwid = (uint8_t)wid;
+    hd.swid = (uint8_t)ep->wid;
+    hd.lflag = 1;
+    hd.size = (uint16_t)(2 * DN2_LINE + n);
+    hw[0] = dn2_hdr0_encode(&hd);
+    hw[1] = dn2_hdr1_encode(dst, dst);
+    /* one piece of one iov (the usual case) goes straight in; else the
+     * image is gathered first */
+    for (i = 0; i < count && off >= base + iov[i].iov_len; i++) {
+        base += iov[i].iov_len;
+    }
+    if (i < count && off + n <= base + iov[i].iov_len) {
+        dn2_ww_write(ep->d, (uint32_t)w * DN2_WIN_SIZE + 2 * DN2_LINE,
+                     (const uint8_t *)iov[i].iov_base + (off - base), n);
+    } else {
+        for (; i < count && done < n; i++) {
+            size_t in = off + done - base, k = iov[i].iov_len - in;
+            if (k > n - done) {
+                k = n - done;
+            }
+            memcpy(ep->gather + done, (const uint8_t *)iov[i].iov_base + in, k);
+            done += k;
+            base += iov[i].iov_len;
+        }
+        if (done < n) {
+            return -FI_EINVAL;
+        }
+        dn2_ww_write(ep->d, (uint32_t)w * DN2_WIN_SIZE + 2 * DN2_LINE, ep->gather, n);
+    }
+    dn2_ww_write(ep->d, (uint32_t)w * DN2_WIN_SIZE, hw, sizeof(hw));
+    c.lower = dn2_botf_lower((unsigned)w, (unsigned)(2 * DN2_LINE + n));
+    if ((r = dn2_issue(ep->d, &c, DN2FI_TMO_US))) {
+        return dn2fi_errno(r);
+    }
+    ep->pc_issued[1] = (ep->pc_issued[1] + 1) & DN2_PC_MASK;
+    ep->win_busy[w] = 1;
+    ep->win_fam[w] = 1;
+    ep->win_seq[w] = ep->pc_issued[1];
+    ep->bw_next = (w + 1) % DN2_NUM_WW;
+    ep->tx_bytes += n;
+    ep->botf_images++;
+    if (ep->stats) {
+        ep->ns_botf += dn2fi_ns() - t0;
+    }
     return 0;
 }
 
@@ -1280,14 +1370,18 @@ static int ep_close(struct fid *fid)
         fprintf(stderr, "dimmnet2 stats: LID %u WID %d %s endpoint open %.1f ms: "
                 "sent %llu datagrams %llu bytes, received %llu datagrams %llu bytes; "
                 "ms in: gather+VS staging %.1f, Write Window %.1f, LHSv2 issue %.1f, "
-                "ring copy-out (dn2_sd_read) %.1f, LH Buffer handling %.1f; "
+                "BOTF images %.1f (%llu), ring copy-out (dn2_sd_read) %.1f, "
+                "LLCM copy-out %.1f (%llu bytes), LH Buffer handling %.1f; "
                 "board busy: WW half %llu, request FIFO %llu; waits for credit %llu; "
                 "progress calls %llu\n",
                 ep->lid, ep->wid, ep->type == FI_EP_RDM ? "RDM" : "DGRAM", open_ms,
                 (unsigned long long)ep->tx_msgs, (unsigned long long)ep->tx_bytes,
                 (unsigned long long)ep->rx_dgrams, (unsigned long long)ep->rx_bytes,
-                ep->ns_stage / 1e6, ep->ns_ww / 1e6, ep->ns_issue / 1e6, ep->ns_read / 1e6,
-                (ep->ns_lhb > ep->ns_read ? ep->ns_lhb - ep->ns_read : 0) / 1e6,
+                ep->ns_stage / 1e6, ep->ns_ww / 1e6, ep->ns_issue / 1e6,
+                ep->ns_botf / 1e6, (unsigned long long)ep->botf_images, ep->ns_read / 1e6,
+                ep->ns_llcm / 1e6, (unsigned long long)ep->llcm_bytes,
+                (ep->ns_lhb > ep->ns_read + ep->ns_llcm ?
+                 ep->ns_lhb - ep->ns_read - ep->ns_llcm : 0) / 1e6,
                 (unsigned long long)ep->busy_half, (unsigned long long)ep->busy_fifo,
                 (unsigned long long)ep->busy_credit,
                 (unsigned long long)ep->progress_calls);
@@ -1418,6 +1512,19 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
         const char *st = getenv("FI_DIMMNET2_STATS");
         ep->stats = st && *st && strcmp(st, "0");
         ep->ns_open = dn2fi_ns();
+    }
+    {
+        /* FI_DIMMNET2_BULK: the RDM endpoint's path for long data */
+        const char *b = getenv("FI_DIMMNET2_BULK");
+        if (!b || !*b || !strcmp(b, "llcm")) {
+            ep->bulk = DN2FI_BULK_LLCM;
+        } else if (!strcmp(b, "sodimm")) {
+            ep->bulk = DN2FI_BULK_SODIMM;
+        } else {
+            DN2FI_WARN(FI_LOG_EP_CTRL, "FI_DIMMNET2_BULK=%s: not llcm or sodimm\n", b);
+            free(ep);
+            return -FI_EINVAL;
+        }
     }
     ep->caps = info->caps ? info->caps : (ep->type == FI_EP_RDM ? DN2FI_RDM_CAPS : FI_MSG);
     ep->rx_size = DN2FI_QUEUE;

@@ -102,6 +102,10 @@ struct rdm_tx {
     uint64_t tag;
     uint32_t data;
     void *context;
+    /* the LLCM chunk being sent (FI_DIMMNET2_BULK=llcm): l_len bytes from
+     * the message's offset 'sent', l_done of them issued as BOTF images,
+     * to the sender's share at position l_pos */
+    uint32_t l_len, l_done, l_pos;
     uint8_t inline_buf[];       /* FI_INJECT: a copy of the data */
 };
 
@@ -116,7 +120,12 @@ struct rdm_peer {
     uint8_t dest;                   /* holds a destination slot */
     uint32_t sent_e, acked_e;
     uint64_t sent_b, acked_b;
-    uint32_t *sz;                   /* DN2_LHB_ENTRIES: ring bytes by seq */
+    uint32_t *sz;                   /* DN2_LHB_ENTRIES: ring bytes by seq,
+                                     * or RDM_SZ_LLCM | LLCM bytes */
+    /* our share of its LLCM (l_share 0: none, the SO-DIMM path), and the
+     * LLCM bytes sent into it and acknowledged */
+    uint32_t l_off, l_share, l_chunk;
+    uint64_t sent_l, acked_l;
     uint32_t took_e, told_e;
     uint64_t took_b;                /* ring bytes taken since told */
     uint8_t rx_seen;                /* took/told are set */
@@ -124,6 +133,8 @@ struct rdm_peer {
     uint8_t hello_due;
     uint8_t credit_due;
 };
+
+#define RDM_SZ_LLCM 0x80000000u
 
 /* The peer index: LID >> 8, then (LID & 0xff) x 2 + WID -> peer + 1. */
 #define RDM_IDX_PAGES (0xc000 >> 8)
@@ -133,6 +144,9 @@ struct dn2fi_rdm {
     uint32_t npeer, peer_cap;
     uint32_t *idx[RDM_IDX_PAGES];
     uint32_t ndest, dest_max;       /* destination slots: the rank table's size */
+    int llcm;                       /* bulk data as BOTF into the receiver's LLCM */
+    uint16_t lid;                   /* our own address (the LLCM share's index) */
+    uint8_t wid;
     uint32_t *ctl;                  /* peers owed a credit or a hello */
     uint32_t nctl, ctl_cap;
     uint32_t hellos;                /* hellos not yet sent (data waits) */
@@ -140,6 +154,7 @@ struct dn2fi_rdm {
     uint32_t isn;                   /* our first sequence number */
     struct dn2fi_addr *table;       /* the rank table's endpoints */
     uint32_t ntable;
+    uint64_t bad_llcm;              /* LLCM datagrams naming bytes outside the share area */
     uint64_t bogus_credits;         /* credits ahead of what was sent: ignored */
     uint32_t win_e;                 /* LH entries per sender */
     uint64_t win_b;                 /* ring bytes per sender */
@@ -235,6 +250,9 @@ static int rdm_open(struct dn2fi_ep *ep)
     if (r->dgram_max < DN2FI_INJECT) {
         r->dgram_max = DN2FI_INJECT;
     }
+    r->llcm = ep->bulk == DN2FI_BULK_LLCM;
+    r->lid = ep->lid;
+    r->wid = (uint8_t)ep->wid;
     r->posted_tail = &r->posted;
     r->ux_tail = &r->ux;
     r->txq_tail = &r->txq;
@@ -283,6 +301,10 @@ static void rdm_close(struct dn2fi_ep *ep)
     }
     for (int i = 0; i < RDM_IDX_PAGES; i++) {
         free(r->idx[i]);
+    }
+    if (r->bad_llcm) {
+        DN2FI_WARN(FI_LOG_EP_DATA, "%llu LLCM datagrams outside the share area were dropped\n",
+                   (unsigned long long)r->bad_llcm);
     }
     if (r->bogus_credits) {
         DN2FI_WARN(FI_LOG_EP_DATA, "%llu credits outside what was in flight were ignored\n",
@@ -372,9 +394,47 @@ static void rx_scatter(struct rdm_rx *rx, size_t off, const uint8_t *src, size_t
     }
 }
 
+/* Where an arrived datagram's bytes are: after the envelope in the LH
+ * Buffer entry and the receive ring (l NULL), or in our LLCM (l). */
+struct rdm_src {
+    const struct dn2_lh_msg *lm;
+    const struct dn2fi_llcm_desc *l;
+};
+
+/* Copy n bytes at offset 'at' of a datagram's bytes. */
+static int src_read(struct dn2fi_ep *ep, const struct rdm_src *s, size_t at, void *dst, size_t n)
+{
+    const volatile uint8_t *llcm;
+    uint8_t *d = dst;
+    uint64_t t0;
+    int k;
+
+    if (!s->l) {
+        return dn2fi_dgram_read(ep, s->lm, at, dst, n);
+    }
+    t0 = ep->stats ? dn2fi_ns() : 0;
+    llcm = dn2_llcm(ep->d);
+    for (k = 0; k < 2 && n; k++) {
+        if (at >= s->l->len[k]) {
+            at -= s->l->len[k];
+            continue;
+        }
+        size_t c = s->l->len[k] - at < n ? s->l->len[k] - at : n;
+        memcpy(d, (const uint8_t *)llcm + s->l->off[k] + at, c);
+        d += c;
+        n -= c;
+        at = 0;
+    }
+    ep->llcm_bytes += (size_t)(d - (uint8_t *)dst);
+    if (ep->stats) {
+        ep->ns_llcm += dn2fi_ns() - t0;
+    }
+    return n ? -FI_EIO : 0;
+}
+
 /* The same from an arrived datagram (at: the datagram offset). */
 static int rx_take(struct dn2fi_ep *ep, struct rdm_rx *rx, size_t off,
-                   const struct dn2_lh_msg *lm, size_t at, size_t n)
+                   const struct rdm_src *src, size_t at, size_t n)
 {
     size_t i, base = 0;
     int r;
@@ -383,7 +443,7 @@ static int rx_take(struct dn2fi_ep *ep, struct rdm_rx *rx, size_t off,
         size_t l = rx->iov[i].iov_len;
         if (off < base + l) {
             size_t in = off - base, k = l - in < n ? l - in : n;
-            if ((r = dn2fi_dgram_read(ep, lm, at, (uint8_t *)rx->iov[i].iov_base + in, k))) {
+            if ((r = src_read(ep, src, at, (uint8_t *)rx->iov[i].iov_base + in, k))) {
                 return r;
             }
             at += k;
@@ -485,6 +545,37 @@ static struct rdm_peer *peer_get(struct dn2fi_rdm *r, uint16_t lid, int wid, int
     return p;
 }
 
+/* Our share of p's LLCM (FI_DIMMNET2_BULK=llcm): every receiver splits
+ * its DN2FI_LLCM_BULK area equally among the other endpoints of the rank
+ * table, in the table's order (each endpoint at its first line), so each
+ * sender computes its own share alone.  None (the SO-DIMM path) without
+ * a rank table, for ourselves, for an endpoint not in the table, or when
+ * a share would hold less than two images. */
+static void llcm_share(struct dn2fi_rdm *r, struct rdm_peer *p)
+{
+    int64_t me = -1, dst = -1;
+    uint32_t i;
+
+    p->l_share = 0;
+    if (!r->llcm) {
+        return;
+    }
+    for (i = 0; i < r->ntable; i++) {
+        if (me < 0 && r->table[i].lid == r->lid && r->table[i].wid == r->wid) {
+            me = i;
+        }
+        if (dst < 0 && r->table[i].lid == p->lid && r->table[i].wid == p->wid) {
+            dst = i;
+        }
+    }
+    if (me < 0 || dst < 0 ||
+        !dn2fi_llcm_share(r->ntable, (uint32_t)me, (uint32_t)dst, DN2FI_LLCM_BULK,
+                          DN2FI_LLCM_BULK_END, DN2FI_BOTF_DATA, &p->l_off, &p->l_share,
+                          &p->l_chunk)) {
+        p->l_share = 0;
+    }
+}
+
 /* The peer as a destination: a slot of the table, the sender's state.
  * NULL when the table is full (or out of memory): never sent to without
  * flow control. */
@@ -504,6 +595,7 @@ static struct rdm_peer *dest_get(struct dn2fi_rdm *r, uint16_t lid, int wid)
     p->dest = 1;
     p->sent_e = p->acked_e = r->isn;
     r->ndest++;
+    llcm_share(r, p);
     return p;
 }
 
@@ -546,7 +638,8 @@ static uint64_t ring_bytes(size_t len)
 }
 
 /* A datagram of len bytes with sequence number seq taken from p. */
-static void took_one(struct dn2fi_rdm *r, struct rdm_peer *p, uint32_t seq, size_t len)
+static void took_one(struct dn2fi_rdm *r, struct rdm_peer *p, uint32_t seq, size_t len,
+                     int llcm)
 {
     if (!p->rx_seen) {
         p->rx_seen = 1;
@@ -554,7 +647,10 @@ static void took_one(struct dn2fi_rdm *r, struct rdm_peer *p, uint32_t seq, size
     }
     p->took_e = seq + 1;
     p->took_b += ring_bytes(len);
-    if (dn2fi_win_owed(p->took_e, p->told_e, r->win_e, p->took_b, r->win_b)) {
+    /* an LLCM chunk is a third of the sender's share, which only the
+     * sender knows: every one taken is acknowledged (one credit per
+     * progress pass carries them all) */
+    if (llcm || dn2fi_win_owed(p->took_e, p->told_e, r->win_e, p->took_b, r->win_b)) {
         p->credit_due = 1;
         ctl_queue(r, p);
     }
@@ -578,7 +674,12 @@ static void credit_in(struct dn2fi_rdm *r, struct rdm_peer *p, uint32_t ack)
         return;
     }
     while (d--) {
-        p->acked_b += p->sz[p->acked_e++ % DN2_LHB_ENTRIES];
+        uint32_t v = p->sz[p->acked_e++ % DN2_LHB_ENTRIES];
+        if (v & RDM_SZ_LLCM) {
+            p->acked_l += v & ~RDM_SZ_LLCM;
+        } else {
+            p->acked_b += v;
+        }
     }
 }
 
@@ -697,7 +798,7 @@ static int ux_reserve(struct rdm_msg *m, size_t need)
 
 /* Bytes of datagram lm (from datagram offset at, n of them) belong to
  * message m at its offset m->got. */
-static int msg_take(struct dn2fi_ep *ep, struct rdm_msg *m, const struct dn2_lh_msg *lm,
+static int msg_take(struct dn2fi_ep *ep, struct rdm_msg *m, const struct rdm_src *src,
                     size_t at, size_t n)
 {
     int r = 0;
@@ -716,19 +817,21 @@ static int msg_take(struct dn2fi_ep *ep, struct rdm_msg *m, const struct dn2_lh_
             m->buf = NULL;
             m->cap = 0;
         } else {
-            r = dn2fi_dgram_read(ep, lm, at, m->buf + m->got, n);
+            r = src_read(ep, src, at, m->buf + m->got, n);
         }
     } else if (m->rx && m->got < m->rx->cap) {
         size_t k = m->rx->cap - m->got < n ? m->rx->cap - m->got : n;
-        r = rx_take(ep, m->rx, m->got, lm, at, k);
+        r = rx_take(ep, m->rx, m->got, src, at, k);
     }
     m->got += n;
     return r;
 }
 
-/* The first datagram of a message. */
-static void rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid)
+/* The first datagram of a message (l: its bytes are in our LLCM). */
+static void rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid,
+                     const struct dn2fi_llcm_desc *l)
 {
+    struct rdm_src src = { lm, l };
     struct dn2fi_rdm *r = ep->rdm;
     struct dn2fi_rdm_hdr h;
     struct rdm_msg *m, *old;
@@ -793,22 +896,26 @@ static void rx_first(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t 
     }
     m->pnext = r->inprog;
     r->inprog = m;
-    err = msg_take(ep, m, lm, DN2FI_RDM_HDR, lm->size - DN2FI_RDM_HDR);
+    err = l ? msg_take(ep, m, &src, 0, (size_t)l->len[0] + l->len[1])
+            : msg_take(ep, m, &src, DN2FI_RDM_HDR, lm->size - DN2FI_RDM_HDR);
     if (err || m->got >= m->len) {
         msg_done(ep, m, err ? FI_EIO : 0);
     }
 }
 
-static void rx_next(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid)
+static void rx_next(struct dn2fi_ep *ep, const struct dn2_lh_msg *lm, uint16_t lid, int wid,
+                    const struct dn2fi_llcm_desc *l)
 {
     struct rdm_msg *m = inprog_find(ep->rdm, lid, wid);
+    struct rdm_src src = { lm, l };
     int err;
 
     if (!m) {
         DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %d: data of no message dropped\n", lid, wid);
         return;
     }
-    err = msg_take(ep, m, lm, 0, lm->size);
+    err = l ? msg_take(ep, m, &src, 0, (size_t)l->len[0] + l->len[1])
+            : msg_take(ep, m, &src, 0, lm->size);
     if (err || m->got >= m->len) {
         msg_done(ep, m, err ? FI_EIO : 0);
     }
@@ -827,9 +934,17 @@ static void hello_in(struct dn2fi_ep *ep, struct rdm_peer *p)
     if (p->dest) {
         p->acked_e = p->sent_e;
         p->acked_b = p->sent_b;
+        p->acked_l = p->sent_l;
     }
     p->rx_seen = 0;
     p->took_b = 0;
+}
+
+/* An LLCM datagram's pieces lie within the area senders share. */
+static int llcm_desc_ok(const struct dn2fi_llcm_desc *l)
+{
+    return dn2fi_llcm_piece_ok(l->off[0], l->len[0], DN2FI_LLCM_BULK, DN2FI_LLCM_BULK_END) &&
+           dn2fi_llcm_piece_ok(l->off[1], l->len[1], DN2FI_LLCM_BULK, DN2FI_LLCM_BULK_END);
 }
 
 /* Room in the CQ for what a datagram may complete. */
@@ -873,9 +988,28 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
                 hello_in(ep, p);
             }
         } else if (ctx == DN2FI_CTX_RDM_FIRST) {
-            rx_first(ep, &lm, lid, wid);
+            rx_first(ep, &lm, lid, wid, NULL);
         } else if (ctx == DN2FI_CTX_RDM_NEXT) {
-            rx_next(ep, &lm, lid, wid);
+            rx_next(ep, &lm, lid, wid, NULL);
+        } else if (ctx == DN2FI_CTX_RDM_LFIRST || ctx == DN2FI_CTX_RDM_LNEXT) {
+            struct dn2fi_llcm_desc l;
+            size_t at = ctx == DN2FI_CTX_RDM_LFIRST ? DN2FI_RDM_HDR : 0;
+            if (lm.size != at + DN2FI_LLCM_DESC ||
+                (memcpy(&l, lm.data + at, sizeof(l)), !llcm_desc_ok(&l))) {
+                struct rdm_msg *old = inprog_find(r, lid, wid);
+                if (!r->bad_llcm++) {
+                    DN2FI_WARN(FI_LOG_EP_DATA, "LID %u WID %d: LLCM datagram outside the "
+                               "share area dropped\n", lid, wid);
+                }
+                if (old) {
+                    old->len = old->got;
+                    msg_done(ep, old, FI_EIO);
+                }
+            } else if (ctx == DN2FI_CTX_RDM_LFIRST) {
+                rx_first(ep, &lm, lid, wid, &l);
+            } else {
+                rx_next(ep, &lm, lid, wid, &l);
+            }
         } else {
             DN2FI_INFO(FI_LOG_EP_DATA, "datagram with context 0x%x from LID %u dropped\n",
                        ctx, lid);
@@ -884,9 +1018,11 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
             dn2_ring_consume(ep->d, &ep->ring, lm.size - DN2_LHB_DATA);
         }
         dn2_lh_release(ep->d);
-        if ((ctx == DN2FI_CTX_RDM_FIRST || ctx == DN2FI_CTX_RDM_NEXT) &&
+        if ((ctx == DN2FI_CTX_RDM_FIRST || ctx == DN2FI_CTX_RDM_NEXT ||
+             ctx == DN2FI_CTX_RDM_LFIRST || ctx == DN2FI_CTX_RDM_LNEXT) &&
             (p = peer_get(r, lid, wid, 1))) {
-            took_one(r, p, lm.tag, lm.size);
+            took_one(r, p, lm.tag, lm.size,
+                     ctx == DN2FI_CTX_RDM_LFIRST || ctx == DN2FI_CTX_RDM_LNEXT);
         }
         if (ep->stats) {
             ep->ns_lhb += dn2fi_ns() - t0;     /* includes the ring copy */
@@ -895,6 +1031,78 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
 }
 
 /* ----------------------------------------------------------- transmit */
+
+/* Send t's next LLCM chunk to p: open it (credit for an LH entry and for
+ * the chunk's bytes in our share of p's LLCM), issue its BOTF images (as
+ * many as the Write Windows let through; the rest at the next progress
+ * pass), then the LHSv2 that says where they are.  The images and the
+ * LHSv2 travel in the same lane to the same process, so the data is in
+ * p's LLCM before the LH Buffer entry shows.  0: the chunk is sent
+ * (t->sent advanced); -FI_EAGAIN: later; else the send fails. */
+static int llcm_step(struct dn2fi_ep *ep, struct dn2fi_rdm *r, struct rdm_peer *p,
+                     struct rdm_tx *t, unsigned rank)
+{
+    struct dn2fi_rdm_hdr h;
+    struct dn2fi_llcm_desc d;
+    struct iovec v[2];
+    size_t nv = 0;
+    uint64_t env;
+    uint32_t n0;
+    int first = t->sent == 0, ret;
+
+    if (!t->l_len) {
+        size_t left = t->len - t->sent;
+        uint32_t c = left < p->l_chunk ? (uint32_t)left : p->l_chunk;
+        if (dn2fi_win_used(p->sent_e, p->acked_e) >= r->win_e ||
+            p->sent_l - p->acked_l + c > p->l_share) {
+            ep->busy_credit++;
+            return -FI_EAGAIN;  /* the receiver's share is in use: its credits come */
+        }
+        t->l_len = c;
+        t->l_done = 0;
+        t->l_pos = (uint32_t)(p->sent_l % p->l_share);
+    }
+    while (t->l_done < t->l_len) {
+        uint32_t pos = (t->l_pos + t->l_done) % p->l_share;
+        /* where the share wraps, a shorter image */
+        uint32_t n = dn2fi_llcm_image(p->l_share, pos, t->l_len - t->l_done, DN2FI_BOTF_DATA);
+        ret = dn2fi_botf_llcm(ep, t->lid, t->wid, p->l_off + pos, t->iov, t->iov_count,
+                              t->sent + t->l_done, n);
+        if (ret) {
+            return ret;
+        }
+        t->l_done += n;
+    }
+    n0 = p->l_share - t->l_pos < t->l_len ? p->l_share - t->l_pos : t->l_len;
+    d.off[0] = p->l_off + t->l_pos;
+    d.len[0] = n0;
+    d.off[1] = p->l_off;
+    d.len[1] = t->l_len - n0;
+    if (first) {
+        h.tag = t->tag;
+        h.len = (uint32_t)t->len;
+        h.data = t->data;
+        v[nv].iov_base = &h;
+        v[nv++].iov_len = sizeof(h);
+        env = dn2_envelope(DN2FI_CTX_RDM_LFIRST |
+                           ((t->tagged ? DN2FI_RDM_F_TAGGED : 0u) |
+                            (t->has_data ? DN2FI_RDM_F_DATA : 0u)) << DN2FI_RDM_F_SHIFT,
+                           rank, p->sent_e);
+    } else {
+        env = dn2_envelope(DN2FI_CTX_RDM_LNEXT, rank, p->sent_e);
+    }
+    v[nv].iov_base = &d;
+    v[nv++].iov_len = sizeof(d);
+    ret = dn2fi_xmit(ep, t->lid, t->wid, env, v, nv, iov_total(v, nv));
+    if (ret) {
+        return ret;
+    }
+    p->sz[p->sent_e++ % DN2_LHB_ENTRIES] = RDM_SZ_LLCM | t->l_len;
+    p->sent_l += t->l_len;
+    t->sent += t->l_len;
+    t->l_len = 0;
+    return 0;
+}
 
 static void rdm_progress_tx(struct dn2fi_ep *ep)
 {
@@ -920,6 +1128,16 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
             /* no slot (rdm_send checked; only out of memory): fails */
             ret = -FI_ENOSPC;
             off = 0;
+            goto failed;
+        }
+        if (p->l_share && (t->l_len || t->len - t->sent > DN2_LHB_DATA -
+                                                   (first ? DN2FI_RDM_HDR : 0))) {
+            /* more than the LH Buffer entry holds: BOTF into its LLCM */
+            ret = llcm_step(ep, r, p, t, rank);
+            if (ret == -FI_EAGAIN) {
+                return;
+            }
+            off = t->sent;
             goto failed;
         }
         if (first) {

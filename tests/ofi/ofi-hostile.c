@@ -449,6 +449,10 @@ static int run_r(void)
         if (!m.complete && dn2_lh_wait_complete(rd, &m, 5000000) <= 0) return 6;
         t_idle = now_ms();
         ctx = m.context & DN2FI_CTX_MASK;
+        /* the LLCM forms (bytes in our LLCM, only the notification
+         * here) are taken the same way */
+        if (ctx == DN2FI_CTX_RDM_LFIRST) ctx = DN2FI_CTX_RDM_FIRST;
+        if (ctx == DN2FI_CTX_RDM_LNEXT) ctx = DN2FI_CTX_RDM_NEXT;
         if (ctx == DN2FI_CTX_RDM_FIRST || ctx == DN2FI_CTX_RDM_NEXT) {
             uint16_t slid = dn2_clid_to_lid((uint16_t)(m.rank & 0xfffu));
             int swid = (int)((m.rank >> 12) & 1u);

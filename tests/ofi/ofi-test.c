@@ -432,11 +432,121 @@ static int peek_wait(struct ctx *c, struct fi_msg_tagged *m, uint64_t flags,
 }
 
 /* ------------------------------------------ 8. the native RDM endpoint */
-static void native_rdm(void)
+/* The bulk path under test (FI_DIMMNET2_BULK) in the points' names. */
+static char nat[48] = "native";
+
+/* Tagged ping-pongs of every size 0..64, every multiple of a BOTF image
+ * (496 B) +-1 up to 17 KB (the chunk and share edges of the LLCM path:
+ * 2480, 7936, 8192, 24576 fall in or next to them), the powers of two
+ * +-1 from 128 B to 4 MiB, and 3 MiB + 17, 5 MiB + 3: data checked. */
+static int size_sweep(struct ctx *c, size_t *bad)
+{
+    size_t sizes[256];
+    int n = 0, i, d;
+
+    for (i = 0; i <= 64; i++) sizes[n++] = (size_t)i;
+    for (i = 1; i <= 34; i++) {
+        for (d = -1; d <= 1; d++) sizes[n++] = (size_t)(496 * i + d);
+    }
+    for (i = 7; i <= 22; i++) {
+        for (d = -1; d <= 1; d++) sizes[n++] = ((size_t)1 << i) + (size_t)d;
+    }
+    sizes[n++] = 24576 + 1;
+    sizes[n++] = (3u << 20) + 17;
+    sizes[n++] = (5u << 20) + 3;
+    for (i = 0; i < n; i++) {
+        if (!pingpong(c, sizes[i], 1, 2000 + (unsigned)i)) {
+            *bad = sizes[i];
+            return 0;
+        }
+    }
+    return n;
+}
+
+/* Rank 1's endpoint dies in the middle of a 32 MiB message from rank 0:
+ * rank 1 closes its endpoint, a child opens one on the same {LID, WID},
+ * posts the receive, says READY and is killed (SIGKILL) 100 ms later;
+ * rank 1 opens its endpoint again (a new process there: its hello), and
+ * rank 0's send completes, and 3 messages after it (33 B, 100 KB, 1 MiB)
+ * arrive, checked.  Rank 1 reports the result in one byte.  1: passed. */
+static int kill_mid_stream(struct ctx *c, struct fi_info *h)
+{
+    size_t big = 32u << 20, after[3] = { 33, 100000, 1u << 20 };
+    uint8_t *b = malloc(big + 1), res = 0;
+    int ok = 1, i;
+
+    if (!b) return 0;
+    if (me == 0) {
+        ok = trecv_wait(c, b, 8, c->peer, 0x7770, 0, NULL, NULL) == 6;
+        fill(b, big, 77);
+        ok = ok && tsend_wait(c, b, big, 0x7777);
+        for (i = 0; i < 3 && ok; i++) {
+            fill(b, after[i], 78 + (unsigned)i);
+            ok = tsend_wait(c, b, after[i], 0x7778);
+        }
+        ok = ok && trecv_wait(c, &res, 1, c->peer, 0x7779, 0, NULL, NULL) == 1 && res == 1;
+        free(b);
+        return ok;
+    }
+    {
+        int pfd[2], st;
+        pid_t pid;
+        char ch;
+        uint64_t t0;
+
+        close_ctx(c);
+        if (pipe(pfd)) return 0;
+        pid = fork();
+        if (pid == 0) {
+            struct ctx cc;
+            char rc;
+            struct fi_cq_tagged_entry e;
+            close(pfd[0]);
+            if (open_ctx(&cc, h, &peer_addr)) _exit(2);
+            if (fi_trecv(cc.ep, b, big, NULL, cc.peer, 0x7777, 0, &rc)) _exit(3);
+            if (tsend_wait(&cc, "READY", 6, 0x7770) != 1) _exit(4);
+            if (write(pfd[1], "r", 1) != 1) _exit(5);
+            for (;;) fi_cq_read(cc.cq, &e, 1);       /* receiving until killed */
+        }
+        close(pfd[1]);
+        ok = pid > 0 && read(pfd[0], &ch, 1) == 1;
+        close(pfd[0]);
+        usleep(100000);
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+        }
+        /* the WID is free once the driver has released the dead one's */
+        t0 = now_ms();
+        while (open_ctx(c, h, &peer_addr)) {
+            close_ctx(c);
+            if (now_ms() - t0 > TMO_MS) {
+                free(b);
+                return 0;
+            }
+            usleep(100000);
+        }
+        for (i = 0; i < 3 && ok; i++) {
+            ok = trecv_wait(c, b, after[i] + 1, c->peer, 0x7778, 0, NULL, NULL) == (long)after[i] &&
+                 check_data(b, after[i], 78 + (unsigned)i);
+            if (!ok) fprintf(stderr, "# after the restart: message %d of %zu bytes wrong\n", i,
+                             after[i]);
+        }
+        res = (uint8_t)ok;
+        tsend_wait(c, &res, 1, 0x7779);
+    }
+    free(b);
+    return ok;
+}
+
+static void native_rdm(const char *bulk)
 {
     struct fi_info *h = hints_native(), *info = NULL, *cur;
     struct ctx c;
     int r, n, ok;
+
+    setenv("FI_DIMMNET2_BULK", bulk, 1);
+    snprintf(nat, sizeof(nat), "native, bulk %s", bulk);
 
     r = fi_getinfo(VER, NULL, NULL, 0, h, &info);
     {
@@ -453,8 +563,8 @@ static void native_rdm(void)
           (info->caps & FI_DIRECTED_RECV) && info->domain_attr->cq_data_size >= 4 &&
           (info->ep_attr->mem_tag_format >> 63) && info->ep_attr->max_msg_size >= (64u << 20) &&
           info->mode == 0,
-          "native: fi_getinfo with the ofi MTL's hints: prov %s, RDM, FI_TAGGED, FI_DIRECTED_RECV, "
-          "cq_data_size %zu, 64-bit tags, max_msg_size %zu, inject_size %zu (%s)",
+          "%s: fi_getinfo with the ofi MTL's hints: prov %s, RDM, FI_TAGGED, FI_DIRECTED_RECV, "
+          "cq_data_size %zu, 64-bit tags, max_msg_size %zu, inject_size %zu (%s)", nat,
           info ? info->fabric_attr->prov_name : "-", info ? info->domain_attr->cq_data_size : 0,
           info ? info->ep_attr->max_msg_size : 0, info ? info->tx_attr->inject_size : 0,
           fi_strerror(-r));
@@ -477,20 +587,20 @@ static void native_rdm(void)
         for (cur = info; cur && strcmp(cur->fabric_attr->prov_name, "dimmnet2"); cur = cur->next) {
         }
         CHECK((r == -FI_ENODATA && !info) || (r == 0 && !cur),
-              "native: hints with %s refused by dimmnet2: %s%s", what[n], fi_strerror(-r),
+              "%s: hints with %s refused by dimmnet2: %s%s", nat, what[n], fi_strerror(-r),
               r == 0 ? " (only dimmnet2;ofi_rxd offered)" : "");
         fi_freeinfo(info);
         fi_freeinfo(b);
     }
     h->caps |= FI_MSG | FI_SOURCE;
     r = open_ctx(&c, h, &peer_addr);
-    CHECK(r == 0, "native RDM endpoint opened, peer inserted: %s", fi_strerror(-r));
+    CHECK(r == 0, "%s RDM endpoint opened, peer inserted: %s", nat, fi_strerror(-r));
     if (r) {
         fi_freeinfo(h);
         return;
     }
     ok = native_handshake(&c);
-    CHECK(ok, "native: start handshake");
+    CHECK(ok, "%s: start handshake", nat);
     {
         size_t sizes[] = { 0, 1, 8, 32, 33, 999, 1000, 1015, 17383, 17384, 40000, 1u << 20, 4u << 20 };
         int all = 1;
@@ -499,30 +609,30 @@ static void native_rdm(void)
             if (!one) fprintf(stderr, "# native ping-pong of %zu bytes failed\n", sizes[n]);
             all &= one;
         }
-        CHECK(all, "native: tagged ping-pong 0 B .. 4 MiB (one datagram, several, the LH Buffer's edge), data checked");
+        CHECK(all, "%s: tagged ping-pong 0 B .. 4 MiB (one datagram, several, the LH Buffer's edge), data checked", nat);
         all = 1;
         for (n = 0; n < 4; n++) all &= pingpong(&c, 100 + 5000 * (size_t)n, 0, 90 + (unsigned)n);
-        CHECK(all, "native: untagged (FI_MSG) ping-pong, data checked");
+        CHECK(all, "%s: untagged (FI_MSG) ping-pong, data checked", nat);
     }
     {
         char b[8];
         uint8_t *big = calloc(1, c.info->tx_attr->inject_size + 1);
         r = (int)fi_tinject(c.ep, big, c.info->tx_attr->inject_size + 1, c.peer, 1);
-        CHECK(r == -FI_EMSGSIZE, "native: inject of inject_size + 1 refused: %s", fi_strerror(-r));
+        CHECK(r == -FI_EMSGSIZE, "%s: inject of inject_size + 1 refused: %s", nat, fi_strerror(-r));
         free(big);
         {
             /* the length alone is refused: no byte of it is touched */
             struct iovec v = { b, c.info->ep_attr->max_msg_size + 1 };
             r = (int)fi_tsendv(c.ep, &v, NULL, 1, c.peer, 1, NULL);
-            CHECK(r == -FI_EMSGSIZE, "native: send of max_msg_size + 1 refused: %s", fi_strerror(-r));
+            CHECK(r == -FI_EMSGSIZE, "%s: send of max_msg_size + 1 refused: %s", nat, fi_strerror(-r));
         }
         r = (int)fi_tsend(c.ep, b, 8, NULL, 77, 1, NULL);
-        CHECK(r == -FI_EADDRNOTAVAIL, "native: send to an fi_addr not in the AV: %s", fi_strerror(-r));
+        CHECK(r == -FI_EADDRNOTAVAIL, "%s: send to an fi_addr not in the AV: %s", nat, fi_strerror(-r));
         r = (int)fi_trecv(c.ep, b, 8, NULL, 77, 1, 0, NULL);
-        CHECK(r == -FI_EADDRNOTAVAIL, "native: directed receive from an fi_addr not in the AV: %s",
+        CHECK(r == -FI_EADDRNOTAVAIL, "%s: directed receive from an fi_addr not in the AV: %s", nat,
               fi_strerror(-r));
         r = (int)fi_read(c.ep, b, 8, NULL, c.peer, 0, 0, NULL);
-        CHECK(r == -FI_ENOSYS, "native: fi_read (RMA) not offered: %s", fi_strerror(-r));
+        CHECK(r == -FI_ENOSYS, "%s: fi_read (RMA) not offered: %s", nat, fi_strerror(-r));
     }
     {
         /* unexpected: rank 0 sends tags 1, 2, 3 (100 B, 30 KB, 8 B) and
@@ -542,8 +652,8 @@ static void native_rdm(void)
             good = good && fi_tsenddata(c.ep, buf, 16, NULL, 0xC0FFEE, c.peer, 4, &sc) == 0 &&
                    wait_comp(&c, &e, NULL) == 1 && e.op_context == &sc;
             good = good && trecv_wait(&c, buf, 8, c.peer, 0x99, 0, NULL, NULL) == 1 && buf[0] == 1;
-            CHECK(good, "native: 4 unexpected messages matched out of order by tag (3, 1, 4, 2), "
-                  "data and CQ data checked on rank 1");
+            CHECK(good, "%s: 4 unexpected messages matched out of order by tag (3, 1, 4, 2), "
+                  "data and CQ data checked on rank 1", nat);
         } else {
             struct fi_msg_tagged m;
             struct iovec v = { buf, 8 };
@@ -580,8 +690,8 @@ static void native_rdm(void)
             fill(b, 64, 7);
             good = tsend_wait(&c, b, 40, 0x1234) && tsend_wait(&c, b, 64, 0x5600);
             good = good && trecv_wait(&c, b, 8, c.peer, 0x98, 0, NULL, NULL) == 1;
-            CHECK(good && b[0] == 0x0b, "native: FI_PEEK with no message (FI_ENOMSG), FI_PEEK|FI_CLAIM then "
-                  "FI_CLAIM, ignore bits, FI_ETRUNC with olen (rank 1's result bits %x)", b[0]);
+            CHECK(good && b[0] == 0x0b, "%s: FI_PEEK with no message (FI_ENOMSG), FI_PEEK|FI_CLAIM then "
+                  "FI_CLAIM, ignore bits, FI_ETRUNC with olen (rank 1's result bits %x)", nat, b[0]);
         } else {
             struct fi_msg_tagged m;
             struct iovec v = { b, 64 };
@@ -630,7 +740,7 @@ static void native_rdm(void)
         uint8_t b[8] = { 0 };
         if (me == 0) {
             ok = tsend_wait(&c, b, 8, 0x97) && trecv_wait(&c, b, 8, c.peer, 0x96, 0, NULL, NULL) == 1;
-            CHECK(ok && b[0] == 1, "native: FI_SOURCE: fi_cq_readfrom gives the sender's fi_addr");
+            CHECK(ok && b[0] == 1, "%s: FI_SOURCE: fi_cq_readfrom gives the sender's fi_addr", nat);
         } else {
             struct fi_cq_tagged_entry e;
             fi_addr_t from = FI_ADDR_NOTAVAIL;
@@ -651,7 +761,7 @@ static void native_rdm(void)
         uint64_t t0 = now_ms();
         ok = 1;
         for (n = 0; n < 50 && ok; n++) ok = pingpong(&c, 8, 1, (unsigned)n);
-        CHECK(ok, "native: 50 tagged ping-pongs of 8 B (%.0f us per round trip)",
+        CHECK(ok, "%s: 50 tagged ping-pongs of 8 B (%.0f us per round trip)", nat,
               (now_ms() - t0) * 1000.0 / 50);
         /* 200 messages, same tag, in order */
         uint8_t b[64];
@@ -662,7 +772,7 @@ static void native_rdm(void)
                 good = tsend_wait(&c, b, 64, 0x55);
             }
             good = good && trecv_wait(&c, b, 8, c.peer, 0x94, 0, NULL, NULL) == 1 && b[0] == 1;
-            CHECK(good, "native: 200 messages of the same tag arrive in order, checked");
+            CHECK(good, "%s: 200 messages of the same tag arrive in order, checked", nat);
         } else {
             for (n = 0; n < 200 && good; n++) {
                 good = trecv_wait(&c, b, 64, FI_ADDR_UNSPEC, 0x55, 0, NULL, NULL) == 64 &&
@@ -700,17 +810,29 @@ static void native_rdm(void)
                 got += ok;
             }
             for (n = 0; n < 4 && ok; n++) ok = check_data(rb + (size_t)n * big, big, 400 + (unsigned)peer);
-            CHECK(ok, "native: both ranks stream 4 x 2 MB to each other at once (more than the rings hold), "
-                  "data checked (%.2f MB/s each way)", 4 * big / 1000.0 / (double)(now_ms() - t0 + 1));
+            CHECK(ok, "%s: both ranks stream 4 x 2 MB to each other at once (more than the rings hold), "
+                  "data checked (%.2f MB/s each way)", nat, 4 * big / 1000.0 / (double)(now_ms() - t0 + 1));
             free(sb);
             free(rb);
         }
         t0 = now_ms();
         ok = 1;
         for (n = 0; n < 4 && ok; n++) ok = pingpong(&c, 1u << 20, 1, 300 + (unsigned)n);
-        CHECK(ok, "native: 4 ping-pongs of 1 MiB (%.2f MB/s each way)",
+        CHECK(ok, "%s: 4 ping-pongs of 1 MiB (%.2f MB/s each way)", nat,
               8.0 * (1u << 20) / 1000.0 / (double)(now_ms() - t0 + 1));
     }
+    {
+        size_t bad = 0;
+        uint64_t t0 = now_ms();
+        n = size_sweep(&c, &bad);
+        CHECK(n > 0, "%s: %d ping-pongs, every size 0..64, 496 k +-1 to 17 KB, 2^k +-1 to 4 MiB, "
+              "5 MiB + 3: data checked (%.1f s)%s", nat, n, (now_ms() - t0) / 1000.0,
+              n ? "" : " FAILED");
+        if (!n) fprintf(stderr, "# %s: ping-pong of %zu bytes failed\n", nat, bad);
+    }
+    ok = kill_mid_stream(&c, h);
+    CHECK(ok, "%s: the receiver killed in the middle of a 32 MiB message, a new process on its "
+          "{LID, WID}: the send completes, 3 messages after it arrive checked", nat);
     close_ctx(&c);
     fi_freeinfo(h);
 }
@@ -993,7 +1115,8 @@ int main(void)
         CHECK(0, "rxd many");
     }
     fi_freeinfo(h);
-    native_rdm();
+    native_rdm("llcm");
+    native_rdm("sodimm");
     tap_plan(tap_count());
     return tap_exit_code();
 }
