@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Lock-step virtual time (TAP): the same cluster run gives byte-identical
+# results under host load and fabric faults (docs/cluster.md, "Virtual
+# time").
+#
+#   tests/cluster/vt-determinism-test.sh        (meson: test 'cluster-vt')
+#
+# For a 2-node and a 4-node cluster (scripts/cluster.sh --virtual-time),
+# every node loads the driver, brings its board up and runs
+#   dn2-vt-exchange -k 4   an all-to-all dn2msg exchange received with
+#                          DN2_ANY_SOURCE/DN2_ANY_TAG, printing the arrival
+#                          order and the virtual time of every message
+#   dn2-bench --only rvs --sizes 8,4096 --scale 0.05 -q
+#                          the board's RVS primitive, short (ranks 0, 1)
+# Run A as it is; run B is `cluster.sh --replay A` with a CPU hog on the
+# host (yes > /dev/null) and the switch dropping, duplicating and
+# reordering 10% of the datagrams each (--drop/--dup/--reorder, another
+# --seed).  Checked per size: both runs succeed, every node's output is
+# byte-identical (else: the first differing line) and every node's board
+# capture RUNDIR/nodeI.pcap is byte-identical and not empty (else: the
+# first differing packet, tests/cluster/vt-pcap-diff.py).
+#
+# Environment: QEMU, DN2_SWITCH (default: found in build/),
+# DN2_VT_SIZES (default "2 4"), DN2_CLUSTER_BOOT_TIMEOUT (default 300).
+# Run directories: build/cluster/vt-test-N and vt-test-N-b.
+set -uo pipefail
+top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+. "$top/scripts/lib.sh"
+. "$top/tests/guest/tap-lib.sh"
+dn2_no_options "$@"
+cluster=$top/scripts/cluster.sh
+sizes=${DN2_VT_SIZES:-2 4}
+boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
+faults="--drop 0.1 --dup 0.1 --reorder 0.1 --seed 7"
+pcapdiff=$top/tests/cluster/vt-pcap-diff.py
+
+command -v python3 > /dev/null || tap_skip_all "$(tap_missing python3)"
+# The guest programs: built by meson, put into the image (build/guest/export).
+progs=("$top/build/tests/cluster/dn2-vt-exchange" "$top/build/linux-guest/dn2-bench")
+for p in "${progs[@]}"; do
+    [ -x "$p" ] || { tap_plan 1; not_ok "$p is not built (meson compile -C build)"; tap_done; }
+done
+if ! bash "$top/scripts/export-guest.sh" "${progs[@]}" > /dev/null 2> "$top/build/vt-export.log"; then
+    tap_plan 1; not_ok "could not prepare the guest programs: $(tail -1 "$top/build/vt-export.log")"; tap_done
+fi
+# A QEMU and a switch that have virtual time (not a missing tool: the build).
+qemu_bin=$(dn2_find_qemu 2>&1) || { tap_plan 1; not_ok "$qemu_bin"; tap_done; }
+if ! why=$(dn2_vt_capable "$qemu_bin" "${DN2_SWITCH:-$top/build/fabric/dn2-switch}" 2>&1); then
+    tap_plan 1; not_ok "virtual time unavailable: ${why#\[dimmnet2\] error: }"; tap_done
+fi
+
+# shellcheck disable=SC2016   # expanded in the guest
+node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
+dn2-vt-exchange -k 4 || exit 1
+dn2-bench --only rvs --sizes 8,4096 --scale 0.05 -q'
+
+hog=
+trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
+nsizes=$(wc -w <<< "$sizes")
+tap_plan $((5 * nsizes))
+mkdir -p "$top/build/cluster"
+for n in $sizes; do
+    a=vt-test-$n b=vt-test-$n-b
+    ra=$top/build/cluster/$a rb=$top/build/cluster/$b
+    t0=$SECONDS
+    "$cluster" -q --virtual-time -n "$n" --name "$a" -b "$boot_timeout" -t $((boot_timeout + 600)) \
+        -r "$node_cmd" > "$ra.stdout" 2> "$ra.stderr"
+    rc=$?
+    result "$rc" "$n nodes, run A: every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
+    [ "$rc" = 0 ] || { tail -30 "$ra.stderr" | diag; }
+
+    # Run B: the same run under a CPU hog and switch faults.
+    yes > /dev/null &
+    hog=$!
+    t0=$SECONDS
+    "$cluster" -q --replay "$ra" --name "$b" --switch-opts "$faults" \
+        > "$rb.stdout" 2> "$rb.stderr"
+    rc=$?
+    kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
+    result "$rc" "$n nodes, run B (CPU hog, switch $faults): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
+    [ "$rc" = 0 ] || { tail -30 "$rb.stderr" | diag; }
+
+    # What the switch saw in run B (its port table: DROPS per board).
+    [ -s "$rb/switch.stats" ] && diag "run B switch: $(head -12 "$rb/switch.stats" | tr -s ' ' | tr '\n' ';')"
+
+    # Guest outputs.
+    diffs=
+    for ((i = 0; i < n; i++)); do
+        if ! cmp -s "$ra/node$i.out" "$rb/node$i.out" || [ ! -s "$ra/node$i.out" ]; then
+            diffs+=" node$i"
+            diag "node$i output differs; first differing line:"
+            diff "$ra/node$i.out" "$rb/node$i.out" | head -4 | diag
+        fi
+    done
+    if [ -z "$diffs" ]; then
+        ok "$n nodes: every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)"
+    else
+        not_ok "$n nodes: outputs differ:$diffs"
+    fi
+    # The ANY_SOURCE receives really took messages from several sources.
+    srcs=$(sed -n 's/^rank 0 round 0 recv [0-9]*: from \([0-9]*\) .*/\1/p' "$ra/node0.out" | sort -u | wc -l)
+    result $([ "$srcs" -eq $((n - 1)) ] && echo 0 || echo 1) \
+        "$n nodes: rank 0's ANY_SOURCE receives came from all $((n - 1)) other ranks"
+
+    # Board captures.
+    diffs=
+    for ((i = 0; i < n; i++)); do
+        if [ ! -s "$ra/node$i.pcap" ]; then
+            diffs+=" node$i(empty)"; diag "node$i: no capture $ra/node$i.pcap"
+        elif ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
+            diffs+=" node$i"
+            diag "node$i capture differs: $out"
+        fi
+    done
+    if [ -z "$diffs" ]; then
+        ok "$n nodes: every board's capture byte-identical in A and B ($(python3 "$pcapdiff" "$ra/node0.pcap" "$rb/node0.pcap" | sed 's/identical, //') on node0)"
+    else
+        not_ok "$n nodes: captures differ:$diffs"
+    fi
+done
+tap_done
