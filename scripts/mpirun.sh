@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Runs an MPI program (Debian's Open MPI 4.1) on a cluster of DIMMnet-2
-# guests: boots NODES guests with the MPI image (scripts/cluster.sh --mpi),
-# starts PPN ranks on every node (no mpirun, no ssh: Open MPI's direct launch
-# with our PMI-1 library, libpmi-dn2.so, talking to the launcher's job
-# server), waits for them, prints their output and tears the cluster down.
+# guests: boots the nodes with the MPI image (scripts/cluster.sh --mpi),
+# starts the ranks on them (no mpirun, no ssh: Open MPI's direct launch with
+# our PMI-1 library, libpmi-dn2.so, talking to the launcher's job server),
+# streams their output, waits for them and tears the cluster down.
 # docs/mpi.md.
 #
-#   scripts/mpirun.sh -n NODES [options] -- PROGRAM [ARGS...]
-#   scripts/mpirun.sh -n NODES [options] --job NET:CMD [--job NET:CMD...]
+#   scripts/mpirun.sh [-np RANKS] [-N NODES] [--ppn P] [options] -- PROGRAM [ARGS...]
+#   scripts/mpirun.sh [-np RANKS] [-N NODES] [--ppn P] [options] --job NET:CMD [--job NET:CMD...]
+#   scripts/mpirun.sh ... --dry-run     print the plan, start nothing
 #   scripts/mpirun.sh --help
 #
-#   -n, --nodes N       nodes (default 2)
-#       --ppn P         ranks per node, 1 or 2 (default 1); on the board
-#                       the two ranks of a node use WID 0 and WID 1
+#   -np, -n, --np N     ranks (Open MPI's -np/-n); with --ppn the node count
+#                       follows (N / P nodes), alone one rank per node
+#   -N, --nodes N       nodes (srun's -N), 1..64 (default 2, or from -np)
+#       --ppn P         ranks per node, 1 or 2 (default 1, or -np / -N); on
+#                       the board the two ranks of a node use WID 0 and WID 1
+#   -x VAR[=VAL]        environment for every rank (Open MPI's -x; VAR alone
+#                       passes this shell's value; repeatable); --env VAR=VAL
+#                       is the old spelling (accepted, with a note)
 #       --net NET       board  the DIMMnet-2 boards: PML cm, MTL ofi, the
 #                              libfabric provider "dimmnet2" (its native
 #                              RDM endpoint; --ofi chooses another)
@@ -34,11 +40,15 @@
 #                       failed (the exit status is still the first failure)
 #       --file F        copy host file F into every rank's working
 #                       directory (/home/mpi) first (repeatable)
-#       --env VAR=VAL   extra environment for every rank (repeatable)
 #       --packages 'P'  extra Debian packages in the MPI image
 #   -t, --timeout S     whole run (default 900)
 #   -m, --mem MB        guest memory (default 512)
 #       --name NAME     run directory build/cluster/NAME
+#       --junit FILE    also write JUnit XML to FILE: one test case per rank,
+#                       a failed rank's case carrying the tail of its output
+#       --dry-run, --print-plan   print the plan (nodes, ranks per node,
+#                       each rank's node and WID, networks, the jobs, the
+#                       -x environment) and exit 0: nothing is built or booted
 #       --switch-opts S, --device-opts S, --secret-file F   as cluster.sh
 #       --board-stats   read the boards' counters over QMP while the job runs
 #                       (cluster.sh --board-stats) and print the sums of
@@ -52,14 +62,22 @@
 # is copied to the guests first; otherwise it is a command of the image
 # (NPopenmpi, hpcc, mplrs, fi_info...).  Build your own program with mpicc on
 # the host (Debian's libopenmpi-dev: the same Open MPI as in the image).
+# Rank r runs on node r / P (P ranks per node).
 #
-# Output: every rank's output (stdout and stderr), in rank order, each line
-# prefixed "[R] ".  Exit status: 0 every rank exited 0; 1 a rank failed or
-# the job was aborted (MPI_Abort); 2 a usage error (before anything starts,
-# one line on stderr); otherwise cluster.sh's (3 a node failed, 4 setup,
-# 124 timeout).  "--opt=value" is "--opt value".  The privileged set-up
-# (driver, board bring-up, device permissions) is done once per node by the
-# node's script, as root.
+# Output: every rank's output (stdout and stderr) as it is printed, each
+# line prefixed "[R] " (a program's own stdio buffering applies: C's stdout
+# into a pipe is block-buffered unless flushed, as under Open MPI's mpirun);
+# other lines of the node's script are prefixed "nodeI| ".
+# Results: build/cluster/NAME/result.json (per node and per rank: exit
+# status, duration, logs, board counters) and the ranks' output in
+# build/cluster/NAME/ranks/R.out (J.R.out with several --job).
+# Exit status: 0 every rank exited 0; the exit status of the first rank that
+# failed (e.g. 3 for exit(3), the code of MPI_Abort); 1 the job failed
+# without a rank's status (a node's set-up failed); 2 a usage error (before
+# anything starts, one line on stderr); otherwise cluster.sh's (3 a node
+# failed, 4 setup, 124 timeout, 130 interrupted).  "--opt=value" is
+# "--opt value".  The privileged set-up (driver, board bring-up, device
+# permissions) is done once per node by the node's script, as root.
 #
 # Environment: DN2_FI_PROVIDER (the provider's .so; default: the one built
 # under build/), DN2_MPI_OFI (the default of --ofi), and cluster.sh's (QEMU, DN2_SWITCH, DN2_CACHE...).
@@ -68,25 +86,41 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 say() { printf '[mpirun] %s\n' "$*" >&2; }
+note() { printf '[mpirun] note: %s\n' "$*" >&2; }
 fail() { printf '[mpirun] error: %s\n' "$*" >&2; exit 4; }
 
-nodes=2 ppn=1 net= ofi=${DN2_MPI_OFI:-dimmnet2} timeout_s=900 mem=512 name= quiet=
-files=() envs=() cl_opts=() packages= jobs=() stats= keep_going=
+orig_args=("$@")
+np= nodes= ppn= n_short= net= ofi=${DN2_MPI_OFI:-dimmnet2} timeout_s=900 mem=512 name= quiet=
+files=() envs=() cl_opts=() packages= jobs=() stats= keep_going= junit= dry_run= old_env=
 # ("--opt=value" is split by hand, up to PROGRAM: its arguments are its own)
 while [ $# -gt 0 ]; do
     case $1 in
         --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-        -n|--nodes) dn2_need_value "$@"; nodes=$2; shift 2 ;;
+        -np|--np) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; np=$2; shift 2 ;;
+        -n) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; np=$2; n_short=$2; shift 2 ;;
+        -N|--nodes) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; nodes=$2; shift 2 ;;
         --ppn) dn2_need_value "$@"; ppn=$2; shift 2 ;;
+        -x) dn2_need_value "$@"
+            if [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then envs+=("$2")
+            elif [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+                [ -n "${!2+set}" ] || usage_error "-x $2: $2 is not set here (give -x $2=VALUE)"
+                envs+=("$2=${!2}")
+            else usage_error "-x wants VAR or VAR=VALUE, not '$2'"
+            fi
+            shift 2 ;;
+        --env) dn2_need_value "$@"
+            [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || usage_error "--env wants VAR=VALUE, not '$2'"
+            envs+=("$2"); old_env=$2; shift 2 ;;
         --net) dn2_need_value "$@"; net=$2; shift 2 ;;
         --ofi) dn2_need_value "$@"; ofi=$2; shift 2 ;;
         --job) dn2_need_value "$@"; jobs+=("$2"); shift 2 ;;
         --file) dn2_need_value "$@"; files+=("$2"); shift 2 ;;
-        --env) dn2_need_value "$@"; envs+=("$2"); shift 2 ;;
         --packages) dn2_need_arg "$@"; packages+=" $2"; shift 2 ;;
         -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
         -m|--mem) dn2_need_value "$@"; mem=$2; shift 2 ;;
         --name) dn2_need_value "$@"; name=$2; shift 2 ;;
+        --junit) dn2_need_value "$@"; junit=$2; shift 2 ;;
+        --dry-run|--print-plan) dry_run=1; shift ;;
         --switch-opts|--device-opts|--secret-file) dn2_need_arg "$@"; cl_opts+=("$1" "$2"); shift 2 ;;
         --board-stats) stats=1; shift ;;
         --keep-going) keep_going=1; shift ;;
@@ -98,18 +132,39 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
-dn2_want_uint --nodes "$nodes"
 dn2_want_uint --timeout "$timeout_s"
 dn2_want_uint --mem "$mem"
-[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || usage_error "--nodes must be 1..64"
-case $ppn in 1|2) ;; *) usage_error "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
+case $ppn in ''|1|2) ;; *) usage_error "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
+[ -z "$np" ] || [ "$np" -ge 1 ] || usage_error "-np must be at least 1"
+[ -z "$nodes" ] || { [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ]; } || usage_error "-N (--nodes) must be 1..64"
+# Ranks, nodes and ranks per node: any two give the third; -np alone is one
+# rank per node; nothing is 2 nodes of 1 rank.
+if [ -n "$np" ]; then
+    if [ -n "$nodes" ] && [ -n "$ppn" ]; then
+        [ "$np" -eq $((nodes * ppn)) ] || usage_error "-np $np does not match -N $nodes x --ppn $ppn ($((nodes * ppn)) ranks)"
+    elif [ -n "$nodes" ]; then
+        [ $((np % nodes)) -eq 0 ] && [ $((np / nodes)) -le 2 ] \
+            || usage_error "-np $np on -N $nodes nodes: every node runs 1 or 2 ranks (--ppn), the same number on each"
+        ppn=$((np / nodes))
+    else
+        ppn=${ppn:-1}
+        [ $((np % ppn)) -eq 0 ] || usage_error "-np $np with --ppn $ppn: the ranks must fill whole nodes (give an even -np)"
+        nodes=$((np / ppn))
+        [ "$nodes" -le 64 ] || usage_error "-np $np with --ppn $ppn is $nodes nodes: at most 64"
+    fi
+else
+    nodes=${nodes:-2} ppn=${ppn:-1}
+    np=$((nodes * ppn))
+fi
+# -n counted nodes before: say so where the same numbers now mean fewer nodes.
+if [ -n "$n_short" ] && [ "$ppn" -gt 1 ]; then
+    note "-n counts ranks now (Open MPI's -n): -n $n_short --ppn $ppn is $np ranks on $nodes node$([ "$nodes" = 1 ] || echo s); for $n_short nodes of $ppn ranks give -N $n_short --ppn $ppn"
+fi
+[ -z "$old_env" ] || note "--env is now spelled -x (Open MPI's mpirun): -x $old_env"
 case $ofi in dimmnet2|'dimmnet2;ofi_rxd') ;; *) usage_error "--ofi must be dimmnet2 or 'dimmnet2;ofi_rxd'" ;; esac
-for e in "${envs[@]}"; do
-    [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || usage_error "--env wants VAR=VALUE, not '$e'"
-done
-usage_net() { # OPT NET: a usage error unless NET is a network name (and fits --nodes)
+usage_net() { # OPT NET: a usage error unless NET is a network name (and fits the node count)
     case $2 in board|tcp|shm) ;; *) usage_error "$1: the network must be board, tcp or shm, not '$2'" ;; esac
-    [ "$2" != shm ] || [ "$nodes" = 1 ] || usage_error "$1: shm runs on one node only (-n 1 --ppn 2)"
+    [ "$2" != shm ] || [ "$nodes" = 1 ] || usage_error "$1: shm runs on one node only (-np 2 --ppn 2)"
 }
 [ -z "$net" ] || usage_net --net "$net"
 for j in "${jobs[@]}"; do
@@ -119,43 +174,100 @@ done
 for f in "${files[@]}"; do
     [ -f "$f" ] || usage_error "--file: $f: no such file"
 done
-[ $# -gt 0 ] || [ ${#jobs[@]} -gt 0 ] || usage_error "no program: scripts/mpirun.sh -n 2 -- PROGRAM [ARGS...]"
+case $name in */*|.|..) usage_error "--name: a plain name, not '$name'" ;; esac
+if [ -n "$junit" ]; then
+    [ -d "$(dirname "$junit")" ] || usage_error "--junit: the directory of $junit does not exist"
+    [ ! -d "$junit" ] || usage_error "--junit: $junit is a directory"
+fi
+[ $# -gt 0 ] || [ ${#jobs[@]} -gt 0 ] || usage_error "no program: scripts/mpirun.sh -np 2 -- PROGRAM [ARGS...]"
 [ $# -eq 0 ] || [ ${#jobs[@]} -eq 0 ] || usage_error "give -- PROGRAM or --job, not both"
 [ $# -eq 0 ] || [[ $1 != */* ]] || [ -f "$1" ] || usage_error "$1: no such file on the host"
 
+# The libfabric provider (docs/ofi-provider.md), when built (or named by
+# DN2_FI_PROVIDER); the default network follows from it.
+provider=${DN2_FI_PROVIDER:-$(find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | head -1)}
+if [ -z "$net" ]; then
+    if [ -n "$provider" ]; then net=board; else net=tcp; fi
+fi
+size=$np
+
+# sh_quote WORD: WORD quoted for a POSIX shell (busybox sh in the guest)
+sh_quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# The jobs, one per line: NET<TAB>shell words (the ranks run "exec WORDS")
+joblist= nets= prog_host=
+if [ ${#jobs[@]} -eq 0 ]; then
+    prog=$1
+    shift
+    if [[ $prog == */* ]]; then
+        prog_host=$prog
+        prog=/tmp/mpi/bin/$(basename "$prog")
+    fi
+    argv=$(sh_quote "$prog")
+    for a in "$@"; do argv+=" $(sh_quote "$a")"; done
+    joblist=$net$'\t'$argv
+    nets=" $net"
+else
+    for j in "${jobs[@]}"; do
+        nets+=" ${j%%:*}"
+        joblist+=${j%%:*}$'\t'"sh -c $(sh_quote "${j#*:}")"$'\n'
+    done
+    joblist=${joblist%$'\n'}
+fi
+njobs=$(printf '%s\n' "$joblist" | wc -l)
+[ -n "$name" ] || name=mpi-$(date +%Y%m%d-%H%M%S)-$$
+rundir=$DN2_TOP/build/cluster/$name
+
+# --dry-run: the plan, "key: value" lines, and nothing else.
+if [ -n "$dry_run" ]; then
+    echo "nodes: $nodes"
+    echo "ppn: $ppn"
+    echo "ranks: $np"
+    for ((r = 0; r < np; r++)); do echo "rank $r: node $((r / ppn)) wid $((r % ppn))"; done
+    echo "networks:$nets"
+    [[ " $nets " == *" board "* ]] && echo "ofi: $ofi"
+    j=0
+    while IFS=$'\t' read -r nj words; do
+        j=$((j + 1)); echo "job $j: $nj $words"
+    done <<< "$joblist"
+    [ -n "$prog_host" ] && echo "copy: $prog_host -> /tmp/mpi/bin/$(basename "$prog_host")"
+    for f in "${files[@]}"; do echo "copy: $f -> /home/mpi/$(basename "$f")"; done
+    for e in "${envs[@]}"; do echo "env: $e"; done
+    echo "timeout: $timeout_s"
+    echo "mem: $mem"
+    echo "rundir: $rundir"
+    echo "result: $rundir/result.json"
+    [ -n "$junit" ] && echo "junit: $junit"
+    exit 0
+fi
+
 # ------------------------------------------------------------ the image
+check_net() { # NET
+    case $1 in
+        board) [ -n "$provider" ] || fail "--net board: the DIMMnet-2 libfabric provider (libdimmnet2-fi.so) is not built; use --net tcp" ;;
+        tcp|shm) ;;
+    esac
+}
+for nj in $nets; do check_net "$nj"; done
+[ -z "$provider" ] || [ -f "$provider" ] || fail "DN2_FI_PROVIDER=$provider does not exist"
+py=$(command -v python3) || fail "python3 not found (it streams the ranks' output and writes result.json): apt-get install python3"
 export_mpi=$DN2_TOP/build/guest/export-mpi
 pmi_lib=$DN2_TOP/build/linux-guest/pmi/libpmi-dn2.so
 [ -f "$pmi_lib" ] || fail "$pmi_lib is not built (meson compile -C build)"
 mkdir -p "$export_mpi/lib"
 cmp -s "$pmi_lib" "$export_mpi/lib/libpmi-dn2.so" || cp "$pmi_lib" "$export_mpi/lib/libpmi-dn2.so"
-# The libfabric provider (docs/ofi-provider.md), when built (or named by
-# DN2_FI_PROVIDER).
-provider=${DN2_FI_PROVIDER:-$(find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | head -1)}
-[ -z "$provider" ] || [ -f "$provider" ] || fail "DN2_FI_PROVIDER=$provider does not exist"
 if [ -n "$provider" ]; then
     mkdir -p "$export_mpi/lib/libfabric"
     cmp -s "$provider" "$export_mpi/lib/libfabric/libdimmnet2-fi.so" \
         || cp "$provider" "$export_mpi/lib/libfabric/libdimmnet2-fi.so"
 fi
-if [ -z "$net" ]; then
-    if [ -n "$provider" ]; then net=board; else net=tcp; fi
+# A cluster still running under this name would be another run's.
+if [ -f "$rundir/info" ]; then
+    lp=$(sed -n 's/^launcher_pid=//p' "$rundir/info")
+    [ "${lp:-0}" -gt 0 ] && kill -0 "$lp" 2>/dev/null && fail "a cluster is running in $rundir (launcher pid $lp): choose another --name"
 fi
-check_net() { # NET
-    case $1 in
-        board) [ -n "$provider" ] || fail "--net board: the DIMMnet-2 libfabric provider (libdimmnet2-fi.so) is not built; use --net tcp" ;;
-        tcp) ;;
-        shm) [ "$nodes" = 1 ] || fail "--net shm runs on one node only (-n 1 --ppn 2)" ;;
-        *) fail "the network must be board, tcp or shm, not '$1'" ;;
-    esac
-}
-size=$((nodes * ppn))
-
-# sh_quote WORD: WORD quoted for a POSIX shell (busybox sh in the guest)
-sh_quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 
 # ------------------------------------------------------- files to serve
-[ -n "$name" ] || name=mpi-$(date +%Y%m%d-%H%M%S)-$$
 serve=$DN2_TOP/build/mpirun/$name
 rm -rf "$serve"
 mkdir -p "$serve/mpi"
@@ -167,33 +279,11 @@ for f in "${files[@]}"; do
     mode=644; [ -x "$f" ] && mode=755
     fetch_cmds+="fetch mpi/file-$b /home/mpi/$b $mode"$'\n'
 done
-
-# The jobs, one per line: NET<TAB>shell words (the ranks run "exec WORDS")
-joblist= nets=
-if [ ${#jobs[@]} -eq 0 ]; then
-    check_net "$net"
-    prog=$1
-    shift
-    if [[ $prog == */* ]]; then
-        [ -f "$prog" ] || fail "$prog: no such file on the host"
-        cp "$prog" "$serve/mpi/prog"
-        fetch_cmds+="fetch mpi/prog /tmp/mpi/bin/$(basename "$prog") 755"$'\n'
-        prog=/tmp/mpi/bin/$(basename "$prog")
-    fi
-    argv=$(sh_quote "$prog")
-    for a in "$@"; do argv+=" $(sh_quote "$a")"; done
-    joblist=$net$'\t'$argv
-    nets=" $net"
-else
-    for j in "${jobs[@]}"; do
-        [[ $j == *:* ]] || fail "--job wants NET:CMD, not '$j'"
-        check_net "${j%%:*}"
-        nets+=" ${j%%:*}"
-        joblist+=${j%%:*}$'\t'"sh -c $(sh_quote "${j#*:}")"$'\n'
-    done
-    joblist=${joblist%$'\n'}
+if [ -n "$prog_host" ]; then
+    [ -f "$prog_host" ] || fail "$prog_host: no such file on the host"
+    cp "$prog_host" "$serve/mpi/prog"
+    fetch_cmds+="fetch mpi/prog /tmp/mpi/bin/$(basename "$prog_host") 755"$'\n'
 fi
-njobs=$(printf '%s\n' "$joblist" | wc -l)
 # The board needs the driver and dn2-up in the image (build/guest/export).
 case " $nets " in *" board "*)
     bash "$here/export-guest.sh" > /dev/null 2> "$serve/export.log" \
@@ -233,7 +323,7 @@ net_env() { # NET
 
 # ------------------------------------------------------ the node's script
 # Runs as root on every node (busybox sh): set-up, then for each job the
-# node's ranks as user mpi, then their outputs in rank order.
+# node's ranks as user mpi, their output streamed to the console.
 script=$serve/node.sh
 {
     echo "# generated by scripts/mpirun.sh: $size ranks, $ppn per node, networks:$nets"
@@ -327,11 +417,20 @@ run_job() {
     while [ $l -lt $PPN ]; do
         r=$((first + l))
         eval "t=\$tok_$r"
-        # The output streams to the console as it comes ("[R] " lines; the
-        # host sorts them by rank), so a rank killed later still shows it.
+        # The output streams to the console as it comes ("[R] " lines,
+        # which the host prints as they arrive), so a rank killed later
+        # still shows it (awk flushes every line: busybox sed would hold
+        # them until the rank ends).  DN2-MPI-RANK-START/END (job, rank, status, the
+        # guest's uptime) are for the host: it shows them as result.json.
+        read -r up _ < /proc/uptime
+        echo "DN2-MPI-RANK-START $J $r $up"
         ( ( net_env "$NETJ"; export DN2_PMI_JOB=$PMIJOB DN2_PMI_RANK=$r DN2_PMI_TOKEN=$t; cd /home/mpi &&
             busybox su -p -s /bin/sh mpi -c "exec $ARGV" < /dev/null 2>&1
-            echo $? > $out/$r.rc ) | sed "s/^/[$PFX$r] /" ) &
+            echo $? > $out/$r.rc ) | awk -v p="[$PFX$r] " '{ print p $0; fflush() }'
+          rr=$(cat $out/$r.rc 2>/dev/null || echo 255)
+          [ "$rr" = 0 ] || echo "[$PFX$r] mpirun: rank $r exited with status $rr"
+          read -r up _ < /proc/uptime
+          echo "DN2-MPI-RANK-END $J $r $rr $up" ) &
         pids="$pids $!"
         l=$((l + 1))
     done
@@ -354,7 +453,7 @@ run_job() {
     while [ $l -lt $PPN ]; do
         r=$((first + l))
         rr=$(cat $out/$r.rc 2>/dev/null || echo 255)
-        [ "$rr" = 0 ] || { echo "[$PFX$r] mpirun: rank $r exited with status $rr"; [ $rc = 0 ] && rc=$rr; }
+        [ "$rr" = 0 ] || { [ $rc = 0 ] && rc=$rr; }
         l=$((l + 1))
     done
     return $rc
@@ -378,6 +477,330 @@ exit 0
 NODE2
 } > "$script"
 
+
+# ------------------------------------------------- output and results
+# stream_py: follows the nodes' consoles (RUNDIR/nodeI.log, where the
+# guests' command output lands; cluster.sh prints it only at the end) and
+# prints every rank's lines as they come; once the run is over, writes
+# RUNDIR/ranks/, RUNDIR/result.json, the JUnit file, and the exit status.
+stream_py() {
+    cat <<'PY'
+import collections, json, os, re, socket, sys, time
+import xml.etree.ElementTree as ET
+
+(rundir, done_file, nodes, ppn, jobs_file, junit, status_file, name, timeout_s,
+ stats, cmd_json) = sys.argv[1:12]
+nodes, ppn, timeout_s = int(nodes), int(ppn), int(timeout_s)
+command = json.loads(cmd_json)
+jobs = [l.split("\t", 1) for l in open(jobs_file, encoding="utf-8").read().split("\n") if l]
+njobs = len(jobs)
+out = sys.stdout.buffer
+rank_re = re.compile(rb"^\[(\d+)(?:\.(\d+))?\] ")
+TAIL = 30
+t0 = time.monotonic()
+
+
+def now():
+    return round(time.monotonic() - t0, 3)
+
+
+class Node:
+    def __init__(self, i):
+        self.i, self.off, self.buf, self.f = i, 0, b"", None
+        self.begin = self.end = self.rc = self.start_failed = None
+
+
+class Rank:
+    def __init__(self, job, rank):
+        self.job, self.rank = job, rank
+        self.node, self.wid = rank // ppn, rank % ppn
+        self.status = self.up0 = self.up1 = self.t0 = self.t1 = None
+        self.tail = collections.deque(maxlen=TAIL)
+        self.lines, self.f = 0, None
+        self.label = str(rank) if njobs == 1 else "%d.%d" % (job, rank)
+        self.log = "ranks/%s.out" % self.label
+
+
+ns = [Node(i) for i in range(nodes)]
+ranks = {}
+order = []          # (job, rank) of the failing ranks, as their ends arrived
+
+
+def rank(job, r):
+    k = (job, r)
+    if k not in ranks:
+        ranks[k] = Rank(job, r)
+    return ranks[k]
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+def line(n, l):
+    if n.end is not None:
+        return
+    if n.begin is None:
+        if l == b"DN2-GUEST-BEGIN":
+            n.begin = now()
+        elif l.startswith(b"DN2-START-FAILED "):
+            n.start_failed = text(l[17:])
+        return
+    if l.startswith(b"DN2-GUEST-END rc="):
+        n.end = now()
+        try:
+            n.rc = int(l[17:])
+        except ValueError:
+            pass
+        return
+    w = l.split()
+    try:
+        if l.startswith(b"DN2-MPI-RANK-START ") and len(w) == 4:
+            rk = rank(int(w[1]), int(w[2]))
+            rk.node, rk.up0, rk.t0 = n.i, float(w[3]), now()
+            return
+        if l.startswith(b"DN2-MPI-RANK-END ") and len(w) == 5:
+            rk = rank(int(w[1]), int(w[2]))
+            rk.node, rk.status, rk.up1, rk.t1 = n.i, int(w[3]), float(w[4]), now()
+            if rk.status != 0:
+                order.append((rk.job, rk.rank))
+            return
+    except ValueError:
+        pass
+    m = rank_re.match(l)
+    if m:
+        job, r = (int(m.group(1)), int(m.group(2))) if m.group(2) else (1, int(m.group(1)))
+        rk = rank(job, r)
+        out.write(l + b"\n")
+        rk.tail.append(text(l[m.end():]))
+        rk.lines += 1
+        if rk.f is None:
+            os.makedirs(os.path.join(rundir, "ranks"), exist_ok=True)
+            rk.f = open(os.path.join(rundir, rk.log), "ab")
+        rk.f.write(l[m.end():] + b"\n")
+    else:
+        out.write(b"node%d| " % n.i + l + b"\n")
+
+
+def poll(final=False):
+    for n in ns:
+        if n.f is None:
+            try:
+                n.f = open(os.path.join(rundir, "node%d.log" % n.i), "rb")
+            except OSError:
+                continue
+        data = n.f.read()
+        if not data:
+            if final and n.buf:
+                line(n, n.buf.replace(b"\r", b""))
+                n.buf = b""
+            continue
+        n.buf += data
+        *whole, n.buf = n.buf.split(b"\n")
+        for l in whole:
+            line(n, l.replace(b"\r", b""))
+        if final and n.buf:
+            line(n, n.buf.replace(b"\r", b""))
+            n.buf = b""
+    out.flush()
+    for rk in ranks.values():
+        if rk.f:
+            rk.f.flush()
+
+
+parent = os.getppid()
+info = os.path.join(rundir, "info")
+attached = False
+while True:
+    done = os.path.exists(done_file)
+    if not attached:
+        attached = os.path.exists(info)
+    if attached:
+        poll(final=done)
+    if done or os.getppid() != parent:
+        break
+    time.sleep(0.1)
+for rk in ranks.values():
+    if rk.f:
+        rk.f.close()
+
+# ---- the results
+try:
+    crc = int(open(done_file).read().strip())
+except (OSError, ValueError):
+    crc = 1
+
+
+def readkv(path):
+    try:
+        return open(path, encoding="utf-8", errors="replace").read().split("\n")
+    except OSError:
+        return []
+
+
+def num(v):
+    try:
+        return float(v) if "." in v else int(v)
+    except ValueError:
+        return None
+
+
+timings, node_t = {}, {}
+for l in readkv(os.path.join(rundir, "timings")):
+    w = l.split()
+    if len(w) == 1 and "=" in w[0]:
+        k, v = w[0].split("=", 1)
+        timings[k] = num(v) if v else None
+    elif len(w) > 1 and w[0].startswith("node"):
+        node_t[w[0]] = {k: (num(v) if v else None) for k, v in (x.split("=", 1) for x in w[1:] if "=" in x)}
+
+abort = (readkv(os.path.join(rundir, "pmi-abort")) or [""])[0] or None
+first = ranks[order[0]] if order else None
+if crc == 1:
+    status = first.status if first else 1
+else:
+    status = crc
+# (a shell's status is 0..255; a rank's is too)
+status = status if 0 <= status <= 255 else 1
+
+
+def existing(*names):
+    return {k: f for k, f in names if os.path.exists(os.path.join(rundir, f))}
+
+
+node_res = []
+for n in ns:
+    t = node_t.get("node%d" % n.i, {})
+    if n.rc is not None:
+        state = "done"
+    elif n.start_failed:
+        state = "start failed"
+    elif n.begin is not None:
+        state = "stopped"
+    else:
+        state = "not started"
+    e = {"node": n.i, "exit_status": n.rc, "state": state,
+         "duration_s": round(n.end - n.begin, 3) if n.end is not None and n.begin is not None else None,
+         "link_up_s": t.get("link_s"), "joined_s": t.get("joined_s"), "done_s": t.get("done_s"),
+         "lid": t.get("lid"),
+         "ranks": [r for r in range(n.i * ppn, n.i * ppn + ppn)],
+         "logs": existing(("console", "node%d.log" % n.i), ("output", "node%d.out" % n.i),
+                          ("qemu_stderr", "node%d.stderr" % n.i), ("qemu_command", "node%d.cmd" % n.i))}
+    if n.start_failed:
+        e["why"] = "job start failed: " + n.start_failed
+    sf = os.path.join(rundir, "board-stats", "node%d" % n.i)
+    if os.path.exists(sf):
+        c = {}
+        for l in readkv(sf):
+            if "=" in l:
+                k, v = l.split("=", 1)
+                c[k] = num(v) if num(v) is not None else v
+        e["board_counters"] = c
+        e["logs"]["board_counters"] = "board-stats/node%d" % n.i
+    node_res.append(e)
+
+failed_jobs = set(rk.job for rk in ranks.values() if rk.status not in (None, 0))
+rank_res = []
+for j in range(1, njobs + 1):
+    for r in range(nodes * ppn):
+        rk = ranks.get((j, r)) or Rank(j, r)
+        ranks[(j, r)] = rk
+        if rk.status is not None:
+            st = "ok" if rk.status == 0 else "failed"
+        elif rk.up0 is not None:
+            st = "no status"      # started, its end never reached the host
+        elif any(fj < j for fj in failed_jobs):
+            st = "not run"        # an earlier job failed
+        else:
+            st = "not started"
+        rk.state = st
+        rank_res.append({
+            "job": j, "rank": r, "node": rk.node, "wid": rk.wid, "status": rk.status, "state": st,
+            "duration_s": round(rk.up1 - rk.up0, 3) if rk.up0 is not None and rk.up1 is not None else None,
+            "started_s": rk.t0, "ended_s": rk.t1, "output_lines": rk.lines,
+            "log": rk.log if os.path.exists(os.path.join(rundir, rk.log)) else None})
+
+res = {
+    "format": "dimmnet2-mpirun-result", "version": 1,
+    "name": name, "run_dir": rundir, "command": command,
+    "node_count": nodes, "ppn": ppn, "rank_count": nodes * ppn,
+    "jobs": [{"job": j + 1, "network": jb[0], "command": jb[1] if len(jb) > 1 else ""} for j, jb in enumerate(jobs)],
+    "exit_status": status, "cluster_exit_status": crc,
+    "first_failure": {"job": first.job, "rank": first.rank, "node": first.node, "status": first.status} if first else None,
+    "aborted": abort,
+    "duration_s": timings.get("total_s"), "timeout_s": timeout_s,
+    "all_links_up_s": timings.get("all_links_up_s"), "rank_table_s": timings.get("rank_table_s"),
+    "board_stats": bool(stats),
+    "junit": os.path.abspath(junit) if junit else None,
+    "nodes": node_res, "ranks": rank_res,
+}
+path = os.path.join(rundir, "result.json")
+if os.path.isdir(rundir):
+    try:    # cluster.sh's own result, when it writes one, is kept inside
+        res["cluster"] = json.load(open(path))
+    except (OSError, ValueError):
+        pass
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+if junit:
+    bad = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+    clean = lambda s: bad.sub("?", s)
+    top = ET.Element("testsuites", name="mpirun " + name)
+    T = F = E = S = 0
+    for j, jb in enumerate(jobs, 1):
+        sname = name if njobs == 1 else "%s.job%d" % (name, j)
+        su = ET.SubElement(top, "testsuite", name=sname, hostname=socket.gethostname())
+        props = ET.SubElement(su, "properties")
+        ET.SubElement(props, "property", name="network", value=jb[0])
+        ET.SubElement(props, "property", name="command", value=clean(jb[1] if len(jb) > 1 else ""))
+        ET.SubElement(props, "property", name="result", value=path)
+        t = f = e = s = 0
+        tt = 0.0
+        for r in range(nodes * ppn):
+            rk = ranks[(j, r)]
+            d = rk.up1 - rk.up0 if rk.up0 is not None and rk.up1 is not None else 0.0
+            tt += d
+            tc = ET.SubElement(su, "testcase", classname="mpirun." + sname,
+                               name="rank %d (node %d)" % (r, rk.node), time="%.3f" % d)
+            tail = clean("\n".join(rk.tail))
+            t += 1
+            if rk.state == "failed":
+                f += 1
+                el = ET.SubElement(tc, "failure", type="exit status",
+                                   message="rank %d exited with status %d" % (r, rk.status))
+                el.text = tail
+            elif rk.state == "not run":
+                s += 1
+                ET.SubElement(tc, "skipped", message="not run: an earlier job failed")
+            elif rk.state != "ok":
+                e += 1
+                n = ns[rk.node]
+                why = {"no status": "started, but no exit status reached the host",
+                       "not started": "not started"}[rk.state]
+                why += " (node %d: %s%s; mpirun.sh exit %d)" % (
+                    rk.node, node_res[rk.node]["state"],
+                    ", " + n.start_failed if n.start_failed else "", status)
+                el = ET.SubElement(tc, "error", type=rk.state, message=why)
+                el.text = tail
+        su.set("tests", str(t)); su.set("failures", str(f)); su.set("errors", str(e))
+        su.set("skipped", str(s)); su.set("time", "%.3f" % tt)
+        T, F, E, S = T + t, F + f, E + e, S + s
+    top.set("tests", str(T)); top.set("failures", str(F)); top.set("errors", str(E))
+    top.set("skipped", str(S)); top.set("time", "%.3f" % (timings.get("total_s") or now()))
+    ET.indent(top) if hasattr(ET, "indent") else None
+    tmp = junit + ".tmp"
+    ET.ElementTree(top).write(tmp, encoding="UTF-8", xml_declaration=True)
+    os.replace(tmp, junit)
+
+with open(status_file, "w") as f:
+    f.write("%d\n" % status)
+PY
+}
+
 # --------------------------------------------------------------- launch
 grace=15
 [ -n "$keep_going" ] && grace=$timeout_s      # a failed job does not end the run
@@ -387,20 +810,37 @@ case " $nets " in *" tcp "*) cl_args+=(--ethernet) ;; esac
 [ -n "$quiet" ] && cl_args+=(-q)
 [ -n "$stats" ] && cl_args+=(--board-stats)
 [ -z "$quiet" ] && say "$size ranks ($nodes nodes x $ppn), networks:$nets: $(tr '\t\n' ' ;' <<< "$joblist")"
+printf '%s\n' "$joblist" > "$serve/jobs"
+# A dead run's directory under this name: gone now, so that nothing of it
+# is streamed (cluster.sh would remove it too, but only after its image).
+rm -rf "$rundir"
+cmd_json=$("$py" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$0" "${orig_args[@]}")
+"$py" -u -c "$(stream_py)" "$rundir" "$serve/cluster.rc" "$nodes" "$ppn" "$serve/jobs" "$junit" \
+    "$serve/status" "$name" "$timeout_s" "$stats" "$cmd_json" &
+streamer=$!
+# cluster.sh in the foreground: Ctrl-C reaches it (a background job would
+# ignore SIGINT); its stdout (the nodes' output again, at the end) is kept.
+mkdir -p "$DN2_TOP/build/cluster"
 out=$DN2_TOP/build/cluster/$name.mpi.out
 bash "$here/cluster.sh" "${cl_args[@]}" "${cl_opts[@]}" > "$out"
 rc=$?
-# The nodes' outputs are "nodeI| [R] line": keep "[R] line", sorted by rank
-# (stable: each rank's lines in their order; other lines first).
-sed -E 's/^node[0-9]+\| //' "$out" \
-    | awk '{ k = 0; if (match($0, /^\[[0-9]+(\.[0-9]+)?\] /)) { split(substr($0, 2, RLENGTH - 3), p, ".");
-             k = (length(p) == 2) ? (p[1] + 1) * 100000 + p[2] + 1 : p[1] + 1 }
-             printf "%012d %08d %s\n", k, NR, $0 }' | sort -k1,1n -k2,2n | cut -d' ' -f3-
+echo "$rc" > "$serve/cluster.rc"
+wait "$streamer"
+src=$?
 if [ -n "$stats" ]; then
     # Sums over the boards of the last counters read.
-    cat "$DN2_TOP/build/cluster/$name"/board-stats/node* 2>/dev/null | awk -F= '
+    cat "$rundir"/board-stats/node* 2>/dev/null | awk -F= '
         $1 ~ /^(tx|rx)-(packets|bytes)$/ { sum[$1] += $2 }
         END { printf "[mpirun] boards: tx-packets=%d tx-bytes=%d rx-packets=%d rx-bytes=%d\n",
                      sum["tx-packets"], sum["tx-bytes"], sum["rx-packets"], sum["rx-bytes"] }' >&2
 fi
-exit $rc
+if [ "$src" -ne 0 ] || [ ! -s "$serve/status" ]; then
+    # Nothing is lost: the nodes' output as cluster.sh printed it.
+    say "warning: streaming the output failed (status $src); the nodes' output as cluster.sh printed it:"
+    sed -E 's/^node[0-9]+\| //' "$out"
+    exit "$rc"
+fi
+status=$(cat "$serve/status")
+[ -z "$quiet" ] && [ -f "$rundir/result.json" ] && say "results: $rundir/result.json${junit:+, $junit}"
+[ "$status" != "$rc" ] && [ "$rc" = 1 ] && [ -z "$quiet" ] && say "exit status $status: the first rank that failed"
+exit "$status"
