@@ -116,9 +116,11 @@ struct dn2fi_llcm_desc {
 #define DN2FI_LLCM_DESC     sizeof(struct dn2fi_llcm_desc)          /* 16 */
 /* The bulk paths of the RDM endpoint (FI_DIMMNET2_BULK): sodimm = LHSv2
  * with the rest staged in our SO-DIMM and copied out of the receiver's
- * ring with VL; llcm = BOTF images straight into the receiver's LLCM. */
+ * ring with VL; llcm = BOTF images straight into the receiver's LLCM;
+ * mixed = llcm, and while the LLCM share's credits are out, sodimm. */
 #define DN2FI_BULK_SODIMM   0
 #define DN2FI_BULK_LLCM     1
+#define DN2FI_BULK_MIXED    2
 /* The LLCM the provider gives its senders: the library map's free part
  * between the AMT entry page and the status ring (docs/ofi-provider.md,
  * "Board resources per process"). */

@@ -1516,12 +1516,14 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     {
         /* FI_DIMMNET2_BULK: the RDM endpoint's path for long data */
         const char *b = getenv("FI_DIMMNET2_BULK");
-        if (!b || !*b || !strcmp(b, "llcm")) {
+        if (!b || !*b || !strcmp(b, "mixed")) {
+            ep->bulk = DN2FI_BULK_MIXED;
+        } else if (!strcmp(b, "llcm")) {
             ep->bulk = DN2FI_BULK_LLCM;
         } else if (!strcmp(b, "sodimm")) {
             ep->bulk = DN2FI_BULK_SODIMM;
         } else {
-            DN2FI_WARN(FI_LOG_EP_CTRL, "FI_DIMMNET2_BULK=%s: not llcm or sodimm\n", b);
+            DN2FI_WARN(FI_LOG_EP_CTRL, "FI_DIMMNET2_BULK=%s: not mixed, llcm or sodimm\n", b);
             free(ep);
             return -FI_EINVAL;
         }

@@ -145,6 +145,7 @@ struct dn2fi_rdm {
     uint32_t *idx[RDM_IDX_PAGES];
     uint32_t ndest, dest_max;       /* destination slots: the rank table's size */
     int llcm;                       /* bulk data as BOTF into the receiver's LLCM */
+    int mixed;                      /* ... and into its ring while the share is full */
     uint16_t lid;                   /* our own address (the LLCM share's index) */
     uint8_t wid;
     uint32_t *ctl;                  /* peers owed a credit or a hello */
@@ -250,7 +251,8 @@ static int rdm_open(struct dn2fi_ep *ep)
     if (r->dgram_max < DN2FI_INJECT) {
         r->dgram_max = DN2FI_INJECT;
     }
-    r->llcm = ep->bulk == DN2FI_BULK_LLCM;
+    r->llcm = ep->bulk != DN2FI_BULK_SODIMM;
+    r->mixed = ep->bulk == DN2FI_BULK_MIXED;
     r->lid = ep->lid;
     r->wid = (uint8_t)ep->wid;
     r->posted_tail = &r->posted;
@@ -1032,6 +1034,16 @@ static void rdm_progress_rx(struct dn2fi_ep *ep)
 
 /* ----------------------------------------------------------- transmit */
 
+/* Room in p's LLCM share (and an LH entry) for t's next chunk. */
+static int llcm_room(struct dn2fi_rdm *r, struct rdm_peer *p, struct rdm_tx *t)
+{
+    size_t left = t->len - t->sent;
+    uint32_t c = left < p->l_chunk ? (uint32_t)left : p->l_chunk;
+
+    return dn2fi_win_used(p->sent_e, p->acked_e) < r->win_e &&
+           p->sent_l - p->acked_l + c <= p->l_share;
+}
+
 /* Send t's next LLCM chunk to p: open it (credit for an LH entry and for
  * the chunk's bytes in our share of p's LLCM), issue its BOTF images (as
  * many as the Write Windows let through; the rest at the next progress
@@ -1053,8 +1065,7 @@ static int llcm_step(struct dn2fi_ep *ep, struct dn2fi_rdm *r, struct rdm_peer *
     if (!t->l_len) {
         size_t left = t->len - t->sent;
         uint32_t c = left < p->l_chunk ? (uint32_t)left : p->l_chunk;
-        if (dn2fi_win_used(p->sent_e, p->acked_e) >= r->win_e ||
-            p->sent_l - p->acked_l + c > p->l_share) {
+        if (!llcm_room(r, p, t)) {
             ep->busy_credit++;
             return -FI_EAGAIN;  /* the receiver's share is in use: its credits come */
         }
@@ -1131,7 +1142,8 @@ static void rdm_progress_tx(struct dn2fi_ep *ep)
             goto failed;
         }
         if (p->l_share && (t->l_len || t->len - t->sent > DN2_LHB_DATA -
-                                                   (first ? DN2FI_RDM_HDR : 0))) {
+                                                   (first ? DN2FI_RDM_HDR : 0)) &&
+            (t->l_len || !r->mixed || llcm_room(r, p, t))) {
             /* more than the LH Buffer entry holds: BOTF into its LLCM */
             ret = llcm_step(ep, r, p, t, rank);
             if (ret == -FI_EAGAIN) {

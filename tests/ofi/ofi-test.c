@@ -1115,6 +1115,7 @@ int main(void)
         CHECK(0, "rxd many");
     }
     fi_freeinfo(h);
+    native_rdm("mixed");
     native_rdm("llcm");
     native_rdm("sodimm");
     tap_plan(tap_count());
