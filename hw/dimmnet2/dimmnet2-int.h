@@ -304,6 +304,7 @@ struct DN2State {
     bool read_mirror;           /* read-mirror: User Register reads from RAM */
     bool vtime;                 /* vtime=on: lock-step virtual time (docs/virtual-time.md) */
     uint32_t vt_latency_ns;     /* vtime: modelled latency of every packet */
+    uint64_t vt_start_ns;       /* vtime: the lock-step (and the link) begin here */
     uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
     char *pcap_path;            /* pcap=: a trace of the packets delivered */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */

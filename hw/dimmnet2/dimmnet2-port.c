@@ -90,6 +90,7 @@ struct DN2Fab {
     uint64_t vt_slowest;        /* the cluster's slowest clock, from the grants */
     uint32_t vt_vseq;           /* the next packet's vseq */
     bool vt_in_wait;            /* inside dimmnet2_vt_block() */
+    bool vt_started;            /* the clock has reached vt-start-ns */
     bool vt_nondet;             /* gave up waiting for credits: wall-clock news */
     unsigned long *vt_blocked;  /* (source CLID, lane) refused by the board */
 };
@@ -307,6 +308,12 @@ static void dimmnet2_fab_link_state(void *opaque, bool up, uint16_t lid)
 {
     DN2State *s = opaque;
 
+    if (s->vtime && (!s->fab || !s->fab->vt_started)) {
+        /* Under virtual time the guest sees the link come up at
+         * vt-start-ns, whatever the host's timing of the join. */
+        trace_dimmnet2_link_state(s->index, up, lid);
+        return;
+    }
     s->sma_lid = up ? lid : 0;
     s->link_state = up ? DN2_SMA_LINK_READY : 0;
     trace_dimmnet2_link_state(s->index, up, lid);
@@ -770,6 +777,12 @@ static void dimmnet2_vt_cb(void *opaque)
         dimmnet2_vt_block(s, dimmnet2_vt_may_run, &now, 0);
         trace_dimmnet2_vt_grant(s->index, now, l->vt_horizon);
     }
+    if (!l->vt_started) {
+        /* vt-start-ns: the lock-step begins, and with it the link. */
+        l->vt_started = true;
+        dimmnet2_port_refresh(s);
+        s->port_ops->news(s);   /* requests that waited for the link */
+    }
     dimmnet2_vt_deliver_due(s, now);
     dn2f_ep_flush(l->ep);
     dimmnet2_fab_rearm(s);
@@ -912,9 +925,13 @@ static void dimmnet2_vt_init(DN2State *s)
     l->vtq = g_sequence_new(g_free);
     l->vt_blocked = bitmap_new(DN2F_NUM_CLID * DN2F_NUM_LANES);
     l->vt_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_vt_cb, s);
-    /* Horizon 0: the board waits at virtual time 0 until the switch has
-     * every board of the cluster and grants the first horizon. */
-    timer_mod(l->vt_timer, 0);
+    /* Until vt-start-ns the board runs on its own, its link down for the
+     * guest (a guest that boots alone, with no input from the host, boots
+     * the same way every time, at the speed of -icount alone).  There it
+     * waits until the switch has every board of the cluster and grants the
+     * first horizon, and the link comes up. */
+    l->vt_horizon = s->vt_start_ns;
+    timer_mod(l->vt_timer, MIN(s->vt_start_ns, (uint64_t)INT64_MAX));
 }
 
 static void dimmnet2_vt_fini(DN2Fab *l)
@@ -1141,7 +1158,8 @@ void dimmnet2_port_refresh(DN2State *s)
         lid = DIMMNET2_LOOP_LID;
         break;
     case DN2_PORT_FABRIC:
-        if (s->fab && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP) {
+        if (s->fab && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP &&
+            (!s->vtime || s->fab->vt_started)) {
             up = true;
             lid = dn2f_ep_lid(s->fab->ep);
         }

@@ -686,6 +686,7 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_BOOL("read-mirror", DN2State, read_mirror, true),
     DEFINE_PROP_BOOL("vtime", DN2State, vtime, false),
     DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt_latency_ns, 1000),
+    DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt_start_ns, 0),
     DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
     DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
     DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
@@ -906,6 +907,11 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
         "with vtime=on: the modelled latency of every packet, sender's "
         "virtual time to delivery (default 1000; at least the switch's "
         "--vt-lookahead)");
+    object_class_property_set_description(klass, "vt-start-ns",
+        "with vtime=on: the virtual time at which the lock-step begins (every "
+        "board of the cluster must be given the same); before it the guest "
+        "runs alone, as fast as -icount allows, and sees the link down "
+        "(default 0)");
     object_class_property_set_description(klass, "lid",
         "with switch=: the LID to ask the subnet manager for (it is given "
         "when free), so that a cluster's LIDs are the same in every run; 0 "
