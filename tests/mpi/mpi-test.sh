@@ -16,9 +16,10 @@
 #      test of the suite run to "End of HPC Challenge tests"
 #   4. mplrs (the MPI vertex enumerator) on 2 nodes x 2 ranks: the cube
 #      -1 <= x,y,z <= 1 has exactly its 8 vertices
-#   5. failures: MPI_Abort on one rank fails the job (exit 1, "MPI job
-#      aborted", every rank's output shown) within the grace time; a rank
-#      that exits 3 likewise; the user's arguments reach the program as
+#   5. failures: MPI_Abort(7) on one rank fails the job (exit 7, as Open
+#      MPI's mpirun: the first failing rank's status; "MPI job aborted",
+#      every rank's output shown) within the grace time; a rank that exits
+#      3 likewise (exit 3); the user's arguments reach the program as
 #      given (quotes, spaces, $, empty)
 #   After every run: no process of the run is left.
 #
@@ -116,19 +117,19 @@ run_check() { # LABEL NAME mpirun-options...
 board_sum() { cat "$top/build/cluster/mpitest-$1"/board-stats/node* 2>/dev/null | awk -F= -v k="$2" '$1 == k { s += $2 } END { print s + 0 }'; }
 payload() { sed -n 's/^\[0\] # payload bytes sent by all ranks: //p' "$out/$1.out" | head -1; }
 
-run_check "tcp, 2 nodes" tcp2 -n 2 --net tcp --board-stats
+run_check "tcp, 2 nodes" tcp2 -np 2 --net tcp --board-stats
 tx=$(board_sum tcp2 tx-bytes)
 if [ -s "$top/build/cluster/mpitest-tcp2/board-stats/node0" ] && [ "$tx" -eq 0 ]; then
     ok "[tcp, 2 nodes] the boards carried nothing (QMP: tx-bytes 0; $(payload tcp2) payload bytes went over TCP)"
 else
     not_ok "[tcp, 2 nodes] boards' tx-bytes $tx over QMP (want 0, and a reading)"
 fi
-run_check "tcp, 4 nodes" tcp4 -n 4 --net tcp
-run_check "tcp, 2 nodes x 2 ranks" tcp2x2 -n 2 --ppn 2 --net tcp
-run_check "shm, 1 node x 2 ranks" shm1x2 -n 1 --ppn 2 --net shm
+run_check "tcp, 4 nodes" tcp4 -np 4 --net tcp
+run_check "tcp, 2 nodes x 2 ranks" tcp2x2 -N 2 --ppn 2 --net tcp
+run_check "shm, 1 node x 2 ranks" shm1x2 -np 2 --ppn 2 --net shm
 
 # 2. NetPIPE
-mpi netpipe -n 2 --net tcp -- NPopenmpi -u 65536 -o /tmp/np.out
+mpi netpipe -np 2 --net tcp -- NPopenmpi -u 65536 -o /tmp/np.out
 pts=$(grep -c -- '-->' "$out/netpipe.out")
 top_ok=$(grep -E -- '-->' "$out/netpipe.out" | grep -cE ' 6553[0-9] bytes')
 if [ "$rc" -eq 0 ] && [ "$pts" -ge 20 ] && [ "$top_ok" -ge 1 ]; then
@@ -138,7 +139,7 @@ else
 fi
 
 # 3. HPCC, small problem (tests/mpi/data/hpccinf.txt)
-mpi hpcc -n 2 --net tcp --file "$here/data/hpccinf.txt" -- \
+mpi hpcc -np 2 --net tcp --file "$here/data/hpccinf.txt" -- \
     sh -c 'hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
 if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/hpcc.out" && ! grep -q 'FAILED' "$out/hpcc.out" &&
    grep -q '^\[0\] End of HPC Challenge tests' "$out/hpcc.out"; then
@@ -148,7 +149,7 @@ else
 fi
 
 # 4. mplrs: the cube's 8 vertices
-mpi mplrs -n 2 --ppn 2 --net tcp --file "$here/data/cube.ine" -- mplrs cube.ine
+mpi mplrs -N 2 --ppn 2 --net tcp --file "$here/data/cube.ine" -- mplrs cube.ine
 verts=$(grep -E '^\[[0-9]+\] +1( +-?1){3} *$' "$out/mplrs.out" | sed 's/^\[[0-9]*\] *//' | tr -s ' ' | sort -u | wc -l)
 if [ "$rc" -eq 0 ] && [ "$verts" -eq 8 ]; then
     ok "mplrs on 2 nodes x 2 ranks: the cube's 8 vertices (${secs} s)"
@@ -157,25 +158,25 @@ else
 fi
 
 # 5. failures and arguments
-mpi abort -n 2 --net tcp -- "$prog_fail" abort
-if [ "$rc" -eq 1 ] && grep -q 'MPI job aborted\|the MPI job was aborted' "$out/abort.err" &&
+mpi abort -np 2 --net tcp -- "$prog_fail" abort
+if [ "$rc" -eq 7 ] && grep -q 'MPI job aborted\|the MPI job was aborted' "$out/abort.err" &&
    grep -q '^\[0\] rank 0 waiting' "$out/abort.out" && grep -q '^\[1\] rank 1 waiting' "$out/abort.out" &&
    [ "$secs" -lt 120 ]; then
-    ok "MPI_Abort on rank 1 fails the job (exit 1, reported, every rank's output shown, ${secs} s)"
+    ok "MPI_Abort(7) on rank 1 fails the job (exit 7, the rank's own code; reported, every rank's output shown, ${secs} s)"
 else
     not_ok "MPI_Abort: exit $rc after ${secs} s"; show_fail abort
 fi
 check "MPI_Abort: nothing left running" no_orphans mpitest-abort
 
-mpi exit3 -n 2 --net tcp -- "$prog_fail" exit
-if [ "$rc" -eq 1 ] && grep -q '^\[1\] .*rank 1 exited with status 3' "$out/exit3.out" && [ "$secs" -lt 120 ]; then
-    ok "a rank exiting with status 3 fails the job, the status shown (${secs} s)"
+mpi exit3 -np 2 --net tcp -- "$prog_fail" exit
+if [ "$rc" -eq 3 ] && grep -q '^\[1\] .*rank 1 exited with status 3' "$out/exit3.out" && [ "$secs" -lt 120 ]; then
+    ok "a rank exiting with status 3 fails the job with exit 3, the status shown (${secs} s)"
 else
     not_ok "rank exit 3: exit $rc after ${secs} s"; show_fail exit3
 fi
 
 # shellcheck disable=SC2016   # literal on purpose
-mpi args -n 1 --net shm -- sh -c 'for a in "$@"; do printf "<%s>\n" "$a"; done' arg0 'two words' "it's" '$HOME' '' 'a"b'
+mpi args -np 1 --net shm -- sh -c 'for a in "$@"; do printf "<%s>\n" "$a"; done' arg0 'two words' "it's" '$HOME' '' 'a"b'
 want=$'[0] <two words>\n[0] <it\'s>\n[0] <$HOME>\n[0] <>\n[0] <a"b>'
 if [ "$rc" -eq 0 ] && [ "$(grep '^\[0\] <' "$out/args.out")" = "$want" ]; then
     ok "arguments reach the program unchanged (spaces, quotes, \$, empty)"
@@ -184,15 +185,15 @@ else
 fi
 
 # 7. over the boards
-run_check "board, 2 nodes" board2 -n 2 --net board --board-stats
+run_check "board, 2 nodes" board2 -np 2 --net board --board-stats
 tx=$(board_sum board2 tx-bytes) pl=$(payload board2)
 if [ -n "$pl" ] && [ "$pl" -gt 0 ] && [ "$tx" -ge "$pl" ]; then
     ok "[board, 2 nodes] the boards sent $tx bytes (QMP stat-tx-bytes) >= the $pl payload bytes the job moved"
 else
     not_ok "[board, 2 nodes] boards' tx-bytes ${tx:-?} < payload ${pl:-?}"
 fi
-run_check "board, 4 nodes" board4 -n 4 --net board
-run_check "board, 2 nodes x 2 ranks" board2x2 -n 2 --ppn 2 --net board
+run_check "board, 4 nodes" board4 -np 4 --net board
+run_check "board, 2 nodes x 2 ranks" board2x2 -N 2 --ppn 2 --net board
 
 # bench_ok NAME LABEL: mpi-bench's run succeeded with its data checked
 bench_ok() {
@@ -205,12 +206,12 @@ bench_ok() {
         not_ok "$2: exit $rc, payload ${pl:-?}, boards' tx-bytes $tx"; show_fail "$1"
     fi
 }
-mpi boardbench -n 2 --net board --board-stats -- "$prog_bench" 50
+mpi boardbench -np 2 --net board --board-stats -- "$prog_bench" 50
 bench_ok boardbench "[board, 2 nodes] mpi-bench"
-mpi boardrxd -n 2 --net board --ofi 'dimmnet2;ofi_rxd' --board-stats -- "$prog_bench" 10
+mpi boardrxd -np 2 --net board --ofi 'dimmnet2;ofi_rxd' --board-stats -- "$prog_bench" 10
 bench_ok boardrxd "[board, 'dimmnet2;ofi_rxd': ofi_rxd over the DGRAM core] mpi-bench"
 
-run_check "board, switch drops/dups/reorders 2%" boardfault -n 2 --net board --board-stats \
+run_check "board, switch drops/dups/reorders 2%" boardfault -np 2 --net board --board-stats \
     --switch-opts "--drop 0.02 --dup 0.02 --reorder 0.02 --seed 7"
 rtx=$(board_sum boardfault link-retransmits)
 if [ "$rtx" -gt 0 ]; then
@@ -218,14 +219,14 @@ if [ "$rtx" -gt 0 ]; then
 else
     not_ok "[board, faults] no retransmissions counted: were the faults injected?"
 fi
-mpi boardnp -n 2 --net board -- NPopenmpi -u 65536 -o /tmp/np.out
+mpi boardnp -np 2 --net board -- NPopenmpi -u 65536 -o /tmp/np.out
 pts=$(grep -c -- '-->' "$out/boardnp.out")
 if [ "$rc" -eq 0 ] && [ "$pts" -ge 20 ]; then
     ok "NPopenmpi on 2 nodes over the boards: $pts points up to 64 KiB (${secs} s)"
 else
     not_ok "NPopenmpi over the boards: exit $rc, $pts points"; show_fail boardnp
 fi
-mpi boardhpcc -n 2 --net board --file "$here/data/hpccinf.txt" -- \
+mpi boardhpcc -np 2 --net board --file "$here/data/hpccinf.txt" -- \
     sh -c 'hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
 if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/boardhpcc.out" && ! grep -q 'FAILED' "$out/boardhpcc.out" &&
    grep -q '^\[0\] End of HPC Challenge tests' "$out/boardhpcc.out"; then
@@ -233,7 +234,7 @@ if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/boardhpcc.out" && ! grep -
 else
     not_ok "hpcc over the boards: exit $rc"; show_fail boardhpcc
 fi
-mpi boardkill -n 2 --net board --keep-going --file "$prog_fail" --file "$prog_check" \
+mpi boardkill -np 2 --net board --keep-going --file "$prog_fail" --file "$prog_check" \
     --job "board:./$(basename "$prog_fail") exit" --job "board:./$(basename "$prog_check")"
 if grep -q '^\[1\.1\] .*exited with status 3' "$out/boardkill.out" &&
    grep -q '^\[2\.0\] ok [0-9]* - payload bytes moved' "$out/boardkill.out" &&
