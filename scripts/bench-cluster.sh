@@ -21,6 +21,14 @@
 #   --lock-profile    QEMU's synchronisation profiler in both guests from
 #                     dn2-bench's start to the end (HMP sync-profile over
 #                     QMP): the report gets each node's longest lock waits
+#   --virtual-time    both nodes in lock-step virtual time (cluster.sh
+#                     --virtual-time; docs/cluster.md, "Virtual time"): the
+#                     figures are virtual-time figures, the same in every
+#                     run on any host; no UDP baseline (a guest-to-guest
+#                     NIC is input at host-dependent times)
+#   --vt-shift N, --vt-lookahead NS, --vt-quantum NS
+#                     cluster.sh's (-icount shift, the modelled packet
+#                     latency, the delivery time grid)
 #   -t, --timeout S   seconds for the whole cluster run (default 900)
 #   -o, --output F    the report (default build/bench/guest-<date>.txt)
 #   -q, --quiet       no progress lines on stderr
@@ -58,6 +66,7 @@ dn2_extra=()
 device_opts=
 lock_profile=
 slice_us=100
+vt_opts=()
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
@@ -70,6 +79,8 @@ while [ $# -gt 0 ]; do
         --lock-profile) lock_profile=1; shift ;;
         --device-opts) dn2_need_arg "$@"; device_opts=$2; shift 2 ;;
         --slice) dn2_need_value "$@"; slice_us=$2; shift 2 ;;
+        --virtual-time) vt_opts+=(--virtual-time); shift ;;
+        --vt-shift|--vt-lookahead|--vt-quantum) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; vt_opts+=("$1" "$2"); shift 2 ;;
         -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
         -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
@@ -81,6 +92,14 @@ done
 dn2_want_uint --timeout "$timeout_s"
 dn2_want_uint --slice "$slice_us"
 [ -n "$full" ] && [ "$timeout_s" = 900 ] && timeout_s=2400
+vt=
+if [ ${#vt_opts[@]} -gt 0 ]; then
+    [ "${vt_opts[0]}" = --virtual-time ] || [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] \
+        || usage_error "--vt-shift, --vt-lookahead and --vt-quantum go with --virtual-time"
+    vt=1
+    # The UDP baseline needs a guest-to-guest NIC: input at host times.
+    udp=
+fi
 
 bench_dir=$DN2_TOP/build/bench
 export_dir=${DN2_GUEST_EXPORT:-$DN2_TOP/build/guest/export}
@@ -105,7 +124,13 @@ for p in dn2-bench udp-bench dn2-up; do
     cmp -s "$DN2_TOP/build/linux-guest/$p" "$export_dir/bin/$p" \
         || cp "$DN2_TOP/build/linux-guest/$p" "$export_dir/bin/$p" || die "cannot copy $p into $export_dir/bin"
 done
-dn2_accel || exit 4
+if [ -n "$vt" ]; then
+    vt_shift=0
+    for ((k = 0; k < ${#vt_opts[@]}; k++)); do [ "${vt_opts[k]}" = --vt-shift ] && vt_shift=${vt_opts[k + 1]}; done
+    dn2_vt_accel "$vt_shift" || exit 4
+else
+    dn2_accel || exit 4
+fi
 command -v python3 > /dev/null || die "python3 is needed (cluster.sh's job server, QMP statistics)"
 
 # ------------------------------------------------- the per-node second NIC
@@ -187,8 +212,11 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 others=$(pgrep -f qemu-system | wc -l)
 rundir=$DN2_TOP/build/cluster/$name
 progress "booting 2 nodes ($DN2_ACCEL_NAME; cluster $rundir); $([ -n "$full" ] && echo "about 4 minutes" || echo "about a minute")"
-QEMU=$wrapper "$here/cluster.sh" -q -n 2 --name "$name" -t "$timeout_s" -f "$node_sh" --board-stats --slice "$slice_us" \
-    ${device_opts:+--device-opts "$device_opts"} \
+# (virtual time: no second NIC, so the real QEMU)
+qemu_run=$wrapper
+[ -n "$vt" ] && qemu_run=$real_qemu
+QEMU=$qemu_run "$here/cluster.sh" -q -n 2 --name "$name" -t "$timeout_s" -f "$node_sh" --board-stats --slice "$slice_us" \
+    ${device_opts:+--device-opts "$device_opts"} "${vt_opts[@]}" \
     > "$qmp_dir/cluster.out" 2> "$qmp_dir/cluster.err" &
 cpid=$!
 # A non-interactive shell starts background jobs with SIGINT ignored, so
@@ -282,6 +310,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
     echo "DIMMnet-2 for QEMU: guest benchmarks (scripts/bench-cluster.sh, $(date '+%Y-%m-%d %H:%M'))"
     echo "2 Linux guests ($DN2_ACCEL_NAME, 1 vCPU, 256 MiB each), one board each on one dn2-switch;"
+    [ -n "$vt" ] && echo "lock-step virtual time (${vt_opts[*]}): every figure is in virtual time, the same in every run on any host; replay: scripts/cluster.sh --replay $rundir"
     echo "host: $(nproc) CPUs ($cpu_model), load average $load_before -> $load_after;"
     if [ "$slice_us" = 0 ]; then
         echo "host scheduling: the kernel's default time slice (--slice 0)"
