@@ -176,11 +176,16 @@ static void routes_apply(struct dn2f_ep *ep)
     ep->routes_ok = true;
     ep->asm_active = false;
     ep_joins_sync(ep);
+    if (ep->cfg.vtime) {
+        /* the switch starts virtual time once every board confirms the
+         * current table (its KEEPALIVE carries the generation): at once */
+        ep->ka_due = t;
+    }
     if (ep->link == DN2F_LINK_ASSIGNED) {
         ep->link = DN2F_LINK_UP;
         ep->st.link_ups++;
         ep->refusal = 0;
-        ep->ka_due = t + ep->cfg.keepalive_ns;
+        ep->ka_due = ep->cfg.vtime ? t : t + ep->cfg.keepalive_ns;
         for (p = ep->plist; p; p = nx) {
             nx = p->next;
             for (j = 0; j < DN2F_NUM_LANES; j++) {

@@ -57,6 +57,7 @@ struct swport {
         uint64_t grant;                 /* the newest horizon sent (monotone) */
         uint64_t last_rx;               /* switch time of the last report (or the join) */
         uint64_t warned;                /* the last stall warning about it */
+        uint32_t gen;                   /* the routes generation its last KEEPALIVE had */
     } vt;
 };
 

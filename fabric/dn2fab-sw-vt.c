@@ -10,7 +10,9 @@
  *   G_j = min_{i != j} D(S_i)             nothing can reach j before that
  * computed in O(N) per report from the two smallest values (dn2f_vt_grants).
  * Grants are monotone per board (max() with the one sent before), 0 for
- * everyone until --vt-boards boards are up, infinite for a board alone.
+ * everyone until --vt-boards boards are up (joined, and each one's
+ * KEEPALIVE names the current routes generation: every board can reach
+ * every other), infinite for a board alone.
  * Every new REPORT is answered with the current grant (a duplicate too: its
  * answer may have been lost; an older rseq is ignored), and a board that
  * waits (its last report's now >= its grant) gets a GRANT whenever its
@@ -169,8 +171,16 @@ void sw_vt_update(struct dn2f_sw *sw, struct swport *reporter)
         }
     }
     if (!sw->vt.started && n >= (sw->cfg.vt_boards ? sw->cfg.vt_boards : 1) && !sw->dirty) {
-        sw->vt.started = true;
-        vt_log(sw, "vt: %u boards up, virtual time starts", n);
+        /* up = joined and holding the current routing table (its KEEPALIVE
+         * says so): no board may send to one its table does not have yet */
+        bool all = true;
+        for (i = 0; i < n; i++) {
+            all &= sw->vt_ports[i]->vt.gen == sw->gen;
+        }
+        if (all) {
+            sw->vt.started = true;
+            vt_log(sw, "vt: %u boards up, virtual time starts", n);
+        }
     }
     if (sw->vt.started) {
         dn2f_vt_grants(sw->vt_e, n, sw->cfg.vt_lookahead_ns, sw->cfg.vt_quantum_ns, sw->vt_g);
@@ -225,6 +235,7 @@ void sw_vt_report(struct dn2f_sw *sw, struct swport *p, const struct dn2f_msg *m
 void sw_vt_port_joined(struct dn2f_sw *sw, struct swport *p)
 {
     memset(&p->vt, 0, sizeof(p->vt));
+    p->vt.gen = UINT32_MAX;
     p->vt.last_rx = now(sw);
 }
 
@@ -240,6 +251,7 @@ void sw_vt_port_gone(struct dn2f_sw *sw, struct swport *p)
            (unsigned long long)p->guid, dn2f_addr_str(&p->addr, a, sizeof(a)),
            (unsigned long long)(p->vt.have ? p->vt.now : 0));
     memset(&p->vt, 0, sizeof(p->vt));
+    p->vt.gen = UINT32_MAX;
     sw_vt_update(sw, NULL);
 }
 

@@ -781,6 +781,10 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
             return;
         }
         p->last_seen = now(sw);
+        p->vt.gen = m.u.keepalive.gen;
+        if (sw->cfg.vt && !sw->vt.started && p->vt.gen == sw->gen) {
+            sw_vt_update(sw, NULL);     /* its routes are in: virtual time may start */
+        }
         sw_send_small(sw, &p->addr, DN2F_T_KEEPALIVE, p->lid, p->epoch, sw->gen);
         if (m.u.keepalive.gen != sw->gen && !sw->dirty) {
             send_routes(sw, p);
@@ -862,9 +866,6 @@ void dn2f_sw_tick(struct dn2f_sw *sw)
     }
     if (sw->dirty && t >= sw->dirty_due) {
         routes_publish(sw);
-        if (!sw->vt.started) {
-            sw_vt_update(sw, NULL);     /* the routes are out: virtual time may start */
-        }
     }
 }
 
