@@ -3472,6 +3472,952 @@ static bool t_loopback_quota(void)
     return true;
 }
 
+/* ======================================================== virtual time */
+static void vt_st32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* A VT datagram from a board (src 2) to the switch or the reverse. */
+static size_t vt_ctrl(uint8_t *buf, unsigned type, const struct dn2f_vt_report *r,
+                      const struct dn2f_vt_grant *g)
+{
+    struct dn2f_wbuf w;
+    dn2f_wbuf_init(&w, buf, DN2F_DGRAM_MAX);
+    if (type == DN2F_T_VT_REPORT) {
+        dn2f_put_hdr(&w, type, 0, 2, 0, 0x1111, 0x2222);
+        dn2f_put_vt_report(&w, r);
+    } else {
+        dn2f_put_hdr(&w, type, 0, 0, 2, 0x2222, 0x1111);
+        dn2f_put_vt_grant(&w, g);
+    }
+    return dn2f_finish(&w);
+}
+
+/* A DATA datagram to LID 2 (or group 0xc005 for kind 1) with records of
+ * the given kinds, each with VT when vt bit i is set. */
+static size_t vt_data(uint8_t *buf, unsigned kind, unsigned rflags, unsigned nrec, unsigned vtmask)
+{
+    struct dn2f_wbuf w;
+    struct dn2f_member mb[2] = {
+        { .lid = 3, .seq = 9, .epoch = 0x33, .src_sess = 5, .dst_sess = 6 },
+        { .lid = 4, .seq = 10, .epoch = 0x44, .src_sess = 7, .dst_sess = 8 },
+    };
+    uint8_t pkt[64];
+    unsigned i;
+    uint16_t dst = kind == DN2F_REC_UNICAST ? 2 : 0xc005;
+
+    dn2f_wbuf_init(&w, buf, DN2F_DGRAM_MAX);
+    dn2f_put_hdr(&w, DN2F_T_DATA, 0, 1, kind == DN2F_REC_MCAST_ORIGIN ? 0xc005 : 2, 0x11, 0x22);
+    if (kind != DN2F_REC_MCAST_ORIGIN) {
+        dn2f_hdr_set_sessions(&w, 1, 0);
+    }
+    for (i = 0; i < nrec; i++) {
+        struct dn2f_rec r = {
+            .kind = (uint8_t)kind, .seq = kind == DN2F_REC_MCAST_ORIGIN ? 0 : 40 + i,
+            .after = 77 + i, .group = 0xc005, .nmemb = 2, .len = 37,
+            .vtime = 0x0123456789abcdefULL + i, .vseq = 0xfedcba98u + i, .pkt = pkt,
+        };
+        r.rflags = (uint8_t)(rflags | (((vtmask >> i) & 1) ? DN2F_RF_VT : 0));
+        fill_pkt(pkt, sizeof(pkt), dst, 1, 0, i);
+        if (rflags & DN2F_RF_REQ) {
+            set_type(pkt, DN2_OP_RVL);  /* the request lane's TYPE */
+            r.len = 32;
+        }
+        if (!dn2f_put_record(&w, &r, mb)) {
+            return 0;
+        }
+    }
+    return dn2f_finish(&w);
+}
+
+static bool t_vt_wire(void)
+{
+    struct dn2f_vt_report r = { .rseq = 0x89abcdefu, .now = 0x1122334455667788ULL,
+                                .earliest = 0x1122334455667799ULL };
+    struct dn2f_vt_grant g = { .rseq = 0x01020304u, .horizon = 0xa1a2a3a4a5a6a7a8ULL,
+                               .lookahead_ns = 0xb1b2b3b4u, .quantum_ns = 0xc1c2c3c4u,
+                               .slowest = 0xd1d2d3d4d5d6d7d8ULL };
+    static const unsigned kinds[] = { DN2F_REC_UNICAST, DN2F_REC_MCAST_ORIGIN,
+                                      DN2F_REC_MCAST_COPY, DN2F_REC_UNICAST };
+    struct dn2f_msg m;
+    struct dn2f_iter it;
+    struct dn2f_rec rec;
+    size_t len;
+    unsigned k, i, off;
+    int rc;
+
+    /* every field of the two new types */
+    len = vt_ctrl(g_buf, DN2F_T_VT_REPORT, &r, NULL);
+    CHECK(len == DN2F_HDR_LEN + DN2F_VT_REPORT_LEN, "report length %zu", len);
+    rc = dn2f_decode(g_buf, len, &m);
+    CHECK(rc == 0 && m.h.type == DN2F_T_VT_REPORT && m.u.vt_report.rseq == r.rseq &&
+          m.u.vt_report.now == r.now && m.u.vt_report.earliest == r.earliest,
+          "report round trip: %s", dn2f_strerror(rc));
+    CHECK(!strcmp(dn2f_type_name(DN2F_T_VT_REPORT), "VT_REPORT") &&
+          !strcmp(dn2f_type_name(DN2F_T_VT_GRANT), "VT_GRANT"), "type names");
+    len = vt_ctrl(g_buf, DN2F_T_VT_GRANT, NULL, &g);
+    CHECK(len == DN2F_HDR_LEN + DN2F_VT_GRANT_LEN, "grant length %zu", len);
+    rc = dn2f_decode(g_buf, len, &m);
+    CHECK(rc == 0 && m.u.vt_grant.rseq == g.rseq && m.u.vt_grant.horizon == g.horizon &&
+          m.u.vt_grant.lookahead_ns == g.lookahead_ns && m.u.vt_grant.quantum_ns == g.quantum_ns &&
+          m.u.vt_grant.slowest == g.slowest, "grant round trip: %s", dn2f_strerror(rc));
+
+    /* malformed reports and grants: each byte of the zero fields, lengths,
+     * earliest < now, the LIDs */
+    for (off = 4; off < 8; off++) {
+        len = vt_ctrl(g_buf, DN2F_T_VT_REPORT, &r, NULL);
+        g_buf[DN2F_HDR_LEN + off] = 1;
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FLAGS, "report flags byte %u", off);
+        len = vt_ctrl(g_buf, DN2F_T_VT_GRANT, NULL, &g);
+        g_buf[DN2F_HDR_LEN + off] = 1;
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FLAGS, "grant flags byte %u", off);
+    }
+    for (off = 24; off < 32; off++) {
+        len = vt_ctrl(g_buf, DN2F_T_VT_REPORT, &r, NULL);
+        g_buf[DN2F_HDR_LEN + off] = 0x80;
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_RESERVED, "report reserved byte %u", off);
+        len = vt_ctrl(g_buf, DN2F_T_VT_GRANT, NULL, &g);
+        g_buf[DN2F_HDR_LEN + off + 8] = 0x80;
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_RESERVED, "grant reserved byte %u", off + 8);
+    }
+    r.earliest = r.now - 1;
+    len = vt_ctrl(g_buf, DN2F_T_VT_REPORT, &r, NULL);
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "earliest < now accepted");
+    r.earliest = r.now;
+    len = vt_ctrl(g_buf, DN2F_T_VT_REPORT, &r, NULL);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "earliest == now refused");
+    g_buf[10] = 1;              /* dst LID: a report goes to the switch */
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "report to a board accepted");
+    len = vt_ctrl(g_buf, DN2F_T_VT_GRANT, NULL, &g);
+    g_buf[8] = 1;               /* src LID: a grant comes from the switch */
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "grant from a board accepted");
+    len = vt_ctrl(g_buf, DN2F_T_VT_GRANT, NULL, &g);
+    g_buf[11] = 0x0f;           /* dst LID 0x0f02: not assignable */
+    CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "grant to a bad LID accepted");
+    for (k = 0; k < 2; k++) {
+        unsigned type = k ? DN2F_T_VT_GRANT : DN2F_T_VT_REPORT;
+        size_t full = vt_ctrl(g_buf, type, &r, &g);
+        /* shorter and longer bodies, length field kept consistent */
+        for (len = DN2F_HDR_LEN; len < full + 8; len += 4) {
+            if (len == full) {
+                continue;
+            }
+            vt_st32(g_buf + 12, (uint32_t)len);
+            CHECK(dn2f_decode(g_buf, len, &m) < 0, "%s of %zu bytes accepted",
+                  dn2f_type_name(type), len);
+        }
+        vt_st32(g_buf + 12, (uint32_t)full);
+        CHECK(dn2f_decode(g_buf, full - 1, &m) < 0, "cut %s accepted", dn2f_type_name(type));
+    }
+
+    /* VT records of every kind (and a request) round-trip */
+    for (k = 0; k < 4; k++) {
+        unsigned rf = k == 3 ? DN2F_RF_REQ : (k == 2 ? DN2F_RF_RETX : 0);
+        len = vt_data(g_buf, kinds[k], rf, 2, 3);
+        CHECK(len, "kind %u built", kinds[k]);
+        rc = dn2f_decode(g_buf, len, &m);
+        CHECK(rc == 0 && m.u.data.vt && m.u.data.nrecs == 2, "kind %u%s: %s", kinds[k],
+              k == 3 ? " REQ" : "", dn2f_strerror(rc));
+        dn2f_data_iter(&m, &it);
+        for (i = 0; i < 2; i++) {
+            CHECK(dn2f_data_next(&it, &rec), "record %u", i);
+            CHECK(rec.kind == kinds[k] && (rec.rflags & DN2F_RF_VT) &&
+                  rec.vtime == 0x0123456789abcdefULL + i && rec.vseq == 0xfedcba98u + i &&
+                  rec.len == (k == 3 ? 32 : 37) &&
+                  dn2f_pkt_dlid(rec.pkt) == (kinds[k] == DN2F_REC_UNICAST ? 2 : 0xc005),
+                  "kind %u record %u fields", kinds[k], i);
+            CHECK(k != 3 || rec.after == 77 + i, "after %u", rec.after);
+            CHECK(k != 1 || (rec.nmemb == 2 && rec.group == 0xc005), "origin members");
+            CHECK(k != 2 || (rec.seq == 40 + i && rec.group == 0xc005), "copy fields");
+        }
+        /* without VT: same records, 16 bytes each shorter, vt false */
+        CHECK(vt_data(g_buf, kinds[k], rf, 2, 0) + 2 * DN2F_VT_LEN == len, "VT part size");
+        CHECK(dn2f_decode(g_buf, len - 2 * DN2F_VT_LEN, &m) == 0 && !m.u.data.vt, "no VT");
+        /* mixed: one record with VT, one without */
+        len = vt_data(g_buf, kinds[k], rf, 2, 1);
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "kind %u mixed accepted", kinds[k]);
+        len = vt_data(g_buf, kinds[k], rf, 2, 2);
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FIELD, "kind %u mixed (2) accepted",
+              kinds[k]);
+        /* the VT part's reserved word, and every cut through the record */
+        len = vt_data(g_buf, kinds[k], rf, 1, 1);
+        for (off = 0; off < 4; off++) {
+            size_t at = len - (size_t)(k == 3 ? 32 : 40) - 4 + off;
+            g_buf[at] = 1;
+            CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_RESERVED, "kind %u VT reserved byte %u",
+                  kinds[k], off);
+            g_buf[at] = 0;
+        }
+        for (off = DN2F_HDR_LEN + DN2F_DATA_TS_LEN + 1; off < len; off++) {
+            vt_st32(g_buf + 12, (uint32_t)off);
+            CHECK(dn2f_decode(g_buf, off, &m) < 0, "kind %u cut at %u accepted", kinds[k], off);
+        }
+    }
+    /* a switch-built copy of a VT origin keeps the VT part (dn2fab-sw-fwd.c
+     * does it the same way: the record with kind 2 and the member's seq) */
+    len = vt_data(g_buf, DN2F_REC_MCAST_ORIGIN, 0, 1, 1);
+    CHECK(dn2f_decode(g_buf, len, &m) == 0, "origin");
+    dn2f_data_iter(&m, &it);
+    CHECK(dn2f_data_next(&it, &rec), "origin record");
+    {
+        static uint8_t out[256];
+        struct dn2f_wbuf w;
+        struct dn2f_rec c = rec;
+        struct dn2f_msg m2;
+        struct dn2f_rec r2;
+        c.kind = DN2F_REC_MCAST_COPY;
+        c.seq = 9;
+        c.nmemb = 0;
+        dn2f_wbuf_init(&w, out, sizeof(out));
+        dn2f_put_hdr(&w, DN2F_T_DATA, 0, 1, 3, 0x11, 0x33);
+        dn2f_hdr_set_sessions(&w, 5, 6);
+        CHECK(dn2f_put_record(&w, &c, NULL), "copy built");
+        len = dn2f_finish(&w);
+        CHECK(dn2f_decode(out, len, &m2) == 0 && m2.u.data.vt, "copy decodes");
+        dn2f_data_iter(&m2, &it);
+        CHECK(dn2f_data_next(&it, &r2) && r2.kind == DN2F_REC_MCAST_COPY && r2.seq == 9 &&
+              r2.vtime == rec.vtime && r2.vseq == rec.vseq, "copy keeps vtime / vseq");
+    }
+    /* STATS_RESP with the virtual-time block */
+    {
+        struct dn2f_wbuf w;
+        struct dn2f_swsummary s = { .route_mode = DN2F_ROUTE_SWITCH, .vt = true,
+                                    .vt_boards = 0x01020304u, .vt_reports = 0x1111111122222222ULL,
+                                    .vt_grants = 0x3333333344444444ULL,
+                                    .vt_time = 0x5555555566666666ULL };
+        struct dn2f_portstat ps = { .lid = 7, .state = 1, .guid = 0x99, .retx = 5 };
+        struct dn2f_portstat ps2;
+        dn2f_wbuf_init(&w, g_buf, DN2F_DGRAM_MAX);
+        dn2f_put_hdr(&w, DN2F_T_STATS_RESP, 0, 0, 0, 1, 0);
+        dn2f_put_stats_hdr(&w, 5, 0, 1, 1, &s);
+        dn2f_put_stats_vt(&w, &s);
+        dn2f_put_portstat(&w, &ps);
+        len = dn2f_finish(&w);
+        rc = dn2f_decode(g_buf, len, &m);
+        CHECK(rc == 0 && m.u.stats.sum.vt && m.u.stats.sum.vt_boards == s.vt_boards &&
+              m.u.stats.sum.vt_reports == s.vt_reports && m.u.stats.sum.vt_grants == s.vt_grants &&
+              m.u.stats.sum.vt_time == s.vt_time, "stats VT block: %s", dn2f_strerror(rc));
+        dn2f_stats_iter(&m, &it);
+        CHECK(dn2f_stats_next(&it, &ps2) && ps2.lid == 7 && ps2.guid == 0x99 && ps2.retx == 5,
+              "port after the VT block");
+        g_buf[DN2F_HDR_LEN + DN2F_STATS_HDR_LEN + 28] = 1;
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_RESERVED, "stats VT reserved");
+        g_buf[DN2F_HDR_LEN + DN2F_STATS_HDR_LEN + 28] = 0;
+        g_buf[DN2F_HDR_LEN + 11] = 3;
+        CHECK(dn2f_decode(g_buf, len, &m) == -DN2F_E_FLAGS, "stats unknown flag");
+        g_buf[DN2F_HDR_LEN + 11] = 0;
+        CHECK(dn2f_decode(g_buf, len, &m) < 0, "VT block without its flag accepted");
+    }
+    return true;
+}
+
+/* The grant formula, by hand and against the O(N^2) definition. */
+static bool vt_check_grants(const uint64_t *e, unsigned n, uint64_t l, uint64_t q,
+                            const uint64_t *want, const char *what)
+{
+    uint64_t g[8];
+    unsigned i;
+    dn2f_vt_grants(e, n, l, q, g);
+    for (i = 0; i < n; i++) {
+        CHECK(g[i] == want[i], "%s: G_%u = %llu, want %llu", what, i,
+              (unsigned long long)g[i], (unsigned long long)want[i]);
+    }
+    return true;
+}
+
+static bool t_vt_formula(void)
+{
+    static const uint64_t e1[] = { 5000 }, w1[] = { DN2F_VT_INFINITY };
+    static const uint64_t e2[] = { 100, 500 }, w2[] = { 1500, 1100 };
+    static const uint64_t e3[] = { 100, 1000000000 }, w3[] = { 2100, 1100 };
+    static const uint64_t e4[] = { 0, 300, 5000 }, w4[] = { 1300, 1000, 1000 };
+    static const uint64_t e5[] = { 100, 500 }, w5[] = { 1536, 1536 };
+    static const uint64_t e6[] = { 700, 700 }, w6[] = { 1700, 1700 };
+    static const uint64_t e7[] = { 0, 300 }, w7[] = { 1300, 1000 };    /* e4 without board 2 */
+    static const uint64_t e8[] = { DN2F_VT_INFINITY, DN2F_VT_INFINITY },
+                          w8[] = { DN2F_VT_INFINITY, DN2F_VT_INFINITY };
+    struct dn2f_rng rng;
+    unsigned t, n, i, j, k;
+
+    if (!vt_check_grants(e1, 1, 1000, 0, w1, "one board") ||
+        !vt_check_grants(e2, 2, 1000, 0, w2, "two running boards") ||
+        !vt_check_grants(e3, 2, 1000, 0, w3, "an idle board with a far timer") ||
+        !vt_check_grants(e4, 3, 1000, 0, w4, "three boards") ||
+        !vt_check_grants(e5, 2, 1000, 512, w5, "quantum 512") ||
+        !vt_check_grants(e6, 2, 1000, 0, w6, "a tie") ||
+        !vt_check_grants(e7, 2, 1000, 0, w7, "board 2 left") ||
+        !vt_check_grants(e8, 2, 1000, 7, w8, "all idle forever")) {
+        return false;
+    }
+    CHECK(dn2f_vt_d(1, 1000, 1) == 1001 && dn2f_vt_d(24, 1000, 1024) == 1024 &&
+          dn2f_vt_d(25, 1000, 1024) == 2048 && dn2f_vt_d(UINT64_MAX - 5, 1000, 0) == UINT64_MAX &&
+          dn2f_vt_d(UINT64_MAX - 1500, 1000, 1024) == UINT64_MAX, "D()");
+    /* O(N) equals the definition on random sets with ties */
+    dn2f_rng_seed(&rng, 99);
+    for (t = 0; t < 2000; t++) {
+        uint64_t e[8], g[8], s[8], l = 1 + dn2f_rng_next(&rng) % 3000;
+        uint64_t q = dn2f_rng_next(&rng) % 3 ? 0 : dn2f_rng_next(&rng) % 700;
+        n = 2 + (unsigned)(dn2f_rng_next(&rng) % 7);
+        for (i = 0; i < n; i++) {
+            e[i] = dn2f_rng_next(&rng) % 5 == 0 ? DN2F_VT_INFINITY
+                                                : dn2f_rng_next(&rng) % 20 * 250;
+        }
+        dn2f_vt_grants(e, n, l, q, g);
+        for (i = 0; i < n; i++) {
+            s[i] = e[i];
+            for (k = 0; k < n; k++) {
+                if (k != i && dn2f_vt_d(e[k], l, q) < s[i]) {
+                    s[i] = dn2f_vt_d(e[k], l, q);
+                }
+            }
+        }
+        for (j = 0; j < n; j++) {
+            uint64_t want = DN2F_VT_INFINITY;
+            for (i = 0; i < n; i++) {
+                if (i != j && dn2f_vt_d(s[i], l, q) < want) {
+                    want = dn2f_vt_d(s[i], l, q);
+                }
+            }
+            CHECK(g[j] == want, "random set %u: G_%u %llu, definition %llu", t, j,
+                  (unsigned long long)g[j], (unsigned long long)want);
+        }
+    }
+    return true;
+}
+
+/* ---------------------------------------------- a virtual-time board model
+ * Each board runs a deterministic program in virtual time: it starts
+ * VT_TOKENS tokens at fixed virtual times; each delivered token (vtime v,
+ * hop h) is logged and, while h < VT_HOPS, sent on at clock v to the next
+ * board chosen from its contents, with vtime v + L + a delay from its
+ * contents.  The board processes its events in (vtime, source LID, vseq)
+ * order, only below its horizon, and reports (clock, earliest event) when
+ * it has to wait.  The logs must be the same whatever the network does. */
+#define VT_BOARDS_MAX 4
+#define VT_TOKENS 3
+#define VT_HOPS 16
+#define VT_L 1000
+#define VT_LOG_MAX 512
+
+struct vt_ev { uint64_t vtime; uint16_t slid; uint32_t vseq; uint32_t hop, id; };
+
+struct vt_board {
+    bool on;
+    uint64_t vnow;
+    uint32_t vseq;
+    unsigned started;                   /* tokens started */
+    struct vt_ev q[256];                /* delivered, not processed: sorted */
+    unsigned nq;
+    struct vt_ev out[64];               /* to send (the endpoint said -EAGAIN) */
+    uint16_t out_dst[64];
+    unsigned nout;
+    uint32_t last_vseq[4096];           /* per source: increasing */
+    bool seen[4096];
+    struct vt_ev log[VT_LOG_MAX];
+    unsigned nlog;
+    bool error;
+    char err[160];
+    uint64_t grants_cb;
+};
+static struct vt_board g_vtb[MAX_NODES];
+static unsigned g_vt_n;                 /* boards 1..g_vt_n */
+static unsigned g_vt_total;             /* deliveries logged, all boards */
+static uint64_t g_vt_quantum;
+
+static void vt_fail(struct vt_board *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void vt_fail(struct vt_board *b, const char *fmt, ...)
+{
+    va_list ap;
+    if (b->error) {
+        return;
+    }
+    b->error = true;
+    va_start(ap, fmt);
+    vsnprintf(b->err, sizeof(b->err), fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t vt_ceil(uint64_t t)
+{
+    return g_vt_quantum > 1 ? (t + g_vt_quantum - 1) / g_vt_quantum * g_vt_quantum : t;
+}
+
+static bool vt_ev_less(const struct vt_ev *a, const struct vt_ev *b)
+{
+    if (a->vtime != b->vtime) {
+        return a->vtime < b->vtime;
+    }
+    if (a->slid != b->slid) {
+        return a->slid < b->slid;
+    }
+    return a->vseq < b->vseq;
+}
+
+static int vt_deliver_vt(void *o, uint16_t slid, const uint8_t *pkt, size_t len,
+                         uint64_t vtime, uint32_t vseq)
+{
+    struct node *nd = o;
+    struct vt_board *b = &g_vtb[nd->idx];
+    struct vt_ev e;
+    uint64_t pv;
+    uint32_t ps;
+    unsigned i;
+
+    if (len < 40) {
+        vt_fail(b, "short packet");
+        return -EINVAL;
+    }
+    memcpy(&pv, pkt + 16, 8);
+    memcpy(&ps, pkt + 24, 4);
+    if (pv != vtime || ps != vseq) {
+        vt_fail(b, "vtime/vseq %llu/%u, the packet says %llu/%u", (unsigned long long)vtime,
+                vseq, (unsigned long long)pv, ps);
+    }
+    if (b->seen[slid] && (int32_t)(vseq - b->last_vseq[slid]) <= 0) {
+        vt_fail(b, "from 0x%x vseq %u after %u: not in order", slid, vseq, b->last_vseq[slid]);
+    }
+    b->seen[slid] = true;
+    b->last_vseq[slid] = vseq;
+    if (vtime < b->vnow) {
+        vt_fail(b, "packet from 0x%x at vtime %llu arrived at clock %llu: causality", slid,
+                (unsigned long long)vtime, (unsigned long long)b->vnow);
+    }
+    if (b->nq == sizeof(b->q) / sizeof(b->q[0])) {
+        return -EBUSY;
+    }
+    e.vtime = vtime;
+    e.slid = slid;
+    e.vseq = vseq;
+    memcpy(&e.hop, pkt + 28, 4);
+    memcpy(&e.id, pkt + 32, 4);
+    for (i = b->nq; i > 0 && vt_ev_less(&e, &b->q[i - 1]); i--) {
+        b->q[i] = b->q[i - 1];
+    }
+    b->q[i] = e;
+    b->nq++;
+    return 0;
+}
+
+static int vt_deliver_plain(void *o, uint16_t slid, const uint8_t *pkt, size_t len)
+{
+    struct node *nd = o;
+    (void)slid; (void)pkt; (void)len;
+    vt_fail(&g_vtb[nd->idx], "a packet without virtual time");
+    return -EINVAL;
+}
+
+static void vt_grant_cb(void *o, uint64_t horizon, uint32_t l, uint32_t q, uint64_t slowest)
+{
+    struct node *nd = o;
+    (void)horizon; (void)slowest;
+    g_vtb[nd->idx].grants_cb++;
+    if (l != VT_L || q != g_vt_quantum) {
+        vt_fail(&g_vtb[nd->idx], "grant says L %u Q %u", l, q);
+    }
+}
+
+static const struct dn2f_ep_ops vt_ep_ops = {
+    .now_ns = s_now, .send_datagram = s_send, .deliver = vt_deliver_plain, .link_state = s_link,
+    .deliver_vt = vt_deliver_vt, .vt_grant = vt_grant_cb,
+};
+
+static void vt_queue_send(struct node *nd, uint16_t dst, uint64_t vtime, uint32_t hop, uint32_t id)
+{
+    struct vt_board *b = &g_vtb[nd->idx];
+    struct vt_ev e = { .vtime = vtime, .vseq = b->vseq++, .hop = hop, .id = id };
+    if (b->nout == 64) {
+        vt_fail(b, "send queue full");
+        return;
+    }
+    b->out[b->nout] = e;
+    b->out_dst[b->nout++] = dst;
+}
+
+static void vt_flush_out(struct node *nd)
+{
+    struct vt_board *b = &g_vtb[nd->idx];
+    uint16_t me = dn2f_ep_lid(nd->ep);
+    unsigned i;
+
+    while (b->nout) {
+        uint8_t pkt[40];
+        struct vt_ev *e = &b->out[0];
+        int rc;
+        fill_pkt(pkt, sizeof(pkt), b->out_dst[0], me, 0, e->vseq);
+        memcpy(pkt + 16, &e->vtime, 8);
+        memcpy(pkt + 24, &e->vseq, 4);
+        memcpy(pkt + 28, &e->hop, 4);
+        memcpy(pkt + 32, &e->id, 4);
+        rc = dn2f_ep_send_vt(nd->ep, b->out_dst[0], pkt, sizeof(pkt), e->vtime, e->vseq);
+        if (rc == -EAGAIN) {
+            break;
+        }
+        if (rc) {
+            vt_fail(b, "send_vt: %d", rc);
+        }
+        for (i = 1; i < b->nout; i++) {
+            b->out[i - 1] = b->out[i];
+            b->out_dst[i - 1] = b->out_dst[i];
+        }
+        b->nout--;
+    }
+    dn2f_ep_flush(nd->ep);
+}
+
+/* Board k's boards are at nodes 1..g_vt_n with LID = node index (lid hint). */
+static uint64_t vt_token_time(unsigned idx, unsigned t)
+{
+    return 1000ULL * t * 7 + 137ULL * idx;
+}
+
+static void vt_pump(struct node *nd)
+{
+    struct vt_board *b = &g_vtb[nd->idx];
+
+    for (;;) {
+        uint64_t g, next = DN2F_VT_INFINITY, tt = DN2F_VT_INFINITY;
+        vt_flush_out(nd);
+        if (b->nout) {
+            return;             /* no report while packets wait to go out */
+        }
+        g = dn2f_ep_vt_horizon(nd->ep);
+        if (b->started < VT_TOKENS) {
+            tt = vt_token_time((unsigned)nd->idx, b->started);
+        }
+        next = tt;
+        if (b->nq && b->q[0].vtime < next) {
+            next = b->q[0].vtime;
+        }
+        if (next < g) {
+            b->vnow = next;
+            if (next == tt && (!b->nq || tt < b->q[0].vtime)) {
+                uint32_t id = (uint32_t)(nd->idx * 100 + b->started);
+                unsigned to = 1 + (unsigned)(nd->idx + b->started) % g_vt_n;
+                if (to == (unsigned)nd->idx) {
+                    to = 1 + to % g_vt_n;
+                }
+                b->started++;
+                vt_queue_send(nd, (uint16_t)to, vt_ceil(b->vnow + VT_L), 0, id);
+            } else {
+                struct vt_ev e = b->q[0];
+                unsigned i;
+                for (i = 1; i < b->nq; i++) {
+                    b->q[i - 1] = b->q[i];
+                }
+                b->nq--;
+                if (b->nlog < VT_LOG_MAX) {
+                    b->log[b->nlog++] = e;
+                }
+                g_vt_total++;
+                if (e.hop + 1 < VT_HOPS) {
+                    uint32_t h = e.id * 2654435761u ^ e.hop * 40503u;
+                    unsigned to = 1 + h % g_vt_n;
+                    if (to == (unsigned)nd->idx) {
+                        to = 1 + to % g_vt_n;
+                    }
+                    vt_queue_send(nd, (uint16_t)to, vt_ceil(b->vnow + VT_L + (h >> 8) % 3000),
+                                  e.hop + 1, e.id);
+                }
+            }
+            continue;
+        }
+        if (g > b->vnow && g != DN2F_VT_INFINITY) {
+            b->vnow = g;        /* the clock runs to the horizon */
+        }
+        /* earliest = now, as a board whose vCPU runs: an earliest beyond
+         * now (an idle board's next event) can be made stale by a packet
+         * that arrives after the report, which the formula does not see
+         * (docs/fabric.md "Virtual time", limits) */
+        dn2f_ep_vt_report(nd->ep, b->vnow, b->vnow);
+        return;
+    }
+}
+
+static bool vt_on(int idx)
+{
+    return idx >= 0 && idx < MAX_NODES && g_vtb[idx].on;
+}
+
+static void vt_clear(void)
+{
+    memset(g_vtb, 0, sizeof(g_vtb));
+    g_vt_total = 0;
+}
+
+static int vt_model_deliver(struct node *nd, uint16_t slid, const uint8_t *pkt, size_t len)
+{
+    return vt_deliver_plain(nd, slid, pkt, len);
+}
+
+static const struct sim_model vt_model = {
+    .on = vt_on, .deliver = vt_model_deliver, .pump = vt_pump, .clear = vt_clear,
+};
+
+static bool cond_vt_done(void)
+{
+    unsigned i;
+    for (i = 1; i <= g_vt_n; i++) {
+        if (g_vtb[i].error) {
+            return true;
+        }
+    }
+    return g_vt_total == g_vt_n * VT_TOKENS * VT_HOPS;
+}
+
+/* The switch in virtual-time mode as node 0, boards 1..n with LID i. */
+static void vt_setup(unsigned n, uint64_t seed, double faults, int route, uint64_t quantum)
+{
+    struct dn2f_sw_config c;
+    struct node *nd = &sim.nodes[0];
+    unsigned i;
+
+    sim_reset(seed, faults, faults, faults);
+    dn2f_sw_config_default(&c);
+    c.route_mode = route;
+    c.seed = seed;
+    c.vt = true;
+    c.vt_boards = n;
+    c.vt_lookahead_ns = VT_L;
+    c.vt_quantum_ns = (uint32_t)quantum;
+    nd->used = nd->alive = true;
+    nd->idx = 0;
+    mkaddr(&nd->addr, 0);
+    nd->sw = dn2f_sw_new(&c, &sw_ops, nd);
+    sim.sw_node = 0;
+    g_vt_n = n;
+    g_vt_quantum = quantum;
+    for (i = 1; i <= n; i++) {
+        struct dn2f_ep_config ec = ep_cfg((int)i);
+        struct node *b = &sim.nodes[i];
+        ec.vtime = true;
+        ec.lid_hint = (uint16_t)i;
+        ec.ack_delay_ns = 50000;        /* vtime must override it */
+        b->used = b->alive = true;
+        b->idx = (int)i;
+        mkaddr(&b->addr, (int)i);
+        b->ep = dn2f_ep_new(&ec, &vt_ep_ops, b);
+        g_vtb[i].on = true;
+    }
+}
+
+/* One run; its logs (receiver, vtime, source, vseq) into out. */
+static bool vt_run(unsigned n, uint64_t seed, double faults, int route, uint64_t quantum,
+                   struct vt_ev (*out)[VT_LOG_MAX], unsigned *nout, uint64_t *retries)
+{
+    const struct dn2f_sw_vt_stats *vs;
+    struct dn2f_sw_vt_stats s;
+    unsigned i;
+    uint64_t tx = 0;
+
+    vt_setup(n, seed, faults, route, quantum);
+    CHECK(sim_run(cond_vt_done, 3600ULL * 1000000000ULL), "not done: %u of %u deliveries "
+          "(seed %llu)", g_vt_total, n * VT_TOKENS * VT_HOPS, (unsigned long long)seed);
+    for (i = 1; i <= n; i++) {
+        CHECK(!g_vtb[i].error, "board %u: %s", i, g_vtb[i].err);
+        memcpy(out[i], g_vtb[i].log, sizeof(g_vtb[i].log));
+        nout[i] = g_vtb[i].nlog;
+        tx += dn2f_ep_stats(EP((int)i))->vt_reports_tx;
+        CHECK(dn2f_ep_stats(EP((int)i))->vt_pkts_rx == g_vtb[i].nlog + g_vtb[i].nq,
+              "board %u: %llu vt packets delivered, %u logged", i,
+              (unsigned long long)dn2f_ep_stats(EP((int)i))->vt_pkts_rx, g_vtb[i].nlog);
+        CHECK(g_vtb[i].grants_cb > 0, "board %u: no vt_grant callback", i);
+    }
+    dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
+    vs = &s;
+    *retries = tx - vs->reports - vs->stale_reports;
+    fprintf(stderr, "#   seed %llu: %u deliveries, %llu s simulated, %llu reports "
+            "(%llu sent: %llu duplicates at the switch), %llu grants\n",
+            (unsigned long long)seed, g_vt_total, (unsigned long long)(sim.now / 1000000000ULL),
+            (unsigned long long)vs->reports, (unsigned long long)tx,
+            (unsigned long long)vs->dup_reports, (unsigned long long)vs->grants);
+    return true;
+}
+
+static struct vt_ev g_vt_log_a[MAX_NODES][VT_LOG_MAX], g_vt_log_b[MAX_NODES][VT_LOG_MAX];
+
+static bool vt_same(unsigned n, const struct vt_ev (*a)[VT_LOG_MAX], const unsigned *na,
+                    const struct vt_ev (*b)[VT_LOG_MAX], const unsigned *nb)
+{
+    unsigned i, j;
+    for (i = 1; i <= n; i++) {
+        CHECK(na[i] == nb[i], "board %u: %u vs %u deliveries", i, na[i], nb[i]);
+        for (j = 0; j < na[i]; j++) {
+            CHECK(a[i][j].vtime == b[i][j].vtime && a[i][j].slid == b[i][j].slid &&
+                  a[i][j].vseq == b[i][j].vseq, "board %u delivery %u: (%llu, 0x%x, %u) vs "
+                  "(%llu, 0x%x, %u)", i, j, (unsigned long long)a[i][j].vtime, a[i][j].slid,
+                  a[i][j].vseq, (unsigned long long)b[i][j].vtime, b[i][j].slid, b[i][j].vseq);
+            CHECK(j == 0 || !vt_ev_less(&a[i][j], &a[i][j - 1]), "board %u: delivery %u out of "
+                  "(vtime, source, vseq) order", i, j);
+        }
+    }
+    return true;
+}
+
+/* Two and three boards, the same program under different faults: the same
+ * deliveries at the same virtual times in the same order. */
+static bool t_vt_deterministic(void)
+{
+    unsigned na[MAX_NODES], nb[MAX_NODES], n;
+    uint64_t ra, rb;
+    const struct sim_model *saved = sim_model;
+    bool ok = false;
+
+    sim_model = &vt_model;
+    for (n = 2; n <= 3; n++) {
+        if (!vt_run(n, 11, 0.0, DN2F_ROUTE_DIRECT, 0, g_vt_log_a, na, &ra) ||
+            !vt_run(n, 12 + n, 0.1, DN2F_ROUTE_SWITCH, 0, g_vt_log_b, nb, &rb) ||
+            !vt_same(n, (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_a, na,
+                     (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_b, nb)) {
+            goto out;
+        }
+        if (!vt_run(n, 99 + n, 0.1, DN2F_ROUTE_DIRECT, 0, g_vt_log_b, nb, &rb) ||
+            !vt_same(n, (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_a, na,
+                     (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_b, nb)) {
+            goto out;
+        }
+        if (rb == 0) {
+            diag("10%% loss and no report was ever re-sent");
+            goto out;
+        }
+    }
+    /* with a quantum: its own (coarser) result, again the same under faults */
+    if (!vt_run(3, 5, 0.0, DN2F_ROUTE_DIRECT, 4096, g_vt_log_a, na, &ra) ||
+        !vt_run(3, 6, 0.1, DN2F_ROUTE_SWITCH, 4096, g_vt_log_b, nb, &rb) ||
+        !vt_same(3, (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_a, na,
+                 (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_b, nb)) {
+        goto out;
+    }
+    ok = true;
+out:
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
+/* Every REPORT leaves only when nothing this board sent is unacknowledged
+ * (its first transmission; re-sends repeat what was true then), under 10 %
+ * drop / dup / reorder; reports are re-sent until granted. */
+static unsigned g_vt_bad_reports, g_vt_first_reports, g_vt_resent;
+static uint32_t g_vt_last_rseq[MAX_NODES];
+
+static void vt_report_hook(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra)
+{
+    struct dn2f_msg m;
+    (void)to; (void)extra;
+    if (len > 5 && buf[5] == DN2F_T_VT_REPORT && dn2f_decode(buf, len, &m) == 0) {
+        if (m.u.vt_report.rseq != g_vt_last_rseq[from]) {
+            g_vt_last_rseq[from] = m.u.vt_report.rseq;
+            g_vt_first_reports++;
+            if (dn2f_ep_unacked(sim.nodes[from].ep)) {
+                g_vt_bad_reports++;
+            }
+        } else {
+            g_vt_resent++;
+        }
+    }
+}
+
+static bool t_vt_report_held(void)
+{
+    const struct sim_model *saved = sim_model;
+    bool ok = false;
+    unsigned i;
+    uint64_t held = 0, probes = 0, dl;
+
+    sim_model = &vt_model;
+    vt_setup(3, 77, 0.1, DN2F_ROUTE_SWITCH, 0);
+    g_vt_bad_reports = g_vt_first_reports = g_vt_resent = 0;
+    memset(g_vt_last_rseq, 0, sizeof(g_vt_last_rseq));
+    g_send_hook = vt_report_hook;
+    if (!sim_run(cond_vt_done, 3600ULL * 1000000000ULL)) {
+        diag("not done: %u deliveries", g_vt_total);
+        goto out;
+    }
+    for (i = 1; i <= 3; i++) {
+        if (g_vtb[i].error) {
+            diag("board %u: %s", i, g_vtb[i].err);
+            goto out;
+        }
+        held += dn2f_ep_stats(EP((int)i))->vt_reports_held;
+        probes += dn2f_ep_stats(EP((int)i))->vt_ack_probes;
+    }
+    if (g_vt_bad_reports || !g_vt_first_reports || !held || !g_vt_resent) {
+        diag("%u of %u reports left with packets unacknowledged; %llu held; %u re-sent",
+             g_vt_bad_reports, g_vt_first_reports, (unsigned long long)held, g_vt_resent);
+        goto out;
+    }
+    /* a report recorded now with a packet in flight waits for it: the
+     * deadline includes the ACKREQ probe */
+    {
+        struct node *nd = &sim.nodes[1];
+        uint8_t pkt[40];
+        uint64_t before = dn2f_ep_stats(nd->ep)->vt_reports_tx;
+        g_vtb[1].on = false;    /* the test drives board 1 by hand now */
+        g_send_hook = NULL;
+        sim.drop = 1.0;         /* nothing arrives: the ACK never comes */
+        fill_pkt(pkt, sizeof(pkt), 2, 1, 0, 0);
+        if (dn2f_ep_send_vt(nd->ep, 2, pkt, sizeof(pkt), DN2F_VT_INFINITY - 1, 12345) ||
+            dn2f_ep_vt_report(nd->ep, g_vtb[1].vnow + 1, DN2F_VT_INFINITY) ||
+            dn2f_ep_vt_report(nd->ep, 5, 4) != -EINVAL) {
+            diag("send_vt / vt_report");
+            goto out;
+        }
+        dn2f_ep_flush(nd->ep);
+        dl = dn2f_ep_next_deadline(nd->ep);
+        if (dn2f_ep_unacked(nd->ep) != 1 || dn2f_ep_stats(nd->ep)->vt_reports_tx != before ||
+            dl > sim.now + 20000000ULL) {
+            diag("held report: unacked %u, reports %llu -> %llu, deadline in %lld ns",
+                 dn2f_ep_unacked(nd->ep), (unsigned long long)before,
+                 (unsigned long long)dn2f_ep_stats(nd->ep)->vt_reports_tx,
+                 (long long)(dl - sim.now));
+            goto out;
+        }
+        sim_run(NULL, 100000000ULL);
+        if (dn2f_ep_stats(nd->ep)->vt_ack_probes < 2 ||
+            dn2f_ep_stats(nd->ep)->vt_reports_tx != before) {
+            diag("100 ms without ACKs: %llu probes, %llu reports sent",
+                 (unsigned long long)dn2f_ep_stats(nd->ep)->vt_ack_probes,
+                 (unsigned long long)(dn2f_ep_stats(nd->ep)->vt_reports_tx - before));
+            goto out;
+        }
+        sim.drop = 0;
+        sim_run(NULL, 300000000ULL);
+        if (dn2f_ep_unacked(nd->ep) || dn2f_ep_stats(nd->ep)->vt_reports_tx == before) {
+            diag("the ACK came: unacked %u, report not sent", dn2f_ep_unacked(nd->ep));
+            goto out;
+        }
+    }
+    fprintf(stderr, "#   %u reports, every one sent with nothing unacknowledged; %llu waited "
+            "for ACKs, %llu ACKREQ probes; %u re-sent until granted\n", g_vt_first_reports,
+            (unsigned long long)held, (unsigned long long)probes, g_vt_resent);
+    ok = true;
+out:
+    g_send_hook = NULL;
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
+/* The switch: grants held at 0 until the boards are up, the formula on the
+ * live reports, duplicates answered, a board that leaves taken out. */
+static bool t_vt_switch(void)
+{
+    const struct sim_model *saved = sim_model;
+    struct dn2f_sw_vt_stats s;
+    uint64_t vn, e, g[4], want[3];
+    static const uint64_t ev[3] = { 0, 300, 5000 };
+    bool ok = false;
+    unsigned i;
+
+    sim_model = &vt_model;
+    vt_setup(3, 1, 0.0, DN2F_ROUTE_DIRECT, 0);
+    for (i = 1; i <= 3; i++) {
+        g_vtb[i].on = false;    /* reports by hand */
+    }
+    sim.nodes[3].alive = false;    /* the third board comes later */
+    sim_run(NULL, 500000000ULL);
+    if (dn2f_ep_link(EP(1)) != DN2F_LINK_UP || dn2f_ep_link(EP(2)) != DN2F_LINK_UP) {
+        diag("boards not up");
+        goto out;
+    }
+    dn2f_ep_vt_report(EP(1), 0, 0);
+    dn2f_ep_vt_report(EP(2), 300, 300);
+    sim_run(NULL, 50000000ULL);
+    dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
+    if (s.started || dn2f_ep_vt_horizon(EP(1)) || dn2f_ep_vt_horizon(EP(2)) || s.grants < 2) {
+        diag("2 of 3 boards: started %d, horizons %llu %llu, %llu grants", s.started,
+             (unsigned long long)dn2f_ep_vt_horizon(EP(1)),
+             (unsigned long long)dn2f_ep_vt_horizon(EP(2)), (unsigned long long)s.grants);
+        goto out;
+    }
+    sim.nodes[3].alive = true;
+    sim_run(NULL, 500000000ULL);
+    dn2f_ep_vt_report(EP(3), 5000, 5000);
+    sim_run(NULL, 50000000ULL);
+    dn2f_vt_grants(ev, 3, VT_L, 0, want);
+    /* boards 1 and 2 got grants when board 3 came (its E was 0 then): they
+     * run, and get the rest at their next report; board 3 got its own */
+    for (i = 1; i <= 3; i++) {
+        if (!dn2f_sw_vt_port(sim.nodes[0].sw, (uint16_t)i, &vn, &e, &g[i]) ||
+            g[i] != want[i - 1] || dn2f_ep_vt_horizon(EP((int)i)) > want[i - 1] ||
+            (i == 3 && dn2f_ep_vt_horizon(EP((int)i)) != want[i - 1])) {
+            diag("board %u: switch grant %llu, board horizon %llu, want %llu", i,
+                 (unsigned long long)g[i], (unsigned long long)dn2f_ep_vt_horizon(EP((int)i)),
+                 (unsigned long long)want[i - 1]);
+            goto out;
+        }
+    }
+    /* a duplicate REPORT (its answer lost) is answered with the current grant */
+    {
+        uint8_t buf[128];
+        struct dn2f_wbuf w;
+        struct dn2f_vt_report r = { .rseq = 1, .now = 300, .earliest = 300 };
+        uint64_t before, dup0, stale0;
+        dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
+        before = s.grants;
+        dup0 = s.dup_reports;
+        stale0 = s.stale_reports;
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_VT_REPORT, 0, 2, 0, dn2f_ep_epoch(EP(2)),
+                     dn2f_sw_epoch(sim.nodes[0].sw));
+        dn2f_put_vt_report(&w, &r);
+        dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[2].addr, buf, dn2f_finish(&w));
+        r.rseq = 0;             /* older: ignored */
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_VT_REPORT, 0, 2, 0, dn2f_ep_epoch(EP(2)),
+                     dn2f_sw_epoch(sim.nodes[0].sw));
+        dn2f_put_vt_report(&w, &r);
+        dn2f_sw_input(sim.nodes[0].sw, &sim.nodes[2].addr, buf, dn2f_finish(&w));
+        dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
+        if (s.dup_reports != dup0 + 1 || s.stale_reports != stale0 + 1 ||
+            s.grants != before + 1) {
+            diag("duplicate +%llu stale +%llu grants +%llu",
+                 (unsigned long long)(s.dup_reports - dup0),
+                 (unsigned long long)(s.stale_reports - stale0),
+                 (unsigned long long)(s.grants - before));
+            goto out;
+        }
+    }
+    /* board 3 leaves: boards 1 and 2 are granted as a pair (both wait) */
+    dn2f_ep_free(EP(3));
+    sim.nodes[3].ep = NULL;
+    sim.nodes[3].used = false;
+    sim_run(NULL, 50000000ULL);
+    dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
+    dn2f_vt_grants(ev, 2, VT_L, 0, want);
+    if (s.boards != 2 || !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g[1]) ||
+        !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g[2]) || g[1] != want[0] ||
+        g[2] != want[1]) {
+        diag("after the leave: %u boards, grants %llu %llu, want %llu %llu", s.boards,
+             (unsigned long long)g[1], (unsigned long long)g[2], (unsigned long long)want[0],
+             (unsigned long long)want[1]);
+        goto out;
+    }
+    /* grants never go down: board 1 reports an earlier earliest */
+    dn2f_ep_vt_report(EP(1), 0, 10);
+    dn2f_ep_vt_report(EP(2), 250, 250);
+    sim_run(NULL, 50000000ULL);
+    /* now E = (10, 250): the formula gives (1250, 1010); board 1 keeps 1300 */
+    if (!dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g[1]) ||
+        !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g[2]) || g[1] != want[0] ||
+        g[2] != 1010 || dn2f_ep_vt_horizon(EP(1)) != want[0] ||
+        dn2f_ep_vt_horizon(EP(2)) != 1010) {
+        diag("grants %llu %llu, horizons %llu %llu (want 1300 1010)", (unsigned long long)g[1],
+             (unsigned long long)g[2], (unsigned long long)dn2f_ep_vt_horizon(EP(1)),
+             (unsigned long long)dn2f_ep_vt_horizon(EP(2)));
+        goto out;
+    }
+    ok = true;
+out:
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
 /* ================================================================ main */
 static const struct {
     const char *name;
@@ -3552,6 +4498,18 @@ static const struct {
     { "stranger: spoofed BYE/KEEPALIVE with wrong epochs take no link down", t_spoofed_bye },
     { "stranger: with a secret, unauthenticated DATA gets no signed BYE", t_spoofed_data_secret },
     { "switch: all of loopback is one host for the quota", t_loopback_quota },
+    { "virtual time: VT records of every kind, VT_REPORT, VT_GRANT, the STATS_RESP block: "
+      "every field round-trips, every malformed variant is refused", t_vt_wire },
+    { "virtual time: the grant formula by hand (1 board, 2 running, an idle one, 3, quantum, "
+      "ties, a board leaving) and O(N) against the definition", t_vt_formula },
+    { "virtual time: the switch holds grants at 0 until the boards are up, grants by the "
+      "formula, answers duplicates, never lowers a grant, drops a board that leaves",
+      t_vt_switch },
+    { "virtual time: a report leaves only with nothing unacknowledged (10% drop/dup/reorder), "
+      "probes for its ACKs, is re-sent until granted", t_vt_report_held },
+    { "virtual time: 2 and 3 boards, the same deliveries (receiver, vtime, source, vseq) "
+      "with and without 10% faults, direct and via the switch, with a quantum",
+      t_vt_deterministic },
 };
 
 int main(int argc, char **argv)
