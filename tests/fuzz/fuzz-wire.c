@@ -106,12 +106,29 @@ static void fz_bring_up(void)
     dn2f_ep_input(fz_ep, &fz_sw, buf, n);
 }
 
+static int f_deliver_vt(void *o, uint16_t s, const uint8_t *p, size_t l, uint64_t vtime,
+                        uint32_t vseq)
+{
+    (void)vtime; (void)vseq;
+    return f_deliver(o, s, p, l);
+}
+
+static void f_vt_grant(void *o, uint64_t horizon, uint32_t l, uint32_t q, uint64_t slowest)
+{
+    (void)o; (void)l; (void)q; (void)slowest;
+    /* the board moves on: a new report at the horizon */
+    if (horizon != UINT64_MAX) {
+        dn2f_ep_vt_report(fz_ep, horizon, horizon + (horizon & 0xff));
+    }
+}
+
 static void fz_init(void)
 {
     struct dn2f_ep_config c;
     struct dn2f_sw_config sc;
     static const struct dn2f_ep_ops eops = {
         .now_ns = f_now, .send_datagram = f_send, .deliver = f_deliver,
+        .deliver_vt = f_deliver_vt, .vt_grant = f_vt_grant,
     };
     static const struct dn2f_sw_ops sops = { .now_ns = f_now, .send_datagram = f_send };
 
@@ -123,6 +140,7 @@ static void fz_init(void)
     c.epoch = FZ_EPOCH;
     c.sw = fz_sw;
     c.rx_budget = 4u << 20;     /* small, so budget paths are reached */
+    c.vtime = true;             /* virtual-time records, reports and grants too */
     fz_ep = dn2f_ep_new(&c, &eops, NULL);
     dn2f_sw_config_default(&sc);
     sc.route_mode = DN2F_ROUTE_SWITCH;
@@ -132,10 +150,13 @@ static void fz_init(void)
     sc.delay_ns = 100000;
     sc.delay_frac = 0.2;
     sc.fault_queue_max = 64;
+    sc.vt = true;
+    sc.vt_quantum_ns = 100;
     fz_swc = dn2f_sw_new(&sc, &sops, NULL);
     dn2f_sw_mcast_add(fz_swc, FZ_GROUP, FZ_PEER);
     dn2f_ep_tick(fz_ep);
     fz_bring_up();
+    dn2f_ep_vt_report(fz_ep, 0, 0);     /* a report waits for grants */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -393,6 +414,69 @@ int main(int argc, char **argv)
         dn2f_put_stats_hdr(&w, 1234, 0, 1, 1, &s);
         dn2f_put_portstat(&w, &ps);
         put_seed(dir, "stats-resp", 2, buf, dn2f_finish(&w));
+        s.vt = true;
+        s.vt_boards = 2;
+        s.vt_reports = 10;
+        s.vt_grants = 12;
+        s.vt_time = 123456;
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_STATS_RESP, 0, 0, 0, FZ_SWEPOCH, 0);
+        dn2f_put_stats_hdr(&w, 1234, 0, 1, 1, &s);
+        dn2f_put_stats_vt(&w, &s);
+        dn2f_put_portstat(&w, &ps);
+        put_seed(dir, "stats-resp-vt", 2, buf, dn2f_finish(&w));
+    }
+    {   /* virtual time: DATA with VT records from the peer (unicast, a
+         * request, a multicast copy) */
+        struct dn2f_rec r = { .kind = DN2F_REC_UNICAST, .rflags = DN2F_RF_VT, .len = 40,
+                              .vtime = 5000, .vseq = 7, .pkt = pkt };
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_DATA, 0, FZ_PEER, FZ_LID, FZ_PEER_EP, FZ_EPOCH);
+        dn2f_hdr_set_sessions(&w, 5, 0);
+        dn2f_data_set_ts(&w, 1000);
+        memset(pkt, 0x33, sizeof(pkt));
+        pkt[3] = 0x01;
+        pkt[4] = FZ_LID;
+        pkt[5] = 0;
+        dn2f_put_record(&w, &r, NULL);
+        r.seq = 1;
+        r.vtime = 5000;
+        r.vseq = 8;
+        dn2f_put_record(&w, &r, NULL);
+        pkt[1] = (DN2_OP_RVLS & 0x0f) << 4;
+        pkt[2] = DN2_OP_RVLS >> 4;
+        r.rflags = DN2F_RF_VT | DN2F_RF_REQ;
+        r.seq = 0;
+        r.after = 1;
+        r.len = 32;
+        r.vseq = 9;
+        dn2f_put_record(&w, &r, NULL);
+        pkt[1] = pkt[2] = 0;
+        pkt[4] = FZ_GROUP & 0xff;
+        pkt[5] = FZ_GROUP >> 8;
+        r.kind = DN2F_REC_MCAST_COPY;
+        r.rflags = DN2F_RF_VT;
+        r.group = FZ_GROUP;
+        r.seq = 0;
+        r.len = 64;
+        r.vtime = 6000;
+        r.vseq = 10;
+        dn2f_put_record(&w, &r, NULL);
+        n = dn2f_finish(&w);
+        put_seed(dir, "data-vt", 1, buf, n);
+    }
+    {   /* virtual time: a grant from the switch, a report to it */
+        struct dn2f_vt_grant g = { .rseq = 1, .horizon = 2000, .lookahead_ns = 1000,
+                                   .quantum_ns = 100, .slowest = 0 };
+        struct dn2f_vt_report rp = { .rseq = 1, .now = 0, .earliest = 500 };
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_VT_GRANT, 0, 0, FZ_LID, FZ_SWEPOCH, FZ_EPOCH);
+        dn2f_put_vt_grant(&w, &g);
+        put_seed(dir, "vt-grant", 0, buf, dn2f_finish(&w));
+        dn2f_wbuf_init(&w, buf, sizeof(buf));
+        dn2f_put_hdr(&w, DN2F_T_VT_REPORT, 0, FZ_PEER, 0, FZ_PEER_EP, 0);
+        dn2f_put_vt_report(&w, &rp);
+        put_seed(dir, "vt-report-to-switch", 3, buf, dn2f_finish(&w));
     }
     return 0;
 }
