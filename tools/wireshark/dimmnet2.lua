@@ -25,6 +25,12 @@
 --                   dn2f.rec.req == 1 (RVL requests, lanes 2/3)
 --                   dn2f.rec.lane == 2   dn2f.ack.lane == 3
 --                   dn2f.ts   dn2f.ack.echo (timestamps, version 4)
+--                   dn2f.rec.vt == 1   dn2f.rec.vtime   dn2f.vt.horizon (virtual time)
+--                   dn2cap.event == 7 (a board's pcap=: delivered, virtual time)
+--
+-- Event 7 records are written by a board (the device's pcap= in virtual
+-- time): the capture header, then a bare DIMMnet-2 packet (no fabric
+-- datagram); the record's time stamp is its virtual delivery time.
 
 -- The ABI table (see above).
 local function abi_path()
@@ -43,6 +49,7 @@ local pkt = Proto("dn2", "DIMMnet-2 packet")
 local events = {
     [1] = "forwarded", [2] = "dropped (fault injection)", [3] = "control received",
     [4] = "control sent", [5] = "rejected (invalid)", [6] = "dropped (not forwarded)",
+    [7] = "delivered to the board",
 }
 local reasons = {
     [0] = "-", [1] = "decode error", [2] = "unknown source", [3] = "no route",
@@ -52,7 +59,7 @@ local reasons = {
 local types = {
     [1] = "HELLO", [2] = "ASSIGN", [3] = "ROUTES", [4] = "DATA", [5] = "ACK",
     [6] = "KEEPALIVE", [7] = "BYE", [8] = "STATS_REQ", [9] = "STATS_RESP",
-    [10] = "MCAST_JOIN", [11] = "MCAST_LEAVE",
+    [10] = "MCAST_JOIN", [11] = "MCAST_LEAVE", [12] = "VT_REPORT", [13] = "VT_GRANT",
 }
 local kinds = { [0] = "unicast", [1] = "multicast origin", [2] = "multicast copy" }
 -- lane = DWID + 2 * request (docs/fabric.md, "Credits, back-pressure and lanes")
@@ -143,6 +150,20 @@ local ff = {
     rec_retx = ProtoField.bool("dn2f.rec.retx", "Retransmission", 8, nil, 0x01),
     rec_dwid = ProtoField.uint8("dn2f.rec.dwid", "DWID (= the packet's)", base.DEC, nil, 0x02),
     rec_req = ProtoField.bool("dn2f.rec.req", "Request lane (RVL family)", 8, nil, 0x04),
+    rec_vt = ProtoField.bool("dn2f.rec.vt", "Virtual time", 8, nil, 0x08),
+    rec_vtime = ProtoField.uint64("dn2f.rec.vtime", "Virtual delivery time (ns)", base.DEC),
+    rec_vseq = ProtoField.uint32("dn2f.rec.vseq", "Sender's vt packet counter", base.DEC),
+    vt_rseq = ProtoField.uint32("dn2f.vt.rseq", "Report sequence", base.DEC),
+    vt_flags = ProtoField.uint32("dn2f.vt.flags", "Flags", base.HEX),
+    vt_now = ProtoField.uint64("dn2f.vt.now", "Virtual clock (ns)", base.DEC),
+    vt_earliest = ProtoField.uint64("dn2f.vt.earliest", "Earliest send (ns)", base.DEC),
+    vt_horizon = ProtoField.uint64("dn2f.vt.horizon", "Horizon (ns)", base.DEC),
+    vt_lookahead = ProtoField.uint32("dn2f.vt.lookahead", "Lookahead L (ns)", base.DEC),
+    vt_quantum = ProtoField.uint32("dn2f.vt.quantum", "Quantum Q (ns)", base.DEC),
+    vt_slowest = ProtoField.uint64("dn2f.vt.slowest", "Cluster's slowest clock (ns)", base.DEC),
+    vt_reports = ProtoField.uint64("dn2f.vt.reports", "Reports", base.DEC),
+    vt_grants = ProtoField.uint64("dn2f.vt.grants", "Grants", base.DEC),
+    vt_boards = ProtoField.uint32("dn2f.vt.boards", "Boards in the sync set", base.DEC),
     rec_lane = ProtoField.uint8("dn2f.rec.lane", "Lane", base.DEC, lanes),
     rec_after = ProtoField.uint32("dn2f.rec.after",
         "After (deliver once the data lane of this DWID reached this seq)", base.DEC),
@@ -425,9 +446,12 @@ local function dissect_fabric(r, pinfo, tree)
                 local extra = 0
                 local req = bit32.band(rf, 4) == 4
                 local lane = bit32.band(rf, 2) / 2 + (req and 2 or 0)
+                local vt = bit32.band(rf, 8) == 8
                 if kind == 1 then extra = 4 + 24 * r:range(o + 10, 2):le_uint()
                 elseif kind == 2 then extra = 4
                 elseif req then extra = 4 end
+                local vto = o + 8 + extra  -- the virtual-time part, after the kind's
+                if vt then extra = extra + 16 end
                 local padded = plen + (4 - plen % 4) % 4
                 local total = 8 + extra + padded
                 if o + total > len then
@@ -435,10 +459,13 @@ local function dissect_fabric(r, pinfo, tree)
                     break
                 end
                 local e = t:add(fab, r:range(o, total),
-                    string.format("Record lane %d seq %d, %s, %d bytes%s%s", lane,
+                    string.format("Record lane %d seq %d, %s, %d bytes%s%s%s", lane,
                                   seq, kinds[kind] or "?", plen,
                                   req and string.format(", after data seq %d",
                                                         r:range(o + 8, 4):le_uint()) or "",
+                                  vt and string.format(", vtime %s vseq %d",
+                                                       tostring(r:range(vto, 8):le_uint64()),
+                                                       r:range(vto + 8, 4):le_uint()) or "",
                                   bit32.band(rf, 1) == 1 and " (retransmission)" or ""))
                 e:add_le(ff.rec_seq, r:range(o, 4))
                 e:add_le(ff.rec_len, r:range(o + 4, 2))
@@ -447,6 +474,7 @@ local function dissect_fabric(r, pinfo, tree)
                 rfi:add(ff.rec_retx, r:range(o + 7, 1))
                 rfi:add(ff.rec_dwid, r:range(o + 7, 1))
                 rfi:add(ff.rec_req, r:range(o + 7, 1))
+                rfi:add(ff.rec_vt, r:range(o + 7, 1))
                 e:add(ff.rec_lane, r:range(o + 7, 1), lane)
                 if kind == 0 and req then
                     e:add_le(ff.rec_after, r:range(o + 8, 4))
@@ -467,6 +495,10 @@ local function dissect_fabric(r, pinfo, tree)
                         m:add_le(ff.m_ssess, r:range(mo + 16, 4))
                         m:add_le(ff.m_dsess, r:range(mo + 20, 4))
                     end
+                end
+                if vt then
+                    e:add_le(ff.rec_vtime, r:range(vto, 8))
+                    e:add_le(ff.rec_vseq, r:range(vto + 8, 4))
                 end
                 pnames[#pnames + 1] = dissect_packet(r:range(o + 8 + extra, plen), e)
                 seqs[#seqs + 1] = seq
@@ -500,6 +532,30 @@ local function dissect_fabric(r, pinfo, tree)
             t:add_le(ff.nports, r:range(o + 8, 2))
             t:add(ff.route_mode, r:range(o + 10, 1))
             t:add_le(ff.gen, r:range(o + 12, 4))
+            if bit32.band(r:range(o + 11, 1):uint(), 1) == 1 and len >= o + 112 then
+                local v = t:add(fab, r:range(o + 80, 32), "Virtual time")
+                v:add_le(ff.vt_reports, r:range(o + 80, 8))
+                v:add_le(ff.vt_grants, r:range(o + 88, 8))
+                v:add_le(ff.vt_slowest, r:range(o + 96, 8))
+                v:add_le(ff.vt_boards, r:range(o + 104, 4))
+            end
+        elseif ty == 12 and len >= o + 32 then
+            t:add_le(ff.vt_rseq, r:range(o, 4))
+            t:add_le(ff.vt_flags, r:range(o + 4, 4))
+            t:add_le(ff.vt_now, r:range(o + 8, 8))
+            t:add_le(ff.vt_earliest, r:range(o + 16, 8))
+            info = info .. string.format(" rseq %d now %s earliest %s", r:range(o, 4):le_uint(),
+                                         tostring(r:range(o + 8, 8):le_uint64()),
+                                         tostring(r:range(o + 16, 8):le_uint64()))
+        elseif ty == 13 and len >= o + 40 then
+            t:add_le(ff.vt_rseq, r:range(o, 4))
+            t:add_le(ff.vt_flags, r:range(o + 4, 4))
+            t:add_le(ff.vt_horizon, r:range(o + 8, 8))
+            t:add_le(ff.vt_lookahead, r:range(o + 16, 4))
+            t:add_le(ff.vt_quantum, r:range(o + 20, 4))
+            t:add_le(ff.vt_slowest, r:range(o + 24, 8))
+            info = info .. string.format(" rseq %d horizon %s", r:range(o, 4):le_uint(),
+                                         tostring(r:range(o + 8, 8):le_uint64()))
         elseif (ty == 10 or ty == 11) and len >= o + 8 then
             t:add_le(ff.g_group, r:range(o, 2))
             info = info .. string.format(" group 0x%04x", r:range(o, 2):le_uint())
@@ -541,7 +597,11 @@ function cap.dissector(tvb, pinfo, tree)
     pinfo.cols.src = string.format("0x%04x", tvb:range(4, 2):le_uint())
     pinfo.cols.dst = string.format("0x%04x", tvb:range(6, 2):le_uint())
     local info = "(empty)"
-    if len > 16 then
+    if ev == 7 and len > 16 then
+        -- a board's trace: the bare DIMMnet-2 packet it delivered
+        prefix = prefix .. "[DELIVERED] "
+        info = dissect_packet(tvb:range(16, len - 16), tree)
+    elseif len > 16 then
         info = dissect_fabric(tvb:range(16, len - 16), pinfo, tree)
     end
     pinfo.cols.info = prefix .. info

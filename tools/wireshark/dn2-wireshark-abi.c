@@ -181,12 +181,32 @@ static void put_le(uint8_t *p, uint64_t v, unsigned bytes)
 
 /* A classic pcap file of LINKTYPE_USER0 records, each the switch's 16-byte
  * capture header (docs/fabric.md "pcap records": version 1, event 1 =
- * forwarded) and one datagram. */
-enum { PCAP_LINKTYPE_USER0 = 147, CAP_HDR = 16, CAP_EV_FWD = 1 };
+ * forwarded) and one datagram; every third packet's record carries a
+ * virtual time, every third one is a board's event 7 ("delivered to the
+ * board": the bare packet, no datagram); then a VT_REPORT and a VT_GRANT. */
+enum { PCAP_LINKTYPE_USER0 = 147, CAP_HDR = 16, CAP_EV_FWD = 1, CAP_EV_DELIVERED = 7 };
+
+static void put_cap(FILE *f, unsigned i, unsigned ev, uint16_t in, uint16_t out,
+                    const uint8_t *buf, size_t len)
+{
+    uint8_t rec[16 + CAP_HDR];
+
+    memset(rec, 0, sizeof(rec));
+    put_le(rec, 1700000000u + i, 4);
+    put_le(rec + 8, CAP_HDR + len, 4);
+    put_le(rec + 12, CAP_HDR + len, 4);
+    rec[16] = 1;
+    rec[17] = (uint8_t)ev;
+    put_le(rec + 20, in, 2);
+    put_le(rec + 22, out, 2);
+    put_le(rec + 28, len, 4);
+    fwrite(rec, sizeof(rec), 1, f);
+    fwrite(buf, len, 1, f);
+}
 
 static int gen_pcap(const char *path)
 {
-    static uint8_t dg[8192], rec[16 + CAP_HDR];
+    static uint8_t dg[8192];
     uint8_t fh[24] = { 0 };
     FILE *f = fopen(path, "wb");
     unsigned i;
@@ -207,9 +227,20 @@ static int gen_pcap(const char *path)
         struct dn2_hdr h;
         size_t plen = make_packet(i, &h, pkt), len;
 
+        if (i % 3 == 2) {
+            put_cap(f, i, CAP_EV_DELIVERED, 0x0001, h.dlid, pkt, plen);
+            continue;
+        }
         dn2f_wbuf_init(&b, dg, sizeof(dg));
         dn2f_put_hdr(&b, DN2F_T_DATA, 0, 0x0001, h.dlid, 1, 2);
-        if (dn2_otype_is_rvl(h.type)) {
+        if (i % 3 == 1) {
+            struct dn2f_rec r = {
+                .kind = DN2F_REC_UNICAST, .seq = i, .len = (uint16_t)plen, .pkt = pkt,
+                .rflags = (uint8_t)(DN2F_RF_VT | dn2f_lane_rflags(dn2f_pkt_lane(pkt))),
+                .vtime = 1000000ULL * i + 1, .vseq = i,
+            };
+            dn2f_put_record(&b, &r, NULL);
+        } else if (dn2_otype_is_rvl(h.type)) {
             dn2f_put_req(&b, 0, i, 0, pkt, plen);
         } else {
             dn2f_put_rec(&b, DN2F_REC_UNICAST, 0, i, 0, 0, NULL, NULL, NULL, pkt, plen);
@@ -220,17 +251,21 @@ static int gen_pcap(const char *path)
             fclose(f);
             return 1;
         }
-        memset(rec, 0, sizeof(rec));
-        put_le(rec, 1700000000u + i, 4);
-        put_le(rec + 8, CAP_HDR + len, 4);
-        put_le(rec + 12, CAP_HDR + len, 4);
-        rec[16] = 1;
-        rec[17] = CAP_EV_FWD;
-        put_le(rec + 20, 0x0001, 2);
-        put_le(rec + 22, h.dlid, 2);
-        put_le(rec + 28, len, 4);
-        fwrite(rec, sizeof(rec), 1, f);
-        fwrite(dg, len, 1, f);
+        put_cap(f, i, CAP_EV_FWD, 0x0001, h.dlid, dg, len);
+    }
+    {
+        struct dn2f_wbuf b;
+        struct dn2f_vt_report r = { .rseq = 3, .now = 5000, .earliest = 7000 };
+        struct dn2f_vt_grant g = { .rseq = 3, .horizon = 9000, .lookahead_ns = 1000,
+                                   .quantum_ns = 0, .slowest = 5000 };
+        dn2f_wbuf_init(&b, dg, sizeof(dg));
+        dn2f_put_hdr(&b, DN2F_T_VT_REPORT, 0, 0x0001, 0, 1, 2);
+        dn2f_put_vt_report(&b, &r);
+        put_cap(f, NPKT, 3, 0x0001, 0, dg, dn2f_finish(&b));
+        dn2f_wbuf_init(&b, dg, sizeof(dg));
+        dn2f_put_hdr(&b, DN2F_T_VT_GRANT, 0, 0, 0x0001, 2, 1);
+        dn2f_put_vt_grant(&b, &g);
+        put_cap(f, NPKT + 1, 4, 0, 0x0001, dg, dn2f_finish(&b));
     }
     if (fclose(f)) {
         fprintf(stderr, "dn2-wireshark-abi: %s: %s\n", path, strerror(errno));
