@@ -22,7 +22,9 @@
  *      4 MiB; unexpected messages matched out of order by tag; FI_PEEK,
  *      FI_PEEK | FI_CLAIM then FI_CLAIM; directed and FI_ADDR_UNSPEC
  *      receives; FI_REMOTE_CQ_DATA; FI_SOURCE; FI_ETRUNC; order of 200
- *      messages; errors for oversize and unknown addresses
+ *      messages; errors for oversize and unknown addresses; every size
+ *      class 0 B .. 5 MiB; the receiver killed mid-message and restarted;
+ *      all of it once per bulk path (FI_DIMMNET2_BULK=mixed, llcm, sodimm)
  * Run as root, it drops to uid 65534 first: ranks are ordinary users.
  */
 #define _GNU_SOURCE
