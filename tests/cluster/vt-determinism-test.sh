@@ -110,7 +110,8 @@ for n in $sizes; do
             diffs+=" node$i(empty)"; diag "node$i: no capture $ra/node$i.pcap"
         elif ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
             diffs+=" node$i"
-            diag "node$i capture differs: $out"
+            diag "node$i capture differs:"
+            printf '%s\n' "$out" | diag
         fi
     done
     if [ -z "$diffs" ]; then
