@@ -3001,6 +3001,118 @@ out:
     rmdir(dir);
 }
 
+/* ------------------------------------------------------------------ */
+/* Virtual time: a packet is delivered at its send time + the latency  */
+/* ------------------------------------------------------------------ */
+
+typedef struct VtCase {
+    const char *path;
+    const char *quantum;        /* --vt-quantum (NULL: exact) */
+    uint64_t latency;           /* vt-latency-ns = --vt-lookahead */
+} VtCase;
+
+static const VtCase vt_cases[] = {
+    { "/dimmnet2-fabric/vtime/exact", NULL, 1000 },
+    { "/dimmnet2-fabric/vtime/latency-5us", NULL, 5000 },
+    { "/dimmnet2-fabric/vtime/quantum", "4096", 1000 },
+};
+
+typedef struct VtStep {
+    Board *b;
+    int64_t to;                 /* step the board's virtual clock to this */
+    int64_t got;
+} VtStep;
+
+static gpointer vt_step_thread(gpointer opaque)
+{
+    VtStep *st = opaque;
+
+    st->got = qtest_clock_set(st->b->d.qts, st->to);
+    return NULL;
+}
+
+/* Move both boards' virtual clocks to `to` at once: each one's step waits,
+ * inside its QEMU, for the grants the other's progress gives. */
+static void vt_step_both(Board *a, Board *b, int64_t to)
+{
+    VtStep sa = { .b = a, .to = to }, sb = { .b = b, .to = to };
+    GThread *t = g_thread_new("vt-step", vt_step_thread, &sb);
+
+    vt_step_thread(&sa);
+    g_thread_join(t);
+    EXPECT_HEX(sa.got, to, "board %c's virtual clock", a->name);
+    EXPECT_HEX(sb.got, to, "board %c's virtual clock", b->name);
+}
+
+static void test_vtime(const void *opaque)
+{
+    const VtCase *c = opaque;
+    g_autofree char *look = g_strdup_printf("%" PRIu64, c->latency);
+    const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", look,
+                              c->quantum ? "--vt-quantum" : NULL, c->quantum, NULL };
+    /* The lock-step begins at 1 µs: a timer due at 0 would fire (and wait
+     * for the other board) before this program has started that board. */
+    g_autofree char *props = g_strdup_printf(",vtime=on,vt-latency-ns=%" PRIu64
+                                             ",vt-start-ns=1000", c->latency);
+    uint64_t q = c->quantum ? g_ascii_strtoull(c->quantum, NULL, 10) : 1;
+    const int64_t t0 = 20000;
+    uint8_t data[64];
+    int64_t due;
+    Fab f;
+    Board *A, *C;
+    struct dn2_hdr h;
+    int i;
+
+    g_dead = false;
+    memset(&f, 0, sizeof(f));
+    f.n = 2;
+    g_board_props = props;
+    if (!switch_start(&f.sw, 0, sw_args)) {
+        goto out;
+    }
+    /* A and C: the second board of the other cases receives in a thread,
+     * which virtual time does not take */
+    for (i = 0; i < 2; i++) {
+        board_start(&f.b[i], i ? 'C' : 'A', f.sw.port, guid_of(i), 0, 32 * MiB_);
+    }
+    A = &f.b[0];
+    C = &f.b[1];
+    /* At virtual time 0 both wait for the switch's first grant; the link
+     * comes up for the guest there, not before. */
+    EXPECT_TRUE(dn2_sma_link(dn2q_sr_rd(&A->d, DN2_SR_SMA)) != DN2_SMA_LINK_READY,
+                "board A: the link is down before the lock-step begins");
+    vt_step_both(A, C, 1000);
+    if (!board_wait_link(A, T_SHORT) || !board_wait_link(C, T_SHORT)) {
+        goto out;
+    }
+    board_net_init(A, PG, PG);
+    board_net_init(C, PG, PG);
+    vt_step_both(A, C, t0);
+
+    /* A BOTF into C's LLCM at t0: due at t0 + latency (rounded up to the
+     * quantum), and not one nanosecond before. */
+    dn2q_pattern(data, sizeof(data), 25);
+    h = rvs_hdr(C->lid, 0x1000);
+    h.lflag = 1;
+    botf_send(A, 0, 0, &h, data, sizeof(data));
+    due = ROUND_UP(t0 + c->latency, q);
+    vt_step_both(A, C, due - 1);
+    st_expect_empty(C, 0, "one ns before the packet is due");
+    EXPECT_HEX(qom_u64(C, "stat-rx-packets"), 0, "board C: nothing delivered before %"
+               PRId64 " ns", due);
+    vt_step_both(A, C, due);
+    st_expect(C, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x1000, 0, "at its time");
+    EXPECT_HEX(qom_u64(C, "stat-rx-packets"), 1, "board C: delivered at %" PRId64 " ns",
+               due);
+
+    EXPECT_HEX(qom_u64(C, "stat-vt-late"), 0, "board C: no packet came after its time");
+    EXPECT_HEX(qom_u64(A, "stat-vt-late"), 0, "board A: no packet came after its time");
+    EXPECT_TRUE(qom_u64(A, "stat-vt-waits") > 0, "board A waited for grants");
+out:
+    g_board_props = "";
+    fab_down(&f);
+}
+
 int main(int argc, char **argv)
 {
     unsigned i;
@@ -3048,6 +3160,9 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
         qtest_add_func("/dimmnet2-fabric/lhs-slot-leak", test_lhs_slot_leak);
         qtest_add_func("/dimmnet2-fabric/secret", test_secret);
+        for (i = 0; i < G_N_ELEMENTS(vt_cases); i++) {
+            qtest_add_data_func(vt_cases[i].path, &vt_cases[i], test_vtime);
+        }
     }
     ret = g_test_run();
     g_free(switch_path);
