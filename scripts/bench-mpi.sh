@@ -110,7 +110,7 @@ done
 name=bench-mpi-$(date +%Y%m%d-%H%M%S)
 out=$DN2_TOP/build/cluster/$name.bench
 t0=$SECONDS
-bash "$here/mpirun.sh" -q -n "$nodes" --ppn "$ppn" --name "$name" -t 1800 --ofi "$ofi" \
+bash "$here/mpirun.sh" -q -N "$nodes" --ppn "$ppn" --name "$name" -t 1800 --ofi "$ofi" \
     --cluster-opt --ethernet-mtu --cluster-opt "$mtu" \
     --file "$bench" "${jobs[@]}" > "$out" 2> "$out.err"
 rc=$?

@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         -v|--verbose) verbose=1; shift ;;
         --boards) dn2_need_value "$@"; boards=$2; shift 2 ;;
-        -n) usage_error "-n: give the number of boards as --boards N (-n means nodes in cluster.sh and mpirun.sh)" ;;
+        -n) usage_error "-n: give the number of boards as --boards N (-n means nodes in cluster.sh, ranks in mpirun.sh)" ;;
         --board-only) board_only=1; shift ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
@@ -193,7 +193,7 @@ cat "$logs/cluster-tables.txt"
 echo
 printf '%s[5/5]%s %s\n' "$B" "$N" "MPI over the boards: Debian's Open MPI, 2 nodes, mpi-bench"
 echo "      ${D}(the MPI image, PML cm + MTL ofi + the native dimmnet2 provider; about a minute; log: $logs/mpi.log)${N}"
-if ! bash "$here/mpirun.sh" -q -n 2 --net board --board-stats --name demo-mpi -t 600 \
+if ! bash "$here/mpirun.sh" -q -np 2 --net board --board-stats --name demo-mpi -t 600 \
         -- "$DN2_TOP/build/tests/mpi/mpi-bench" 50 > "$logs/mpi.out" 2> "$logs/mpi.log"; then
     echo "${R}failed${N}; last lines of $logs/mpi.log:"
     tail -30 "$logs/mpi.out" "$logs/mpi.log"
@@ -201,7 +201,7 @@ if ! bash "$here/mpirun.sh" -q -n 2 --net board --board-stats --name demo-mpi -t
 fi
 sed -n 's/^\[0\] figure /      /p; s/^\[0\] data /      data /p' "$logs/mpi.out" | grep -v ' ranks '
 sed -n 's/^\[mpirun\] boards: /      boards (QMP counters): /p' "$logs/mpi.log"
-echo "      ${D}(your own: mpicc -o prog prog.c && scripts/mpirun.sh -n 2 -- ./prog; docs/mpi.md)${N}"
+echo "      ${D}(your own: mpicc -o prog prog.c && scripts/mpirun.sh -np 2 -- ./prog; docs/mpi.md)${N}"
 echo
 echo "${G}${B}Demo complete.${N} More: docs/user-guide.md; a cluster of your own: scripts/cluster.sh -n 4 -i"
 exit 0

@@ -11,7 +11,7 @@
 #      are usage errors too (exit 2, naming the option);
 #   4. dn2-ethhub (scripts/ethhub.c, built by meson): --help exits 0, an
 #      unknown option 2;
-#   5. -n means nodes (cluster.sh, mpirun.sh): run-guest.sh and demo.sh
+#   5. -n means nodes in cluster.sh and ranks in mpirun.sh: run-guest.sh and demo.sh
 #      refuse it with a usage error naming --boards.
 # Scripts still to be converted are listed in TODO_SCRIPTS: their failing
 # points are marked TODO until then.
