@@ -91,6 +91,9 @@ struct DN2Fab {
     uint32_t vt_vseq;           /* the next packet's vseq */
     bool vt_in_wait;            /* inside dimmnet2_vt_block() */
     bool vt_started;            /* the clock has reached vt-start-ns */
+    bool vt_reported;           /* vt_rep_now / vt_rep_earliest hold a report */
+    uint64_t vt_rep_now;        /* the last report: the clock ... */
+    uint64_t vt_rep_earliest;   /* ... and the promise */
     bool vt_nondet;             /* gave up waiting for credits: wall-clock news */
     unsigned long *vt_blocked;  /* (source CLID, lane) refused by the board */
 };
@@ -674,6 +677,19 @@ static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
     return e;
 }
 
+/* Report the board's clock and promise to the switch (through the
+ * endpoint, which sends it once everything this board sent is
+ * acknowledged). */
+static void dimmnet2_vt_report(DN2State *s, uint64_t now, uint64_t earliest)
+{
+    DN2Fab *l = s->fab;
+
+    l->vt_reported = true;
+    l->vt_rep_now = now;
+    l->vt_rep_earliest = earliest;
+    dn2f_ep_vt_report(l->ep, now, earliest);
+}
+
 /* Wait, on the host's clock, until ok(s, arg): the socket's datagrams go to
  * the endpoint, its timers run, what it owes is sent.  Under the BQL, in
  * the vCPU thread or the main loop: neither may go on meanwhile. */
@@ -773,7 +789,7 @@ static void dimmnet2_vt_cb(void *opaque)
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
     if (!dimmnet2_vt_may_run(s, &now)) {
-        dn2f_ep_vt_report(l->ep, now, dimmnet2_vt_earliest(s, now));
+        dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
         dimmnet2_vt_block(s, dimmnet2_vt_may_run, &now, 0);
         trace_dimmnet2_vt_grant(s->index, now, l->vt_horizon);
     }
@@ -829,6 +845,13 @@ static int dimmnet2_fab_deliver_vt(void *opaque, uint16_t slid, const uint8_t *p
     memcpy(p->data, pkt, len);
     g_sequence_insert_sorted(l->vtq, p, dimmnet2_vt_cmp, NULL);
     l->vtq_bytes += len;
+    if (l->vt_reported && vtime < l->vt_rep_earliest) {
+        /* This packet wakes the board before the time it promised (it was
+         * idle, waiting for a far timer): lower the promise.  The endpoint
+         * sends that at once and acknowledges nothing until the switch has
+         * it, so the board that sent the packet cannot report past it. */
+        dimmnet2_vt_report(s, l->vt_rep_now, MAX(vtime, l->vt_rep_now));
+    }
     if (!l->vt_in_wait) {
         dimmnet2_vt_arm(s);
     }
@@ -903,7 +926,7 @@ static bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, 
     if (l->vt_in_wait || dn2f_ep_link(l->ep) != DN2F_LINK_UP) {
         return false;
     }
-    dn2f_ep_vt_report(l->ep, now, now);
+    dimmnet2_vt_report(s, now, now);
     dimmnet2_vt_block(s, dimmnet2_vt_can_send, &w, DIMMNET2_VT_CREDIT_NS);
     if (dimmnet2_vt_can_send(s, &w)) {
         return dn2f_ep_link(l->ep) == DN2F_LINK_UP;
