@@ -45,6 +45,7 @@ idle_s=1
 rounds=
 output=
 quiet=
+args="$*"
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
@@ -165,7 +166,7 @@ for n in $nodes_list; do
 done
 
 {
-    echo "Lock-step virtual time: cost (scripts/bench-vt.sh $*)"
+    echo "Lock-step virtual time: cost (scripts/bench-vt.sh $args)"
     echo "host: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "guests: TCG -icount shift=0, 1 vCPU, 256 MiB; lookahead $lookahead ns, quantum $([ "$quantum" -gt 0 ] && echo "$quantum ns" || echo "exact"); idle = sleep $idle_s, busy = dn2-vt-exchange -k 4 -r $rounds"
     echo "wall/virt: wall seconds per virtual second (sync = --virtual-time, free = --no-vt-sync);"
