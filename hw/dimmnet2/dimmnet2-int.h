@@ -376,6 +376,7 @@ struct DN2State {
     FILE *pcap;                 /* pcap=: the trace being written */
     GQueue loop_q[DIMMNET2_LOOP_QUEUES]; /* loopback packets not yet delivered */
     QEMUBH *loop_bh;
+    QEMUTimer *loop_timer;      /* vtime=on: the cable on the virtual clock */
     uint64_t loop_seq;          /* next loopback packet's sequence number */
     Error *blocker;             /* migration blocker while linked */
 

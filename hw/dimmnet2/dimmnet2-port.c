@@ -118,6 +118,7 @@ typedef struct DN2VtPkt {
 
 typedef struct DN2LoopPkt {
     uint64_t seq;               /* order of sending, over all queues */
+    uint64_t due;               /* vtime=on: the virtual time it arrives */
     size_t len;
     uint8_t data[];
 } DN2LoopPkt;
@@ -229,10 +230,24 @@ static bool dimmnet2_loop_rvl_may_go(DN2State *s, unsigned q, const DN2LoopPkt *
     return !d || d->seq > p->seq;
 }
 
+/* Run the loopback cable soon: its bottom half, or under vtime=on its
+ * virtual-clock timer at the first time a packet is due (or now). */
+static void dimmnet2_loop_kick(DN2State *s, uint64_t at)
+{
+    if (s->loop_timer) {
+        timer_mod_anticipate_ns(s->loop_timer, MAX(at, (uint64_t)qemu_clock_get_ns(
+                                    QEMU_CLOCK_VIRTUAL)));
+    } else {
+        qemu_bh_schedule(s->loop_bh);
+    }
+}
+
 static void dimmnet2_loop_bh(void *opaque)
 {
     DN2State *s = opaque;
     bool more = false;
+    uint64_t now = s->loop_timer ? qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) : 0;
+    uint64_t next = UINT64_MAX;
     unsigned q;
 
     /* Data queues first (q even), then the RVL queue of the same WID. */
@@ -241,6 +256,11 @@ static void dimmnet2_loop_bh(void *opaque)
         int n = 0;
 
         while ((p = g_queue_peek_head(&s->loop_q[q])) && n++ < DIMMNET2_LOOP_MAX) {
+            if (p->due > now) {
+                next = MIN(next, p->due);   /* vtime: not there yet */
+                p = NULL;
+                break;
+            }
             if ((q & 1) && !dimmnet2_loop_rvl_may_go(s, q, p)) {
                 break;          /* its data queue moving on resumes it */
             }
@@ -255,7 +275,9 @@ static void dimmnet2_loop_bh(void *opaque)
         }
     }
     if (more) {
-        qemu_bh_schedule(s->loop_bh);
+        dimmnet2_loop_kick(s, now);
+    } else if (next != UINT64_MAX) {
+        dimmnet2_loop_kick(s, next);
     }
     s->port_ops->news(s);       /* the Window Controller may wait for room */
     s->entry_done(s);
@@ -1106,6 +1128,12 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
     }
     if (s->loopback) {
         s->port_kind = DN2_PORT_LOOPBACK;
+        if (s->vtime) {
+            /* The cable in virtual time: each packet arrives vt-latency-ns
+             * after it left, from a virtual-clock timer (one board needs
+             * no synchronisation). */
+            s->loop_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_loop_bh, s);
+        }
         s->loop_bh = qemu_bh_new_guarded(dimmnet2_loop_bh, s,
                                          &DEVICE(s)->mem_reentrancy_guard);
     } else if (s->switch_addr) {
@@ -1142,6 +1170,10 @@ void dimmnet2_port_fini(DN2State *s)
     if (s->loop_bh) {
         qemu_bh_delete(s->loop_bh);
         s->loop_bh = NULL;
+    }
+    if (s->loop_timer) {
+        timer_free(s->loop_timer);
+        s->loop_timer = NULL;
     }
     if (s->fab) {
         if (s->fab->thread_on) {
@@ -1281,10 +1313,11 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
         }
         p = g_malloc(sizeof(*p) + len);
         p->seq = s->loop_seq++;
+        p->due = s->vtime ? qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->vt_latency_ns : 0;
         p->len = len;
         memcpy(p->data, pkt, len);
         g_queue_push_tail(&s->loop_q[dimmnet2_loop_queue(ldq_le_p(pkt))], p);
-        qemu_bh_schedule(s->loop_bh);
+        dimmnet2_loop_kick(s, p->due);
         break;
     }
     case DN2_PORT_FABRIC: {
@@ -1342,7 +1375,7 @@ void dimmnet2_port_resume(DN2State *s)
 {
     switch (s->port_kind) {
     case DN2_PORT_LOOPBACK:
-        qemu_bh_schedule(s->loop_bh);
+        dimmnet2_loop_kick(s, 0);
         break;
     case DN2_PORT_FABRIC:
         if (s->vtime) {

@@ -188,7 +188,7 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
     if (!s->switch_addr) {
         const char *bad = s->local_addr ? "local" : s->rx_thread ? "rx-thread" :
                           s->guid ? "guid" : s->secret_id ? "secret" :
-                          s->vtime ? "vtime" : s->lid_wanted ? "lid" : NULL;
+                          s->lid_wanted ? "lid" : NULL;
         if (bad) {
             error_setg(errp, "dimmnet2: %s= needs switch=HOST:PORT (it only "
                        "applies to a board attached to a dn2-switch)", bad);
@@ -207,6 +207,11 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
         return false;
     }
     if (s->vtime) {
+        if (!s->switch_addr && !s->loopback) {
+            error_setg(errp, "dimmnet2: vtime=on needs a cable: switch=HOST:PORT "
+                       "(a cluster in lock-step) or loopback=on");
+            return false;
+        }
         if (!icount_enabled() && !qtest_enabled()) {
             error_setg(errp, "dimmnet2: vtime=on needs the virtual clock to "
                        "count instructions: run QEMU with -accel tcg -icount "

@@ -614,6 +614,34 @@ static void test_botf_windows(void)
     rig_stop(&r);
 }
 
+/* vtime=on on the loopback cable: a packet arrives vt-latency-ns of virtual
+ * time after it left, not a nanosecond before (the board needs no switch
+ * to be deterministic alone). */
+static void test_vtime_loopback(void)
+{
+    Rig r;
+    DN2 *d;
+    uint8_t data[64];
+    uint64_t l1 = dn2_hdr1_encode(0x4000, 0x4000);
+    struct dn2_hdr h = mkhdr(DN2_OP_RVS, 0, 1, LID);
+    const char *what = "BOTF to itself in virtual time";
+    int64_t t0;
+
+    d = rig_start_props(&r, ",vtime=on,vt-latency-ns=2500");
+    bringup(d, DN2Q_MTU_2K, PGID, PGID);
+    t0 = qtest_clock_step(r.d.qts, 10000);
+    h.lflag = 1;
+    dn2q_pattern(data, sizeof(data), 77);
+    botf_image(&r, 0, 0, &h, &l1, 1, data, sizeof(data));
+    botf(&r, 0, 0, 2 * DN2_LINE + sizeof(data), what);
+    EXPECT_HEX(dn2q_pkts(d, 1), 0, "%s: nothing at the send time", what);
+    EXPECT_HEX(qtest_clock_step(r.d.qts, 2499), t0 + 2499, "%s: the clock", what);
+    EXPECT_HEX(dn2q_pkts(d, 1), 0, "%s: nothing 1 ns before the latency", what);
+    qtest_clock_step(r.d.qts, 1);
+    EXPECT_HEX(dn2q_pkts(d, 1), 1, "%s: delivered at send + 2500 ns", what);
+    rig_stop(&r);
+}
+
 /* Size 0 dropped, > 512 clipped, odd sizes, and BOTF-borne RVL. */
 static void test_botf_sizes(void)
 {
@@ -2662,6 +2690,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/regs/read-mirror", test_read_mirror);
     qtest_add_func("/dimmnet2-remote/botf/windows", test_botf_windows);
     qtest_add_func("/dimmnet2-remote/botf/sizes", test_botf_sizes);
+    qtest_add_func("/dimmnet2-remote/vtime/loopback", test_vtime_loopback);
     for (i = 0; i < G_N_ELEMENTS(wire_cases); i++) {
         qtest_add_data_func(wire_cases[i].path, &wire_cases[i], test_botf_wire_case);
     }
