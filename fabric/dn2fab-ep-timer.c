@@ -40,7 +40,7 @@ uint64_t dn2f_ep_next_deadline(struct dn2f_ep *ep)
         break;
     }
     for (p = ep->plist; p; p = p->next) {
-        if (p->ack_pending) {
+        if (p->ack_pending && !ep_acks_held(ep)) {
             d = min64(d, p->ack_due);
         }
         if (p->st == PEER_ORPHAN) {

@@ -67,7 +67,7 @@ void ep_send_ctrl(struct dn2f_ep *ep, unsigned type, uint32_t a, uint32_t b)
         dn2f_put_mcast(&w, (uint16_t)a);
     } else if (type == DN2F_T_VT_REPORT) {
         struct dn2f_vt_report r = {
-            .rseq = ep->vt.rseq, .now = ep->vt.now, .earliest = ep->vt.earliest,
+            .rseq = ep->vt.s_rseq, .now = ep->vt.s_now, .earliest = ep->vt.s_earliest,
         };
         dn2f_put_vt_report(&w, &r);
     } else if (type == DN2F_T_KEEPALIVE) {
@@ -135,6 +135,9 @@ void ep_send_ack(struct dn2f_ep *ep, struct peer *p, bool ackreq)
     struct dn2f_wbuf w;
     size_t len;
 
+    if (ep_acks_held(ep)) {
+        return;                 /* owed: sent when the hold ends */
+    }
     dn2f_wbuf_init(&w, ep->dgbuf, DN2F_DGRAM_MAX);
     dn2f_put_hdr(&w, DN2F_T_ACK, ackreq ? DN2F_F_ACKREQ : 0, ep->lid, p->lid,
                  ep->epoch, p->epoch);
@@ -166,7 +169,7 @@ static void txb_open(struct txb *b)
     struct peer *p = b->p;
 
     dn2f_wbuf_init(&b->w, ep->dgbuf, ep->cfg.max_dgram - (ep->auth ? DN2F_MAC_LEN : 0));
-    b->with_ack = p->ack_pending;
+    b->with_ack = p->ack_pending && !ep_acks_held(ep);
     dn2f_put_hdr(&b->w, DN2F_T_DATA, b->with_ack ? DN2F_F_ACK : 0, ep->lid, p->lid,
                  ep->epoch, p->epoch);
     dn2f_hdr_set_sessions(&b->w, my_sess(p), p->peer_sess);

@@ -100,12 +100,41 @@ static void vt_probe(struct dn2f_ep *ep)
 }
 
 
+/* The recorded report goes out (again). */
 static void vt_send(struct dn2f_ep *ep, uint64_t t)
+{
+    if (!ep->vt.sent || !ep->vt.s_have || ep->vt.s_rseq != ep->vt.rseq) {
+        ep->vt.s_have = true;
+        ep->vt.s_answered = false;
+        ep->vt.s_rseq = ep->vt.rseq;
+        ep->vt.s_now = ep->vt.now;
+        ep->vt.s_earliest = ep->vt.earliest;
+        if (ep->vt.earliest > ep->vt.sw_emax) {
+            ep->vt.sw_emax = ep->vt.earliest;
+        }
+    }
+    ep->vt.sent = true;
+    ep->vt.urgent = false;
+    ep_send_ctrl(ep, DN2F_T_VT_REPORT, 0, 0);
+    ep->st.vt_reports_tx++;
+    ep->vt.retry_due = t + ep->cfg.vt_retry_ns;
+}
+
+
+/* The newest report that went out, again (an ACK hold waits for its answer
+ * while a newer report is held). */
+static void vt_resend_last(struct dn2f_ep *ep, uint64_t t)
 {
     ep_send_ctrl(ep, DN2F_T_VT_REPORT, 0, 0);
     ep->st.vt_reports_tx++;
-    ep->vt.sent = true;
     ep->vt.retry_due = t + ep->cfg.vt_retry_ns;
+}
+
+
+/* An ACK hold waits for the answer to the newest report that went out. */
+static bool vt_hold_waits_sent(const struct dn2f_ep *ep)
+{
+    return ep->vt.hold && ep->vt.s_have && !ep->vt.s_answered;
 }
 
 
@@ -118,9 +147,12 @@ void ep_vt_pump(struct dn2f_ep *ep)
     }
     t = now(ep);
     if (!ep->vt.sent) {
-        if (dn2f_ep_unacked(ep)) {
-            if (t >= ep->vt.probe_due) {
-                vt_probe(ep);
+        if (!ep->vt.urgent && dn2f_ep_unacked(ep)) {
+            if (vt_hold_waits_sent(ep) && t >= ep->vt.retry_due) {
+                vt_resend_last(ep, t);
+            }
+            if (!ep->vt.hold && t >= ep->vt.probe_due) {
+                vt_probe(ep);   /* (no ACK datagram leaves during a hold) */
                 ep->vt.probe_due = t + ep->cfg.vt_retry_ns;
             }
             return;
@@ -136,32 +168,101 @@ void ep_vt_pump(struct dn2f_ep *ep)
 
 uint64_t ep_vt_deadline(struct dn2f_ep *ep)
 {
+    uint64_t d = NO_DEADLINE;
+
     if (!vt_active(ep)) {
         return NO_DEADLINE;
     }
     if (!ep->vt.sent) {
-        return dn2f_ep_unacked(ep) ? ep->vt.probe_due : now(ep);
+        if (ep->vt.urgent || !dn2f_ep_unacked(ep)) {
+            return now(ep);
+        }
+        if (!ep->vt.hold) {
+            d = ep->vt.probe_due;
+        }
+        if (vt_hold_waits_sent(ep) && ep->vt.retry_due < d) {
+            d = ep->vt.retry_due;
+        }
+        return d;
     }
     return vt_waiting(ep) ? ep->vt.retry_due : NO_DEADLINE;
 }
 
 
+/* A grant answered what the hold waited for: the switch has a promise at or
+ * below the lowered earliest, and the ACKs owed go out now. */
+static void vt_hold_end(struct dn2f_ep *ep)
+{
+    struct peer *p;
+
+    ep->vt.hold = false;
+    ep->st.vt_ack_hold_ns += now(ep) - ep->vt.hold_since;
+    for (p = ep->plist; p; p = p->next) {
+        if (p->ack_pending) {
+            ep_send_ack(ep, p, false);
+        }
+    }
+}
+
+
+/* A lowering report (the same now, a lower earliest: a packet arrived that
+ * wakes the board before its promise), recorded as the newest report.
+ * It may go before our own packets are acknowledged when its earliest is
+ * at or below the earliest of the last report that went out: every packet
+ * sent before that report was acknowledged, every packet sent after it has
+ * a vtime >= D(that earliest) >= D(this one), so the report's promise
+ * covers them (a report that raised earliest over that one would not: it
+ * stays held like any other).  While the switch may still hold a promise
+ * above the new earliest (sw_emax), no ACK leaves this endpoint until a
+ * grant answers a report at or below it: the board whose packet woke us
+ * waits for that ACK before it reports, so the switch cannot use its new
+ * report with our stale promise. */
+static void vt_lowered(struct dn2f_ep *ep)
+{
+    uint32_t want;
+
+    ep->st.vt_lowering_reports++;
+    ep->vt.urgent = ep->vt.s_have && ep->vt.earliest <= ep->vt.s_earliest;
+    if (ep->vt.sw_emax <= ep->vt.earliest) {
+        return;                 /* the switch has nothing above it */
+    }
+    /* urgent: this report goes now; else the last one that went out is at
+     * or below (sw_emax > earliest needs one sent, and s_earliest < earliest) */
+    want = ep->vt.urgent ? ep->vt.rseq : ep->vt.s_rseq;
+    if (!ep->vt.hold) {
+        ep->vt.hold = true;
+        ep->vt.hold_since = now(ep);
+        ep->vt.hold_rseq = want;
+        ep->st.vt_ack_holds++;
+    } else if (dn2f_seqdiff(want, ep->vt.hold_rseq) > 0) {
+        ep->vt.hold_rseq = want;
+    }
+}
+
+
 int dn2f_ep_vt_report(struct dn2f_ep *ep, uint64_t vnow, uint64_t earliest)
 {
+    bool lowering;
+
     if (!ep->cfg.vtime || earliest < vnow) {
         return -EINVAL;
     }
     if (ep->vt.have && ep->vt.now == vnow && ep->vt.earliest == earliest) {
         return 0;               /* the same report: it is on its way already */
     }
+    lowering = ep->vt.have && ep->vt.now == vnow && earliest < ep->vt.earliest;
     ep->vt.have = true;
     ep->vt.sent = false;
     ep->vt.answered = false;
+    ep->vt.urgent = false;
     ep->vt.rseq++;
     ep->vt.now = vnow;
     ep->vt.earliest = earliest;
     ep->vt.probe_due = now(ep) + ep->cfg.vt_retry_ns;
-    if (vt_active(ep) && dn2f_ep_unacked(ep)) {
+    if (lowering) {
+        vt_lowered(ep);
+    }
+    if (vt_active(ep) && !ep->vt.urgent && dn2f_ep_unacked(ep)) {
         ep->st.vt_reports_held++;
     }
     ep_vt_pump(ep);
@@ -186,6 +287,11 @@ void ep_vt_input(struct dn2f_ep *ep, const struct dn2f_msg *m)
     if (ep->vt.sent && dn2f_seqdiff(g->rseq, ep->vt.rseq) >= 0) {
         ep->vt.answered = true;
     }
+    if (ep->vt.s_have && dn2f_seqdiff(g->rseq, ep->vt.s_rseq) >= 0) {
+        /* the switch holds the newest report that went out */
+        ep->vt.s_answered = true;
+        ep->vt.sw_emax = ep->vt.s_earliest;
+    }
     ep->vt.lookahead_ns = g->lookahead_ns;
     ep->vt.quantum_ns = g->quantum_ns;
     if (g->slowest > ep->vt.slowest) {
@@ -197,5 +303,8 @@ void ep_vt_input(struct dn2f_ep *ep, const struct dn2f_msg *m)
             ep->ops.vt_grant(ep->opaque, ep->vt.horizon, g->lookahead_ns, g->quantum_ns,
                              ep->vt.slowest);
         }
+    }
+    if (ep->vt.hold && dn2f_seqdiff(g->rseq, ep->vt.hold_rseq) >= 0) {
+        vt_hold_end(ep);
     }
 }

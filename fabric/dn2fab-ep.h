@@ -228,10 +228,21 @@ struct dn2f_ep {
         bool have;              /* a report was recorded */
         bool sent;              /* ... and has gone out (all our packets were acked) */
         bool answered;          /* a grant with rseq >= ours came */
+        bool urgent;            /* a lowering report that may go before our ACKs */
         uint32_t rseq;
         uint64_t now, earliest;
         uint64_t retry_due;     /* sent: the next re-send */
         uint64_t probe_due;     /* held: the next ACKREQ probe */
+        /* the newest report that went out (the switch has it or an older one) */
+        bool s_have, s_answered;
+        uint32_t s_rseq;
+        uint64_t s_now, s_earliest;
+        uint64_t sw_emax;       /* the highest earliest the switch may hold for us */
+        /* ACK hold (a lowering report): no ACK leaves until a grant echoes
+         * hold_rseq or newer */
+        bool hold;
+        uint32_t hold_rseq;
+        uint64_t hold_since;
         uint64_t horizon;
         uint32_t lookahead_ns, quantum_ns;
         uint64_t slowest;
@@ -242,6 +253,13 @@ struct dn2f_ep {
 static inline uint64_t now(struct dn2f_ep *ep)
 {
     return ep->ops.now_ns(ep->opaque);
+}
+
+/* A lowering report holds every ACK until the switch has it
+ * (dn2fab-ep-vt.c): no ACK datagram, no ACK blocks on DATA. */
+static inline bool ep_acks_held(const struct dn2f_ep *ep)
+{
+    return ep->vt.hold;
 }
 
 static inline struct txslot *txs(struct dn2f_ep *ep, struct lane *L, uint32_t seq)

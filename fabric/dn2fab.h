@@ -607,6 +607,10 @@ struct dn2f_ep_stats {
     uint64_t vt_reports_held;           /* reports that waited for ACKs of sent packets */
     uint64_t vt_ack_probes;             /* ACKREQ probes a held report sent */
     uint64_t vt_pkts_tx, vt_pkts_rx;    /* packets with a virtual time sent / delivered */
+    /* Appended with lowering reports: */
+    uint64_t vt_lowering_reports;       /* reports that lowered earliest at the same now */
+    uint64_t vt_ack_holds;              /* ACK holds (a lowering report, until answered) */
+    uint64_t vt_ack_hold_ns;            /* wall time spent in ACK holds (ended ones) */
 };
 
 struct dn2f_ep;
@@ -669,8 +673,12 @@ int dn2f_ep_send_vt(struct dn2f_ep *ep, uint16_t dlid, const void *pkt, size_t l
  * packet this board sent has been acknowledged (asking for ACKs with
  * ACKREQ when that takes long), and re-sent every vt_retry_ns until a
  * grant answers it and the horizon is beyond now.  The same (now,
- * earliest) again is not a new report.  0, or -EINVAL (earliest < now, or
- * no config vtime). */
+ * earliest) again is not a new report.
+ * A lowering report (the same now as the last report, a lower earliest:
+ * a packet arrived that wakes the board before its promise) goes at once,
+ * not held for this board's own unacknowledged packets, and no ACK leaves
+ * this endpoint until a grant answers it (docs/fabric.md "Virtual time",
+ * "Idle promises").  0, or -EINVAL (earliest < now, or no config vtime). */
 int dn2f_ep_vt_report(struct dn2f_ep *ep, uint64_t now, uint64_t earliest);
 /* The newest grant's horizon (0 = none yet). */
 uint64_t dn2f_ep_vt_horizon(const struct dn2f_ep *ep);
