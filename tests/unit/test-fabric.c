@@ -3795,8 +3795,14 @@ static bool t_vt_formula(void)
  * hop h) is logged and, while h < VT_HOPS, sent on at clock v to the next
  * board chosen from its contents, with vtime v + L + a delay from its
  * contents.  The board processes its events in (vtime, source LID, vseq)
- * order, only below its horizon, and reports (clock, earliest event) when
- * it has to wait.  The logs must be the same whatever the network does. */
+ * order, only below its horizon, and reports when it has to wait: its
+ * clock, and as earliest its clock (g_vt_idle 0: a board whose vCPU runs)
+ * or its next event, a token to start or the first queued delivery
+ * (g_vt_idle 1: an idle board's promise, as the device makes it).  A
+ * packet that arrives below the promise makes it send a lowering report
+ * (the same now, earliest = the packet's vtime) at once.  Optionally a last
+ * timer event at g_vt_end.  The logs must be the same whatever the network
+ * does, and no packet may arrive below its receiver's clock. */
 #define VT_BOARDS_MAX 4
 #define VT_TOKENS 3
 #define VT_HOPS 16
@@ -3804,6 +3810,12 @@ static bool t_vt_formula(void)
 #define VT_LOG_MAX 512
 
 struct vt_ev { uint64_t vtime; uint16_t slid; uint32_t vseq; uint32_t hop, id; };
+
+/* the program (vt_program() sets it; vt_clear() does not touch it) */
+static unsigned g_vt_tokens = VT_TOKENS, g_vt_hops = VT_HOPS;
+static uint64_t g_vt_tok_base, g_vt_tok_step = 7000;
+static uint64_t g_vt_end;               /* a last timer event (0 = none) */
+static bool g_vt_idle;                  /* idle promises (earliest = next event) */
 
 struct vt_board {
     bool on;
@@ -3822,6 +3834,10 @@ struct vt_board {
     bool error;
     char err[160];
     uint64_t grants_cb;
+    bool r_have;                        /* the last report: (r_now, r_e) */
+    uint64_t r_now, r_e;
+    unsigned lowerings;
+    bool ended;                         /* the g_vt_end event ran */
 };
 static struct vt_board g_vtb[MAX_NODES];
 static unsigned g_vt_n;                 /* boards 1..g_vt_n */
@@ -3885,6 +3901,14 @@ static int vt_deliver_vt(void *o, uint16_t slid, const uint8_t *pkt, size_t len,
     if (vtime < b->vnow) {
         vt_fail(b, "packet from 0x%x at vtime %llu arrived at clock %llu: causality", slid,
                 (unsigned long long)vtime, (unsigned long long)b->vnow);
+    }
+    if (b->r_have && vtime < b->r_e && vtime >= b->r_now) {
+        /* it wakes us before our promise: lower it, at once */
+        b->r_e = vtime;
+        b->lowerings++;
+        if (dn2f_ep_vt_report(nd->ep, b->r_now, vtime)) {
+            vt_fail(b, "lowering report refused");
+        }
     }
     if (b->nq == sizeof(b->q) / sizeof(b->q[0])) {
         return -EBUSY;
@@ -3971,7 +3995,20 @@ static void vt_flush_out(struct node *nd)
 /* Board k's boards are at nodes 1..g_vt_n with LID = node index (lid hint). */
 static uint64_t vt_token_time(unsigned idx, unsigned t)
 {
-    return 1000ULL * t * 7 + 137ULL * idx;
+    return g_vt_tok_base + g_vt_tok_step * t + 137ULL * idx;
+}
+
+/* A report as the board makes it (remembered for lowering). */
+static void vt_board_report(struct node *nd, uint64_t vnow, uint64_t earliest)
+{
+    struct vt_board *b = &g_vtb[nd->idx];
+    b->r_have = true;
+    b->r_now = vnow;
+    b->r_e = earliest;
+    if (dn2f_ep_vt_report(nd->ep, vnow, earliest)) {
+        vt_fail(b, "report (%llu, %llu) refused", (unsigned long long)vnow,
+                (unsigned long long)earliest);
+    }
 }
 
 static void vt_pump(struct node *nd)
@@ -3985,8 +4022,10 @@ static void vt_pump(struct node *nd)
             return;             /* no report while packets wait to go out */
         }
         g = dn2f_ep_vt_horizon(nd->ep);
-        if (b->started < VT_TOKENS) {
+        if (b->started < g_vt_tokens) {
             tt = vt_token_time((unsigned)nd->idx, b->started);
+        } else if (g_vt_end && !b->ended) {
+            tt = g_vt_end;
         }
         next = tt;
         if (b->nq && b->q[0].vtime < next) {
@@ -3994,7 +4033,9 @@ static void vt_pump(struct node *nd)
         }
         if (next < g) {
             b->vnow = next;
-            if (next == tt && (!b->nq || tt < b->q[0].vtime)) {
+            if (next == tt && b->started >= g_vt_tokens && (!b->nq || tt < b->q[0].vtime)) {
+                b->ended = true;        /* the last timer event */
+            } else if (next == tt && (!b->nq || tt < b->q[0].vtime)) {
                 uint32_t id = (uint32_t)(nd->idx * 100 + b->started);
                 unsigned to = 1 + (unsigned)(nd->idx + b->started) % g_vt_n;
                 if (to == (unsigned)nd->idx) {
@@ -4013,7 +4054,7 @@ static void vt_pump(struct node *nd)
                     b->log[b->nlog++] = e;
                 }
                 g_vt_total++;
-                if (e.hop + 1 < VT_HOPS) {
+                if (e.hop + 1 < g_vt_hops) {
                     uint32_t h = e.id * 2654435761u ^ e.hop * 40503u;
                     unsigned to = 1 + h % g_vt_n;
                     if (to == (unsigned)nd->idx) {
@@ -4028,11 +4069,9 @@ static void vt_pump(struct node *nd)
         if (g > b->vnow && g != DN2F_VT_INFINITY) {
             b->vnow = g;        /* the clock runs to the horizon */
         }
-        /* earliest = now, as a board whose vCPU runs: an earliest beyond
-         * now (an idle board's next event) can be made stale by a packet
-         * that arrives after the report, which the formula does not see
-         * (docs/fabric.md "Virtual time", limits) */
-        dn2f_ep_vt_report(nd->ep, b->vnow, b->vnow);
+        /* earliest = now (a board whose vCPU runs), or the next event (an
+         * idle board: a packet that arrives below it lowers it) */
+        vt_board_report(nd, b->vnow, g_vt_idle && next > b->vnow ? next : b->vnow);
         return;
     }
 }
@@ -4065,7 +4104,33 @@ static bool cond_vt_done(void)
             return true;
         }
     }
-    return g_vt_total == g_vt_n * VT_TOKENS * VT_HOPS;
+    if (g_vt_total != g_vt_n * g_vt_tokens * g_vt_hops) {
+        return false;
+    }
+    for (i = 1; i <= g_vt_n && g_vt_end; i++) {
+        if (!g_vtb[i].ended) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The program: tokens per board from base every step, hops, a last timer
+ * event, idle promises; vt_program_default() is the one the tests began with. */
+static void vt_program(unsigned tokens, uint64_t base, uint64_t step, unsigned hops,
+                       uint64_t end, bool idle)
+{
+    g_vt_tokens = tokens;
+    g_vt_tok_base = base;
+    g_vt_tok_step = step;
+    g_vt_hops = hops;
+    g_vt_end = end;
+    g_vt_idle = idle;
+}
+
+static void vt_program_default(void)
+{
+    vt_program(VT_TOKENS, 0, 7000, VT_HOPS, 0, false);
 }
 
 /* The switch in virtual-time mode as node 0, boards 1..n with LID i. */
@@ -4104,6 +4169,9 @@ static void vt_setup(unsigned n, uint64_t seed, double faults, int route, uint64
     }
 }
 
+static void vt_report_hook(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra);
+static void (*g_vt_run_hook)(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra);
+
 /* One run; its logs (receiver, vtime, source, vseq) into out. */
 static bool vt_run(unsigned n, uint64_t seed, double faults, int route, uint64_t quantum,
                    struct vt_ev (*out)[VT_LOG_MAX], unsigned *nout, uint64_t *retries)
@@ -4114,8 +4182,9 @@ static bool vt_run(unsigned n, uint64_t seed, double faults, int route, uint64_t
     uint64_t tx = 0;
 
     vt_setup(n, seed, faults, route, quantum);
+    g_send_hook = g_vt_run_hook;
     CHECK(sim_run(cond_vt_done, 3600ULL * 1000000000ULL), "not done: %u of %u deliveries "
-          "(seed %llu)", g_vt_total, n * VT_TOKENS * VT_HOPS, (unsigned long long)seed);
+          "(seed %llu)", g_vt_total, n * g_vt_tokens * g_vt_hops, (unsigned long long)seed);
     for (i = 1; i <= n; i++) {
         CHECK(!g_vtb[i].error, "board %u: %s", i, g_vtb[i].err);
         memcpy(out[i], g_vtb[i].log, sizeof(g_vtb[i].log));
@@ -4200,9 +4269,14 @@ out:
 
 /* Every REPORT leaves only when nothing this board sent is unacknowledged
  * (its first transmission; re-sends repeat what was true then), under 10 %
- * drop / dup / reorder; reports are re-sent until granted. */
-static unsigned g_vt_bad_reports, g_vt_first_reports, g_vt_resent;
+ * drop / dup / reorder; reports are re-sent until granted.  A lowering
+ * report may leave with packets unacknowledged when its earliest is at or
+ * below the earliest of the board's previous report (its promise covers
+ * them). */
+static unsigned g_vt_bad_reports, g_vt_first_reports, g_vt_resent, g_vt_early_lowering;
 static uint32_t g_vt_last_rseq[MAX_NODES];
+static uint64_t g_vt_last_e[MAX_NODES];
+static unsigned g_vt_new_reports[MAX_NODES];
 
 static void vt_report_hook(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra)
 {
@@ -4212,13 +4286,27 @@ static void vt_report_hook(int from, int to, const uint8_t *buf, size_t len, uin
         if (m.u.vt_report.rseq != g_vt_last_rseq[from]) {
             g_vt_last_rseq[from] = m.u.vt_report.rseq;
             g_vt_first_reports++;
+            g_vt_new_reports[from]++;
             if (dn2f_ep_unacked(sim.nodes[from].ep)) {
-                g_vt_bad_reports++;
+                if (g_vt_new_reports[from] > 1 && m.u.vt_report.earliest <= g_vt_last_e[from]) {
+                    g_vt_early_lowering++;
+                } else {
+                    g_vt_bad_reports++;
+                }
             }
+            g_vt_last_e[from] = m.u.vt_report.earliest;
         } else {
             g_vt_resent++;
         }
     }
+}
+
+static void vt_hook_reset(void)
+{
+    g_vt_bad_reports = g_vt_first_reports = g_vt_resent = g_vt_early_lowering = 0;
+    memset(g_vt_last_rseq, 0, sizeof(g_vt_last_rseq));
+    memset(g_vt_last_e, 0, sizeof(g_vt_last_e));
+    memset(g_vt_new_reports, 0, sizeof(g_vt_new_reports));
 }
 
 static bool t_vt_report_held(void)
@@ -4230,8 +4318,7 @@ static bool t_vt_report_held(void)
 
     sim_model = &vt_model;
     vt_setup(3, 77, 0.1, DN2F_ROUTE_SWITCH, 0);
-    g_vt_bad_reports = g_vt_first_reports = g_vt_resent = 0;
-    memset(g_vt_last_rseq, 0, sizeof(g_vt_last_rseq));
+    vt_hook_reset();
     g_send_hook = vt_report_hook;
     if (!sim_run(cond_vt_done, 3600ULL * 1000000000ULL)) {
         diag("not done: %u deliveries", g_vt_total);
@@ -4418,6 +4505,248 @@ out:
     return ok;
 }
 
+/* ------------------------------------------------- idle promises, safely
+ * An idle board promises its next event as earliest (> now).  A packet that
+ * arrives below it makes a lowering report, sent at once, and the receiver
+ * holds every ACK until the switch answered it: the sender reports only
+ * after that ACK, so the switch never combines the sender's new promise
+ * with the receiver's stale one (docs/fabric.md "Virtual time"). */
+static void vt_delay_hook(int from, int to, const uint8_t *buf, size_t len, uint64_t *extra)
+{
+    struct dn2f_msg m;
+    vt_report_hook(from, to, buf, len, extra);
+    if (from == 1 && len > 5 && buf[5] == DN2F_T_VT_REPORT && dn2f_decode(buf, len, &m) == 0 &&
+        m.u.vt_report.earliest < 5000) {
+        *extra += 100000000ULL;         /* board 1's lowering report: 100 ms late */
+    }
+}
+
+/* The case that broke causality: board 1 idle promises 5000; board 2 sends
+ * it a packet with vtime 1100 and then promises 1e9; board 3 waits at its
+ * horizon; board 1's lowering report is 100 ms late at the switch.  Without
+ * the ACK hold board 2's report comes first, board 3 is granted D(5000) =
+ * 6000, and board 1's packet sent at 1100 arrives at board 3 at 2100,
+ * behind its clock.  With it board 3 gets exactly D(1100) = 2100. */
+static bool t_vt_idle_stale_promise(void)
+{
+    const struct sim_model *saved = sim_model;
+    const struct dn2f_ep_stats *st1;
+    struct dn2f_sw_vt_stats s;
+    uint64_t vn, e, g, h3;
+    bool ok = false;
+    unsigned i;
+
+    sim_model = &vt_model;
+    vt_program_default();
+    vt_setup(3, 1, 0.0, DN2F_ROUTE_DIRECT, 0);
+    for (i = 1; i <= 3; i++) {
+        g_vtb[i].on = false;    /* driven by hand */
+    }
+    sim_run(NULL, 500000000ULL);
+    for (i = 1; i <= 3; i++) {
+        if (dn2f_ep_link(EP((int)i)) != DN2F_LINK_UP) {
+            diag("board %u not up", i);
+            goto out;
+        }
+    }
+    g_send_hook = vt_delay_hook;
+    vt_board_report(&sim.nodes[1], 0, 5000);
+    vt_board_report(&sim.nodes[2], 0, 100);
+    vt_board_report(&sim.nodes[3], 0, 1000000000ULL);
+    sim_run(NULL, 50000000ULL);
+    /* E = (5000, 100, 1e9): G = (1100, 2100, 1100) at the switch (boards 1
+     * and 2 do not wait: they get theirs at their next report) */
+    for (i = 1; i <= 3; i++) {
+        static const uint64_t want[4] = { 0, 1100, 2100, 1100 };
+        if (!dn2f_sw_vt_port(sim.nodes[0].sw, (uint16_t)i, &vn, &e, &g) || g != want[i] ||
+            (i == 3 && dn2f_ep_vt_horizon(EP(3)) != 1100)) {
+            diag("board %u: grant %llu, want %llu; board 3 horizon %llu", i,
+                 (unsigned long long)g, (unsigned long long)want[i],
+                 (unsigned long long)dn2f_ep_vt_horizon(EP(3)));
+            goto out;
+        }
+    }
+    g_vtb[3].vnow = 1100;       /* board 3 runs to its horizon and waits */
+    vt_board_report(&sim.nodes[3], 1100, 1000000000ULL);
+    g_vtb[2].vnow = 100;        /* board 2 at 100 sends to board 1, then idles */
+    vt_queue_send(&sim.nodes[2], 1, 1100, 0, 42);
+    vt_flush_out(&sim.nodes[2]);
+    vt_hook_reset();
+    vt_board_report(&sim.nodes[2], 100, 1000000000ULL);
+    sim_run(NULL, 50000000ULL);
+    /* board 1 has the packet and lowered its promise; the switch does not
+     * have that yet, so board 1 holds the ACK and board 2 its report */
+    st1 = dn2f_ep_stats(EP(1));
+    if (g_vtb[1].nq != 1 || g_vtb[1].lowerings != 1 || st1->vt_lowering_reports != 1 ||
+        st1->vt_ack_holds != 1 || dn2f_ep_unacked(EP(2)) != 1 ||
+        !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) || e != 5000 ||
+        !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g) || e != 100) {
+        diag("after 50 ms: board 1 queue %u, lowerings %u/%llu, holds %llu; board 2 unacked %u",
+             g_vtb[1].nq, g_vtb[1].lowerings, (unsigned long long)st1->vt_lowering_reports,
+             (unsigned long long)st1->vt_ack_holds, dn2f_ep_unacked(EP(2)));
+        goto out;
+    }
+    if (g_vt_new_reports[1] != 1 || g_vt_new_reports[2] != 0 || g_vt_bad_reports) {
+        diag("reports sent: board 1 %u (want 1: the lowering one, at once), board 2 %u (want "
+             "0: held for its ACK); %u with packets unacked", g_vt_new_reports[1],
+             g_vt_new_reports[2], g_vt_bad_reports);
+        goto out;
+    }
+    sim_run(NULL, 300000000ULL);
+    /* the switch took the lower earliest of the newer report, the hold
+     * ended, the ACK went, board 2 reported */
+    h3 = dn2f_ep_vt_horizon(EP(3));
+    if (!dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) || e != 1100 ||
+        !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g) || e != 1000000000ULL ||
+        dn2f_ep_unacked(EP(2)) || st1->vt_ack_hold_ns < 100000000ULL || h3 != 2100) {
+        diag("after 350 ms: switch E_1 %llu? board 2 unacked %u, hold %llu ns, board 3 "
+             "horizon %llu (want 2100)", (unsigned long long)e, dn2f_ep_unacked(EP(2)),
+             (unsigned long long)st1->vt_ack_hold_ns, (unsigned long long)h3);
+        goto out;
+    }
+    /* board 1 runs to its packet and sends on; board 3 ran to its horizon */
+    vt_board_report(&sim.nodes[1], 1100, 1100);
+    sim_run(NULL, 50000000ULL);
+    if (dn2f_ep_vt_horizon(EP(1)) <= 1100) {
+        diag("board 1 horizon %llu", (unsigned long long)dn2f_ep_vt_horizon(EP(1)));
+        goto out;
+    }
+    g_vtb[1].vnow = 1100;
+    g_vtb[1].nq = 0;
+    g_vtb[3].vnow = h3;
+    vt_queue_send(&sim.nodes[1], 3, 1100 + VT_L, 1, 42);
+    vt_flush_out(&sim.nodes[1]);
+    sim_run(NULL, 50000000ULL);
+    if (g_vtb[3].error || g_vtb[3].nq != 1) {
+        diag("board 3: %s (queue %u)", g_vtb[3].error ? g_vtb[3].err : "no packet", g_vtb[3].nq);
+        goto out;
+    }
+    dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
+    fprintf(stderr, "#   board 1's ACK held %.1f ms until its lowered promise was at the "
+            "switch; board 3 granted %llu, the packet arrived at 2100\n",
+            (double)st1->vt_ack_hold_ns / 1e6, (unsigned long long)h3);
+    ok = true;
+out:
+    g_send_hook = NULL;
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
+/* Idle promises in the random program: 2, 3 and 4 boards, several seeds,
+ * 10 % drop / dup / reorder, direct and via the switch, with and without a
+ * quantum: no packet ever arrives behind its receiver's clock (vt_deliver_vt
+ * checks each one), and the deliveries are the same as those of boards
+ * that always report earliest = now. */
+static bool t_vt_idle_deterministic(void)
+{
+    unsigned na[MAX_NODES], nb[MAX_NODES], n, k, lowerings = 0, i;
+    uint64_t ra, rb, holds = 0, early = 0;
+    const struct sim_model *saved = sim_model;
+    bool ok = false;
+
+    sim_model = &vt_model;
+    for (n = 2; n <= 4; n++) {
+        vt_program_default();
+        if (!vt_run(n, 11, 0.0, DN2F_ROUTE_DIRECT, 0, g_vt_log_a, na, &ra)) {
+            goto out;
+        }
+        vt_program(VT_TOKENS, 0, 7000, VT_HOPS, 0, true);
+        for (k = 0; k < 4; k++) {
+            vt_hook_reset();
+            g_vt_run_hook = vt_report_hook;
+            if (!vt_run(n, 300 + 10 * n + k, k ? 0.1 : 0.0,
+                        k & 1 ? DN2F_ROUTE_SWITCH : DN2F_ROUTE_DIRECT, 0, g_vt_log_b, nb, &rb) ||
+                !vt_same(n, (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_a, na,
+                         (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_b, nb)) {
+                goto out;
+            }
+            if (g_vt_bad_reports) {
+                diag("%u reports left with packets unacknowledged", g_vt_bad_reports);
+                goto out;
+            }
+            early += g_vt_early_lowering;
+            for (i = 1; i <= n; i++) {
+                lowerings += g_vtb[i].lowerings;
+                holds += dn2f_ep_stats(EP((int)i))->vt_ack_holds;
+            }
+        }
+    }
+    vt_program_default();
+    if (!vt_run(3, 5, 0.0, DN2F_ROUTE_DIRECT, 4096, g_vt_log_a, na, &ra)) {
+        goto out;
+    }
+    vt_program(VT_TOKENS, 0, 7000, VT_HOPS, 0, true);
+    for (k = 0; k < 2; k++) {
+        if (!vt_run(3, 50 + k, 0.1, k ? DN2F_ROUTE_SWITCH : DN2F_ROUTE_DIRECT, 4096, g_vt_log_b,
+                    nb, &rb) ||
+            !vt_same(3, (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_a, na,
+                     (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_b, nb)) {
+            goto out;
+        }
+    }
+    if (!lowerings || !holds) {
+        diag("no lowering report (%u) or no ACK hold (%llu): the test does not test them",
+             lowerings, (unsigned long long)holds);
+        goto out;
+    }
+    fprintf(stderr, "#   %u lowering reports (%llu sent before the board's own ACKs came), "
+            "%llu ACK holds\n", lowerings, (unsigned long long)early, (unsigned long long)holds);
+    ok = true;
+out:
+    g_vt_run_hook = NULL;
+    vt_program_default();
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
+/* What idle promises are for: boards with far timers cross 1 s of virtual
+ * time (one timer event each at 0.5 s that sends a packet to another board,
+ * a last one at 1 s) in a few reports, not one round per lookahead (1e6). */
+static bool t_vt_idle_rounds(void)
+{
+    static const unsigned ns[] = { 2, 4 };
+    unsigned na[MAX_NODES], n, k, i, worst;
+    uint64_t ra;
+    const struct sim_model *saved = sim_model;
+    bool ok = false;
+
+    sim_model = &vt_model;
+    vt_program(1, 500000000ULL, 0, 1, 1000000000ULL, true);
+    for (k = 0; k < 4; k++) {
+        n = ns[k & 1];
+        vt_hook_reset();
+        g_vt_run_hook = vt_report_hook;
+        if (!vt_run(n, 400 + k, k < 2 ? 0.0 : 0.1, k & 1 ? DN2F_ROUTE_SWITCH : DN2F_ROUTE_DIRECT,
+                    0, g_vt_log_a, na, &ra)) {
+            goto out;
+        }
+        worst = 0;
+        for (i = 1; i <= n; i++) {
+            worst = g_vt_new_reports[i] > worst ? g_vt_new_reports[i] : worst;
+            if (g_vtb[i].vnow < 1000000000ULL) {
+                diag("board %u at %llu", i, (unsigned long long)g_vtb[i].vnow);
+                goto out;
+            }
+        }
+        fprintf(stderr, "#   %u boards%s: at most %u reports per board to cross 1 s\n", n,
+                k < 2 ? "" : ", 10% faults", worst);
+        if (worst >= 10 || g_vt_bad_reports) {
+            diag("%u reports by one board (want < 10); %u left with packets unacknowledged",
+                 worst, g_vt_bad_reports);
+            goto out;
+        }
+    }
+    ok = true;
+out:
+    g_vt_run_hook = NULL;
+    vt_program_default();
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
 /* ================================================================ main */
 static const struct {
     const char *name;
@@ -4510,6 +4839,12 @@ static const struct {
     { "virtual time: 2 and 3 boards, the same deliveries (receiver, vtime, source, vseq) "
       "with and without 10% faults, direct and via the switch, with a quantum",
       t_vt_deterministic },
+    { "virtual time: an idle promise made stale by a packet: the lowering report goes at once "
+      "and the ACK waits for its grant (no late delivery)", t_vt_idle_stale_promise },
+    { "virtual time: idle promises, 2-4 boards, 10% faults, direct and via the switch: no late "
+      "delivery, the same deliveries as boards that never promise ahead", t_vt_idle_deterministic },
+    { "virtual time: idle boards with far timers cross 1 s in fewer than 10 reports each",
+      t_vt_idle_rounds },
 };
 
 int main(int argc, char **argv)
