@@ -3015,6 +3015,8 @@ static const VtCase vt_cases[] = {
     { "/dimmnet2-fabric/vtime/exact", NULL, 1000 },
     { "/dimmnet2-fabric/vtime/latency-5us", NULL, 5000 },
     { "/dimmnet2-fabric/vtime/quantum", "4096", 1000 },
+    /* not a power of two: rounding by masking would go wrong */
+    { "/dimmnet2-fabric/vtime/quantum-100us", "100000", 1000 },
 };
 
 typedef struct VtStep {
@@ -3055,6 +3057,7 @@ static void test_vtime(const void *opaque)
     g_autofree char *props = g_strdup_printf(",vtime=on,vt-latency-ns=%" PRIu64
                                              ",vt-start-ns=1000", c->latency);
     uint64_t q = c->quantum ? g_ascii_strtoull(c->quantum, NULL, 10) : 1;
+#define VT_ROUND_UP(x, m) (((x) + (m) - 1) / (m) * (m))
     const int64_t t0 = 20000;
     uint8_t data[64];
     int64_t due;
@@ -3095,7 +3098,7 @@ static void test_vtime(const void *opaque)
     h = rvs_hdr(C->lid, 0x1000);
     h.lflag = 1;
     botf_send(A, 0, 0, &h, data, sizeof(data));
-    due = ROUND_UP(t0 + c->latency, q);
+    due = VT_ROUND_UP(t0 + (int64_t)c->latency, (int64_t)q);
     vt_step_both(A, C, due - 1);
     st_expect_empty(C, 0, "one ns before the packet is due");
     EXPECT_HEX(qom_u64(C, "stat-rx-packets"), 0, "board C: nothing delivered before %"
