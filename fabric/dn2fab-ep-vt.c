@@ -16,6 +16,10 @@
  * horizon is beyond its now: a lost REPORT, a lost answer or a lost
  * unsolicited grant all cost at most one retry period.  Grants only ever
  * raise the horizon (max()).
+ * An idle board's promise (earliest > now) is lowered when a packet below
+ * it arrives: that report goes at once, and no ACK leaves until the switch
+ * answered it, so the packet's sender reports only after the switch has
+ * the lower promise (vt_lowered()).
  * See dn2fab-ep.h for the other files.
  */
 #ifndef _GNU_SOURCE
