@@ -4633,6 +4633,125 @@ out:
     return ok;
 }
 
+/* The lowering report's paths, by hand on two boards:
+ *  1. each board lowers while its own packet to the other is unacknowledged
+ *     (each holds the ACK the other waits for): both lowering reports go at
+ *     once, both holds end with their grants, both packets get ACKed;
+ *  2. a lowering of a report still held for ACKs, above the last report
+ *     the switch has: held like any report, no ACK hold;
+ *  3. the switch may still hold a higher promise (the last report that went
+ *     out is lost): the hold waits for that report's answer, and the report
+ *     is re-sent until it comes. */
+static bool t_vt_lowering_paths(void)
+{
+    const struct sim_model *saved = sim_model;
+    uint64_t vn, e, g, holds, rx;
+    bool ok = false;
+    unsigned i;
+
+    sim_model = &vt_model;
+    vt_program_default();
+    vt_setup(2, 3, 0.0, DN2F_ROUTE_DIRECT, 0);
+    g_vtb[1].on = g_vtb[2].on = false;
+    sim_run(NULL, 500000000ULL);
+    if (dn2f_ep_link(EP(1)) != DN2F_LINK_UP || dn2f_ep_link(EP(2)) != DN2F_LINK_UP) {
+        diag("boards not up");
+        goto out;
+    }
+    vt_hook_reset();
+    g_send_hook = vt_report_hook;
+    /* 1 */
+    vt_board_report(&sim.nodes[1], 0, 5000);
+    vt_board_report(&sim.nodes[2], 0, 5000);
+    sim_run(NULL, 50000000ULL);
+    vt_queue_send(&sim.nodes[1], 2, 3000, 0, 1);
+    vt_queue_send(&sim.nodes[2], 1, 3000, 0, 2);
+    vt_flush_out(&sim.nodes[1]);
+    vt_flush_out(&sim.nodes[2]);
+    sim_run(NULL, 50000000ULL);
+    for (i = 1; i <= 2; i++) {
+        const struct dn2f_ep_stats *st = dn2f_ep_stats(EP((int)i));
+        if (g_vtb[i].lowerings != 1 || st->vt_ack_holds != 1 || dn2f_ep_unacked(EP((int)i)) ||
+            !dn2f_sw_vt_port(sim.nodes[0].sw, (uint16_t)i, &vn, &e, &g) || e != 3000) {
+            diag("mutual: board %u lowerings %u holds %llu unacked %u, switch E %llu", i,
+                 g_vtb[i].lowerings, (unsigned long long)st->vt_ack_holds,
+                 dn2f_ep_unacked(EP((int)i)), (unsigned long long)e);
+            goto out;
+        }
+    }
+    if (g_vt_early_lowering != 2 || g_vt_bad_reports) {
+        diag("mutual: %u lowering reports left before their board's ACKs (want 2), %u other "
+             "reports with packets unacked", g_vt_early_lowering, g_vt_bad_reports);
+        goto out;
+    }
+    g_vtb[1].nq = g_vtb[2].nq = 0;
+    /* 2: board 1 at 4000, its packet unacknowledged (lost), then idle */
+    vt_board_report(&sim.nodes[1], 4000, 4000);
+    sim_run(NULL, 50000000ULL);
+    sim.drop = 1.0;
+    vt_queue_send(&sim.nodes[1], 2, 5000, 0, 3);
+    vt_flush_out(&sim.nodes[1]);
+    vt_board_report(&sim.nodes[1], 4000, 9000);
+    holds = dn2f_ep_stats(EP(1))->vt_ack_holds;
+    rx = g_vt_new_reports[1];
+    vt_board_report(&sim.nodes[1], 4000, 6000);       /* lowers the held one */
+    sim_run(NULL, 10000000ULL);
+    if (dn2f_ep_stats(EP(1))->vt_lowering_reports != 2 ||
+        dn2f_ep_stats(EP(1))->vt_ack_holds != holds || g_vt_new_reports[1] != rx ||
+        dn2f_ep_unacked(EP(1)) != 1) {
+        diag("held lowering: %llu lowerings, holds %llu -> %llu, reports sent %llu -> %u",
+             (unsigned long long)dn2f_ep_stats(EP(1))->vt_lowering_reports,
+             (unsigned long long)holds, (unsigned long long)dn2f_ep_stats(EP(1))->vt_ack_holds,
+             (unsigned long long)rx, g_vt_new_reports[1]);
+        goto out;
+    }
+    sim.drop = 0;
+    sim_run(NULL, 300000000ULL);
+    if (dn2f_ep_unacked(EP(1)) || !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) ||
+        vn != 4000 || e != 6000) {
+        diag("held lowering: unacked %u, switch (%llu, %llu), want (4000, 6000)",
+             dn2f_ep_unacked(EP(1)), (unsigned long long)vn, (unsigned long long)e);
+        goto out;
+    }
+    g_vtb[2].nq = 0;
+    /* 3: board 1 promised 9000 (answered); its next report (at 7000) is
+     * lost, then a packet of its own is, and a report held for it is
+     * lowered below 9000: the switch may still have 9000 */
+    vt_board_report(&sim.nodes[1], 5000, 9000);
+    sim_run(NULL, 50000000ULL);
+    sim.drop = 1.0;
+    vt_board_report(&sim.nodes[1], 7000, 7000);
+    vt_queue_send(&sim.nodes[1], 2, 8000, 0, 4);
+    vt_flush_out(&sim.nodes[1]);
+    vt_board_report(&sim.nodes[1], 7000, 20000);
+    holds = dn2f_ep_stats(EP(1))->vt_ack_holds;
+    vt_board_report(&sim.nodes[1], 7000, 8500);
+    rx = dn2f_ep_stats(EP(1))->vt_reports_tx;
+    sim_run(NULL, 100000000ULL);
+    if (dn2f_ep_stats(EP(1))->vt_ack_holds != holds + 1 ||
+        dn2f_ep_stats(EP(1))->vt_reports_tx < rx + 3) {
+        diag("possible higher promise: holds %llu -> %llu, %llu re-sends in 100 ms",
+             (unsigned long long)holds, (unsigned long long)dn2f_ep_stats(EP(1))->vt_ack_holds,
+             (unsigned long long)(dn2f_ep_stats(EP(1))->vt_reports_tx - rx));
+        goto out;
+    }
+    sim.drop = 0;
+    sim_run(NULL, 300000000ULL);
+    if (dn2f_ep_unacked(EP(1)) || !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) ||
+        vn != 7000 || e != 8500 || dn2f_ep_stats(EP(1))->vt_ack_hold_ns < 100000000ULL) {
+        diag("possible higher promise: unacked %u, switch (%llu, %llu), want (7000, 8500)",
+             dn2f_ep_unacked(EP(1)), (unsigned long long)vn, (unsigned long long)e);
+        goto out;
+    }
+    ok = true;
+out:
+    g_send_hook = NULL;
+    sim.drop = 0;
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
 /* Idle promises in the random program: 2, 3 and 4 boards, several seeds,
  * 10 % drop / dup / reorder, direct and via the switch, with and without a
  * quantum: no packet ever arrives behind its receiver's clock (vt_deliver_vt
@@ -4841,6 +4960,9 @@ static const struct {
       t_vt_deterministic },
     { "virtual time: an idle promise made stale by a packet: the lowering report goes at once "
       "and the ACK waits for its grant (no late delivery)", t_vt_idle_stale_promise },
+    { "virtual time: lowering reports: two boards lower at once with their own packets "
+      "unacknowledged (no deadlock); a held report lowered stays held; a hold waits for the "
+      "last report that went out", t_vt_lowering_paths },
     { "virtual time: idle promises, 2-4 boards, 10% faults, direct and via the switch: no late "
       "delivery, the same deliveries as boards that never promise ahead", t_vt_idle_deterministic },
     { "virtual time: idle boards with far timers cross 1 s in fewer than 10 reports each",
