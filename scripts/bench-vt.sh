@@ -136,8 +136,8 @@ run() {
     r_busy_wall=$(awk -v a="$t_ie" -v b="$t_be" 'BEGIN { print b - a }')
     r_idle_virt=$(awk -v a="$v_is" -v b="$v_ie" 'BEGIN { print b - a }')
     r_busy_virt=$(awk -v a="${r_busy_virt:-0}" 'BEGIN { print a / 1e9 }')
-    r_idle_sync=$(awk -v a="$c_is" -v b="$c_ie" -v v="$r_idle_virt" 'BEGIN { print v > 0 ? (b - a) / v : 0 }')
-    r_busy_sync=$(awk -v a="$c_ie" -v b="$c_be" -v v="$r_busy_virt" 'BEGIN { print v > 0 ? (b - a) / v : 0 }')
+    r_idle_sync=$(awk -v a="$c_is" -v b="$c_ie" -v v="$r_idle_virt" 'BEGIN { print (v > 0 ? (b - a) / v : 0) }')
+    r_busy_sync=$(awk -v a="$c_ie" -v b="$c_be" -v v="$r_busy_virt" 'BEGIN { print (v > 0 ? (b - a) / v : 0) }')
 }
 
 ratio() { awk -v w="$1" -v v="$2" 'BEGIN { if (v > 0) printf "%.1f", w / v; else printf "-" }'; }

@@ -94,6 +94,10 @@
 #                         ns (default 0)
 #       --vt-lookahead NS the switch's --vt-lookahead and every board's
 #                         vt-latency-ns (default 1000)
+#       --vt-start S      the virtual time (seconds) at which the lock-step
+#                         begins (every board's vt-start-ns): before it each
+#                         guest boots alone at -icount speed and sees its
+#                         link down (default 3; 0 = lock-step from the start)
 #       --vt-quantum NS   the switch's --vt-quantum: delivery times rounded
 #                         up to NS, fewer synchronisation rounds (default:
 #                         the switch's, exact)
@@ -331,6 +335,7 @@ vt_sync=1
 vt_shift=0
 vt_lookahead=1000
 vt_quantum=
+vt_start=3
 replay_dir=
 gdb_node=
 gdb_port=1234
@@ -407,6 +412,7 @@ while [ $# -gt 0 ]; do
         --vt-shift) dn2_need_value "$@"; vt_shift=$2; shift 2 ;;
         --vt-lookahead) dn2_need_value "$@"; vt_lookahead=$2; shift 2 ;;
         --vt-quantum) dn2_need_value "$@"; vt_quantum=$2; shift 2 ;;
+        --vt-start) dn2_need_value "$@"; vt_start=$2; shift 2 ;;
         --gdb|--gdb-port) usage_error "$1 goes with --replay RUNDIR" ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
@@ -452,6 +458,8 @@ if [ -n "$vt" ]; then
     done
     [ -z "$vt_quantum" ] || dn2_want_uint --vt-quantum "$vt_quantum"
     [ "$vt_shift" -le 10 ] || usage_error "--vt-shift: 0..10 (QEMU's -icount shift)"
+    [[ $vt_start =~ ^[0-9]{1,4}(\.[0-9]{1,9})?$ ]] || usage_error "--vt-start: seconds of virtual time, e.g. 3 or 2.5 (got '$vt_start')"
+    vt_start_ns=$(awk -v s="$vt_start" 'BEGIN { printf "%.0f", s * 1e9 }')
     [ "$vt_lookahead" -ge 1 ] && [ "$vt_lookahead" -le 4294967295 ] || usage_error "--vt-lookahead: 1..4294967295 ns"
     vt_why="input from the host would reach the guests at host-dependent times"
     [ "$interactive" = 0 ] || usage_error "--virtual-time runs one command (-r or -f), not -i: $vt_why (console, jobs)"
@@ -567,7 +575,8 @@ if [ -n "$vt" ]; then
     mkdir -p "$rundir/replay" "$rundir/input"
     printf '%s' "$run" > "$rundir/replay/run.sh"
     r_rec=(-n "$nodes" -t "$timeout_s" -b "$boot_timeout" -g "$grace" -m "$mem" --wid "$wid"
-           --slice "$slice_us" --vt-shift "$vt_shift" --vt-lookahead "$vt_lookahead")
+           --slice "$slice_us" --vt-shift "$vt_shift" --vt-lookahead "$vt_lookahead"
+           --vt-start "$vt_start")
     [ -n "$vt_sync" ] && r_rec+=(--virtual-time) || r_rec+=(--no-vt-sync)
     [ -n "$vt_quantum" ] && r_rec+=(--vt-quantum "$vt_quantum")
     [ -n "$switch_opts" ] && r_rec+=(--switch-opts "$switch_opts")
@@ -868,7 +877,7 @@ for ((i = 0; i < nodes; i++)); do
         vt_args=(-fw_cfg "name=opt/dn2/ranks,file=${rundir//,/,,}/input/ranks"
                  -fw_cfg "name=opt/dn2/run,file=${rundir//,/,,}/input/node$i.sh")
         vt_dev=",lid=$(sed -n "$((i + 1))s/^[0-9]* \([0-9]*\) .*/\1/p" "$rundir/input/ranks")"
-        [ -n "$vt_sync" ] && vt_dev+=",vtime=on,vt-latency-ns=$vt_lookahead,pcap=${rundir//,/,,}/node$i.pcap"
+        [ -n "$vt_sync" ] && vt_dev+=",vtime=on,vt-latency-ns=$vt_lookahead,vt-start-ns=$vt_start_ns,pcap=${rundir//,/,,}/node$i.pcap"
         if [ -n "$gdb_node" ] && [ "$gdb_node" = "$i" ]; then
             vt_args+=(-gdb "tcp:127.0.0.1:$gdb_port" -S)
         fi
