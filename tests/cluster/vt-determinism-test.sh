@@ -5,9 +5,10 @@
 #
 #   tests/cluster/vt-determinism-test.sh        (meson: test 'cluster-vt')
 #
-# For a 2-node and a 4-node cluster (scripts/cluster.sh --virtual-time
-# --vt-quantum 100000: delivery times on a 100 µs grid, so that a run takes
-# about a minute instead of several under exact synchronisation), every node loads the driver, brings its board up and runs
+# For a 2-node and a 4-node cluster (scripts/cluster.sh --virtual-time:
+# exact delivery times, the modelled 1 µs lookahead; each guest boots alone
+# and the lock-step begins at --vt-start), every node loads the driver,
+# brings its board up and runs
 #   dn2-vt-exchange -k 4   an all-to-all dn2msg exchange received with
 #                          DN2_ANY_SOURCE/DN2_ANY_TAG, printing the arrival
 #                          order and the virtual time of every message
@@ -22,7 +23,7 @@
 # first differing packet, tests/cluster/vt-pcap-diff.py).
 #
 # Environment: QEMU, DN2_SWITCH (default: found in build/),
-# DN2_VT_SIZES (default "2 4"), DN2_VT_QUANTUM (ns, default 100000), DN2_CLUSTER_BOOT_TIMEOUT (default 300).
+# DN2_VT_SIZES (default "2 4"), DN2_VT_QUANTUM (ns, default 0: exact), DN2_CLUSTER_BOOT_TIMEOUT (default 300).
 # Run directories: build/cluster/vt-test-N and vt-test-N-b.
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
@@ -64,7 +65,7 @@ for n in $sizes; do
     a=vt-test-$n b=vt-test-$n-b
     ra=$top/build/cluster/$a rb=$top/build/cluster/$b
     t0=$SECONDS
-    "$cluster" -q --virtual-time --vt-quantum "${DN2_VT_QUANTUM:-100000}" -n "$n" --name "$a" -b "$boot_timeout" -t $((boot_timeout + 600)) \
+    "$cluster" -q --virtual-time --vt-quantum "${DN2_VT_QUANTUM:-0}" -n "$n" --name "$a" -b "$boot_timeout" -t $((boot_timeout + 600)) \
         -r "$node_cmd" > "$ra.stdout" 2> "$ra.stderr"
     rc=$?
     result "$rc" "$n nodes, run A: every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
