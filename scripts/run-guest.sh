@@ -104,7 +104,9 @@ initrd=$(bash "$here/build-initramfs.sh") || exit 4
 # Accelerator: KVM when the host can really run it, else TCG (lib.sh).
 if [ -n "$vt" ]; then
     dn2_vt_accel "$vt_shift" || exit 4
-    DN2_ACCEL_ARGS+=(-smp 1)
+    # One vCPU; the boards' deferred work and their loopback cable on the
+    # virtual clock (a board given switch= needs a dn2-switch --virtual-time).
+    DN2_ACCEL_ARGS+=(-smp 1 -global dimmnet2.vtime=on)
 else
     dn2_accel || exit 4
 fi

@@ -207,11 +207,6 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
         return false;
     }
     if (s->vtime) {
-        if (!s->switch_addr && !s->loopback) {
-            error_setg(errp, "dimmnet2: vtime=on needs a cable: switch=HOST:PORT "
-                       "(a cluster in lock-step) or loopback=on");
-            return false;
-        }
         if (!icount_enabled() && !qtest_enabled()) {
             error_setg(errp, "dimmnet2: vtime=on needs the virtual clock to "
                        "count instructions: run QEMU with -accel tcg -icount "

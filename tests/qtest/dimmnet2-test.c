@@ -2219,7 +2219,7 @@ static void test_bad_config(void)
         { { "-device", "dimmnet2,local=127.0.0.1:0" }, "needs switch" },
         { { "-device", "dimmnet2,rx-thread=on" }, "needs switch" },
         { { "-device", "dimmnet2,guid=5" }, "needs switch" },
-        { { "-device", "dimmnet2,vtime=on" }, "needs a cable" },
+        { { "-device", "dimmnet2,vtime=on,vt-latency-ns=2000000000" }, "vt-latency-ns" },
         { { "-device", "dimmnet2,lid=2" }, "needs switch" },
         { { "-device", "dimmnet2,switch=127.0.0.1:4791,lid=65535" }, "lid=" },
         { { "-device", "dimmnet2,switch=127.0.0.1:4791,vtime=on,rx-thread=on" },
