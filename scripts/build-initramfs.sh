@@ -82,11 +82,17 @@
 # Rebuilt only when an input changed (a hash of all inputs is kept in
 # build/guest/initramfs*.stamp); --force rebuilds anyway.  --print only
 # prints the output path.  Prints the initramfs path on stdout.
+# Next to the image, IMAGE.size says what it takes unpacked in the guest's
+# RAM ("unpacked_kib=N": every file rounded up to 4 KiB pages; see
+# dn2_image_size in scripts/lib.sh: cluster.sh sizes guest memory from it).
+# DN2_GUEST_OUT_DIR puts the images (and their stamps) in another directory
+# than build/guest (e.g. a test's image with DN2_GUEST_EXTRA, which would
+# otherwise replace the shared build/guest/initramfs.cpio.gz).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-OUT_DIR=$DN2_TOP/build/guest
+OUT_DIR=${DN2_GUEST_OUT_DIR:-$DN2_TOP/build/guest}
 OUT=$OUT_DIR/initramfs.cpio.gz
 STAMP=$OUT_DIR/initramfs.stamp
 PROBE_SRC=$DN2_TOP/tests/guest/dn2-probe.c
@@ -662,7 +668,9 @@ find "$root" -exec touch -h -d @0 {} +
     | cpio -o -H newc -R 0:0 --reproducible --quiet) \
     | gzip -9n > "$OUT.tmp" || die "cpio/gzip failed"
 mv "$OUT.tmp" "$OUT"
+# What the image takes unpacked (tmpfs pages), for the guest's memory.
+find "$root" -type f -printf '%s\n' | awk '{ k += int(($1 + 4095) / 4096) * 4 } END { print "unpacked_kib=" k + 0 }' > "$OUT.size"
 echo "$want" > "$STAMP"
 export_lid
-log "initramfs: $OUT ($(du -h "$OUT" | cut -f1))"
+log "initramfs: $OUT ($(du -h "$OUT" | cut -f1), $(( $(sed -n 's/^unpacked_kib=//p' "$OUT.size") / 1024 )) MiB unpacked)"
 echo "$OUT"

@@ -233,3 +233,39 @@ dn2_vt_capable() {
     [ -z "${2:-}" ] || "$2" --help 2>&1 | grep -q -- '--virtual-time' \
         || { _dn2_err "$2 has no --virtual-time option: rebuild it (meson compile -C build)"; return 1; }
 }
+
+# ------------------------------------------------------- guest image size
+# A guest's initramfs unpacks into its RAM (the kernel's rootfs, a tmpfs of
+# at most half the RAM), and the compressed image sits in RAM while it
+# unpacks.  docs/cluster.md, "Guest memory and image size".
+#
+# dn2_image_size IMAGE: "UNPACKED_KIB COMPRESSED_KIB": what the image's
+# files take once unpacked (each file rounded up to 4 KiB pages, as tmpfs
+# holds it) and the image itself.  Read from IMAGE.size (build-initramfs.sh
+# writes it), else counted from the archive (cpio -t) and kept there.
+dn2_image_size() {
+    local img=$1 c u=
+    [ -f "$img" ] || { _dn2_err "no guest image at $img"; return 1; }
+    c=$(( ($(stat -L -c %s "$img") + 1023) / 1024 ))
+    if [ -f "$img.size" ] && ! [ "$img" -nt "$img.size" ]; then
+        u=$(sed -n 's/^unpacked_kib=\([0-9][0-9]*\)$/\1/p' "$img.size")
+    fi
+    if [ -z "$u" ]; then
+        u=$(gzip -dc "$img" 2>/dev/null | cpio -itv --quiet 2>/dev/null |
+            awk '/^-/ { k += int(($5 + 4095) / 4096) * 4 } END { print k + 0 }')
+        [ -n "$u" ] && [ "$u" -gt 0 ] || { _dn2_err "cannot read the guest image $img (gzip -dc | cpio -t)"; return 1; }
+        echo "unpacked_kib=$u" > "$img.size.$$" 2>/dev/null && mv "$img.size.$$" "$img.size" 2>/dev/null
+    fi
+    echo "$u $c"
+}
+
+# dn2_guest_mem UNPACKED_KIB COMPRESSED_KIB: the guest memory (MiB) that
+# holds such an image: twice the unpacked size (rootfs gets at most half
+# the RAM) plus the compressed image plus 128 MiB for the kernel and the
+# programs, rounded up to 128 MiB; at least 256.
+dn2_guest_mem() {
+    local m=$(( (2 * $1 + $2) / 1024 + 128 ))
+    m=$(( (m + 127) / 128 * 128 ))
+    [ "$m" -ge 256 ] || m=256
+    echo "$m"
+}
