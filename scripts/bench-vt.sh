@@ -11,8 +11,9 @@
 #
 #   --nodes LIST      cluster sizes (default "2 4 8")
 #   --quick           2 and 4 nodes, a shorter busy phase
-#   --vt-quantum NS   cluster.sh --vt-quantum (default 100000; 0 = exact,
-#                     every delivery time to the nanosecond: far slower)
+#   --vt-quantum NS   cluster.sh --vt-quantum (default 0 = exact delivery
+#                     times, the modelled lookahead; e.g. 100000 for the
+#                     faster 100 µs delivery grid)
 #   --vt-lookahead NS cluster.sh --vt-lookahead (default 1000)
 #   --idle S          virtual seconds of the idle phase (default 1)
 #   --rounds R        rounds of the busy phase (default 200, --quick 50)
@@ -39,7 +40,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 nodes_list="2 4 8"
 quick=
-quantum=100000
+quantum=0
 lookahead=1000
 idle_s=1
 rounds=
