@@ -3,14 +3,39 @@
 # to one dn2-switch, and runs a command on every node (docs/cluster.md).
 #
 #   scripts/cluster.sh [options] [-- extra QEMU arguments for every node]
-#   scripts/cluster.sh exec [-d RUNDIR] [-t S] CMD...   run CMD on every node
-#                                                       of a running -i cluster
-#   scripts/cluster.sh console [-d RUNDIR] NODE         a shell on NODE (-i)
+#                         a one-shot run (-r or -f), or -i (until Ctrl-C)
 #   scripts/cluster.sh --help
+#
+# A kept cluster (docs/cluster.md, "Kept clusters"), by NAME:
+#   start NAME [options] [-- QEMU args]   boots it in the background (the
+#                         options as above, -r runs first; no --virtual-time)
+#                         and returns once every node serves jobs: 0, or the
+#                         launcher's status with the node and why
+#   exec NAME [--node I|all] [-t S] CMD...  runs CMD on every node (or node
+#                         I); its output as nodeI| lines; exit 0, 1 (a
+#                         node's CMD failed), 3 (a node is dead), 124
+#   console NAME I        a shell on node I (Ctrl-] leaves)
+#   cp NAME FILE :/PATH   a host file to every node (I:/PATH: node I; PATH
+#                         a directory or ending in / takes FILE's name)
+#   cp NAME I:/PATH FILE  node I's file to the host (at most 64 MiB)
+#   status [NAME]         nodes (up, DEAD and why), each board's link state,
+#                         LID and packets (the switch's view), the boards'
+#                         counters (--board-stats), uptime; no NAME: every
+#                         running cluster
+#   list                  every cluster in build/cluster: running or not
+#   stop NAME             stops it: QEMUs, switch, job server, pollers;
+#                         says which node had died and why (exit 3 then)
+# NAME is a plain name: build/cluster/NAME is its run directory.  A NAME
+# that runs cannot be started again; a stopped one is replaced.
+# The older spellings work on a -i cluster's directory (-d RUNDIR; default
+# build/cluster/latest, which every later run re-points: name the cluster):
+#   scripts/cluster.sh exec [-d RUNDIR] [-t S] CMD...
+#   scripts/cluster.sh console [-d RUNDIR] NODE
 #
 #   -n, --nodes N         number of nodes (default 2)
 #   -r, --run CMD         command every node runs (busybox sh; any quoting;
-#                         "{node}" is replaced by the node number)
+#                         "{node}" and "{rank}" are replaced by the node
+#                         number, also in exec's CMD)
 #   -f, --file SCRIPT     run this script file on every node instead
 #   -i, --interactive     development mode: the nodes stay up after the
 #                         command (if any) until Ctrl-C; each serves a shell
@@ -20,7 +45,9 @@
 #                         join (default 300)
 #   -g, --grace S         once a node's command failed, seconds the others
 #                         still get to finish (default 30)
-#   -m, --mem MB          guest memory (default 256)
+#   -m, --mem MB          guest memory (default: sized from the guest image,
+#                         which unpacks into it: at least 256; a node whose
+#                         image did not fit fails with the size to give)
 #       --smp N           guest CPUs (default 1)
 #       --wid W           the WID every rank uses in the rank table (default 0)
 #       --name NAME       run directory build/cluster/NAME (default: a
@@ -78,6 +105,11 @@
 #                         keeps them here
 #   -q, --quiet           no progress display; only the nodes' output and
 #                         the summary
+#       --node-qemu I ARGS  extra QEMU arguments (word-split) for node I only
+#                         (repeatable)
+#       --junit FILE      also write JUnit XML: one test case per node, a
+#                         failure with the tail of its output and console
+#                         (RUNDIR/result.json is always written)
 #
 # Virtual time (docs/cluster.md, "Virtual time"; one-shot runs, -r or -f):
 #       --virtual-time    lock-step virtual time: the same run gives the
@@ -134,7 +166,8 @@
 # QEMU fw_cfg file, never on a command line (docs/security.md).
 #
 # Prints each node's output prefixed by "nodeI| " (also kept unprefixed in
-# RUNDIR/nodeI.out) and a summary.  Exit status: 0 every node's command
+# RUNDIR/nodeI.out) and a summary.  RUNDIR/result.json holds every node's
+# state, exit status, duration, failure reason, logs and board counters.  Exit status: 0 every node's command
 # succeeded; 1 a command failed; 2 a usage error (before anything starts,
 # one line on stderr); 3 a node failed to boot, died or could not start the
 # job; 4 setup error (missing build, port busy...); 124 timeout (as
@@ -204,71 +237,170 @@ PY
 # ====================================================================
 # Subcommands on a running cluster
 # ====================================================================
+# valid_name WORD: a usage error unless WORD can name a cluster (a plain
+# name: build/cluster/NAME).
+valid_name() {
+    case $1 in
+        '') usage_error "$2: the cluster's NAME is missing" ;;
+        -*) usage_error "$2: the cluster's NAME comes first, not '$1'" ;;
+        */*|.|..|.*|latest|*[[:space:]]*) usage_error "$2: '$1' cannot name a cluster (a plain name: build/cluster/NAME)" ;;
+    esac
+}
+# is_cluster WORD: true when build/cluster/WORD holds a cluster (running or not)
+is_cluster() {
+    case $1 in ''|-*|*/*|.|..|.*|latest) return 1 ;; esac
+    [ -f "$CLUSTER_DIR/$1/info" ] && [ ! -L "$CLUSTER_DIR/$1" ]
+}
 # find_run DIR: a running cluster's directory (default: build/cluster/latest)
 find_run() {
-    local d=${1:-$CLUSTER_DIR/latest}
-    [ -f "$d/info" ] || setup_die "no cluster in ${d} (start one with: scripts/cluster.sh -i)"
+    local d=${1:-$CLUSTER_DIR/latest} what
+    what=${2:-the cluster in $d}
+    [ -f "$d/info" ] || setup_die "no cluster in ${d} (start one with: scripts/cluster.sh start NAME, or -i)"
     d=$(cd "$d" && pwd -P)
+    launcher_pid=0 interactive=0
     # shellcheck disable=SC1091
     . "$d/info"
-    [ "${launcher_pid:-0}" -gt 0 ] && kill -0 "$launcher_pid" 2>/dev/null || setup_die "the cluster in $d is not running (its launcher, pid $launcher_pid, is gone)"
-    [ "$interactive" = 1 ] || setup_die "the cluster in $d was not started with -i: it runs no jobs"
+    [ "${launcher_pid:-0}" -gt 0 ] && kill -0 "$launcher_pid" 2>/dev/null || setup_die "$what is not running (scripts/cluster.sh status${2:+ ${2#cluster }} says how it ended)"
+    [ "$interactive" = 1 ] || setup_die "$what was not started with start or -i: it runs no jobs"
     echo "$d"
 }
+# named_run NAME: the directory of the running cluster NAME
+named_run() {
+    is_cluster "$1" || setup_die "no cluster named '$1' (scripts/cluster.sh list shows them)"
+    find_run "$CLUSTER_DIR/$1" "cluster $1"
+}
 
-cmd_exec() {
-    local dir='' timeout_s=600 cmd id i rc all=0 done_n t0
-    # (split by hand: "--opt=value" words of CMD are CMD's)
-    while [ $# -gt 0 ]; do
-        case $1 in
-            --dir=*|--timeout=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-            -d|--dir) dn2_need_value "$@"; dir=$2; shift 2 ;;
-            -t|--timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; timeout_s=$2; shift 2 ;;
-            -h|--help) dn2_usage; exit 0 ;;
-            --) shift; break ;;
-            *) break ;;
-        esac
-    done
-    [ $# -gt 0 ] || usage_error "exec: no command (scripts/cluster.sh exec 'CMD')"
-    cmd="$*"
-    dir=$(find_run "$dir") || exit 4
-    # shellcheck disable=SC1091
-    . "$dir/info"
+# node_state DIR I: "PHASE LID RC WHY" of node I as the launcher last saw it
+# (RUNDIR/state), or "unknown".
+node_state() {
+    local l
+    l=$(awk -v n="$2" '$1 == n { $1 = ""; sub(/^ /, ""); print; exit }' "$1/state" 2>/dev/null)
+    echo "${l:-unknown - - }"
+}
+
+# Jobs (the guests long-poll the job server for RUNDIR/jobs/ID.sh; each node
+# posts RUNDIR/jobs/ID.nodeI.out and .rc).
+# job_submit DIR TEXT: prints the new job's id
+job_submit() {
+    local dir=$1 id
     mkdir -p "$dir/jobs"
     exec 8> "$dir/jobs/.lock"
     flock 8
     id=$(find "$dir/jobs" -maxdepth 1 -name '*.sh' -printf '%f\n' | sed -n 's/^\([0-9][0-9]*\)\.sh$/\1/p' | sort -n | tail -1)
     id=$(( ${id:-0} + 1 ))
-    printf '%s\n' "$cmd" > "$dir/jobs/$id.sh.tmp"
+    printf '%s\n' "$2" > "$dir/jobs/$id.sh.tmp"
     mv "$dir/jobs/$id.sh.tmp" "$dir/jobs/$id.sh"
     exec 8>&-
-    say "job $id on $nodes nodes: $cmd"
-    t0=$SECONDS
+    echo "$id"
+}
+# job_wait DIR ID TIMEOUT NODE...: until every NODE reported job ID, or is
+# dead (the launcher's RUNDIR/state); sets job_rc[I] (the status, or "dead"
+# or "none"); returns 0, 124 (timeout) or 3 (the cluster stopped).
+declare -a job_rc
+job_wait() {
+    local dir=$1 id=$2 to=$3 t0=$SECONDS i n ph ret=0
+    shift 3
     while :; do
-        done_n=0
-        for ((i = 0; i < nodes; i++)); do [ -f "$dir/jobs/$id.node$i.rc" ] && done_n=$((done_n + 1)); done
-        [ "$done_n" -eq "$nodes" ] && break
-        if [ $((SECONDS - t0)) -ge "$timeout_s" ]; then
-            say "${R}timeout${N}: after $timeout_s s, $done_n of $nodes nodes finished job $id"
-            all=124; break
+        n=0
+        for i in "$@"; do
+            if [ -f "$dir/jobs/$id.node$i.rc" ]; then
+                n=$((n + 1))
+            else
+                read -r ph _ <<< "$(node_state "$dir" "$i")"
+                [ "$ph" = failed ] && n=$((n + 1))
+            fi
+        done
+        [ "$n" -eq $# ] && break
+        if [ $((SECONDS - t0)) -ge "$to" ]; then
+            say "${R}timeout${N}: after $to s, $n of $# nodes finished job $id"
+            ret=124; break
         fi
-        kill -0 "$launcher_pid" 2>/dev/null || { say "${R}the cluster stopped${N}"; all=3; break; }
+        kill -0 "$launcher_pid" 2>/dev/null || { say "${R}the cluster stopped${N}"; ret=3; break; }
         sleep 0.2
     done
-    for ((i = 0; i < nodes; i++)); do
+    for i in "$@"; do
         if [ -f "$dir/jobs/$id.node$i.rc" ]; then
-            sed "s/^/node$i| /" "$dir/jobs/$id.node$i.out"
-            rc=$(cat "$dir/jobs/$id.node$i.rc")
+            job_rc[i]=$(cat "$dir/jobs/$id.node$i.rc")
         else
-            rc=none
+            read -r ph _ <<< "$(node_state "$dir" "$i")"
+            if [ "$ph" = failed ]; then job_rc[i]=dead; else job_rc[i]=none; fi
         fi
-        if [ "$rc" = 0 ]; then say "node$i: ${G}rc=0${N}"; else say "node$i: ${R}rc=$rc${N}"; [ "$all" = 0 ] && all=1; fi
+    done
+    return $ret
+}
+# job_nodes SEL: the node numbers SEL ("all" or one number) stands for
+job_nodes() {
+    if [ "$1" = all ]; then seq 0 $((nodes - 1)); else echo "$1"; fi
+}
+# job_text SEL CMD: the job for the nodes SEL: a job runs on every node
+# (the job server hands each job to all); a first line makes the others
+# skip it
+job_text() {
+    [ "$1" = all ] || printf '[ "$DN2_NODE" = %d ] || exit 0\n' "$1"
+    printf '%s\n' "$2"
+}
+# want_node SEL OP: a usage error unless SEL is "all" or a node of the cluster
+want_node() {
+    [ "$1" = all ] && return 0
+    dn2_want_uint "$2" "$1"
+    [ "$1" -lt "$nodes" ] || usage_error "$2: the cluster has nodes 0..$((nodes - 1)), not $1"
+}
+# shq WORD: WORD quoted for the guests' busybox sh
+shq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+cmd_exec() {
+    local dir='' timeout_s=600 cmd id i rc all=0 name='' sel=all list
+    # (split by hand: "--opt=value" words of CMD are CMD's)
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --dir=*|--timeout=*|--node=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+            -d|--dir) dn2_need_value "$@"; dir=$2; shift 2 ;;
+            -t|--timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; timeout_s=$2; shift 2 ;;
+            --node) dn2_need_value "$@"; sel=$2; shift 2 ;;
+            -h|--help) dn2_usage; exit 0 ;;
+            --) shift; break ;;
+            *)  # exec NAME CMD: a cluster's name, then the command
+                if [ -z "$name" ] && [ -z "$dir" ] && [ $# -ge 2 ] && is_cluster "$1"; then
+                    name=$1; shift; continue
+                fi
+                break ;;
+        esac
+    done
+    [ $# -gt 0 ] || usage_error "exec: no command (scripts/cluster.sh exec NAME 'CMD')"
+    # {rank} is {node}: node i is rank i (the server puts in the number)
+    cmd="$*"
+    cmd=${cmd//\{rank\}/\{node\}}
+    if [ -n "$name" ]; then
+        dir=$(named_run "$name") || exit 4
+    else
+        [ -n "$dir" ] || say "note: no cluster named: this runs on build/cluster/latest ($(readlink "$CLUSTER_DIR/latest" 2>/dev/null || echo none)), which every later run re-points; name it: scripts/cluster.sh exec NAME CMD"
+        dir=$(find_run "$dir") || exit 4
+    fi
+    # shellcheck disable=SC1091
+    . "$dir/info"
+    want_node "$sel" --node
+    id=$(job_submit "$dir" "$(job_text "$sel" "$cmd")") || exit 4
+    list=$(job_nodes "$sel")
+    say "job $id on $([ "$sel" = all ] && echo "$nodes nodes" || echo "node$sel"): $cmd"
+    # shellcheck disable=SC2086
+    job_wait "$dir" "$id" "$timeout_s" $list
+    all=$?
+    for i in $list; do
+        rc=${job_rc[i]}
+        [ -f "$dir/jobs/$id.node$i.out" ] && sed "s/^/node$i| /" "$dir/jobs/$id.node$i.out"
+        if [ "$rc" = 0 ]; then
+            say "node$i: ${G}rc=0${N}"
+        elif [ "$rc" = dead ]; then
+            say "node$i: ${R}dead${N}: $(node_state "$dir" "$i" | cut -d' ' -f4-)"; all=3
+        else
+            say "node$i: ${R}rc=$rc${N}"; [ "$all" = 0 ] && all=1
+        fi
     done
     exit "$all"
 }
 
 cmd_console() {
-    local dir='' node py
+    local dir='' node py name=''
     while [ $# -gt 0 ]; do
         case $1 in
             --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
@@ -279,10 +411,16 @@ cmd_console() {
             *) break ;;
         esac
     done
+    # console NAME I, or (older) console [-d RUNDIR] NODE
+    case ${1:-} in ''|*[!0-9]*) [ $# -ge 1 ] && { name=$1; valid_name "$name" console; shift; } ;; esac
     [ $# -le 1 ] || usage_error "console: one NODE, not '$*'"
     node=${1:-0}
     dn2_want_uint console "$node"
-    dir=$(find_run "$dir") || exit 4
+    if [ -n "$name" ]; then
+        dir=$(named_run "$name") || exit 4
+    else
+        dir=$(find_run "$dir") || exit 4
+    fi
     # shellcheck disable=SC1091
     . "$dir/info"
     [ "$node" -lt "$nodes" ] || setup_die "console: the cluster has nodes 0..$((nodes - 1))"
@@ -290,9 +428,354 @@ cmd_console() {
     exec "$py" -c "$(console_py)" "$(sed -n "s/^node${node}_sock=//p" "$dir/info")" "node$node"
 }
 
+# cp NAME SRC DEST: a host file to nodes (DEST :/PATH every node, I:/PATH
+# node I) or a node's file to the host (SRC I:/PATH), through the job
+# server: the nodes fetch it from the run's own files, or post it as a job
+# result (at most CP_MAX bytes: busybox wget posts a file as a C string, so
+# it goes as base64 of its gzip, held in the guest's memory).
+CP_MAX=$((64 << 20))
+cmd_cp() {
+    local timeout_s=600 a=() name src dest sel path base dir id list i rc all=0 tag mode cpid got to
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+            -t|--timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; timeout_s=$2; shift 2 ;;
+            -h|--help) dn2_usage; exit 0 ;;
+            --) shift; a+=("$@"); break ;;
+            -?*) usage_error "cp: unknown argument: $1" ;;
+            *) a+=("$1"); shift ;;
+        esac
+    done
+    [ ${#a[@]} -eq 3 ] || usage_error "cp: NAME SRC DEST (e.g. cp NAME FILE :/tmp/FILE, cp NAME FILE 1:/tmp/FILE, cp NAME 1:/tmp/FILE FILE)"
+    name=${a[0]} src=${a[1]} dest=${a[2]}
+    valid_name "$name" cp
+    # (the negative test first: each =~ sets BASH_REMATCH)
+    if [[ ! $src =~ ^[0-9]*:/ ]] && [[ $dest =~ ^([0-9]*):(/.*)$ ]]; then
+        sel=${BASH_REMATCH[1]:-all} path=${BASH_REMATCH[2]}
+        [ -f "$src" ] || usage_error "cp: $src is not a file on this host"
+        [ -r "$src" ] || usage_error "cp: cannot read $src"
+        dir=$(named_run "$name") || exit 4
+        # shellcheck disable=SC1091
+        . "$dir/info"
+        want_node "$sel" cp
+        base=${src##*/}
+        mode=$(stat -c %a "$src")
+        # The run's own files (RUNDIR/www, private to this run's nodes).
+        tag=cp-$$-$RANDOM
+        mkdir -p "$dir/www/cp/$tag" && cp "$src" "$dir/www/cp/$tag/file" || setup_die "cannot stage $src in $dir/www/cp"
+        # shellcheck disable=SC2016   # expanded in the guests
+        id=$(job_submit "$dir" "$(job_text "$sel" "d=$(shq "$path")
+case \$d in */) d=\$d$(shq "$base") ;; esac
+[ -d \"\$d\" ] && d=\$d/$(shq "$base")
+if wget -q -O \"\$d.dn2-part\" \"\$DN2_HTTP/cp/$tag/file\" 2>/tmp/dn2-cp.err && chmod $mode \"\$d.dn2-part\" && mv -f \"\$d.dn2-part\" \"\$d\"; then
+    echo \"\$d: \$(wc -c < \"\$d\") bytes\"
+else
+    rm -f \"\$d.dn2-part\"; echo \"cp: cannot write \$d on node\$DN2_NODE: \$(tail -1 /tmp/dn2-cp.err)\"; exit 1
+fi")") || exit 4
+        list=$(job_nodes "$sel")
+        # shellcheck disable=SC2086
+        job_wait "$dir" "$id" "$timeout_s" $list
+        all=$?
+        rm -rf "${dir:?}/www/cp/$tag"
+        for i in $list; do
+            rc=${job_rc[i]}
+            if [ "$rc" = 0 ]; then
+                say "node$i: $(tail -1 "$dir/jobs/$id.node$i.out")"
+            else
+                [ "$rc" = dead ] && { say "node$i: ${R}dead${N}: $(node_state "$dir" "$i" | cut -d' ' -f4-)"; all=3; continue; }
+                say "node$i: ${R}failed${N} (rc=$rc): $(tail -1 "$dir/jobs/$id.node$i.out" 2>/dev/null)"
+                [ "$all" = 0 ] && all=1
+            fi
+        done
+        exit "$all"
+    elif [[ ! $dest =~ ^[0-9]*:/ ]] && [[ $src =~ ^([0-9]*):(/.*)$ ]]; then
+        sel=${BASH_REMATCH[1]} path=${BASH_REMATCH[2]}
+        [ -n "$sel" ] || usage_error "cp: a file comes from one node: I:$path, not :$path"
+        dir=$(named_run "$name") || exit 4
+        # shellcheck disable=SC1091
+        . "$dir/info"
+        want_node "$sel" cp
+        base=${path##*/}
+        to=$dest
+        [ -d "$to" ] && to=$to/$base
+        [ -n "${to##*/}" ] || usage_error "cp: $dest: a directory that does not exist, or no file name"
+        [ -d "$(dirname "$to")" ] || usage_error "cp: the directory of $to does not exist"
+        # The file comes back as the result of a pseudo job (an id no real
+        # job reaches) that the job posts itself.
+        cpid=$((1000000000 + RANDOM * 32768 + RANDOM))
+        # shellcheck disable=SC2016   # expanded in the guest
+        id=$(job_submit "$dir" "$(job_text "$sel" "f=$(shq "$path")
+[ -f \"\$f\" ] || { echo \"cp: \$f: no such file on node\$DN2_NODE\"; exit 1; }
+s=\$(wc -c < \"\$f\")
+[ \"\$s\" -le $CP_MAX ] || { echo \"cp: \$f has \$s bytes: at most $CP_MAX\"; exit 1; }
+gzip -c \"\$f\" | base64 > /tmp/dn2-cp.b64 || { rm -f /tmp/dn2-cp.b64; echo \"cp: cannot read \$f\"; exit 1; }
+wget -q -O /dev/null --post-file /tmp/dn2-cp.b64 \"\$DN2_HTTP/result?job=\$DN2_JOBID&node=\$DN2_NODE&id=$cpid&rc=0\" 2>/tmp/dn2-cp.err \\
+    || { rm -f /tmp/dn2-cp.b64; echo \"cp: sending \$f failed: \$(tail -1 /tmp/dn2-cp.err)\"; exit 1; }
+rm -f /tmp/dn2-cp.b64
+echo \"\$f: \$s bytes\"")") || exit 4
+        job_wait "$dir" "$id" "$timeout_s" "$sel"
+        all=$?
+        rc=${job_rc[sel]}
+        got=$dir/jobs/$cpid.node$sel.out
+        if [ "$rc" = 0 ] && [ -f "$got" ]; then
+            if base64 -d < "$got" | gzip -dc > "$to.dn2-part" && mv -f "$to.dn2-part" "$to"; then
+                say "node$sel:$path -> $to ($(stat -c %s "$to") bytes)"
+            else
+                rm -f "$to.dn2-part"; say "${R}cannot write $to${N}"; all=4
+            fi
+        elif [ "$rc" = dead ]; then
+            say "node$sel: ${R}dead${N}: $(node_state "$dir" "$sel" | cut -d' ' -f4-)"; all=3
+        else
+            say "node$sel: ${R}failed${N} (rc=$rc): $(tail -1 "$dir/jobs/$id.node$sel.out" 2>/dev/null)"
+            [ "$all" = 0 ] && all=1
+        fi
+        rm -f "$got" "$dir/jobs/$cpid.node$sel.rc"
+        exit "$all"
+    fi
+    usage_error "cp: one of SRC and DEST is on the nodes: I:/PATH (node I) or :/PATH (every node, as DEST), the other a host path"
+}
+
+# sweep DIR: kills what is left of the run in DIR: every process group it
+# listed (RUNDIR/pgids) whose processes still name DIR on their command
+# line (a process id may have been reused); prints how many groups.
+sweep() {
+    local dir=$1 g p n=0 hit
+    for g in $(cat "$dir/pgids" 2>/dev/null); do
+        hit=
+        for p in $(pgrep -g "$g" 2>/dev/null); do
+            tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$dir" && hit=1
+        done
+        [ -n "$hit" ] || continue
+        kill -KILL -- "-$g" 2>/dev/null && n=$((n + 1))
+    done
+    echo "$n"
+}
+
+# fmt_secs S: "1h02m03s"
+fmt_secs() {
+    local s=$1
+    if [ "$s" -ge 3600 ]; then printf '%dh%02dm%02ds' $((s / 3600)) $((s % 3600 / 60)) $((s % 60))
+    elif [ "$s" -ge 60 ]; then printf '%dm%02ds' $((s / 60)) $((s % 60))
+    else printf '%ds' "$s"; fi
+}
+
+# run_state DIR: "running" (its launcher is alive) or "stopped"
+run_state() {
+    local launcher_pid=0
+    # shellcheck disable=SC1091
+    . "$1/info" 2>/dev/null
+    if [ "${launcher_pid:-0}" -gt 0 ] && kill -0 "$launcher_pid" 2>/dev/null; then echo running; else echo stopped; fi
+}
+
+cmd_status() {
+    local name dir st i ph lid rc why sw='' guid line pid alive up show=() n
+    while [ $# -gt 0 ]; do
+        case $1 in
+            -h|--help) dn2_usage; exit 0 ;;
+            -?*) usage_error "status: unknown argument: $1" ;;
+            *) break ;;
+        esac
+    done
+    [ $# -le 1 ] || usage_error "status: at most one NAME, not '$*'"
+    if [ $# -eq 1 ]; then
+        valid_name "$1" status
+        is_cluster "$1" || setup_die "no cluster named '$1' (scripts/cluster.sh list shows them)"
+        show=("$1")
+    else
+        for dir in "$CLUSTER_DIR"/*/; do
+            name=$(basename "$dir")
+            is_cluster "$name" && [ "$(run_state "$CLUSTER_DIR/$name")" = running ] && show+=("$name")
+        done
+        [ ${#show[@]} -gt 0 ] || { echo "no cluster is running (scripts/cluster.sh list shows the stopped ones)"; exit 0; }
+    fi
+    for name in "${show[@]}"; do
+        dir=$CLUSTER_DIR/$name
+        nodes=0 started= kept= switch= switch_bin= secret_file= board_stats= mem= ready_s= launcher_pid=0 interactive=0
+        # shellcheck disable=SC1091
+        . "$dir/info"
+        st=$(run_state "$dir")
+        up=
+        [ -n "$started" ] && up=$(( $(date +%s) - started ))
+        if [ "$st" = running ]; then
+            printf '%s: %s, %d node%s, %s%s, up %s, launcher pid %s\n' "$name" \
+                "$([ -n "$ready_s" ] && echo "${G}running${N}" || echo "${Y}booting${N}")" "$nodes" \
+                "$([ "$nodes" = 1 ] || echo s)" "$([ "$interactive" = 1 ] && echo "${kept:+kept, }takes jobs" || echo "one-shot run")" \
+                "${mem:+, $mem MiB each}" "$([ -n "$up" ] && fmt_secs "$up" || echo ?)" "$launcher_pid"
+        else
+            printf '%s: %sstopped%s, %d node%s%s\n' "$name" "$R" "$N" "$nodes" "$([ "$nodes" = 1 ] || echo s)" \
+                "${started:+, started $(date -d "@$started" '+%F %T')}"
+        fi
+        echo "  run directory: $dir"
+        # The subnet manager's view (the switch's port table), while it runs.
+        if [ "$st" = running ] && [ -n "$switch_bin" ] && [ -n "$switch" ]; then
+            sw=$(timeout 5 "$switch_bin" --stats "$switch" ${secret_file:+--secret-file "$secret_file"} < /dev/null 2>/dev/null) \
+                || sw=
+            [ -n "$sw" ] || echo "  (the switch at $switch did not answer --stats)"
+        fi
+        for ((i = 0; i < nodes; i++)); do
+            read -r ph lid rc why <<< "$(node_state "$dir" "$i")"
+            pid=$(sed -n "s/^node${i}_pid=//p" "$dir/info")
+            alive=
+            [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1
+            if [ "$st" = running ] && [ -n "$pid" ] && [ -z "$alive" ] && [ "$ph" != failed ] && [ "$ph" != done ]; then
+                ph=failed why="QEMU (pid $pid) is gone"
+            fi
+            case $ph in
+                serving) ph="${G}up${N}" ;;
+                done) ph="done rc=$rc" ;;
+                failed) ph="${R}DEAD${N}" ;;
+            esac
+            [ "$st" = stopped ] && [ "$ph" = "${G}up${N}" ] && ph="stopped"
+            line=
+            if [ -n "$sw" ]; then
+                guid=$(printf '0x%016x' $((i + 1)))
+                line=$(awk -v g="$guid" '$3 == g { printf "link %s, LID %s, rx %s pkts, tx %s pkts", ($2 == "active" ? "up" : "down (" $2 ")"), $1, $5, $7; exit }' <<< "$sw")
+                [ -n "$line" ] || line="link down (not in the switch's table)"
+            elif [ "$lid" != - ]; then
+                line="LID $(printf '0x%04x' "$lid")"
+            fi
+            printf '  node%-2d %-6s %s%s\n' "$i" "$ph" "$line" "${why:+${line:+; }$why}"
+            if [ -s "$dir/board-stats/node$i" ]; then
+                tr '\n' ' ' < "$dir/board-stats/node$i" | fold -s -w 96 | sed 's/^/           board: /'
+                echo
+            fi
+        done
+        n=$(ls "$dir"/jobs/[0-9]*.sh 2>/dev/null | wc -l)
+        [ "$n" -gt 0 ] && echo "  jobs run: $n (RUNDIR/jobs)"
+        [ -f "$dir/result.json" ] && echo "  result: $dir/result.json"
+    done
+}
+
+cmd_list() {
+    local d name st nodes started kept interactive launcher_pid up what any=
+    case ${1:-} in -h|--help) dn2_usage; exit 0 ;; '') ;; *) usage_error "list: no arguments, not '$*'" ;; esac
+    for d in "$CLUSTER_DIR"/*/; do
+        name=$(basename "$d")
+        is_cluster "$name" || continue
+        nodes=? started= kept= interactive=0 launcher_pid=0
+        # shellcheck disable=SC1091
+        . "$d/info" 2>/dev/null
+        st=$(run_state "$CLUSTER_DIR/$name")
+        what=one-shot
+        [ "$interactive" = 1 ] && what=-i
+        [ -n "$kept" ] && what=kept
+        up=-
+        [ "$st" = running ] && [ -n "$started" ] && up=$(fmt_secs $(( $(date +%s) - started )))
+        [ -z "$any" ] && printf '%-28s %-8s %5s  %-8s %-10s %s\n' NAME STATE NODES KIND UP STARTED
+        any=1
+        printf '%-28s %-8s %5s  %-8s %-10s %s\n' "$name" "$st" "$nodes" "$what" "$up" \
+            "$([ -n "$started" ] && date -d "@$started" '+%F %T' || echo -)"
+    done
+    [ -n "$any" ] || echo "no clusters in $CLUSTER_DIR"
+}
+
+cmd_stop() {
+    local name dir t n i ph lid rc why launcher_pid=0 was dead=0 status=0
+    case ${1:-} in -h|--help) dn2_usage; exit 0 ;; esac
+    [ $# -eq 1 ] || usage_error "stop: one NAME, not '$*'"
+    name=$1
+    valid_name "$name" stop
+    dir=$CLUSTER_DIR/$name
+    is_cluster "$name" || setup_die "no cluster named '$name' (scripts/cluster.sh list shows them)"
+    # shellcheck disable=SC1091
+    . "$dir/info"
+    was=$(run_state "$dir")
+    if [ "$was" = running ]; then
+        # The launcher tears everything down (QEMUs, switch, server,
+        # pollers) and writes result.json; SIGKILL if it hangs (its reaper
+        # then kills the groups).
+        kill -TERM "$launcher_pid" 2>/dev/null
+        for ((t = 0; t < 300; t++)); do kill -0 "$launcher_pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$launcher_pid" 2>/dev/null; then
+            say "the launcher (pid $launcher_pid) did not stop in 30 s: SIGKILL"
+            kill -KILL "$launcher_pid" 2>/dev/null
+            sleep 1.5
+        fi
+    fi
+    n=$(sweep "$dir")
+    [ "$n" -gt 0 ] && say "killed $n process group$([ "$n" = 1 ] || echo s) left of $name"
+    for ((i = 0; i < ${nodes:-0}; i++)); do
+        read -r ph lid rc why <<< "$(node_state "$dir" "$i")"
+        if [ "$ph" = failed ]; then
+            say "node$i had ${R}died${N}: $why"; dead=$((dead + 1))
+        fi
+    done
+    if [ "$was" = running ]; then
+        say "cluster $name stopped$([ "$dead" -gt 0 ] && echo " ($dead node$([ "$dead" = 1 ] || echo s) had died)"); nothing of it runs"
+    else
+        say "cluster $name was not running$([ "$n" -gt 0 ] && echo "; its leftovers are gone")"
+    fi
+    [ -f "$dir/result.json" ] && say "result: $dir/result.json"
+    [ "$dead" -gt 0 ] && status=3
+    exit "$status"
+}
+
+# start NAME [options]: the launcher with -i --name NAME in the background
+# (its output in RUNDIR/launcher.log); returns once every node serves jobs,
+# or with the launcher's status and why.
+cmd_start() {
+    local name dir a pid log t rc lp=0 launcher_pid=0
+    case ${1:-} in -h|--help) dn2_usage; exit 0 ;; esac
+    name=${1:-}
+    valid_name "$name" start
+    shift
+    for a in "$@"; do
+        case $a in
+            --) break ;;
+            -h|--help) dn2_usage; exit 0 ;;
+            --name|--name=*) usage_error "start: NAME names the cluster: no --name" ;;
+            --virtual-time|--no-vt-sync|--replay|--replay=*)
+                usage_error "start: $a: a kept cluster takes commands, files and consoles from the host (exec, cp, console) at host-dependent times, which virtual time cannot make deterministic: use a one-shot run (-r CMD or -f FILE)" ;;
+        esac
+    done
+    dir=$CLUSTER_DIR/$name
+    if [ -f "$dir/info" ]; then
+        # shellcheck disable=SC1091
+        . "$dir/info"
+        if [ "$(run_state "$dir")" = running ]; then
+            setup_die "cluster $name is running (launcher pid $launcher_pid, $dir): stop it first (scripts/cluster.sh stop $name) or choose another name"
+        fi
+        t=$(sweep "$dir")
+        [ "$t" -gt 0 ] && say "cluster $name had stopped, but $t process group$([ "$t" = 1 ] || echo s) of it ran: killed"
+    fi
+    mkdir -p "$CLUSTER_DIR" || setup_die "cannot create $CLUSTER_DIR"
+    log=$CLUSTER_DIR/.$name.start.log
+    (umask 077; : > "$log") || setup_die "cannot write $log"
+    exec 7< "$log"
+    _DN2_CLUSTER_LOG=$log setsid bash "$here/cluster.sh" -i --name "$name" "$@" < /dev/null >> "$log" 2>&1 &
+    pid=$!
+    trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; cat <&7 >&2; say "interrupted: cluster $name stopped"; exit 130' INT TERM HUP
+    while :; do
+        cat <&7 >&2
+        if ! kill -0 "$pid" 2>/dev/null; then
+            wait "$pid"; rc=$?
+            cat <&7 >&2
+            rm -f "$log"
+            say "${R}cluster $name did not start${N} (status $rc)$([ -f "$dir/launcher.log" ] && echo "; its log: $dir/launcher.log")"
+            [ "$rc" -ne 0 ] || rc=3
+            exit "$rc"
+        fi
+        if [ -f "$dir/info" ] && grep -q '^ready_s=' "$dir/info"; then
+            lp=$(sed -n 's/^launcher_pid=//p' "$dir/info")
+            [ "$lp" = "$pid" ] && break
+        fi
+        sleep 0.3
+    done
+    cat <&7 >&2
+    exec 7<&-
+    say "${G}cluster $name is up${N}: $(sed -n 's/^nodes=//p' "$dir/info") nodes after $(sed -n 's/^ready_s=//p' "$dir/info") s; it runs until: scripts/cluster.sh stop $name"
+    say "  scripts/cluster.sh exec $name [--node I] CMD | cp $name FILE :/PATH | console $name I | status $name"
+    exit 0
+}
+
 case ${1:-} in
+    start) shift; cmd_start "$@" ;;
     exec) shift; cmd_exec "$@" ;;
     console) shift; cmd_console "$@" ;;
+    cp) shift; cmd_cp "$@" ;;
+    status) shift; cmd_status "$@"; exit $? ;;
+    list) shift; cmd_list "$@"; exit $? ;;
+    stop) shift; cmd_stop "$@" ;;
 esac
 
 # ====================================================================
@@ -305,7 +788,10 @@ interactive=0
 timeout_s=900
 boot_timeout=300
 grace=30
-mem=256
+mem=
+mem_auto=
+junit=
+declare -a node_qemu
 smp=1
 wid=0
 name=
@@ -384,6 +870,9 @@ while [ $# -gt 0 ]; do
         -b|--boot-timeout) dn2_need_value "$@"; boot_timeout=$2; shift 2 ;;
         -g|--grace) dn2_need_value "$@"; grace=$2; shift 2 ;;
         -m|--mem) dn2_need_value "$@"; mem=$2; shift 2 ;;
+        --node-qemu) [ $# -ge 3 ] || usage_error "--node-qemu needs a node and QEMU arguments: --node-qemu I 'ARGS'"
+                     dn2_want_uint --node-qemu "$2"; node_qemu[$2]+=" $3"; shift 3 ;;
+        --junit) dn2_need_value "$@"; junit=$2; shift 2 ;;
         --smp) dn2_need_value "$@"; smp=$2; shift 2 ;;
         --wid) dn2_need_value "$@"; wid=$2; shift 2 ;;
         --name) dn2_need_value "$@"; name=$2; shift 2 ;;
@@ -419,14 +908,23 @@ while [ $# -gt 0 ]; do
         *) usage_error "unknown argument: $1" ;;
     esac
 done
-for v in nodes:nodes timeout_s:timeout boot_timeout:boot-timeout grace:grace mem:mem smp:smp \
+[ -z "$mem" ] || dn2_want_uint --mem "$mem"
+for v in nodes:nodes timeout_s:timeout boot_timeout:boot-timeout grace:grace smp:smp \
          wid:wid switch_port:switch-port http_port:http-port slice_us:slice; do
     var=${v%%:*}
     dn2_want_uint "--${v#*:}" "${!var}"
 done
 [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || usage_error "--nodes must be 1..64"
 [ "$switch_port" -le 65535 ] && [ "$http_port" -le 65535 ] || usage_error "ports are 0..65535"
-[ "$mem" -ge 128 ] || usage_error "--mem: the guest wants at least 128 MiB"
+[ -z "$mem" ] || [ "$mem" -ge 128 ] || usage_error "--mem: the guest wants at least 128 MiB"
+for i in "${!node_qemu[@]}"; do
+    [ "$i" -lt "$nodes" ] || usage_error "--node-qemu $i: the cluster has nodes 0..$((nodes - 1))"
+done
+if [ -n "$junit" ]; then
+    [ ! -d "$junit" ] || usage_error "--junit: $junit is a directory"
+    [ -d "$(dirname "$junit")" ] || usage_error "--junit: the directory of $junit does not exist"
+    junit=$(cd "$(dirname "$junit")" && pwd)/$(basename "$junit")
+fi
 [ "$slice_us" = 0 ] || { [ "$slice_us" -ge 100 ] && [ "$slice_us" -le 100000 ]; } \
     || usage_error "--slice: 100..100000 microseconds (the kernel's range), or 0 for its default"
 if [ -n "$run_file" ]; then
@@ -533,6 +1031,23 @@ if [ -n "$replay_dir" ]; then
 else
     initrd_built=$(bash "$here/build-initramfs.sh" "${initramfs_args[@]}") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh ${initramfs_args[*]})"
 fi
+# Guest memory: the image unpacks into it (docs/cluster.md, "Guest memory
+# and image size"); without -m it is sized from the image.
+img_unpacked_kib= img_need_mib=
+if img_size=$(dn2_image_size "$initrd_built" 2>&1); then
+    read -r img_unpacked_kib img_kib <<< "$img_size"
+    img_need_mib=$(dn2_guest_mem "$img_unpacked_kib" "$img_kib")
+    img_mib=$(( (img_unpacked_kib + 1023) / 1024 ))
+    if [ -z "$mem" ]; then
+        mem=$img_need_mib mem_auto=1
+        [ "$mem" -le 256 ] || say "guest memory: $mem MiB, sized from the image (it unpacks to $img_mib MiB in the guest's RAM; -m sets it)"
+    elif [ "$mem" -lt "$img_need_mib" ]; then
+        say "${Y}warning${N}: the guest image unpacks to $img_mib MiB in the guest's RAM: -m $mem may not hold it (the launcher would give $img_need_mib MiB; leave -m out to size it from the image)"
+    fi
+else
+    say "warning: ${img_size#\[dimmnet2\] error: }: guest memory not sized from the image"
+    [ -n "$mem" ] || mem=256
+fi
 command -v setsid >/dev/null || setup_die "setsid (util-linux) not found"
 
 # ---------------------------------------------------------------- run dir
@@ -558,6 +1073,14 @@ rm -rf "$rundir"
 (umask 077 && mkdir -p "$rundir"/{joins,jobs,www/cmd}) || setup_die "cannot create $rundir"
 chmod 700 "$rundir"
 ln -sfn "$name" "$CLUSTER_DIR/latest"
+# cluster.sh start: the launcher's output (opened by "start") moves into the
+# run directory.
+kept=
+if [ -n "${_DN2_CLUSTER_LOG:-}" ]; then
+    kept=1
+    mv -f "$_DN2_CLUSTER_LOG" "$rundir/launcher.log" 2>/dev/null
+    unset _DN2_CLUSTER_LOG
+fi
 # Our own hard link: another build may replace the initramfs meanwhile.
 initrd=$rundir/initramfs.cpio.gz
 ln "$initrd_built" "$initrd" 2>/dev/null || cp "$initrd_built" "$initrd"
@@ -675,6 +1198,163 @@ fi
 [ ${#hosts[@]} -gt 0 ] && [ ${#slice_wrap[@]} -gt 0 ] && slice_wrap[0]=python3
 switch_at() { case $switch_addr in *:*) echo "[$switch_addr]:$sport" ;; *) echo "$switch_addr:$sport" ;; esac; }
 
+# ----------------------------------------------------------------- results
+# RUNDIR/result.json (and --junit FILE): every node's state, exit status,
+# duration, failure reason, logs and board counters (docs/cluster.md,
+# "Results for CI").  Written once: at the end of a one-shot run, or when a
+# kept or -i cluster stops.
+result_py() {
+    cat <<'PY'
+import json, os, socket, sys
+import xml.etree.ElementTree as ET
+
+inp, rundir, junit = sys.argv[1:4]
+raw = open(inp, "rb").read().split(b"\0")
+kv = {}
+for k, v in zip(raw[0::2], raw[1::2]):
+    kv[k.decode()] = v.decode("utf-8", "replace")
+
+
+def num(v):
+    if v in (None, "", "-"):
+        return None
+    try:
+        return float(v) if "." in v else int(v)
+    except ValueError:
+        return None
+
+
+def tail(path, n):
+    try:
+        with open(os.path.join(rundir, path), "rb") as f:
+            lines = f.read().decode("utf-8", "replace").replace("\r", "").split("\n")
+    except OSError:
+        return []
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines[-n:]
+
+
+nodes = []
+for i in range(int(kv["node_count"])):
+    g = lambda k: kv.get("node.%d.%s" % (i, k), "")
+    b, d = num(g("begin_s")), num(g("done_s"))
+    e = {"node": i, "rank": i, "state": g("state"), "exit_status": num(g("rc")),
+         "duration_s": round(d - b, 1) if b is not None and d is not None else None,
+         "lid": num(g("lid")), "link_up_s": num(g("link_s")), "joined_s": num(g("joined_s")),
+         "command_started_s": b, "command_ended_s": d, "qemu_exit_status": num(g("qemu_rc")),
+         "why": g("why") or None,
+         "logs": {k: f for k, f in (("console", "node%d.log" % i), ("output", "node%d.out" % i),
+                                    ("qemu_stderr", "node%d.stderr" % i), ("qemu_command", "node%d.cmd" % i),
+                                    ("pcap", "node%d.pcap" % i))
+                  if os.path.exists(os.path.join(rundir, f))}}
+    sf = os.path.join(rundir, "board-stats", "node%d" % i)
+    if os.path.exists(sf):
+        c = {}
+        for l in open(sf, encoding="utf-8", errors="replace").read().split("\n"):
+            if "=" in l:
+                k, v = l.split("=", 1)
+                c[k] = num(v) if num(v) is not None else v
+        e["board_counters"] = c
+        e["logs"]["board_counters"] = "board-stats/node%d" % i
+    nodes.append(e)
+
+res = {"format": "dimmnet2-cluster-result", "version": 1,
+       "name": kv["name"], "run_dir": rundir, "mode": kv["mode"],
+       "command": kv.get("command") or None, "node_count": len(nodes),
+       "exit_status": num(kv.get("exit_status")), "duration_s": num(kv.get("duration_s")),
+       "all_links_up_s": num(kv.get("all_links_up_s")), "rank_table_s": num(kv.get("rank_table_s")),
+       "ready_s": num(kv.get("ready_s")), "timeout_s": num(kv.get("timeout_s")),
+       "guest": {"accel": kv.get("accel"), "mem_mib": num(kv.get("mem")), "mem_from_image": kv.get("mem_auto") == "1",
+                 "smp": num(kv.get("smp")), "image": kv.get("image"),
+                 "image_unpacked_mib": num(kv.get("image_unpacked_mib")), "image_mem_mib": num(kv.get("image_mem_mib"))},
+       "virtual_time": kv.get("vt") == "1", "mpi_abort": kv.get("pmi_abort") or None,
+       "logs": {k: f for k, f in (("launcher", "launcher.log"), ("switch", "switch.log"), ("job_server", "http.log"),
+                                  ("timings", "timings"), ("switch_stats", "switch.stats"))
+                if os.path.exists(os.path.join(rundir, f))},
+       "junit": junit or None, "nodes": nodes}
+path = os.path.join(rundir, "result.json")
+with open(path + ".tmp", "w") as f:
+    json.dump(res, f, indent=1)
+    f.write("\n")
+os.replace(path + ".tmp", path)
+
+if junit:
+    import re
+    bad = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+    clean = lambda s: bad.sub("?", s)
+    su = ET.Element("testsuite", name="cluster " + res["name"], hostname=socket.gethostname())
+    props = ET.SubElement(su, "properties")
+    ET.SubElement(props, "property", name="mode", value=res["mode"])
+    ET.SubElement(props, "property", name="command", value=clean(res["command"] or ""))
+    ET.SubElement(props, "property", name="result", value=path)
+    f_n = e_n = 0
+    for e in nodes:
+        i = e["node"]
+        tc = ET.SubElement(su, "testcase", classname="cluster." + res["name"], name="node %d" % i,
+                           time="%.1f" % (e["duration_s"] or 0.0))
+        if e["state"] in ("ok", "up"):
+            continue
+        text = tail("node%d.out" % i, 30)
+        text = (["---- output (node%d.out) ----" % i] + text if text else []) + \
+               ["---- console (node%d.log) ----" % i] + tail("node%d.log" % i, 30)
+        if e["state"] == "failed":
+            f_n += 1
+            el = ET.SubElement(tc, "failure", type="node failed" if e["why"] else "exit status",
+                               message="node %d: %s" % (i, e["why"] or "the command exited with status %s" % e["exit_status"]))
+        else:
+            e_n += 1
+            el = ET.SubElement(tc, "error", type=e["state"], message="node %d: %s" % (i, e["why"] or e["state"]))
+        el.text = clean("\n".join(text))
+    su.set("tests", str(len(nodes))); su.set("failures", str(f_n)); su.set("errors", str(e_n))
+    su.set("skipped", "0"); su.set("time", "%.1f" % (res["duration_s"] or 0.0))
+    if hasattr(ET, "indent"):
+        ET.indent(su)
+    ET.ElementTree(su).write(junit + ".tmp", encoding="UTF-8", xml_declaration=True)
+    os.replace(junit + ".tmp", junit)
+PY
+}
+declare -a res_state res_why
+result_written=
+kv() { printf '%s\0%s\0' "$1" "$2"; }
+write_result() { # write_result EXIT_STATUS
+    [ -z "$result_written" ] && [ ${#qemu_pids[@]} -gt 0 ] && [ -d "$rundir" ] || return 0
+    result_written=1
+    local i mode=one-shot f=$rundir/.result.in
+    [ "$interactive" = 1 ] && mode=interactive
+    [ -n "$kept" ] && mode=kept
+    [ -z "$pmi_abort_msg" ] && [ -s "$rundir/pmi-abort" ] && pmi_abort_msg=$(head -1 "$rundir/pmi-abort")
+    {
+        kv name "$name"; kv mode "$mode"; kv command "$run"; kv node_count "$nodes"
+        kv exit_status "$1"; kv duration_s "$(elapsed_f)"; kv all_links_up_s "${t_all_links:-}"
+        kv rank_table_s "${t_ranks:-}"; kv ready_s "$(sed -n 's/^ready_s=//p' "$rundir/info" 2>/dev/null)"
+        [ "$interactive" = 1 ] || kv timeout_s "$timeout_s"
+        kv accel "$DN2_ACCEL_NAME"; kv mem "$mem"; kv mem_auto "${mem_auto:+1}"; kv smp "$smp"
+        kv image "$initrd_built"; kv image_mem_mib "${img_need_mib:-}"
+        [ -n "$img_unpacked_kib" ] && kv image_unpacked_mib "$(( (img_unpacked_kib + 1023) / 1024 ))"
+        kv vt "${vt:+1}"; kv pmi_abort "$pmi_abort_msg"
+        for ((i = 0; i < nodes; i++)); do
+            if [ -z "${res_state[i]:-}" ]; then
+                # (a kept or -i cluster that stops, or an interrupted run)
+                case ${st_phase[i]} in
+                    serving) res_state[i]=up ;;
+                    done) if [ "${st_rc[i]}" = 0 ]; then res_state[i]=ok; else res_state[i]=failed; fi ;;
+                    failed) res_state[i]=failed res_why[i]=${st_why[i]} ;;
+                    *) res_state[i]=stopped res_why[i]="stopped while $(describe "$i" | sed 's/\x1b\[[0-9;]*m//g')" ;;
+                esac
+            fi
+            kv "node.$i.state" "${res_state[i]}"; kv "node.$i.why" "${res_why[i]:-}"
+            kv "node.$i.rc" "${st_rc[i]}"; kv "node.$i.lid" "${st_lid[i]}"; kv "node.$i.qemu_rc" "${qemu_rc[i]}"
+            kv "node.$i.link_s" "${t_link[i]}"; kv "node.$i.joined_s" "${t_joined[i]}"
+            kv "node.$i.begin_s" "${t_begin[i]}"; kv "node.$i.done_s" "${t_done[i]}"
+        done
+    } > "$f"
+    "$py" -c "$(result_py)" "$f" "$rundir" "$junit" 2> "$rundir/result.err" \
+        || say "warning: could not write $rundir/result.json: $(tail -1 "$rundir/result.err")"
+    rm -f "$f"
+    [ -s "$rundir/result.err" ] || rm -f "$rundir/result.err"
+}
+
 # ---------------------------------------------------------------- teardown
 # Every child runs in its own process group (setsid), listed in $rundir/pgids;
 # cleanup kills the groups.  A reaper outlives this script if it is killed
@@ -702,9 +1382,12 @@ kill_groups() { # kill_groups SIGNAL PGID...
     for g in "$@"; do kill "-$sig" -- "-$g" 2>/dev/null; done
 }
 cleanup() {
+    local exit_rc=$?
     [ -n "$cleaned" ] && return
     cleaned=1
     trap '' INT TERM HUP
+    # (a one-shot run wrote it at its end; a kept cluster now, as it stops)
+    write_result "$exit_rc"
     [ -n "${display_active:-}" ] && printf '\n' >&2
     local t=0 g any
     # The guests first (they would only see their link drop), then the
@@ -840,7 +1523,8 @@ mkdir -p "$EXPORT_DIR"
 start_group "$rundir/http.out" "$rundir/http.log" \
     "$py" -u "$here/pmi-server.py" --rundir "$rundir" --www "$rundir/www" --export "$EXPORT_DIR" \
     --serve "$serve_dir" --nodes "$nodes" --jobid "$jobid" --secret-file "$rundir/secret" \
-    --token-dir "$rundir/tokens" --bind "$http_bind" --port "$http_port" --ready "$rundir/http.port"
+    --token-dir "$rundir/tokens" --bind "$http_bind" --port "$http_port" --ready "$rundir/http.port" \
+    --result-max $((128 << 20))
 http_pid=$child
 if ! wait_ready "$rundir/http.port" "$http_pid" 100; then
     grep -q 'is busy' "$rundir/http.log" 2>/dev/null \
@@ -856,6 +1540,10 @@ fi
 # ------------------------------------------------------------------ guests
 {
     echo "launcher_pid=$$"
+    printf 'name=%q\nstarted=%s\nmem=%s\nswitch_bin=%q\n' "$name" "$(date +%s)" "$mem" "$switch_bin"
+    [ -n "$kept" ] && echo "kept=1"
+    [ -n "$secret_file" ] && printf 'secret_file=%q\n' "$secret_file"
+    [ -n "$board_stats" ] && echo "board_stats=1"
     echo "nodes=$nodes"
     echo "interactive=$interactive"
     echo "jobid=$jobid"
@@ -866,13 +1554,15 @@ fi
     [ -n "$ethernet" ] && echo "ethhub=127.0.0.1:$eport"
 } > "$rundir/info"
 
+# node_cmd I: the command for node I: {node} and {rank} are I
+node_cmd() { local c=${run//\{node\}/$1}; printf '%s' "${c//\{rank\}/$1}"; }
 for ((i = 0; i < nodes; i++)); do
     append="console=ttyS0 panic=-1 quiet dn2.node=$i dn2.nodes=$nodes dn2.wid=$wid"
     vt_args=()
     if [ -n "$vt" ]; then
         # The command and the rank table as fw_cfg files; the guest waits
         # for its link (in virtual time) and checks its LID in the table.
-        printf '%s\n' "${run//\{node\}/$i}" > "$rundir/input/node$i.sh"
+        printf '%s\n' "$(node_cmd "$i")" > "$rundir/input/node$i.sh"
         append+=" dn2.linkwait=$boot_timeout dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run"
         vt_args=(-fw_cfg "name=opt/dn2/ranks,file=${rundir//,/,,}/input/ranks"
                  -fw_cfg "name=opt/dn2/run,file=${rundir//,/,,}/input/node$i.sh")
@@ -884,7 +1574,7 @@ for ((i = 0; i < nodes; i++)); do
     else
         append+=" dn2.job=$guest_url dn2.jobid=$jobid dn2.linkwait=$boot_timeout dn2.barrier=$((boot_timeout + 60))"
         if [ -n "$run" ]; then
-            printf '%s\n' "${run//\{node\}/$i}" > "$rundir/www/cmd/node$i.sh"
+            printf '%s\n' "$(node_cmd "$i")" > "$rundir/www/cmd/node$i.sh"
             append+=" dn2.run=@cmd/node$i.sh"
         fi
     fi
@@ -932,6 +1622,9 @@ for ((i = 0; i < nodes; i++)); do
          -device "dimmnet2,switch=$(switch_at),guid=$((i + 1))${vt_dev:-}$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
          "${net_args[@]}" "${vt_args[@]}"
          "${eth_args[@]}" "${qmp_args[@]}" "${extra[@]}")
+    # --node-qemu I 'ARGS': node I's own QEMU arguments (word-split)
+    # shellcheck disable=SC2206
+    [ -n "${node_qemu[i]:-}" ] && cmd+=(${node_qemu[i]})
     if [ ${#hosts[@]} -gt 0 ]; then
         node_host[i]=${hosts[i % ${#hosts[@]}]}
         echo "node${i}_host=${node_host[i]}" >> "$rundir/info"
@@ -943,6 +1636,7 @@ for ((i = 0; i < nodes; i++)); do
     : > "$rundir/node$i.log"
     start_group "$rundir/node$i.stdout" "$rundir/node$i.stderr" "${cmd[@]}"
     qemu_pids[i]=$child
+    echo "node${i}_pid=$child" >> "$rundir/info"
 done
 
 # --board-stats: a poller reads every board's stat-* counters over QMP once
@@ -1012,8 +1706,8 @@ say "logs:  $rundir/node<i>.log"
 # ----------------------------------------------------------------- monitor
 # Per node: st_phase (boot, net, link, linkdown, joined, ranks, running, done,
 # serving, failed), st_lid, st_rc, st_why, timestamps.
-declare -a st_phase st_lid st_rc st_why t_link t_joined t_done qemu_rc
-for ((i = 0; i < nodes; i++)); do st_phase[i]=start; st_lid[i]=; st_rc[i]=; st_why[i]=; t_link[i]=; t_joined[i]=; t_done[i]=; qemu_rc[i]=; done
+declare -a st_phase st_lid st_rc st_why t_link t_joined t_begin t_done qemu_rc
+for ((i = 0; i < nodes; i++)); do st_phase[i]=start; st_lid[i]=; st_rc[i]=; st_why[i]=; t_link[i]=; t_joined[i]=; t_begin[i]=; t_done[i]=; qemu_rc[i]=; done
 ranks_written=
 t_all_links=
 t_ranks=
@@ -1021,8 +1715,8 @@ t_first_fail=
 
 # scan NODE: updates the node's state from its console and its process
 scan() {
-    local i=$1 out net link lid joined ranks begin end serving panic sf
-    IFS='|' read -r out net link lid joined ranks begin end serving panic sf < <(
+    local i=$1 out net link lid joined ranks begin end serving panic sf unpack
+    IFS='|' read -r out net link lid joined ranks begin end serving panic sf unpack < <(
         tr -d '\r' < "$rundir/node$i.log" 2>/dev/null | awk '
             /^DN2-NET / { net = 1 }
             /^DN2-LINK up lid=/ && link == "" { link = "up"; lid = substr($3, 5) }
@@ -1034,8 +1728,9 @@ scan() {
             /^DN2-GUEST-END rc=/ && begin && end == "" { end = substr($0, 18) }
             /^DN2-SERVING/ { serving = 1 }
             /Kernel panic/ { panic = 1 }
-            END { printf "%d|%d|%s|%s|%d|%d|%d|%s|%d|%d|%s\n", (NR > 0), net, link, lid,
-                         joined, ranks, begin, end, serving, panic, sf }')
+            /Initramfs unpacking failed/ { unpack = 1 }
+            END { printf "%d|%d|%s|%s|%d|%d|%d|%s|%d|%d|%s|%d\n", (NR > 0), net, link, lid,
+                         joined, ranks, begin, end, serving, panic, sf, unpack }')
     case ${st_phase[i]} in done|failed) return ;; esac
     local p=boot
     [ "$out" = 1 ] || p=start
@@ -1044,7 +1739,7 @@ scan() {
     [ "$link" = down ] && p=linkdown
     [ "$joined" = 1 ] && { p=joined; [ -n "${t_joined[i]}" ] || t_joined[i]=$(elapsed_f); }
     [ "$ranks" = 1 ] && p=ranks
-    [ "$begin" = 1 ] && p=running
+    [ "$begin" = 1 ] && { p=running; [ -n "${t_begin[i]}" ] || t_begin[i]=$(elapsed_f); }
     [ "$serving" = 1 ] && [ -z "$end" ] && [ "$begin" = 0 ] && p=serving
     if [ -n "$sf" ]; then
         p=failed; st_why[i]="job start failed: $sf"
@@ -1058,6 +1753,9 @@ scan() {
         fi
     fi
     if [ "$panic" = 1 ]; then p=failed; st_why[i]="kernel panic"; fi
+    # The image did not fit: what follows (no /init, no job server) is
+    # only a consequence.
+    if [ "$unpack" = 1 ]; then p=failed; st_why[i]=$(image_too_big); fi
     if [ "$p" != failed ] && [ "$p" != "done" ] && ! alive "${qemu_pids[i]}"; then
         wait "${qemu_pids[i]}" 2>/dev/null; qemu_rc[i]=$?
         # The guest may have printed its end line and powered off between
@@ -1071,14 +1769,39 @@ scan() {
             return
         fi
         p=failed
+        local how="status ${qemu_rc[i]}" when="before the command finished"
+        [ "${qemu_rc[i]}" -gt 128 ] && [ "${qemu_rc[i]}" -lt 160 ] && how="killed by SIG$(kill -l $((qemu_rc[i] - 128)) 2>/dev/null)"
+        [ "${st_phase[i]}" = serving ] && when="while serving jobs"
         if [ -n "${node_host[i]:-}" ]; then
-            st_why[i]="node lost on host ${node_host[i]}: QEMU or the remote shell ($rsh) ended (status ${qemu_rc[i]}) before the command finished"
+            st_why[i]="node lost on host ${node_host[i]}: QEMU or the remote shell ($rsh) ended ($how) $when"
         else
-            st_why[i]="QEMU exited (status ${qemu_rc[i]}) before the command finished"
+            st_why[i]="QEMU exited ($how) $when"
         fi
         [ -s "$rundir/node$i.stderr" ] && st_why[i]+=": $(tail -1 "$rundir/node$i.stderr")"
     fi
     st_phase[i]=$p
+}
+
+# image_too_big: why a node whose initramfs did not unpack failed, and the fix
+image_too_big() {
+    if [ -n "$img_unpacked_kib" ]; then
+        echo "the guest image unpacks to $(( (img_unpacked_kib + 1023) / 1024 )) MiB, more than guest memory of $mem MiB holds (the initramfs unpacks into RAM, at most half of it; console: 'Initramfs unpacking failed'): give -m $img_need_mib or more, or leave -m out to size it from the image"
+    else
+        echo "the guest image does not fit in guest memory of $mem MiB (console: 'Initramfs unpacking failed'): give a larger -m"
+    fi
+}
+
+# write_state: every node's state for "status", "exec" and "stop"
+# (RUNDIR/state: "I PHASE LID RC WHY", "-" for nothing), when it changed.
+state_written=
+write_state() {
+    local i s=''
+    for ((i = 0; i < nodes; i++)); do
+        s+="$i ${st_phase[i]} ${st_lid[i]:--} ${st_rc[i]:--} ${st_why[i]}"$'\n'
+    done
+    [ "$s" = "$state_written" ] && return 0
+    state_written=$s
+    printf '%s' "$s" > "$rundir/state.tmp" && mv -f "$rundir/state.tmp" "$rundir/state"
 }
 
 describe() { # describe NODE: the node's state in words
@@ -1254,17 +1977,23 @@ while :; do
         fi
     fi
     render
+    write_state
 
     if [ "$interactive" = 1 ]; then
         if [ -z "$ready_announced" ] && [ "$n_serving" -eq "$nodes" ]; then
             ready_announced=1
+            echo "ready_s=$(elapsed_f)" >> "$rundir/info"
             display_stop
             say "${G}${B}all $nodes nodes ready${N} after $(elapsed_f) s (links up after ${t_all_links:-?} s); rank table: $rundir/www/ranks"
             sed 's/^/[cluster]   /' "$rundir/www/ranks" >&2
             say "dev loop: rebuild on the host into $EXPORT_DIR, then"
-            say "  scripts/cluster.sh exec 'wget -q -O /tmp/dimmnet2.ko \$DN2_HTTP/dimmnet2.ko && { rmmod dimmnet2 2>/dev/null; insmod /tmp/dimmnet2.ko; } && dn2-up -q'"
-            say "  scripts/cluster.sh console 0      (a shell on node0; Ctrl-] leaves)"
-            say "  (in a guest: wget \$DN2_HTTP/<file>, with the node's credential)   Ctrl-C here stops the cluster"
+            say "  scripts/cluster.sh exec $name 'wget -q -O /tmp/dimmnet2.ko \$DN2_HTTP/dimmnet2.ko && { rmmod dimmnet2 2>/dev/null; insmod /tmp/dimmnet2.ko; } && dn2-up -q'"
+            say "  scripts/cluster.sh console $name 0      (a shell on node0; Ctrl-] leaves)"
+            if [ -n "$kept" ]; then
+                say "  (in a guest: wget \$DN2_HTTP/<file>, with the node's credential)   scripts/cluster.sh stop $name stops the cluster"
+            else
+                say "  (in a guest: wget \$DN2_HTTP/<file>, with the node's credential)   Ctrl-C here stops the cluster"
+            fi
             if [ -n "$run" ]; then
                 for ((i = 0; i < nodes; i++)); do
                     guest_output "$i" | sed "s/^/node$i| /"
@@ -1354,14 +2083,16 @@ for ((i = 0; i < nodes; i++)); do
     lid=-; [ -n "${st_lid[i]}" ] && lid=$(printf '0x%04x' "${st_lid[i]}")
     case ${st_phase[i]} in
         done)
-            if [ "${st_rc[i]}" = 0 ]; then r="${G}ok${N}"; else r="${R}rc=${st_rc[i]}${N}"; [ $status -eq 0 ] && status=1; fail_nodes+=("$i"); fi ;;
-        failed) r="${R}FAILED${N}: ${st_why[i]}"; status=3; fail_nodes+=("$i") ;;
+            if [ "${st_rc[i]}" = 0 ]; then r="${G}ok${N}"; res_state[i]=ok; else r="${R}rc=${st_rc[i]}${N}"; res_state[i]=failed; [ $status -eq 0 ] && status=1; fail_nodes+=("$i"); fi ;;
+        failed) r="${R}FAILED${N}: ${st_why[i]}"; status=3; fail_nodes+=("$i"); res_state[i]=failed res_why[i]=${st_why[i]} ;;
         *)
             case $abort_status in
-                124) r="${R}timeout${N} ($(describe "$i"))"; status=124 ;;
-                1) r="${R}stopped${N}: another node's command failed ($(describe "$i"))"; [ $status -eq 0 ] && status=1 ;;
-                *) r="${R}stopped${N} ($(describe "$i"))"; [ $status -eq 0 ] && status=3 ;;
+                124) r="${R}timeout${N} ($(describe "$i"))"; status=124; res_state[i]=timeout res_why[i]="timeout after $timeout_s s" ;;
+                1) r="${R}stopped${N}: another node's command failed ($(describe "$i"))"; [ $status -eq 0 ] && status=1
+                   res_state[i]=stopped res_why[i]="stopped: another node's command failed" ;;
+                *) r="${R}stopped${N} ($(describe "$i"))"; [ $status -eq 0 ] && status=3; res_state[i]=stopped ;;
             esac
+            [ -n "${res_why[i]:-}" ] || res_why[i]="stopped while $(describe "$i" | sed 's/\x1b\[[0-9;]*m//g')"
             fail_nodes+=("$i") ;;
     esac
     printf '  node%-2d %-6s %s\n' "$i" "$lid" "$r" >&2
@@ -1396,4 +2127,6 @@ if [ -n "$vt" ]; then
     say "  node I under gdb at the same virtual time: scripts/cluster.sh --replay $rundir --gdb I"
 fi
 [ -n "$interrupted" ] && status=130
+write_result "$status"
+[ "$quiet" = 1 ] || [ ! -f "$rundir/result.json" ] || say "result: $rundir/result.json${junit:+, JUnit: $junit}"
 exit "$status"
