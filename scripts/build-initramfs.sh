@@ -672,5 +672,5 @@ mv "$OUT.tmp" "$OUT"
 find "$root" -type f -printf '%s\n' | awk '{ k += int(($1 + 4095) / 4096) * 4 } END { print "unpacked_kib=" k + 0 }' > "$OUT.size"
 echo "$want" > "$STAMP"
 export_lid
-log "initramfs: $OUT ($(du -h "$OUT" | cut -f1), $(( $(sed -n 's/^unpacked_kib=//p' "$OUT.size") / 1024 )) MiB unpacked)"
+log "initramfs: $OUT ($(du -h "$OUT" | cut -f1), $(( ($(sed -n 's/^unpacked_kib=//p' "$OUT.size") + 1023) / 1024 )) MiB unpacked)"
 echo "$OUT"

@@ -627,7 +627,8 @@ cmd_status() {
             esac
             [ "$st" = stopped ] && [ "$ph" = "${G}up${N}" ] && ph="stopped"
             line=
-            if [ -n "$sw" ]; then
+            # (a dead node's port lingers in the switch's table until it times out)
+            if [ -n "$sw" ] && [ "$ph" != "${R}DEAD${N}" ]; then
                 guid=$(printf '0x%016x' $((i + 1)))
                 line=$(awk -v g="$guid" '$3 == g { printf "link %s, LID %s, rx %s pkts, tx %s pkts", ($2 == "active" ? "up" : "down (" $2 ")"), $1, $5, $7; exit }' <<< "$sw")
                 [ -n "$line" ] || line="link down (not in the switch's table)"
@@ -636,7 +637,7 @@ cmd_status() {
             fi
             printf '  node%-2d %-6s %s%s\n' "$i" "$ph" "$line" "${why:+${line:+; }$why}"
             if [ -s "$dir/board-stats/node$i" ]; then
-                tr '\n' ' ' < "$dir/board-stats/node$i" | fold -s -w 96 | sed 's/^/           board: /'
+                tr '\n' ' ' < "$dir/board-stats/node$i" | fold -s -w 88 | sed 's/ *$//; 1s/^/           board: /; 2,$s/^/                  /'
                 echo
             fi
         done
@@ -644,6 +645,7 @@ cmd_status() {
         [ "$n" -gt 0 ] && echo "  jobs run: $n (RUNDIR/jobs)"
         [ -f "$dir/result.json" ] && echo "  result: $dir/result.json"
     done
+    return 0
 }
 
 cmd_list() {
@@ -706,7 +708,8 @@ cmd_stop() {
         say "cluster $name was not running$([ "$n" -gt 0 ] && echo "; its leftovers are gone")"
     fi
     [ -f "$dir/result.json" ] && say "result: $dir/result.json"
-    [ "$dead" -gt 0 ] && status=3
+    # (a death is news only to the stop that ended the cluster)
+    [ "$dead" -gt 0 ] && [ "$was" = running ] && status=3
     exit "$status"
 }
 
