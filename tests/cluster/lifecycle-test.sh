@@ -148,7 +148,7 @@ if [ "$rc" = 0 ] && grep -Eq '^  node0 +up +link up, LID 0x000[12]' <<< "$out" \
 else
     not_ok "status: status $rc"; printf '%s\n' "$out" | diag
 fi
-check "status: the boards' counters (--board-stats)" grep -q 'board: .*tx-packets=' <<< "$out"
+check "status: the boards' counters (--board-stats)" eval 'grep -q "^ *board: " <<< "$out" && grep -q "tx-packets=" <<< "$out"'
 run out "$cluster" list
 check "list: $name running, kept, 2 nodes" grep -Eq "^$name +running +2 +kept" <<< "$out"
 
