@@ -166,6 +166,8 @@ void sw_handle_data(struct dn2f_sw *sw, const struct dn2f_addr *from,
 /* Token bucket: true if one token was taken. */
 bool sw_bucket_take(double *tokens, uint64_t *last, uint64_t t, double rate, double burst);
 
+/* dn2fab-sw-out.c: a line of the switch's log (struct dn2f_sw_ops log). */
+void sw_log(struct dn2f_sw *sw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sw_capture(struct dn2f_sw *sw, unsigned ev, unsigned flags, unsigned reason,
                 uint16_t in, uint16_t out, const void *buf, size_t len);
 

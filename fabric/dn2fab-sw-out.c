@@ -9,6 +9,8 @@
 #define _GNU_SOURCE 1
 #endif
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +30,23 @@ bool sw_bucket_take(double *tokens, uint64_t *last, uint64_t t, double rate, dou
     }
     *tokens -= 1;
     return true;
+}
+
+
+/* --------------------------------------------------------------- log */
+/* One line of the switch's log, through its ops (none: nothing). */
+void sw_log(struct dn2f_sw *sw, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    if (!sw->ops.log) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    sw->ops.log(sw->opaque, msg);
 }
 
 

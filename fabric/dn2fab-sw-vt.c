@@ -102,21 +102,6 @@ void dn2f_vt_grants(const uint64_t *e, unsigned n, uint64_t lookahead, uint64_t 
 }
 
 
-/* ----------------------------------------------------------------- log */
-static void vt_log(struct dn2f_sw *sw, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void vt_log(struct dn2f_sw *sw, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    if (!sw->ops.log) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    sw->ops.log(sw->opaque, msg);
-}
 
 
 /* --------------------------------------------------------------- grants */
@@ -179,7 +164,7 @@ void sw_vt_update(struct dn2f_sw *sw, struct swport *reporter)
         }
         if (all) {
             sw->vt.started = true;
-            vt_log(sw, "vt: %u boards up, virtual time starts", n);
+            sw_log(sw, "vt: %u boards up, virtual time starts", n);
         }
     }
     if (sw->vt.started) {
@@ -247,7 +232,7 @@ void sw_vt_port_gone(struct dn2f_sw *sw, struct swport *p)
     if (!sw->cfg.vt) {
         return;
     }
-    vt_log(sw, "vt: LID 0x%04x guid %llu (%s) left the sync set at %llu ns", p->lid,
+    sw_log(sw, "vt: LID 0x%04x guid %llu (%s) left the sync set at %llu ns", p->lid,
            (unsigned long long)p->guid, dn2f_addr_str(&p->addr, a, sizeof(a)),
            (unsigned long long)(p->vt.have ? p->vt.now : 0));
     memset(&p->vt, 0, sizeof(p->vt));
@@ -275,7 +260,7 @@ void sw_vt_housekeep(struct dn2f_sw *sw, uint64_t t)
             continue;
         }
         p->vt.warned = t;
-        vt_log(sw, "vt: warning: LID 0x%04x guid %llu (%s) has not reported for %.1f s "
+        sw_log(sw, "vt: warning: LID 0x%04x guid %llu (%s) has not reported for %.1f s "
                "(virtual time %llu ns) while %u board%s wait%s", p->lid,
                (unsigned long long)p->guid, dn2f_addr_str(&p->addr, a, sizeof(a)),
                (double)(t - p->vt.last_rx) / 1e9,

@@ -48,20 +48,6 @@ void dn2f_sw_config_default(struct dn2f_sw_config *c)
 }
 
 
-static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void logf_(struct dn2f_sw *sw, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    if (!sw->ops.log) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    sw->ops.log(sw->opaque, msg);
-}
 
 
 /* Log lines a stranger can provoke (refusals, bad MACs): rate-limited. */
@@ -83,7 +69,7 @@ static void logf_limited(struct dn2f_sw *sw, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (sw->log_suppressed) {
-        logf_(sw, "%s (%u similar lines suppressed)", msg, sw->log_suppressed);
+        sw_log(sw, "%s (%u similar lines suppressed)", msg, sw->log_suppressed);
         sw->log_suppressed = 0;
     } else {
         sw->ops.log(sw->opaque, msg);
@@ -213,7 +199,7 @@ static void port_gone(struct dn2f_sw *sw, struct swport *p, const char *why)
     }
     p->state = PORT_GONE;
     sw->nactive--;
-    logf_(sw, "port LID 0x%04x GUID 0x%016llx (%s) gone: %s", p->lid,
+    sw_log(sw, "port LID 0x%04x GUID 0x%016llx (%s) gone: %s", p->lid,
           (unsigned long long)p->guid, dn2f_addr_str(&p->addr, a, sizeof(a)), why);
     mark_dirty(sw);
     sw_vt_port_gone(sw, p);     /* out of the sync set */
@@ -523,7 +509,7 @@ static void establish(struct dn2f_sw *sw, const struct dn2f_addr *from,
         sw->nactive++;
     }
     if (changed) {
-        logf_(sw, "port LID 0x%04x GUID 0x%016llx at %s epoch 0x%016llx%s", p->lid,
+        sw_log(sw, "port LID 0x%04x GUID 0x%016llx at %s epoch 0x%016llx%s", p->lid,
               (unsigned long long)p->guid, dn2f_addr_str(from, a, sizeof(a)),
               (unsigned long long)m->h.src_epoch,
               p->epoch && p->epoch != m->h.src_epoch ? " (restarted)" : "");
@@ -818,7 +804,7 @@ void dn2f_sw_input(struct dn2f_sw *sw, const struct dn2f_addr *from, const void 
         p->last_seen = now(sw);
         if (m.h.type == DN2F_T_MCAST_JOIN) {
             if (group_add(sw, m.u.mcast.group, p->lid) == 0) {
-                logf_(sw, "LID 0x%04x joined group 0x%04x", p->lid, m.u.mcast.group);
+                sw_log(sw, "LID 0x%04x joined group 0x%04x", p->lid, m.u.mcast.group);
             }
         } else {
             group_del(sw, m.u.mcast.group, p->lid);
