@@ -125,6 +125,8 @@ while [ $# -gt 0 ]; do
         --board-stats) stats=1; shift ;;
         --keep-going) keep_going=1; shift ;;
         --cluster-opt) dn2_need_arg "$@"; cl_opts+=("$2"); shift 2 ;;
+        --virtual-time|--vt-*)
+            usage_error "$1: MPI jobs do not run in lock-step virtual time yet: Open MPI's process manager exchanges the ranks' addresses through the job server over the guests' user-mode network, whose answers arrive at host-dependent times (docs/virtual-time.md, Limits); cluster.sh --virtual-time runs the board's own programs" ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; break ;;

@@ -70,11 +70,12 @@ stderr_diag() { [ -s "$work/err" ] && head -5 "$work/err" | diag; return 0; }
 
 scripts=(scripts/test.sh scripts/setup.sh scripts/export-guest.sh scripts/build-qemu.sh
          scripts/build-initramfs.sh scripts/run-guest.sh scripts/demo.sh scripts/bench.sh
-         scripts/bench-scale.sh scripts/bench-cluster.sh scripts/bench-mpi.sh
+         scripts/bench-scale.sh scripts/bench-cluster.sh scripts/bench-mpi.sh scripts/bench-vt.sh
          scripts/cluster.sh scripts/mpirun.sh scripts/soak.sh linux-guest/driver/build.sh
          tests/guest/boot-test.sh tests/guest/driver-test.sh tests/guest/dsh-test.sh
          tests/guest/prog-test.sh tests/guest/wrong-test.sh tests/cluster/cluster-test.sh
-         tests/cluster/e2e-test.sh tests/cluster/multihost-test.sh tests/scripts/options-test.sh)
+         tests/cluster/e2e-test.sh tests/cluster/multihost-test.sh tests/cluster/vt-determinism-test.sh
+         tests/scripts/options-test.sh)
 # An option that wants a value, per script: missing, and a bad value
 # given as --opt=value (the "=" form must reach the same check).
 declare -A need=(
@@ -89,7 +90,7 @@ declare -A bad=(
     [scripts/bench-cluster.sh]='--slice=x' [scripts/bench-mpi.sh]='--ppn=x'
     [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x')
 
-tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 2))
+tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 1 + 2))
 
 for s in "${scripts[@]}"; do
     run "$s" --help
@@ -136,6 +137,13 @@ for s in scripts/run-guest.sh scripts/demo.sh; do
     point "$s" $p "-n (nodes elsewhere) is refused: exit 2, one line naming --boards (status $rc)"
     [ $p = 1 ] || stderr_diag
 done
+
+# MPI has no virtual-time mode yet: the refusal says why, before anything starts.
+run scripts/mpirun.sh --virtual-time -np 2 -- true
+p=0
+[ "$rc" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q 'job server' "$work/err" && [ -z "$work_done" ] && p=1
+point scripts/mpirun.sh $p "--virtual-time is refused with its reason: exit 2, one line (status $rc)"
+[ $p = 1 ] || stderr_diag
 
 hub=${DN2_ETHHUB:-$top/build/tools/dn2-ethhub}
 if [ -x "$hub" ]; then
