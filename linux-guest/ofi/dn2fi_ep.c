@@ -1367,14 +1367,16 @@ static int ep_close(struct fid *fid)
                (unsigned long long)ep->rx_bytes);
     if (ep->stats) {
         double open_ms = (dn2fi_ns() - ep->ns_open) / 1e6;
-        fprintf(stderr, "dimmnet2 stats: LID %u WID %d %s endpoint open %.1f ms: "
+        fprintf(stderr, "dimmnet2 stats: LID %u WID %d %s endpoint (bulk %s) open %.1f ms: "
                 "sent %llu datagrams %llu bytes, received %llu datagrams %llu bytes; "
                 "ms in: gather+VS staging %.1f, Write Window %.1f, LHSv2 issue %.1f, "
                 "BOTF images %.1f (%llu), ring copy-out (dn2_sd_read) %.1f, "
                 "LLCM copy-out %.1f (%llu bytes), LH Buffer handling %.1f; "
                 "board busy: WW half %llu, request FIFO %llu; waits for credit %llu; "
                 "progress calls %llu\n",
-                ep->lid, ep->wid, ep->type == FI_EP_RDM ? "RDM" : "DGRAM", open_ms,
+                ep->lid, ep->wid, ep->type == FI_EP_RDM ? "RDM" : "DGRAM",
+                ep->bulk == DN2FI_BULK_LLCM ? "llcm" :
+                ep->bulk == DN2FI_BULK_SODIMM ? "sodimm" : "mixed", open_ms,
                 (unsigned long long)ep->tx_msgs, (unsigned long long)ep->tx_bytes,
                 (unsigned long long)ep->rx_dgrams, (unsigned long long)ep->rx_bytes,
                 ep->ns_stage / 1e6, ep->ns_ww / 1e6, ep->ns_issue / 1e6,

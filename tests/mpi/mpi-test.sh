@@ -27,14 +27,17 @@
 #   7. over the boards (Open MPI's cm PML, ofi MTL, the provider's native
 #      RDM endpoint "dimmnet2"; the provider built by meson, or
 #      DN2_FI_PROVIDER): mpi-check on 2 nodes (the boards' tx bytes over
-#      QMP at least the payload the job moved), 4 nodes, 2 nodes x 2 ranks
-#      (WID 0 and WID 1 of each board); mpi-bench on 2 nodes (ping-pong,
-#      1 MiB stream, allreduce, data checked, QMP bytes); mpi-check while
-#      dn2-switch drops, duplicates and reorders 2% of the datagrams (the
-#      boards count retransmissions); NPopenmpi and hpcc; mpi-bench through
-#      the fallback 'dimmnet2;ofi_rxd' (ofi_rxd over the DGRAM core); a rank
-#      that dies on the board, then mpi-check in the same guests (the board
-#      serves the next job)
+#      QMP at least the payload the job moved) and 4 nodes; mpi-bench on 2
+#      nodes (ping-pong, 1 MiB stream, allreduce, data checked, QMP bytes);
+#      mpi-bench through the fallback 'dimmnet2;ofi_rxd' (ofi_rxd over the
+#      DGRAM core); NPopenmpi and hpcc; then one cluster of 2 nodes x 2
+#      ranks (WID 0 and WID 1 of each board) while dn2-switch drops,
+#      duplicates and reorders 2% of the datagrams (the boards count
+#      retransmissions), four jobs in the same guests: mpi-check with
+#      FI_DIMMNET2_BULK=mixed, mpi-check with =llcm (each rank's
+#      FI_DIMMNET2_STATS line names the path and counts BOTF images), a
+#      rank that dies while a 1 MiB message to it is arriving on the llcm
+#      path, mpi-check again (the boards serve the next job)
 # Without mpicc (and the programs not given) the test skips, naming the
 # remedy; with CI set that is a failure (tests/guest/tap-lib.sh).
 # Environment: DN2_MPI_CHECK, DN2_MPI_FAIL, DN2_MPI_BENCH (the programs;
@@ -193,7 +196,6 @@ else
     not_ok "[board, 2 nodes] boards' tx-bytes ${tx:-?} < payload ${pl:-?}"
 fi
 run_check "board, 4 nodes" board4 -np 4 --net board
-run_check "board, 2 nodes x 2 ranks" board2x2 -N 2 --ppn 2 --net board
 
 # bench_ok NAME LABEL: mpi-bench's run succeeded with its data checked
 bench_ok() {
@@ -211,14 +213,6 @@ bench_ok boardbench "[board, 2 nodes] mpi-bench"
 mpi boardrxd -np 2 --net board --ofi 'dimmnet2;ofi_rxd' --board-stats -- "$prog_bench" 10
 bench_ok boardrxd "[board, 'dimmnet2;ofi_rxd': ofi_rxd over the DGRAM core] mpi-bench"
 
-run_check "board, switch drops/dups/reorders 2%" boardfault -np 2 --net board --board-stats \
-    --switch-opts "--drop 0.02 --dup 0.02 --reorder 0.02 --seed 7"
-rtx=$(board_sum boardfault link-retransmits)
-if [ "$rtx" -gt 0 ]; then
-    ok "[board, faults] the boards retransmitted $rtx times (QMP stat-link-retransmits): the faults happened"
-else
-    not_ok "[board, faults] no retransmissions counted: were the faults injected?"
-fi
 mpi boardnp -np 2 --net board -- NPopenmpi -u 65536 -o /tmp/np.out
 pts=$(grep -c -- '-->' "$out/boardnp.out")
 if [ "$rc" -eq 0 ] && [ "$pts" -ge 20 ]; then
@@ -234,15 +228,74 @@ if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/boardhpcc.out" && ! grep -
 else
     not_ok "hpcc over the boards: exit $rc"; show_fail boardhpcc
 fi
-mpi boardkill -np 2 --net board --keep-going --file "$prog_fail" --file "$prog_check" \
-    --job "board:./$(basename "$prog_fail") exit" --job "board:./$(basename "$prog_check")"
-if grep -q '^\[1\.1\] .*exited with status 3' "$out/boardkill.out" &&
-   grep -q '^\[2\.0\] ok [0-9]* - payload bytes moved' "$out/boardkill.out" &&
-   ! grep -q '^\[2\.0\] not ok' "$out/boardkill.out"; then
-    ok "a rank dies on the board; the next job in the same guests passes mpi-check ($(grep -c '^\[2\.0\] ok ' "$out/boardkill.out") checks, ${secs} s)"
+# The bulk paths in one cluster of 2 nodes x 2 ranks (WID 0 and WID 1 of
+# each board) while the switch drops, duplicates and reorders 2% of the
+# datagrams, one job after the other in the same guests:
+#   1. mpi-check, FI_DIMMNET2_BULK=mixed (-x: every job's default)
+#   2. mpi-check, FI_DIMMNET2_BULK=llcm (the job's own environment)
+#   3. mpi-fail midstream on llcm: ranks 0 and 1 stream 1 MiB messages to
+#      ranks 2 and 3 on the other board; rank 3 dies while its third
+#      message is arriving
+#   4. mpi-check again (mixed): the boards serve the next job
+# FI_DIMMNET2_STATS=1 makes every rank name its bulk path and count its
+# BOTF images at close, which shows that the setting reached the provider.
+fail_b=$(basename "$prog_fail") check_b=$(basename "$prog_check")
+mpi boardpaths -N 2 --ppn 2 --net board --board-stats --keep-going \
+    --switch-opts "--drop 0.02 --dup 0.02 --reorder 0.02 --seed 7" \
+    -x FI_DIMMNET2_BULK=mixed -x FI_DIMMNET2_STATS=1 --file "$prog_fail" --file "$prog_check" \
+    --job "board:./$check_b" --job "board:FI_DIMMNET2_BULK=llcm ./$check_b" \
+    --job "board:FI_DIMMNET2_BULK=llcm ./$fail_b midstream" --job "board:./$check_b"
+# job_check J LABEL: job J's mpi-check, rank 0's TAP points forwarded
+job_check() {
+    local j=$1 label=$2 line pts=0 bad=0
+    while IFS= read -r line; do
+        case $line in
+            "[$j.0] ok "*) pts=$((pts + 1)); ok "[$label] ${line#\[$j.0\] ok * - }" ;;
+            "[$j.0] not ok "*) pts=$((pts + 1)) bad=$((bad + 1)); not_ok "[$label] ${line#\[$j.0\] not ok * - }" ;;
+        esac
+    done < "$out/boardpaths.out"
+    if [ "$pts" -gt 0 ] && [ "$bad" -eq 0 ] && grep -q "^\[$j\.0\] ok [0-9]* - payload bytes moved" "$out/boardpaths.out" &&
+       ! grep -q "^\[$j\.[0-9]*\] mpirun: rank" "$out/boardpaths.out"; then
+        ok "[$label] mpi-check job succeeded ($pts checks)"
+    else
+        not_ok "[$label] mpi-check job: $pts checks, $bad failed"; show_fail boardpaths
+    fi
+}
+# bulk_used J PATH: every rank of job J closed its RDM endpoint on PATH and
+# the job sent BOTF images (the LLCM path carried data)
+bulk_used() {
+    local j=$1 path=$2 ranks botf
+    ranks=$(grep -c "^\[$j\.[0-3]\] dimmnet2 stats: .* RDM endpoint (bulk $path)" "$out/boardpaths.out")
+    botf=$(sed -n "s/^\[$j\.[0-3]\] dimmnet2 stats: .*BOTF images [0-9.]* (\([0-9]*\)).*/\1/p" "$out/boardpaths.out" |
+           awk '{ s += $1 } END { print s + 0 }')
+    if [ "$ranks" -eq 4 ] && [ "$botf" -gt 0 ]; then
+        ok "[board, FI_DIMMNET2_BULK=$path] all 4 ranks sent on the $path path, $botf BOTF images into the LLCM"
+    else
+        not_ok "[board, FI_DIMMNET2_BULK=$path] $ranks of 4 ranks report the $path path, $botf BOTF images"
+    fi
+}
+job_check 1 "board 2x2, faults, mixed"
+bulk_used 1 mixed
+job_check 2 "board 2x2, faults, llcm"
+bulk_used 2 llcm
+if grep -q '^\[3\.3\] rank 3 dies mid-stream' "$out/boardpaths.out" &&
+   grep -q '^\[3\.3\] mpirun: rank 3 exited with status 3' "$out/boardpaths.out"; then
+    ok "[board 2x2, faults, llcm] rank 3 died mid-stream ($(sed -n 's/^\[3\.3\] rank 3 dies mid-stream (\(.*\))/\1/p' "$out/boardpaths.out")), the job failed with its status"
 else
-    not_ok "after a dead rank: the next job did not pass mpi-check (exit $rc)"; show_fail boardkill
+    not_ok "[board 2x2, faults, llcm] rank 3 did not die mid-stream as planned"; show_fail boardpaths
 fi
-check "[board] nothing left running" no_orphans mpitest-boardkill
+job_check 4 "board 2x2, faults, after a dead rank"
+if [ "$rc" -eq 3 ]; then
+    ok "[board 2x2] the run's exit status is the dead rank's, 3 (${secs} s for the four jobs)"
+else
+    not_ok "[board 2x2] exit status $rc, want 3 (the dead rank's) after ${secs} s"; show_fail boardpaths
+fi
+rtx=$(board_sum boardpaths link-retransmits)
+if [ "$rtx" -gt 0 ]; then
+    ok "[board, faults] the boards retransmitted $rtx times (QMP stat-link-retransmits): the faults happened"
+else
+    not_ok "[board, faults] no retransmissions counted: were the faults injected?"
+fi
+check "[board] nothing left running" no_orphans mpitest-boardpaths
 
 tap_done
