@@ -590,7 +590,7 @@ cmd_status() {
     fi
     for name in "${show[@]}"; do
         dir=$CLUSTER_DIR/$name
-        nodes=0 started= kept= switch= switch_bin= secret_file= board_stats= mem= ready_s= launcher_pid=0 interactive=0
+        nodes=0 started='' kept='' switch='' switch_bin='' secret_file='' board_stats='' mem='' ready_s='' launcher_pid=0 interactive=0
         # shellcheck disable=SC1091
         . "$dir/info"
         st=$(run_state "$dir")
@@ -617,7 +617,7 @@ cmd_status() {
             pid=$(sed -n "s/^node${i}_pid=//p" "$dir/info")
             alive=
             [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1
-            if [ "$st" = running ] && [ -n "$pid" ] && [ -z "$alive" ] && [ "$ph" != failed ] && [ "$ph" != done ]; then
+            if [ "$st" = running ] && [ -n "$pid" ] && [ -z "$alive" ] && [ "$ph" != failed ] && [ "$ph" != "done" ]; then
                 ph=failed why="QEMU (pid $pid) is gone"
             fi
             case $ph in
@@ -654,7 +654,7 @@ cmd_list() {
     for d in "$CLUSTER_DIR"/*/; do
         name=$(basename "$d")
         is_cluster "$name" || continue
-        nodes=? started= kept= interactive=0 launcher_pid=0
+        nodes='?' started='' kept='' interactive=0 launcher_pid=0
         # shellcheck disable=SC1091
         . "$d/info" 2>/dev/null
         st=$(run_state "$CLUSTER_DIR/$name")
@@ -1036,7 +1036,7 @@ else
 fi
 # Guest memory: the image unpacks into it (docs/cluster.md, "Guest memory
 # and image size"); without -m it is sized from the image.
-img_unpacked_kib= img_need_mib=
+img_unpacked_kib='' img_need_mib=
 if img_size=$(dn2_image_size "$initrd_built" 2>&1); then
     read -r img_unpacked_kib img_kib <<< "$img_size"
     img_need_mib=$(dn2_guest_mem "$img_unpacked_kib" "$img_kib")
