@@ -10,11 +10,16 @@
  *
  *   dn2fi_init.c   fi_prov_ini, fi_getinfo, fabric, domain, EQ, MR: the
  *                  libfabric entry points; fills dn2fi_prov's entries
- *   dn2fi_rdm.c    the native RDM endpoint (FI_TAGGED + FI_MSG, credits);
- *                  fills struct dn2fi_rdm_ops for the file below
- *   dn2fi_ep.c     CQ, AV, the DGRAM endpoint and the datagram engine
- *                  both endpoint types share (dn2fi_xmit); calls the RDM
- *                  endpoint only through struct dn2fi_rdm_ops
+ *   dn2fi_ep.c     the endpoint object of both types (open, bind, enable,
+ *                  control, cancel, close); gives the CQ and the AV its
+ *                  struct dn2fi_ep_up
+ *   dn2fi_rdm.c    the native RDM endpoint's data operations (FI_TAGGED +
+ *                  FI_MSG, credits, the bulk paths): struct dn2fi_rdm_ops
+ *   dn2fi_dgram.c  the DGRAM endpoint's data operations (FI_MSG)
+ *   dn2fi_xmit.c   the datagram engine both share: LHSv2 with VS staging,
+ *                  BOTF images, the Write Windows, reading a datagram
+ *   dn2fi_av.c     the address vector
+ *   dn2fi_cq.c     the completion queue
  *   dn2fi_util.c   the provider object, -FI_ENOSYS stubs, error codes,
  *                  the clock
  */
@@ -157,6 +162,18 @@ struct dn2fi_cq_entry {
 
 struct dn2fi_ep;
 
+/* How the CQ and the AV (below the endpoint) reach it: a table the
+ * endpoint file fills (dn2fi_ep.c), pointed to by every endpoint. */
+struct dn2fi_ep_up {
+    /* move what arrived and what waits to be sent (a CQ read) */
+    void (*progress)(struct dn2fi_ep *ep);
+    /* may the AV take address {lid, wid}: 0, or -FI_ENOSPC (the RDM
+     * endpoint's flow-control table is full) */
+    int (*av_check)(struct dn2fi_ep *ep, uint16_t lid, int wid);
+    /* the AV took an address of this LID (the AMT entries) */
+    int (*av_added)(struct dn2fi_ep *ep, uint16_t lid);
+};
+
 struct dn2fi_cq {
     struct fid_cq cq;
     struct dn2fi_domain *dom;
@@ -170,6 +187,9 @@ struct dn2fi_cq {
     int neps;
     int refs;
     long idle_us;           /* FI_DIMMNET2_IDLE_US: sleep when a read finds nothing */
+    long spin_us;           /* FI_DIMMNET2_SPIN_US: ... after this long finding nothing */
+    uint64_t empty_since;   /* when reads began to find nothing (0: the last found some) */
+    uint64_t idle_sleeps;   /* how often a read slept (FI_DIMMNET2_STATS) */
 };
 
 struct dn2fi_av_entry {
@@ -204,6 +224,7 @@ struct dn2fi_ep {
     struct fid_ep ep;
     enum fi_ep_type type;   /* FI_EP_DGRAM or FI_EP_RDM */
     struct dn2fi_rdm *rdm;  /* the RDM endpoint's state */
+    const struct dn2fi_ep_up *up;
     uint64_t caps;
     struct dn2fi_domain *dom;
     struct dn2fi_av *av;
@@ -260,7 +281,7 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
 int dn2fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
                   struct fid_eq **eq, void *context);
 
-/* CQ internals used by the endpoint. */
+/* The CQ (dn2fi_cq.c): what the endpoints write into it, binding. */
 int dn2fi_cq_full(struct dn2fi_cq *cq);
 int dn2fi_cq_write(struct dn2fi_cq *cq, void *context, uint64_t flags,
                    size_t len, void *buf, uint64_t data, fi_addr_t src);
@@ -273,12 +294,18 @@ int dn2fi_cq_write_err(struct dn2fi_cq *cq, void *context, uint64_t flags,
 int dn2fi_cq_write_err_tag(struct dn2fi_cq *cq, void *context, uint64_t flags,
                            size_t len, void *buf, uint64_t data, uint64_t tag,
                            int err, size_t olen);
-void dn2fi_ep_progress(struct dn2fi_ep *ep);
+/* An endpoint bound to the CQ (its progress runs on every read): 0 or
+ * -FI_ENOSPC; detach at close. */
+int dn2fi_cq_attach(struct dn2fi_cq *cq, struct dn2fi_ep *ep);
+void dn2fi_cq_detach(struct dn2fi_cq *cq, struct dn2fi_ep *ep);
+void dn2fi_cq_ini(void);
+
+/* The AV (dn2fi_av.c). */
 const struct dn2fi_addr *dn2fi_av_get(struct dn2fi_av *av, fi_addr_t a);
 fi_addr_t dn2fi_av_find(struct dn2fi_av *av, uint16_t lid, int wid);
-int dn2fi_ep_add_peer(struct dn2fi_ep *ep, uint16_t lid);
+void dn2fi_av_ini(void);
 
-/* The datagram engine shared by both endpoint types (dn2fi_ep.c): send
+/* The datagram engine shared by both endpoint types (dn2fi_xmit.c): send
  * one datagram (envelope + the iov's bytes, at most DN2FI_MAX_MSG after
  * the envelope) to (lid, wid); -FI_EAGAIN while the board is busy. */
 int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
@@ -296,10 +323,18 @@ int dn2fi_send_check(const struct iovec *iov, size_t count, uint64_t flags, size
  * envelope: the LH Buffer's 48 bytes, then the receive ring). */
 int dn2fi_dgram_read(struct dn2fi_ep *ep, const void *m, size_t at, void *dst,
                      size_t n);
+/* Copy len bytes of our receive ring at SO-DIMM 'at' (wrapping). */
+int dn2fi_ring_read(struct dn2fi_ep *ep, uint32_t at, uint8_t *buf, size_t len);
 
-/* The native RDM endpoint (dn2fi_rdm.c), as the files below it reach it:
- * its operation tables and the calls the endpoint core (dn2fi_ep.c) makes
- * for an FI_EP_RDM endpoint. */
+/* The DGRAM endpoint (dn2fi_dgram.c): its progress, the cancel of a
+ * posted receive (domain lock held), its message table. */
+void dn2fi_dgram_progress(struct dn2fi_ep *ep);
+ssize_t dn2fi_dgram_cancel(struct dn2fi_ep *ep, void *context);
+const struct fi_ops_msg *dn2fi_dgram_ini(void);
+
+/* The native RDM endpoint (dn2fi_rdm.c): its operation tables and the
+ * calls the endpoint object (dn2fi_ep.c, above it) makes for an
+ * FI_EP_RDM endpoint. */
 struct dn2fi_rdm_ops {
     struct fi_ops_msg *msg;
     struct fi_ops_tagged *tagged;
@@ -315,8 +350,9 @@ struct dn2fi_rdm_ops {
 };
 /* Fills the RDM endpoint's operation tables and returns them. */
 const struct dn2fi_rdm_ops *dn2fi_rdm_ini(void);
-/* Fills the CQ/AV/EP operation tables; rdm: the RDM endpoint's. */
-void dn2fi_ep_ini(const struct dn2fi_rdm_ops *rdm);
+/* Fills the operation tables of the endpoint and of every file below it
+ * (fi_prov_ini, once). */
+void dn2fi_ep_ini(void);
 
 /* dn2fi_util.c.  Stubs that return -FI_ENOSYS for any arguments
  * (operation tables of the categories the provider does not implement). */

@@ -619,7 +619,7 @@ FI_EXT_INI
     dn2fi_eq_ops.readerr = dn2fi_eq_readerr;
     dn2fi_eq_ops.sread = dn2fi_eq_sread;
     dn2fi_eq_ops.strerror = dn2fi_eq_strerror;
-    dn2fi_ep_ini(dn2fi_rdm_ini());
+    dn2fi_ep_ini();
     dn2fi_fill_enosys(&dn2fi_fabric_ops, sizeof(dn2fi_fabric_ops));
     dn2fi_fabric_ops.domain = dn2fi_domain_open;
     dn2fi_fabric_ops.eq_open = dn2fi_eq_open;
