@@ -298,12 +298,10 @@ int dn2fi_cq_write_err_tag(struct dn2fi_cq *cq, void *context, uint64_t flags,
  * -FI_ENOSPC; detach at close. */
 int dn2fi_cq_attach(struct dn2fi_cq *cq, struct dn2fi_ep *ep);
 void dn2fi_cq_detach(struct dn2fi_cq *cq, struct dn2fi_ep *ep);
-void dn2fi_cq_ini(void);
 
 /* The AV (dn2fi_av.c). */
 const struct dn2fi_addr *dn2fi_av_get(struct dn2fi_av *av, fi_addr_t a);
 fi_addr_t dn2fi_av_find(struct dn2fi_av *av, uint16_t lid, int wid);
-void dn2fi_av_ini(void);
 
 /* The datagram engine shared by both endpoint types (dn2fi_xmit.c): send
  * one datagram (envelope + the iov's bytes, at most DN2FI_MAX_MSG after
@@ -330,7 +328,7 @@ int dn2fi_ring_read(struct dn2fi_ep *ep, uint32_t at, uint8_t *buf, size_t len);
  * posted receive (domain lock held), its message table. */
 void dn2fi_dgram_progress(struct dn2fi_ep *ep);
 ssize_t dn2fi_dgram_cancel(struct dn2fi_ep *ep, void *context);
-const struct fi_ops_msg *dn2fi_dgram_ini(void);
+extern const struct fi_ops_msg dn2fi_dgram_msg_ops;
 
 /* The native RDM endpoint (dn2fi_rdm.c): its operation tables and the
  * calls the endpoint object (dn2fi_ep.c, above it) makes for an
@@ -348,15 +346,17 @@ struct dn2fi_rdm_ops {
     ssize_t (*tx_left)(struct dn2fi_ep *ep);
     ssize_t (*rx_left)(struct dn2fi_ep *ep);
 };
-/* Fills the RDM endpoint's operation tables and returns them. */
-const struct dn2fi_rdm_ops *dn2fi_rdm_ini(void);
-/* Fills the operation tables of the endpoint and of every file below it
- * (fi_prov_ini, once). */
-void dn2fi_ep_ini(void);
+extern const struct dn2fi_rdm_ops dn2fi_rdm_ops;
 
-/* dn2fi_util.c.  Stubs that return -FI_ENOSYS for any arguments
- * (operation tables of the categories the provider does not implement). */
-void dn2fi_fill_enosys(void *ops, size_t size);
+/* dn2fi_util.c.  Every operation table is a const struct with every slot
+ * named; a slot the provider does not implement gets the stub, which
+ * ignores its arguments and returns -FI_ENOSYS as ssize_t (an int
+ * returning slot reads the low half, also -FI_ENOSYS): sound on the
+ * x86-64 SysV ABI the guest uses.  The cast goes through void (*)(void),
+ * which -Wcast-function-type lets through. */
+ssize_t dn2fi_enosys(void);
+#define DN2FI_NOSYS(ops, slot) \
+    ((__typeof__(((struct ops *)0)->slot))(void (*)(void))dn2fi_enosys)
 int dn2fi_errno(int r);     /* libdimmnet2 / errno code -> -FI_* */
 uint64_t dn2fi_ns(void);
 

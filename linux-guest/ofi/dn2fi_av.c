@@ -176,8 +176,26 @@ static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     return -FI_ENOSYS;      /* no asynchronous inserts: nothing to report */
 }
 
-static struct fi_ops av_fi_ops;
-static struct fi_ops_av av_ops;
+static const struct fi_ops av_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = av_close,
+    .bind = av_bind,
+    .control = DN2FI_NOSYS(fi_ops, control),
+    .ops_open = DN2FI_NOSYS(fi_ops, ops_open),
+    .tostr = DN2FI_NOSYS(fi_ops, tostr),
+    .ops_set = DN2FI_NOSYS(fi_ops, ops_set),
+};
+
+static const struct fi_ops_av av_ops = {
+    .size = sizeof(struct fi_ops_av),
+    .insert = av_insert,
+    .insertsvc = DN2FI_NOSYS(fi_ops_av, insertsvc),
+    .insertsym = DN2FI_NOSYS(fi_ops_av, insertsym),
+    .remove = av_remove,
+    .lookup = av_lookup,
+    .straddr = av_straddr,
+    .av_set = DN2FI_NOSYS(fi_ops_av, av_set),
+};
 
 int dn2fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
                   struct fid_av **out, void *context)
@@ -203,21 +221,9 @@ int dn2fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
     av->type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
     av->av.fid.fclass = FI_CLASS_AV;
     av->av.fid.context = context;
-    av->av.fid.ops = &av_fi_ops;
-    av->av.ops = &av_ops;
+    av->av.fid.ops = (struct fi_ops *)&av_fi_ops;
+    av->av.ops = (struct fi_ops_av *)&av_ops;
     dom->refs++;
     *out = &av->av;
     return 0;
-}
-
-void dn2fi_av_ini(void)
-{
-    dn2fi_fill_enosys(&av_fi_ops, sizeof(av_fi_ops));
-    av_fi_ops.close = av_close;
-    av_fi_ops.bind = av_bind;
-    dn2fi_fill_enosys(&av_ops, sizeof(av_ops));
-    av_ops.insert = av_insert;
-    av_ops.remove = av_remove;
-    av_ops.lookup = av_lookup;
-    av_ops.straddr = av_straddr;
 }

@@ -273,8 +273,26 @@ static int cq_close(struct fid *fid)
     return 0;
 }
 
-static struct fi_ops cq_fi_ops;
-static struct fi_ops_cq cq_ops;
+static const struct fi_ops cq_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = cq_close,
+    .bind = DN2FI_NOSYS(fi_ops, bind),
+    .control = DN2FI_NOSYS(fi_ops, control),
+    .ops_open = DN2FI_NOSYS(fi_ops, ops_open),
+    .tostr = DN2FI_NOSYS(fi_ops, tostr),
+    .ops_set = DN2FI_NOSYS(fi_ops, ops_set),
+};
+
+static const struct fi_ops_cq cq_ops = {
+    .size = sizeof(struct fi_ops_cq),
+    .read = cq_read,
+    .readfrom = cq_readfrom,
+    .readerr = cq_readerr,
+    .sread = cq_sread,
+    .sreadfrom = cq_sreadfrom,
+    .signal = DN2FI_NOSYS(fi_ops_cq, signal),
+    .strerror = cq_strerror,
+};
 
 int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
                   struct fid_cq **out, void *context)
@@ -329,8 +347,8 @@ int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     }
     cq->cq.fid.fclass = FI_CLASS_CQ;
     cq->cq.fid.context = context;
-    cq->cq.fid.ops = &cq_fi_ops;
-    cq->cq.ops = &cq_ops;
+    cq->cq.fid.ops = (struct fi_ops *)&cq_fi_ops;
+    cq->cq.ops = (struct fi_ops_cq *)&cq_ops;
     dom->refs++;
     *out = &cq->cq;
     return 0;
@@ -365,17 +383,4 @@ void dn2fi_cq_detach(struct dn2fi_cq *cq, struct dn2fi_ep *ep)
             return;
         }
     }
-}
-
-void dn2fi_cq_ini(void)
-{
-    dn2fi_fill_enosys(&cq_fi_ops, sizeof(cq_fi_ops));
-    cq_fi_ops.close = cq_close;
-    dn2fi_fill_enosys(&cq_ops, sizeof(cq_ops));
-    cq_ops.read = cq_read;
-    cq_ops.readfrom = cq_readfrom;
-    cq_ops.readerr = cq_readerr;
-    cq_ops.sread = cq_sread;
-    cq_ops.sreadfrom = cq_sreadfrom;
-    cq_ops.strerror = cq_strerror;
 }

@@ -303,19 +303,16 @@ static ssize_t ep_injectdata(struct fid_ep *fid, const void *buf, size_t len,
                           FI_INJECT | FI_REMOTE_CQ_DATA);
 }
 
-static struct fi_ops_msg dgram_msg_ops;
-
-const struct fi_ops_msg *dn2fi_dgram_ini(void)
-{
-    dn2fi_fill_enosys(&dgram_msg_ops, sizeof(dgram_msg_ops));
-    dgram_msg_ops.recv = ep_recv;
-    dgram_msg_ops.recvv = ep_recvv;
-    dgram_msg_ops.recvmsg = ep_recvmsg;
-    dgram_msg_ops.send = ep_send;
-    dgram_msg_ops.sendv = ep_sendv;
-    dgram_msg_ops.sendmsg = ep_sendmsg;
-    dgram_msg_ops.inject = ep_inject;
-    dgram_msg_ops.senddata = ep_senddata;
-    dgram_msg_ops.injectdata = ep_injectdata;
-    return &dgram_msg_ops;
-}
+/* The DGRAM endpoint's message operations (dn2fi_ep.c installs them). */
+const struct fi_ops_msg dn2fi_dgram_msg_ops = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = ep_recv,
+    .recvv = ep_recvv,
+    .recvmsg = ep_recvmsg,
+    .send = ep_send,
+    .sendv = ep_sendv,
+    .sendmsg = ep_sendmsg,
+    .inject = ep_inject,
+    .senddata = ep_senddata,
+    .injectdata = ep_injectdata,
+};

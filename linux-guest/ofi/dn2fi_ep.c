@@ -18,9 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The data operations below this file: set by dn2fi_ep_ini. */
-static const struct dn2fi_rdm_ops *rdm_ops;
-static const struct fi_ops_msg *dgram_msg_ops;
+/* The RDM endpoint's operations, below this file. */
+static const struct dn2fi_rdm_ops *const rdm_ops = &dn2fi_rdm_ops;
 
 static inline struct dn2fi_ep *ep_of(struct fid_ep *fid)
 {
@@ -406,13 +405,97 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
     return 0;
 }
 
-static struct fi_ops ep_fi_ops;
-static struct fi_ops_ep ep_ops;
-static struct fi_ops_cm ep_cm_ops;
-static struct fi_ops_rma ep_rma_ops;
-static struct fi_ops_tagged ep_tagged_ops;
-static struct fi_ops_atomic ep_atomic_ops;
-static struct fi_ops_collective ep_coll_ops;
+static const struct fi_ops ep_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = ep_close,
+    .bind = ep_bind,
+    .control = ep_control,
+    .ops_open = DN2FI_NOSYS(fi_ops, ops_open),
+    .tostr = DN2FI_NOSYS(fi_ops, tostr),
+    .ops_set = DN2FI_NOSYS(fi_ops, ops_set),
+};
+
+static const struct fi_ops_ep ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = ep_cancel,
+    .getopt = ep_getopt,
+    .setopt = ep_setopt,
+    .tx_ctx = DN2FI_NOSYS(fi_ops_ep, tx_ctx),
+    .rx_ctx = DN2FI_NOSYS(fi_ops_ep, rx_ctx),
+    .rx_size_left = ep_rx_size_left,
+    .tx_size_left = ep_tx_size_left,
+};
+
+static const struct fi_ops_cm ep_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = DN2FI_NOSYS(fi_ops_cm, setname),
+    .getname = ep_getname,
+    .getpeer = DN2FI_NOSYS(fi_ops_cm, getpeer),
+    .connect = DN2FI_NOSYS(fi_ops_cm, connect),
+    .listen = DN2FI_NOSYS(fi_ops_cm, listen),
+    .accept = DN2FI_NOSYS(fi_ops_cm, accept),
+    .reject = DN2FI_NOSYS(fi_ops_cm, reject),
+    .shutdown = DN2FI_NOSYS(fi_ops_cm, shutdown),
+    .join = DN2FI_NOSYS(fi_ops_cm, join),
+};
+
+static const struct fi_ops_rma ep_rma_ops = {
+    .size = sizeof(struct fi_ops_rma),
+    .read = DN2FI_NOSYS(fi_ops_rma, read),
+    .readv = DN2FI_NOSYS(fi_ops_rma, readv),
+    .readmsg = DN2FI_NOSYS(fi_ops_rma, readmsg),
+    .write = DN2FI_NOSYS(fi_ops_rma, write),
+    .writev = DN2FI_NOSYS(fi_ops_rma, writev),
+    .writemsg = DN2FI_NOSYS(fi_ops_rma, writemsg),
+    .inject = DN2FI_NOSYS(fi_ops_rma, inject),
+    .writedata = DN2FI_NOSYS(fi_ops_rma, writedata),
+    .injectdata = DN2FI_NOSYS(fi_ops_rma, injectdata),
+};
+
+/* the DGRAM endpoint's: no tagged messages */
+static const struct fi_ops_tagged ep_tagged_ops = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = DN2FI_NOSYS(fi_ops_tagged, recv),
+    .recvv = DN2FI_NOSYS(fi_ops_tagged, recvv),
+    .recvmsg = DN2FI_NOSYS(fi_ops_tagged, recvmsg),
+    .send = DN2FI_NOSYS(fi_ops_tagged, send),
+    .sendv = DN2FI_NOSYS(fi_ops_tagged, sendv),
+    .sendmsg = DN2FI_NOSYS(fi_ops_tagged, sendmsg),
+    .inject = DN2FI_NOSYS(fi_ops_tagged, inject),
+    .senddata = DN2FI_NOSYS(fi_ops_tagged, senddata),
+    .injectdata = DN2FI_NOSYS(fi_ops_tagged, injectdata),
+};
+
+static const struct fi_ops_atomic ep_atomic_ops = {
+    .size = sizeof(struct fi_ops_atomic),
+    .write = DN2FI_NOSYS(fi_ops_atomic, write),
+    .writev = DN2FI_NOSYS(fi_ops_atomic, writev),
+    .writemsg = DN2FI_NOSYS(fi_ops_atomic, writemsg),
+    .inject = DN2FI_NOSYS(fi_ops_atomic, inject),
+    .readwrite = DN2FI_NOSYS(fi_ops_atomic, readwrite),
+    .readwritev = DN2FI_NOSYS(fi_ops_atomic, readwritev),
+    .readwritemsg = DN2FI_NOSYS(fi_ops_atomic, readwritemsg),
+    .compwrite = DN2FI_NOSYS(fi_ops_atomic, compwrite),
+    .compwritev = DN2FI_NOSYS(fi_ops_atomic, compwritev),
+    .compwritemsg = DN2FI_NOSYS(fi_ops_atomic, compwritemsg),
+    .writevalid = DN2FI_NOSYS(fi_ops_atomic, writevalid),
+    .readwritevalid = DN2FI_NOSYS(fi_ops_atomic, readwritevalid),
+    .compwritevalid = DN2FI_NOSYS(fi_ops_atomic, compwritevalid),
+};
+
+static const struct fi_ops_collective ep_coll_ops = {
+    .size = sizeof(struct fi_ops_collective),
+    .barrier = DN2FI_NOSYS(fi_ops_collective, barrier),
+    .broadcast = DN2FI_NOSYS(fi_ops_collective, broadcast),
+    .alltoall = DN2FI_NOSYS(fi_ops_collective, alltoall),
+    .allreduce = DN2FI_NOSYS(fi_ops_collective, allreduce),
+    .allgather = DN2FI_NOSYS(fi_ops_collective, allgather),
+    .reduce_scatter = DN2FI_NOSYS(fi_ops_collective, reduce_scatter),
+    .reduce = DN2FI_NOSYS(fi_ops_collective, reduce),
+    .scatter = DN2FI_NOSYS(fi_ops_collective, scatter),
+    .gather = DN2FI_NOSYS(fi_ops_collective, gather),
+    .msg = DN2FI_NOSYS(fi_ops_collective, msg),
+};
 
 int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
                    struct fid_ep **out, void *context)
@@ -492,12 +575,12 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
     ep->ep.fid.fclass = FI_CLASS_EP;
     ep->ep.fid.context = context;
-    ep->ep.fid.ops = &ep_fi_ops;
-    ep->ep.ops = &ep_ops;
-    ep->ep.cm = &ep_cm_ops;
-    ep->ep.msg = ep->type == FI_EP_RDM ? rdm_ops->msg : (struct fi_ops_msg *)dgram_msg_ops;
-    ep->ep.rma = &ep_rma_ops;
-    ep->ep.tagged = ep->type == FI_EP_RDM ? rdm_ops->tagged : &ep_tagged_ops;
+    ep->ep.fid.ops = (struct fi_ops *)&ep_fi_ops;
+    ep->ep.ops = (struct fi_ops_ep *)&ep_ops;
+    ep->ep.cm = (struct fi_ops_cm *)&ep_cm_ops;
+    ep->ep.msg = ep->type == FI_EP_RDM ? rdm_ops->msg : (struct fi_ops_msg *)&dn2fi_dgram_msg_ops;
+    ep->ep.rma = (struct fi_ops_rma *)&ep_rma_ops;
+    ep->ep.tagged = ep->type == FI_EP_RDM ? rdm_ops->tagged : (struct fi_ops_tagged *)&ep_tagged_ops;
     if (ep->type == FI_EP_RDM && (r = rdm_ops->open(ep))) {
         dn2_close(ep->d);
         free(ep->scratch);
@@ -506,35 +589,11 @@ int dn2fi_endpoint(struct fid_domain *domain, struct fi_info *info,
         free(ep);
         return r;
     }
-    ep->ep.atomic = &ep_atomic_ops;
-    ep->ep.collective = &ep_coll_ops;
+    ep->ep.atomic = (struct fi_ops_atomic *)&ep_atomic_ops;
+    ep->ep.collective = (struct fi_ops_collective *)&ep_coll_ops;
     pthread_mutex_lock(&dom->lock);
     dom->refs++;
     pthread_mutex_unlock(&dom->lock);
     *out = &ep->ep;
     return 0;
-}
-
-void dn2fi_ep_ini(void)
-{
-    rdm_ops = dn2fi_rdm_ini();
-    dgram_msg_ops = dn2fi_dgram_ini();
-    dn2fi_av_ini();
-    dn2fi_cq_ini();
-    dn2fi_fill_enosys(&ep_fi_ops, sizeof(ep_fi_ops));
-    ep_fi_ops.close = ep_close;
-    ep_fi_ops.bind = ep_bind;
-    ep_fi_ops.control = ep_control;
-    dn2fi_fill_enosys(&ep_ops, sizeof(ep_ops));
-    ep_ops.cancel = ep_cancel;
-    ep_ops.getopt = ep_getopt;
-    ep_ops.setopt = ep_setopt;
-    ep_ops.rx_size_left = ep_rx_size_left;
-    ep_ops.tx_size_left = ep_tx_size_left;
-    dn2fi_fill_enosys(&ep_cm_ops, sizeof(ep_cm_ops));
-    ep_cm_ops.getname = ep_getname;
-    dn2fi_fill_enosys(&ep_rma_ops, sizeof(ep_rma_ops));
-    dn2fi_fill_enosys(&ep_tagged_ops, sizeof(ep_tagged_ops));
-    dn2fi_fill_enosys(&ep_atomic_ops, sizeof(ep_atomic_ops));
-    dn2fi_fill_enosys(&ep_coll_ops, sizeof(ep_coll_ops));
 }

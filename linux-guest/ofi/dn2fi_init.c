@@ -395,9 +395,24 @@ static int dn2fi_trywait(struct fid_fabric *fabric, struct fid **fids, int count
     return -FI_EAGAIN;      /* no wait objects: keep polling */
 }
 
-static struct fi_ops dn2fi_fabric_fi_ops;
+static const struct fi_ops dn2fi_fabric_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = dn2fi_fabric_close,
+    .bind = DN2FI_NOSYS(fi_ops, bind),
+    .control = DN2FI_NOSYS(fi_ops, control),
+    .ops_open = DN2FI_NOSYS(fi_ops, ops_open),
+    .tostr = DN2FI_NOSYS(fi_ops, tostr),
+    .ops_set = DN2FI_NOSYS(fi_ops, ops_set),
+};
 
-static struct fi_ops_fabric dn2fi_fabric_ops;
+static const struct fi_ops_fabric dn2fi_fabric_ops = {
+    .size = sizeof(struct fi_ops_fabric),
+    .domain = dn2fi_domain_open,
+    .passive_ep = DN2FI_NOSYS(fi_ops_fabric, passive_ep),
+    .eq_open = dn2fi_eq_open,
+    .wait_open = DN2FI_NOSYS(fi_ops_fabric, wait_open),
+    .trywait = dn2fi_trywait,
+};
 
 int dn2fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                       void *context)
@@ -413,8 +428,8 @@ int dn2fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
     }
     f->fabric.fid.fclass = FI_CLASS_FABRIC;
     f->fabric.fid.context = context;
-    f->fabric.fid.ops = &dn2fi_fabric_fi_ops;
-    f->fabric.ops = &dn2fi_fabric_ops;
+    f->fabric.fid.ops = (struct fi_ops *)&dn2fi_fabric_fi_ops;
+    f->fabric.ops = (struct fi_ops_fabric *)&dn2fi_fabric_ops;
     f->fabric.api_version = attr->api_version;
     *fabric = &f->fabric;
     return 0;
@@ -444,7 +459,15 @@ static int dn2fi_mr_close(struct fid *fid)
     return 0;
 }
 
-static struct fi_ops dn2fi_mr_fi_ops;
+static const struct fi_ops dn2fi_mr_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = dn2fi_mr_close,
+    .bind = DN2FI_NOSYS(fi_ops, bind),
+    .control = DN2FI_NOSYS(fi_ops, control),
+    .ops_open = DN2FI_NOSYS(fi_ops, ops_open),
+    .tostr = DN2FI_NOSYS(fi_ops, tostr),
+    .ops_set = DN2FI_NOSYS(fi_ops, ops_set),
+};
 
 /* Registration is not needed; a handle is given to callers that ask. */
 static int dn2fi_mr_reg(struct fid *fid, const void *buf, size_t len,
@@ -463,7 +486,7 @@ static int dn2fi_mr_reg(struct fid *fid, const void *buf, size_t len,
     }
     m->mr.fid.fclass = FI_CLASS_MR;
     m->mr.fid.context = context;
-    m->mr.fid.ops = &dn2fi_mr_fi_ops;
+    m->mr.fid.ops = (struct fi_ops *)&dn2fi_mr_fi_ops;
     m->mr.mem_desc = NULL;
     m->mr.key = requested_key;
     *mr = &m->mr;
@@ -488,15 +511,36 @@ static int dn2fi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
                          attr->offset, attr->requested_key, flags, mr, attr->context);
 }
 
-static struct fi_ops_mr dn2fi_mr_ops = {
+static const struct fi_ops_mr dn2fi_mr_ops = {
     .size = sizeof(struct fi_ops_mr),
     .reg = dn2fi_mr_reg,
     .regv = dn2fi_mr_regv,
     .regattr = dn2fi_mr_regattr,
 };
 
-static struct fi_ops dn2fi_domain_fi_ops;
-static struct fi_ops_domain dn2fi_domain_ops;
+static const struct fi_ops dn2fi_domain_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = dn2fi_domain_close,
+    .bind = DN2FI_NOSYS(fi_ops, bind),
+    .control = DN2FI_NOSYS(fi_ops, control),
+    .ops_open = DN2FI_NOSYS(fi_ops, ops_open),
+    .tostr = DN2FI_NOSYS(fi_ops, tostr),
+    .ops_set = DN2FI_NOSYS(fi_ops, ops_set),
+};
+
+static const struct fi_ops_domain dn2fi_domain_ops = {
+    .size = sizeof(struct fi_ops_domain),
+    .av_open = dn2fi_av_open,
+    .cq_open = dn2fi_cq_open,
+    .endpoint = dn2fi_endpoint,
+    .scalable_ep = DN2FI_NOSYS(fi_ops_domain, scalable_ep),
+    .cntr_open = DN2FI_NOSYS(fi_ops_domain, cntr_open),
+    .poll_open = DN2FI_NOSYS(fi_ops_domain, poll_open),
+    .stx_ctx = DN2FI_NOSYS(fi_ops_domain, stx_ctx),
+    .srx_ctx = DN2FI_NOSYS(fi_ops_domain, srx_ctx),
+    .query_atomic = DN2FI_NOSYS(fi_ops_domain, query_atomic),
+    .query_collective = DN2FI_NOSYS(fi_ops_domain, query_collective),
+};
 
 int dn2fi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                       struct fid_domain **dom, void *context)
@@ -521,9 +565,9 @@ int dn2fi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     d->board = board;
     d->domain.fid.fclass = FI_CLASS_DOMAIN;
     d->domain.fid.context = context;
-    d->domain.fid.ops = &dn2fi_domain_fi_ops;
-    d->domain.ops = &dn2fi_domain_ops;
-    d->domain.mr = &dn2fi_mr_ops;
+    d->domain.fid.ops = (struct fi_ops *)&dn2fi_domain_fi_ops;
+    d->domain.ops = (struct fi_ops_domain *)&dn2fi_domain_ops;
+    d->domain.mr = (struct fi_ops_mr *)&dn2fi_mr_ops;
     *dom = &d->domain;
     return 0;
 }
@@ -572,9 +616,24 @@ static int dn2fi_eq_close(struct fid *fid)
     return 0;
 }
 
-static struct fi_ops dn2fi_eq_fi_ops;
+static const struct fi_ops dn2fi_eq_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = dn2fi_eq_close,
+    .bind = DN2FI_NOSYS(fi_ops, bind),
+    .control = DN2FI_NOSYS(fi_ops, control),
+    .ops_open = DN2FI_NOSYS(fi_ops, ops_open),
+    .tostr = DN2FI_NOSYS(fi_ops, tostr),
+    .ops_set = DN2FI_NOSYS(fi_ops, ops_set),
+};
 
-static struct fi_ops_eq dn2fi_eq_ops;
+static const struct fi_ops_eq dn2fi_eq_ops = {
+    .size = sizeof(struct fi_ops_eq),
+    .read = dn2fi_eq_read,
+    .readerr = dn2fi_eq_readerr,
+    .write = DN2FI_NOSYS(fi_ops_eq, write),
+    .sread = dn2fi_eq_sread,
+    .strerror = dn2fi_eq_strerror,
+};
 
 int dn2fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
                   struct fid_eq **eq, void *context)
@@ -591,8 +650,8 @@ int dn2fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
     }
     e->eq.fid.fclass = FI_CLASS_EQ;
     e->eq.fid.context = context;
-    e->eq.fid.ops = &dn2fi_eq_fi_ops;
-    e->eq.ops = &dn2fi_eq_ops;
+    e->eq.fid.ops = (struct fi_ops *)&dn2fi_eq_fi_ops;
+    e->eq.ops = (struct fi_ops_eq *)&dn2fi_eq_ops;
     *eq = &e->eq;
     return 0;
 }
@@ -608,29 +667,5 @@ FI_EXT_INI
     dn2fi_prov.getinfo = dn2fi_getinfo;
     dn2fi_prov.fabric = dn2fi_fabric_open;
     dn2fi_prov.cleanup = dn2fi_cleanup;
-    dn2fi_fill_enosys(&dn2fi_fabric_fi_ops, sizeof(dn2fi_fabric_fi_ops));
-    dn2fi_fabric_fi_ops.close = dn2fi_fabric_close;
-    dn2fi_fill_enosys(&dn2fi_mr_fi_ops, sizeof(dn2fi_mr_fi_ops));
-    dn2fi_mr_fi_ops.close = dn2fi_mr_close;
-    dn2fi_fill_enosys(&dn2fi_eq_fi_ops, sizeof(dn2fi_eq_fi_ops));
-    dn2fi_eq_fi_ops.close = dn2fi_eq_close;
-    dn2fi_fill_enosys(&dn2fi_eq_ops, sizeof(dn2fi_eq_ops));
-    dn2fi_eq_ops.read = dn2fi_eq_read;
-    dn2fi_eq_ops.readerr = dn2fi_eq_readerr;
-    dn2fi_eq_ops.sread = dn2fi_eq_sread;
-    dn2fi_eq_ops.strerror = dn2fi_eq_strerror;
-    dn2fi_ep_ini();
-    dn2fi_fill_enosys(&dn2fi_fabric_ops, sizeof(dn2fi_fabric_ops));
-    dn2fi_fabric_ops.domain = dn2fi_domain_open;
-    dn2fi_fabric_ops.eq_open = dn2fi_eq_open;
-    dn2fi_fabric_ops.trywait = dn2fi_trywait;
-
-    dn2fi_fill_enosys(&dn2fi_domain_fi_ops, sizeof(dn2fi_domain_fi_ops));
-    dn2fi_domain_fi_ops.close = dn2fi_domain_close;
-
-    dn2fi_fill_enosys(&dn2fi_domain_ops, sizeof(dn2fi_domain_ops));
-    dn2fi_domain_ops.av_open = dn2fi_av_open;
-    dn2fi_domain_ops.cq_open = dn2fi_cq_open;
-    dn2fi_domain_ops.endpoint = dn2fi_endpoint;
     return &dn2fi_prov;
 }

@@ -1710,12 +1710,36 @@ static ssize_t t_injectdata(struct fid_ep *fid, const void *buf, size_t len,
                     FI_INJECT | FI_REMOTE_CQ_DATA);
 }
 
-static struct fi_ops_msg rdm_msg_ops;
-static struct fi_ops_tagged rdm_tagged_ops;
+static const struct fi_ops_msg rdm_msg_ops = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = m_recv,
+    .recvv = m_recvv,
+    .recvmsg = m_recvmsg,
+    .send = m_send,
+    .sendv = m_sendv,
+    .sendmsg = m_sendmsg,
+    .inject = m_inject,
+    .senddata = m_senddata,
+    .injectdata = m_injectdata,
+};
 
-static const struct dn2fi_rdm_ops rdm_ops = {
-    .msg = &rdm_msg_ops,
-    .tagged = &rdm_tagged_ops,
+static const struct fi_ops_tagged rdm_tagged_ops = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = t_recv,
+    .recvv = t_recvv,
+    .recvmsg = t_recvmsg,
+    .send = t_send,
+    .sendv = t_sendv,
+    .sendmsg = t_sendmsg,
+    .inject = t_inject,
+    .senddata = t_senddata,
+    .injectdata = t_injectdata,
+};
+
+/* What the endpoint object (dn2fi_ep.c) calls for an FI_EP_RDM endpoint. */
+const struct dn2fi_rdm_ops dn2fi_rdm_ops = {
+    .msg = (struct fi_ops_msg *)&rdm_msg_ops,
+    .tagged = (struct fi_ops_tagged *)&rdm_tagged_ops,
     .open = rdm_open,
     .close = rdm_close,
     .add_dest = rdm_add_dest,
@@ -1724,31 +1748,3 @@ static const struct dn2fi_rdm_ops rdm_ops = {
     .tx_left = rdm_tx_left,
     .rx_left = rdm_rx_left,
 };
-
-const struct dn2fi_rdm_ops *dn2fi_rdm_ini(void)
-{
-    struct fi_ops_msg *msg = &rdm_msg_ops;
-    struct fi_ops_tagged *tagged = &rdm_tagged_ops;
-
-    dn2fi_fill_enosys(msg, sizeof(*msg));
-    dn2fi_fill_enosys(tagged, sizeof(*tagged));
-    msg->recv = m_recv;
-    msg->recvv = m_recvv;
-    msg->recvmsg = m_recvmsg;
-    msg->send = m_send;
-    msg->sendv = m_sendv;
-    msg->sendmsg = m_sendmsg;
-    msg->inject = m_inject;
-    msg->senddata = m_senddata;
-    msg->injectdata = m_injectdata;
-    tagged->recv = t_recv;
-    tagged->recvv = t_recvv;
-    tagged->recvmsg = t_recvmsg;
-    tagged->send = t_send;
-    tagged->sendv = t_sendv;
-    tagged->sendmsg = t_sendmsg;
-    tagged->inject = t_inject;
-    tagged->senddata = t_senddata;
-    tagged->injectdata = t_injectdata;
-    return &rdm_ops;
-}

@@ -2,7 +2,7 @@
 /*
  * libdimmnet2-fi: what every file of the provider uses, at the bottom of
  * the provider (dn2fi.h): the provider object (its entry points are
- * filled by dn2fi_init.c at fi_prov_ini), the -FI_ENOSYS stubs, error
+ * filled by dn2fi_init.c at fi_prov_ini), the -FI_ENOSYS stub, error
  * codes and the clock.
  */
 #define _GNU_SOURCE
@@ -20,24 +20,9 @@ struct fi_provider dn2fi_prov = {
     .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
 };
 
-static ssize_t dn2fi_enosys(void)
+ssize_t dn2fi_enosys(void)
 {
     return -FI_ENOSYS;
-}
-
-/* Every function pointer after the leading size_t gets the stub.  The
- * stub ignores its arguments and returns -FI_ENOSYS as ssize_t (an int
- * returning slot reads the low half, also -FI_ENOSYS), which is sound on
- * the x86-64 SysV ABI the guest uses. */
-void dn2fi_fill_enosys(void *ops, size_t size)
-{
-    ssize_t (**fp)(void) = (ssize_t (**)(void))((char *)ops + sizeof(size_t));
-    size_t i, n = (size - sizeof(size_t)) / sizeof(*fp);
-
-    *(size_t *)ops = size;
-    for (i = 0; i < n; i++) {
-        fp[i] = dn2fi_enosys;
-    }
 }
 
 int dn2fi_errno(int r)
