@@ -35,6 +35,13 @@
  * PMI semantics: a put is visible to the others after the putter's commit
  * and a barrier both ranks took part in; the barrier answer fills a local
  * cache so that the gets that follow cost no round trip.
+ *
+ * The second transport, for MPI jobs in lock-step virtual time
+ * (mpirun.sh --virtual-time): with DN2_PMI_SOCK=PATH set, the same calls go
+ * to the node's dn2-pmi-agent over that Unix socket, and the agents
+ * exchange the keys over the boards (dn2-pmi-agent.c has the protocol).
+ * DN2_PMI_RANK and DN2_PMI_SIZE are required, DN2_PMI_JOB names the KVS
+ * (default "vt"); DN2_PMI_URL and DN2_PMI_TOKEN are not used.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -48,6 +55,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,7 +98,12 @@ static struct {
     int debug;
     struct kv *cache;     /* every key known here (own puts, barrier dumps) */
     struct kv *pending;   /* own puts not yet sent to the server */
-} S;
+    int sock;             /* the agent's socket (DN2_PMI_SOCK), else -1 */
+    struct {
+        char *p;
+        size_t n, cap;
+    } in;                 /* what came from the agent, not yet read */
+} S = { .sock = -1 };
 
 static void dbg(const char *fmt, ...)
 {
@@ -369,6 +382,151 @@ static int mkpath(struct buf *b, const char *name, const char *fmt, ...)
     return 0;
 }
 
+/* ------------------------------------------- the agent (DN2_PMI_SOCK) */
+static int sock_send(const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(S.sock, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            warn("the PMI agent is gone (%s)", w < 0 ? strerror(errno) : "closed");
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The agent's next line (malloc'd, without the newline), NULL at its end. */
+static char *sock_line(void)
+{
+    for (;;) {
+        char *nl = S.in.n ? memchr(S.in.p, '\n', S.in.n) : NULL;
+        if (nl) {
+            size_t len = (size_t)(nl - S.in.p);
+            char *l = malloc(len + 1);
+            if (!l)
+                return NULL;
+            memcpy(l, S.in.p, len);
+            l[len] = 0;
+            memmove(S.in.p, nl + 1, S.in.n - len - 1);
+            S.in.n -= len + 1;
+            return l;
+        }
+        if (S.in.n + 8192 > S.in.cap) {
+            size_t cap = S.in.cap ? S.in.cap * 2 : 16384;
+            char *p = realloc(S.in.p, cap);
+            if (!p)
+                return NULL;
+            S.in.p = p;
+            S.in.cap = cap;
+        }
+        ssize_t r = recv(S.sock, S.in.p + S.in.n, S.in.cap - S.in.n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            warn("the PMI agent closed the connection");
+            return NULL;
+        }
+        S.in.n += (size_t)r;
+    }
+}
+
+/* The job was aborted (the agent says so, or it is gone): end this rank,
+ * as a barrier answered 409 by the job server does. */
+static void agent_aborted(const char *line)
+{
+    if (line && !strcmp(line, "aborted"))
+        warn("the job was aborted");
+    fflush(NULL);
+    _exit(1);
+}
+
+/* A request that the agent answers "ok". */
+static int sock_ok(const char *req)
+{
+    char *l;
+    if (sock_send(req, strlen(req)))
+        return -1;
+    l = sock_line();
+    if (!l || strcmp(l, "ok")) {
+        if (!l || !strcmp(l, "aborted"))
+            agent_aborted(l);
+        warn("the PMI agent answered '%.60s'", l);
+        free(l);
+        return -1;
+    }
+    free(l);
+    return 0;
+}
+
+static int sock_connect(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    char hello[64];
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        warn("PMI_Init: DN2_PMI_SOCK too long");
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    /* The node's script starts the rank once the socket is there; still,
+     * wait a little for an agent that is about to listen. */
+    for (int attempt = 0; attempt < 300; attempt++) {
+        S.sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (S.sock < 0)
+            return -1;
+        if (!connect(S.sock, (struct sockaddr *)&sa, sizeof(sa)))
+            break;
+        close(S.sock);
+        S.sock = -1;
+        usleep(100000);
+    }
+    if (S.sock < 0) {
+        warn("PMI_Init: no PMI agent at %s", path);
+        return -1;
+    }
+    snprintf(hello, sizeof(hello), "hello %d\n", S.rank);
+    return sock_ok(hello);
+}
+
+static int sock_flush(void)
+{
+    struct buf b = { 0 };
+    int rc;
+
+    /* the puts in the order they were made (the list is newest first) */
+    int n = 0;
+    for (struct kv *e = S.pending; e; e = e->next)
+        n++;
+    struct kv **v = calloc((size_t)n + 1, sizeof(*v));
+    if (!v)
+        return PMI_ERR_NOMEM;
+    n = 0;
+    for (struct kv *e = S.pending; e; e = e->next)
+        v[n++] = e;
+    while (n--) {
+        if (buf_str(&b, "put ") || buf_esc(&b, v[n]->key) || buf_str(&b, " ") ||
+            buf_esc(&b, v[n]->val) || buf_str(&b, "\n")) {
+            free(v);
+            free(b.p);
+            return PMI_ERR_NOMEM;
+        }
+    }
+    free(v);
+    if (b.n && sock_send(b.p, b.n)) {
+        free(b.p);
+        return PMI_FAIL;
+    }
+    free(b.p);
+    rc = sock_ok("commit\n") ? PMI_FAIL : PMI_SUCCESS;
+    if (rc == PMI_SUCCESS)
+        kv_free(&S.pending);
+    return rc;
+}
+
 /* Send the puts not yet sent, DN2_PMI_PUT_KEYS per request. */
 static int flush_pending(void)
 {
@@ -377,6 +535,8 @@ static int flush_pending(void)
 
     if (!S.pending)
         return PMI_SUCCESS;
+    if (S.sock >= 0)
+        return sock_flush();
     if (mkpath(&path, "put", NULL))
         goto out;
     while (S.pending) {
@@ -442,6 +602,21 @@ EXPORT int PMI_Init(int *spawned)
     if (S.initialized)
         return PMI_SUCCESS;
     S.debug = getenv("DN2_PMI_DEBUG") && atoi(getenv("DN2_PMI_DEBUG")) > 0;
+    const char *sockp = getenv("DN2_PMI_SOCK");
+    if (sockp && *sockp) {
+        job = getenv("DN2_PMI_JOB");
+        if (env_int("DN2_PMI_RANK", -2, &S.rank) || env_int("DN2_PMI_SIZE", -2, &S.size) ||
+            env_int("DN2_PMI_APPNUM", 0, &S.appnum) || S.size < 1 || S.rank >= S.size) {
+            warn("PMI_Init: DN2_PMI_RANK < DN2_PMI_SIZE must be set with DN2_PMI_SOCK "
+                 "(ranks are started by scripts/mpirun.sh)");
+            return PMI_ERR_INIT;
+        }
+        snprintf(S.job, sizeof(S.job), "%s", job && *job ? job : "vt");
+        snprintf(S.kvsname, sizeof(S.kvsname), "dn2-%.50s", S.job);
+        if (sock_connect(sockp))
+            return PMI_ERR_INIT;
+        goto clique;
+    }
     url = getenv("DN2_PMI_URL");
     job = getenv("DN2_PMI_JOB");
     token = getenv("DN2_PMI_TOKEN");
@@ -466,6 +641,7 @@ EXPORT int PMI_Init(int *spawned)
     snprintf(S.token, sizeof(S.token), "%s", token);
     snprintf(S.kvsname, sizeof(S.kvsname), "dn2-%.50s", job);
 
+clique:
     /* The clique: the ranks on this node. */
     cl = getenv("DN2_PMI_CLIQUE");
     S.nclique = 0;
@@ -490,8 +666,11 @@ EXPORT int PMI_Init(int *spawned)
     if (S.nclique == 0)
         S.clique[S.nclique++] = S.rank;
     S.initialized = 1;
-    dbg("init: rank %d of %d, server %s:%d, job %s, %d on this node", S.rank, S.size, S.host,
-        S.port, S.job, S.nclique);
+    if (S.sock >= 0)
+        dbg("init: rank %d of %d, agent %s, %d on this node", S.rank, S.size, sockp, S.nclique);
+    else
+        dbg("init: rank %d of %d, server %s:%d, job %s, %d on this node", S.rank, S.size, S.host,
+            S.port, S.job, S.nclique);
     return PMI_SUCCESS;
 }
 
@@ -512,6 +691,13 @@ EXPORT int PMI_Finalize(void)
     kv_free(&S.pending);
     free(S.clique);
     S.clique = NULL;
+    if (S.sock >= 0) {
+        close(S.sock);
+        S.sock = -1;
+    }
+    free(S.in.p);
+    S.in.p = NULL;
+    S.in.n = S.in.cap = 0;
     S.initialized = 0;
     return PMI_SUCCESS;
 }
@@ -607,6 +793,28 @@ EXPORT int PMI_Barrier(void)
     if (flush_pending() != PMI_SUCCESS)
         return PMI_FAIL;
     S.epoch++;
+    if (S.sock >= 0) {
+        dbg("barrier %d", S.epoch);
+        if (sock_send("barrier\n", 8))
+            agent_aborted(NULL);
+        for (;;) {
+            char *l = sock_line();
+            if (!l || !strcmp(l, "aborted"))
+                agent_aborted(l);
+            if (!strcmp(l, "end")) {
+                free(l);
+                break;
+            }
+            if (strncmp(l, "kv ", 3) || kv_parse_into(&S.cache, l + 3, strlen(l + 3))) {
+                warn("barrier %d: the PMI agent answered '%.60s'", S.epoch, l);
+                free(l);
+                return PMI_FAIL;
+            }
+            free(l);
+        }
+        dbg("barrier %d passed", S.epoch);
+        return PMI_SUCCESS;
+    }
     if (mkpath(&path, "barrier", "&size=%d&epoch=%d", S.size, S.epoch))
         return PMI_ERR_NOMEM;
     dbg("barrier %d", S.epoch);
@@ -651,7 +859,34 @@ EXPORT int PMI_KVS_Get(const char *kvsname, const char *key, char *value, int le
     if (!key || !value || length <= 0)
         return PMI_ERR_INVALID_ARG;
     e = kv_find(S.cache, key);
-    if (!e) {
+    if (!e && S.sock >= 0) {
+        char *l;
+        if (buf_str(&path, "get ") || buf_esc(&path, key) || buf_str(&path, "\n") ||
+            sock_send(path.p, path.n))
+            goto out;
+        l = sock_line();
+        if (!l || !strcmp(l, "aborted"))
+            agent_aborted(l);
+        if (!strcmp(l, "none")) {
+            free(l);
+            dbg("get %s: no such key", key);
+            rc = PMI_ERR_INVALID_KEY;
+            goto out;
+        }
+        if (strncmp(l, "val ", 4)) {
+            warn("get %s: the PMI agent answered '%.60s'", key, l);
+            free(l);
+            goto out;
+        }
+        char *v = unesc(l + 4, strlen(l + 4));
+        free(l);
+        if (!v || kv_set(&S.cache, key, v)) {
+            free(v);
+            goto out;
+        }
+        free(v);
+        e = kv_find(S.cache, key);
+    } else if (!e) {
         if (mkpath(&path, "get", "&key=") || buf_esc(&path, key))
             goto out;
         if (http("GET", path.p, NULL, 0, &status, &resp, &rlen, 60))
@@ -692,7 +927,19 @@ EXPORT int PMI_Abort(int exit_code, const char *error_msg)
     fprintf(stderr, "pmi-dn2[%d]: abort (exit code %d): %s\n", S.rank, exit_code,
             error_msg ? error_msg : "");
     fflush(NULL);
-    if (S.initialized && !mkpath(&path, "abort", "&code=%d&msg=", exit_code) &&
+    if (S.initialized && S.sock >= 0) {
+        char head[64];
+        snprintf(head, sizeof(head), "abort %d %d ", S.rank, exit_code);
+        if (!buf_str(&path, head) && !buf_esc(&path, error_msg ? error_msg : "") &&
+            !buf_str(&path, "\n") && !sock_send(path.p, path.n)) {
+            /* until the agent has told the others (it closes then) */
+            char c;
+            struct timeval tv = { .tv_sec = 30 };
+            setsockopt(S.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            while (recv(S.sock, &c, 1, 0) > 0) {
+            }
+        }
+    } else if (S.initialized && !mkpath(&path, "abort", "&code=%d&msg=", exit_code) &&
         !buf_esc(&path, error_msg ? error_msg : "")) {
         if (!http_once("GET", path.p, NULL, 0, &status, &resp, &rlen, 10))
             free(resp);
