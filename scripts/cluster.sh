@@ -115,9 +115,11 @@
 #       --virtual-time    lock-step virtual time: the same run gives the
 #                         same output on any host under any load.  Every
 #                         node runs under TCG with -icount (one vCPU; no
-#                         --smp, -i, --ethernet, --mpi, --serve-dir: those
-#                         bring input from the host at host-dependent
-#                         times), no user network and no job server: the
+#                         --smp, -i, --ethernet, --serve-dir: those bring
+#                         input from the host at host-dependent times; --mpi
+#                         is the image only: MPI jobs in virtual time are
+#                         scripts/mpirun.sh --virtual-time's, whose PMI goes
+#                         over the boards), no user network and no job server: the
 #                         rank table and the command reach the guests as
 #                         fw_cfg files; board i gets vtime=on, lid= the
 #                         LID of node i, pcap=RUNDIR/nodeI.pcap; the switch
@@ -966,7 +968,6 @@ if [ -n "$vt" ]; then
     [ "$interactive" = 0 ] || usage_error "--virtual-time runs one command (-r or -f), not -i: $vt_why (console, jobs)"
     [ "$smp" = 1 ] || usage_error "--virtual-time runs one vCPU per node (--smp $smp): several vCPUs interleave in host-dependent ways under TCG"
     [ -z "$ethernet" ] || usage_error "--virtual-time: no --ethernet: $vt_why"
-    [ -z "$mpi_image" ] || usage_error "--virtual-time: no --mpi: MPI's process manager uses the job server over the guest network ($vt_why)"
     [ -z "$serve_dir" ] || usage_error "--virtual-time: no --serve-dir: there is no file server ($vt_why)"
 fi
 # (the nodes go on several hosts with --hosts, or in a Slurm allocation)
@@ -1110,6 +1111,7 @@ if [ -n "$vt" ]; then
     [ -n "$append_extra" ] && r_rec+=(-a "$append_extra")
     [ -n "$secret_file" ] && r_rec+=(--secret-file "$secret_file")
     [ -n "$packages" ] && r_rec+=(--packages "$packages")
+    [ -n "$mpi_image" ] && r_rec+=(--mpi)
     [ -n "$board_stats" ] && r_rec+=(--board-stats)
     [ -n "$hosts_arg" ] && r_rec+=(--hosts "$hosts_arg")
     [ -n "$rsh" ] && r_rec+=(--rsh "$rsh")
