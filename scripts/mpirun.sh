@@ -54,6 +54,16 @@
 #                       (cluster.sh --board-stats) and print the sums of
 #                       tx/rx packets and bytes over all boards at the end
 #       --cluster-opt A an extra cluster.sh argument (repeatable)
+#       --virtual-time  lock-step virtual time (cluster.sh --virtual-time
+#                       --mpi): the same run gives the same output and the
+#                       same board traces on any host.  No job server: PMI
+#                       goes over the boards (a dn2-pmi-agent per node on the
+#                       node's second WID, so --ppn 1 only), the program and
+#                       the --files travel inside the node's command (a
+#                       fw_cfg file); --net board (or shm on one node)
+#       --vt-start S, --vt-quantum NS, --vt-lookahead NS
+#                       passed to cluster.sh (docs/virtual-time.md); here
+#                       --vt-start defaults to 5 (the MPI image boots longer)
 #   -q, --quiet         no progress display
 #
 # PROGRAM is run as it is given, with ARGS unchanged, as the unprivileged
@@ -92,6 +102,7 @@ fail() { printf '[mpirun] error: %s\n' "$*" >&2; exit 4; }
 orig_args=("$@")
 np= nodes= ppn= n_short= net= ofi=${DN2_MPI_OFI:-dimmnet2} timeout_s=900 mem=512 name= quiet=
 files=() envs=() cl_opts=() packages= jobs=() stats= keep_going= junit= dry_run= old_env=
+vt= vt_opts=() vt_start=5 vt_start_set=
 # ("--opt=value" is split by hand, up to PROGRAM: its arguments are its own)
 while [ $# -gt 0 ]; do
     case $1 in
@@ -125,8 +136,10 @@ while [ $# -gt 0 ]; do
         --board-stats) stats=1; shift ;;
         --keep-going) keep_going=1; shift ;;
         --cluster-opt) dn2_need_arg "$@"; cl_opts+=("$2"); shift 2 ;;
-        --virtual-time|--vt-*)
-            usage_error "$1: MPI jobs do not run in lock-step virtual time yet: Open MPI's process manager exchanges the ranks' addresses through the job server over the guests' user-mode network, whose answers arrive at host-dependent times (docs/virtual-time.md, Limits); cluster.sh --virtual-time runs the board's own programs" ;;
+        --virtual-time) vt=1; shift ;;
+        --vt-start) dn2_need_value "$@"; vt_start=$2; vt_start_set=1; shift 2 ;;
+        --vt-quantum|--vt-lookahead) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; vt_opts+=("$1" "$2"); shift 2 ;;
+        --vt-*) usage_error "unknown argument: $1 (mpirun.sh takes --vt-start, --vt-quantum, --vt-lookahead)" ;;
         -q|--quiet) quiet=1; shift ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; break ;;
@@ -184,12 +197,21 @@ fi
 [ $# -gt 0 ] || [ ${#jobs[@]} -gt 0 ] || usage_error "no program: scripts/mpirun.sh -np 2 -- PROGRAM [ARGS...]"
 [ $# -eq 0 ] || [ ${#jobs[@]} -eq 0 ] || usage_error "give -- PROGRAM or --job, not both"
 [ $# -eq 0 ] || [[ $1 != */* ]] || [ -f "$1" ] || usage_error "$1: no such file on the host"
+# Virtual time: PMI over the boards (dn2-pmi-agent); nothing from the host
+# at run time.
+if [ -n "$vt" ]; then
+    [ "$ppn" = 1 ] || usage_error "--virtual-time: --ppn 1 only: a board has two WIDs, and under virtual time the node's PMI agent (dn2-pmi-agent, PMI over the boards) has the second"
+    [[ " $net ${jobs[*]%%:*} " != *" tcp "* ]] || usage_error "--virtual-time: no tcp: the guests' Ethernet is input from the host at host-dependent times (--net board)"
+    [[ $vt_start =~ ^[0-9]{1,4}(\.[0-9]{1,9})?$ ]] || usage_error "--vt-start: seconds of virtual time, e.g. 5 or 6.5 (got '$vt_start')"
+elif [ ${#vt_opts[@]} -gt 0 ] || [ -n "$vt_start_set" ]; then
+    usage_error "--vt-start, --vt-quantum and --vt-lookahead go with --virtual-time"
+fi
 
 # The libfabric provider (docs/ofi-provider.md), when built (or named by
 # DN2_FI_PROVIDER); the default network follows from it.
 provider=${DN2_FI_PROVIDER:-$(find "$DN2_TOP/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | head -1)}
 if [ -z "$net" ]; then
-    if [ -n "$provider" ]; then net=board; else net=tcp; fi
+    if [ -n "$provider" ] || [ -n "$vt" ]; then net=board; else net=tcp; fi
 fi
 size=$np
 
@@ -228,6 +250,7 @@ if [ -n "$dry_run" ]; then
     for ((r = 0; r < np; r++)); do echo "rank $r: node $((r / ppn)) wid $((r % ppn))"; done
     echo "networks:$nets"
     [[ " $nets " == *" board "* ]] && echo "ofi: $ofi"
+    [ -n "$vt" ] && echo "virtual time: --vt-start $vt_start${vt_opts[*]:+ ${vt_opts[*]}}; PMI: dn2-pmi-agent, WID 1 of every node"
     j=0
     while IFS=$'\t' read -r nj words; do
         j=$((j + 1)); echo "job $j: $nj $words"
@@ -274,21 +297,39 @@ serve=$DN2_TOP/build/mpirun/$name
 rm -rf "$serve"
 mkdir -p "$serve/mpi"
 fetch_cmds=
+# fetch_cmd SRC DEST MODE: how the node's script gets a file: from the job
+# server, or under --virtual-time (no server) inside the script itself, in
+# base64 (the script reaches the guest as a fw_cfg file at boot and is kept
+# in the run directory, so --replay has it too).
+fetch_cmd() {
+    if [ -n "$vt" ]; then
+        printf 'unpack %s %s <<'"'"'DN2-B64-END'"'"'\n' "$2" "$3"
+        base64 -w 76 "$serve/$1"
+        printf 'DN2-B64-END\n'
+    else
+        printf 'fetch %s %s %s\n' "$1" "$2" "$3"
+    fi
+}
 for f in "${files[@]}"; do
     [ -f "$f" ] || fail "--file $f: no such file"
     b=$(basename "$f")
     cp "$f" "$serve/mpi/file-$b"
     mode=644; [ -x "$f" ] && mode=755
-    fetch_cmds+="fetch mpi/file-$b /home/mpi/$b $mode"$'\n'
+    fetch_cmds+=$(fetch_cmd "mpi/file-$b" "/home/mpi/$b" "$mode")$'\n'
 done
 if [ -n "$prog_host" ]; then
     [ -f "$prog_host" ] || fail "$prog_host: no such file on the host"
     cp "$prog_host" "$serve/mpi/prog"
-    fetch_cmds+="fetch mpi/prog /tmp/mpi/bin/$(basename "$prog_host") 755"$'\n'
+    fetch_cmds+=$(fetch_cmd mpi/prog "/tmp/mpi/bin/$(basename "$prog_host")" 755)$'\n'
 fi
 # The board needs the driver and dn2-up in the image (build/guest/export).
+# The PMI agent (virtual time) goes into every board image, so that the
+# image stays the same from one mode to the other.
+agent=$DN2_TOP/build/linux-guest/pmi/dn2-pmi-agent
+[ -z "$vt" ] || [ -x "$agent" ] || fail "$agent is not built (meson compile -C build): --virtual-time needs it"
+[ -x "$agent" ] || agent=
 case " $nets " in *" board "*)
-    bash "$here/export-guest.sh" > /dev/null 2> "$serve/export.log" \
+    bash "$here/export-guest.sh" ${agent:+"$agent"} > /dev/null 2> "$serve/export.log" \
         || fail "scripts/export-guest.sh failed (the driver and dn2-up for the board): $(tail -1 "$serve/export.log")" ;;
 esac
 
@@ -329,7 +370,7 @@ net_env() { # NET
 script=$serve/node.sh
 {
     echo "# generated by scripts/mpirun.sh: $size ranks, $ppn per node, networks:$nets"
-    echo "PPN=$ppn SIZE=$size NJOBS=$njobs STATS=$stats KEEPGOING=$keep_going"
+    echo "PPN=$ppn SIZE=$size NJOBS=$njobs STATS=$stats KEEPGOING=$keep_going VT=$vt"
     echo "NETS=$(sh_quote "$nets")"
     echo "JOBS=$(sh_quote "$joblist")"
     for e in "${ompi_env[@]}"; do echo "export $(sh_quote "$e")"; done
@@ -356,6 +397,10 @@ fetch() { # fetch PATH DEST MODE
     timeout 60 wget -q -O "$2" "$DN2_HTTP/$1" || fail "cannot fetch $1 from the job server"
     chmod "$3" "$2"; chown 1000:1000 "$2"
 }
+unpack() { # unpack DEST MODE < base64
+    base64 -d > "$1" || fail "cannot unpack $1"
+    chmod "$2" "$1"; chown 1000:1000 "$1"
+}
 NODE1
     printf '%s' "$fetch_cmds"
     cat <<'NODE2'
@@ -368,6 +413,7 @@ esac
 # ranks use WID 0 and 1), not the launcher's one line per node: the
 # provider sizes its flow control from this table and refuses a peer that
 # is not in it.
+NODE_RANKS=${DN2_RANKS:-}
 if [ -r "${DN2_RANKS:-}" ]; then
     while read -r n lid wid; do
         case $n in ''|\#*) continue ;; esac
@@ -389,6 +435,11 @@ tell_failures() {
         [ -s "$f" ] && [ ! -e "$f.told" ] || continue
         c=$(cat "$f"); [ "$c" = 0 ] && continue
         r=${f##*/}; r=${r%.rc}
+        if [ -n "$VT" ]; then
+            [ -e $out/abort ] || dn2-pmi-agent --tell $out/pmi.sock abort $r $c "rank $r exited with status $c" 2>/dev/null
+            : > "$f.told"
+            continue
+        fi
         eval "t=\$tok_$r"
         timeout 10 wget -q -O /dev/null \
             "$DN2_PMI_URL/pmi/abort?job=$PMIJOB&rank=$r&token=$t&code=$c&msg=rank%20$r%20exited%20with%20status%20$c" 2>/dev/null
@@ -403,10 +454,24 @@ run_job() {
     PMIJOB=$DN2_JOBID.mpi$J
     out=/tmp/mpi/job$J
     mkdir -p $out
+    # Virtual time: the node's PMI agent (PMI over the boards), on WID 1,
+    # up once every node's agent is (then it creates its socket).
+    if [ -n "$VT" ]; then
+        rm -f $out/pmi.sock $out/abort
+        dn2-pmi-agent -s $out/pmi.sock -r "$NODE_RANKS" -n $DN2_NODE -l $PPN -u 1000 -j $J \
+            -a $out/abort > $out/agent.log 2>&1 &
+        agent=$!
+        i=0
+        while [ ! -S $out/pmi.sock ]; do
+            kill -0 $agent 2>/dev/null || fail "the PMI agent failed: $(tail -1 $out/agent.log)"
+            i=$((i + 1)); [ $i -lt 1200 ] || fail "the PMI agent did not come up in 120 s: $(tail -1 $out/agent.log)"
+            usleep 100000
+        done
+    fi
     # Each local rank's PMI token, from the server (the node's credential
     # asks for them: the first node to ask owns the rank).
     l=0
-    while [ $l -lt $PPN ]; do
+    while [ -z "$VT" ] && [ $l -lt $PPN ]; do
         r=$((first + l))
         t=$(timeout 30 wget -q -O - "$DN2_HTTP/pmi/token?job=$PMIJOB&rank=$r" 2>/tmp/mpi/token.err) \
             || fail "no PMI token for rank $r from the job server: $(tail -1 /tmp/mpi/token.err)"
@@ -418,7 +483,7 @@ run_job() {
     l=0
     while [ $l -lt $PPN ]; do
         r=$((first + l))
-        eval "t=\$tok_$r"
+        eval "t=\${tok_$r:-}"
         # The output streams to the console as it comes ("[R] " lines,
         # which the host prints as they arrive), so a rank killed later
         # still shows it (awk flushes every line: busybox sed would hold
@@ -426,11 +491,27 @@ run_job() {
         # guest's uptime) are for the host: it shows them as result.json.
         read -r up _ < /proc/uptime
         echo "DN2-MPI-RANK-START $J $r $up"
-        ( ( net_env "$NETJ"; export DN2_PMI_JOB=$PMIJOB DN2_PMI_RANK=$r DN2_PMI_TOKEN=$t; cd /home/mpi &&
+        ( ( net_env "$NETJ"; export DN2_PMI_JOB=$PMIJOB DN2_PMI_RANK=$r DN2_PMI_TOKEN=$t
+            [ -n "$VT" ] && export DN2_PMI_SOCK=$out/pmi.sock
+            cd /home/mpi &&
             busybox su -p -s /bin/sh mpi -c "exec $ARGV" < /dev/null 2>&1
             echo $? > $out/$r.rc ) | awk -v p="[$PFX$r] " '{ print p $0; fflush() }'
           rr=$(cat $out/$r.rc 2>/dev/null || echo 255)
-          [ "$rr" = 0 ] || echo "[$PFX$r] mpirun: rank $r exited with status $rr"
+          killed=
+          # Virtual time: the agent ended the ranks of an aborted job; its
+          # reason (written first) tells the aborting rank's own code from
+          # the ranks it ended.
+          if [ -n "$VT" ] && [ "$rr" != 0 ] && [ -s $out/abort ]; then
+              read -r ak ar ac amsg < $out/abort
+              if [ "$ak $ar" = "local $r" ]; then
+                  rr=$ac; echo $rr > $out/$r.rc
+              else
+                  killed=1
+                  echo "[$PFX$r] mpirun: rank $r ended: the job was aborted by rank $ar"
+                  echo "DN2-MPI-RANK-KILLED $J $r $ar"
+              fi
+          fi
+          [ "$rr" = 0 ] || [ -n "$killed" ] || echo "[$PFX$r] mpirun: rank $r exited with status $rr"
           read -r up _ < /proc/uptime
           echo "DN2-MPI-RANK-END $J $r $rr $up" ) &
         pids="$pids $!"
@@ -443,6 +524,10 @@ run_job() {
         for p in $pids; do kill -0 $p 2>/dev/null && left=$((left + 1)); done
         tell_failures
         [ $left -eq 0 ] && break
+        if [ -n "$VT" ]; then
+            # (the agent ends the ranks of an aborted job itself)
+            sleep 1; continue
+        fi
         # (only an aborted job ends them: a busy server's 503 is asked again)
         if ! timeout 10 wget -q -O /dev/null "$DN2_PMI_URL/pmi/status?job=$PMIJOB&rank=$first&token=$st" 2> $out/status.err &&
            grep -q ' 409 ' $out/status.err; then
@@ -458,6 +543,16 @@ run_job() {
         [ "$rr" = 0 ] || { [ $rc = 0 ] && rc=$rr; }
         l=$((l + 1))
     done
+    if [ -n "$VT" ]; then
+        tell_failures
+        if [ -s $out/abort ]; then
+            read -r ak ar ac amsg < $out/abort
+            [ "$ak" = local ] && echo "DN2-MPI-ABORTED rank $ar called PMI_Abort (exit code $ac): $amsg"
+            # the job is over everywhere: this node's status is the abort's
+            [ $rc = 0 ] && [ "$ak" = remote ] && rc=1
+        fi
+        kill $agent 2>/dev/null; wait $agent 2>/dev/null
+    fi
     return $rc
 }
 
@@ -517,6 +612,7 @@ class Rank:
         self.job, self.rank = job, rank
         self.node, self.wid = rank // ppn, rank % ppn
         self.status = self.up0 = self.up1 = self.t0 = self.t1 = None
+        self.killed_by = None
         self.tail = collections.deque(maxlen=TAIL)
         self.lines, self.f = 0, None
         self.label = str(rank) if njobs == 1 else "%d.%d" % (job, rank)
@@ -526,6 +622,8 @@ class Rank:
 ns = [Node(i) for i in range(nodes)]
 ranks = {}
 order = []          # (job, rank) of the failing ranks, as their ends arrived
+vt = os.environ.get("DN2_MPIRUN_VT") == "1"
+vt_abort = None     # virtual time: the abort, as the aborting node said it
 
 
 def rank(job, r):
@@ -564,8 +662,19 @@ def line(n, l):
         if l.startswith(b"DN2-MPI-RANK-END ") and len(w) == 5:
             rk = rank(int(w[1]), int(w[2]))
             rk.node, rk.status, rk.up1, rk.t1 = n.i, int(w[3]), float(w[4]), now()
-            if rk.status != 0:
+            if rk.status != 0 and rk.killed_by is None:
                 order.append((rk.job, rk.rank))
+            return
+        # (virtual time: a rank the PMI agent ended because another aborted
+        # the job does not count as a failure of its own)
+        if l.startswith(b"DN2-MPI-RANK-KILLED ") and len(w) == 4:
+            rank(int(w[1]), int(w[2])).killed_by = int(w[3])
+            return
+        if l.startswith(b"DN2-MPI-ABORTED "):
+            global vt_abort
+            if vt_abort is None:
+                vt_abort = text(l[16:])
+                out.write(b"[mpirun] MPI job aborted: " + l[16:] + b"\n")
             return
     except ValueError:
         pass
@@ -656,7 +765,11 @@ for l in readkv(os.path.join(rundir, "timings")):
     elif len(w) > 1 and w[0].startswith("node"):
         node_t[w[0]] = {k: (num(v) if v else None) for k, v in (x.split("=", 1) for x in w[1:] if "=" in x)}
 
-abort = (readkv(os.path.join(rundir, "pmi-abort")) or [""])[0] or None
+abort = (readkv(os.path.join(rundir, "pmi-abort")) or [""])[0] or vt_abort
+if vt:
+    # Virtual time: the first failure in the guests' time (their clocks
+    # run in lock-step), not in the order the host read the consoles.
+    order.sort(key=lambda k: (k[0], ranks[k].up1 if ranks[k].up1 is not None else 1e18, k[1]))
 first = ranks[order[0]] if order else None
 if crc == 1:
     status = first.status if first else 1
@@ -806,7 +919,17 @@ PY
 # --------------------------------------------------------------- launch
 grace=15
 [ -n "$keep_going" ] && grace=$timeout_s      # a failed job does not end the run
-cl_args=(-n "$nodes" --mpi -m "$mem" -t "$timeout_s" -g "$grace" --name "$name" --serve-dir "$serve" -f "$script")
+if [ -n "$vt" ]; then
+    # No job server: the node's script (the program and files inside) is
+    # the command given at boot.  A failed job ends every node through the
+    # agents; the grace (wall time) only bounds a node that hangs.
+    [ -n "$keep_going" ] || grace=300
+    cl_args=(-n "$nodes" --mpi -m "$mem" -t "$timeout_s" -g "$grace" --name "$name" -f "$script"
+             --virtual-time --vt-start "$vt_start" "${vt_opts[@]}")
+    export DN2_MPIRUN_VT=1
+else
+    cl_args=(-n "$nodes" --mpi -m "$mem" -t "$timeout_s" -g "$grace" --name "$name" --serve-dir "$serve" -f "$script")
+fi
 case " $nets " in *" tcp "*) cl_args+=(--ethernet) ;; esac
 [ -n "$packages" ] && cl_args+=(--packages "$packages")
 [ -n "$quiet" ] && cl_args+=(-q)

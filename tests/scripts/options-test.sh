@@ -90,7 +90,7 @@ declare -A bad=(
     [scripts/bench-cluster.sh]='--slice=x' [scripts/bench-mpi.sh]='--ppn=x'
     [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x')
 
-tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 1 + 2))
+tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 2))
 
 for s in "${scripts[@]}"; do
     run "$s" --help
@@ -138,12 +138,23 @@ for s in scripts/run-guest.sh scripts/demo.sh; do
     [ $p = 1 ] || stderr_diag
 done
 
-# MPI has no virtual-time mode yet: the refusal says why, before anything starts.
-run scripts/mpirun.sh --virtual-time -np 2 -- true
-p=0
-[ "$rc" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q 'job server' "$work/err" && [ -z "$work_done" ] && p=1
-point scripts/mpirun.sh $p "--virtual-time is refused with its reason: exit 2, one line (status $rc)"
-[ $p = 1 ] || stderr_diag
+# MPI in virtual time (PMI over the boards): what it cannot do is a usage
+# error with its reason, before anything starts.
+vt_refused() { # WHAT GREP ARGS...: exit 2, one line matching GREP, no work
+    local what=$1 pat=$2
+    shift 2
+    run scripts/mpirun.sh "$@"
+    p=0
+    [ "$rc" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q -- "$pat" "$work/err" && [ -z "$work_done" ] && p=1
+    point scripts/mpirun.sh $p "$what: exit 2, one line (status $rc)"
+    [ $p = 1 ] || stderr_diag
+}
+vt_refused "--virtual-time --ppn 2 is refused (the second WID is the PMI agent's)" 'PMI agent' \
+    --virtual-time -np 4 --ppn 2 -- true
+vt_refused "--virtual-time --net tcp is refused (the guest Ethernet is host input)" 'Ethernet' \
+    --virtual-time --net tcp -np 2 -- true
+vt_refused "--vt-start without --virtual-time is refused" 'go with --virtual-time' \
+    --vt-start 6 -np 2 -- true
 
 hub=${DN2_ETHHUB:-$top/build/tools/dn2-ethhub}
 if [ -x "$hub" ]; then
