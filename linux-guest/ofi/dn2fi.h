@@ -66,6 +66,11 @@ struct dn2fi_addr {
 #define DN2FI_MAX_MSG       (DN2FI_INJECT + DN2FI_STAGE_SLOT)
 #define DN2FI_QUEUE         256     /* tx/rx queue depth advertised */
 #define DN2FI_CQ_DEFAULT    1024
+/* Waiting on an empty CQ (docs/ofi-provider.md, "Waiting for
+ * completions"): spin this long, then sleep this long per read
+ * (FI_DIMMNET2_SPIN_US, FI_DIMMNET2_IDLE_US; IDLE 0 = spin for ever). */
+#define DN2FI_SPIN_US       500
+#define DN2FI_IDLE_US       20
 #define DN2FI_IOV_LIMIT     4
 
 /* Per-process board resources (docs/ofi-provider.md). */
@@ -187,7 +192,7 @@ struct dn2fi_cq {
     int neps;
     int refs;
     long idle_us;           /* FI_DIMMNET2_IDLE_US: sleep when a read finds nothing */
-    long spin_us;           /* FI_DIMMNET2_SPIN_US: ... after this long finding nothing */
+    long spin_us;           /* FI_DIMMNET2_SPIN_US: ... after reads found nothing this long */
     uint64_t empty_since;   /* when reads began to find nothing (0: the last found some) */
     uint64_t idle_sleeps;   /* how often a read slept (FI_DIMMNET2_STATS) */
 };
@@ -264,6 +269,7 @@ struct dn2fi_ep {
      * found the board busy */
     int stats;
     uint64_t ns_stage, ns_ww, ns_issue, ns_read, ns_lhb, ns_open;
+    uint64_t ns_issue_max, issue_slow;  /* the slowest LHSv2 issue; issues over 1 ms */
     uint64_t tx_bytes, rx_dgrams, busy_half, busy_fifo, busy_credit, progress_calls;
     uint64_t ns_botf, ns_llcm, botf_images, llcm_bytes;
 };

@@ -3,14 +3,16 @@
  * libdimmnet2-fi: the completion queue (FI_CLASS_CQ).  The endpoints
  * above write their completions here (dn2fi_cq_write*); a read that finds
  * nothing drives the progress of the endpoints bound to the CQ through
- * the table each one gives at bind (struct dn2fi_ep_up, dn2fi.h), and
- * with FI_DIMMNET2_IDLE_US lets the vCPU halt instead of spinning
- * (docs/ofi-provider.md, "Waiting for completions").
+ * the table each one gives at bind (struct dn2fi_ep_up, dn2fi.h).  Reads
+ * that have found nothing for FI_DIMMNET2_SPIN_US sleep FI_DIMMNET2_IDLE_US
+ * each, so that the vCPU halts instead of spinning (docs/ofi-provider.md,
+ * "Waiting for completions").
  */
 #define _GNU_SOURCE
 #include "dn2fi.h"
 #include "dimmnet2/dn2_uapi.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +296,28 @@ static const struct fi_ops_cq cq_ops = {
     .strerror = cq_strerror,
 };
 
+/* A number of microseconds from the environment, 0..999999 in decimal
+ * (def when unset or empty): 0, or -1 with a warning. */
+static int env_us(const char *name, long def, long *out)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n;
+
+    *out = def;
+    if (!v || !*v) {
+        return 0;
+    }
+    errno = 0;
+    n = strtol(v, &end, 10);
+    if (errno || *end || n < 0 || n > 999999) {
+        DN2FI_WARN(FI_LOG_CQ, "%s=%s: not a number of microseconds 0..999999\n", name, v);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
 int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
                   struct fid_cq **out, void *context)
 {
@@ -334,15 +358,11 @@ int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     cq->dom = dom;
     cq->format = fmt;
     {
-        const char *idle = getenv("FI_DIMMNET2_IDLE_US");
-        cq->idle_us = idle ? strtol(idle, NULL, 0) : 0;
-        if (cq->idle_us < 0 || cq->idle_us > 999999) {
-            cq->idle_us = 0;
-        }
-        idle = getenv("FI_DIMMNET2_SPIN_US");
-        cq->spin_us = idle ? strtol(idle, NULL, 0) : 0;
-        if (cq->spin_us < 0 || cq->spin_us > 999999) {
-            cq->spin_us = 0;
+        if (env_us("FI_DIMMNET2_IDLE_US", DN2FI_IDLE_US, &cq->idle_us) ||
+            env_us("FI_DIMMNET2_SPIN_US", DN2FI_SPIN_US, &cq->spin_us)) {
+            free(cq->ring);
+            free(cq);
+            return -FI_EINVAL;
         }
     }
     cq->cq.fid.fclass = FI_CLASS_CQ;

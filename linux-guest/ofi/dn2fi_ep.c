@@ -317,7 +317,8 @@ static int ep_close(struct fid *fid)
         double open_ms = (dn2fi_ns() - ep->ns_open) / 1e6;
         fprintf(stderr, "dimmnet2 stats: LID %u WID %d %s endpoint (bulk %s) open %.1f ms: "
                 "sent %llu datagrams %llu bytes, received %llu datagrams %llu bytes; "
-                "ms in: gather+VS staging %.1f, Write Window %.1f, LHSv2 issue %.1f, "
+                "ms in: gather+VS staging %.1f, Write Window %.1f, LHSv2 issue %.1f "
+                "(slowest %.0f us, %llu over 1 ms), "
                 "BOTF images %.1f (%llu), ring copy-out (dn2_sd_read) %.1f, "
                 "LLCM copy-out %.1f (%llu bytes), LH Buffer handling %.1f; "
                 "board busy: WW half %llu, request FIFO %llu; waits for credit %llu; "
@@ -328,6 +329,7 @@ static int ep_close(struct fid *fid)
                 (unsigned long long)ep->tx_msgs, (unsigned long long)ep->tx_bytes,
                 (unsigned long long)ep->rx_dgrams, (unsigned long long)ep->rx_bytes,
                 ep->ns_stage / 1e6, ep->ns_ww / 1e6, ep->ns_issue / 1e6,
+                ep->ns_issue_max / 1e3, (unsigned long long)ep->issue_slow,
                 ep->ns_botf / 1e6, (unsigned long long)ep->botf_images, ep->ns_read / 1e6,
                 ep->ns_llcm / 1e6, (unsigned long long)ep->llcm_bytes,
                 (ep->ns_lhb > ep->ns_read + ep->ns_llcm ?

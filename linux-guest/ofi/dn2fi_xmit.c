@@ -186,6 +186,10 @@ int dn2fi_xmit(struct dn2fi_ep *ep, uint16_t lid, int wid, uint64_t env,
         ep->ns_stage += t1 - t0;    /* gather copy + VS staging */
         ep->ns_ww += t2 - t1;
         ep->ns_issue += t3 - t2;
+        if (t3 - t2 > ep->ns_issue_max) {
+            ep->ns_issue_max = t3 - t2;
+        }
+        ep->issue_slow += t3 - t2 > 1000000;
     }
     ep->tx_bytes += len;
     ep->pc_issued[0] = (ep->pc_issued[0] + 1) & DN2_PC_MASK;

@@ -938,6 +938,23 @@ int main(void)
         struct fid_cq *cq2 = NULL;
         r = fi_cq_open(c.dom, &bad, &cq2, NULL);
         CHECK(r == -FI_ENOSYS, "CQ with FI_WAIT_FD refused: %s", fi_strerror(-r));
+        /* the waiting settings: a bad value refuses the CQ, not 0 silently */
+        struct fi_cq_attr ok = { .format = FI_CQ_FORMAT_MSG };
+        setenv("FI_DIMMNET2_SPIN_US", "5ms", 1);
+        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        CHECK(r == -FI_EINVAL, "FI_DIMMNET2_SPIN_US=5ms refuses the CQ: %s", fi_strerror(-r));
+        unsetenv("FI_DIMMNET2_SPIN_US");
+        setenv("FI_DIMMNET2_IDLE_US", "-1", 1);
+        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        CHECK(r == -FI_EINVAL, "FI_DIMMNET2_IDLE_US=-1 refuses the CQ: %s", fi_strerror(-r));
+        setenv("FI_DIMMNET2_IDLE_US", "0", 1);
+        cq2 = NULL;
+        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        CHECK(r == 0 && cq2, "FI_DIMMNET2_IDLE_US=0 (spin) is taken: %s", fi_strerror(-r));
+        if (cq2) {
+            fi_close(&cq2->fid);
+        }
+        unsetenv("FI_DIMMNET2_IDLE_US");
         struct fid_ep *ep2 = NULL;
         struct fi_info *i2 = fi_dupinfo(c.info);
         i2->caps |= FI_RMA;
