@@ -13,12 +13,23 @@
  * Every figure is printed by rank 0 as "figure NAME VALUE".  The data are
  * checked (a wrong byte fails the run).
  *
- *   mpi-bench [ITERATIONS]   (default 200 ping-pongs; the others scale)
+ *   mpi-bench [ITERATIONS] [--trace[=CALLS]]
+ *     ITERATIONS   ping-pongs (default 200; the others scale)
+ *     --trace      the 8-byte allreduce loop runs CALLS calls (default
+ *                  ITERATIONS) and every rank prints its calls slower than
+ *                  4x the median (and at least 1 ms) as "trace" lines: the
+ *                  call's index, its start from the loop's start, its wall
+ *                  time, the rank's CPU time in it and its voluntary and
+ *                  involuntary context switches in it (wall time well above
+ *                  the CPU time: the rank was off its CPU inside the guest)
  */
+#define _GNU_SOURCE     /* RUSAGE_THREAD */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 static int cmp(const void *a, const void *b)
 {
@@ -26,15 +37,35 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One call of the 8-byte loop as --trace records it. */
+struct call {
+    double start, wall, cpu;
+    long vcsw, ivcsw;
+};
+
 int main(int argc, char **argv)
 {
-    int rank, size, iters;
+    int rank, size, iters = 200, trace = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    iters = argc > 1 ? atoi(argv[1]) : 200;
+    for (int a = 1; a < argc; a++) {
+        if (!strncmp(argv[a], "--trace", 7) && (argv[a][7] == 0 || argv[a][7] == '='))
+            trace = argv[a][7] ? atoi(argv[a] + 8) : -1;
+        else
+            iters = atoi(argv[a]);
+    }
     if (iters < 10)
         iters = 10;
+    if (trace < 0 || (trace > 0 && trace < 10))
+        trace = trace < 0 ? iters : 10;
     if (size < 2) {
         if (rank == 0)
             fprintf(stderr, "mpi-bench needs 2 ranks or more\n");
@@ -101,17 +132,51 @@ int main(int argc, char **argv)
 
     /* allreduce, 8 B and 1 MiB */
     double one = rank, sum = 0;
-    int n8 = iters, n1m = iters / 20 < 3 ? 3 : iters / 20;
+    int n8 = trace ? trace : iters, n1m = iters / 20 < 3 ? 3 : iters / 20;
+    struct call *c = trace ? calloc(n8, sizeof(*c)) : NULL;
+    if (n8 > iters)
+        t = realloc(t, sizeof(double) * n8);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (int i = 0; i < n8; i++) {
-        double t1 = MPI_Wtime();
+        struct rusage ru0, ru1;
+        double t1 = MPI_Wtime(), c1 = 0;
+        if (c) {
+            getrusage(RUSAGE_THREAD, &ru0);
+            c1 = cpu_s();
+        }
         MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         t[i] = MPI_Wtime() - t1;
+        if (c) {
+            c[i].cpu = cpu_s() - c1;
+            getrusage(RUSAGE_THREAD, &ru1);
+            c[i].start = t1 - t0;
+            c[i].wall = t[i];
+            c[i].vcsw = ru1.ru_nvcsw - ru0.ru_nvcsw;
+            c[i].ivcsw = ru1.ru_nivcsw - ru0.ru_nivcsw;
+        }
     }
     double ar8mean = (MPI_Wtime() - t0) / n8;
     qsort(t, n8, sizeof(double), cmp);
     double ar8 = t[n8 / 2], ar8max = t[n8 - 1];
+    if (c) {
+        double lim = 4 * ar8 > 1e-3 ? 4 * ar8 : 1e-3, slow = 0;
+        int ns = 0;
+        for (int i = 0; i < n8; i++) {
+            if (c[i].wall < lim)
+                continue;
+            ns++;
+            slow += c[i].wall - ar8;
+            printf("trace rank %d call %d at %.1f ms: wall %.0f us, cpu %.0f us, csw %ld+%ld\n",
+                   rank, i, c[i].start * 1e3, c[i].wall * 1e6, c[i].cpu * 1e6, c[i].vcsw,
+                   c[i].ivcsw);
+        }
+        printf("trace rank %d: %d calls in %.1f ms, median %.0f us; %d calls over %.0f us "
+               "hold %.1f ms above the median\n", rank, n8, ar8mean * n8 * 1e3, ar8 * 1e6, ns,
+               lim * 1e6, slow * 1e3);
+        fflush(stdout);
+        free(c);
+    }
     bad |= sum != (double)size * (size - 1) / 2;
     double *v = malloc(sizeof(double) * 131072), *w = malloc(sizeof(double) * 131072);
     for (int i = 0; i < 131072; i++)
