@@ -22,9 +22,20 @@
 # capture RUNDIR/nodeI.pcap is byte-identical and not empty (else: the
 # first differing packet, tests/cluster/vt-pcap-diff.py).
 #
+# Then an MPI job (docs/mpi.md, "In virtual time"): 2 nodes x 1 rank of
+# build/tests/mpi/mpi-check 65536 (the MPI check program: point to point up
+# to 64 KiB, collectives, one-sided) with scripts/mpirun.sh --virtual-time
+# (PMI over the boards through dn2-pmi-agent; --vt-quantum 100 µs, the
+# faster mode, to keep it short: DN2_VT_MPI_QUANTUM), run A, then run B as
+# above (cluster.sh --replay A, CPU hog, switch faults).  Checked: A passes
+# every check, B succeeds, the nodes' outputs and board captures are
+# byte-identical.  The MPI case skips (not in CI) when mpi-check or the
+# libfabric provider is not built (mpicc, libfabric-dev: scripts/setup.sh).
+#
 # Environment: QEMU, DN2_SWITCH (default: found in build/),
-# DN2_VT_SIZES (default "2 4"), DN2_VT_QUANTUM (ns, default 0: exact), DN2_CLUSTER_BOOT_TIMEOUT (default 300).
-# Run directories: build/cluster/vt-test-N and vt-test-N-b.
+# DN2_VT_SIZES (default "2 4"), DN2_VT_QUANTUM (ns, default 0: exact), DN2_CLUSTER_BOOT_TIMEOUT (default 300),
+# DN2_VT_MPI_QUANTUM (ns, default 100000; the MPI case).
+# Run directories: build/cluster/vt-test-N and vt-test-N-b, vt-test-mpi and vt-test-mpi-b.
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
@@ -59,7 +70,7 @@ dn2-bench --only rvs --sizes 8,4096 --scale 0.05 -q'
 hog=
 trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
 nsizes=$(wc -w <<< "$sizes")
-tap_plan $((5 * nsizes))
+tap_plan $((5 * nsizes + 4))
 mkdir -p "$top/build/cluster"
 for n in $sizes; do
     a=vt-test-$n b=vt-test-$n-b
@@ -121,4 +132,68 @@ for n in $sizes; do
         not_ok "$n nodes: captures differ:$diffs"
     fi
 done
+
+# ---- an MPI job: PMI over the boards (mpirun.sh --virtual-time)
+mpi_check=$top/build/tests/mpi/mpi-check
+agent=$top/build/linux-guest/pmi/dn2-pmi-agent
+provider=${DN2_FI_PROVIDER:-$(find "$top/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | head -1)}
+mpi_why=
+[ -x "$mpi_check" ] || mpi_why="$mpi_check not built: $(tap_missing mpicc libopenmpi-dev)"
+[ -n "$provider" ] || mpi_why="the libfabric provider is not built: $(tap_missing libfabric libfabric-dev)"
+if [ -n "$mpi_why" ]; then
+    for w in "run A" "run B" "outputs" "captures"; do skip "MPI 2 nodes: $w" "$mpi_why"; done
+elif [ ! -x "$agent" ]; then
+    for w in "run A" "run B" "outputs" "captures"; do not_ok "MPI 2 nodes: $w: $agent not built (meson compile -C build)"; done
+else
+    a=vt-test-mpi b=vt-test-mpi-b
+    ra=$top/build/cluster/$a rb=$top/build/cluster/$b
+    t0=$SECONDS
+    bash "$top/scripts/mpirun.sh" -q --virtual-time --vt-quantum "${DN2_VT_MPI_QUANTUM:-100000}" -np 2 \
+        --name "$a" -t $((boot_timeout + 600)) -- "$mpi_check" 65536 > "$ra.stdout" 2> "$ra.stderr"
+    rc=$?
+    # every check of mpi-check passed (rank 0's TAP) and data moved
+    nok=$(grep -c '^\[0\] ok ' "$ra.stdout")
+    p=1
+    [ "$rc" = 0 ] && [ "$nok" -ge 10 ] && ! grep -q '^\[0\] not ok' "$ra.stdout" && grep -q '^\[0\] ok .* payload bytes moved' "$ra.stdout" && p=0
+    result $p "MPI 2 nodes x 1 rank, run A: mpi-check 65536 passed, $nok checks (exit $rc, $((SECONDS - t0)) s)"
+    [ $p = 0 ] || { tail -30 "$ra.stdout" "$ra.stderr" | diag; }
+
+    yes > /dev/null &
+    hog=$!
+    t0=$SECONDS
+    "$cluster" -q --replay "$ra" --name "$b" --switch-opts "$faults" > "$rb.stdout" 2> "$rb.stderr"
+    rc=$?
+    kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
+    result "$rc" "MPI 2 nodes, run B (CPU hog, switch $faults): succeeded (exit $rc, $((SECONDS - t0)) s)"
+    [ "$rc" = 0 ] || { tail -30 "$rb.stderr" | diag; }
+
+    diffs=
+    for i in 0 1; do
+        if ! cmp -s "$ra/node$i.out" "$rb/node$i.out" || [ ! -s "$ra/node$i.out" ]; then
+            diffs+=" node$i"
+            diag "node$i output differs; first differing line:"
+            diff "$ra/node$i.out" "$rb/node$i.out" | head -4 | diag
+        fi
+    done
+    if [ -z "$diffs" ]; then
+        ok "MPI 2 nodes: every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)"
+    else
+        not_ok "MPI 2 nodes: outputs differ:$diffs"
+    fi
+    diffs=
+    for i in 0 1; do
+        if [ ! -s "$ra/node$i.pcap" ]; then
+            diffs+=" node$i(empty)"; diag "node$i: no capture $ra/node$i.pcap"
+        elif ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
+            diffs+=" node$i"
+            diag "node$i capture differs:"
+            printf '%s\n' "$out" | diag
+        fi
+    done
+    if [ -z "$diffs" ]; then
+        ok "MPI 2 nodes: every board's capture byte-identical in A and B ($(python3 "$pcapdiff" "$ra/node0.pcap" "$rb/node0.pcap" | sed 's/identical, //') on node0)"
+    else
+        not_ok "MPI 2 nodes: captures differ:$diffs"
+    fi
+fi
 tap_done
