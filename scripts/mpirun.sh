@@ -60,7 +60,7 @@
 #                       goes over the boards (a dn2-pmi-agent per node on the
 #                       node's second WID, so --ppn 1 only), the program and
 #                       the --files travel inside the node's command (a
-#                       fw_cfg file); --net board (or shm on one node)
+#                       fw_cfg file); --net board only
 #       --vt-start S, --vt-quantum NS, --vt-lookahead NS
 #                       passed to cluster.sh (docs/virtual-time.md); here
 #                       --vt-start defaults to 5 (the MPI image boots longer)
@@ -202,6 +202,7 @@ fi
 if [ -n "$vt" ]; then
     [ "$ppn" = 1 ] || usage_error "--virtual-time: --ppn 1 only: a board has two WIDs, and under virtual time the node's PMI agent (dn2-pmi-agent, PMI over the boards) has the second"
     [[ " $net ${jobs[*]%%:*} " != *" tcp "* ]] || usage_error "--virtual-time: no tcp: the guests' Ethernet is input from the host at host-dependent times (--net board)"
+    [[ " $net ${jobs[*]%%:*} " != *" shm "* ]] || usage_error "--virtual-time: no shm: the PMI agents talk over the boards (--net board)"
     [[ $vt_start =~ ^[0-9]{1,4}(\.[0-9]{1,9})?$ ]] || usage_error "--vt-start: seconds of virtual time, e.g. 5 or 6.5 (got '$vt_start')"
 elif [ ${#vt_opts[@]} -gt 0 ] || [ -n "$vt_start_set" ]; then
     usage_error "--vt-start, --vt-quantum and --vt-lookahead go with --virtual-time"
