@@ -31,6 +31,8 @@
  *                      fabric (fabric/dn2fab.h)
  *   dimmnet2-sdimm.c   the SO-DIMMs: process areas, the module interleave,
  *                      list entries, the one pattern iterator
+ *   dimmnet2-timing.c  the timing model (timing=thesis): the time a packet
+ *                      takes on the real board, from the thesis's figures
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -284,6 +286,19 @@ typedef struct DN2PortOps {
 
 typedef struct DN2Fab DN2Fab;   /* dimmnet2-port.c: the fabric endpoint */
 
+/* The timing model's parameters (dimmnet2-timing.c, docs/timing.md). */
+typedef enum DN2TimingParam {
+    DN2T_CLOCK_NS,
+    DN2T_SEND_OVERHEAD_NS,
+    DN2T_LINE_NS,
+    DN2T_CABLE_NS,
+    DN2T_SWITCH_NS,
+    DN2T_RX_PUSH_CLK,
+    DN2T_RX_IPUSH_CLK,
+    DN2T_STATUS_CLK,
+    DN2T__MAX
+} DN2TimingParam;
+
 struct DN2State {
     ISADevice parent_obj;
 
@@ -307,6 +322,11 @@ struct DN2State {
     uint64_t vt_start_ns;       /* vtime: the lock-step (and the link) begin here */
     uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
     char *pcap_path;            /* pcap=: a trace of the packets delivered */
+    char *timing;               /* timing=off|thesis: dimmnet2-timing.c */
+    char *timing_params;        /* timing-params=NAME=V,...: overrides */
+    bool timing_on;             /* timing=thesis */
+    uint32_t tparam[DN2T__MAX]; /* the model's parameters */
+    uint64_t t_tx_free;         /* the port sends its next packet from here */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 
     /* the window */
@@ -595,5 +615,10 @@ unsigned dimmnet2_pattern_read(DN2State *s, int wid, const DN2Pattern *p,
 unsigned dimmnet2_pattern_write(DN2State *s, int wid, const DN2Pattern *p,
                                 uint64_t off, const void *buf, uint64_t len,
                                 uint64_t *moved);
+
+/* dimmnet2-timing.c: the timing model (below the port) */
+bool dimmnet2_timing_init(DN2State *s, Error **errp);
+uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len);
+uint64_t dimmnet2_timing_min_ns(const DN2State *s);
 
 #endif

@@ -890,10 +890,15 @@ static void dimmnet2_fab_vt_grant(void *opaque, uint64_t horizon, uint32_t looka
     if (!s->vtime || horizon <= l->vt_horizon) {
         return;
     }
-    if (lookahead_ns > s->vt_latency_ns && lookahead_ns != l->vt_lookahead) {
-        warn_report("dimmnet2: board %d: vtime: the switch's lookahead %u ns "
-                    "is above vt-latency-ns=%u; every packet takes %u ns",
-                    s->index, lookahead_ns, s->vt_latency_ns, lookahead_ns);
+    if (lookahead_ns != l->vt_lookahead) {
+        uint64_t least = s->timing_on ? dimmnet2_timing_min_ns(s) : s->vt_latency_ns;
+
+        if (lookahead_ns > least) {
+            warn_report("dimmnet2: board %d: vtime: the switch's lookahead %u ns "
+                        "is above the least latency of this board's packets "
+                        "(%" PRIu64 " ns); no packet takes less than the "
+                        "lookahead", s->index, lookahead_ns, least);
+        }
     }
     l->vt_horizon = horizon;
     l->vt_lookahead = lookahead_ns;
@@ -904,12 +909,17 @@ static void dimmnet2_fab_vt_grant(void *opaque, uint64_t horizon, uint32_t looka
     }
 }
 
-/* The virtual time a packet sent now is delivered at. */
-static uint64_t dimmnet2_vt_due(DN2State *s)
+/* The virtual time a packet sent now is delivered at: the timing model's
+ * (timing=thesis), or vt-latency-ns later; never sooner than the switch's
+ * lookahead allows. */
+static uint64_t dimmnet2_vt_due(DN2State *s, const uint8_t *pkt, size_t len)
 {
     DN2Fab *l = s->fab;
-    uint64_t t = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                 MAX(s->vt_latency_ns, l->vt_lookahead);
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t t = s->timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
+                              : now + s->vt_latency_ns;
+
+    t = MAX(t, now + l->vt_lookahead);
 
     if (l->vt_quantum > 1) {
         t = QEMU_ALIGN_UP(t, (uint64_t)l->vt_quantum);   /* any Q, not only 2^n */
@@ -1313,7 +1323,13 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
         }
         p = g_malloc(sizeof(*p) + len);
         p->seq = s->loop_seq++;
-        p->due = s->vtime ? qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + s->vt_latency_ns : 0;
+        if (s->vtime) {
+            uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+            p->due = s->timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
+                                  : now + s->vt_latency_ns;
+        } else {
+            p->due = 0;
+        }
         p->len = len;
         memcpy(p->data, pkt, len);
         g_queue_push_tail(&s->loop_q[dimmnet2_loop_queue(ldq_le_p(pkt))], p);
@@ -1327,7 +1343,7 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
             s->fab->flush_now = true;   /* nothing in flight: no ACK to wait for */
         }
         if (s->vtime) {
-            r = dn2f_ep_send_vt(s->fab->ep, dlid, pkt, len, dimmnet2_vt_due(s),
+            r = dn2f_ep_send_vt(s->fab->ep, dlid, pkt, len, dimmnet2_vt_due(s, pkt, len),
                                 s->fab->vt_vseq++);
         } else {
             r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);

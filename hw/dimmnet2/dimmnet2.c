@@ -330,7 +330,7 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
                    s->fifo_depth, DIMMNET2_FIFO_MAX);
         return;
     }
-    if (!dimmnet2_check_link_props(s, errp)) {
+    if (!dimmnet2_check_link_props(s, errp) || !dimmnet2_timing_init(s, errp)) {
         return;
     }
 
@@ -689,6 +689,8 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt_start_ns, 0),
     DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
     DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
+    DEFINE_PROP_STRING("timing", DN2State, timing),
+    DEFINE_PROP_STRING("timing-params", DN2State, timing_params),
     DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
 
@@ -920,6 +922,13 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
         "write every packet the board delivers to its Receive Controller to "
         "this file (nanosecond pcap, LINKTYPE_USER0, capture event 7; "
         "virtual timestamps under vtime=on; docs/fabric.md, pcap records)");
+    object_class_property_set_description(klass, "timing",
+        "off (default): the board as fast as the host allows; thesis: every "
+        "packet takes the time the real board takes (the thesis's clock "
+        "counts and rates, docs/timing.md); needs vtime=on");
+    object_class_property_set_description(klass, "timing-params",
+        "with timing=thesis: NAME=VALUE,... overrides of the model's "
+        "parameters (docs/timing.md)");
     object_class_property_set_description(klass, "guid",
         "board GUID the subnet manager knows it by (keeps its LID across "
         "restarts); 0 = random");

@@ -40,6 +40,7 @@
 #include "qobject/qlist.h"
 #include "qobject/qstring.h"
 #include "qemu/bswap.h"
+#include "qemu/atomic.h"
 #include "dimmnet2-qtest-util.h"
 /* The fabric wire format (fabric/dn2fab.h), for the hostile peer. */
 #include "../../hw/dimmnet2/fabric/dn2fab.h"
@@ -269,10 +270,13 @@ typedef struct Board {
     uint64_t guid;
     int local_port;
     uint16_t lid;
+    int64_t vclock;             /* virtual-time cases: the board's clock */
 } Board;
 
 /* Extra -device properties for every board a case starts (",prop=v"). */
 static const char *g_board_props = "";
+/* When set, every board writes its delivery trace to DIR/<name>.pcap. */
+static const char *g_board_pcap_dir;
 
 static void board_start(Board *b, char name, int sw_port, uint64_t guid, int local_port,
                         uint64_t memsize)
@@ -282,10 +286,12 @@ static void board_start(Board *b, char name, int sw_port, uint64_t guid, int loc
     /* Board B receives in a thread of its own (rx-thread=on), the others
      * in the main loop (the default): every case crossing boards exercises
      * both receive paths. */
-    g_autofree char *props = g_strdup_printf(",switch=127.0.0.1:%d,guid=0x%" PRIx64 "%s%s%s",
+    g_autofree char *pcap = g_board_pcap_dir ?
+        g_strdup_printf(",pcap=%s/%c.pcap", g_board_pcap_dir, name) : g_strdup("");
+    g_autofree char *props = g_strdup_printf(",switch=127.0.0.1:%d,guid=0x%" PRIx64 "%s%s%s%s",
                                              sw_port, guid, local,
                                              name == 'B' ? ",rx-thread=on" : "",
-                                             g_board_props);
+                                             g_board_props, pcap);
 
     memset(b, 0, sizeof(*b));
     b->name = name;
@@ -3009,41 +3015,88 @@ typedef struct VtCase {
     const char *path;
     const char *quantum;        /* --vt-quantum (NULL: exact) */
     uint64_t latency;           /* vt-latency-ns = --vt-lookahead */
+    bool timing;                /* timing=thesis */
 } VtCase;
 
 static const VtCase vt_cases[] = {
-    { "/dimmnet2-fabric/vtime/exact", NULL, 1000 },
-    { "/dimmnet2-fabric/vtime/latency-5us", NULL, 5000 },
-    { "/dimmnet2-fabric/vtime/quantum", "4096", 1000 },
+    { "/dimmnet2-fabric/vtime/exact", NULL, 1000, false },
+    { "/dimmnet2-fabric/vtime/latency-5us", NULL, 5000, false },
+    { "/dimmnet2-fabric/vtime/quantum", "4096", 1000, false },
     /* not a power of two: rounding by masking would go wrong */
-    { "/dimmnet2-fabric/vtime/quantum-100us", "100000", 1000 },
+    { "/dimmnet2-fabric/vtime/quantum-100us", "100000", 1000, false },
+    /* the model's least latency (docs/timing.md) as the lookahead */
+    { "/dimmnet2-fabric/vtime/timing-thesis", NULL, 725, true },
 };
+
+/* timing=thesis, a packet of `bytes` with a status record, sent with the
+ * port free: Core Logic 100 ns, 10 ns per 8-byte line, two 10 ns cables,
+ * the switch's 385 ns, 20 receive clocks + 3 for the status of 10 ns. */
+#define VT_THESIS_NS(bytes) (100 + (bytes) / 8 * 10 + 10 + 385 + 10 + (20 + 3) * 10)
 
 typedef struct VtStep {
     Board *b;
     int64_t to;                 /* step the board's virtual clock to this */
-    int64_t got;
+    int *done, *peer_done;
 } VtStep;
 
+/*
+ * Step one board to `to`, then, while the other board's step has not
+ * returned, on by 1 ns at a time: a board stopped by this program at the
+ * very horizon of the other would never report past it (a vCPU would run
+ * on), and the other's step would wait for ever.  So a board may end a
+ * little past `to`: the cases read delivery times from the boards' pcap
+ * traces, not from where the clocks stopped.
+ */
 static gpointer vt_step_thread(gpointer opaque)
 {
     VtStep *st = opaque;
+    QTestState *qts = st->b->d.qts;
 
-    st->got = qtest_clock_set(st->b->d.qts, st->to);
+    if (st->b->vclock < st->to) {
+        st->b->vclock = qtest_clock_set(qts, st->to);
+    }
+    qatomic_set(st->done, 1);
+    while (!qatomic_read(st->peer_done)) {
+        st->b->vclock = qtest_clock_step(qts, 1);
+    }
     return NULL;
 }
 
-/* Move both boards' virtual clocks to `to` at once: each one's step waits,
- * inside its QEMU, for the grants the other's progress gives. */
+/* Move both boards' virtual clocks to `to` (or a little past) at once. */
 static void vt_step_both(Board *a, Board *b, int64_t to)
 {
-    VtStep sa = { .b = a, .to = to }, sb = { .b = b, .to = to };
+    int da = 0, db = 0;
+    VtStep sa = { .b = a, .to = to, .done = &da, .peer_done = &db };
+    VtStep sb = { .b = b, .to = to, .done = &db, .peer_done = &da };
     GThread *t = g_thread_new("vt-step", vt_step_thread, &sb);
 
     vt_step_thread(&sa);
     g_thread_join(t);
-    EXPECT_HEX(sa.got, to, "board %c's virtual clock", a->name);
-    EXPECT_HEX(sb.got, to, "board %c's virtual clock", b->name);
+    EXPECT_TRUE(a->vclock >= to, "board %c's virtual clock %" PRId64 " reached %" PRId64,
+                a->name, a->vclock, to);
+    EXPECT_TRUE(b->vclock >= to, "board %c's virtual clock %" PRId64 " reached %" PRId64,
+                b->name, b->vclock, to);
+}
+
+/* The virtual delivery times in a board's pcap trace (at most max). */
+static unsigned vt_pcap_times(const char *path, int64_t *ts, unsigned max)
+{
+    g_autofree char *buf = NULL;
+    gsize len = 0, off = 24;
+    unsigned n = 0;
+
+    if (!g_file_get_contents(path, &buf, &len, NULL) || len < 24 ||
+        ldl_le_p(buf) != 0xa1b23c4d) {
+        g_test_message("FAIL %s: not a nanosecond pcap", path);
+        g_test_fail();
+        return 0;
+    }
+    while (off + 16 <= len && n < max) {
+        uint32_t cap = ldl_le_p(buf + off + 8);
+        ts[n++] = (int64_t)ldl_le_p(buf + off) * 1000000000 + ldl_le_p(buf + off + 4);
+        off += 16 + cap;
+    }
+    return n;
 }
 
 static void test_vtime(const void *opaque)
@@ -3055,12 +3108,20 @@ static void test_vtime(const void *opaque)
     /* The lock-step begins at 1 µs: a timer due at 0 would fire (and wait
      * for the other board) before this program has started that board. */
     g_autofree char *props = g_strdup_printf(",vtime=on,vt-latency-ns=%" PRIu64
-                                             ",vt-start-ns=1000", c->latency);
+                                             ",vt-start-ns=1000%s", c->latency,
+                                             c->timing ? ",timing=thesis" : "");
+    g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
+    g_autofree char *pcap = g_build_filename(dir, "C.pcap", NULL);
+    g_autofree char *pcap_a = g_build_filename(dir, "A.pcap", NULL);
     uint64_t q = c->quantum ? g_ascii_strtoull(c->quantum, NULL, 10) : 1;
 #define VT_ROUND_UP(x, m) (((x) + (m) - 1) / (m) * (m))
-    const int64_t t0 = 20000;
+    /* the packet: the BOTF image, 2 header lines + the data */
+    const size_t bytes = 16 + 64;
+    const int64_t wire = bytes / 8 * 10;
+    const int64_t t0 = 20000, t1 = 60000;
+    int64_t lat, want[3], ts[4];
     uint8_t data[64];
-    int64_t due;
+    unsigned n, npk;
     Fab f;
     Board *A, *C;
     struct dn2_hdr h;
@@ -3070,6 +3131,7 @@ static void test_vtime(const void *opaque)
     memset(&f, 0, sizeof(f));
     f.n = 2;
     g_board_props = props;
+    g_board_pcap_dir = dir;
     if (!switch_start(&f.sw, 0, sw_args)) {
         goto out;
     }
@@ -3080,8 +3142,8 @@ static void test_vtime(const void *opaque)
     }
     A = &f.b[0];
     C = &f.b[1];
-    /* At virtual time 0 both wait for the switch's first grant; the link
-     * comes up for the guest there, not before. */
+    /* Before the lock-step begins the link is down for the guest; at its
+     * start both wait for the switch's first grant and the link comes up. */
     EXPECT_TRUE(dn2_sma_link(dn2q_sr_rd(&A->d, DN2_SR_SMA)) != DN2_SMA_LINK_READY,
                 "board A: the link is down before the lock-step begins");
     vt_step_both(A, C, 1000);
@@ -3092,28 +3154,48 @@ static void test_vtime(const void *opaque)
     board_net_init(C, PG, PG);
     vt_step_both(A, C, t0);
 
-    /* A BOTF into C's LLCM at t0: due at t0 + latency (rounded up to the
-     * quantum), and not one nanosecond before. */
+    /* A BOTF into C's LLCM at A's clock: delivered at that time + the
+     * latency (the model's with timing=thesis), rounded up to the quantum. */
     dn2q_pattern(data, sizeof(data), 25);
+    lat = c->timing ? VT_THESIS_NS(bytes) : (int64_t)c->latency;
+    want[0] = VT_ROUND_UP(A->vclock + lat, (int64_t)q);
     h = rvs_hdr(C->lid, 0x1000);
     h.lflag = 1;
     botf_send(A, 0, 0, &h, data, sizeof(data));
-    due = VT_ROUND_UP(t0 + (int64_t)c->latency, (int64_t)q);
-    vt_step_both(A, C, due - 1);
-    st_expect_empty(C, 0, "one ns before the packet is due");
-    EXPECT_HEX(qom_u64(C, "stat-rx-packets"), 0, "board C: nothing delivered before %"
-               PRId64 " ns", due);
-    vt_step_both(A, C, due);
-    st_expect(C, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x1000, 0, "at its time");
-    EXPECT_HEX(qom_u64(C, "stat-rx-packets"), 1, "board C: delivered at %" PRId64 " ns",
-               due);
-
+    npk = 1;
+    if (c->timing) {
+        /* Two packets back to back: the second waits for the port, the
+         * first's 10 lines (100 ns) behind it. */
+        vt_step_both(A, C, t1);
+        want[1] = A->vclock + lat;
+        want[2] = want[1] + wire;
+        h = rvs_hdr(C->lid, 0x1100);
+        h.lflag = 1;
+        botf_send(A, 0, 1, &h, data, sizeof(data));
+        h = rvs_hdr(C->lid, 0x1200);
+        h.lflag = 1;
+        botf_send(A, 0, 2, &h, data, sizeof(data));
+        npk = 3;
+    }
+    vt_step_both(A, C, want[npk - 1] + 20000);
+    st_expect(C, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x1000, T_SHORT,
+              "the packet in virtual time");
+    EXPECT_HEX(qom_u64(C, "stat-rx-packets"), npk, "board C: every packet delivered");
+    n = vt_pcap_times(pcap, ts, G_N_ELEMENTS(ts));
+    EXPECT_HEX(n, npk, "board C's trace: one record per packet");
+    for (i = 0; i < (int)MIN(n, npk); i++) {
+        EXPECT_HEX(ts[i], want[i], "packet %d delivered at its virtual time (ns)", i);
+    }
     EXPECT_HEX(qom_u64(C, "stat-vt-late"), 0, "board C: no packet came after its time");
     EXPECT_HEX(qom_u64(A, "stat-vt-late"), 0, "board A: no packet came after its time");
     EXPECT_TRUE(qom_u64(A, "stat-vt-waits") > 0, "board A waited for grants");
 out:
     g_board_props = "";
+    g_board_pcap_dir = NULL;
     fab_down(&f);
+    unlink(pcap);
+    unlink(pcap_a);
+    rmdir(dir);
 }
 
 int main(int argc, char **argv)
