@@ -29,6 +29,10 @@
 #   --vt-shift N, --vt-lookahead NS, --vt-quantum NS
 #                     cluster.sh's (-icount shift, the modelled packet
 #                     latency, the delivery time grid)
+#   --timing MODEL    with --virtual-time: the boards' timing model
+#                     (timing=MODEL: thesis, docs/timing.md); the lookahead
+#                     becomes the model's least latency (725 ns) unless
+#                     --vt-lookahead is given
 #   -t, --timeout S   seconds for the whole cluster run (default 900)
 #   -o, --output F    the report (default build/bench/guest-<date>.txt)
 #   -q, --quiet       no progress lines on stderr
@@ -81,6 +85,7 @@ while [ $# -gt 0 ]; do
         --slice) dn2_need_value "$@"; slice_us=$2; shift 2 ;;
         --virtual-time) vt_opts+=(--virtual-time); shift ;;
         --vt-shift|--vt-lookahead|--vt-quantum) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; vt_opts+=("$1" "$2"); shift 2 ;;
+        --timing) dn2_need_value "$@"; timing=$2; shift 2 ;;
         -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
         -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
@@ -93,6 +98,12 @@ dn2_want_uint --timeout "$timeout_s"
 dn2_want_uint --slice "$slice_us"
 [ -n "$full" ] && [ "$timeout_s" = 900 ] && timeout_s=2400
 vt=
+if [ -n "${timing:-}" ]; then
+    [ "$timing" = thesis ] || usage_error "--timing: the one model is thesis (docs/timing.md), not '$timing'"
+    [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] || usage_error "--timing goes with --virtual-time: the model's times are virtual times"
+    device_opts="timing=$timing${device_opts:+,$device_opts}"
+    [[ " ${vt_opts[*]} " == *" --vt-lookahead "* ]] || vt_opts+=(--vt-lookahead 725)
+fi
 if [ ${#vt_opts[@]} -gt 0 ]; then
     [ "${vt_opts[0]}" = --virtual-time ] || [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] \
         || usage_error "--vt-shift, --vt-lookahead and --vt-quantum go with --virtual-time"
@@ -311,6 +322,9 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
     echo "DIMMnet-2 for QEMU: guest benchmarks (scripts/bench-cluster.sh, $(date '+%Y-%m-%d %H:%M'))"
     echo "2 Linux guests ($DN2_ACCEL_NAME, 1 vCPU, 256 MiB each), one board each on one dn2-switch;"
     [ -n "$vt" ] && echo "lock-step virtual time (${vt_opts[*]}): every figure is in virtual time, the same in every run on any host; replay: scripts/cluster.sh --replay $rundir"
+    [[ " ${vt_opts[*]} " == *" --vt-quantum "* ]] && echo "QUANTISED: every packet's delivery is rounded up to the --vt-quantum grid, so latencies below it are not the board's"
+    [ -n "${timing:-}" ] && echo "timing model: timing=$timing (docs/timing.md: the network path; the host side's costs are not modelled yet)"
+    [ -n "$vt" ] && [ -z "${timing:-}" ] && echo "no timing model: every packet takes the lookahead (vt-latency-ns), whatever its size"
     echo "host: $(nproc) CPUs ($cpu_model), load average $load_before -> $load_after;"
     if [ "$slice_us" = 0 ]; then
         echo "host scheduling: the kernel's default time slice (--slice 0)"
