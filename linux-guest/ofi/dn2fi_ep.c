@@ -4,10 +4,11 @@
  * types: open (the board's WID), bind to the CQs and the AV, enable (the
  * receive ring, the AMT entries of every possible sender), control,
  * cancel, close (FI_DIMMNET2_STATS).  Its data operations are the files
- * below: the native RDM endpoint (dn2fi_rdm.c, through the struct
- * dn2fi_rdm_ops it returns) and the DGRAM endpoint (dn2fi_dgram.c); the CQ
- * and the AV reach the endpoint only through the struct dn2fi_ep_up it
- * gives them (progress, an address inserted).
+ * below: the native RDM endpoint (dn2fi_rdm.c, through its const struct
+ * dn2fi_rdm_ops) and the DGRAM endpoint (dn2fi_dgram.c's message table);
+ * the CQ and the AV reach the endpoint only through the struct
+ * dn2fi_ep_up it gives them (progress, an address to check and one
+ * inserted).
  */
 #define _GNU_SOURCE
 #include "dn2fi.h"
