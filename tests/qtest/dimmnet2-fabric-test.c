@@ -3099,6 +3099,53 @@ static unsigned vt_pcap_times(const char *path, int64_t *ts, unsigned max)
     return n;
 }
 
+/* Two boards A and C in virtual time: the switch, the boards (each tracing
+ * its deliveries into dir/<name>.pcap), the lock-step begun at 1 µs with
+ * the links up, both brought up for the network.  False: the case ends. */
+static bool vt_rig_up(Fab *f, const char *const *sw_args, const char *props,
+                      const char *dir)
+{
+    int i;
+
+    g_dead = false;
+    memset(f, 0, sizeof(*f));
+    f->n = 2;
+    g_board_props = props;
+    g_board_pcap_dir = dir;
+    if (!switch_start(&f->sw, 0, sw_args)) {
+        return false;
+    }
+    /* A and C: the second board of the other cases receives in a thread,
+     * which virtual time does not take */
+    for (i = 0; i < 2; i++) {
+        board_start(&f->b[i], i ? 'C' : 'A', f->sw.port, guid_of(i), 0, 32 * MiB_);
+    }
+    /* Before the lock-step begins the link is down for the guest; at its
+     * start both wait for the switch's first grant and the link comes up. */
+    EXPECT_TRUE(dn2_sma_link(dn2q_sr_rd(&f->b[0].d, DN2_SR_SMA)) != DN2_SMA_LINK_READY,
+                "board A: the link is down before the lock-step begins");
+    vt_step_both(&f->b[0], &f->b[1], 1000);
+    if (!board_wait_link(&f->b[0], T_SHORT) || !board_wait_link(&f->b[1], T_SHORT)) {
+        return false;
+    }
+    board_net_init(&f->b[0], PG, PG);
+    board_net_init(&f->b[1], PG, PG);
+    return true;
+}
+
+static void vt_rig_down(Fab *f, const char *dir)
+{
+    g_autofree char *pa = g_build_filename(dir, "A.pcap", NULL);
+    g_autofree char *pc = g_build_filename(dir, "C.pcap", NULL);
+
+    g_board_props = "";
+    g_board_pcap_dir = NULL;
+    fab_down(f);
+    unlink(pa);
+    unlink(pc);
+    rmdir(dir);
+}
+
 static void test_vtime(const void *opaque)
 {
     const VtCase *c = opaque;
@@ -3112,7 +3159,6 @@ static void test_vtime(const void *opaque)
                                              c->timing ? ",timing=thesis" : "");
     g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
     g_autofree char *pcap = g_build_filename(dir, "C.pcap", NULL);
-    g_autofree char *pcap_a = g_build_filename(dir, "A.pcap", NULL);
     uint64_t q = c->quantum ? g_ascii_strtoull(c->quantum, NULL, 10) : 1;
 #define VT_ROUND_UP(x, m) (((x) + (m) - 1) / (m) * (m))
     /* the packet: the BOTF image, 2 header lines + the data */
@@ -3127,31 +3173,11 @@ static void test_vtime(const void *opaque)
     struct dn2_hdr h;
     int i;
 
-    g_dead = false;
-    memset(&f, 0, sizeof(f));
-    f.n = 2;
-    g_board_props = props;
-    g_board_pcap_dir = dir;
-    if (!switch_start(&f.sw, 0, sw_args)) {
+    if (!vt_rig_up(&f, sw_args, props, dir)) {
         goto out;
-    }
-    /* A and C: the second board of the other cases receives in a thread,
-     * which virtual time does not take */
-    for (i = 0; i < 2; i++) {
-        board_start(&f.b[i], i ? 'C' : 'A', f.sw.port, guid_of(i), 0, 32 * MiB_);
     }
     A = &f.b[0];
     C = &f.b[1];
-    /* Before the lock-step begins the link is down for the guest; at its
-     * start both wait for the switch's first grant and the link comes up. */
-    EXPECT_TRUE(dn2_sma_link(dn2q_sr_rd(&A->d, DN2_SR_SMA)) != DN2_SMA_LINK_READY,
-                "board A: the link is down before the lock-step begins");
-    vt_step_both(A, C, 1000);
-    if (!board_wait_link(A, T_SHORT) || !board_wait_link(C, T_SHORT)) {
-        goto out;
-    }
-    board_net_init(A, PG, PG);
-    board_net_init(C, PG, PG);
     vt_step_both(A, C, t0);
 
     /* A BOTF into C's LLCM at A's clock: delivered at that time + the
@@ -3190,12 +3216,59 @@ static void test_vtime(const void *opaque)
     EXPECT_HEX(qom_u64(A, "stat-vt-late"), 0, "board A: no packet came after its time");
     EXPECT_TRUE(qom_u64(A, "stat-vt-waits") > 0, "board A waited for grants");
 out:
-    g_board_props = "";
-    g_board_pcap_dir = NULL;
-    fab_down(&f);
-    unlink(pcap);
-    unlink(pcap_a);
-    rmdir(dir);
+    vt_rig_down(&f, dir);
+}
+
+/*
+ * Back-pressure in virtual time: a receiver whose status ring is full
+ * holds the packet in virtual time (no wait tuned to the host) and takes it
+ * at the very virtual time its host frees a record.
+ */
+static void test_vtime_back_pressure(void)
+{
+    const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
+                              NULL };
+    g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
+    g_autofree char *pcap = g_build_filename(dir, "C.pcap", NULL);
+    uint8_t data[256];
+    int64_t ts[6], t_free;
+    unsigned i, n;
+    Fab f;
+    Board *A, *C;
+
+    if (!vt_rig_up(&f, sw_args, ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000", dir)) {
+        goto out;
+    }
+    A = &f.b[0];
+    C = &f.b[1];
+    dn2q_pattern(data, sizeof(data), 41);
+    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
+    /* the smallest status ring: 3 usable records (choice #24) */
+    dn2q_status_setup(&C->d, 0, ST_OFF, 0x01);
+    vt_step_both(A, C, 20000);
+    for (i = 0; i < 4; i++) {
+        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, C->lid, 0, 1, 64, 0x100000 + i * 64, i * 64);
+    }
+    vt_step_both(A, C, 60000);
+    EXPECT_HEX(dn2q_ur_rd(&C->d, 0, DN2_UR_PKT_COUNTER), 3,
+               "ring full: 3 packets taken, the 4th held");
+    EXPECT_TRUE(qom_u64(C, "stat-rx-stalls") >= 1, "ring full: a receive stall counted");
+    sd_expect_zero(C, 0, 3 * 64, 64, "ring full: the 4th RVS is not written");
+    /* C's host frees a record at its clock: the held packet is taken then */
+    t_free = C->vclock;
+    st_expect(C, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 64, 0, 0, "the first record");
+    vt_step_both(A, C, t_free + 20000);
+    EXPECT_HEX(dn2q_ur_rd(&C->d, 0, DN2_UR_PKT_COUNTER), 4, "the held packet taken");
+    sd_expect(C, 0, 3 * 64, data + 3 * 64, 64, "the held RVS written");
+    n = vt_pcap_times(pcap, ts, G_N_ELEMENTS(ts));
+    EXPECT_HEX(n, 4, "board C's trace: four deliveries");
+    if (n == 4) {
+        EXPECT_HEX(ts[2], ts[0], "three at the packets' own time");
+        EXPECT_HEX(ts[3], t_free, "the held one at the virtual time its record was freed");
+    }
+    EXPECT_HEX(qom_u64(C, "stat-vt-late"), 0, "board C: no packet came after its time");
+out:
+    vt_rig_down(&f, dir);
 }
 
 int main(int argc, char **argv)
@@ -3248,6 +3321,7 @@ int main(int argc, char **argv)
         for (i = 0; i < G_N_ELEMENTS(vt_cases); i++) {
             qtest_add_data_func(vt_cases[i].path, &vt_cases[i], test_vtime);
         }
+        qtest_add_func("/dimmnet2-fabric/vtime/back-pressure", test_vtime_back_pressure);
     }
     ret = g_test_run();
     g_free(switch_path);
