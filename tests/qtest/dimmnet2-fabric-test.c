@@ -3271,6 +3271,64 @@ out:
     vt_rig_down(&f, dir);
 }
 
+/*
+ * The RC answer case in virtual time: answers to a requester whose status
+ * ring is full wait in the requester's queue, in virtual time, so the
+ * answering board is never held (no rc-timeout-ms needed, none reached):
+ * its own requests run at once, and the requester takes the held answer at
+ * the virtual time its host frees a record.
+ */
+static void test_vtime_rvl_ring_full(void)
+{
+    const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
+                              NULL };
+    g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
+    g_autofree char *pcap_a = g_build_filename(dir, "A.pcap", NULL);
+    uint8_t data[256];
+    int64_t ts[6], t_free;
+    unsigned i, n;
+    Fab f;
+    Board *A, *C;
+
+    if (!vt_rig_up(&f, sw_args, ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000", dir)) {
+        goto out;
+    }
+    A = &f.b[0];
+    C = &f.b[1];
+    dn2q_pattern(data, sizeof(data), 43);
+    dn2q_sdfile_put(&C->mem, 0, 0x20000, data, sizeof(data));
+    /* A's smallest status ring: 3 usable records (choice #24) */
+    dn2q_status_setup(&A->d, 0, ST_OFF, 0x01);
+    vt_step_both(A, C, 20000);
+    for (i = 0; i < 4; i++) {
+        rreq(A, 0, 0, DN2_OP_RVL, 0, 0, C->lid, 0, 1, 64, 0x20000 + i * 64, i * 64);
+    }
+    vt_step_both(A, C, 60000);
+    EXPECT_HEX(dn2q_ur_rd(&A->d, 0, DN2_UR_PKT_COUNTER), 3,
+               "A's ring full: 3 answers taken, the 4th held at A");
+    EXPECT_HEX(DN2_FGET(dn2q_ur_rd(&C->d, 0, DN2_UR_MODULE_STATE), DN2_MS_WC), 0,
+               "C's Window Controller is idle: it sent every answer");
+    /* C's own process: a local VS runs at once */
+    qtest_memwrite(C->d.qts, dn2q_ww_addr(&C->d, 0, 0), data, 64);
+    issue(C, 0, 0, dn2_req_upper(0, 0x200000),
+          dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64), false, 0);
+    EXPECT_HEX(dn2q_pcf(&C->d, 0, DN2_PC_VS), 1, "C's VS ran in its doorbell");
+    /* A frees a record: the held answer is taken at that virtual time */
+    t_free = A->vclock;
+    st_expect(A, 0, DN2_OP_RVS, 0, 0, C->lid, 0, 64, 0, 0, "the first answer's record");
+    vt_step_both(A, C, t_free + 20000);
+    EXPECT_HEX(dn2q_ur_rd(&A->d, 0, DN2_UR_PKT_COUNTER), 4, "the held answer taken");
+    sd_expect(A, 0, 3 * 64, data + 3 * 64, 64, "the held answer's data");
+    n = vt_pcap_times(pcap_a, ts, G_N_ELEMENTS(ts));
+    EXPECT_HEX(n, 4, "board A's trace: four answers delivered");
+    if (n == 4) {
+        EXPECT_HEX(ts[3], t_free, "the held answer at the virtual time its record was freed");
+    }
+    EXPECT_HEX(qom_u64(C, "stat-rc-abandoned"), 0, "no answer abandoned");
+out:
+    vt_rig_down(&f, dir);
+}
+
 int main(int argc, char **argv)
 {
     unsigned i;
@@ -3322,6 +3380,7 @@ int main(int argc, char **argv)
             qtest_add_data_func(vt_cases[i].path, &vt_cases[i], test_vtime);
         }
         qtest_add_func("/dimmnet2-fabric/vtime/back-pressure", test_vtime_back_pressure);
+        qtest_add_func("/dimmnet2-fabric/vtime/rvl-ring-full", test_vtime_rvl_ring_full);
     }
     ret = g_test_run();
     g_free(switch_path);
