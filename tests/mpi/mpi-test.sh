@@ -30,7 +30,8 @@
 #      QMP at least the payload the job moved) and 4 nodes; mpi-bench on 2
 #      nodes (ping-pong, 1 MiB stream, allreduce, data checked, QMP bytes);
 #      mpi-bench through the fallback 'dimmnet2;ofi_rxd' (ofi_rxd over the
-#      DGRAM core); NPopenmpi and hpcc; then one cluster of 2 nodes x 2
+#      DGRAM core); NPopenmpi and hpcc, hpcc also in lock-step virtual
+#      time (mpirun.sh --virtual-time); then one cluster of 2 nodes x 2
 #      ranks (WID 0 and WID 1 of each board) while dn2-switch drops,
 #      duplicates and reorders 2% of the datagrams (the boards count
 #      retransmissions), four jobs in the same guests: mpi-check with
@@ -227,6 +228,16 @@ if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/boardhpcc.out" && ! grep -
     ok "hpcc on 2 nodes over the boards: HPL residual PASSED, every test to the end (${secs} s)"
 else
     not_ok "hpcc over the boards: exit $rc"; show_fail boardhpcc
+fi
+# The same in lock-step virtual time (mpirun.sh --virtual-time: PMI over the
+# boards, a 100 µs delivery grid): no wait or timeout tuned to the host.
+mpi vthpcc -np 2 --virtual-time --vt-quantum 100000 --file "$here/data/hpccinf.txt" -- \
+    sh -c 'hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
+if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/vthpcc.out" && ! grep -q 'FAILED' "$out/vthpcc.out" &&
+   grep -q '^\[0\] End of HPC Challenge tests' "$out/vthpcc.out"; then
+    ok "hpcc on 2 nodes over the boards in virtual time: HPL residual PASSED, every test to the end (${secs} s)"
+else
+    not_ok "hpcc over the boards in virtual time: exit $rc"; show_fail vthpcc
 fi
 # The bulk paths in one cluster of 2 nodes x 2 ranks (WID 0 and WID 1 of
 # each board) while the switch drops, duplicates and reorders 2% of the
