@@ -69,6 +69,57 @@ dn2-bench --only rvs --sizes 8,4096 --scale 0.05 -q'
 
 hog=
 trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
+
+# replay LABEL RA RB: run B = `cluster.sh --replay RA` under a CPU hog and
+# the switch's faults; one TAP point.
+replay() {
+    local label=$1 ra=$2 rb=$3 t0=$SECONDS rc
+    yes > /dev/null &
+    hog=$!
+    "$cluster" -q --replay "$ra" --name "$(basename "$rb")" --switch-opts "$faults" \
+        > "$rb.stdout" 2> "$rb.stderr"
+    rc=$?
+    kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
+    result "$rc" "$label, run B (CPU hog, switch $faults): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
+    [ "$rc" = 0 ] || { tail -30 "$rb.stderr" | diag; }
+}
+
+# same_outputs LABEL N RA RB: every node's output byte-identical; one point.
+same_outputs() {
+    local label=$1 n=$2 ra=$3 rb=$4 i diffs=
+    for ((i = 0; i < n; i++)); do
+        if ! cmp -s "$ra/node$i.out" "$rb/node$i.out" || [ ! -s "$ra/node$i.out" ]; then
+            diffs+=" node$i"
+            diag "node$i output differs; first differing line:"
+            diff "$ra/node$i.out" "$rb/node$i.out" | head -4 | diag
+        fi
+    done
+    if [ -z "$diffs" ]; then
+        ok "$label: every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)"
+    else
+        not_ok "$label: outputs differ:$diffs"
+    fi
+}
+
+# same_captures LABEL N RA RB: every board's pcap byte-identical and not
+# empty (else the first differing packet); one point.
+same_captures() {
+    local label=$1 n=$2 ra=$3 rb=$4 i out diffs=
+    for ((i = 0; i < n; i++)); do
+        if [ ! -s "$ra/node$i.pcap" ]; then
+            diffs+=" node$i(empty)"; diag "node$i: no capture $ra/node$i.pcap"
+        elif ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
+            diffs+=" node$i"
+            diag "node$i capture differs:"
+            printf '%s\n' "$out" | diag
+        fi
+    done
+    if [ -z "$diffs" ]; then
+        ok "$label: every board's capture byte-identical in A and B ($(python3 "$pcapdiff" "$ra/node0.pcap" "$rb/node0.pcap" | sed 's/identical, //') on node0)"
+    else
+        not_ok "$label: captures differ:$diffs"
+    fi
+}
 nsizes=$(wc -w <<< "$sizes")
 tap_plan $((5 * nsizes + 4))
 mkdir -p "$top/build/cluster"
@@ -83,54 +134,18 @@ for n in $sizes; do
     [ "$rc" = 0 ] || { tail -30 "$ra.stderr" | diag; }
 
     # Run B: the same run under a CPU hog and switch faults.
-    yes > /dev/null &
-    hog=$!
-    t0=$SECONDS
-    "$cluster" -q --replay "$ra" --name "$b" --switch-opts "$faults" \
-        > "$rb.stdout" 2> "$rb.stderr"
-    rc=$?
-    kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
-    result "$rc" "$n nodes, run B (CPU hog, switch $faults): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
-    [ "$rc" = 0 ] || { tail -30 "$rb.stderr" | diag; }
+    replay "$n nodes" "$ra" "$rb"
 
     # What the switch saw in run B (its port table: DROPS per board).
     [ -s "$rb/switch.stats" ] && diag "run B switch: $(head -12 "$rb/switch.stats" | tr -s ' ' | tr '\n' ';')"
 
-    # Guest outputs.
-    diffs=
-    for ((i = 0; i < n; i++)); do
-        if ! cmp -s "$ra/node$i.out" "$rb/node$i.out" || [ ! -s "$ra/node$i.out" ]; then
-            diffs+=" node$i"
-            diag "node$i output differs; first differing line:"
-            diff "$ra/node$i.out" "$rb/node$i.out" | head -4 | diag
-        fi
-    done
-    if [ -z "$diffs" ]; then
-        ok "$n nodes: every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)"
-    else
-        not_ok "$n nodes: outputs differ:$diffs"
-    fi
+    same_outputs "$n nodes" "$n" "$ra" "$rb"
     # The ANY_SOURCE receives really took messages from several sources.
     srcs=$(sed -n 's/^rank 0 round 0 recv [0-9]*: from \([0-9]*\) .*/\1/p' "$ra/node0.out" | sort -u | wc -l)
     result $([ "$srcs" -eq $((n - 1)) ] && echo 0 || echo 1) \
         "$n nodes: rank 0's ANY_SOURCE receives came from all $((n - 1)) other ranks"
 
-    # Board captures.
-    diffs=
-    for ((i = 0; i < n; i++)); do
-        if [ ! -s "$ra/node$i.pcap" ]; then
-            diffs+=" node$i(empty)"; diag "node$i: no capture $ra/node$i.pcap"
-        elif ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
-            diffs+=" node$i"
-            diag "node$i capture differs:"
-            printf '%s\n' "$out" | diag
-        fi
-    done
-    if [ -z "$diffs" ]; then
-        ok "$n nodes: every board's capture byte-identical in A and B ($(python3 "$pcapdiff" "$ra/node0.pcap" "$rb/node0.pcap" | sed 's/identical, //') on node0)"
-    else
-        not_ok "$n nodes: captures differ:$diffs"
-    fi
+    same_captures "$n nodes" "$n" "$ra" "$rb"
 done
 
 # ---- an MPI job: PMI over the boards (mpirun.sh --virtual-time)
@@ -158,42 +173,8 @@ else
     result $p "MPI 2 nodes x 1 rank, run A: mpi-check 65536 passed, $nok checks (exit $rc, $((SECONDS - t0)) s)"
     [ $p = 0 ] || { tail -30 "$ra.stdout" "$ra.stderr" | diag; }
 
-    yes > /dev/null &
-    hog=$!
-    t0=$SECONDS
-    "$cluster" -q --replay "$ra" --name "$b" --switch-opts "$faults" > "$rb.stdout" 2> "$rb.stderr"
-    rc=$?
-    kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
-    result "$rc" "MPI 2 nodes, run B (CPU hog, switch $faults): succeeded (exit $rc, $((SECONDS - t0)) s)"
-    [ "$rc" = 0 ] || { tail -30 "$rb.stderr" | diag; }
-
-    diffs=
-    for i in 0 1; do
-        if ! cmp -s "$ra/node$i.out" "$rb/node$i.out" || [ ! -s "$ra/node$i.out" ]; then
-            diffs+=" node$i"
-            diag "node$i output differs; first differing line:"
-            diff "$ra/node$i.out" "$rb/node$i.out" | head -4 | diag
-        fi
-    done
-    if [ -z "$diffs" ]; then
-        ok "MPI 2 nodes: every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)"
-    else
-        not_ok "MPI 2 nodes: outputs differ:$diffs"
-    fi
-    diffs=
-    for i in 0 1; do
-        if [ ! -s "$ra/node$i.pcap" ]; then
-            diffs+=" node$i(empty)"; diag "node$i: no capture $ra/node$i.pcap"
-        elif ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
-            diffs+=" node$i"
-            diag "node$i capture differs:"
-            printf '%s\n' "$out" | diag
-        fi
-    done
-    if [ -z "$diffs" ]; then
-        ok "MPI 2 nodes: every board's capture byte-identical in A and B ($(python3 "$pcapdiff" "$ra/node0.pcap" "$rb/node0.pcap" | sed 's/identical, //') on node0)"
-    else
-        not_ok "MPI 2 nodes: captures differ:$diffs"
-    fi
+    replay "MPI 2 nodes" "$ra" "$rb"
+    same_outputs "MPI 2 nodes" 2 "$ra" "$rb"
+    same_captures "MPI 2 nodes" 2 "$ra" "$rb"
 fi
 tap_done
