@@ -3220,114 +3220,83 @@ out:
 }
 
 /*
- * Back-pressure in virtual time: a receiver whose status ring is full
- * holds the packet in virtual time (no wait tuned to the host) and takes it
- * at the very virtual time its host frees a record.
+ * A full status ring in virtual time: the receiver (R) holds the fourth
+ * packet in virtual time (no wait tuned to the host) and takes it at the
+ * very virtual time its host frees a record.
+ *   back-pressure: A sends R = C four RVS;
+ *   rvl-ring-full: A asks C for four RVL answers, so R = A: the answers
+ *     wait at the requester and the answering board is never held (no
+ *     rc-timeout-ms needed, none reached): its own requests run at once.
  */
-static void test_vtime_back_pressure(void)
+static void vtime_ring_full(bool rvl)
 {
     const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
                               NULL };
     g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
-    g_autofree char *pcap = g_build_filename(dir, "C.pcap", NULL);
+    g_autofree char *pcap = g_build_filename(dir, rvl ? "A.pcap" : "C.pcap", NULL);
     uint8_t data[256];
     int64_t ts[6], t_free;
     unsigned i, n;
     Fab f;
-    Board *A, *C;
+    Board *A, *C, *R, *S;
 
     if (!vt_rig_up(&f, sw_args, ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000", dir)) {
         goto out;
     }
     A = &f.b[0];
     C = &f.b[1];
+    R = rvl ? A : C;            /* the receiver, whose ring fills */
+    S = rvl ? C : A;            /* the board the data comes from */
     dn2q_pattern(data, sizeof(data), 41);
-    dn2q_sdfile_put(&A->mem, 0, 0x100000, data, sizeof(data));
+    dn2q_sdfile_put(&S->mem, 0, 0x100000, data, sizeof(data));
     /* the smallest status ring: 3 usable records (choice #24) */
-    dn2q_status_setup(&C->d, 0, ST_OFF, 0x01);
+    dn2q_status_setup(&R->d, 0, ST_OFF, 0x01);
     vt_step_both(A, C, 20000);
     for (i = 0; i < 4; i++) {
-        rreq(A, 0, 0, DN2_OP_RVS, 0, 0, C->lid, 0, 1, 64, 0x100000 + i * 64, i * 64);
+        rreq(A, 0, 0, rvl ? DN2_OP_RVL : DN2_OP_RVS, 0, 0, C->lid, 0, 1, 64,
+             0x100000 + i * 64, i * 64);
     }
     vt_step_both(A, C, 60000);
-    EXPECT_HEX(dn2q_ur_rd(&C->d, 0, DN2_UR_PKT_COUNTER), 3,
-               "ring full: 3 packets taken, the 4th held");
-    EXPECT_TRUE(qom_u64(C, "stat-rx-stalls") >= 1, "ring full: a receive stall counted");
-    sd_expect_zero(C, 0, 3 * 64, 64, "ring full: the 4th RVS is not written");
-    /* C's host frees a record at its clock: the held packet is taken then */
-    t_free = C->vclock;
-    st_expect(C, 0, DN2_OP_RVS, 0, 0, A->lid, 0, 64, 0, 0, "the first record");
+    EXPECT_HEX(dn2q_ur_rd(&R->d, 0, DN2_UR_PKT_COUNTER), 3,
+               "ring full: 3 packets taken, the 4th held at the receiver");
+    EXPECT_TRUE(qom_u64(R, "stat-rx-stalls") >= 1, "ring full: a receive stall counted");
+    sd_expect_zero(R, 0, 3 * 64, 64, "ring full: the 4th is not written");
+    if (rvl) {
+        EXPECT_HEX(DN2_FGET(dn2q_ur_rd(&C->d, 0, DN2_UR_MODULE_STATE), DN2_MS_WC), 0,
+                   "C's Window Controller is idle: it sent every answer");
+        /* C's own process: a local VS runs at once */
+        qtest_memwrite(C->d.qts, dn2q_ww_addr(&C->d, 0, 0), data, 64);
+        issue(C, 0, 0, dn2_req_upper(0, 0x200000),
+              dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64), false, 0);
+        EXPECT_HEX(dn2q_pcf(&C->d, 0, DN2_PC_VS), 1, "C's VS ran in its doorbell");
+    }
+    /* R's host frees a record at its clock: the held packet is taken then */
+    t_free = R->vclock;
+    st_expect(R, 0, DN2_OP_RVS, 0, 0, S->lid, 0, 64, 0, 0, "the first record");
     vt_step_both(A, C, t_free + 20000);
-    EXPECT_HEX(dn2q_ur_rd(&C->d, 0, DN2_UR_PKT_COUNTER), 4, "the held packet taken");
-    sd_expect(C, 0, 3 * 64, data + 3 * 64, 64, "the held RVS written");
+    EXPECT_HEX(dn2q_ur_rd(&R->d, 0, DN2_UR_PKT_COUNTER), 4, "the held packet taken");
+    sd_expect(R, 0, 3 * 64, data + 3 * 64, 64, "the held packet written");
     n = vt_pcap_times(pcap, ts, G_N_ELEMENTS(ts));
-    EXPECT_HEX(n, 4, "board C's trace: four deliveries");
+    EXPECT_HEX(n, 4, "the receiver's trace: four deliveries");
     if (n == 4) {
-        EXPECT_HEX(ts[2], ts[0], "three at the packets' own time");
         EXPECT_HEX(ts[3], t_free, "the held one at the virtual time its record was freed");
     }
-    EXPECT_HEX(qom_u64(C, "stat-vt-late"), 0, "board C: no packet came after its time");
-out:
-    vt_rig_down(&f, dir);
-}
-
-/*
- * The RC answer case in virtual time: answers to a requester whose status
- * ring is full wait in the requester's queue, in virtual time, so the
- * answering board is never held (no rc-timeout-ms needed, none reached):
- * its own requests run at once, and the requester takes the held answer at
- * the virtual time its host frees a record.
- */
-static void test_vtime_rvl_ring_full(void)
-{
-    const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
-                              NULL };
-    g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
-    g_autofree char *pcap_a = g_build_filename(dir, "A.pcap", NULL);
-    uint8_t data[256];
-    int64_t ts[6], t_free;
-    unsigned i, n;
-    Fab f;
-    Board *A, *C;
-
-    if (!vt_rig_up(&f, sw_args, ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000", dir)) {
-        goto out;
-    }
-    A = &f.b[0];
-    C = &f.b[1];
-    dn2q_pattern(data, sizeof(data), 43);
-    dn2q_sdfile_put(&C->mem, 0, 0x20000, data, sizeof(data));
-    /* A's smallest status ring: 3 usable records (choice #24) */
-    dn2q_status_setup(&A->d, 0, ST_OFF, 0x01);
-    vt_step_both(A, C, 20000);
-    for (i = 0; i < 4; i++) {
-        rreq(A, 0, 0, DN2_OP_RVL, 0, 0, C->lid, 0, 1, 64, 0x20000 + i * 64, i * 64);
-    }
-    vt_step_both(A, C, 60000);
-    EXPECT_HEX(dn2q_ur_rd(&A->d, 0, DN2_UR_PKT_COUNTER), 3,
-               "A's ring full: 3 answers taken, the 4th held at A");
-    EXPECT_HEX(DN2_FGET(dn2q_ur_rd(&C->d, 0, DN2_UR_MODULE_STATE), DN2_MS_WC), 0,
-               "C's Window Controller is idle: it sent every answer");
-    /* C's own process: a local VS runs at once */
-    qtest_memwrite(C->d.qts, dn2q_ww_addr(&C->d, 0, 0), data, 64);
-    issue(C, 0, 0, dn2_req_upper(0, 0x200000),
-          dn2_req_lower(DN2_OP_VS, 0, 0, 0, 0, 0, 64), false, 0);
-    EXPECT_HEX(dn2q_pcf(&C->d, 0, DN2_PC_VS), 1, "C's VS ran in its doorbell");
-    /* A frees a record: the held answer is taken at that virtual time */
-    t_free = A->vclock;
-    st_expect(A, 0, DN2_OP_RVS, 0, 0, C->lid, 0, 64, 0, 0, "the first answer's record");
-    vt_step_both(A, C, t_free + 20000);
-    EXPECT_HEX(dn2q_ur_rd(&A->d, 0, DN2_UR_PKT_COUNTER), 4, "the held answer taken");
-    sd_expect(A, 0, 3 * 64, data + 3 * 64, 64, "the held answer's data");
-    n = vt_pcap_times(pcap_a, ts, G_N_ELEMENTS(ts));
-    EXPECT_HEX(n, 4, "board A's trace: four answers delivered");
-    if (n == 4) {
-        EXPECT_HEX(ts[3], t_free, "the held answer at the virtual time its record was freed");
-    }
+    EXPECT_HEX(qom_u64(R, "stat-vt-late"), 0, "no packet came after its time");
     EXPECT_HEX(qom_u64(C, "stat-rc-abandoned"), 0, "no answer abandoned");
 out:
     vt_rig_down(&f, dir);
 }
+
+static void test_vtime_back_pressure(void)
+{
+    vtime_ring_full(false);
+}
+
+static void test_vtime_rvl_ring_full(void)
+{
+    vtime_ring_full(true);
+}
+
 
 int main(int argc, char **argv)
 {
