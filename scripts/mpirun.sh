@@ -42,7 +42,8 @@
 #                       directory (/home/mpi) first (repeatable)
 #       --packages 'P'  extra Debian packages in the MPI image
 #   -t, --timeout S     whole run (default 900)
-#   -m, --mem MB        guest memory (default 512)
+#   -m, --mem MB        guest memory (default: sized from the MPI image and
+#                       the ranks per node, at least 512; docs/mpi.md)
 #       --name NAME     run directory build/cluster/NAME
 #       --junit FILE    also write JUnit XML to FILE: one test case per rank,
 #                       a failed rank's case carrying the tail of its output
@@ -100,7 +101,7 @@ note() { printf '[mpirun] note: %s\n' "$*" >&2; }
 fail() { printf '[mpirun] error: %s\n' "$*" >&2; exit 4; }
 
 orig_args=("$@")
-np= nodes= ppn= n_short= net= ofi=${DN2_MPI_OFI:-dimmnet2} timeout_s=900 mem=512 name= quiet=
+np= nodes= ppn= n_short= net= ofi=${DN2_MPI_OFI:-dimmnet2} timeout_s=900 mem= name= quiet=
 files=() envs=() cl_opts=() packages= jobs=() stats= keep_going= junit= dry_run= old_env=
 vt= vt_opts=() vt_start=5 vt_start_set=
 # ("--opt=value" is split by hand, up to PROGRAM: its arguments are its own)
@@ -148,7 +149,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 dn2_want_uint --timeout "$timeout_s"
-dn2_want_uint --mem "$mem"
+[ -z "$mem" ] || dn2_want_uint --mem "$mem"
 case $ppn in ''|1|2) ;; *) usage_error "--ppn must be 1 or 2 (a board has two WIDs)" ;; esac
 [ -z "$np" ] || [ "$np" -ge 1 ] || usage_error "-np must be at least 1"
 [ -z "$nodes" ] || { [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ]; } || usage_error "-N (--nodes) must be 1..64"
@@ -243,6 +244,31 @@ njobs=$(printf '%s\n' "$joblist" | wc -l)
 [ -n "$name" ] || name=mpi-$(date +%Y%m%d-%H%M%S)-$$
 rundir=$DN2_TOP/build/cluster/$name
 
+# Guest memory without -m: what the MPI image needs unpacked
+# (lib.sh's dn2_guest_mem, as cluster.sh sizes it) plus 128 MiB for each
+# rank after a node's first, at least 512 MiB.  IMAGE: the image's path;
+# prints "MIB WHY", WHY naming the image's unpacked size.
+mpi_mem_for() {
+    local size u c m
+    size=$(dn2_image_size "$1") || return 1
+    read -r u c <<< "$size"
+    m=$(( $(dn2_guest_mem "$u" "$c") + 128 * (ppn - 1) ))
+    [ "$m" -ge 512 ] || m=512
+    echo "$m the MPI image unpacks to $(( (u + 1023) / 1024 )) MiB, $ppn rank(s) per node"
+}
+img_args=(--mpi)
+[ -n "$packages" ] && img_args+=(--packages "$packages")
+mem_why=
+if [ -z "$mem" ] && [ -n "$dry_run" ]; then
+    # The plan builds nothing: sized from the image only if it is built.
+    img=$(bash "$here/build-initramfs.sh" --print "${img_args[@]}" 2>/dev/null) || img=
+    if [ -n "$img" ] && [ -f "$img" ] && sized=$(mpi_mem_for "$img" 2>/dev/null); then
+        mem=${sized%% *} mem_why=" (sized from the image: ${sized#* })"
+    else
+        mem="from the image (not built yet)"
+    fi
+fi
+
 # --dry-run: the plan, "key: value" lines, and nothing else.
 if [ -n "$dry_run" ]; then
     echo "nodes: $nodes"
@@ -260,7 +286,7 @@ if [ -n "$dry_run" ]; then
     for f in "${files[@]}"; do echo "copy: $f -> /home/mpi/$(basename "$f")"; done
     for e in "${envs[@]}"; do echo "env: $e"; done
     echo "timeout: $timeout_s"
-    echo "mem: $mem"
+    echo "mem: $mem$mem_why"
     echo "rundir: $rundir"
     echo "result: $rundir/result.json"
     [ -n "$junit" ] && echo "junit: $junit"
@@ -918,6 +944,12 @@ PY
 }
 
 # --------------------------------------------------------------- launch
+if [ -z "$mem" ]; then
+    img=$(bash "$here/build-initramfs.sh" "${img_args[@]}") || fail "building the MPI image failed (scripts/build-initramfs.sh ${img_args[*]})"
+    sized=$(mpi_mem_for "$img") || fail "cannot size guest memory from $img: give -m"
+    mem=${sized%% *}
+    [ -n "$quiet" ] || [ "$mem" -le 512 ] || say "guest memory: $mem MiB, sized from the image (${sized#* }; -m sets it)"
+fi
 grace=15
 [ -n "$keep_going" ] && grace=$timeout_s      # a failed job does not end the run
 if [ -n "$vt" ]; then

@@ -18,6 +18,8 @@
 #      JSON with both ranks (node, status, duration) and the first failure,
 #      and --junit's file is valid XML with one test case per rank, rank
 #      1's failure carrying the tail of its output
+#   3. without -m, guest memory is sized from the MPI image and the ranks
+#      per node (the plan says so and why); -m is kept as given
 # Without mpicc (and DN2_MPI_FAIL not given) part 2 skips, naming the
 # remedy; with CI set that is a failure (tests/guest/tap-lib.sh).
 # Environment: DN2_MPI_FAIL (the program; default: built here with mpicc
@@ -145,11 +147,11 @@ if [ -z "$prog_fail" ] && command -v mpicc > /dev/null; then
     mpicc -O2 -Wall -o "$prog_fail" "$top/tests/mpi/mpi-fail.c" 2> "$out/mpicc.log" || {
         not_ok "compiling tests/mpi/mpi-fail.c failed"; diag < "$out/mpicc.log"; prog_fail=; }
 fi
-real_points=6
+real_points=7
 if [ -z "$prog_fail" ]; then
     why=$(tap_missing mpicc libopenmpi-dev)
     for d in "output streamed per rank" "exit status of the failing rank" "result.json" "result.json: the ranks" \
-             "--junit" "--junit: rank 1's failure"; do
+             "--junit" "--junit: rank 1's failure" "guest memory sized from the image"; do
         skip "real run: $d" "$why"
     done
     tap_done
@@ -250,5 +252,23 @@ for w in json:"result.json: valid JSON, the exit status, the first failure, the 
     result $? "${w#*:}"
     diag "$msg"
 done
+
+# ---- 3. guest memory from the MPI image (built by the run above): without
+# -m the plan gives what cluster.sh's sizing gives the image, 128 MiB more
+# per extra rank on a node, at least 512 MiB; -m wins.
+. "$top/scripts/lib.sh"
+img=$(bash "$top/scripts/build-initramfs.sh" --print --mpi)
+read -r u c <<< "$(dn2_image_size "$img")"
+want1=$(dn2_guest_mem "$u" "$c"); [ "$want1" -ge 512 ] || want1=512
+want2=$(( $(dn2_guest_mem "$u" "$c") + 128 )); [ "$want2" -ge 512 ] || want2=512
+plan -np 2 --ppn 1 -- true; m1=$(key mem)
+plan -np 4 --ppn 2 -- true; m2=$(key mem)
+plan -np 2 -m 2048 -- true; m3=$(key mem)
+if [ "${m1%% *}" = "$want1" ] && [ "${m2%% *}" = "$want2" ] && [ "$m3" = 2048 ] &&
+   case $m2 in *"sized from the image"*"2 rank(s) per node"*) true ;; *) false ;; esac; then
+    ok "guest memory sized from the MPI image ($((u / 1024)) MiB unpacked): ${m1%% *} MiB with 1 rank per node, ${m2%% *} MiB with 2; -m 2048 kept"
+else
+    not_ok "guest memory: plan says '$m1' / '$m2' / '$m3', want $want1 / $want2 / 2048"
+fi
 
 tap_done
