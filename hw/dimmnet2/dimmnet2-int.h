@@ -573,6 +573,12 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt,
 void dimmnet2_port_flush(DN2State *s);
 void dimmnet2_port_resume(DN2State *s);
 uint64_t dimmnet2_port_stat(DN2State *s, DN2Stat which);
+/* Snapshots (docs/fabric.md "Snapshots"): nothing in flight on the port;
+ * held: the migration blocker of a linked board lifted, deliveries refused
+ * (back-pressure) until released or the VM runs. */
+bool dimmnet2_port_quiescent(DN2State *s, Error **errp);
+bool dimmnet2_port_hold(DN2State *s, bool on, Error **errp);
+bool dimmnet2_port_held(DN2State *s);
 
 /* dimmnet2-sdimm.c: the SO-DIMMs */
 uint64_t dimmnet2_sdimm_area(DN2State *s);

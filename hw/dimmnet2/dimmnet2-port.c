@@ -45,6 +45,7 @@
 #include "crypto/secret_common.h"
 #include "hw/core/cpu.h"
 #include "system/qtest.h"
+#include "system/runstate.h"
 #include "dimmnet2-int.h"
 #include "fabric/dn2fab.h"
 #include "trace.h"
@@ -96,6 +97,8 @@ struct DN2Fab {
     uint64_t vt_rep_earliest;   /* ... and the promise */
     bool vt_nondet;             /* gave up waiting for credits: wall-clock news */
     unsigned long *vt_blocked;  /* (source CLID, lane) refused by the board */
+
+    VMChangeStateEntry *vmse;   /* resume deliveries when the VM runs */
 };
 
 /* A packet that came in under vtime=on, waiting for its virtual time. */
@@ -115,6 +118,13 @@ typedef struct DN2VtPkt {
 #define DIMMNET2_VT_NOTE_NS     (5 * NANOSECONDS_PER_SECOND)
 #define DIMMNET2_VT_CREDIT_NS   (2 * NANOSECONDS_PER_SECOND)
 
+
+/* The migration blocker of a linked board that is not held (below,
+ * "Snapshots"). */
+#define DIMMNET2_LINK_BLOCKER \
+    "dimmnet2: a board with a link (switch= or loopback=on) migrates only " \
+    "at a consistent cut of its cluster: VM stopped, fabric drained, board " \
+    "held (snapshot-hold=on; scripts/cluster.sh snapshot does all three)"
 
 typedef struct DN2LoopPkt {
     uint64_t seq;               /* order of sending, over all queues */
@@ -325,6 +335,11 @@ static int dimmnet2_fab_deliver(void *opaque, uint16_t slid, const uint8_t *pkt,
 {
     DN2State *s = opaque;
 
+    /* Held for a snapshot, or an incoming migration not loaded yet: the
+     * packet stays with its sender (unacknowledged) until the VM runs. */
+    if (dimmnet2_port_held(s) || runstate_check(RUN_STATE_INMIGRATE)) {
+        return -EBUSY;
+    }
     return dimmnet2_port_deliver_one(s, slid, pkt, len) == DIMMNET2_RX_BUSY ?
            -EBUSY : 0;
 }
@@ -841,6 +856,9 @@ static int dimmnet2_fab_deliver_vt(void *opaque, uint16_t slid, const uint8_t *p
         /* A board without virtual time takes the packet as it comes. */
         return dimmnet2_fab_deliver(opaque, slid, pkt, len);
     }
+    if (dimmnet2_port_held(s) || runstate_check(RUN_STATE_INMIGRATE)) {
+        return -EBUSY;
+    }
     if (l->vtq_bytes + len > DIMMNET2_VTQ_MAX) {
         if (!l->vtq_full) {
             warn_report("dimmnet2: board %d: vtime: %u MiB of packets wait for "
@@ -1010,6 +1028,30 @@ static const struct dn2f_ep_ops dimmnet2_fab_ops = {
     .vt_grant = dimmnet2_fab_vt_grant,
 };
 
+/*
+ * The VM runs again (after "cont", or once an incoming migration has
+ * loaded): a board still held for a snapshot is released, and whatever was
+ * refused meanwhile is offered again.
+ */
+static void dimmnet2_fab_vm_change(void *opaque, bool running, RunState state)
+{
+    DN2State *s = opaque;
+    Error *err = NULL;
+
+    if (!running || !s->fab) {
+        return;
+    }
+    if (dimmnet2_port_held(s)) {
+        if (!dimmnet2_port_hold(s, false, &err)) {
+            warn_report_err(err);
+        }
+        return;
+    }
+    dn2f_ep_resume(s->fab->ep);
+    dn2f_ep_flush(s->fab->ep);
+    dimmnet2_fab_rearm(s);
+}
+
 static bool dimmnet2_fab_init(DN2State *s, Error **errp)
 {
     DN2Fab *l = g_new0(DN2Fab, 1);
@@ -1105,6 +1147,7 @@ static bool dimmnet2_fab_init(DN2State *s, Error **errp)
     }
     dn2f_ep_flush(l->ep);       /* the first HELLO */
     dimmnet2_fab_rearm(s);
+    l->vmse = qemu_add_vm_change_state_handler(dimmnet2_fab_vm_change, s);
     if (s->rx_thread) {
         char name[32];
 
@@ -1159,12 +1202,83 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
         s->port_kind = DN2_PORT_NONE;
         return true;
     }
-    /* Packets in flight and a live peer cannot be migrated. */
-    error_setg(&s->blocker, "dimmnet2: a board with a link (switch= or "
-               "loopback=on) cannot be migrated");
+    /* Packets in flight and a live peer cannot be migrated: only a board
+     * held for a snapshot (dimmnet2_port_hold) is. */
+    error_setg(&s->blocker, DIMMNET2_LINK_BLOCKER);
     if (migrate_add_blocker(&s->blocker, errp) < 0) {
         dimmnet2_port_fini(s);
         return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Snapshots: a port held at a consistent cut                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A board with a link migrates only at a cut where nothing is in flight:
+ * its VM stopped, every packet it sent acknowledged, nothing queued, no
+ * loopback packet on the cable.  Its fabric state is then nothing but its
+ * GUID and LID: a restored board joins its switch afresh (a new epoch, new
+ * sessions with its peers, which lose nothing since nothing was in
+ * flight) and asks for its old LID (lid=).  docs/fabric.md, "Snapshots".
+ */
+bool dimmnet2_port_held(DN2State *s)
+{
+    return s->port_kind != DN2_PORT_NONE && !s->blocker;
+}
+
+bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
+{
+    unsigned q, n = 0;
+
+    if (s->vtime) {
+        error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on): "
+                   "its clock is in lock-step with the switch's and its packets "
+                   "wait for their virtual times, which a snapshot does not keep",
+                   s->index);
+        return false;
+    }
+    for (q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
+        n += g_queue_get_length(&s->loop_q[q]);
+    }
+    if (n) {
+        error_setg(errp, "dimmnet2: board %d: %u loopback packets on the cable",
+                   s->index, n);
+        return false;
+    }
+    if (s->fab && !dn2f_ep_idle(s->fab->ep)) {
+        error_setg(errp, "dimmnet2: board %d: %u packets not yet acknowledged "
+                   "by its peers (or queued): the fabric has not drained",
+                   s->index, dn2f_ep_unacked(s->fab->ep));
+        return false;
+    }
+    return true;
+}
+
+bool dimmnet2_port_hold(DN2State *s, bool on, Error **errp)
+{
+    if (s->port_kind == DN2_PORT_NONE || on == dimmnet2_port_held(s)) {
+        return true;
+    }
+    if (on) {
+        if (!dimmnet2_port_quiescent(s, errp)) {
+            return false;
+        }
+        migrate_del_blocker(&s->blocker);
+        trace_dimmnet2_snapshot_hold(s->index, true);
+        return true;
+    }
+    error_setg(&s->blocker, DIMMNET2_LINK_BLOCKER);
+    if (migrate_add_blocker(&s->blocker, errp) < 0) {
+        return false;       /* a migration runs: still held */
+    }
+    trace_dimmnet2_snapshot_hold(s->index, false);
+    if (s->fab) {
+        dn2f_ep_resume(s->fab->ep);
+        dn2f_ep_flush(s->fab->ep);
+        dimmnet2_fab_rearm(s);
     }
     return true;
 }
@@ -1190,6 +1304,9 @@ void dimmnet2_port_fini(DN2State *s)
             dimmnet2_fab_rx_thread_stop(s);
         } else {
             qemu_set_fd_handler(s->fab->fd, NULL, NULL, NULL);
+        }
+        if (s->fab->vmse) {
+            qemu_del_vm_change_state_handler(s->fab->vmse);
         }
         timer_free(s->fab->timer);
         dimmnet2_vt_fini(s->fab);

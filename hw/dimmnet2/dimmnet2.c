@@ -34,6 +34,8 @@
 #include "system/hostmem.h"
 #include "system/cpu-timers.h"
 #include "system/qtest.h"
+#include "system/runstate.h"
+#include "qemu/error-report.h"
 #include "exec/memory.h"
 #include "dimmnet2-int.h"
 #include "trace.h"
@@ -630,6 +632,28 @@ static int dimmnet2_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/*
+ * A linked board is saved only held (snapshot-hold, below): the port has
+ * nothing in flight, and nothing changed since it was held but deliveries
+ * it refused.  Checked again here, the last moment before the state goes.
+ */
+static int dimmnet2_pre_save(void *opaque)
+{
+    DN2State *s = opaque;
+    Error *err = NULL;
+
+    if (s->port_kind != DN2_PORT_NONE &&
+        (!dimmnet2_port_held(s) || !dimmnet2_port_quiescent(s, &err))) {
+        if (!err) {
+            error_setg(&err, "dimmnet2: board %d is linked and not held for a "
+                       "snapshot (snapshot-hold=on)", s->index);
+        }
+        error_report_err(err);
+        return -EBUSY;
+    }
+    return 0;
+}
+
 /* Version 2: per-WID receive error bits, the Receive Controller's executor
  * of its own; version 1 streams are refused (docs/device-model.md). */
 static const VMStateDescription vmstate_dimmnet2 = {
@@ -637,6 +661,7 @@ static const VMStateDescription vmstate_dimmnet2 = {
     .version_id = 2,
     .minimum_version_id = 2,
     .post_load = dimmnet2_post_load,
+    .pre_save = dimmnet2_pre_save,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT8(sdimm_ready, DN2State),
         VMSTATE_UINT8_ARRAY(pgid, DN2State, DN2_NUM_WID),
@@ -810,6 +835,41 @@ static char *dimmnet2_get_stats(Object *obj, Error **errp)
     return g_string_free(out, false);
 }
 
+/*
+ * snapshot-hold: the board at a consistent cut of its cluster, ready to be
+ * saved (docs/cluster.md "Snapshots").  Setting it needs the VM stopped,
+ * the Window Controller and the Receive Controller idle and the port with
+ * nothing in flight (dimmnet2_port_quiescent); it lifts a linked board's
+ * migration blocker and refuses deliveries until it is cleared or the VM
+ * runs again.  A refusal says what is still busy: the caller (cluster.sh
+ * snapshot) lets the fabric drain and tries again.
+ */
+static bool dimmnet2_get_hold(Object *obj, Error **errp)
+{
+    return dimmnet2_port_held(DIMMNET2(obj));
+}
+
+static void dimmnet2_set_hold(Object *obj, bool on, Error **errp)
+{
+    DN2State *s = DIMMNET2(obj);
+
+    if (on) {
+        if (runstate_is_running()) {
+            error_setg(errp, "dimmnet2: board %d: stop the VM first (QMP stop)",
+                       s->index);
+            return;
+        }
+        if (s->fifo_count || s->exec.active || s->rc_count || s->rc_exec.active) {
+            error_setg(errp, "dimmnet2: board %d: the Window Controller is busy "
+                       "(%u requests queued, %u answers to run%s)", s->index,
+                       s->fifo_count, s->rc_count,
+                       s->exec.active || s->rc_exec.active ? ", one running" : "");
+            return;
+        }
+    }
+    dimmnet2_port_hold(s, on, errp);
+}
+
 static void dimmnet2_instance_init(Object *obj)
 {
     DN2State *s = DIMMNET2(obj);
@@ -824,6 +884,11 @@ static void dimmnet2_instance_init(Object *obj)
     object_property_add_str(obj, "stats", dimmnet2_get_stats, NULL);
     object_property_set_description(obj, "stats", "every stat-* counter in one "
                                     "read: name=value lines, without the prefix");
+    object_property_add_bool(obj, "snapshot-hold", dimmnet2_get_hold,
+                             dimmnet2_set_hold);
+    object_property_set_description(obj, "snapshot-hold", "on: the board held at "
+        "a consistent cut for a snapshot (VM stopped, nothing queued or in "
+        "flight); a linked board migrates only so");
     dimmnet2_strict_instance_init(s);
 }
 
