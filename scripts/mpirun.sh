@@ -810,6 +810,23 @@ def existing(*names):
     return {k: f for k, f in names if os.path.exists(os.path.join(rundir, f))}
 
 
+# cluster.sh's own result (written when it ended): its reason for a node
+# that failed (an image that does not fit in -m, QEMU failing to start)
+# names the cause, where the job's view ("cannot reach the job server")
+# names only the symptom.
+path = os.path.join(rundir, "result.json")
+cluster_res = None
+try:
+    cluster_res = json.load(open(path))
+    if cluster_res.get("format") != "dimmnet2-cluster-result":
+        cluster_res = None
+except (OSError, ValueError):
+    pass
+cl_why = {}
+for cn in (cluster_res or {}).get("nodes", []):
+    if isinstance(cn, dict) and cn.get("why"):
+        cl_why[cn.get("node")] = cn["why"]
+
 node_res = []
 for n in ns:
     t = node_t.get("node%d" % n.i, {})
@@ -828,7 +845,9 @@ for n in ns:
          "ranks": [r for r in range(n.i * ppn, n.i * ppn + ppn)],
          "logs": existing(("console", "node%d.log" % n.i), ("output", "node%d.out" % n.i),
                           ("qemu_stderr", "node%d.stderr" % n.i), ("qemu_command", "node%d.cmd" % n.i))}
-    if n.start_failed:
+    if n.i in cl_why and n.rc is None:
+        e["why"] = cl_why[n.i] + ("; job start failed: " + n.start_failed if n.start_failed else "")
+    elif n.start_failed:
         e["why"] = "job start failed: " + n.start_failed
     sf = os.path.join(rundir, "board-stats", "node%d" % n.i)
     if os.path.exists(sf):
@@ -876,12 +895,9 @@ res = {
     "junit": os.path.abspath(junit) if junit else None,
     "nodes": node_res, "ranks": rank_res,
 }
-path = os.path.join(rundir, "result.json")
 if os.path.isdir(rundir):
-    try:    # cluster.sh's own result, when it writes one, is kept inside
-        res["cluster"] = json.load(open(path))
-    except (OSError, ValueError):
-        pass
+    if cluster_res is not None:     # cluster.sh's own result is kept inside
+        res["cluster"] = cluster_res
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(res, f, indent=1)
@@ -925,7 +941,7 @@ if junit:
                        "not started": "not started"}[rk.state]
                 why += " (node %d: %s%s; mpirun.sh exit %d)" % (
                     rk.node, node_res[rk.node]["state"],
-                    ", " + n.start_failed if n.start_failed else "", status)
+                    ", " + node_res[rk.node]["why"] if node_res[rk.node].get("why") else "", status)
                 el = ET.SubElement(tc, "error", type=rk.state, message=why)
                 el.text = tail
         su.set("tests", str(t)); su.set("failures", str(f)); su.set("errors", str(e))

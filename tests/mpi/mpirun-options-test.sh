@@ -19,7 +19,9 @@
 #      and --junit's file is valid XML with one test case per rank, rank
 #      1's failure carrying the tail of its output
 #   3. without -m, guest memory is sized from the MPI image and the ranks
-#      per node (the plan says so and why); -m is kept as given
+#      per node (the plan says so and why); -m is kept as given; a -m the
+#      image does not fit in fails naming the image and the -m to give
+#      (result.json's "why" for the node too)
 # Without mpicc (and DN2_MPI_FAIL not given) part 2 skips, naming the
 # remedy; with CI set that is a failure (tests/guest/tap-lib.sh).
 # Environment: DN2_MPI_FAIL (the program; default: built here with mpicc
@@ -147,11 +149,11 @@ if [ -z "$prog_fail" ] && command -v mpicc > /dev/null; then
     mpicc -O2 -Wall -o "$prog_fail" "$top/tests/mpi/mpi-fail.c" 2> "$out/mpicc.log" || {
         not_ok "compiling tests/mpi/mpi-fail.c failed"; diag < "$out/mpicc.log"; prog_fail=; }
 fi
-real_points=7
+real_points=8
 if [ -z "$prog_fail" ]; then
     why=$(tap_missing mpicc libopenmpi-dev)
     for d in "output streamed per rank" "exit status of the failing rank" "result.json" "result.json: the ranks" \
-             "--junit" "--junit: rank 1's failure" "guest memory sized from the image"; do
+             "--junit" "--junit: rank 1's failure" "guest memory sized from the image" "-m too small"; do
         skip "real run: $d" "$why"
     done
     tap_done
@@ -269,6 +271,20 @@ if [ "${m1%% *}" = "$want1" ] && [ "${m2%% *}" = "$want2" ] && [ "$m3" = 2048 ] 
     ok "guest memory sized from the MPI image ($((u / 1024)) MiB unpacked): ${m1%% *} MiB with 1 rank per node, ${m2%% *} MiB with 2; -m 2048 kept"
 else
     not_ok "guest memory: plan says '$m1' / '$m2' / '$m3', want $want1 / $want2 / 2048"
+fi
+# -m too small for the image: the node's failure names the image and the
+# -m to give (cluster.sh's reason), in the output and in result.json.
+name=mpiopt-small
+bash "$mpirun" -q --name "$name" -t 300 -np 1 -m 160 -- true > "$out/small.out" 2> "$out/small.err"
+rc=$?
+why=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nodes"][0].get("why") or "")' \
+      "$top/build/cluster/$name/result.json" 2>&1)
+if [ "$rc" != 0 ] && grep -q 'give -m [0-9]* or more' "$out/small.err" &&
+   case $why in *"more than guest memory of 160 MiB"*"give -m"*) true ;; *) false ;; esac; then
+    ok "-m 160: exit $rc, the node's failure names the image's size and the -m to give: $why"
+else
+    not_ok "-m 160: exit $rc, result.json's why: '$why'"
+    tail -15 "$out/small.err" | diag
 fi
 
 tap_done
