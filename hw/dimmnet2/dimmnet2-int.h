@@ -296,6 +296,13 @@ typedef enum DN2TimingParam {
     DN2T_RX_PUSH_CLK,
     DN2T_RX_IPUSH_CLK,
     DN2T_STATUS_CLK,
+    DN2T_STATUS_GAP_CLK,
+    DN2T_BOTF_READ_CLK,
+    DN2T_SDIMM_READ_MBPS,
+    DN2T_SDIMM_WRITE_MBPS,
+    DN2T_UC_READ_NS,
+    DN2T_UC_WRITE_NS,
+    DN2T_BUS_MBPS,
     DN2T__MAX
 } DN2TimingParam;
 
@@ -327,6 +334,16 @@ struct DN2State {
     bool timing_on;             /* timing=thesis */
     uint32_t tparam[DN2T__MAX]; /* the model's parameters */
     uint64_t t_tx_free;         /* the port sends its next packet from here */
+    /* timing=thesis: when each unit is free again (virtual ns; recomputed
+     * from the traffic, not migrated: dimmnet2-timing.c) */
+    uint64_t t_wc_free;         /* the Window Controller: its next step */
+    uint64_t t_sd_free;         /* the SO-DIMMs: reads to send, writes received */
+    uint64_t t_rc_free;         /* the Receive Controller: one packet at a time */
+    uint64_t t_status_last;     /* its last status record (one per 8 clocks) */
+    uint64_t t_data_start;      /* the next packet's data read from the SO-DIMMs: */
+    uint64_t t_data_end;        /*   from, to (0: not from the SO-DIMMs) */
+    uint64_t t_host_busy;       /* the vCPU's board accesses are paid up to here */
+    MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 
     /* the window */
@@ -626,5 +643,15 @@ unsigned dimmnet2_pattern_write(DN2State *s, int wid, const DN2Pattern *p,
 bool dimmnet2_timing_init(DN2State *s, Error **errp);
 uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len);
 uint64_t dimmnet2_timing_min_ns(const DN2State *s);
+void dimmnet2_timing_charge(DN2State *s, uint64_t ns);
+void dimmnet2_timing_uc_access(DN2State *s, bool write);
+void dimmnet2_timing_doorbell(DN2State *s, uint32_t ww_bytes);
+bool dimmnet2_timing_wc_ready(DN2State *s);
+void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns);
+uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes);
+uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
+                                 bool commit);
+void dimmnet2_timing_map(DN2State *s);
+void dimmnet2_timing_unmap(DN2State *s);
 
 #endif

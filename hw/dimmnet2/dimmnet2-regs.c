@@ -351,6 +351,9 @@ static uint64_t dimmnet2_reg_read(DN2State *s, hwaddr addr, unsigned size,
         v = (addr & 4) ? v >> 32 : (uint32_t)v;
     }
     trace_dimmnet2_reg_read(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
+    /* timing=thesis: the read returns what the board held when it came,
+     * and the vCPU waits the uncached read's time (dimmnet2-timing.c). */
+    dimmnet2_timing_uc_access(s, false);
     return v;
 }
 
@@ -358,6 +361,8 @@ static void dimmnet2_reg_write(DN2State *s, hwaddr addr, uint64_t v, unsigned si
                           bool system)
 {
     trace_dimmnet2_reg_write(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
+    /* timing=thesis: the uncached store's time, before it takes effect */
+    dimmnet2_timing_uc_access(s, true);
     if (!dimmnet2_access_ok(s, addr, size, true)) {
         return;
     }

@@ -663,13 +663,13 @@ static bool dimmnet2_rx_is_network(unsigned type)
     }
 }
 
+static DN2RxResult dimmnet2_rx_packet_now(DN2State *s, uint16_t slid,
+                                          const uint8_t *pkt, size_t len, int dwid);
+
 DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
                                size_t len)
 {
     struct dn2_hdr h;
-    unsigned lines;
-    uint32_t psize, dlen;
-    uint16_t own;
     DN2RxResult ret;
     int dwid = -1;      /* the process a malformed packet was for, if it says */
 
@@ -677,6 +677,32 @@ DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
         dn2_hdr0_decode(&h, ldq_le_p(pkt));
         dwid = h.dwid;
     }
+    if (s->timing_on && len <= DN2_PKT_MAX) {
+        /* timing=thesis: the Receive Controller and the SO-DIMMs may still
+         * be busy; the packet waits, in virtual time, until they are not. */
+        uint64_t at = dimmnet2_timing_rx_hold(s, pkt, len, false);
+
+        if (at > (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) && s->rx_kick) {
+            s->rx_stalled = 1;
+            timer_mod_anticipate_ns(s->rx_kick, at);
+            return DIMMNET2_RX_BUSY;
+        }
+    }
+    ret = dimmnet2_rx_packet_now(s, slid, pkt, len, dwid);
+    if (ret != DIMMNET2_RX_BUSY) {
+        dimmnet2_timing_rx_hold(s, pkt, len, true);
+    }
+    return ret;
+}
+
+static DN2RxResult dimmnet2_rx_packet_now(DN2State *s, uint16_t slid,
+                                          const uint8_t *pkt, size_t len, int dwid)
+{
+    struct dn2_hdr h;
+    unsigned lines;
+    uint32_t psize, dlen;
+    uint16_t own;
+    DN2RxResult ret;
 
     if (len > DN2_PKT_MAX) {
         return dimmnet2_rx_drop(s, DN2_RXD_TOO_LONG, dwid, slid, 0);

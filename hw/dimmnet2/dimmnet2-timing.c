@@ -18,12 +18,34 @@
  * The least such time over all packets bounds the lookahead the switch
  * may use (dimmnet2_timing_min_ns).
  *
+ * The board's units take their time on the virtual clock too:
+ *
+ *   the Window Controller runs one step at a time: a BOTF reads its image
+ *   from the Write Window (botf-read-clk + one clock per line) and counts
+ *   in the Primitive Counter when that is done, so the window is busy
+ *   until then; an RVS-family packet's data is read from the SO-DIMMs at
+ *   sdimm-read-mbps before it can all be on the wire;
+ *   the receiving board's Receive Controller takes one packet at a time,
+ *   writes a status record at most every status-gap-clk clocks, and writes
+ *   SO-DIMM data at sdimm-write-mbps on the same SO-DIMMs its own sends
+ *   read (dimmnet2_timing_rx_hold: the packet waits until that is done).
+ *
+ * And the host pays for its board accesses in virtual time (the vCPU's
+ * instruction budget is consumed, dimmnet2_timing_charge): an uncached
+ * read of a register or of the LLCM uc-read-ns, an uncached store
+ * uc-write-ns, and the Write Window stores a request reads at the memory
+ * bus rate (bus-mbps), charged at its doorbell.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #include "qemu/osdep.h"
 #include "qemu/cutils.h"
+#include "qemu/timer.h"
 #include "qapi/error.h"
+#include "exec/memory.h"
+#include "hw/core/cpu.h"
+#include "system/cpu-timers.h"
 #include "dimmnet2-int.h"
 
 typedef struct DN2TimingDef {
@@ -54,6 +76,28 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "receiving an IPUSH packet: 24 clocks (thesis Tables 7.4/7.5)" },
     [DN2T_STATUS_CLK] = { "status-clk", 3, 100000, "clocks",
         "writing a status record: 3 clocks (thesis 5.4 p.86)" },
+    [DN2T_STATUS_GAP_CLK] = { "status-gap-clk", 8, 100000, "clocks",
+        "the Receive Controller requests a status write at most every 8 "
+        "clocks (thesis Tables 7.4/7.5)" },
+    [DN2T_BOTF_READ_CLK] = { "botf-read-clk", 2, 100000, "clocks",
+        "the Core Logic moves a 512-byte BOTF image to the SWIF in 0.660 us "
+        "(thesis Table 6.2): 64 lines at one per clock and 2 clocks more" },
+    [DN2T_SDIMM_READ_MBPS] = { "sdimm-read-mbps", 727, 100000, "MB/s",
+        "[derived] the SO-DIMM read rate of a send: RVS unidirectional "
+        "reaches 727.20 MB/s, 90.9 % of the 800 MB/s port (thesis ch. 6)" },
+    [DN2T_SDIMM_WRITE_MBPS] = { "sdimm-write-mbps", 1385, 100000, "MB/s",
+        "[derived] the SO-DIMM write rate of a receive: RVS bidirectional "
+        "953.50 MB/s with sends' reads and receives' writes contending "
+        "(thesis ch. 6): 1 / (2 / 953.5 - 1 / 727.2)" },
+    [DN2T_UC_READ_NS] = { "uc-read-ns", 189, 100000, "ns",
+        "an uncached read of the board (a register, the LLCM) on the PC-1600 "
+        "host: about 0.189 us (thesis ch. 6, BOTF latency breakdown)" },
+    [DN2T_UC_WRITE_NS] = { "uc-write-ns", 60, 100000, "ns",
+        "an uncached store (a request word, the LLCM): the program-measured "
+        "store time of 0.060 us (thesis ch. 6, BOTF latency breakdown)" },
+    [DN2T_BUS_MBPS] = { "bus-mbps", 1600, 100000, "MB/s",
+        "Write Window stores at the PC-1600 memory bus rate, 64 bits at "
+        "200 MT/s (thesis 3.2.1 p.37), in whole 64-byte write-combining lines" },
 };
 
 /* timing= and timing-params=: the model's parameters, or an error naming
@@ -106,7 +150,9 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
             error_setg(errp, "dimmnet2: timing-params: '%s' is not NAME=VALUE "
                        "with a NAME of the model (docs/timing.md: clock-ns, "
                        "send-overhead-ns, line-ns, cable-ns, switch-ns, "
-                       "rx-push-clk, rx-ipush-clk, status-clk)", items[i]);
+                       "rx-push-clk, rx-ipush-clk, status-clk, status-gap-clk, "
+                       "botf-read-clk, sdimm-read-mbps, sdimm-write-mbps, "
+                       "uc-read-ns, uc-write-ns, bus-mbps)", items[i]);
             return false;
         }
         if (qemu_strtou64(eq + 1, NULL, 10, &v) < 0 ||
@@ -118,10 +164,15 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
         }
         s->tparam[p] = v;
     }
-    if (!s->tparam[DN2T_CLOCK_NS]) {
-        error_setg(errp, "dimmnet2: timing-params: clock-ns must be at least 1");
+    if (!s->tparam[DN2T_CLOCK_NS] || !s->tparam[DN2T_SDIMM_READ_MBPS] ||
+        !s->tparam[DN2T_SDIMM_WRITE_MBPS] || !s->tparam[DN2T_BUS_MBPS]) {
+        error_setg(errp, "dimmnet2: timing-params: clock-ns, sdimm-read-mbps, "
+                   "sdimm-write-mbps and bus-mbps must be at least 1");
         return false;
     }
+    /* The host pays for every register read only if every read comes to
+     * the device: no read mirror of the User Registers. */
+    s->read_mirror = false;
     return true;
 }
 
@@ -150,11 +201,20 @@ static uint64_t dimmnet2_timing_wire_ns(const DN2State *s, size_t len)
  */
 uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len)
 {
-    uint64_t start = MAX(now + s->tparam[DN2T_SEND_OVERHEAD_NS], s->t_tx_free);
-    uint64_t wire = dimmnet2_timing_wire_ns(s, len);
+    uint64_t ovh = s->tparam[DN2T_SEND_OVERHEAD_NS];
+    uint64_t start = MAX(now + ovh, s->t_tx_free);
+    uint64_t end = start + dimmnet2_timing_wire_ns(s, len);
 
-    s->t_tx_free = start + wire;
-    return start + wire + 2 * (uint64_t)s->tparam[DN2T_CABLE_NS] +
+    if (s->t_data_end) {
+        /* Data from the SO-DIMMs: its lines follow their read, the Core
+         * Logic's overhead behind it, so the packet is on the wire no
+         * sooner than its last byte was read. */
+        start = MAX(start, s->t_data_start + ovh);
+        end = MAX(start + dimmnet2_timing_wire_ns(s, len), s->t_data_end + ovh);
+        s->t_data_start = s->t_data_end = 0;
+    }
+    s->t_tx_free = end;
+    return end + 2 * (uint64_t)s->tparam[DN2T_CABLE_NS] +
            s->tparam[DN2T_SWITCH_NS] + dimmnet2_timing_rx_ns(s, h0);
 }
 
@@ -167,4 +227,227 @@ uint64_t dimmnet2_timing_min_ns(const DN2State *s)
 
     return s->tparam[DN2T_SEND_OVERHEAD_NS] + dimmnet2_timing_wire_ns(s, 2 * DN2_LINE) +
            2 * (uint64_t)s->tparam[DN2T_CABLE_NS] + s->tparam[DN2T_SWITCH_NS] + rx;
+}
+
+/* ------------------------------------------------------------------ */
+/* The host side: the vCPU pays for its board accesses                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Charge ns of virtual time to the vCPU that is accessing the board now.
+ *
+ * Under -icount the virtual clock is the instruction count: the access
+ * consumes that many instructions of the vCPU's current budget
+ * (icount_extra, then the decrementer), so the clock reads ns later at
+ * once and the vCPU runs ns less before its next timer deadline.  The
+ * budget ends at the next virtual timer (the lock-step horizon among
+ * them), and the charge never goes past it: what does not fit is owed
+ * (t_host_busy) and paid by the vCPU's next board access, never by
+ * running past a deadline, so every node stays deterministic.  Under the
+ * qtest accelerator, or without a vCPU in an I/O instruction, nothing is
+ * charged.
+ */
+void dimmnet2_timing_charge(DN2State *s, uint64_t ns)
+{
+    CPUState *cpu = current_cpu;
+    int64_t now, per;
+    uint64_t owed, insns, left;
+
+    if (!s->timing_on || !cpu || !icount_enabled() || !cpu->running ||
+        !cpu->neg.can_do_io) {
+        return;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    s->t_host_busy = MAX(s->t_host_busy, (uint64_t)now) + ns;
+    owed = s->t_host_busy - now;
+    per = MAX(icount_to_ns(1), 1);
+    insns = DIV_ROUND_UP(owed, per);
+    left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
+    insns = MIN(insns, left);
+    if (cpu->icount_extra >= (int64_t)insns) {
+        cpu->icount_extra -= insns;
+    } else {
+        cpu->neg.icount_decr.u16.low -= insns - cpu->icount_extra;
+        cpu->icount_extra = 0;
+    }
+}
+
+/* An uncached host access to a register or to the LLCM. */
+void dimmnet2_timing_uc_access(DN2State *s, bool write)
+{
+    if (s->timing_on) {
+        dimmnet2_timing_charge(s, s->tparam[write ? DN2T_UC_WRITE_NS : DN2T_UC_READ_NS]);
+    }
+}
+
+/* A doorbell: the Write Window stores of the request (ww_bytes), written
+ * combined before it, reach the board first (an uncached store drains
+ * the write-combining buffers). */
+void dimmnet2_timing_doorbell(DN2State *s, uint32_t ww_bytes)
+{
+    if (s->timing_on && ww_bytes) {
+        dimmnet2_timing_charge(s, (uint64_t)ROUND_UP(ww_bytes, 64) * 1000 /
+                                  s->tparam[DN2T_BUS_MBPS]);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The Window Controller and the SO-DIMMs on the virtual clock          */
+/* ------------------------------------------------------------------ */
+
+/* May the Window Controller take its next step now?  If not, its timer
+ * is set for the virtual time it may. */
+bool dimmnet2_timing_wc_ready(DN2State *s)
+{
+    int64_t now;
+
+    if (!s->timing_on) {
+        return true;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    if ((uint64_t)now >= s->t_wc_free) {
+        return true;
+    }
+    if (s->strict_timer) {
+        timer_mod_anticipate_ns(s->strict_timer, s->t_wc_free);
+    }
+    return false;
+}
+
+/* The step the Window Controller takes now keeps it busy ns. */
+void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns)
+{
+    if (s->timing_on) {
+        s->t_wc_free = MAX(s->t_wc_free,
+                           (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)) + ns;
+    }
+}
+
+/* The next packet's bytes of data are read from the SO-DIMMs, after what
+ * they are busy with: the virtual time the read ends (0 without the
+ * model).  The Window Controller goes on when it has read them. */
+uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes)
+{
+    uint64_t now, start;
+
+    if (!s->timing_on) {
+        return 0;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    start = MAX(now, s->t_sd_free);
+    s->t_sd_free = start + bytes * 1000 / s->tparam[DN2T_SDIMM_READ_MBPS];
+    s->t_data_start = start;
+    s->t_data_end = s->t_sd_free;
+    s->t_wc_free = MAX(s->t_wc_free, s->t_sd_free);
+    return s->t_sd_free;
+}
+
+/*
+ * The Receive Controller is offered a packet (due now, by the sender's
+ * reckoning of an idle receiver): the virtual time at which it has really
+ * taken it.  It takes one packet at a time (its receive clocks after the
+ * previous packet's), writes a status record at most every status-gap-clk
+ * clocks, and writes SO-DIMM data at sdimm-write-mbps once the SO-DIMMs are
+ * free of the board's own reads.  A time after now: the packet waits.
+ * commit: it is taken now; the units are busy accordingly.
+ */
+uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
+                                 bool commit)
+{
+    uint64_t now, h0, done, w = 0;
+    bool status, sdimm;
+    unsigned type;
+
+    if (!s->timing_on || len < 2 * DN2_LINE) {
+        return 0;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    h0 = ldq_le_p(pkt);
+    type = dn2_hdr0_type(h0);
+    status = DN2_FGET(h0, DN2_H0_EFLAG) || DN2_FGET(h0, DN2_H0_PFLAG);
+    /* SO-DIMM data: an IPUSH ring, or a PUSH to neither PW nor LLCM */
+    sdimm = type == DN2_OP_IPUSH ||
+            (!dn2_otype_is_rvl(type) && !DN2_FGET(h0, DN2_H0_RFLAG) &&
+             !DN2_FGET(h0, DN2_H0_LFLAG));
+    if (sdimm) {
+        uint32_t psize = dn2_pkt_size_bytes(DN2_FGET(h0, DN2_H0_SIZE));
+        uint32_t hdr = dn2_hdr_lines(type) * DN2_LINE;
+
+        w = (uint64_t)(psize > hdr ? psize - hdr : 0) * 1000 /
+            s->tparam[DN2T_SDIMM_WRITE_MBPS];
+    }
+    done = MAX(now, s->t_rc_free + dimmnet2_timing_rx_ns(s, h0));
+    if (w) {
+        done = MAX(done, s->t_sd_free + w);
+    }
+    if (status && s->t_status_last) {
+        done = MAX(done, s->t_status_last +
+                   (uint64_t)s->tparam[DN2T_STATUS_GAP_CLK] * s->tparam[DN2T_CLOCK_NS]);
+    }
+    if (commit && done <= now) {
+        s->t_rc_free = now;
+        if (w) {
+            s->t_sd_free = MAX(s->t_sd_free, now);
+        }
+        if (status) {
+            s->t_status_last = now;
+        }
+    }
+    return done;
+}
+
+/* ------------------------------------------------------------------ */
+/* The LLCM as the uncached memory it is                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The LLCM is RAM the guest reaches directly; with the model its host
+ * accesses come here instead (an I/O region over it), so each is charged
+ * as an uncached access and then served from the same RAM.
+ */
+static uint64_t dimmnet2_llcm_timed_read(void *opaque, hwaddr addr, unsigned size)
+{
+    DN2State *s = opaque;
+
+    dimmnet2_timing_uc_access(s, false);
+    return ldn_le_p(s->llcm_ptr + addr, size);
+}
+
+static void dimmnet2_llcm_timed_write(void *opaque, hwaddr addr, uint64_t v,
+                                      unsigned size)
+{
+    DN2State *s = opaque;
+
+    dimmnet2_timing_uc_access(s, true);
+    stn_le_p(s->llcm_ptr + addr, size, v);
+    memory_region_set_dirty(&s->llcm, addr, size);
+}
+
+static const MemoryRegionOps dimmnet2_llcm_timed_ops = {
+    .read = dimmnet2_llcm_timed_read,
+    .write = dimmnet2_llcm_timed_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+/* With the model: the LLCM's host accesses are charged (realize, after
+ * the window is built). */
+void dimmnet2_timing_map(DN2State *s)
+{
+    if (!s->timing_on || !s->llcm_ptr) {
+        return;
+    }
+    memory_region_init_io(&s->llcm_timed, OBJECT(s), &dimmnet2_llcm_timed_ops, s,
+                          "dimmnet2.llcm-timed", DN2_REGION_SIZE);
+    memory_region_add_subregion_overlap(&s->container, DN2_LLCM_BASE,
+                                        &s->llcm_timed, 1);
+}
+
+void dimmnet2_timing_unmap(DN2State *s)
+{
+    if (s->timing_on && memory_region_is_mapped(&s->llcm_timed)) {
+        memory_region_del_subregion(&s->container, &s->llcm_timed);
+        object_unparent(OBJECT(&s->llcm_timed));
+    }
 }

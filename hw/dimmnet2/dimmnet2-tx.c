@@ -119,6 +119,12 @@ static DN2Step dimmnet2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req 
     uint64_t h0;
     uint16_t dlid;
 
+    if (x->started) {
+        /* timing=thesis: the image has been read; the window is free */
+        dimmnet2_prim_count(s, r->wid, DN2_PC_BOTF);
+        trace_dimmnet2_done(s->index, r->wid, "BOTF", size);
+        return DIMMNET2_STEP_DONE;
+    }
     memcpy(s->pkt_buf, s->ww_ptr + r->wid * DN2_WW_WID_STRIDE + n * DN2_WIN_SIZE,
            bytes);
     memset(s->pkt_buf + size, 0, bytes - size);
@@ -137,8 +143,18 @@ static DN2Step dimmnet2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req 
     dimmnet2_port_send(s, dlid, s->pkt_buf, bytes);
     s->stat[DN2_STAT_TX_PACKETS]++;
     s->stat[DN2_STAT_TX_BYTES] += bytes;
-    dimmnet2_prim_count(s, r->wid, DN2_PC_BOTF);
     *budget -= MIN(*budget, (uint64_t)bytes + 64);
+    if (s->timing_on) {
+        /* The Core Logic reads the image line by line: the Write Window is
+         * busy, and the Primitive Counter counts, until it is done. */
+        dimmnet2_timing_wc_busy(s, (uint64_t)(s->tparam[DN2T_BOTF_READ_CLK] +
+                                              bytes / DN2_LINE) *
+                                   s->tparam[DN2T_CLOCK_NS]);
+        x->started = 1;
+        return dimmnet2_timing_wc_ready(s) ? dimmnet2_exec_botf(s, x, r, budget)
+                                           : DIMMNET2_STEP_STALL;
+    }
+    dimmnet2_prim_count(s, r->wid, DN2_PC_BOTF);
     trace_dimmnet2_done(s->index, r->wid, "BOTF", size);
     return DIMMNET2_STEP_DONE;
 }
@@ -206,6 +222,9 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
          * of Size, contiguous from SRCOff (choice #46). */
         p.len = p.ww_len + ((r->has_ex && r->ex_otype) ? p.len : want - p.ww_len);
     }
+    if (x->started == 2) {
+        goto sent;              /* timing=thesis: the last data was read */
+    }
     if (!x->started) {
         uint64_t total = MIN(want, p.len);
         if (p.pat.form == DN2_FORM_CONTIG) {
@@ -265,6 +284,15 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
         if (!dimmnet2_port_can_send(s, dn2_hdr0_encode(&h), lines * DN2_LINE + dlen)) {
             return DIMMNET2_STEP_STALL;
         }
+        /* timing=thesis: the data is read from the SO-DIMMs (its Write
+         * Window prefix, LHSv2's, at the line rate like a BOTF image) */
+        if (s->timing_on) {
+            uint64_t ww = x->done < p.ww_len ? MIN(p.ww_len - x->done, dlen) : 0;
+
+            dimmnet2_timing_sdimm_read(s, dlen - ww);
+            dimmnet2_timing_wc_busy(s, DIV_ROUND_UP(ww, DN2_LINE) *
+                                       (uint64_t)s->tparam[DN2T_CLOCK_NS]);
+        }
         dimmnet2_emit(s, &h, lines, dlen);
         x->done += form == DN2_FORM_CONTIG ? dlen : k;
         *budget -= MIN(*budget, (uint64_t)dlen + 64);
@@ -274,8 +302,18 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
         if (!*budget) {
             return DIMMNET2_STEP_MORE;
         }
+        if (!dimmnet2_timing_wc_ready(s)) {
+            return DIMMNET2_STEP_STALL;     /* the next packet's read */
+        }
     } while (1);
 
+    if (s->timing_on) {
+        x->started = 2;
+        if (!dimmnet2_timing_wc_ready(s)) {
+            return DIMMNET2_STEP_STALL;     /* counts when its data is read */
+        }
+    }
+sent:
     if (!x->ent.from_rc) {
         dimmnet2_prim_count(s, r->wid, ipush ? DN2_PC_IPUSH : DN2_PC_RVS);
     }
@@ -289,8 +327,8 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
 DN2Step dimmnet2_tx_step(DN2State *s, DN2Exec *x, const struct dn2_req *r,
                          uint64_t *budget)
 {
-    if (!dimmnet2_port_ready(s)) {
-        return DIMMNET2_STEP_STALL;
+    if (!dimmnet2_port_ready(s) || !dimmnet2_timing_wc_ready(s)) {
+        return DIMMNET2_STEP_STALL;     /* (timing=thesis: a step still busy) */
     }
     switch (r->otype) {
     case DN2_OP_BOTF:
