@@ -25,6 +25,22 @@
 #   list                  every cluster in build/cluster: running or not
 #   stop NAME             stops it: QEMUs, switch, job server, pollers;
 #                         says which node had died and why (exit 3 then)
+#   snapshot [--drain S] NAME TAG  saves the running cluster NAME at one
+#                         consistent cut into build/snapshots/TAG (every
+#                         node's QEMU, the LIDs, the job's identity); it runs
+#                         on.  The fabric gets S seconds (default 10) to
+#                         drain with every vCPU stopped; refused with the
+#                         reason where no cut can be consistent (several
+#                         hosts, virtual time, --ethernet, traffic that
+#                         cannot drain)
+#   start NAME --from TAG [-q] [-b S] [--board-stats] [--junit FILE]
+#                         restores snapshot TAG as cluster NAME (its options
+#                         are the snapshot's): the nodes load their memory,
+#                         the boards get their LIDs back on a new switch,
+#                         and it serves jobs as the cluster did at the cut.
+#                         The job server listens on the snapshot's port (the
+#                         guests know it): the cluster it was taken from
+#                         must be stopped
 # NAME is a plain name: build/cluster/NAME is its run directory.  A NAME
 # that runs cannot be started again; a stopped one is replaced.
 # The older spellings work on a -i cluster's directory (-d RUNDIR; default
@@ -715,6 +731,222 @@ cmd_stop() {
     exit "$status"
 }
 
+# ====================================================================
+# Snapshots (docs/cluster.md, "Snapshots"): snapshot NAME TAG, start NAME
+# --from TAG
+# ====================================================================
+SNAP_DIR=${DN2_SNAPSHOT_DIR:-$DN2_TOP/build/snapshots}
+
+# The consistent cut, over every node's QMP socket: stop every vCPU, hold
+# every board once nothing is in flight (the fabric drains meanwhile: the
+# boards still deliver and acknowledge while their VM is stopped), migrate
+# every node to TAGDIR/nodeI.mig at once, release, run again.
+snapshot_py() {
+    cat <<'PY'
+import sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from qmp import connect, dimmnet2_boards
+tagdir, drain_s, socks = sys.argv[2], float(sys.argv[3]), sys.argv[4:]
+def say(m): print("[cluster] " + m, file=sys.stderr, flush=True)
+try:
+    qs = [connect(p, timeout=60) for p in socks]
+except OSError as e:
+    say("error: cannot reach a node's QMP socket: %s" % e); sys.exit(4)
+boards = [dimmnet2_boards(q) for q in qs]
+def run_all():
+    for q in qs: q.cmd("cont")
+def hold(on):
+    errs = []
+    for i, (q, bs) in enumerate(zip(qs, boards)):
+        for b in bs:
+            r = q.cmd("qom-set", {"path": b, "property": "snapshot-hold", "value": on})
+            if "error" in r: errs.append("node%d: %s" % (i, r["error"]["desc"]))
+    return errs
+t0 = time.monotonic()
+for q in qs: q.cmd("stop")
+t_stop = time.monotonic()
+while True:
+    errs = hold(True)
+    if not errs: break
+    hold(False)
+    if time.monotonic() - t_stop > drain_s:
+        run_all()
+        say("error: no consistent cut: the fabric did not drain in %g s with every vCPU stopped "
+            "(a receiver that cannot take its packets holds them back):" % drain_s)
+        for e in errs[:8]: say("  " + e)
+        sys.exit(3)
+    time.sleep(0.05)
+t_held = time.monotonic()
+for i, q in enumerate(qs):
+    r = q.cmd("migrate", {"uri": "file:%s/node%d.mig" % (tagdir, i)})
+    if "error" in r:
+        hold(False); run_all()
+        say("error: node%d: migrate: %s" % (i, r["error"]["desc"])); sys.exit(1)
+failed = []
+for i, q in enumerate(qs):
+    while True:
+        r = q.cmd("query-migrate")["return"]
+        if r.get("status") == "completed": break
+        if r.get("status") in ("failed", "cancelled"):
+            failed.append("node%d: %s" % (i, r.get("error-desc", r.get("status")))); break
+        time.sleep(0.05)
+t_saved = time.monotonic()
+hold(False); run_all()
+if failed:
+    for f in failed: say("error: the migration of " + f)
+    sys.exit(1)
+print("stopped_s=%.2f drained_s=%.2f saved_s=%.2f" % (t_stop - t0, t_held - t_stop, t_saved - t_held))
+PY
+}
+
+# The restore: every node's QEMU loads its file (-incoming, -S); once all
+# have and every board holds its saved LID again on the new switch, all run.
+restore_py() {
+    cat <<'PY'
+import subprocess, sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from qmp import connect
+wait_s, sw_cmd, lids, socks = float(sys.argv[2]), sys.argv[3].split("\x1f"), sys.argv[4].split(), sys.argv[5:]
+def fail(m, rc=3):
+    print("[cluster] error: " + m, file=sys.stderr, flush=True); sys.exit(rc)
+deadline = time.monotonic() + wait_s
+qs = []
+for i, p in enumerate(socks):
+    try:
+        qs.append(connect(p, timeout=60, wait=max(1, deadline - time.monotonic())))
+    except OSError as e:
+        fail("node%d: no QMP socket (%s): QEMU did not start (see its stderr)" % (i, e))
+for i, q in enumerate(qs):
+    while True:
+        try:
+            st = q.cmd("query-status")["return"]["status"]
+            m = q.cmd("query-migrate")["return"]
+        except (OSError, ValueError, KeyError):
+            fail("node%d: QEMU ended while loading its snapshot (see its stderr)" % i)
+        if m.get("status") == "failed":
+            fail("node%d: loading the snapshot failed: %s" % (i, m.get("error-desc", "?")))
+        if st == "paused" or m.get("status") == "completed": break
+        if time.monotonic() > deadline: fail("node%d: not loaded after %g s (status %s)" % (i, wait_s, st))
+        time.sleep(0.02)
+t_loaded = time.monotonic()
+want = {"0x%016x" % (i + 1): int(l) for i, l in enumerate(lids)}
+while True:
+    got = {}
+    try:
+        out = subprocess.run(sw_cmd, capture_output=True, text=True, timeout=10).stdout
+    except subprocess.TimeoutExpired:
+        out = ""
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 2 and f[1] == "active":
+            try: got[f[2]] = int(f[0], 0)
+            except ValueError: pass
+    if all(got.get(g) == l for g, l in want.items()): break
+    if time.monotonic() > deadline:
+        bad = ["GUID %s: LID %s, wants %d" % (g, got.get(g, "none"), l) for g, l in want.items() if got.get(g) != l]
+        fail("the boards did not get their saved LIDs back in %g s: %s" % (wait_s, "; ".join(bad[:4])))
+    time.sleep(0.02)
+for q in qs: q.cmd("cont")
+PY
+}
+
+cmd_snapshot() {
+    local name dir tag tagdir gate id i t0 n out rc drain_s=10 ph launcher_pid=0 nodes=0 lines
+    while [ $# -gt 0 ]; do
+        case $1 in
+            -h|--help) dn2_usage; exit 0 ;;
+            --drain=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+            --drain) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; drain_s=$2; shift 2 ;;
+            -?*) usage_error "snapshot: unknown argument: $1" ;;
+            *) break ;;
+        esac
+    done
+    [ $# -eq 2 ] || usage_error "snapshot: NAME TAG, not '$*'"
+    name=$1 tag=$2
+    valid_name "$name" snapshot
+    case $tag in ''|-*|*/*|.|..|.*|*[[:space:]]*) usage_error "snapshot: '$tag' cannot name a snapshot (a plain name: $SNAP_DIR/TAG)" ;; esac
+    dir=$(named_run "$name") || exit 4
+    # shellcheck disable=SC1091
+    . "$dir/info"
+    # Where a cut cannot be consistent, or a restore could not rebuild it.
+    grep -q '^node[0-9]*_host=' "$dir/info" && setup_die "snapshot: $name runs on several hosts: a cut needs every node's QEMU and the switch on this host (the migration files, the drain over QMP sockets and the job server's address stay here)"
+    grep -q '^virtual_time=' "$dir/info" && setup_die "snapshot: $name runs in virtual time: its boards' clocks are in lock-step with the switch, which a snapshot does not keep"
+    grep -q '^ethhub=' "$dir/info" && setup_die "snapshot: $name has --ethernet: the guest-to-guest Ethernet hub's sockets are not saved"
+    grep -q '^node0_qmp=' "$dir/info" || setup_die "snapshot: $name's nodes have no QMP socket (a cluster started before snapshots existed): start it again"
+    for ((i = 0; i < nodes; i++)); do
+        read -r ph _ <<< "$(node_state "$dir" "$i")"
+        [ "$ph" = serving ] || setup_die "snapshot: node$i of $name is $ph, not serving jobs"
+    done
+    tagdir=$SNAP_DIR/$tag
+    [ -e "$tagdir" ] && setup_die "snapshot: $tagdir exists: remove it (rm -r) or choose another TAG"
+    (umask 077 && mkdir -p "$SNAP_DIR" && mkdir "$tagdir.part" 2>/dev/null) || setup_die "snapshot: cannot create $tagdir.part (another snapshot TAG under way?)"
+    chmod 700 "$tagdir.part"
+    t0=$SECONDS
+    # 1. Every guest parks in a job of its own with no connection open: it
+    # polls the gate file (short requests) until the snapshot is taken,
+    # and a restored cluster finds the gate open at once.  A connection
+    # open at the cut would hang in the restored guest (QEMU's user network
+    # does not keep host connections).
+    gate=snapshot-gate-$RANDOM$RANDOM
+    id=$(job_submit "$dir" "# snapshot $tag
+until timeout 2 wget -q -O /dev/null \"\$DN2_HTTP/$gate\" 2>/dev/null; do sleep 0.1; done")
+    for ((n = 0; n < 300; n++)); do
+        lines=0
+        for ((i = 0; i < nodes; i++)); do
+            tr -d '\r' < "$dir/node$i.log" | grep -qx "DN2-JOB-BEGIN $id" && lines=$((lines + 1))
+        done
+        [ "$lines" -eq "$nodes" ] && break
+        kill -0 "$launcher_pid" 2>/dev/null || { rm -rf "$tagdir.part"; setup_die "snapshot: the cluster stopped"; }
+        sleep 0.1
+    done
+    if [ "$lines" -ne "$nodes" ]; then
+        : > "$dir/www/$gate"
+        rm -rf "$tagdir.part"
+        say "${R}no snapshot${N}: after 30 s, $lines of $nodes nodes had started the snapshot's job (job $id): a node still runs an earlier job"
+        exit 1
+    fi
+    sleep 0.3   # (the job's first request is answered: 404)
+    # 2. The cut, the migration files.
+    local socks=()
+    for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$dir/info")"); done
+    out=$("$(find_python)" -c "$(snapshot_py)" "$here" "$tagdir.part" "$drain_s" "${socks[@]}")
+    rc=$?
+    # 3. The guests go on (their job ends once the gate is there).
+    : > "$dir/www/$gate"
+    if [ "$rc" -ne 0 ]; then
+        rm -rf "$tagdir.part"
+        say "${R}no snapshot${N} of $name; it runs on"
+        exit "$rc"
+    fi
+    # 4. What a restore needs beside the memory images: the launcher's
+    # options, the job's identity (id, secret, HTTP port: the guests know
+    # them), the jobs run so far (the guests' job loops count on), the rank
+    # table and joins, the LIDs, the image, the consoles so far.
+    (
+        set -e
+        cp -p "$dir/options" "$dir/secret" "$tagdir.part/"
+        cp -pr "$dir/jobs" "$dir/joins" "$tagdir.part/"
+        rm -f "$tagdir.part/jobs/.lock"
+        cp -p "$dir/www/ranks" "$tagdir.part/ranks"
+        : > "$tagdir.part/$gate"
+        ln "$dir/initramfs.cpio.gz" "$tagdir.part/initramfs.cpio.gz" 2>/dev/null || cp "$dir/initramfs.cpio.gz" "$tagdir.part/"
+        for ((i = 0; i < nodes; i++)); do tr -d '\r' < "$dir/node$i.log" > "$tagdir.part/node$i.log"; done
+        {
+            printf 'name=%q\ntaken=%s\nnodes=%s\nmem=%s\n' "$name" "$(date +%s)" "$nodes" "$mem"
+            printf 'jobid=%q\nhttp_port=%s\ngate=%s\njob=%s\n' "$jobid" "${http##*:}" "$gate" "$id"
+            printf 'lids=%q\n' "$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$dir/www/ranks")"
+            printf 'qemu_bin=%q\n' "$(sed -n 's/^qemu_bin=//p' "$dir/info")"
+            echo "$out"
+        } > "$tagdir.part/snapshot.info"
+    ) || { rm -rf "$tagdir.part"; setup_die "snapshot: cannot write $tagdir.part"; }
+    mv "$tagdir.part" "$tagdir"
+    say "${G}snapshot $tag${N} of $name ($nodes nodes) in $((SECONDS - t0)) s: $tagdir ($(du -sh "$tagdir" | cut -f1)); $out"
+    say "  restore: scripts/cluster.sh start NEWNAME --from $tag   (while $name runs, its job server's port ${http##*:} is taken: stop $name first)"
+    exit 0
+}
+
 # start NAME [options]: the launcher with -i --name NAME in the background
 # (its output in RUNDIR/launcher.log); returns once every node serves jobs,
 # or with the launcher's status and why.
@@ -724,6 +956,32 @@ cmd_start() {
     name=${1:-}
     valid_name "$name" start
     shift
+    # --from TAG: the snapshot's own options, and a few of the caller's
+    local from='' fa=() so=() sq=() k
+    for ((k = 1; k <= $#; k++)); do
+        a=${!k}
+        [ "$a" = -- ] && break
+        case $a in --from|--from=*) from=1 ;; esac
+    done
+    if [ -n "$from" ]; then
+        while [ $# -gt 0 ]; do
+            case $1 in
+                --from=*|--boot-timeout=*|--junit=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+                --from) dn2_need_value "$@"; from=$2; shift 2 ;;
+                -q|--quiet|--board-stats) fa+=("$1"); shift ;;
+                -b|--boot-timeout|--junit) dn2_need_value "$@"; fa+=("$1" "$2"); shift 2 ;;
+                -h|--help) dn2_usage; exit 0 ;;
+                *) usage_error "start --from: $1: a restored cluster has the snapshot's options (only -q, -b, --board-stats, --junit may be added)" ;;
+            esac
+        done
+        case $from in ''|-*|*/*|.|..|.*) usage_error "start --from: '$from' cannot name a snapshot" ;; esac
+        [ -f "$SNAP_DIR/$from/snapshot.info" ] || setup_die "no snapshot '$from' in $SNAP_DIR (scripts/cluster.sh snapshot NAME $from makes one)"
+        mapfile -d '' -t so < "$SNAP_DIR/$from/options"
+        for ((k = 0; k < ${#so[@]}; k++)); do
+            [ "${so[k]}" = -- ] && { sq=("${so[@]:k}"); so=("${so[@]:0:k}"); break; }
+        done
+        set -- "${so[@]}" "${fa[@]}" --from "$from" "${sq[@]}"
+    fi
     for a in "$@"; do
         case $a in
             --) break ;;
@@ -781,6 +1039,7 @@ case ${1:-} in
     status) shift; cmd_status "$@"; exit $? ;;
     list) shift; cmd_list "$@"; exit $? ;;
     stop) shift; cmd_stop "$@" ;;
+    snapshot) shift; cmd_snapshot "$@" ;;
 esac
 
 # ====================================================================
@@ -830,6 +1089,7 @@ vt_start=3
 replay_dir=
 gdb_node=
 gdb_port=1234
+from_tag=
 # --replay RUNDIR: the recorded run's options (RUNDIR/replay/options,
 # written below) and what may be added to them.
 replay_args() {
@@ -862,6 +1122,7 @@ if [ -n "$replay_dir" ]; then
     mapfile -d '' -t r_opts < "$replay_dir/replay/options"
     set -- "${r_opts[@]}"
 fi
+launch_args=("$@")
 # ("--opt=value" is split here, one option at a time: a value such as
 # --switch-opts "--drop=0.01" is taken as it is)
 while [ $# -gt 0 ]; do
@@ -907,6 +1168,7 @@ while [ $# -gt 0 ]; do
         --vt-lookahead) dn2_need_value "$@"; vt_lookahead=$2; shift 2 ;;
         --vt-quantum) dn2_need_value "$@"; vt_quantum=$2; shift 2 ;;
         --vt-start) dn2_need_value "$@"; vt_start=$2; shift 2 ;;
+        --from) dn2_need_value "$@"; from_tag=$2; shift 2 ;;
         --gdb|--gdb-port) usage_error "$1 goes with --replay RUNDIR" ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
@@ -984,6 +1246,25 @@ if [ -n "${secret_file:-}" ]; then
     secret_prop=,secret=dn2key
 fi
 case $name in */*|.|..) usage_error "--name: a plain name, not '$name'" ;; esac
+# --from TAG (cluster.sh start NAME --from TAG): a snapshot's cluster again
+snap=
+if [ -n "$from_tag" ]; then
+    [ "$interactive" = 1 ] && [ -z "$vt" ] || usage_error "--from: a snapshot is restored as a kept cluster (scripts/cluster.sh start NAME --from TAG)"
+    snap=$SNAP_DIR/$from_tag
+    [ -f "$snap/snapshot.info" ] || setup_die "no snapshot '$from_tag' in $SNAP_DIR"
+    s_mem='' s_jobid='' s_http_port='' s_gate='' s_lids=''
+    # shellcheck disable=SC1091
+    s_mem=$(. "$snap/snapshot.info"; echo "$mem") s_jobid=$(. "$snap/snapshot.info"; echo "$jobid")
+    s_http_port=$(. "$snap/snapshot.info"; echo "$http_port") s_gate=$(. "$snap/snapshot.info"; echo "$gate")
+    s_lids=$(. "$snap/snapshot.info"; echo "$lids")
+    # shellcheck disable=SC2206
+    s_lid=($s_lids)
+    [ ${#s_lid[@]} -eq "$nodes" ] || setup_die "snapshot $from_tag: $nodes nodes, but LIDs for ${#s_lid[@]}"
+    for ((i = 0; i < nodes; i++)); do
+        [ -f "$snap/node$i.mig" ] || setup_die "snapshot $from_tag: node$i.mig is missing"
+    done
+    mem=$s_mem http_port=$s_http_port
+fi
 if [ -n "$serve_dir" ]; then
     [ -d "$serve_dir" ] || usage_error "--serve-dir: $serve_dir is not a directory"
     serve_dir=$(cd "$serve_dir" && pwd)
@@ -1032,6 +1313,8 @@ initramfs_args=()
 [ -n "$mpi_image" ] && initramfs_args+=(--mpi)
 if [ -n "$replay_dir" ]; then
     initrd_built=$replay_dir/initramfs.cpio.gz
+elif [ -n "$snap" ]; then
+    initrd_built=$snap/initramfs.cpio.gz
 else
     initrd_built=$(bash "$here/build-initramfs.sh" "${initramfs_args[@]}") || setup_die "building the guest initramfs failed (scripts/build-initramfs.sh ${initramfs_args[*]})"
 fi
@@ -1093,6 +1376,31 @@ jobid=$name-$RANDOM$RANDOM
 # node's and every PMI rank's token from it.
 (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$rundir/secret") \
     || setup_die "cannot write $rundir/secret"
+# A kept or -i cluster: its options, for a snapshot's restore (without
+# those that name this run).
+if [ "$interactive" = 1 ]; then
+    o=()
+    set -- "${launch_args[@]}"
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --) o+=("$@"); break ;;
+            --name=*|--from=*|--junit=*|--http-port=*|-i|--interactive|-q|--quiet|--board-stats) shift ;;
+            --name|--from|--junit|--http-port) shift 2 ;;
+            *) o+=("$1"); shift ;;
+        esac
+    done
+    printf '%s\0' "${o[@]}" > "$rundir/options"
+fi
+# --from: the snapshot's job (its id and secret: the guests' tokens), the
+# jobs its guests have run, the rank table, the consoles so far, and the
+# gate that lets the guests' parked job end.
+if [ -n "$snap" ]; then
+    jobid=$s_jobid
+    (umask 077 && cp "$snap/secret" "$rundir/secret") || setup_die "cannot write $rundir/secret"
+    rm -rf "$rundir/jobs" "$rundir/joins"
+    cp -pr "$snap/jobs" "$snap/joins" "$rundir/" || setup_die "cannot copy the snapshot's jobs into $rundir"
+    cp "$snap/ranks" "$rundir/www/ranks" && : > "$rundir/www/$s_gate" || setup_die "cannot write $rundir/www"
+fi
 
 # --virtual-time: what the run needs to be run again (--replay RUNDIR): its
 # options (NUL-separated, the command as a file), the programs, and below
@@ -1532,6 +1840,9 @@ start_group "$rundir/http.out" "$rundir/http.log" \
     --result-max $((128 << 20))
 http_pid=$child
 if ! wait_ready "$rundir/http.port" "$http_pid" 100; then
+    if [ -n "$snap" ] && grep -q 'is busy' "$rundir/http.log" 2>/dev/null; then
+        setup_die "the snapshot's job server port $http_port is busy: the guests of snapshot $from_tag reach their job server there; the cluster it was taken from (or another restore of it) still runs: stop it first"
+    fi
     grep -q 'is busy' "$rundir/http.log" 2>/dev/null \
         && setup_die "HTTP port $http_port is busy (choose another --http-port, or 0 for a free one)"
     setup_die "the job/file server did not start: $(tail -5 "$rundir/http.log" 2>/dev/null)"
@@ -1600,7 +1911,8 @@ for ((i = 0; i < nodes; i++)); do
                   -device "virtio-net-pci,netdev=n1,mac=52:54:00:77:00:$(printf '%02x' "$i"),romfile=")
     fi
     qmp_args=()
-    if [ -n "$board_stats" ]; then
+    # (every node of a kept or -i cluster: snapshots stop and save them)
+    if [ -n "$board_stats" ] || [ "$interactive" = 1 ]; then
         qsock=$rundir/node$i.qmp
         [ ${#qsock} -lt 100 ] || qsock=${TMPDIR:-/tmp}/dn2-$$-node$i.qmp
         echo "node${i}_qmp=$qsock" >> "$rundir/info"
@@ -1618,13 +1930,21 @@ for ((i = 0; i < nodes; i++)); do
         [ -s "$tokfile" ] || setup_die "the job server wrote no token for node $i ($tokfile)"
         net_args+=(-fw_cfg "name=opt/dn2/token,file=${tokfile//,/,,}")
     fi
+    # --from: the node loads its snapshot and waits (-S) for the others;
+    # its console goes on after the snapshot's; its board asks for its LID.
+    serial1=(-serial "file:$rundir/node$i.log") snap_args=() snap_dev=
+    if [ -n "$snap" ]; then
+        serial1=(-chardev "file,id=dn2con,path=${rundir//,/,,}/node$i.log,append=on" -serial chardev:dn2con)
+        snap_args=(-incoming "file:${snap//,/,,}/node$i.mig" -S)
+        snap_dev=",lid=${s_lid[i]}"
+    fi
     # shellcheck disable=SC2054  # commas inside QEMU option values
     cmd=("${slice_wrap[@]}" "$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
          -nodefaults -display none -no-reboot -name "node$i,debug-threads=on" -L "$firmware"
          -kernel "$kernel" -initrd "$initrd" -append "$append"
-         -serial "file:$rundir/node$i.log" "${serial2[@]}"
+         "${serial1[@]}" "${serial2[@]}" "${snap_args[@]}"
          "${secret_obj[@]}"
-         -device "dimmnet2,switch=$(switch_at),guid=$((i + 1))${vt_dev:-}$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
+         -device "dimmnet2,switch=$(switch_at),guid=$((i + 1))${vt_dev:-}$snap_dev$secret_prop${device_opts:+,$device_opts}${DN2_DEVICE_GLOBALS:+,$DN2_DEVICE_GLOBALS}"
          "${net_args[@]}" "${vt_args[@]}"
          "${eth_args[@]}" "${qmp_args[@]}" "${extra[@]}")
     # --node-qemu I 'ARGS': node I's own QEMU arguments (word-split)
@@ -1638,7 +1958,11 @@ for ((i = 0; i < nodes; i++)); do
         cmd=("${on_cmd[@]}")
     fi
     printf '%q ' "${cmd[@]}" > "$rundir/node$i.cmd"; echo >> "$rundir/node$i.cmd"
-    : > "$rundir/node$i.log"
+    if [ -n "$snap" ]; then
+        cp "$snap/node$i.log" "$rundir/node$i.log"
+    else
+        : > "$rundir/node$i.log"
+    fi
     start_group "$rundir/node$i.stdout" "$rundir/node$i.stderr" "${cmd[@]}"
     qemu_pids[i]=$child
     echo "node${i}_pid=$child" >> "$rundir/info"
@@ -1708,6 +2032,24 @@ say "files: $EXPORT_DIR served at http://$http_bind:$hport/ to the nodes only (i
 fi
 say "logs:  $rundir/node<i>.log"
 
+# ----------------------------------------------------------------- restore
+# --from: every node loaded, every board back at its LID, then all run.
+t_restored=
+if [ -n "$snap" ]; then
+    say "restoring snapshot $from_tag: $nodes nodes, LIDs $s_lids"
+    socks=()
+    for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
+    sw_stats=("$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}")
+    if ! "$py" -c "$(restore_py)" "$here" "$boot_timeout" "$(IFS=$'\x1f'; echo "${sw_stats[*]}")" "$s_lids" "${socks[@]}"; then
+        for ((i = 0; i < nodes; i++)); do
+            [ -s "$rundir/node$i.stderr" ] && say "node$i: $(tail -2 "$rundir/node$i.stderr" | tr '\n' ' ')"
+        done
+        exit 3
+    fi
+    t_restored=$(elapsed_f)
+    say "restored: every node loaded and running, every board at its LID after $t_restored s"
+fi
+
 # ----------------------------------------------------------------- monitor
 # Per node: st_phase (boot, net, link, linkdown, joined, ranks, running, done,
 # serving, failed), st_lid, st_rc, st_why, timestamps.
@@ -1717,6 +2059,8 @@ ranks_written=
 t_all_links=
 t_ranks=
 t_first_fail=
+# (a restored cluster has its rank table: the snapshot's)
+[ -n "$snap" ] && ranks_written=1 t_ranks=$t_restored
 
 # scan NODE: updates the node's state from its console and its process
 scan() {

@@ -33,3 +33,30 @@ class QMP:
 
     def close(self):
         self.sock.close()
+
+
+def connect(path, timeout=2, wait=0):
+    """QMP(path), retried for up to wait seconds while the socket is not
+    there yet (a QEMU that is still starting)."""
+    import time
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return QMP(path, timeout)
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def dimmnet2_boards(q):
+    """The QOM paths of the machine's DIMMnet-2 boards (anonymous or with
+    an id)."""
+    res = []
+    for parent in ("/machine/peripheral-anon", "/machine/peripheral"):
+        for d in q.cmd("qom-list", {"path": parent}).get("return", []):
+            p = parent + "/" + d["name"]
+            if d["type"].startswith("child<") and \
+                    q.cmd("qom-get", {"path": p, "property": "type"}).get("return") == "dimmnet2":
+                res.append(p)
+    return res
