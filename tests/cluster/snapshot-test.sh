@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Cluster snapshots (TAP): scripts/cluster.sh snapshot NAME TAG and
+# start NAME --from TAG, restored twice (docs/cluster.md, "Snapshots").
+#
+#   tests/cluster/snapshot-test.sh        (meson: test 'cluster-snapshot')
+#
+#   1. start a 2-node kept cluster; load the driver, bring the boards up,
+#      leave a marker file in each guest and start, in the background on
+#      both nodes, a loop of dn2-e2e runs (every remote primitive across
+#      the boards, data checked byte for byte): traffic on the fabric
+#   2. snapshot NAME TAG while that loop runs: 0, the files are there
+#   3. refusals: the same TAG again (status 4); a restore while the
+#      cluster it was taken from runs (its job server's port, status 4,
+#      naming the port); a snapshot of a cluster that does not run (4)
+#   4. the source cluster goes on: its loop ends with every run passing
+#   5. then, twice: start R --from TAG (0); every node has its marker, its
+#      saved LID ($DN2_LID and the switch's port table) and the rank
+#      table; the loop that was running at the cut ends there too with
+#      every run passing (no packet lost or doubled at the cut); a fresh
+#      dn2-e2e passes on rank 0 and 1; PMI through the job server (tokens,
+#      put, barrier, get: the job's secret and id survived) gives each
+#      rank the other's key; cp both ways byte for byte; stop leaves no
+#      process of the run
+#
+# Environment: QEMU, DN2_SWITCH (as cluster-test.sh), DN2_E2E (the dn2-e2e
+# program), DN2_CLUSTER_BOOT_TIMEOUT (default 300), DN2_SNAPSHOT_LOOPS
+# (dn2-e2e runs in the background loop, default 6).  Snapshots go to
+# build/snapshot-test (DN2_SNAPSHOT_DIR); run directories
+# build/cluster/test-snap*.
+set -uo pipefail
+top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+. "$top/scripts/lib.sh"
+. "$top/tests/guest/tap-lib.sh"
+dn2_no_options "$@"
+cluster=$top/scripts/cluster.sh
+boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
+loops=${DN2_SNAPSHOT_LOOPS:-6}
+e2e=${DN2_E2E:-$top/build/tests/cluster/dn2-e2e}
+command -v pgrep > /dev/null || tap_skip_all "$(tap_missing pgrep procps)"
+[ -x "$e2e" ] || tap_skip_all "no $e2e: meson compile -C build"
+export DN2_SNAPSHOT_DIR=$top/build/snapshot-test
+src=test-snap
+tag=test-snap
+work=$top/build/cluster/$src.files
+mkdir -p "$work" "$top/build/cluster"
+log=$work/log
+: > "$log"
+names=("$src" "$src-r1" "$src-r2")
+for n in "${names[@]}"; do "$cluster" stop "$n" > /dev/null 2>&1; done
+rm -rf "$DN2_SNAPSHOT_DIR"
+finish() {
+    for n in "${names[@]}"; do "$cluster" stop "$n" > /dev/null 2>&1; done
+    rm -rf "$DN2_SNAPSHOT_DIR"
+}
+trap finish EXIT
+# run OUTVAR CMD...: CMD's stdout and stderr into OUTVAR, its status in rc
+run() { local -n _o=$1; shift; _o=$("$@" 2>&1); rc=$?; printf '%s\n' "\$ ${*:1:4}... (rc $rc)" "$_o" >> "$log"; }
+fail_diag() { printf '%s\n' "$1" | tail -"${2:-8}" | diag; }
+
+if ! bash "$top/scripts/export-guest.sh" "$e2e" > "$work/export.log" 2>&1; then
+    tap_plan 1
+    not_ok "could not prepare the guest programs: $(tail -1 "$work/export.log")"
+    tap_done
+fi
+tap_plan 23
+
+# ---------------------------------------------------------------- 1. source
+run out "$cluster" start "$src" -n 2 -q -b "$boot_timeout"
+result $rc "start $src: a 2-node kept cluster"
+[ $rc -eq 0 ] || { fail_diag "$out" 15; bail "no cluster to take a snapshot of"; }
+# (the background loop: each run's summary line, then BG-DONE)
+bg="(k=0; while [ \$k -lt $loops ]; do dn2-e2e > /tmp/e2e.\$k 2>&1; echo \"run \$k rc=\$? \$(grep -c '^ok ' /tmp/e2e.\$k) ok \$(grep -c '^not ok ' /tmp/e2e.\$k) not-ok\"; k=\$((k + 1)); done; echo BG-DONE) > /root/bg.out 2>&1 < /dev/null &"
+run out "$cluster" exec "$src" -t 120 "insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null && echo marker-{node}-\$DN2_LID > /root/marker && $bg"
+result $rc "driver loaded, boards up, markers written, a dn2-e2e loop started on both nodes"
+[ $rc -eq 0 ] || fail_diag "$out"
+sleep 2
+
+# -------------------------------------------------------------- 2. snapshot
+run out "$cluster" snapshot "$src" "$tag"
+snap=$DN2_SNAPSHOT_DIR/$tag
+if [ $rc -eq 0 ] && [ -s "$snap/node0.mig" ] && [ -s "$snap/node1.mig" ] && [ -s "$snap/snapshot.info" ]; then
+    ok "snapshot $src $tag while the loop runs: $(grep -o 'drained_s=[0-9.]* saved_s=[0-9.]*' "$snap/snapshot.info")"
+else
+    not_ok "snapshot $src $tag (rc $rc)"; fail_diag "$out"
+    bail "no snapshot to restore"
+fi
+saved_lids=$(sed -n 's/^lids=//p' "$snap/snapshot.info" | tr -d "\\\\'")
+
+# -------------------------------------------------------------- 3. refusals
+run out "$cluster" snapshot "$src" "$tag"
+{ [ $rc -eq 4 ] && grep -q 'exists' <<< "$out"; } ; result $? "the same TAG again is refused (status 4: it exists)"
+run out "$cluster" start "$src-r1" --from "$tag" -q
+{ [ $rc -eq 4 ] && grep -q "port .* is busy" <<< "$out"; } ; result $? "a restore while the source runs is refused, naming the job server's port (status 4)"
+[ $rc -eq 4 ] || fail_diag "$out"
+run out "$cluster" snapshot no-such-cluster "$tag-x"
+[ $rc -eq 4 ]; result $? "a snapshot of a cluster that does not run is refused (status 4)"
+run out "$cluster" start "$src-r1" --from "$tag" -n 4
+[ $rc -eq 2 ]; result $? "start --from takes the snapshot's options: -n is a usage error (status 2)"
+
+# bg_check NAME: the background loop ended on both nodes, every run passed
+bg_check() {
+    local t out2 want
+    for ((t = 0; t < 120; t++)); do
+        run out2 "$cluster" exec "$1" -t 30 'grep -c BG-DONE /root/bg.out'
+        [ "$(grep -c '| 1$' <<< "$out2")" -eq 2 ] && break
+        sleep 1
+    done
+    run out2 "$cluster" exec "$1" -t 30 'cat /root/bg.out'
+    # (rank 0 prints the TAP; both exit 0)
+    want=$(( $(grep -c '^node0| run [0-9]* rc=0 [1-9][0-9]* ok 0 not-ok$' <<< "$out2") +
+             $(grep -c '^node1| run [0-9]* rc=0 [0-9]* ok 0 not-ok$' <<< "$out2") ))
+    if [ "$want" -eq $((2 * loops)) ] && [ "$(grep -c 'BG-DONE' <<< "$out2")" -eq 2 ]; then
+        ok "$1: the loop running at the cut ended on both nodes, all $loops dn2-e2e runs passed"
+    else
+        not_ok "$1: the loop running at the cut: $want of $((2 * loops)) runs passed"
+        fail_diag "$out2" 16
+    fi
+}
+
+# ----------------------------------------------------------- 4. source goes on
+bg_check "$src"
+run out "$cluster" stop "$src"
+result $rc "stop $src"
+
+# ---------------------------------------------------------- 5. restore twice
+for r in 1 2; do
+    name=$src-r$r
+    t0=$(date +%s.%N)
+    run out "$cluster" start "$name" --from "$tag" -q
+    t1=$(date +%s.%N)
+    result $rc "restore $r: start $name --from $tag ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s)"
+    [ $rc -eq 0 ] || { fail_diag "$out" 15; continue; }
+    rundir=$top/build/cluster/$name
+    # markers, LIDs as saved (guest and switch), the rank table
+    run out "$cluster" exec "$name" -t 60 'cat /root/marker; echo lid=$DN2_LID; cat $DN2_RANKS | tr "\n" ,; echo'
+    sw=$("$top/build/fabric/dn2-switch" --stats "$(sed -n 's/^switch=//p' "$rundir/info")" 2>&1)
+    good=1
+    read -r -a lid <<< "$saved_lids"
+    for i in 0 1; do
+        grep -q "^node$i| marker-$i-${lid[i]}$" <<< "$out" || good=
+        grep -q "^node$i| lid=${lid[i]}$" <<< "$out" || good=
+        [ "$(awk -v g="$(printf '0x%016x' $((i + 1)))" '$2 == "active" && $3 == g { print $1 }' <<< "$sw")" = "$(printf '0x%04x' "${lid[i]}")" ] || good=
+    done
+    grep -q "^node1| 0 ${lid[0]} 0,1 ${lid[1]} 0,$" <<< "$out" || good=
+    if [ -n "$good" ]; then ok "restore $r: markers, LIDs ${lid[*]} in the guests and the switch, the rank table"
+    else not_ok "restore $r: markers, LIDs, rank table"; fail_diag "$out"; fail_diag "$sw" 4; fi
+    bg_check "$name"
+    run out "$cluster" exec "$name" -t 120 'dn2-e2e'
+    nok=$(grep -c '^node0| ok ' <<< "$out")
+    { [ $rc -eq 0 ] && [ "$nok" -gt 0 ] && ! grep -q '^node0| not ok' <<< "$out"; }
+    result $? "restore $r: a fresh dn2-e2e across the boards: $nok checks on rank 0 pass, both ranks exit 0"
+    [ $rc -eq 0 ] || fail_diag "$out" 12
+    # PMI through the job server: rank R puts keyR, all meet at a barrier,
+    # each dumps the keys
+    pmi='J=$DN2_JOBID.snap'$r'; U=${DN2_HTTP%/n/*}; R=$DN2_RANK
+T=$(timeout 30 wget -q -O - "$DN2_HTTP/pmi/token?job=$J&rank=$R") || exit 11
+echo "key$R val-$R-$DN2_LID" > /tmp/put
+timeout 30 wget -q -O /dev/null --post-file /tmp/put "$U/pmi/put?job=$J&rank=$R&token=$T" || exit 12
+n=0
+until timeout 30 wget -q -O /tmp/dump "$U/pmi/barrier?job=$J&rank=$R&token=$T&size=$DN2_NODES&epoch=0" && [ "$(grep -c "^key" /tmp/dump)" = "$DN2_NODES" ]; do
+    n=$((n + 1)); [ $n -lt 10 ] || exit 13
+done
+sort /tmp/dump | tr "\n" " "; echo'
+    run out "$cluster" exec "$name" -t 120 "$pmi"
+    want="key0 val-0-${lid[0]} key1 val-1-${lid[1]} "
+    { [ $rc -eq 0 ] && [ "$(grep -cxF "node0| $want" <<< "$out")" = 1 ] && [ "$(grep -cxF "node1| $want" <<< "$out")" = 1 ]; }
+    result $? "restore $r: PMI through the job server (token, put, barrier, get): each rank has both keys"
+    [ $rc -eq 0 ] || fail_diag "$out"
+    # cp both ways
+    head -c 200000 /dev/urandom > "$work/in.$r"
+    run out "$cluster" cp "$name" "$work/in.$r" :/root/in.bin
+    rc1=$rc
+    run out "$cluster" cp "$name" 1:/root/in.bin "$work/back.$r"
+    { [ $rc1 -eq 0 ] && [ $rc -eq 0 ] && cmp -s "$work/in.$r" "$work/back.$r"; }
+    result $? "restore $r: cp to every node and back from node 1, byte for byte"
+    run out "$cluster" stop "$name"
+    left=$(pgrep -f "$rundir/" 2>/dev/null | wc -l)
+    { [ $rc -eq 0 ] && [ "$left" -eq 0 ]; }
+    result $? "restore $r: stop $name leaves no process of the run ($left left)"
+done
+tap_done
