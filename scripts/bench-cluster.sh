@@ -32,7 +32,10 @@
 #   --timing MODEL    with --virtual-time: the boards' timing model
 #                     (timing=MODEL: thesis, docs/timing.md); the lookahead
 #                     becomes the model's least latency (725 ns) unless
-#                     --vt-lookahead is given
+#                     --vt-lookahead is given, the guest polls as the
+#                     thesis's host did (--poll tight) unless --poll is
+#                     given, and the report ends with one line per thesis
+#                     row measured: row NAME measured V thesis T UNIT error E%
 #   -t, --timeout S   seconds for the whole cluster run (default 900)
 #   -o, --output F    the report (default build/bench/guest-<date>.txt)
 #   -q, --quiet       no progress lines on stderr
@@ -103,6 +106,9 @@ if [ -n "${timing:-}" ]; then
     [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] || usage_error "--timing goes with --virtual-time: the model's times are virtual times"
     device_opts="timing=$timing${device_opts:+,$device_opts}"
     [[ " ${vt_opts[*]} " == *" --vt-lookahead "* ]] || vt_opts+=(--vt-lookahead 725)
+    # the thesis's host polled the board's registers back to back; a guest
+    # that naps between looks would measure its naps
+    [ -n "$poll" ] || poll=tight
 fi
 if [ ${#vt_opts[@]} -gt 0 ]; then
     [ "${vt_opts[0]}" = --virtual-time ] || [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] \
@@ -323,7 +329,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
     echo "2 Linux guests ($DN2_ACCEL_NAME, 1 vCPU, 256 MiB each), one board each on one dn2-switch;"
     [ -n "$vt" ] && echo "lock-step virtual time (${vt_opts[*]}): every figure is in virtual time, the same in every run on any host; replay: scripts/cluster.sh --replay $rundir"
     [[ " ${vt_opts[*]} " == *" --vt-quantum "* ]] && echo "QUANTISED: every packet's delivery is rounded up to the --vt-quantum grid, so latencies below it are not the board's"
-    [ -n "${timing:-}" ] && echo "timing model: timing=$timing (docs/timing.md: the network path; the host side's costs are not modelled yet)"
+    [ -n "${timing:-}" ] && echo "timing model: timing=$timing (docs/timing.md: the board's units, the network path and the host's board accesses in virtual time)"
     [ -n "$vt" ] && [ -z "${timing:-}" ] && echo "no timing model: every packet takes the lookahead (vt-latency-ns), whatever its size"
     echo "host: $(nproc) CPUs ($cpu_model), load average $load_before -> $load_after;"
     if [ "$slice_us" = 0 ]; then
@@ -337,7 +343,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
     echo "the figures are emulator figures; the meaningful comparison is DIMMnet-2 vs UDP in the same run"
     echo
     if [ -s "$out0" ]; then
-        grep -v -E '^\[(dn2|udp)-bench\]' "$out0"
+        grep -v -E '^\[(dn2|udp)-bench\]|^row ' "$out0"
     else
         echo "(no output from rank 0)"
     fi
@@ -372,6 +378,11 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
         echo
         echo "== Summary =="
         grep '^verdict:' "$out0" | sed 's/^verdict: /  /'
+    fi
+    if grep -q '^row ' "$out0" 2> /dev/null; then
+        echo
+        echo "== The thesis's rows (row NAME measured V thesis T UNIT error E%) =="
+        tr -d '\r' < "$out0" | grep '^row '
     fi
 } > "$output"
 

@@ -343,7 +343,10 @@ struct DN2State {
     uint64_t t_data_start;      /* the next packet's data read from the SO-DIMMs: */
     uint64_t t_data_end;        /*   from, to (0: not from the SO-DIMMs) */
     uint64_t t_host_busy;       /* the vCPU's board accesses are paid up to here */
+    bool t_read_retry;          /* the next read is a retried one, paid up to here */
+    uint64_t t_bus_ps;          /* the memory bus carries the WW stores until (ps) */
     MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */
+    MemoryRegion ww_timed;      /* the Write Window's stores, on the bus */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 
     /* the window */
@@ -645,7 +648,6 @@ uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len)
 uint64_t dimmnet2_timing_min_ns(const DN2State *s);
 void dimmnet2_timing_charge(DN2State *s, uint64_t ns);
 void dimmnet2_timing_uc_access(DN2State *s, bool write);
-void dimmnet2_timing_doorbell(DN2State *s, uint32_t ww_bytes);
 bool dimmnet2_timing_wc_ready(DN2State *s);
 void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns);
 uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes);

@@ -339,6 +339,9 @@ static uint64_t dimmnet2_reg_read(DN2State *s, hwaddr addr, unsigned size,
     if (!dimmnet2_access_ok(s, addr, size, false)) {
         return 0;
     }
+    /* timing=thesis: the vCPU waits the uncached read's time, and the read
+     * returns what the board holds when it returns (dimmnet2-timing.c) */
+    dimmnet2_timing_uc_access(s, false);
     if (system) {
         v = reg < DN2_SR_PAGE ? dimmnet2_sr_read(s, reg) : 0;
     } else if (reg < DN2_NUM_WID * DN2_UR_WID_STRIDE) {
@@ -351,9 +354,6 @@ static uint64_t dimmnet2_reg_read(DN2State *s, hwaddr addr, unsigned size,
         v = (addr & 4) ? v >> 32 : (uint32_t)v;
     }
     trace_dimmnet2_reg_read(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
-    /* timing=thesis: the read returns what the board held when it came,
-     * and the vCPU waits the uncached read's time (dimmnet2-timing.c). */
-    dimmnet2_timing_uc_access(s, false);
     return v;
 }
 

@@ -33,8 +33,9 @@
  * And the host pays for its board accesses in virtual time (the vCPU's
  * instruction budget is consumed, dimmnet2_timing_charge): an uncached
  * read of a register or of the LLCM uc-read-ns, an uncached store
- * uc-write-ns, and the Write Window stores a request reads at the memory
- * bus rate (bus-mbps), charged at its doorbell.
+ * uc-write-ns; Write Window stores are write-combined: they occupy the
+ * memory bus at bus-mbps while the vCPU goes on, and the next uncached
+ * access waits until the bus has carried them.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -45,6 +46,7 @@
 #include "qapi/error.h"
 #include "exec/memory.h"
 #include "hw/core/cpu.h"
+#include "exec/cpu-common.h"
 #include "system/cpu-timers.h"
 #include "dimmnet2-int.h"
 
@@ -272,22 +274,95 @@ void dimmnet2_timing_charge(DN2State *s, uint64_t ns)
     }
 }
 
-/* An uncached host access to a register or to the LLCM. */
-void dimmnet2_timing_uc_access(DN2State *s, bool write)
+/* The virtual time at which the memory bus has carried every
+ * write-combined Write Window store so far. */
+static uint64_t dimmnet2_timing_bus_end(DN2State *s)
 {
-    if (s->timing_on) {
-        dimmnet2_timing_charge(s, s->tparam[write ? DN2T_UC_WRITE_NS : DN2T_UC_READ_NS]);
-    }
+    return DIV_ROUND_UP(s->t_bus_ps, 1000);
 }
 
-/* A doorbell: the Write Window stores of the request (ww_bytes), written
- * combined before it, reach the board first (an uncached store drains
- * the write-combining buffers). */
-void dimmnet2_timing_doorbell(DN2State *s, uint32_t ww_bytes)
+/*
+ * A host store of size bytes into the Write Window: write-combined, it is
+ * posted and the bus carries it at bus-mbps while the vCPU goes on; an
+ * uncached access after it waits until the bus is done (an uncached access
+ * drains the write-combining buffers).
+ */
+static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
 {
-    if (s->timing_on && ww_bytes) {
-        dimmnet2_timing_charge(s, (uint64_t)ROUND_UP(ww_bytes, 64) * 1000 /
-                                  s->tparam[DN2T_BUS_MBPS]);
+    uint64_t now_ps = (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) * 1000;
+
+    s->t_bus_ps = MAX(s->t_bus_ps, now_ps) +
+                  (uint64_t)size * 1000000 / s->tparam[DN2T_BUS_MBPS];
+}
+
+/*
+ * An uncached host read of a register or of the LLCM: the vCPU waits
+ * uc-read-ns, and the read returns what the board holds when it returns.
+ *
+ * The vCPU's budget ends at the next virtual timer deadline (a packet's
+ * delivery, a unit's completion, the lock-step horizon).  When the read
+ * spans one, the read is charged up to it and the instruction is undone
+ * (as SimBricks does for its MMIO): the vCPU stops at the deadline, the
+ * timers run, and the instruction comes again and pays the rest (the
+ * retry is not charged anew).  So a read sees every event due before it
+ * returns, and the vCPU's clock never passes a deadline.  Called before
+ * the value is read; it may not return (the instruction is retried).
+ */
+static void dimmnet2_timing_uc_read(DN2State *s)
+{
+    CPUState *cpu = current_cpu;
+    int64_t now, per;
+    uint64_t owed, insns, left;
+
+    if (!cpu || !icount_enabled() || !cpu->running || !cpu->neg.can_do_io) {
+        return;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    if (!s->t_read_retry) {
+        s->t_host_busy = MAX(MAX(s->t_host_busy, (uint64_t)now), dimmnet2_timing_bus_end(s)) +
+                         s->tparam[DN2T_UC_READ_NS];
+    }
+    s->t_read_retry = false;
+    owed = s->t_host_busy > (uint64_t)now ? s->t_host_busy - now : 0;
+    per = MAX(icount_to_ns(1), 1);
+    insns = DIV_ROUND_UP(owed, per);
+    left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
+    if (insns <= left || !cpu->mem_io_pc) {
+        insns = MIN(insns, left);
+        if (cpu->icount_extra >= (int64_t)insns) {
+            cpu->icount_extra -= insns;
+        } else {
+            cpu->neg.icount_decr.u16.low -= insns - cpu->icount_extra;
+            cpu->icount_extra = 0;
+        }
+        return;
+    }
+    /* To the deadline, then again: undo the instruction (its count comes
+     * back and is taken again, so the clock stands at the deadline), leave
+     * the device as an access that returned would, and stop the vCPU. */
+    cpu->neg.icount_decr.u16.low = 0;
+    cpu->icount_extra = 0;
+    s->t_read_retry = true;
+    cpu_restore_state(cpu, cpu->mem_io_pc);
+    cpu->neg.icount_decr.u16.low = 0;
+    DEVICE(s)->mem_reentrancy_guard.engaged_in_io = false;
+    cpu_loop_exit(cpu);
+}
+
+/* An uncached host access to a register or to the LLCM: it waits for the
+ * write-combined Write Window stores still on the bus first. */
+void dimmnet2_timing_uc_access(DN2State *s, bool write)
+{
+    if (!s->timing_on) {
+        return;
+    }
+    if (write) {
+        uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        uint64_t bus = dimmnet2_timing_bus_end(s);
+
+        dimmnet2_timing_charge(s, (bus > now ? bus - now : 0) + s->tparam[DN2T_UC_WRITE_NS]);
+    } else {
+        dimmnet2_timing_uc_read(s);
     }
 }
 
@@ -431,17 +506,48 @@ static const MemoryRegionOps dimmnet2_llcm_timed_ops = {
     .impl = { .min_access_size = 1, .max_access_size = 8 },
 };
 
-/* With the model: the LLCM's host accesses are charged (realize, after
- * the window is built). */
+/* The Write Window likewise: its stores are served into the same RAM and
+ * occupy the memory bus (dimmnet2_timing_ww_store). */
+static uint64_t dimmnet2_ww_timed_read(void *opaque, hwaddr addr, unsigned size)
+{
+    DN2State *s = opaque;
+
+    return ldn_le_p(s->ww_ptr + addr, size);
+}
+
+static void dimmnet2_ww_timed_write(void *opaque, hwaddr addr, uint64_t v,
+                                    unsigned size)
+{
+    DN2State *s = opaque;
+
+    dimmnet2_timing_ww_store(s, size);
+    stn_le_p(s->ww_ptr + addr, size, v);
+    memory_region_set_dirty(&s->ww, addr, size);
+}
+
+static const MemoryRegionOps dimmnet2_ww_timed_ops = {
+    .read = dimmnet2_ww_timed_read,
+    .write = dimmnet2_ww_timed_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+/* With the model: the host's accesses to the LLCM and the Write Window
+ * come to the device, to be charged (realize, after the window is built). */
 void dimmnet2_timing_map(DN2State *s)
 {
-    if (!s->timing_on || !s->llcm_ptr) {
+    if (!s->timing_on || !s->llcm_ptr || !s->ww_ptr) {
         return;
     }
     memory_region_init_io(&s->llcm_timed, OBJECT(s), &dimmnet2_llcm_timed_ops, s,
                           "dimmnet2.llcm-timed", DN2_REGION_SIZE);
     memory_region_add_subregion_overlap(&s->container, DN2_LLCM_BASE,
                                         &s->llcm_timed, 1);
+    memory_region_init_io(&s->ww_timed, OBJECT(s), &dimmnet2_ww_timed_ops, s,
+                          "dimmnet2.ww-timed", DN2_REGION_SIZE);
+    memory_region_add_subregion_overlap(&s->container, DN2_WW_BASE,
+                                        &s->ww_timed, 1);
 }
 
 void dimmnet2_timing_unmap(DN2State *s)
@@ -449,5 +555,9 @@ void dimmnet2_timing_unmap(DN2State *s)
     if (s->timing_on && memory_region_is_mapped(&s->llcm_timed)) {
         memory_region_del_subregion(&s->container, &s->llcm_timed);
         object_unparent(OBJECT(&s->llcm_timed));
+    }
+    if (s->timing_on && memory_region_is_mapped(&s->ww_timed)) {
+        memory_region_del_subregion(&s->container, &s->ww_timed);
+        object_unparent(OBJECT(&s->ww_timed));
     }
 }

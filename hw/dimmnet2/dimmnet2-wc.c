@@ -106,28 +106,6 @@ static int dimmnet2_req_ww(const DN2FifoEntry *e)
     }
 }
 
-/* How many bytes of its Write Window a request reads: what the host
- * stored there for it (timing=thesis charges their stores). */
-static uint32_t dimmnet2_req_ww_bytes(const DN2FifoEntry *e)
-{
-    struct dn2_req r;
-
-    if (dimmnet2_req_ww(e) < 0) {
-        return 0;
-    }
-    dimmnet2_req_of(&r, e);
-    switch (r.otype) {
-    case DN2_OP_BOTF:
-        return MIN(dn2_botf_size(e->lower), DN2_BOTF_MAX);
-    case DN2_OP_LHSV2:
-        return MIN(dn2_lhsv2_ww_bytes(r.dst), DN2_WIN_SIZE);
-    case DN2_OP_VS:
-        return MIN(r.arg, DN2_WIN_SIZE);
-    default:
-        return MIN((uint64_t)r.iter * dn2_dtype_bytes(r.dtype), DN2_WIN_SIZE);
-    }
-}
-
 void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
 {
     DN2Wid *w = &s->wid[wid];
@@ -143,10 +121,6 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
     s->stat[DN2_STAT_REQUESTS]++;
     trace_dimmnet2_request(s->index, wid, rflag, lower, e.upper,
                            e.has_ex ? e.ex : 0);
-    if (s->timing_on) {
-        /* the Write Window stores the request reads reach the board first */
-        dimmnet2_timing_doorbell(s, dimmnet2_req_ww_bytes(&e));
-    }
     w->upper_seen = 0;
     if (s->strict && !w->polled && dimmnet2_wc_fifo_almost_full(s)) {
         dimmnet2_strict_report(s, DN2_SV_UNPOLLED, wid, rflag ? DN2_UR_CMD1_LOWER :

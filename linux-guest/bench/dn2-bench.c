@@ -969,6 +969,46 @@ static void verdict_bw(const char *what, double ours, double thesis, double udp_
     }
 }
 
+/* One machine-readable line per row of the thesis's tables that this run
+ * measured (scripts/bench-cluster.sh prints them; docs/timing.md):
+ *   row NAME measured V thesis T UNIT error E% */
+static void row(const char *name, double v, double thesis, const char *unit)
+{
+    if (isnan(v)) {
+        return;
+    }
+    out("row %s measured %.3f thesis %.3f %s error %+.1f%%\n", name, v, thesis, unit,
+        100.0 * (v - thesis) / thesis);
+}
+
+/* The BOTF minimum one-way latency as the thesis measures it on the
+ * sending host (ch. 6: 0.632 µs for a 16-byte header and 8 bytes of
+ * data): write the image, issue the BOTF, wait until the Primitive Counter
+ * says the board has sent it; the mean over n in a row.  Into the peer's
+ * LLCM, no status: the peer only waits at the barriers. */
+static double botf_oneway(void)
+{
+    struct dn2_botf_rr rr;
+    uint8_t data[8] = { 0 };
+    unsigned i, n = 2000;
+    double t0, t = NAN;
+
+    barrier();
+    if (me == 0) {
+        dn2_botf_rr_init(d, &rr, 1);
+        t0 = now_us();
+        for (i = 0; i < n; i++) {
+            check(dn2_botf_rr_send(d, &rr, peer_lid, peer_wid, DN2_TO_LLCM, 0x80, data,
+                                   sizeof(data), 0), "BOTF");
+            rr_drain(&rr);
+        }
+        t = (now_us() - t0) / n;
+    }
+    barrier();
+    check_board();
+    return t;
+}
+
 static const size_t botf_sizes_q[] = { 8, 16, 32, 64, 128, 256, 496, 992, 1488, 1984 };
 static const size_t botf_sizes_f[] = { 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 320, 384, 448,
                                        496, 512, 744, 992, 1240, 1488, 1736, 1984 };
@@ -1005,9 +1045,18 @@ static void run_botf(void)
     size_t ns, i;
     const size_t *sz = pick(botf_sizes_q, NEL(botf_sizes_q), botf_sizes_f, NEL(botf_sizes_f), 8, 1984, &ns);
     static const int wws[3] = { 1, 2, 4 };
-    double best[4] = { 0 }, best_udp = NAN, small = NAN, v;
+    double best[4] = { 0 }, best_udp = NAN, small = NAN, small_pw = NAN, v;
     size_t small_sz = 0;
     int w;
+
+    /* ---- one-way latency on the sender */
+    cur_test = "BOTF one-way";
+    progress("%s", cur_test);
+    v = botf_oneway();
+    title("BOTF one-way latency on the sender: write the image, issue, see it sent (µs)",
+          "24-byte image (16 B header + 8 B data) from 1 Write Window, the mean of 2000");
+    out("%10s %9s\n%10s %9s\n", "measured", num(v, 3), "thesis", "0.632");
+    row("botf-oneway-min", v, 0.632, "us");
 
     /* ---- unidirectional */
     cur_test = "BOTF unidirectional";
@@ -1030,6 +1079,9 @@ static void run_botf(void)
         num(best_udp, 2));
     out("%10s %9s %9s %9s\n", "thesis max", "297.44", "463.55", "520.31");
     verdict_bw("BOTF uni max (4 WW)", best[2], 520.31, best_udp);
+    row("botf-uni-1ww", best[0], 297.44, "MB/s");
+    row("botf-uni-2ww", best[1], 463.55, "MB/s");
+    row("botf-uni-4ww", best[2], 520.31, "MB/s");
 
     /* ---- bidirectional */
     cur_test = "BOTF bidirectional";
@@ -1051,6 +1103,9 @@ static void run_botf(void)
     out("%10s %9s %9s %9s\n", "thesis max", "556.08", "908.20", "1037.18");
     out("   * udp-bench streams one way; twice that stands in for both directions\n");
     verdict_bw("BOTF bi max (4 WW)", best[2], 1037.18, NAN);
+    row("botf-bi-1ww", best[0], 556.08, "MB/s");
+    row("botf-bi-2ww", best[1], 908.20, "MB/s");
+    row("botf-bi-4ww", best[2], 1037.18, "MB/s");
 
     /* ---- ping-pong */
     cur_test = "BOTF ping-pong";
@@ -1073,6 +1128,9 @@ static void run_botf(void)
             small = r[2];
             small_sz = sz[i];
         }
+        if (sz[i] <= 64 && (isnan(small_pw) || r[3] < small_pw)) {
+            small_pw = r[3];
+        }
         v = udp_pp(sz[i]);
         out("%10s %9s %9s %9s %10s %9s %9s %9s\n", fmt_size(sz[i]), num(r[0], 1), num(r[1], 1),
             num(r[2], 1), num(r[3], 1), num(v, 1), ratio(v / r[2]), num(sz[i] / r[2], 2));
@@ -1087,6 +1145,8 @@ static void run_botf(void)
                  fmt_size(small_sz));
         verdict_lat(what, small, 1.82, udp_pp(small_sz));
     }
+    row("botf-pp-rtt2-sdimm", small, 1.82, "us");
+    row("botf-pp-rtt2-pw", small_pw, 1.76, "us");
 }
 
 static void run_botf_big(void)
@@ -1285,6 +1345,11 @@ static void run_rvs(void)
         out("%10s %10s\n", "thesis", "564");
     }
     verdict_bw("RVS uni max", bu, 727.20, bud);
+    row("rvs-uni", bu, 727.20, "MB/s");
+    if (ns >= 8) {
+        row("rvs-half-peak", half_peak(sz, uni, ns), 564, "B");
+    }
+    row("rvs-bi", bb, 953.50, "MB/s");
 
     cur_test = "RVS ping-pong";
     progress("%s", cur_test);
@@ -1313,6 +1378,7 @@ static void run_rvs(void)
         verdict_lat(what, lat_pp, 1.75, udp_pp(lat_sz));
     }
     verdict_bw("RVS ping-pong max", bp, 650.43, NAN);
+    row("rvs-pp", bp, 650.43, "MB/s");
 }
 
 /* ============================================================ IPUSH */
@@ -1355,6 +1421,8 @@ static void run_ipush(void)
         "0.04", "2.80", "2.84");
     out("verdict: 24 B RTT/2 PUSH %s µs, IPUSH %s µs: IPUSH - PUSH = %s µs (thesis +0.04 µs, "
         "below what the emulator resolves)\n", num(p24, 1), num(i24, 1), num(i24 - p24, 1));
+    row("push-rtt2-24", p24, 1.75, "us");
+    row("ipush-rtt2-24", i24, 1.79, "us");
 }
 
 /* ============================================================ LHS */
