@@ -16,7 +16,7 @@ positional arguments (www export rundir nodes jobid port ready serve bind),
 to see which of them it fails.
 """
 import argparse, ctypes, os, re, resource, shutil, socket, stat, subprocess, sys, tempfile
-import threading, time
+import threading, time, traceback
 
 here = os.path.dirname(os.path.abspath(__file__))
 top = os.path.normpath(os.path.join(here, "..", ".."))
@@ -340,12 +340,22 @@ def soak(seconds):
 
     retries = [0]
 
+    # Where each real rank is, for the message when one of them waits in
+    # vain: the request, since when, how often asked, its last answer.
+    where = {}
+    stacks = []
+
     def ask(op, r, extra="", body=None, timeout=10):
         """As libpmi-dn2 does: a 503 (busy) or a closed connection is asked
         again (here within 5 s); a 202 (barrier not yet) too."""
-        end = time.monotonic() + 5 + (POLL_T if op == "barrier" else 0)
+        t0 = time.monotonic()
+        end = t0 + 5 + (POLL_T if op == "barrier" else 0)
+        n = 0
         while True:
-            st, data, _ = pmi(op, job, r, toks[r], extra, body=body, timeout=timeout)
+            n += 1
+            where[r] = (op + extra, t0, n, "asking")
+            st, data, secs = pmi(op, job, r, toks[r], extra, body=body, timeout=timeout)
+            where[r] = (op + extra, t0, n, "%s after %.2f s" % (st, secs))
             if st not in (503, None, 202) or time.monotonic() > end:
                 return st, data
             if st != 202:
@@ -353,10 +363,21 @@ def soak(seconds):
                     retries[0] += 1
                 time.sleep(0.02)
 
+    # The end of the soak stops the ranks at a round they all finish: a
+    # rank that sees the stop goes on to the highest round any rank has
+    # begun (else the ranks already inside that round's barrier would wait
+    # for the ones that stopped before it).  A failed barrier ends them all.
+    begun = [0]
+    failed_ev = threading.Event()
+
     def rank_loop(r):
         epoch = 0
-        while not stop.is_set():
-            epoch += 1
+        while not failed_ev.is_set():
+            with lock:
+                if stop.is_set() and epoch >= begun[0]:
+                    break
+                epoch += 1
+                begun[0] = max(begun[0], epoch)
             t0 = time.monotonic()
             st, body = ask("status", r)
             lat["status"].append(time.monotonic() - t0)
@@ -371,7 +392,19 @@ def soak(seconds):
             st, body = ask("barrier", r, "&size=%d&epoch=%d" % (size, epoch), timeout=POLL_T + 5)
             lat["barrier"].append(time.monotonic() - t0)
             if st != 200:
-                errors.append("rank %d barrier %d: %s" % (r, epoch, st))
+                now = time.monotonic()
+                errors.append("rank %d barrier %d: %s (%s)" % (r, epoch, st, "; ".join(
+                    "rank %d in %s for %.2f s, try %d, last %s" % (q, w[0], now - w[1], w[2], w[3])
+                    for q, w in sorted(where.items()) if q != r)))
+                with lock:
+                    if not stacks:
+                        frames = sys._current_frames()
+                        for q, t in rank_threads.items():
+                            f = frames.get(t.ident)
+                            stacks.append("rank %d's thread %s" % (q, "ended" if f is None else "at: " + " <- ".join(
+                                "%s:%d %s" % (fs.name, fs.lineno, fs.line)
+                                for fs in reversed(traceback.extract_stack(f)[-5:]))))
+                failed_ev.set()
                 stop.set()
                 break
             want = ["r%d e%d" % (q, epoch) for q in range(size)]
@@ -390,16 +423,20 @@ def soak(seconds):
 
     hostile = [idle, trickle, trickle, forged, forged, badlen, garbage, slow_reader, slow_reader, slow_reader]
     th = [threading.Thread(target=f, daemon=True) for f in hostile]
-    th += [threading.Thread(target=rank_loop, args=(r,), daemon=True) for r in range(size)]
+    rank_threads = {r: threading.Thread(target=rank_loop, args=(r,), daemon=True) for r in range(size)}
+    th += list(rank_threads.values())
     th.append(threading.Thread(target=watch, daemon=True))
     t0 = time.monotonic()
     for t in th:
         t.start()
     while time.monotonic() - t0 < seconds and not stop.is_set():
         time.sleep(0.2)
-    stop.set()
+    with lock:
+        stop.set()
+    # A real rank's request may still be in its retries (up to 5 s, then
+    # one more of up to 10 s): its error is wanted in the report below.
     for t in th:
-        t.join(15)
+        t.join(30 if t in th[len(hostile):len(hostile) + size] else 15)
     dur = time.monotonic() - t0
     st, _, _ = pmi("status", job, 0, toks[0])
 
@@ -419,7 +456,7 @@ def soak(seconds):
     log.flush()
     diag("server log: %d bytes (refusals are logged at most 20 a second)"
          % os.path.getsize(os.path.join(work, "server.log")))
-    ok(not errors, "real ranks completed every request", "; ".join(errors[:5]))
+    ok(not errors, "real ranks completed every request", "; ".join(errors[:5] + stacks))
     ok(rounds[0] >= 10, "real ranks kept passing barriers (%d rounds)" % rounds[0])
     ok(max(lat["status"] + lat["put"] or [99]) < IO_T + 1.5,
        "no real status or put waited longer than the I/O timeout")
