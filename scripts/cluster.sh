@@ -889,9 +889,19 @@ cmd_snapshot() {
     # and a restored cluster finds the gate open at once.  A connection
     # open at the cut would hang in the restored guest (QEMU's user network
     # does not keep host connections).
+    # A request cut off by the snapshot would wait for an answer that never
+    # comes in the restored guest: each is ended after 0.3 s.
     gate=snapshot-gate-$RANDOM$RANDOM
     id=$(job_submit "$dir" "# snapshot $tag
-until timeout 2 wget -q -O /dev/null \"\$DN2_HTTP/$gate\" 2>/dev/null; do sleep 0.1; done")
+while :; do
+    wget -q -O /dev/null \"\$DN2_HTTP/$gate\" 2>/dev/null & p=\$!
+    ( usleep 300000; kill \$p 2>/dev/null ) & k=\$!
+    wait \$p && break
+    kill \$k 2>/dev/null
+    usleep 50000
+done
+kill \$k 2>/dev/null
+exit 0")
     for ((n = 0; n < 300; n++)); do
         lines=0
         for ((i = 0; i < nodes; i++)); do
@@ -1022,7 +1032,7 @@ cmd_start() {
             lp=$(sed -n 's/^launcher_pid=//p' "$dir/info")
             [ "$lp" = "$pid" ] && break
         fi
-        sleep 0.3
+        sleep 0.1
     done
     cat <&7 >&2
     exec 7<&-
@@ -2294,8 +2304,12 @@ ready_announced=
 # (sleep in the background + wait: a trapped signal interrupts "wait" at
 # once, while a foreground sleep would delay or even swallow a lone SIGINT)
 nap() { sleep "$1" & wait $!; }
+# (a restored cluster is up already: the first look at once)
+first_nap=0.3
+[ -n "$snap" ] && first_nap=0
 while :; do
-    nap 0.3
+    nap "$first_nap"
+    first_nap=0.3
     for ((i = 0; i < nodes; i++)); do scan "$i"; done
 
     n_link=0 n_joined=0 n_done=0 n_failed=0 n_serving=0
