@@ -392,6 +392,182 @@ static void test_link_loopback(void)
     rig_stop(&r);
 }
 
+/* ------------------------------------------------------------------ */
+/* Snapshots: a linked board migrates only held at a consistent cut     */
+/* ------------------------------------------------------------------ */
+
+/* The error description of a QMP command, or NULL when it succeeded. */
+static char *qmp_err(QDict *rsp)
+{
+    char *e = NULL;
+
+    if (qdict_haskey(rsp, "error")) {
+        e = g_strdup(qdict_get_str(qdict_get_qdict(rsp, "error"), "desc"));
+    }
+    qobject_unref(rsp);
+    return e;
+}
+
+static char *snap_hold(QTestState *qts, bool on)
+{
+    return qmp_err(qtest_qmp(qts, "{'execute': 'qom-set', 'arguments': {"
+                             "'path': '/machine/peripheral/dn', "
+                             "'property': 'snapshot-hold', 'value': %i}}", on));
+}
+
+static bool snap_held(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': {"
+                           "'path': '/machine/peripheral/dn', 'property': 'snapshot-hold'}}");
+    bool v = qdict_haskey(rsp, "return") && qdict_get_bool(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+static void expect_err(char *e, const char *want, const char *what)
+{
+    if (!e || !strstr(e, want)) {
+        g_test_message("FAIL %s: got %s, expected an error with \"%s\"", what,
+                       e ? e : "success", want);
+        g_test_fail();
+    }
+    g_free(e);
+}
+
+static void expect_ok(char *e, const char *what)
+{
+    if (e) {
+        g_test_message("FAIL %s: %s", what, e);
+        g_test_fail();
+    }
+    g_free(e);
+}
+
+static void snap_wait_migration(QTestState *qts, const char *who)
+{
+    int i;
+
+    for (i = 0; i < 60000; i++) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'query-migrate'}");
+        QDict *ret = qdict_get_qdict(rsp, "return");
+        g_autofree char *st = g_strdup(ret && qdict_haskey(ret, "status") ?
+                                       qdict_get_str(ret, "status") : "");
+
+        qobject_unref(rsp);
+        if (!strcmp(st, "completed")) {
+            return;
+        }
+        if (!strcmp(st, "failed") || !strcmp(st, "cancelled")) {
+            break;
+        }
+        g_usleep(1000);
+    }
+    g_test_message("FAIL %s migration did not complete", who);
+    g_test_fail();
+}
+
+/*
+ * cluster.sh snapshot's cut on one board (docs/fabric.md "Snapshots"):
+ * a linked board (loopback=on) refuses to migrate until held; holding
+ * needs the VM stopped and the board idle (an IPUSH held by a full ring
+ * keeps the Window Controller busy: refused with that reason); once the
+ * host drains the ring, the stopped board goes idle, is held and migrates
+ * to a file.  Released and run again, the source refuses to migrate again.
+ * The restored board runs, is not held, has its link (SMA read from its
+ * own port), the migrated Primitive Counter, and moves the next IPUSH
+ * through the same ring, data checked.
+ */
+static void test_snapshot_hold(void)
+{
+    const uint64_t sma_up = ((uint64_t)DN2_SMA_LINK_READY << DN2_SMA_LINK_SHIFT) | LID;
+    const uint32_t big = 300 * 240, small = 64;
+    g_autofree char *dir = g_dir_make_tmp("dn2-snap-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "node.mig", NULL);
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree uint8_t *want = g_malloc(big + small);
+    g_autofree uint8_t *got = g_malloc(big + small);
+    QTestState *src, *dst;
+    uint32_t head = 0, done = 0;
+    int idle = 0;
+    Rig r;
+    DN2 *d;
+    RingM a;
+
+    d = rig_up(&r, DN2Q_MTU_256);
+    src = d->qts;
+    expect_err(qmp_err(qtest_qmp(src, "{'execute': 'migrate', 'arguments': {'uri': %s}}", uri)),
+               "consistent cut", "migrate of a linked board that is not held");
+    expect_err(snap_hold(src, true), "stop the VM first", "hold while the VM runs");
+
+    /* an IPUSH that a full ring holds back */
+    ring_setup(&r, &a, 0, 1, 0x10000, 4096);
+    dn2q_pattern(want, big + small, 811);
+    dn2q_sdfile_put(&r.mem, 0, SRC, want, big);
+    dn2q_sdfile_put(&r.mem, 0, SRC + 0x20000, want + big, small);
+    dn2q_issue(d, 0, 0, dn2_req_upper(SRC, 0),
+               dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 0, big));
+    wait_stalls(&r, 1, "the IPUSH ring fills up");
+    qtest_qmp_assert_success(src, "{'execute': 'stop'}");
+    expect_err(snap_hold(src, true), "Window Controller is busy",
+               "hold while an IPUSH waits for ring room");
+    EXPECT_TRUE(!snap_held(src), "not held after the refusal");
+
+    /* the host drains the ring while the VM is stopped: the board runs on */
+    while (done < big && idle < 200000) {
+        uint32_t tail = ring_tail(&r, &a), n;
+
+        if (tail == head) {
+            idle++;
+            continue;
+        }
+        idle = 0;
+        n = (tail - head + a.size) % a.size;
+        ring_get(&r, &a, head, got + done, MIN(n, big - done));
+        done += n;
+        head = tail;
+        ring_set_head(&r, &a, head);
+    }
+    EXPECT_HEX(done, big, "bytes through the ring before the cut");
+    dn2q_mem_eq("IPUSH before the cut", got, want, big, 0);
+    dn2q_wait_pc(d, 0, DN2_PC_IPUSH, 1, "the IPUSH completes with the VM stopped");
+    EXPECT_HEX(dn2q_wc_state(d), 0, "Window Controller idle");
+
+    expect_ok(snap_hold(src, true), "hold of an idle stopped board");
+    EXPECT_TRUE(snap_held(src), "held");
+    qtest_qmp_assert_success(src, "{'execute': 'migrate', 'arguments': {'uri': %s}}", uri);
+    snap_wait_migration(src, "outgoing");
+
+    /* the source, released and running again, is blocked again */
+    expect_ok(snap_hold(src, false), "release");
+    qtest_qmp_assert_success(src, "{'execute': 'cont'}");
+    expect_err(qmp_err(qtest_qmp(src, "{'execute': 'migrate', 'arguments': {'uri': %s}}", uri)),
+               "consistent cut", "migrate after the release");
+    qtest_quit(src);
+
+    /* the restore, on the same SO-DIMM file */
+    dst = dn2q_vm_start("q35", "-object memory-backend-file,id=m,size=%" PRIu64
+                        ",mem-path=%s,share=on -device dimmnet2,id=dn,memdev=m,loopback=on "
+                        "-incoming defer", r.mem.size, r.mem.path);
+    qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming', 'arguments': {'uri': %s}}",
+                             uri);
+    snap_wait_migration(dst, "incoming");
+    dn2q_open(&r.d, dst, DN2_DEFAULT_BASE0);
+    d = &r.d;
+    EXPECT_TRUE(!snap_held(dst), "the restored board is not held");
+    EXPECT_HEX(dn2q_sr_rd(d, DN2_SR_SMA), sma_up, "restored: SMA LID and link from its port");
+    EXPECT_HEX(dn2q_pcf(d, 0, DN2_PC_IPUSH), 1, "restored: the Primitive Counter");
+    dn2q_issue(d, 0, 0, dn2_req_upper(SRC + 0x20000, 0),
+               dn2_req_lower(DN2_OP_IPUSH, 0, 0, MY_CLID, 1, 0, small));
+    dn2q_wait_pc(d, 0, DN2_PC_IPUSH, 2, "restored: the next IPUSH completes");
+    EXPECT_HEX(ring_tail(&r, &a), (head + small) % a.size, "restored: the ring's tail moved on");
+    ring_get(&r, &a, head, got, small);
+    dn2q_mem_eq("restored: the next IPUSH's data in the ring", got, want + big, small, 0);
+    rig_stop(&r);
+    unlink(file);
+    rmdir(dir);
+}
+
 /* No cable: remote primitives wait (choice #22) */
 static void test_link_none_waits(void)
 {
@@ -2687,6 +2863,7 @@ int main(int argc, char **argv)
 
     qtest_add_func("/dimmnet2-remote/link/loopback-sma", test_link_loopback);
     qtest_add_func("/dimmnet2-remote/link/none-remote-waits", test_link_none_waits);
+    qtest_add_func("/dimmnet2-remote/snapshot/hold", test_snapshot_hold);
     qtest_add_func("/dimmnet2-remote/regs/read-mirror", test_read_mirror);
     qtest_add_func("/dimmnet2-remote/botf/windows", test_botf_windows);
     qtest_add_func("/dimmnet2-remote/botf/sizes", test_botf_sizes);
