@@ -811,7 +811,8 @@ from qmp import connect
 wait_s, sw_cmd, lids, socks = float(sys.argv[2]), sys.argv[3].split("\x1f"), sys.argv[4].split(), sys.argv[5:]
 def fail(m, rc=3):
     print("[cluster] error: " + m, file=sys.stderr, flush=True); sys.exit(rc)
-deadline = time.monotonic() + wait_s
+t0 = time.monotonic()
+deadline = t0 + wait_s
 qs = []
 for i, p in enumerate(socks):
     try:
@@ -848,7 +849,9 @@ while True:
         bad = ["GUID %s: LID %s, wants %d" % (g, got.get(g, "none"), l) for g, l in want.items() if got.get(g) != l]
         fail("the boards did not get their saved LIDs back in %g s: %s" % (wait_s, "; ".join(bad[:4])))
     time.sleep(0.02)
+t_lids = time.monotonic()
 for q in qs: q.cmd("cont")
+print("every node loaded %.2f s, every board at its LID %.2f s after the QEMUs started" % (t_loaded - t0, t_lids - t0))
 PY
 }
 
@@ -2050,14 +2053,14 @@ if [ -n "$snap" ]; then
     socks=()
     for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
     sw_stats=("$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}")
-    if ! "$py" -c "$(restore_py)" "$here" "$boot_timeout" "$(IFS=$'\x1f'; echo "${sw_stats[*]}")" "$s_lids" "${socks[@]}"; then
+    if ! r_out=$("$py" -c "$(restore_py)" "$here" "$boot_timeout" "$(IFS=$'\x1f'; echo "${sw_stats[*]}")" "$s_lids" "${socks[@]}"); then
         for ((i = 0; i < nodes; i++)); do
             [ -s "$rundir/node$i.stderr" ] && say "node$i: $(tail -2 "$rundir/node$i.stderr" | tr '\n' ' ')"
         done
         exit 3
     fi
     t_restored=$(elapsed_f)
-    say "restored: every node loaded and running, every board at its LID after $t_restored s"
+    say "restored: every node loaded and running, every board at its LID after $t_restored s ($r_out)"
 fi
 
 # ----------------------------------------------------------------- monitor
