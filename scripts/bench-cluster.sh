@@ -31,7 +31,7 @@
 #                     latency, the delivery time grid)
 #   --timing MODEL    with --virtual-time: the boards' timing model
 #                     (timing=MODEL: thesis, docs/timing.md); the lookahead
-#                     becomes the model's least latency (725 ns) unless
+#                     becomes the model's least latency (665 ns) unless
 #                     --vt-lookahead is given, the guest polls as the
 #                     thesis's host did (--poll tight) unless --poll is
 #                     given, and the report ends with one line per thesis
@@ -105,7 +105,7 @@ if [ -n "${timing:-}" ]; then
     [ "$timing" = thesis ] || usage_error "--timing: the one model is thesis (docs/timing.md), not '$timing'"
     [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] || usage_error "--timing goes with --virtual-time: the model's times are virtual times"
     device_opts="timing=$timing${device_opts:+,$device_opts}"
-    [[ " ${vt_opts[*]} " == *" --vt-lookahead "* ]] || vt_opts+=(--vt-lookahead 725)
+    [[ " ${vt_opts[*]} " == *" --vt-lookahead "* ]] || vt_opts+=(--vt-lookahead 665)
     # the thesis's host polled the board's registers back to back; a guest
     # that naps between looks would measure its naps
     [ -n "$poll" ] || poll=tight

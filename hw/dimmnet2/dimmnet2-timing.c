@@ -78,6 +78,10 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "receiving an IPUSH packet: 24 clocks (thesis Tables 7.4/7.5)" },
     [DN2T_STATUS_CLK] = { "status-clk", 3, 100000, "clocks",
         "writing a status record: 3 clocks (thesis 5.4 p.86)" },
+    [DN2T_RX_SDIMM_CLK] = { "rx-sdimm-clk", 6, 100000, "clocks",
+        "of the receive clocks, the SO-DIMM write: 6 (thesis Tables 7.4/7.5); "
+        "a PUSH into the PW or the LLCM skips it (ping-pong RTT/2 to the PW "
+        "0.06 us below that to the SO-DIMM, thesis ch. 6)" },
     [DN2T_STATUS_GAP_CLK] = { "status-gap-clk", 8, 100000, "clocks",
         "the Receive Controller requests a status write at most every 8 "
         "clocks (thesis Tables 7.4/7.5)" },
@@ -152,7 +156,7 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
             error_setg(errp, "dimmnet2: timing-params: '%s' is not NAME=VALUE "
                        "with a NAME of the model (docs/timing.md: clock-ns, "
                        "send-overhead-ns, line-ns, cable-ns, switch-ns, "
-                       "rx-push-clk, rx-ipush-clk, status-clk, status-gap-clk, "
+                       "rx-push-clk, rx-ipush-clk, rx-sdimm-clk, status-clk, status-gap-clk, "
                        "botf-read-clk, sdimm-read-mbps, sdimm-write-mbps, "
                        "uc-read-ns, uc-write-ns, bus-mbps)", items[i]);
             return false;
@@ -178,12 +182,28 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
     return true;
 }
 
-/* The Receive Controller's time for a packet: its receive clocks, and the
- * status record's when it writes one. */
+/* Does a packet write its data into the SO-DIMMs?  An IPUSH (its ring),
+ * or a PUSH into neither the Prefetch Window nor the LLCM. */
+static bool dimmnet2_timing_to_sdimm(uint64_t h0)
+{
+    unsigned type = dn2_hdr0_type(h0);
+
+    return type == DN2_OP_IPUSH ||
+           (!dn2_otype_is_rvl(type) && !DN2_FGET(h0, DN2_H0_RFLAG) &&
+            !DN2_FGET(h0, DN2_H0_LFLAG));
+}
+
+/* The Receive Controller's time for a packet: its receive clocks (less
+ * the SO-DIMM write's for a PUSH into the PW or the LLCM), and the status
+ * record's when it writes one. */
 static uint64_t dimmnet2_timing_rx_ns(const DN2State *s, uint64_t h0)
 {
     uint64_t clk = dn2_hdr0_type(h0) == DN2_OP_IPUSH ? s->tparam[DN2T_RX_IPUSH_CLK]
                                                       : s->tparam[DN2T_RX_PUSH_CLK];
+
+    if (!dimmnet2_timing_to_sdimm(h0)) {
+        clk -= MIN(clk, s->tparam[DN2T_RX_SDIMM_CLK]);
+    }
 
     if (DN2_FGET(h0, DN2_H0_EFLAG) || DN2_FGET(h0, DN2_H0_PFLAG)) {
         clk += s->tparam[DN2T_STATUS_CLK];
@@ -224,7 +244,9 @@ uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len)
  * use with this model (the smallest packet is its two header lines). */
 uint64_t dimmnet2_timing_min_ns(const DN2State *s)
 {
-    uint64_t rx = MIN(s->tparam[DN2T_RX_PUSH_CLK], s->tparam[DN2T_RX_IPUSH_CLK]) *
+    uint64_t push = s->tparam[DN2T_RX_PUSH_CLK] -
+                    MIN(s->tparam[DN2T_RX_PUSH_CLK], s->tparam[DN2T_RX_SDIMM_CLK]);
+    uint64_t rx = MIN(push, s->tparam[DN2T_RX_IPUSH_CLK]) *
                   (uint64_t)s->tparam[DN2T_CLOCK_NS];
 
     return s->tparam[DN2T_SEND_OVERHEAD_NS] + dimmnet2_timing_wire_ns(s, 2 * DN2_LINE) +
@@ -440,10 +462,7 @@ uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
     h0 = ldq_le_p(pkt);
     type = dn2_hdr0_type(h0);
     status = DN2_FGET(h0, DN2_H0_EFLAG) || DN2_FGET(h0, DN2_H0_PFLAG);
-    /* SO-DIMM data: an IPUSH ring, or a PUSH to neither PW nor LLCM */
-    sdimm = type == DN2_OP_IPUSH ||
-            (!dn2_otype_is_rvl(type) && !DN2_FGET(h0, DN2_H0_RFLAG) &&
-             !DN2_FGET(h0, DN2_H0_LFLAG));
+    sdimm = dimmnet2_timing_to_sdimm(h0);
     if (sdimm) {
         uint32_t psize = dn2_pkt_size_bytes(DN2_FGET(h0, DN2_H0_SIZE));
         uint32_t hdr = dn2_hdr_lines(type) * DN2_LINE;

@@ -3025,13 +3025,15 @@ static const VtCase vt_cases[] = {
     /* not a power of two: rounding by masking would go wrong */
     { "/dimmnet2-fabric/vtime/quantum-100us", "100000", 1000, false },
     /* the model's least latency (docs/timing.md) as the lookahead */
-    { "/dimmnet2-fabric/vtime/timing-thesis", NULL, 725, true },
+    { "/dimmnet2-fabric/vtime/timing-thesis", NULL, 665, true },
 };
 
-/* timing=thesis, a packet of `bytes` with a status record, sent with the
- * port free: Core Logic 100 ns, 10 ns per 8-byte line, two 10 ns cables,
- * the switch's 385 ns, 20 receive clocks + 3 for the status of 10 ns. */
-#define VT_THESIS_NS(bytes) (100 + (bytes) / 8 * 10 + 10 + 385 + 10 + (20 + 3) * 10)
+/* timing=thesis, a packet of `bytes` into the LLCM with a status record,
+ * sent with the port free: Core Logic 100 ns, 10 ns per 8-byte line, two
+ * 10 ns cables, the switch's 385 ns, 20 receive clocks less the 6 of the
+ * SO-DIMM write (the LLCM) + 3 for the status, of 10 ns. */
+#define VT_THESIS_RX_NS ((20 - 6 + 3) * 10)
+#define VT_THESIS_NS(bytes) (100 + (bytes) / 8 * 10 + 10 + 385 + 10 + VT_THESIS_RX_NS)
 
 typedef struct VtStep {
     Board *b;
@@ -3190,14 +3192,30 @@ static void test_vtime(const void *opaque)
     botf_send(A, 0, 0, &h, data, sizeof(data));
     npk = 1;
     if (c->timing) {
+        /* The Write Window is busy, and the Primitive Counter has not
+         * counted the BOTF, until the Window Controller has read the image:
+         * 2 clocks and 10 lines (120 ns) after the doorbell. */
+        int64_t t_bell = A->vclock;
+
+        EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_BOTF), 0, "BOTF not counted at its doorbell");
+        vt_step_both(A, C, t_bell + 60);
+        g_test_message("stepped to %" PRId64, A->vclock - t_bell);
+        EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_BOTF), A->vclock - t_bell >= 120,
+                   "BOTF counted %" PRId64 " ns on only if the image is read (120 ns)",
+                   A->vclock - t_bell);
+        vt_step_both(A, C, t_bell + 200);
+        EXPECT_HEX(dn2q_pcf(&A->d, 0, DN2_PC_BOTF), 1,
+                   "BOTF counted once the image is read (120 ns)");
+    }
+    if (c->timing) {
         /* Two packets back to back: the second waits for the sender's
          * Window Controller, which reads the first's image (2 clocks and
          * its 10 lines: 120 ns; the port is busy 100 ns of that), and then
          * for the receiver's Receive Controller, which takes one packet at
-         * a time: the first's 20 clocks and 3 for its status (230 ns). */
+         * a time: the first's 14 clocks and 3 for its status (170 ns). */
         vt_step_both(A, C, t1);
         want[1] = A->vclock + lat;
-        want[2] = want[1] + MAX(MAX(wire, (2 + (int64_t)bytes / 8) * 10), (20 + 3) * 10);
+        want[2] = want[1] + MAX(MAX(wire, (2 + (int64_t)bytes / 8) * 10), VT_THESIS_RX_NS);
         h = rvs_hdr(C->lid, 0x1100);
         h.lflag = 1;
         botf_send(A, 0, 1, &h, data, sizeof(data));
