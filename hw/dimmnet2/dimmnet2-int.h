@@ -344,7 +344,7 @@ struct DN2State {
     uint64_t t_data_start;      /* the next packet's data read from the SO-DIMMs: */
     uint64_t t_data_end;        /*   from, to (0: not from the SO-DIMMs) */
     uint64_t t_host_busy;       /* the vCPU's board accesses are paid up to here */
-    bool t_read_retry;          /* the next read is a retried one, paid up to here */
+    bool t_read_retry;          /* the next access is a retried one, paid up to here */
     uint64_t t_bus_ps;          /* the memory bus carries the WW stores until (ps) */
     MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */
     MemoryRegion ww_timed;      /* the Write Window's stores, on the bus */
@@ -647,7 +647,6 @@ unsigned dimmnet2_pattern_write(DN2State *s, int wid, const DN2Pattern *p,
 bool dimmnet2_timing_init(DN2State *s, Error **errp);
 uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len);
 uint64_t dimmnet2_timing_min_ns(const DN2State *s);
-void dimmnet2_timing_charge(DN2State *s, uint64_t ns);
 void dimmnet2_timing_uc_access(DN2State *s, bool write);
 bool dimmnet2_timing_wc_ready(DN2State *s);
 void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns);

@@ -360,9 +360,10 @@ static uint64_t dimmnet2_reg_read(DN2State *s, hwaddr addr, unsigned size,
 static void dimmnet2_reg_write(DN2State *s, hwaddr addr, uint64_t v, unsigned size,
                           bool system)
 {
-    trace_dimmnet2_reg_write(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
-    /* timing=thesis: the uncached store's time, before it takes effect */
+    /* timing=thesis: the uncached store's time, before it takes effect
+     * (the instruction may be retried: dimmnet2-timing.c) */
     dimmnet2_timing_uc_access(s, true);
+    trace_dimmnet2_reg_write(s->index, (system ? DN2_SR_BASE : DN2_UR_BASE) + addr, v);
     if (!dimmnet2_access_ok(s, addr, size, true)) {
         return;
     }

@@ -31,7 +31,7 @@
  *   read (dimmnet2_timing_rx_hold: the packet waits until that is done).
  *
  * And the host pays for its board accesses in virtual time (the vCPU's
- * instruction budget is consumed, dimmnet2_timing_charge): an uncached
+ * instruction budget is consumed, dimmnet2_timing_pay): an uncached
  * read of a register or of the LLCM uc-read-ns, an uncached store
  * uc-write-ns; Write Window stores are write-combined: they occupy the
  * memory bus at bus-mbps while the vCPU goes on, and the next uncached
@@ -257,45 +257,6 @@ uint64_t dimmnet2_timing_min_ns(const DN2State *s)
 /* The host side: the vCPU pays for its board accesses                  */
 /* ------------------------------------------------------------------ */
 
-/*
- * Charge ns of virtual time to the vCPU that is accessing the board now.
- *
- * Under -icount the virtual clock is the instruction count: the access
- * consumes that many instructions of the vCPU's current budget
- * (icount_extra, then the decrementer), so the clock reads ns later at
- * once and the vCPU runs ns less before its next timer deadline.  The
- * budget ends at the next virtual timer (the lock-step horizon among
- * them), and the charge never goes past it: what does not fit is owed
- * (t_host_busy) and paid by the vCPU's next board access, never by
- * running past a deadline, so every node stays deterministic.  Under the
- * qtest accelerator, or without a vCPU in an I/O instruction, nothing is
- * charged.
- */
-void dimmnet2_timing_charge(DN2State *s, uint64_t ns)
-{
-    CPUState *cpu = current_cpu;
-    int64_t now, per;
-    uint64_t owed, insns, left;
-
-    if (!s->timing_on || !cpu || !icount_enabled() || !cpu->running ||
-        !cpu->neg.can_do_io) {
-        return;
-    }
-    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    s->t_host_busy = MAX(s->t_host_busy, (uint64_t)now) + ns;
-    owed = s->t_host_busy - now;
-    per = MAX(icount_to_ns(1), 1);
-    insns = DIV_ROUND_UP(owed, per);
-    left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
-    insns = MIN(insns, left);
-    if (cpu->icount_extra >= (int64_t)insns) {
-        cpu->icount_extra -= insns;
-    } else {
-        cpu->neg.icount_decr.u16.low -= insns - cpu->icount_extra;
-        cpu->icount_extra = 0;
-    }
-}
-
 /* The virtual time at which the memory bus has carried every
  * write-combined Write Window store so far. */
 static uint64_t dimmnet2_timing_bus_end(DN2State *s)
@@ -318,19 +279,21 @@ static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
 }
 
 /*
- * An uncached host read of a register or of the LLCM: the vCPU waits
- * uc-read-ns, and the read returns what the board holds when it returns.
+ * An uncached host access to a register or to the LLCM: the vCPU waits
+ * for the write-combined Write Window stores still on the bus, then cost
+ * ns; a read returns what the board holds when it returns, a store takes
+ * effect when it is done.
  *
  * The vCPU's budget ends at the next virtual timer deadline (a packet's
- * delivery, a unit's completion, the lock-step horizon).  When the read
- * spans one, the read is charged up to it and the instruction is undone
- * (as SimBricks does for its MMIO): the vCPU stops at the deadline, the
- * timers run, and the instruction comes again and pays the rest (the
- * retry is not charged anew).  So a read sees every event due before it
- * returns, and the vCPU's clock never passes a deadline.  Called before
- * the value is read; it may not return (the instruction is retried).
+ * delivery, a unit's completion, the lock-step horizon).  When the access
+ * spans one, it is charged up to it and its instruction is undone (as
+ * SimBricks does for its MMIO): the vCPU stops at the deadline, the timers
+ * run, and the instruction comes again and pays the rest (the retry is not
+ * charged anew).  So an access sees every event due before it is done,
+ * and the vCPU's clock never passes a deadline.  Called before the access
+ * takes effect; it may not return (the instruction is retried).
  */
-static void dimmnet2_timing_uc_read(DN2State *s)
+static void dimmnet2_timing_pay(DN2State *s, uint64_t cost)
 {
     CPUState *cpu = current_cpu;
     int64_t now, per;
@@ -342,7 +305,7 @@ static void dimmnet2_timing_uc_read(DN2State *s)
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     if (!s->t_read_retry) {
         s->t_host_busy = MAX(MAX(s->t_host_busy, (uint64_t)now), dimmnet2_timing_bus_end(s)) +
-                         s->tparam[DN2T_UC_READ_NS];
+                         cost;
     }
     s->t_read_retry = false;
     owed = s->t_host_busy > (uint64_t)now ? s->t_host_busy - now : 0;
@@ -371,20 +334,11 @@ static void dimmnet2_timing_uc_read(DN2State *s)
     cpu_loop_exit(cpu);
 }
 
-/* An uncached host access to a register or to the LLCM: it waits for the
- * write-combined Write Window stores still on the bus first. */
+/* An uncached host access to a register or to the LLCM. */
 void dimmnet2_timing_uc_access(DN2State *s, bool write)
 {
-    if (!s->timing_on) {
-        return;
-    }
-    if (write) {
-        uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-        uint64_t bus = dimmnet2_timing_bus_end(s);
-
-        dimmnet2_timing_charge(s, (bus > now ? bus - now : 0) + s->tparam[DN2T_UC_WRITE_NS]);
-    } else {
-        dimmnet2_timing_uc_read(s);
+    if (s->timing_on) {
+        dimmnet2_timing_pay(s, s->tparam[write ? DN2T_UC_WRITE_NS : DN2T_UC_READ_NS]);
     }
 }
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The timing model against the thesis's tables (TAP): a few of the rows
+# that docs/timing.md says the model reproduces stay within their
+# tolerance.  In lock-step virtual time the figures are the same in every
+# run on any host, so this is a deterministic check, not a timed test.
+#
+#   tests/cluster/timing-rows-test.sh        (meson: test 'cluster-timing')
+#
+# A 2-node cluster (scripts/cluster.sh --virtual-time --vt-lookahead 665,
+# both boards timing=thesis); each node loads the driver, brings its board
+# up and runs a short dn2-bench (BOTF and RVS at a few sizes, polling as the
+# thesis's host did); rank 0 prints one line per thesis row
+# (row NAME measured V thesis T UNIT error E%).  Checked:
+#   botf-uni-1ww     within 10 % of the thesis's 297.44 MB/s
+#   the BOTF shape   4 Write Windows > 2 > 1 (thesis: 520 > 464 > 297)
+#   rvs-uni          within 5 % of 727.20 MB/s
+#   rvs-bi           within 5 % of 953.50 MB/s (SO-DIMM contention)
+# (BOTF at 1984 bytes and RVS at 64 KiB, where the thesis's maxima are;
+# half the benchmark's iterations, which costs the 1 WW figure about 3 %.)
+# About 2 minutes on 2 CPUs.
+#
+# Environment: QEMU, DN2_SWITCH (default: found in build/),
+# DN2_CLUSTER_BOOT_TIMEOUT (default 300).  Run directory:
+# build/cluster/timing-rows.
+set -uo pipefail
+top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+. "$top/scripts/lib.sh"
+. "$top/tests/guest/tap-lib.sh"
+dn2_no_options "$@"
+cluster=$top/scripts/cluster.sh
+boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
+name=timing-rows
+run=$top/build/cluster/$name
+
+bench=$top/build/linux-guest/dn2-bench
+[ -x "$bench" ] || { tap_plan 1; not_ok "$bench is not built (meson compile -C build)"; tap_done; }
+if ! bash "$top/scripts/export-guest.sh" "$bench" > /dev/null 2> "$top/build/timing-export.log"; then
+    tap_plan 1; not_ok "could not prepare the guest programs: $(tail -1 "$top/build/timing-export.log")"; tap_done
+fi
+qemu_bin=$(dn2_find_qemu 2>&1) || { tap_plan 1; not_ok "$qemu_bin"; tap_done; }
+if ! why=$(dn2_vt_capable "$qemu_bin" "${DN2_SWITCH:-$top/build/fabric/dn2-switch}" 2>&1); then
+    tap_plan 1; not_ok "virtual time unavailable: ${why#\[dimmnet2\] error: }"; tap_done
+fi
+
+node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
+dn2-bench --only botf,rvs --sizes 1984,65536 --scale 0.5 --poll tight -q'
+
+tap_plan 5
+mkdir -p "$top/build/cluster"
+t0=$SECONDS
+"$cluster" -q --virtual-time --vt-lookahead 665 --device-opts timing=thesis -n 2 --name "$name" \
+    -b "$boot_timeout" -t $((boot_timeout + 600)) -r "$node_cmd" > "$run.stdout" 2> "$run.stderr"
+rc=$?
+result "$rc" "2 nodes with timing=thesis: the benchmark ran (exit $rc, $((SECONDS - t0)) s)"
+[ "$rc" = 0 ] || { tail -30 "$run.stderr" | diag; }
+rows=$(tr -d '\r' < "$run/node0.out" 2> /dev/null | grep '^row ')
+printf '%s\n' "$rows" | diag
+
+# value NAME: the measured figure of row NAME (empty if it is missing)
+value() { awk -v n="$1" '$1 == "row" && $2 == n { print $4 }' <<< "$rows"; }
+
+# within NAME TOL%: one point, the row within TOL % of the thesis
+within() {
+    local n=$1 tol=$2 line
+    line=$(awk -v n="$n" '$1 == "row" && $2 == n' <<< "$rows")
+    if [ -z "$line" ]; then
+        not_ok "$n: no row printed"
+        return
+    fi
+    # shellcheck disable=SC2086
+    set -- $line
+    if awk -v v="$4" -v t="$6" -v tol="$tol" 'BEGIN { d = (v - t) / t * 100; exit !(d <= tol && d >= -tol) }'; then
+        ok "$n: $4 $7, thesis $6 $7 ($9, within $tol %)"
+    else
+        not_ok "$n: $4 $7, thesis $6 $7 ($9, not within $tol %)"
+    fi
+}
+
+within botf-uni-1ww 10
+w1=$(value botf-uni-1ww) w2=$(value botf-uni-2ww) w4=$(value botf-uni-4ww)
+if [ -n "$w1" ] && [ -n "$w2" ] && [ -n "$w4" ] &&
+    awk -v a="$w1" -v b="$w2" -v c="$w4" 'BEGIN { exit !(c > b && b > a) }'; then
+    ok "BOTF unidirectional: 4 WW $w4 > 2 WW $w2 > 1 WW $w1 MB/s (the thesis's shape)"
+else
+    not_ok "BOTF unidirectional: 4 WW '$w4', 2 WW '$w2', 1 WW '$w1' MB/s: not 4 > 2 > 1"
+fi
+within rvs-uni 5
+within rvs-bi 5
+tap_done
