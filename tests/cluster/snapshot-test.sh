@@ -21,10 +21,16 @@
 #      put, barrier, get: the job's secret and id survived) gives each
 #      rank the other's key; cp both ways byte for byte; stop leaves no
 #      process of the run
+#   6. MPI: a 2-node cluster with the MPI image (--mpi), the driver loaded
+#      and mpi-check copied in, snapshotted; restored twice, each runs
+#      mpi-check (Open MPI over the boards through the libfabric provider,
+#      PMI through the restored job server; every check on rank 0 passes)
 #
 # Environment: QEMU, DN2_SWITCH (as cluster-test.sh), DN2_E2E (the dn2-e2e
 # program), DN2_CLUSTER_BOOT_TIMEOUT (default 300), DN2_SNAPSHOT_LOOPS
-# (dn2-e2e runs in the background loop, default 6).  Snapshots go to
+# (dn2-e2e runs in the background loop, default 6), DN2_MPI_CHECK (the
+# mpi-check program: build/tests/mpi/mpi-check; without it the MPI points
+# skip, or fail when CI is set).  Snapshots go to
 # build/snapshot-test (DN2_SNAPSHOT_DIR); run directories
 # build/cluster/test-snap*.
 set -uo pipefail
@@ -45,7 +51,8 @@ work=$top/build/cluster/$src.files
 mkdir -p "$work" "$top/build/cluster"
 log=$work/log
 : > "$log"
-names=("$src" "$src-r1" "$src-r2")
+names=("$src" "$src-r1" "$src-r2" "$src-mpi" "$src-mpi-r1" "$src-mpi-r2")
+mpi_check=${DN2_MPI_CHECK:-$top/build/tests/mpi/mpi-check}
 for n in "${names[@]}"; do "$cluster" stop "$n" > /dev/null 2>&1; done
 rm -rf "$DN2_SNAPSHOT_DIR"
 finish() {
@@ -62,7 +69,7 @@ if ! bash "$top/scripts/export-guest.sh" "$e2e" > "$work/export.log" 2>&1; then
     not_ok "could not prepare the guest programs: $(tail -1 "$work/export.log")"
     tap_done
 fi
-tap_plan 23
+tap_plan 29
 
 # ---------------------------------------------------------------- 1. source
 run out "$cluster" start "$src" -n 2 -q -b "$boot_timeout"
@@ -178,4 +185,56 @@ sort /tmp/dump | tr "\n" " "; echo'
     { [ $rc -eq 0 ] && [ "$left" -eq 0 ]; }
     result $? "restore $r: stop $name leaves no process of the run ($left left)"
 done
+# -------------------------------------------------------------------- 6. MPI
+# The ranks' environment is mpirun.sh's for one rank per node on the
+# board network (scripts/mpirun.sh, "Open MPI's environment").
+mpi_job() { # mpi_job R: the job for restore R
+    cat <<EOF
+J=\$DN2_JOBID.snapmpi$1; R=\$DN2_RANK
+mkdir -p /tmp/mpi && chmod 1777 /tmp/mpi
+awk '{ print \$1, \$2, 0 }' "\$DN2_RANKS" > /tmp/mpi/ranks && chmod 644 /tmp/mpi/ranks
+T=\$(timeout 30 wget -q -O - "\$DN2_HTTP/pmi/token?job=\$J&rank=\$R") || exit 11
+export FLUX_JOB_ID=$((2000 + $1)) FLUX_PMI_LIBRARY_PATH=/opt/dn2/lib/libpmi-dn2.so
+export OMPI_MCA_pmix=flux OMPI_MCA_ess=pmi OMPI_MCA_orte_tmpdir_base=/tmp/mpi
+export OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_hwloc_base_binding_policy=none
+export FI_PROVIDER=^ofi_rxd OMPI_MCA_pml=cm OMPI_MCA_mtl=ofi OMPI_MCA_mtl_ofi_provider_include=dimmnet2
+export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric OMPI_MCA_btl=self,vader OMPI_MCA_osc=pt2pt
+export HOME=/home/mpi USER=mpi LOGNAME=mpi DN2_RANKS=/tmp/mpi/ranks
+export DN2_PMI_URL=\${DN2_HTTP%/n/*/*} DN2_PMI_SIZE=\$DN2_NODES DN2_PMI_CLIQUE=\$R
+export DN2_PMI_JOB=\$J DN2_PMI_RANK=\$R DN2_PMI_TOKEN=\$T
+cd /home/mpi && busybox su -p -s /bin/sh mpi -c 'exec /tmp/mpi-check' < /dev/null 2>&1
+EOF
+}
+msrc=$src-mpi
+if [ ! -x "$mpi_check" ]; then
+    why="no $mpi_check (meson compile -C build; the MPI toolchain: scripts/setup.sh)"
+    for p in "start $msrc --mpi" "snapshot" "restore 1" "restore 1: mpi-check" "restore 2" "restore 2: mpi-check"; do
+        skip "MPI: $p" "$why"
+    done
+else
+    run out "$cluster" start "$msrc" -n 2 --mpi -q -b "$boot_timeout"
+    rc0=$rc
+    [ $rc -eq 0 ] && run out "$cluster" cp "$msrc" "$mpi_check" :/tmp/mpi-check
+    [ $rc -eq 0 ] && run out "$cluster" exec "$msrc" -t 120 'insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null && chmod 666 /dev/dimmnet2-*'
+    result $rc "MPI: start $msrc --mpi, mpi-check copied in, the driver loaded (start: status $rc0)"
+    [ $rc -eq 0 ] || fail_diag "$out" 12
+    run out "$cluster" snapshot "$msrc" "$tag-mpi"
+    rc1=$rc
+    run out2 "$cluster" stop "$msrc"
+    { [ $rc1 -eq 0 ] && [ $rc -eq 0 ]; }
+    result $? "MPI: snapshot $msrc $tag-mpi ($(du -sm "$DN2_SNAPSHOT_DIR/$tag-mpi" 2>/dev/null | cut -f1) MiB), stop $msrc"
+    [ $rc1 -eq 0 ] || fail_diag "$out"
+    for r in 1 2; do
+        name=$msrc-r$r
+        run out "$cluster" start "$name" --from "$tag-mpi" -q
+        result $rc "MPI: restore $r: start $name --from $tag-mpi"
+        [ $rc -eq 0 ] || { fail_diag "$out" 12; not_ok "MPI: restore $r: mpi-check (no cluster)"; continue; }
+        run out "$cluster" exec "$name" -t 300 "$(mpi_job "$r")"
+        nok=$(grep -c '^node0| ok ' <<< "$out")
+        { [ $rc -eq 0 ] && [ "$nok" -ge 10 ] && ! grep -q '| not ok' <<< "$out"; }
+        result $? "MPI: restore $r: mpi-check on 2 ranks over the boards: $nok checks on rank 0 pass, both exit 0"
+        { [ $rc -eq 0 ] && [ "$nok" -ge 10 ]; } || fail_diag "$out" 15
+        "$cluster" stop "$name" > /dev/null 2>&1
+    done
+fi
 tap_done
