@@ -877,7 +877,7 @@ cmd_snapshot() {
     grep -q '^node[0-9]*_host=' "$dir/info" && setup_die "snapshot: $name runs on several hosts: a cut needs every node's QEMU and the switch on this host (the migration files, the drain over QMP sockets and the job server's address stay here)"
     grep -q '^virtual_time=' "$dir/info" && setup_die "snapshot: $name runs in virtual time: its boards' clocks are in lock-step with the switch, which a snapshot does not keep"
     grep -q '^ethhub=' "$dir/info" && setup_die "snapshot: $name has --ethernet: the guest-to-guest Ethernet hub's sockets are not saved"
-    grep -q '^node0_qmp=' "$dir/info" || setup_die "snapshot: $name's nodes have no QMP socket (a cluster started before snapshots existed): start it again"
+    { grep -q '^node0_qmp=' "$dir/info" && [ -f "$dir/options" ]; } || setup_die "snapshot: $name was started before snapshots existed (no QMP sockets or no RUNDIR/options): start it again"
     for ((i = 0; i < nodes; i++)); do
         read -r ph _ <<< "$(node_state "$dir" "$i")"
         [ "$ph" = serving ] || setup_die "snapshot: node$i of $name is $ph, not serving jobs"
