@@ -485,8 +485,12 @@ static void status_wait(struct dn2_rx_status *st, unsigned type, const char *wha
     }
     r = dn2_status_next(d, st, TMO);
     if (r > 0) {
-        llcm64(st_next)[0] = 0;
-        llcm64(st_next)[1] = 0;
+        if (gap_us > 0) {
+            /* only the polls above look at the slot (two uncached stores
+             * that the library's own loop, "tight", does not need) */
+            llcm64(st_next)[0] = 0;
+            llcm64(st_next)[1] = 0;
+        }
         st_next = LL_STATUS + (st_next - LL_STATUS + DN2_STATUS_REC_SIZE) % LL_STATUS_LEN;
     }
 
