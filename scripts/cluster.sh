@@ -870,12 +870,15 @@ cmd_snapshot() {
     name=$1 tag=$2
     valid_name "$name" snapshot
     case $tag in ''|-*|*/*|.|..|.*|*[[:space:]]*) usage_error "snapshot: '$tag' cannot name a snapshot (a plain name: $SNAP_DIR/TAG)" ;; esac
+    # (virtual time first: such a run is one-shot, which find_run refuses
+    # for another reason)
+    is_cluster "$name" && grep -q '^virtual_time=' "$CLUSTER_DIR/$name/info" \
+        && setup_die "snapshot: $name runs in virtual time: its boards' clocks are in lock-step with the switch and their packets wait for their virtual times, which a snapshot does not keep (a virtual-time run is repeated with --replay RUNDIR instead)"
     dir=$(named_run "$name") || exit 4
     # shellcheck disable=SC1091
     . "$dir/info"
     # Where a cut cannot be consistent, or a restore could not rebuild it.
     grep -q '^node[0-9]*_host=' "$dir/info" && setup_die "snapshot: $name runs on several hosts: a cut needs every node's QEMU and the switch on this host (the migration files, the drain over QMP sockets and the job server's address stay here)"
-    grep -q '^virtual_time=' "$dir/info" && setup_die "snapshot: $name runs in virtual time: its boards' clocks are in lock-step with the switch, which a snapshot does not keep"
     grep -q '^ethhub=' "$dir/info" && setup_die "snapshot: $name has --ethernet: the guest-to-guest Ethernet hub's sockets are not saved"
     { grep -q '^node0_qmp=' "$dir/info" && [ -f "$dir/options" ]; } || setup_die "snapshot: $name was started before snapshots existed (no QMP sockets or no RUNDIR/options): start it again"
     for ((i = 0; i < nodes; i++)); do

@@ -11,7 +11,9 @@
 #   2. snapshot NAME TAG while that loop runs: 0, the files are there
 #   3. refusals: the same TAG again (status 4); a restore while the
 #      cluster it was taken from runs (its job server's port, status 4,
-#      naming the port); a snapshot of a cluster that does not run (4)
+#      naming the port); a snapshot of a cluster that does not run (4),
+#      of a virtual-time run (4, naming virtual time); start --from with
+#      an option the snapshot fixes (2)
 #   4. the source cluster goes on: its loop ends with every run passing
 #   5. then, twice: start R --from TAG (0); every node has its marker, its
 #      saved LID ($DN2_LID and the switch's port table) and the rank
@@ -69,7 +71,7 @@ if ! bash "$top/scripts/export-guest.sh" "$e2e" > "$work/export.log" 2>&1; then
     not_ok "could not prepare the guest programs: $(tail -1 "$work/export.log")"
     tap_done
 fi
-tap_plan 29
+tap_plan 30
 
 # ---------------------------------------------------------------- 1. source
 run out "$cluster" start "$src" -n 2 -q -b "$boot_timeout"
@@ -103,6 +105,13 @@ run out "$cluster" snapshot no-such-cluster "$tag-x"
 [ $rc -eq 4 ]; result $? "a snapshot of a cluster that does not run is refused (status 4)"
 run out "$cluster" start "$src-r1" --from "$tag" -n 4
 [ $rc -eq 2 ]; result $? "start --from takes the snapshot's options: -n is a usage error (status 2)"
+# (a virtual-time run's directory, as the launcher leaves it: refused for
+# that reason)
+vtdir=$top/build/cluster/$src-vt
+mkdir -p "$vtdir" && printf 'launcher_pid=0\nvirtual_time=1\nnodes=2\n' > "$vtdir/info"
+run out "$cluster" snapshot "$src-vt" "$tag-vt"
+{ [ $rc -eq 4 ] && grep -q 'virtual time' <<< "$out"; }; result $? "a virtual-time run is refused, naming virtual time (status 4)"
+rm -rf "$vtdir"
 
 # bg_check NAME: the background loop ended on both nodes, every run passed
 bg_check() {
