@@ -2310,13 +2310,24 @@ ready_announced=
 # (sleep in the background + wait: a trapped signal interrupts "wait" at
 # once, while a foreground sleep would delay or even swallow a lone SIGINT)
 nap() { sleep "$1" & wait $!; }
-# (a restored cluster is up already: the first look at once)
-first_nap=0.3
-[ -n "$snap" ] && first_nap=0
+# (a restored cluster is up already: restore_py saw every node loaded and
+# running and every board at its saved LID, so the first round takes that
+# for the consoles' word; the later rounds read them as always)
+first_nap=0.3 restored_now=
+if [ -n "$snap" ]; then
+    first_nap=0 restored_now=1
+    for ((i = 0; i < nodes; i++)); do
+        st_phase[i]=serving st_lid[i]=${s_lid[i]} t_link[i]=$t_restored t_joined[i]=$t_restored
+    done
+fi
 while :; do
     nap "$first_nap"
     first_nap=0.3
-    for ((i = 0; i < nodes; i++)); do scan "$i"; done
+    if [ -n "$restored_now" ]; then
+        restored_now=
+    else
+        for ((i = 0; i < nodes; i++)); do scan "$i"; done
+    fi
 
     n_link=0 n_joined=0 n_done=0 n_failed=0 n_serving=0
     for ((i = 0; i < nodes; i++)); do
