@@ -301,7 +301,6 @@ typedef enum DN2TimingParam {
     DN2T_RX_SDIMM_CLK,
     DN2T_SDIMM_READ_MBPS,
     DN2T_SDIMM_WRITE_MBPS,
-    DN2T_SDIMM_START_CLK,
     DN2T_UC_READ_NS,
     DN2T_UC_WRITE_NS,
     DN2T_BUS_MBPS,
@@ -651,7 +650,7 @@ uint64_t dimmnet2_timing_min_ns(const DN2State *s);
 void dimmnet2_timing_uc_access(DN2State *s, bool write);
 bool dimmnet2_timing_wc_ready(DN2State *s);
 void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns);
-uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes, bool first);
+uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes);
 uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
                                  bool commit);
 void dimmnet2_timing_map(DN2State *s);

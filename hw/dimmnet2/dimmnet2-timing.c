@@ -95,11 +95,6 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "[derived] the SO-DIMM write rate of a receive: RVS bidirectional "
         "953.50 MB/s with sends' reads and receives' writes contending "
         "(thesis ch. 6): 1 / (2 / 953.5 - 1 / 727.2)" },
-    [DN2T_SDIMM_START_CLK] = { "sdimm-start-clk", 14, 100000, "clocks",
-        "[derived] a request's first SO-DIMM read begins this late (the "
-        "Prefetch Unit's start, the SO-DIMMs' first access): RVS send-side "
-        "latency 0.81 us at 64 B (thesis ch. 6), 0.14 us above the model's "
-        "without it" },
     [DN2T_UC_READ_NS] = { "uc-read-ns", 189, 100000, "ns",
         "an uncached read of the board (a register, the LLCM) on the PC-1600 "
         "host: about 0.189 us (thesis ch. 6, BOTF latency breakdown)" },
@@ -162,7 +157,7 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
                        "with a NAME of the model (docs/timing.md: clock-ns, "
                        "send-overhead-ns, line-ns, cable-ns, switch-ns, "
                        "rx-push-clk, rx-ipush-clk, rx-sdimm-clk, status-clk, status-gap-clk, "
-                       "botf-read-clk, sdimm-read-mbps, sdimm-write-mbps, sdimm-start-clk, "
+                       "botf-read-clk, sdimm-read-mbps, sdimm-write-mbps, "
                        "uc-read-ns, uc-write-ns, bus-mbps)", items[i]);
             return false;
         }
@@ -380,10 +375,9 @@ void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns)
 }
 
 /* The next packet's bytes of data are read from the SO-DIMMs, after what
- * they are busy with (first: the request's first read, which starts
- * sdimm-start-clk late): the virtual time the read ends (0 without the
+ * they are busy with: the virtual time the read ends (0 without the
  * model).  The Window Controller goes on when it has read them. */
-uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes, bool first)
+uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes)
 {
     uint64_t now, start;
 
@@ -392,11 +386,6 @@ uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes, bool first)
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     start = MAX(now, s->t_sd_free);
-    if (first) {
-        /* a request's first read: the Prefetch Unit starts, the SO-DIMMs
-         * are opened */
-        start += (uint64_t)s->tparam[DN2T_SDIMM_START_CLK] * s->tparam[DN2T_CLOCK_NS];
-    }
     s->t_sd_free = start + bytes * 1000 / s->tparam[DN2T_SDIMM_READ_MBPS];
     s->t_data_start = start;
     s->t_data_end = s->t_sd_free;

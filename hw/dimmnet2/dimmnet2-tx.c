@@ -289,7 +289,7 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
         if (s->timing_on) {
             uint64_t ww = x->done < p.ww_len ? MIN(p.ww_len - x->done, dlen) : 0;
 
-            dimmnet2_timing_sdimm_read(s, dlen - ww, x->done <= p.ww_len);
+            dimmnet2_timing_sdimm_read(s, dlen - ww);
             dimmnet2_timing_wc_busy(s, DIV_ROUND_UP(ww, DN2_LINE) *
                                        (uint64_t)s->tparam[DN2T_CLOCK_NS]);
         }
