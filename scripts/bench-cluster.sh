@@ -339,7 +339,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
     else
         echo "host scheduling: --slice $slice_us asked, but the kernel's default slice was in effect: $slice_why"
     fi
-    [ "$others" -gt 0 ] && echo "  note: $others other QEMU process(es) were running when this started: figures are noisier"
+    [ "$others" -gt 0 ] && [ -z "$vt" ] && echo "  note: $others other QEMU process(es) were running when this started: figures are noisier"
     echo "the figures are emulator figures; the meaningful comparison is DIMMnet-2 vs UDP in the same run"
     echo
     if [ -s "$out0" ]; then
