@@ -804,21 +804,39 @@ PY
 # have and every board holds its saved LID again on the new switch, all run.
 restore_py() {
     cat <<'PY'
-import subprocess, sys, time
+import os, subprocess, sys, time
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 from qmp import connect
-wait_s, sw_cmd, lids, socks = float(sys.argv[2]), sys.argv[3].split("\x1f"), sys.argv[4].split(), sys.argv[5:]
+wait_s, sw_cmd, lids = float(sys.argv[2]), sys.argv[3].split("\x1f"), sys.argv[4].split()
+pids, socks = [int(p) for p in sys.argv[5].split()], sys.argv[6:]
+parent = os.getppid()
 def fail(m, rc=3):
     print("[cluster] error: " + m, file=sys.stderr, flush=True); sys.exit(rc)
+def alive(pid):     # (a zombie is not: the launcher reaps its QEMUs later)
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+def check():        # a QEMU that ended, or a launcher that is gone, ends the wait
+    if os.getppid() != parent:
+        sys.exit(3)
+    for i, pid in enumerate(pids):
+        if not alive(pid):
+            fail("node%d: QEMU ended before its snapshot was loaded (see its stderr)" % i)
 t0 = time.monotonic()
 deadline = t0 + wait_s
 qs = []
 for i, p in enumerate(socks):
-    try:
-        qs.append(connect(p, timeout=60, wait=max(1, deadline - time.monotonic())))
-    except OSError as e:
-        fail("node%d: no QMP socket (%s): QEMU did not start (see its stderr)" % (i, e))
+    while True:
+        check()
+        try:
+            qs.append(connect(p, timeout=60)); break
+        except OSError as e:
+            if time.monotonic() > deadline:
+                fail("node%d: no QMP socket after %g s (%s)" % (i, wait_s, e))
+            time.sleep(0.05)
 for i, q in enumerate(qs):
     while True:
         try:
@@ -830,6 +848,7 @@ for i, q in enumerate(qs):
             fail("node%d: loading the snapshot failed: %s" % (i, m.get("error-desc", "?")))
         if st == "paused" or m.get("status") == "completed": break
         if time.monotonic() > deadline: fail("node%d: not loaded after %g s (status %s)" % (i, wait_s, st))
+        check()
         time.sleep(0.02)
 t_loaded = time.monotonic()
 want = {"0x%016x" % (i + 1): int(l) for i, l in enumerate(lids)}
@@ -848,6 +867,7 @@ while True:
     if time.monotonic() > deadline:
         bad = ["GUID %s: LID %s, wants %d" % (g, got.get(g, "none"), l) for g, l in want.items() if got.get(g) != l]
         fail("the boards did not get their saved LIDs back in %g s: %s" % (wait_s, "; ".join(bad[:4])))
+    check()
     time.sleep(0.02)
 t_lids = time.monotonic()
 for q in qs: q.cmd("cont")
@@ -895,18 +915,27 @@ cmd_snapshot() {
     # and a restored cluster finds the gate open at once.  A connection
     # open at the cut would hang in the restored guest (QEMU's user network
     # does not keep host connections).
-    # A request cut off by the snapshot would wait for an answer that never
-    # comes in the restored guest: each is ended after 0.3 s.
+    # A request cut off by the snapshot waits in the restored guest for an
+    # answer that never comes, and a guest whose code is translated afresh
+    # after the restore is slow: so a new request starts every 0.3 s
+    # whatever became of the earlier ones, the first that fetches the gate
+    # (a 404 leaves no file) ends the job, and the others are killed then.
     gate=snapshot-gate-$RANDOM$RANDOM
     id=$(job_submit "$dir" "# snapshot $tag
+rm -f /tmp/dn2-gate.*
+n=0
 while :; do
-    wget -q -O /dev/null \"\$DN2_HTTP/$gate\" 2>/dev/null & p=\$!
-    ( usleep 300000; kill \$p 2>/dev/null ) & k=\$!
-    wait \$p && break
-    kill \$k 2>/dev/null
-    usleep 50000
+    n=\$((n + 1))
+    wget -q -O /tmp/dn2-gate.\$n \"\$DN2_HTTP/$gate\" 2>/dev/null &
+    t=0
+    while [ \$t -lt 3 ]; do
+        for f in /tmp/dn2-gate.*; do [ -e \"\$f\" ] && break 3; done
+        usleep 100000
+        t=\$((t + 1))
+    done
 done
-kill \$k 2>/dev/null
+kill \$(jobs -p) 2>/dev/null
+rm -f /tmp/dn2-gate.*
 exit 0")
     for ((n = 0; n < 300; n++)); do
         lines=0
@@ -2048,24 +2077,6 @@ say "files: $EXPORT_DIR served at http://$http_bind:$hport/ to the nodes only (i
 fi
 say "logs:  $rundir/node<i>.log"
 
-# ----------------------------------------------------------------- restore
-# --from: every node loaded, every board back at its LID, then all run.
-t_restored=
-if [ -n "$snap" ]; then
-    say "restoring snapshot $from_tag: $nodes nodes, LIDs $s_lids"
-    socks=()
-    for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
-    sw_stats=("$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}")
-    if ! r_out=$("$py" -c "$(restore_py)" "$here" "$boot_timeout" "$(IFS=$'\x1f'; echo "${sw_stats[*]}")" "$s_lids" "${socks[@]}"); then
-        for ((i = 0; i < nodes; i++)); do
-            [ -s "$rundir/node$i.stderr" ] && say "node$i: $(tail -2 "$rundir/node$i.stderr" | tr '\n' ' ')"
-        done
-        exit 3
-    fi
-    t_restored=$(elapsed_f)
-    say "restored: every node loaded and running, every board at its LID after $t_restored s ($r_out)"
-fi
-
 # ----------------------------------------------------------------- monitor
 # Per node: st_phase (boot, net, link, linkdown, joined, ranks, running, done,
 # serving, failed), st_lid, st_rc, st_why, timestamps.
@@ -2075,6 +2086,33 @@ ranks_written=
 t_all_links=
 t_ranks=
 t_first_fail=
+pmi_abort_msg=
+# ----------------------------------------------------------------- restore
+# --from: every node loaded, every board back at its LID, then all run.
+t_restored=
+if [ -n "$snap" ]; then
+    say "restoring snapshot $from_tag: $nodes nodes, LIDs $s_lids"
+    socks=()
+    for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
+    sw_stats=("$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}")
+    # (in the background, so that a signal ends the launcher at once; the
+    # helper ends when the launcher is gone)
+    "$py" -c "$(restore_py)" "$here" "$boot_timeout" "$(IFS=$'\x1f'; echo "${sw_stats[*]}")" "$s_lids" \
+        "${qemu_pids[*]}" "${socks[@]}" > "$rundir/restore.out" &
+    wait $!
+    r_rc=$?
+    r_out=$(cat "$rundir/restore.out" 2>/dev/null)
+    if [ "$r_rc" -ne 0 ]; then
+        for ((i = 0; i < nodes; i++)); do st_phase[i]=failed st_why[i]="the restore of snapshot $from_tag failed (launcher.log says why)"; done
+        for ((i = 0; i < nodes; i++)); do
+            [ -s "$rundir/node$i.stderr" ] && say "node$i: $(tail -2 "$rundir/node$i.stderr" | tr '\n' ' ')"
+        done
+        exit 3
+    fi
+    t_restored=$(elapsed_f)
+    say "restored: every node loaded and running, every board at its LID after $t_restored s ($r_out)"
+fi
+
 # (a restored cluster has its rank table: the snapshot's)
 [ -n "$snap" ] && ranks_written=1 t_ranks=$t_restored
 
