@@ -14,7 +14,9 @@
 #      naming the port); a snapshot of a cluster that does not run (4),
 #      of a virtual-time run (4, naming virtual time); start --from with
 #      an option the snapshot fixes (2)
-#   4. the source cluster goes on: its loop ends with every run passing
+#   4. the source cluster goes on: its loop ends with every run passing;
+#      stopped, a restore whose QEMU ends at once fails at once (status 3,
+#      naming it) and leaves nothing
 #   5. then, twice: start R --from TAG (0); every node has its marker, its
 #      saved LID ($DN2_LID and the switch's port table) and the rank
 #      table; the loop that was running at the cut ends there too with
@@ -53,7 +55,7 @@ work=$top/build/cluster/$src.files
 mkdir -p "$work" "$top/build/cluster"
 log=$work/log
 : > "$log"
-names=("$src" "$src-r1" "$src-r2" "$src-mpi" "$src-mpi-r1" "$src-mpi-r2")
+names=("$src" "$src-r1" "$src-r2" "$src-bad" "$src-mpi" "$src-mpi-r1" "$src-mpi-r2")
 mpi_check=${DN2_MPI_CHECK:-$top/build/tests/mpi/mpi-check}
 for n in "${names[@]}"; do "$cluster" stop "$n" > /dev/null 2>&1; done
 rm -rf "$DN2_SNAPSHOT_DIR"
@@ -71,7 +73,7 @@ if ! bash "$top/scripts/export-guest.sh" "$e2e" > "$work/export.log" 2>&1; then
     not_ok "could not prepare the guest programs: $(tail -1 "$work/export.log")"
     tap_done
 fi
-tap_plan 30
+tap_plan 31
 
 # ---------------------------------------------------------------- 1. source
 run out "$cluster" start "$src" -n 2 -q -b "$boot_timeout"
@@ -137,6 +139,13 @@ bg_check() {
 bg_check "$src"
 run out "$cluster" stop "$src"
 result $rc "stop $src"
+# a restore whose QEMU ends at once (here: QEMU=/bin/false)
+run out env QEMU=/bin/false "$cluster" start "$src-bad" --from "$tag" -q
+sleep 1.5   # (the launcher's reaper polls once a second)
+left=$(pgrep -f "$top/build/cluster/$src-bad/" 2>/dev/null | wc -l)
+{ [ $rc -eq 3 ] && grep -q 'QEMU ended before its snapshot was loaded' <<< "$out" && [ "$left" -eq 0 ]; }
+result $? "a restore whose QEMU ends fails at once (status $rc), naming it, with nothing left ($left)"
+[ $rc -eq 3 ] || fail_diag "$out"
 
 # ---------------------------------------------------------- 5. restore twice
 for r in 1 2; do
