@@ -4,7 +4,8 @@
 #   scripts/build-qemu.sh [--link-into DIR] [--show-edits] [--print-env]
 #
 #   --link-into DIR  symlinks to the QEMU binary and the qtests in DIR
-#   --show-edits     print the edits to QEMU's files as a diff, build nothing
+#   --show-edits     print the edits and patches to QEMU's files as a diff,
+#                    build nothing
 #   --print-env      print KEY=VALUE lines (paths, qtest list) for meson
 #
 # Idempotent and incremental; a second run with nothing changed only runs a
@@ -19,6 +20,10 @@
 #   3. apply a few-line edit to four QEMU files (see apply_edits; --show-edits
 #      prints them as a diff).  Edits are regenerated from a pristine copy
 #      (<file>.dn2-orig) and written only when they change;
+#   3b. apply the patches scripts/qemu/patches/*.patch (patch -p1, in name
+#      order) the same way: to pristine copies, a file written only when its
+#      result changes; the patch set's sha256 is the stamp .dn2-patches in the
+#      tree, so a changed, added or removed patch is applied afresh;
 #   4. configure (only when not configured yet or the configure line changed);
 #   5. ninja qemu-system-x86_64 and the qtests listed in scripts/qemu/qtests.list.
 # Prints the path of the QEMU binary on stdout.
@@ -39,6 +44,8 @@ QEMU_BUILD=$QEMU_TREE/build
 QEMU_BIN=$QEMU_BUILD/qemu-system-x86_64
 QTEST_LIST=$DN2_TOP/scripts/qemu/qtests.list
 DEVICES_MAK=$DN2_TOP/scripts/qemu/dn2.mak
+PATCH_DIR=$DN2_TOP/scripts/qemu/patches
+EDITED_FILES="hw/Kconfig hw/meson.build meson.build tests/qtest/meson.build"
 FIRMWARE_DIR=$DN2_CACHE/firmware
 export CCACHE_DIR=$DN2_CACHE/ccache
 
@@ -189,9 +196,73 @@ apply_edits() {
     expect tests/qtest/meson.build "has_key('CONFIG_DIMMNET2') ? [$names]"
 }
 
+# ------------------------------------------------------------------ patches
+# Patches to QEMU's own code, meant for upstream (scripts/qemu/patches/*.patch,
+# `patch -p1` from the top of the QEMU tree, applied in name order).  Each run
+# with a changed patch set (its sha256 is the stamp .dn2-patches) applies them
+# all to pristine copies (<file>.dn2-orig) in a scratch folder and copies back
+# only the files whose result differs, so ninja rebuilds only what changed;
+# a file that no patch touches any more gets its pristine content back.
+# A patch may not touch a file that apply_edits edits.
+patch_set_sum() {
+    local p
+    { for p in "$@"; do basename "$p"; cat "$p"; done; } | sha256sum | cut -d' ' -f1
+}
+
+apply_patches() {
+    local stamp=$QEMU_TREE/.dn2-patches listfile=$QEMU_TREE/.dn2-patched-files
+    local -a patches=() files=()
+    local p f sum tmp
+    shopt -s nullglob
+    patches=("$PATCH_DIR"/*.patch)
+    shopt -u nullglob
+    sum=$(patch_set_sum "${patches[@]}")
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then
+        return 0
+    fi
+    if [ ${#patches[@]} -gt 0 ]; then
+        command -v patch >/dev/null || die "'patch' not found (Debian package patch): needed for scripts/qemu/patches"
+        mapfile -t files < <(sed -n -E 's#^\+\+\+ b/([^[:space:]]+).*#\1#p' "${patches[@]}" | sort -u)
+    fi
+    for f in "${files[@]}"; do
+        case " $EDITED_FILES " in *" $f "*) die "a patch in $PATCH_DIR touches $f, which apply_edits edits" ;; esac
+        [ -f "$QEMU_TREE/$f" ] || die "a patch in $PATCH_DIR touches $f, which QEMU $QEMU_VERSION does not have"
+    done
+    tmp=$(mktemp -d "$(dirname "$QEMU_TREE")/.patch.XXXXXX")
+    for f in "${files[@]}"; do
+        [ -f "$QEMU_TREE/$f.dn2-orig" ] || cp -p "$QEMU_TREE/$f" "$QEMU_TREE/$f.dn2-orig"
+        mkdir -p "$tmp/$(dirname "$f")"
+        cp "$QEMU_TREE/$f.dn2-orig" "$tmp/$f"
+    done
+    for p in "${patches[@]}"; do
+        if ! patch -p1 -s -N --no-backup-if-mismatch -r - -d "$tmp" < "$p" >&2; then
+            rm -rf "$tmp"
+            die "patch $(basename "$p") does not apply to QEMU $QEMU_VERSION (scripts/qemu/patches)"
+        fi
+        log "patch $(basename "$p") applied"
+    done
+    for f in "${files[@]}"; do
+        cmp -s "$tmp/$f" "$QEMU_TREE/$f" || cp "$tmp/$f" "$QEMU_TREE/$f"
+    done
+    rm -rf "$tmp"
+    # Files patched before and not now: back to pristine (a new mtime, so
+    # ninja recompiles them).
+    if [ -f "$listfile" ]; then
+        while read -r f; do
+            case " ${files[*]} " in *" $f "*) continue ;; esac
+            if [ -f "$QEMU_TREE/$f.dn2-orig" ]; then
+                cmp -s "$QEMU_TREE/$f.dn2-orig" "$QEMU_TREE/$f" || cp "$QEMU_TREE/$f.dn2-orig" "$QEMU_TREE/$f"
+                rm -f "$QEMU_TREE/$f.dn2-orig"
+            fi
+        done < "$listfile"
+    fi
+    printf '%s\n' "${files[@]}" > "$listfile"
+    echo "$sum" > "$stamp"
+}
+
 show_edits() {
     local f
-    for f in hw/Kconfig hw/meson.build meson.build tests/qtest/meson.build; do
+    for f in $EDITED_FILES $(cat "$QEMU_TREE/.dn2-patched-files" 2>/dev/null); do
         [ -f "$QEMU_TREE/$f.dn2-orig" ] || continue
         (cd "$QEMU_TREE" && diff -u "$f.dn2-orig" "$f" --label "a/$f" --label "b/$f") || true
     done
@@ -292,6 +363,7 @@ main() {
     unpack
     overlay
     apply_edits
+    apply_patches
     if [ -n "$show_edits" ]; then show_edits; exit 0; fi
     make_cc_wrapper
     configure

@@ -296,7 +296,7 @@ static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
 static void dimmnet2_timing_pay(DN2State *s, uint64_t cost)
 {
     CPUState *cpu = current_cpu;
-    int64_t now, per;
+    int64_t now;
     uint64_t owed, insns, left;
 
     if (!cpu || !icount_enabled() || !cpu->running || !cpu->neg.can_do_io) {
@@ -309,8 +309,9 @@ static void dimmnet2_timing_pay(DN2State *s, uint64_t cost)
     }
     s->t_read_retry = false;
     owed = s->t_host_busy > (uint64_t)now ? s->t_host_busy - now : 0;
-    per = MAX(icount_to_ns(1), 1);
-    insns = DIV_ROUND_UP(owed, per);
+    /* The fewest instructions that take the debt (2^shift ns each, or
+     * -icount insn-ps=P: P ps each). */
+    insns = icount_round(owed);
     left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
     if (insns <= left || !cpu->mem_io_pc) {
         insns = MIN(insns, left);
