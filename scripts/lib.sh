@@ -179,20 +179,32 @@ export DN2_VT_RTC_BASE
 
 # dn2_vt_accel SHIFT: into DN2_ACCEL_ARGS the accelerator and clock
 # arguments of a guest in virtual time: TCG, -icount shift=SHIFT (one
-# instruction = 2^SHIFT ns), no sleeping and no alignment to the host
-# (sleep=off,align=off), the RTC on the virtual clock from a fixed date,
-# and -seed (QEMU's guest random source, e.g. TCG's RDRAND with -cpu max,
-# from a fixed seed instead of host entropy).  One vCPU is the caller's.
+# instruction = 2^SHIFT ns) or, when DN2_VT_INSN_PS is set (cluster.sh and
+# run-guest.sh --vt-insn-ps), -icount insn-ps=DN2_VT_INSN_PS (one
+# instruction = that many picoseconds, 1..1024000; the project's QEMU patch
+# scripts/qemu/patches/0001-icount-insn-ps.patch; SHIFT is then unused), no
+# sleeping and no alignment to the host (sleep=off,align=off), the RTC on
+# the virtual clock from a fixed date, and -seed (QEMU's guest random
+# source, e.g. TCG's RDRAND with -cpu max, from a fixed seed instead of host
+# entropy).  One vCPU is the caller's.
 # shellcheck disable=SC2034  # both are for the caller
 dn2_vt_accel() {
+    local rate="shift=$1"
     case ${DN2_ACCEL:-auto} in
         kvm) _dn2_err "virtual time counts instructions under TCG (-icount): not with DN2_ACCEL=kvm"; return 1 ;;
         auto|tcg) ;;
         *) _dn2_err "DN2_ACCEL must be auto, kvm or tcg, not '$DN2_ACCEL'"; return 1 ;;
     esac
-    DN2_ACCEL_ARGS=(-accel tcg -icount "shift=$1,sleep=off,align=off"
+    if [ -n "${DN2_VT_INSN_PS:-}" ]; then
+        if ! [[ $DN2_VT_INSN_PS =~ ^[1-9][0-9]{0,6}$ ]] || [ "$DN2_VT_INSN_PS" -gt 1024000 ]; then
+            _dn2_err "DN2_VT_INSN_PS (--vt-insn-ps): picoseconds per instruction, 1..1024000, not '$DN2_VT_INSN_PS'"
+            return 1
+        fi
+        rate="insn-ps=$DN2_VT_INSN_PS"
+    fi
+    DN2_ACCEL_ARGS=(-accel tcg -icount "$rate,sleep=off,align=off"
                     -rtc "clock=vm,base=$DN2_VT_RTC_BASE" -seed 1)
-    DN2_ACCEL_NAME="TCG, -icount shift=$1"
+    DN2_ACCEL_NAME="TCG, -icount $rate"
 }
 
 # dn2_abi_const NAME: the value of "#define NAME V" in the board ABI header
