@@ -142,6 +142,10 @@
 #                         --virtual-time --vt-boards N
 #       --vt-shift N      -icount shift=N: one instruction is 2^N virtual
 #                         ns (default 0)
+#       --vt-insn-ps P    -icount insn-ps=P instead: one instruction is P
+#                         virtual picoseconds (1..1024000; QEMU with the
+#                         project's patch; sets DN2_VT_INSN_PS; not with
+#                         --vt-shift)
 #       --vt-lookahead NS the switch's --vt-lookahead and every board's
 #                         vt-latency-ns (default 1000)
 #       --vt-start S      the virtual time (seconds) at which the lock-step
@@ -1209,7 +1213,8 @@ while [ $# -gt 0 ]; do
         --no-slurm) no_slurm=1; shift ;;
         --virtual-time) vt=1; shift ;;
         --no-vt-sync) vt=1; vt_sync=; shift ;;
-        --vt-shift) dn2_need_value "$@"; vt_shift=$2; shift 2 ;;
+        --vt-shift) dn2_need_value "$@"; vt_shift=$2; vt_shift_set=1; shift 2 ;;
+        --vt-insn-ps) dn2_need_value "$@"; export DN2_VT_INSN_PS=$2; shift 2 ;;
         --vt-lookahead) dn2_need_value "$@"; vt_lookahead=$2; shift 2 ;;
         --vt-quantum) dn2_need_value "$@"; vt_quantum=$2; shift 2 ;;
         --vt-start) dn2_need_value "$@"; vt_start=$2; shift 2 ;;
@@ -1268,6 +1273,13 @@ if [ -n "$vt" ]; then
     done
     [ -z "$vt_quantum" ] || dn2_want_uint --vt-quantum "$vt_quantum"
     [ "$vt_shift" -le 10 ] || usage_error "--vt-shift: 0..10 (QEMU's -icount shift)"
+    if [ -n "${DN2_VT_INSN_PS:-}" ]; then
+        [ -z "${vt_shift_set:-}" ] || [ "$vt_shift" = 0 ] \
+            || usage_error "--vt-shift and --vt-insn-ps exclude each other"
+        dn2_want_uint --vt-insn-ps "$DN2_VT_INSN_PS"
+        [ "$DN2_VT_INSN_PS" -ge 1 ] && [ "$DN2_VT_INSN_PS" -le 1024000 ] \
+            || usage_error "--vt-insn-ps: 1..1024000 picoseconds per instruction"
+    fi
     [[ $vt_start =~ ^[0-9]{1,4}(\.[0-9]{1,9})?$ ]] || usage_error "--vt-start: seconds of virtual time, e.g. 3 or 2.5 (got '$vt_start')"
     vt_start_ns=$(awk -v s="$vt_start" 'BEGIN { printf "%.0f", s * 1e9 }')
     [ "$vt_lookahead" -ge 1 ] && [ "$vt_lookahead" -le 4294967295 ] || usage_error "--vt-lookahead: 1..4294967295 ns"
