@@ -26,11 +26,14 @@
 #                     figures are virtual-time figures, the same in every
 #                     run on any host; no UDP baseline (a guest-to-guest
 #                     NIC is input at host-dependent times)
-#   --vt-shift N, --vt-lookahead NS, --vt-quantum NS
-#                     cluster.sh's (-icount shift, the modelled packet
-#                     latency, the delivery time grid)
+#   --vt-shift N, --vt-insn-ps P, --vt-lookahead NS, --vt-quantum NS
+#                     cluster.sh's (-icount shift or insn-ps, the modelled
+#                     packet latency, the delivery time grid)
 #   --timing MODEL    with --virtual-time: the boards' timing model
-#                     (timing=MODEL: thesis, docs/timing.md); the lookahead
+#                     (timing=MODEL: thesis, docs/timing.md); one guest
+#                     instruction takes 385 ps, one cycle of the thesis's
+#                     2.6 GHz host (--vt-insn-ps 385), unless --vt-shift or
+#                     --vt-insn-ps is given; the lookahead
 #                     becomes the model's least latency (665 ns) unless
 #                     --vt-lookahead is given, the guest polls as the
 #                     thesis's host did (--poll tight) unless --poll is
@@ -87,7 +90,7 @@ while [ $# -gt 0 ]; do
         --device-opts) dn2_need_arg "$@"; device_opts=$2; shift 2 ;;
         --slice) dn2_need_value "$@"; slice_us=$2; shift 2 ;;
         --virtual-time) vt_opts+=(--virtual-time); shift ;;
-        --vt-shift|--vt-lookahead|--vt-quantum) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; vt_opts+=("$1" "$2"); shift 2 ;;
+        --vt-shift|--vt-insn-ps|--vt-lookahead|--vt-quantum) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; vt_opts+=("$1" "$2"); shift 2 ;;
         --timing) dn2_need_value "$@"; timing=$2; shift 2 ;;
         -t|--timeout) dn2_need_value "$@"; timeout_s=$2; shift 2 ;;
         -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
@@ -106,13 +109,17 @@ if [ -n "${timing:-}" ]; then
     [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] || usage_error "--timing goes with --virtual-time: the model's times are virtual times"
     device_opts="timing=$timing${device_opts:+,$device_opts}"
     [[ " ${vt_opts[*]} " == *" --vt-lookahead "* ]] || vt_opts+=(--vt-lookahead 665)
+    # one instruction per cycle of the thesis's 2.6 GHz Pentium 4: 1/2.6 ns
+    # = 385 ps (docs/thesis-choices.md, docs/timing.md)
+    [[ " ${vt_opts[*]} " == *" --vt-shift "* || " ${vt_opts[*]} " == *" --vt-insn-ps "* ]] \
+        || vt_opts+=(--vt-insn-ps 385)
     # the thesis's host polled the board's registers back to back; a guest
     # that naps between looks would measure its naps
     [ -n "$poll" ] || poll=tight
 fi
 if [ ${#vt_opts[@]} -gt 0 ]; then
     [ "${vt_opts[0]}" = --virtual-time ] || [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] \
-        || usage_error "--vt-shift, --vt-lookahead and --vt-quantum go with --virtual-time"
+        || usage_error "--vt-shift, --vt-insn-ps, --vt-lookahead and --vt-quantum go with --virtual-time"
     vt=1
     # The UDP baseline needs a guest-to-guest NIC: input at host times.
     udp=
@@ -143,7 +150,10 @@ for p in dn2-bench udp-bench dn2-up; do
 done
 if [ -n "$vt" ]; then
     vt_shift=0
-    for ((k = 0; k < ${#vt_opts[@]}; k++)); do [ "${vt_opts[k]}" = --vt-shift ] && vt_shift=${vt_opts[k + 1]}; done
+    for ((k = 0; k < ${#vt_opts[@]}; k++)); do
+        [ "${vt_opts[k]}" = --vt-shift ] && vt_shift=${vt_opts[k + 1]}
+        [ "${vt_opts[k]}" = --vt-insn-ps ] && export DN2_VT_INSN_PS=${vt_opts[k + 1]}
+    done
     dn2_vt_accel "$vt_shift" || exit 4
 else
     dn2_accel || exit 4

@@ -23,6 +23,9 @@
 #                      no switch here; a board given switch= in the extra
 #                      arguments wants vtime=on (cluster.sh does that)
 #       --vt-shift N   -icount shift=N: one instruction is 2^N ns (default 0)
+#       --vt-insn-ps P -icount insn-ps=P instead: one instruction is P ps
+#                      (1..1024000; QEMU with the project's patch, built by
+#                      scripts/build-qemu.sh; not with --vt-shift)
 #
 # The guest is q35, 512 MiB, no default devices, serial console, TCG (KVM
 # first when /dev/kvm is usable).  Its /init (scripts/build-initramfs.sh,
@@ -57,6 +60,8 @@ interactive=
 quiet=
 vt=
 vt_shift=0
+vt_shift_set=
+vt_insn_ps=
 extra=()
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
@@ -71,7 +76,8 @@ while [ $# -gt 0 ]; do
         -i|--interactive) interactive=1; shift ;;
         -q|--quiet) quiet=1; shift ;;
         --virtual-time) vt=1; shift ;;
-        --vt-shift) dn2_need_value "$@"; vt_shift=$2; shift 2 ;;
+        --vt-shift) dn2_need_value "$@"; vt_shift=$2; vt_shift_set=1; shift 2 ;;
+        --vt-insn-ps) dn2_need_value "$@"; vt_insn_ps=$2; shift 2 ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage_error "unknown argument: $1" ;;
@@ -82,6 +88,13 @@ dn2_want_uint --boards "$boards"
 dn2_want_uint --timeout "$timeout_s"
 dn2_want_uint --vt-shift "$vt_shift"
 [ "$vt_shift" -le 10 ] || usage_error "--vt-shift: 0..10 (QEMU's -icount shift)"
+if [ -n "$vt_insn_ps" ]; then
+    [ -z "$vt_shift_set" ] || usage_error "--vt-shift and --vt-insn-ps exclude each other"
+    dn2_want_uint --vt-insn-ps "$vt_insn_ps"
+    [ "$vt_insn_ps" -ge 1 ] && [ "$vt_insn_ps" -le 1024000 ] \
+        || usage_error "--vt-insn-ps: 1..1024000 picoseconds per instruction"
+    export DN2_VT_INSN_PS=$vt_insn_ps
+fi
 [ -z "$vt" ] || [ -z "$interactive" ] || usage_error "--virtual-time: not with -i (the terminal's input would reach the guest at host-dependent times)"
 case $run in *'"'*) usage_error "--run: the command cannot contain double quotes (it travels on the kernel command line)" ;; esac
 
