@@ -15,7 +15,8 @@
 # One boot: start NAME -n N, then exec NAME true (the clock stops when
 # every node has run it); snapshot NAME TAG (timed too), stop NAME; then R
 # times: start NAME-rK --from TAG, exec NAME-rK true, stop.  The clusters
-# and the snapshot (build/bench-snapshot) are removed at the end.
+# and the snapshot (build/bench-snapshot) are removed at the end (the
+# log of the steps: build/bench-snapshot.log).
 #
 # Exit status: 0 table printed; 1 a step failed; 2 usage error.
 # Environment: as scripts/cluster.sh.
@@ -51,7 +52,9 @@ name=bench-snap-$$
 tag=bench-$$
 names=("$name")
 finish() {
-    for n in "${names[@]}"; do bash "$cluster" stop "$n" > /dev/null 2>&1; done
+    for n in "${names[@]}"; do
+        bash "$cluster" stop "$n" > /dev/null 2>&1 && rm -rf "$DN2_TOP/build/cluster/$n"
+    done
     rm -rf "${DN2_SNAPSHOT_DIR:?}/$tag"
 }
 trap finish EXIT
