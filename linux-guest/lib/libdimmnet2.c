@@ -838,13 +838,14 @@ int dn2_ring_init(dn2_t *d, struct dn2_ring *r, unsigned amt_value,
     r->amt_value = amt_value;
     r->base = base;
     r->size = size;
+    r->head = 0;
     return 0;
 }
 
 uint32_t dn2_ring_avail(dn2_t *d, const struct dn2_ring *r, uint32_t *at)
 {
     volatile uint32_t *e = dn2_amt_entry(d, r->amt_value);
-    uint32_t head = e[DN2_AMT_HEAD / 4], tail = e[DN2_AMT_TAIL / 4];
+    uint32_t head = r->head, tail = e[DN2_AMT_TAIL / 4];  /* the head is ours */
 
     if (at) {
         *at = r->base + head;
@@ -852,12 +853,13 @@ uint32_t dn2_ring_avail(dn2_t *d, const struct dn2_ring *r, uint32_t *at)
     return (tail - head + r->size) % r->size;
 }
 
-void dn2_ring_consume(dn2_t *d, const struct dn2_ring *r, uint32_t len)
+void dn2_ring_consume(dn2_t *d, struct dn2_ring *r, uint32_t len)
 {
     volatile uint32_t *e = dn2_amt_entry(d, r->amt_value);
 
     len = (len + DN2_RING_ALIGN - 1) & ~(DN2_RING_ALIGN - 1);
-    e[DN2_AMT_HEAD / 4] = (e[DN2_AMT_HEAD / 4] + len) % r->size;
+    r->head = (r->head + len) % r->size;
+    e[DN2_AMT_HEAD / 4] = r->head;     /* stored, never read back */
 }
 
 /* ------------------------------------------------------ LH Buffer */
