@@ -751,7 +751,7 @@ import sys, time
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 from qmp import connect, dimmnet2_boards
-tagdir, drain_s, socks = sys.argv[2], float(sys.argv[3]), sys.argv[4:]
+tagdir, rundir, drain_s, socks = sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 def say(m): print("[cluster] " + m, file=sys.stderr, flush=True)
 try:
     qs = [connect(p, timeout=60) for p in socks]
@@ -796,6 +796,14 @@ for i, q in enumerate(qs):
             failed.append("node%d: %s" % (i, r.get("error-desc", r.get("status")))); break
         time.sleep(0.05)
 t_saved = time.monotonic()
+# The consoles as they are at the cut (the guests print nothing while
+# stopped; a restored console goes on from there).
+for i in range(len(qs)):
+    try:
+        with open("%s/node%d.log" % (rundir, i), "rb") as f, open("%s/node%d.log" % (tagdir, i), "wb") as g:
+            g.write(f.read().replace(b"\r", b""))
+    except OSError as e:
+        failed.append("node%d: its console: %s" % (i, e))
 hold(False); run_all()
 if failed:
     for f in failed: say("error: the migration of " + f)
@@ -960,7 +968,7 @@ exit 0")
     # 2. The cut, the migration files.
     local socks=()
     for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$dir/info")"); done
-    out=$("$(find_python)" -c "$(snapshot_py)" "$here" "$tagdir.part" "$drain_s" "${socks[@]}")
+    out=$("$(find_python)" -c "$(snapshot_py)" "$here" "$tagdir.part" "$dir" "$drain_s" "${socks[@]}")
     rc=$?
     # 3. The guests go on (their job ends once the gate is there).
     : > "$dir/www/$gate"
@@ -972,7 +980,8 @@ exit 0")
     # 4. What a restore needs beside the memory images: the launcher's
     # options, the job's identity (id, secret, HTTP port: the guests know
     # them), the jobs run so far (the guests' job loops count on), the rank
-    # table and joins, the LIDs, the image, the consoles so far.
+    # table and joins, the LIDs, the image (the consoles at the cut are
+    # there already).
     (
         set -e
         cp -p "$dir/options" "$dir/secret" "$tagdir.part/"
@@ -981,7 +990,6 @@ exit 0")
         cp -p "$dir/www/ranks" "$tagdir.part/ranks"
         : > "$tagdir.part/$gate"
         ln "$dir/initramfs.cpio.gz" "$tagdir.part/initramfs.cpio.gz" 2>/dev/null || cp "$dir/initramfs.cpio.gz" "$tagdir.part/"
-        for ((i = 0; i < nodes; i++)); do tr -d '\r' < "$dir/node$i.log" > "$tagdir.part/node$i.log"; done
         {
             printf 'name=%q\ntaken=%s\nnodes=%s\nmem=%s\n' "$name" "$(date +%s)" "$nodes" "$mem"
             printf 'jobid=%q\nhttp_port=%s\ngate=%s\njob=%s\n' "$jobid" "${http##*:}" "$gate" "$id"
