@@ -987,6 +987,11 @@ exit 0")
         cp -p "$dir/options" "$dir/secret" "$tagdir.part/"
         cp -pr "$dir/jobs" "$dir/joins" "$tagdir.part/"
         rm -f "$tagdir.part/jobs/.lock"
+        # (a job queued on NAME after the cut is not the snapshot's)
+        for f in "$tagdir.part"/jobs/[0-9]*; do
+            j=${f##*/}; j=${j%%.*}
+            [ "$j" -le "$id" ] || rm -f "$f"
+        done
         cp -p "$dir/www/ranks" "$tagdir.part/ranks"
         : > "$tagdir.part/$gate"
         ln "$dir/initramfs.cpio.gz" "$tagdir.part/initramfs.cpio.gz" 2>/dev/null || cp "$dir/initramfs.cpio.gz" "$tagdir.part/"
@@ -994,7 +999,6 @@ exit 0")
             printf 'name=%q\ntaken=%s\nnodes=%s\nmem=%s\n' "$name" "$(date +%s)" "$nodes" "$mem"
             printf 'jobid=%q\nhttp_port=%s\ngate=%s\njob=%s\n' "$jobid" "${http##*:}" "$gate" "$id"
             printf 'lids=%q\n' "$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$dir/www/ranks")"
-            printf 'qemu_bin=%q\n' "$(sed -n 's/^qemu_bin=//p' "$dir/info")"
             echo "$out"
         } > "$tagdir.part/snapshot.info"
     ) || { rm -rf "$tagdir.part"; setup_die "snapshot: cannot write $tagdir.part"; }
