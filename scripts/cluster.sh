@@ -173,6 +173,13 @@
 #                         times, and the other nodes wait for it; no
 #                         timeouts
 #       --gdb-port P      its port (default 1234)
+#       --snapshot-at VT TAG  (with --virtual-time) every board stops its
+#                         guest at virtual time VT (seconds, after
+#                         --vt-start), the cluster is saved there into
+#                         build/snapshots/TAG and the run goes on to its
+#                         end; scripts/cluster.sh --replay
+#                         build/snapshots/TAG runs it again from VT and
+#                         compares every output and pcap with the run's
 #
 # Node i is rank i: its board has guid=i+1, its kernel command line
 # dn2.node=i dn2.nodes=N.  At boot each node waits for its link, reports
@@ -750,7 +757,7 @@ snapshot_py() {
 import sys, time
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
-from qmp import connect, dimmnet2_boards
+from qmp import connect, dimmnet2_boards, cmd_all
 tagdir, rundir, drain_s, socks = sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 def say(m): print("[cluster] " + m, file=sys.stderr, flush=True)
 try:
@@ -759,7 +766,7 @@ except OSError as e:
     say("error: cannot reach a node's QMP socket: %s" % e); sys.exit(4)
 boards = [dimmnet2_boards(q) for q in qs]
 def run_all():
-    for q in qs: q.cmd("cont")
+    cmd_all(qs, "cont")
 def hold(on):
     errs = []
     for i, (q, bs) in enumerate(zip(qs, boards)):
@@ -804,6 +811,14 @@ for i in range(len(qs)):
             g.write(f.read().replace(b"\r", b""))
     except OSError as e:
         failed.append("node%d: its console: %s" % (i, e))
+    # (virtual time: the boards' delivery traces up to the cut)
+    try:
+        with open("%s/node%d.pcap" % (rundir, i), "rb") as f, open("%s/node%d.pcap" % (tagdir, i), "wb") as g:
+            g.write(f.read())
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        failed.append("node%d: its pcap: %s" % (i, e))
 hold(False); run_all()
 if failed:
     for f in failed: say("error: the migration of " + f)
@@ -819,7 +834,7 @@ restore_py() {
 import os, subprocess, sys, time
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
-from qmp import connect
+from qmp import connect, cmd_all
 wait_s, sw_cmd, lids = float(sys.argv[2]), sys.argv[3].split("\x1f"), sys.argv[4].split()
 pids, socks = [int(p) for p in sys.argv[5].split()], sys.argv[6:]
 parent = os.getppid()
@@ -882,9 +897,101 @@ while True:
     check()
     time.sleep(0.02)
 t_lids = time.monotonic()
-for q in qs: q.cmd("cont")
+cmd_all(qs, "cont")
 print("every node loaded %.2f s, every board at its LID %.2f s after the QEMUs started" % (t_loaded - t0, t_lids - t0))
 PY
+}
+
+# --snapshot-at VT TAG: every board stops its guest at virtual time VT
+# (vt-cut-ns, set while the nodes wait at -S); returns once every node is
+# stopped there, 3 when a QEMU ended first (the run ended before VT).
+vt_cut_py() {
+    cat <<'PY'
+import os, sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from qmp import connect, dimmnet2_boards, cmd_all
+cut, pids, socks = int(sys.argv[2]), [int(p) for p in sys.argv[3].split()], sys.argv[4:]
+parent = os.getppid()
+def fail(m, rc=3):
+    print("[cluster] " + m, file=sys.stderr, flush=True); sys.exit(rc)
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+def check():
+    if os.getppid() != parent: sys.exit(3)
+    for i, pid in enumerate(pids):
+        if not alive(pid): fail("node%d ended before the cut at %d ns" % (i, cut))
+qs = []
+for i, p in enumerate(socks):
+    t0 = time.monotonic()
+    while True:
+        check()
+        try:
+            qs.append(connect(p, timeout=60)); break
+        except OSError as e:
+            if time.monotonic() - t0 > 60: fail("node%d: no QMP socket (%s)" % (i, e), 4)
+            time.sleep(0.05)
+boards = [dimmnet2_boards(q) for q in qs]
+for i, (q, bs) in enumerate(zip(qs, boards)):
+    for b in bs:
+        r = q.cmd("qom-set", {"path": b, "property": "vt-cut-ns", "value": cut})
+        if "error" in r: fail("node%d: %s" % (i, r["error"]["desc"]), 4)
+cmd_all(qs, "cont")
+stopped_since = None
+while True:
+    check()
+    if all(q.cmd("qom-get", {"path": b, "property": "vt-at-cut"}).get("return")
+           for q, bs in zip(qs, boards) for b in bs):
+        break
+    if all(q.cmd("query-status")["return"]["status"] != "running" for q in qs):
+        stopped_since = stopped_since or time.monotonic()
+        if time.monotonic() - stopped_since > 10:
+            cmd_all(qs, "cont")
+            fail("every node stopped, but not every board at the cut: no snapshot", 1)
+    time.sleep(0.1)
+for q in qs: q.close()
+PY
+}
+
+# The snapshot of a --snapshot-at run, in the background: the cut, the
+# save (snapshot_py: the boards held, every node migrated, run again), and
+# what --replay TAGDIR needs to run on from the cut.
+vt_snapshot_helper() {
+    local tagdir=$SNAP_DIR/$snap_at_tag socks=() i out o=()
+    for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
+    "$py" -c "$(vt_cut_py)" "$here" "$snap_at_ns" "${qemu_pids[*]}" "${socks[@]}" || return 3
+    : > "$rundir/snapshot.cut"
+    (umask 077 && mkdir -p "$SNAP_DIR" && mkdir "$tagdir.part") || { say "${R}no snapshot${N}: cannot create $tagdir.part"; return 1; }
+    if ! out=$("$py" -c "$(snapshot_py)" "$here" "$tagdir.part" "$rundir" 30 "${socks[@]}"); then
+        say "${R}no snapshot${N} at $snap_at s (the run goes on)"
+        rm -rf "$tagdir.part"
+        return 1
+    fi
+    cp -pr "$rundir/replay" "$rundir/input" "$tagdir.part/" || return 1
+    ln "$rundir/initramfs.cpio.gz" "$tagdir.part/initramfs.cpio.gz" 2>/dev/null \
+        || cp "$rundir/initramfs.cpio.gz" "$tagdir.part/" || return 1
+    # (the command from the snapshot's own copy)
+    mapfile -d '' -t o < "$rundir/replay/options"
+    for ((i = 0; i < ${#o[@]}; i++)); do
+        [ "${o[i]}" = -f ] && o[i + 1]=$tagdir/replay/run.sh
+    done
+    printf '%s\0' "${o[@]}" > "$tagdir.part/replay/options"
+    {
+        echo "virtual_time=1"
+        echo "cut_s=$snap_at"
+        echo "cut_ns=$snap_at_ns"
+        echo "nodes=$nodes"
+        echo "mem=$mem"
+        printf 'source=%q\n' "$rundir"
+        echo "lids='$(for ((i = 0; i < nodes; i++)); do sed -n "$((i + 1))s/^[0-9]* \([0-9]*\) .*/\1/p" "$rundir/input/ranks"; done | tr '\n' ' ' | sed 's/ $//')'"
+        echo "$out"
+    } > "$tagdir.part/snapshot.info" || return 1
+    mv "$tagdir.part" "$tagdir" || return 1
+    say "${G}snapshot $snap_at_tag${N} at virtual time $snap_at s: $tagdir ($out); from there: scripts/cluster.sh --replay $tagdir"
 }
 
 cmd_snapshot() {
@@ -1151,6 +1258,7 @@ replay_dir=
 gdb_node=
 gdb_port=1234
 from_tag=
+snap_at= snap_at_tag= vsnap=
 # --replay RUNDIR: the recorded run's options (RUNDIR/replay/options,
 # written below) and what may be added to them.
 replay_args() {
@@ -1182,6 +1290,9 @@ if [ -n "$replay_dir" ]; then
     [ -f "$replay_dir/replay/options" ] || usage_error "--replay: $replay_dir has no replay/options (not a --virtual-time run)"
     mapfile -d '' -t r_opts < "$replay_dir/replay/options"
     set -- "${r_opts[@]}"
+    # a snapshot of a virtual-time run (--snapshot-at): the run again from
+    # its cut, compared with the run it was taken from
+    [ -f "$replay_dir/snapshot.info" ] && vsnap=$replay_dir
 fi
 launch_args=("$@")
 # ("--opt=value" is split here, one option at a time: a value such as
@@ -1231,6 +1342,8 @@ while [ $# -gt 0 ]; do
         --vt-quantum) dn2_need_value "$@"; vt_quantum=$2; shift 2 ;;
         --vt-start) dn2_need_value "$@"; vt_start=$2; shift 2 ;;
         --from) dn2_need_value "$@"; from_tag=$2; shift 2 ;;
+        --snapshot-at) [ $# -ge 3 ] || usage_error "--snapshot-at needs a virtual time and a tag: --snapshot-at VT TAG"
+                       snap_at=$2; snap_at_tag=$3; shift 3 ;;
         --gdb|--gdb-port) usage_error "$1 goes with --replay RUNDIR" ;;
         -h|--help) dn2_usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
@@ -1301,6 +1414,17 @@ if [ -n "$vt" ]; then
     [ -z "$ethernet" ] || usage_error "--virtual-time: no --ethernet: $vt_why"
     [ -z "$serve_dir" ] || usage_error "--virtual-time: no --serve-dir: there is no file server ($vt_why)"
 fi
+# --snapshot-at VT TAG: a snapshot of a virtual-time run at one virtual time
+if [ -n "$snap_at" ]; then
+    [ -n "$vt" ] && [ -n "$vt_sync" ] || usage_error "--snapshot-at goes with --virtual-time (a cluster in lock-step: one virtual time for every node); a kept cluster is saved with scripts/cluster.sh snapshot NAME TAG"
+    [ -z "$replay_dir" ] || usage_error "--snapshot-at: not with --replay"
+    [[ $snap_at =~ ^[0-9]{1,4}(\.[0-9]{1,9})?$ ]] || usage_error "--snapshot-at: seconds of virtual time, e.g. 4.5 (got '$snap_at')"
+    snap_at_ns=$(awk -v s="$snap_at" 'BEGIN { printf "%.0f", s * 1e9 }')
+    [ "$snap_at_ns" -gt "$vt_start_ns" ] || usage_error "--snapshot-at $snap_at: after the lock-step begins (--vt-start $vt_start)"
+    case $snap_at_tag in ''|-*|*/*|.|..|.*|*[[:space:]]*) usage_error "--snapshot-at: '$snap_at_tag' cannot name a snapshot (a plain name: $SNAP_DIR/TAG)" ;; esac
+    [ ! -e "$SNAP_DIR/$snap_at_tag" ] || setup_die "--snapshot-at: $SNAP_DIR/$snap_at_tag exists: remove it (rm -r) or choose another TAG"
+    [ ${#hosts_arg} -eq 0 ] || usage_error "--snapshot-at: one host only (the cut is taken over the nodes' QMP sockets)"
+fi
 # (the nodes go on several hosts with --hosts, or in a Slurm allocation)
 if [ -z "$hosts_arg" ] && { [ -z "${SLURM_JOB_NODELIST:-}" ] || [ -n "$no_slurm" ]; }; then
     [ -z "$switch_host" ] || usage_error "--switch-host needs --hosts (or a Slurm allocation)"
@@ -1339,6 +1463,20 @@ if [ -n "$serve_dir" ]; then
     serve_dir=$(cd "$serve_dir" && pwd)
 fi
 
+if [ -n "$vsnap" ]; then
+    snap=$vsnap
+    # shellcheck disable=SC1091
+    s_lids=$(. "$snap/snapshot.info"; echo "$lids") s_mem=$(. "$snap/snapshot.info"; echo "$mem")
+    s_source=$(. "$snap/snapshot.info"; echo "$source") s_cut=$(. "$snap/snapshot.info"; echo "$cut_s")
+    # shellcheck disable=SC2206
+    s_lid=($s_lids)
+    [ ${#s_lid[@]} -eq "$nodes" ] || setup_die "snapshot $snap: $nodes nodes, but LIDs for ${#s_lid[@]}"
+    for ((i = 0; i < nodes; i++)); do
+        [ -f "$snap/node$i.mig" ] || setup_die "snapshot $snap: node$i.mig is missing"
+    done
+    [ -z "$gdb_node" ] || usage_error "--gdb: not from a snapshot (replay the whole run)"
+    mem=$s_mem from_tag=$(basename "$snap")
+fi
 # ----------------------------------------------------------------- inputs
 if [ -n "$replay_dir" ]; then
     # The recorded run's QEMU, kernel, switch and guest image.
@@ -1463,7 +1601,7 @@ fi
 # --from: the snapshot's job (its id and secret: the guests' tokens), the
 # jobs its guests have run, the rank table, the consoles so far, and the
 # gate that lets the guests' parked job end.
-if [ -n "$snap" ]; then
+if [ -n "$snap" ] && [ -z "$vt" ]; then
     jobid=$s_jobid
     (umask 077 && cp "$snap/secret" "$rundir/secret") || setup_die "cannot write $rundir/secret"
     rm -rf "$rundir/jobs" "$rundir/joins"
@@ -1497,6 +1635,8 @@ if [ -n "$vt" ]; then
     [ -n "$my_addr" ] && r_rec+=(--addr "$my_addr")
     [ -n "$no_slurm" ] && r_rec+=(--no-slurm)
     r_rec+=(-f "$rundir/replay/run.sh")
+    # (a snapshot's run: the snapshot's own copy of the command)
+    [ -n "$vsnap" ] && r_rec[${#r_rec[@]} - 1]=$vsnap/replay/run.sh
     [ ${#extra[@]} -gt 0 ] && r_rec+=(-- "${extra[@]}")
     printf '%s\0' "${r_rec[@]}" > "$rundir/replay/options"
     {
@@ -1783,6 +1923,7 @@ cleanup() {
         rp+=($!)
     done
     [ ${#rp[@]} -gt 0 ] && wait "${rp[@]}" 2> /dev/null
+    [ -n "${snap_helper:-}" ] && kill "$snap_helper" 2>/dev/null
     kill_groups TERM "${qemu_pids[@]}"
     while [ $t -lt 30 ]; do
         any=
@@ -1956,6 +2097,8 @@ for ((i = 0; i < nodes; i++)); do
         if [ -n "$gdb_node" ] && [ "$gdb_node" = "$i" ]; then
             vt_args+=(-gdb "tcp:127.0.0.1:$gdb_port" -S)
         fi
+        # --snapshot-at: the cut is set over QMP before the guest runs
+        [ -n "$snap_at" ] && vt_args+=(-S)
     else
         append+=" dn2.job=$guest_url dn2.jobid=$jobid dn2.linkwait=$boot_timeout dn2.barrier=$((boot_timeout + 60))"
         if [ -n "$run" ]; then
@@ -1981,7 +2124,7 @@ for ((i = 0; i < nodes; i++)); do
     fi
     qmp_args=()
     # (every node of a kept or -i cluster: snapshots stop and save them)
-    if [ -n "$board_stats" ] || [ "$interactive" = 1 ]; then
+    if [ -n "$board_stats" ] || [ "$interactive" = 1 ] || [ -n "$snap_at" ] || [ -n "$vsnap" ]; then
         qsock=$rundir/node$i.qmp
         [ ${#qsock} -lt 100 ] || qsock=${TMPDIR:-/tmp}/dn2-$$-node$i.qmp
         echo "node${i}_qmp=$qsock" >> "$rundir/info"
@@ -2005,7 +2148,8 @@ for ((i = 0; i < nodes; i++)); do
     if [ -n "$snap" ]; then
         serial1=(-chardev "file,id=dn2con,path=${rundir//,/,,}/node$i.log,append=on" -serial chardev:dn2con)
         snap_args=(-incoming "file:${snap//,/,,}/node$i.mig" -S)
-        snap_dev=",lid=${s_lid[i]}"
+        # (in virtual time the board asks for its LID already)
+        [ -n "$vt" ] || snap_dev=",lid=${s_lid[i]}"
     fi
     # shellcheck disable=SC2054  # commas inside QEMU option values
     cmd=("${slice_wrap[@]}" "$qemu_bin" "${DN2_ACCEL_ARGS[@]}" -M q35 -m "$mem" -smp "$smp"
@@ -2086,6 +2230,12 @@ while True:
             os.rename(tmp, os.path.join(out, "node%d" % i))
     time.sleep(1)
 ' "$here" "$rundir/board-stats" $(for ((i = 0; i < nodes; i++)); do sed -n "s/^node${i}_qmp=//p" "$rundir/info"; done)
+fi
+
+snap_helper=
+if [ -n "$snap_at" ]; then
+    vt_snapshot_helper &
+    snap_helper=$!
 fi
 
 say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch $(switch_at)${switch_host:+ on host $switch_host}"
@@ -2376,7 +2526,7 @@ nap() { sleep "$1" & wait $!; }
 # running and every board at its saved LID, so the first round takes that
 # for the consoles' word; the later rounds read them as always)
 first_nap=0.3 restored_now=
-if [ -n "$snap" ]; then
+if [ -n "$snap" ] && [ -z "$vt" ]; then
     first_nap=0 restored_now=1
     for ((i = 0; i < nodes; i++)); do
         st_phase[i]=serving st_lid[i]=${s_lid[i]} t_link[i]=$t_restored t_joined[i]=$t_restored
@@ -2504,6 +2654,25 @@ if [ -n "$vt" ] && alive "$switch_pid"; then
     [ ${#hosts[@]} -gt 0 ] && on_host "$switch_host" "${on_cmd[@]}"
     timeout 10 "${on_cmd[@]}" < /dev/null > "$rundir/switch.stats" 2>&1
 fi
+# --snapshot-at: the snapshot was written once the cut was passed; a run
+# that ended before its cut has none.
+if [ -n "$snap_helper" ]; then
+    if [ -f "$rundir/snapshot.cut" ]; then
+        wait "$snap_helper"
+    else
+        kill "$snap_helper" 2>/dev/null
+        say "${R}no snapshot${N}: the run ended before virtual time $snap_at s (--snapshot-at)"
+    fi
+    snap_helper=
+fi
+# A run from a snapshot: its boards' traces go on from the snapshot's.
+if [ -n "$vsnap" ]; then
+    for ((i = 0; i < nodes; i++)); do
+        [ -f "$vsnap/node$i.pcap" ] && [ -f "$rundir/node$i.pcap" ] || continue
+        { cat "$vsnap/node$i.pcap"; tail -c +25 "$rundir/node$i.pcap"; } > "$rundir/node$i.pcap.tmp" \
+            && mv "$rundir/node$i.pcap.tmp" "$rundir/node$i.pcap"
+    done
+fi
 status=0
 for ((i = 0; i < nodes; i++)); do
     guest_output "$i" > "$rundir/node$i.out"
@@ -2551,19 +2720,24 @@ if [ "$status" -ne 0 ]; then
 fi
 if [ -n "$vt" ]; then
     # A replay: the same outputs and the same packets as the recorded run.
-    if [ -n "$replay_dir" ] && [ -z "$interrupted" ]; then
+    cmp_dir=$replay_dir
+    if [ -n "$vsnap" ]; then
+        cmp_dir=$s_source
+        [ -d "$cmp_dir" ] || { say "the run the snapshot was taken from ($cmp_dir) is gone: nothing to compare with"; cmp_dir=; }
+    fi
+    if [ -n "$cmp_dir" ] && [ -z "$interrupted" ]; then
         same=1
         for ((i = 0; i < nodes; i++)); do
             for f in "node$i.out" "node$i.pcap"; do
-                [ -e "$replay_dir/$f" ] || [ -e "$rundir/$f" ] || continue
-                if ! cmp -s "$replay_dir/$f" "$rundir/$f"; then
+                [ -e "$cmp_dir/$f" ] || [ -e "$rundir/$f" ] || continue
+                if ! cmp -s "$cmp_dir/$f" "$rundir/$f"; then
                     same=
-                    say "${R}replay differs${N}: $f: $(cmp "$replay_dir/$f" "$rundir/$f" 2>&1 | head -1)"
-                    [ "${f##*.}" = out ] && diff "$replay_dir/$f" "$rundir/$f" | head -5 | sed 's/^/[cluster]   /' >&2
+                    say "${R}replay differs${N}: $f: $(cmp "$cmp_dir/$f" "$rundir/$f" 2>&1 | head -1)"
+                    [ "${f##*.}" = out ] && diff "$cmp_dir/$f" "$rundir/$f" | head -5 | sed 's/^/[cluster]   /' >&2
                 fi
             done
         done
-        [ -n "$same" ] && say "replay: every node's output$([ -n "$vt_sync" ] && echo " and pcap") identical to $replay_dir's"
+        [ -n "$same" ] && say "replay${vsnap:+ from virtual time $s_cut s}: every node's output$([ -n "$vt_sync" ] && echo " and pcap") identical to $cmp_dir's"
     fi
     say "run it again: ${B}scripts/cluster.sh --replay $rundir${N}"
     say "  node I under gdb at the same virtual time: scripts/cluster.sh --replay $rundir --gdb I"

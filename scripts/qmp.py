@@ -15,17 +15,25 @@ class QMP:
         self.f.readline()                       # the greeting
         self.cmd("qmp_capabilities")
 
-    def cmd(self, name, args=None):
-        """Run a command; its reply ({"return": ...} or {"error": ...})."""
+    def send(self, name, args=None):
+        """Send a command without waiting for its reply (reply() reads it)."""
         m = {"execute": name}
         if args:
             m["arguments"] = args
         self.f.write(json.dumps(m) + "\n")
         self.f.flush()
+
+    def reply(self):
+        """The reply to the command sent ({"return": ...} or {"error": ...})."""
         while True:                             # skip events
             r = json.loads(self.f.readline())
             if "return" in r or "error" in r:
                 return r
+
+    def cmd(self, name, args=None):
+        """Run a command; its reply ({"return": ...} or {"error": ...})."""
+        self.send(name, args)
+        return self.reply()
 
     def hmp(self, line):
         """A human monitor command; its text output."""
@@ -47,6 +55,16 @@ def connect(path, timeout=2, wait=0):
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.05)
+
+
+def cmd_all(qs, name, args=None):
+    """The same command to every QEMU first, then their replies.  Under
+    lock-step virtual time a QEMU whose board waits for a grant answers
+    only once the others run (its main loop waits with it): a "cont" sent
+    one QEMU after the other would wait for ever."""
+    for q in qs:
+        q.send(name, args)
+    return [q.reply() for q in qs]
 
 
 def dimmnet2_boards(q):

@@ -42,6 +42,8 @@
 #include "qemu/error-report.h"
 #include "qapi/error.h"
 #include "migration/blocker.h"
+#include "migration/vmstate.h"
+#include "qapi/visitor.h"
 #include "crypto/secret_common.h"
 #include "hw/core/cpu.h"
 #include "system/qtest.h"
@@ -97,6 +99,13 @@ struct DN2Fab {
     uint64_t vt_rep_earliest;   /* ... and the promise */
     bool vt_nondet;             /* gave up waiting for credits: wall-clock news */
     unsigned long *vt_blocked;  /* (source CLID, lane) refused by the board */
+    uint64_t vt_cut;            /* vt-cut-ns: stop the VM at this virtual time */
+    bool vt_cut_done;           /* the board stopped there (in the stream too) */
+    uint32_t vt_blob_len;       /* the queue and the refusals, for the stream */
+    uint8_t *vt_blob;
+    DN2State *owner;            /* (for the stream's post_load) */
+    QEMUTimerListGroup vt_park_tlg; /* a timer list nobody runs ... */
+    QEMUTimer *vt_park;         /* ... whose timer at the cut holds the clock */
 
     VMChangeStateEntry *vmse;   /* resume deliveries when the VM runs */
 };
@@ -669,6 +678,9 @@ static void dimmnet2_vt_arm(DN2State *s)
     if (p) {
         at = MIN(at, MAX(p->vtime, (uint64_t)now));
     }
+    if (l->vt_cut && !l->vt_cut_done) {
+        at = MIN(at, l->vt_cut);
+    }
     timer_mod(l->vt_timer, MIN(at, (uint64_t)INT64_MAX));
 }
 
@@ -819,12 +831,44 @@ static void dimmnet2_vt_deliver_due(DN2State *s, uint64_t now)
     }
 }
 
+/*
+ * vt-cut-ns: the board stops its VM at exactly that virtual time, before
+ * anything else happens there (docs/virtual-time.md, "Snapshots").  It
+ * reports its clock first, so that the other boards can reach the cut
+ * too; nothing is delivered at the cut until the VM runs again.  The
+ * timer runs in the main loop (under -icount the vCPU gets no budget past
+ * it), whose next step handles the stop request before the vCPU runs.
+ */
+static void dimmnet2_vt_cut(DN2State *s, uint64_t now)
+{
+    DN2Fab *l = s->fab;
+
+    l->vt_cut_done = true;
+    dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
+    dn2f_ep_flush(l->ep);
+    dimmnet2_fab_rearm(s);
+    trace_dimmnet2_vt_cut(s->index, now);
+    /* Until the stop: this timer, on a list that is never run, keeps the
+     * virtual clock's deadline at the cut, so the vCPU gets no budget and
+     * the main loop's idle warp does not move the clock (a timer of the
+     * main loop's list at the cut would run again at once). */
+    timer_mod(l->vt_park, now);
+    if (runstate_is_running()) {
+        qemu_system_vmstop_request_prepare();
+        qemu_system_vmstop_request(RUN_STATE_PAUSED);
+    }
+}
+
 static void dimmnet2_vt_cb(void *opaque)
 {
     DN2State *s = opaque;
     DN2Fab *l = s->fab;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
+    if (l->vt_cut && !l->vt_cut_done && now >= l->vt_cut) {
+        dimmnet2_vt_cut(s, now);
+        return;
+    }
     if (!dimmnet2_vt_may_run(s, &now)) {
         dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
         dimmnet2_vt_block(s, dimmnet2_vt_may_run, &now, 0);
@@ -991,6 +1035,251 @@ static bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, 
     return false;
 }
 
+/* ------------------------------------------------------------------ */
+/* Virtual time and snapshots: the cut at one virtual time             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A board in virtual time is saved only at a cut (vt-cut-ns): its VM
+ * stopped by the board itself at that virtual time.  What it then holds
+ * beyond the device's own state is the lock-step's: the packets that wait
+ * in its queue for their virtual times (sent before the cut, due after
+ * it), the lanes it refused (a full ring), its packet counter (vseq, the
+ * last tie rule at the receivers) and the switch's lookahead and quantum
+ * (the delivery times of what it sends).  The horizon is not kept: a
+ * restored board waits at its clock for the new switch's first grant.
+ */
+#define DIMMNET2_VT_BLOB_PKT_HDR (8 + 4 + 2 + 1 + 4)
+#define DIMMNET2_VT_PKT_MAX      (64 * 1024)
+
+static void dimmnet2_vt_get_cut(Object *obj, Visitor *v, const char *name,
+                                void *opaque, Error **errp)
+{
+    DN2State *s = opaque;
+    uint64_t val = s->fab ? s->fab->vt_cut : 0;
+
+    visit_type_uint64(v, name, &val, errp);
+}
+
+static void dimmnet2_vt_set_cut(Object *obj, Visitor *v, const char *name,
+                                void *opaque, Error **errp)
+{
+    DN2State *s = opaque;
+    DN2Fab *l = s->fab;
+    uint64_t val, now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (!visit_type_uint64(v, name, &val, errp)) {
+        return;
+    }
+    if (val && val <= now) {
+        error_setg(errp, "dimmnet2: board %d: vt-cut-ns %" PRIu64 " is not "
+                   "after its virtual clock (%" PRIu64 " ns)", s->index, val, now);
+        return;
+    }
+    l->vt_cut = val;
+    l->vt_cut_done = false;
+    if (!l->vt_in_wait) {
+        dimmnet2_vt_arm(s);
+    }
+}
+
+static bool dimmnet2_vt_get_at_cut(Object *obj, Error **errp)
+{
+    DN2State *s = DIMMNET2(obj);
+
+    return s->fab && s->fab->vt_cut_done && !runstate_is_running() &&
+           qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) == (int64_t)s->fab->vt_cut;
+}
+
+static void dimmnet2_blob_put(GByteArray *b, uint64_t v, unsigned n)
+{
+    uint8_t x[8];
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        x[i] = v >> (8 * i);
+    }
+    g_byte_array_append(b, x, n);
+}
+
+static bool dimmnet2_blob_get(const uint8_t **p, const uint8_t *end, unsigned n,
+                              uint64_t *v)
+{
+    unsigned i;
+
+    if ((size_t)(end - *p) < n) {
+        return false;
+    }
+    *v = 0;
+    for (i = 0; i < n; i++) {
+        *v |= (uint64_t)(*p)[i] << (8 * i);
+    }
+    *p += n;
+    return true;
+}
+
+static int dimmnet2_vt_pre_save(void *opaque)
+{
+    DN2Fab *l = opaque;
+    GByteArray *b = g_byte_array_new();
+    const unsigned nbits = DN2F_NUM_CLID * DN2F_NUM_LANES;
+    GSequenceIter *it;
+    unsigned long i;
+
+    /* the refused lanes: a count, then each (source CLID, lane) key */
+    dimmnet2_blob_put(b, bitmap_count_one(l->vt_blocked, nbits), 4);
+    for (i = find_first_bit(l->vt_blocked, nbits); i < nbits;
+         i = find_next_bit(l->vt_blocked, nbits, i + 1)) {
+        dimmnet2_blob_put(b, i, 4);
+    }
+    dimmnet2_blob_put(b, g_sequence_get_length(l->vtq), 4);
+    for (it = g_sequence_get_begin_iter(l->vtq); !g_sequence_iter_is_end(it);
+         it = g_sequence_iter_next(it)) {
+        const DN2VtPkt *p = g_sequence_get(it);
+
+        dimmnet2_blob_put(b, p->vtime, 8);
+        dimmnet2_blob_put(b, p->vseq, 4);
+        dimmnet2_blob_put(b, p->slid, 2);
+        dimmnet2_blob_put(b, p->lane, 1);
+        dimmnet2_blob_put(b, p->len, 4);
+        g_byte_array_append(b, p->data, p->len);
+    }
+    g_free(l->vt_blob);
+    l->vt_blob_len = b->len;
+    l->vt_blob = g_byte_array_free(b, false);
+    return 0;
+}
+
+static int dimmnet2_vt_post_save(void *opaque)
+{
+    DN2Fab *l = opaque;
+
+    g_free(l->vt_blob);
+    l->vt_blob = NULL;
+    l->vt_blob_len = 0;
+    return 0;
+}
+
+/* The stream is checked as a guest's input would be: a bad one is refused
+ * whole, naming what is wrong. */
+static int dimmnet2_vt_post_load(void *opaque, int version_id)
+{
+    DN2Fab *l = opaque;
+    const unsigned nbits = DN2F_NUM_CLID * DN2F_NUM_LANES;
+    const uint8_t *p = l->vt_blob, *end = l->vt_blob + l->vt_blob_len;
+    uint64_t n, i, k, bytes = 0;
+    int r = -EINVAL;
+
+    bitmap_zero(l->vt_blocked, nbits);
+    g_sequence_remove_range(g_sequence_get_begin_iter(l->vtq),
+                            g_sequence_get_end_iter(l->vtq));
+    l->vtq_bytes = 0;
+    if (!l->vt_blob || !dimmnet2_blob_get(&p, end, 4, &n)) {
+        error_report("dimmnet2: vtime stream: no queue");
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        if (!dimmnet2_blob_get(&p, end, 4, &k) || k >= nbits) {
+            error_report("dimmnet2: vtime stream: refused lane %" PRIu64 " of %u",
+                         i, nbits);
+            goto out;
+        }
+        set_bit(k, l->vt_blocked);
+    }
+    if (!dimmnet2_blob_get(&p, end, 4, &n)) {
+        error_report("dimmnet2: vtime stream: no packet count");
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t vtime, vseq, slid, lane, len;
+        DN2VtPkt *q;
+
+        if (!dimmnet2_blob_get(&p, end, 8, &vtime) || !dimmnet2_blob_get(&p, end, 4, &vseq) ||
+            !dimmnet2_blob_get(&p, end, 2, &slid) || !dimmnet2_blob_get(&p, end, 1, &lane) ||
+            !dimmnet2_blob_get(&p, end, 4, &len) || lane >= DN2F_NUM_LANES ||
+            !len || len > DIMMNET2_VT_PKT_MAX || (uint64_t)(end - p) < len ||
+            vtime > INT64_MAX || (bytes += len) > DIMMNET2_VTQ_MAX) {
+            error_report("dimmnet2: vtime stream: queued packet %" PRIu64 " of %"
+                         PRIu64 " is malformed", i, n);
+            goto out;
+        }
+        q = g_malloc(sizeof(*q) + len);
+        q->vtime = vtime;
+        q->vseq = vseq;
+        q->slid = slid;
+        q->lane = lane;
+        q->len = len;
+        memcpy(q->data, p, len);
+        p += len;
+        g_sequence_insert_sorted(l->vtq, q, dimmnet2_vt_cmp, NULL);
+        l->vtq_bytes += len;
+    }
+    if (p != end) {
+        error_report("dimmnet2: vtime stream: %zu bytes after the queue",
+                     (size_t)(end - p));
+        goto out;
+    }
+    r = 0;
+out:
+    g_free(l->vt_blob);
+    l->vt_blob = NULL;
+    l->vt_blob_len = 0;
+    /* the new switch grants afresh: wait at the restored clock for it */
+    l->vt_horizon = 0;
+    l->vt_reported = false;
+    l->vt_rep_now = l->vt_rep_earliest = 0;
+    l->vtq_full = false;
+    dimmnet2_port_refresh(l->owner);    /* the link as of vt_started */
+    return r;
+}
+
+static const VMStateDescription vmstate_dimmnet2_vt = {
+    .name = "dimmnet2-vt",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = dimmnet2_vt_pre_save,
+    .post_save = dimmnet2_vt_post_save,
+    .post_load = dimmnet2_vt_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(vt_vseq, DN2Fab),
+        VMSTATE_BOOL(vt_started, DN2Fab),
+        VMSTATE_BOOL(vt_nondet, DN2Fab),
+        VMSTATE_UINT32(vt_lookahead, DN2Fab),
+        VMSTATE_UINT32(vt_quantum, DN2Fab),
+        VMSTATE_UINT64(vt_cut, DN2Fab),
+        VMSTATE_BOOL(vt_cut_done, DN2Fab),
+        VMSTATE_UINT32(vt_blob_len, DN2Fab),
+        VMSTATE_VBUFFER_ALLOC_UINT32(vt_blob, DN2Fab, 0, NULL, vt_blob_len),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static void dimmnet2_vt_snapshot_init(DN2State *s)
+{
+    s->fab->owner = s;
+    object_property_add(OBJECT(s), "vt-cut-ns", "uint64", dimmnet2_vt_get_cut,
+                        dimmnet2_vt_set_cut, NULL, s);
+    object_property_set_description(OBJECT(s), "vt-cut-ns", "vtime=on: the board "
+        "stops its VM at this virtual time (ns), a cut for a snapshot of the "
+        "whole cluster at one virtual time; 0 = none");
+    object_property_add_bool(OBJECT(s), "vt-at-cut", dimmnet2_vt_get_at_cut, NULL);
+    object_property_set_description(OBJECT(s), "vt-at-cut", "vtime=on: the VM "
+        "is stopped at its vt-cut-ns");
+    vmstate_register(VMSTATE_IF(s), s->index, &vmstate_dimmnet2_vt, s->fab);
+}
+
+static void dimmnet2_vt_park_cb(void *opaque)
+{
+    /* (its list is never run) */
+}
+
+/* (nobody to wake: the vCPU's budget and the warp read the deadline
+ * afresh; the default, qemu_notify_event(), would recurse through
+ * icount_notify_exit()) */
+static void dimmnet2_vt_park_notify(void *opaque, QEMUClockType type)
+{
+}
+
 static void dimmnet2_vt_init(DN2State *s)
 {
     DN2Fab *l = s->fab;
@@ -998,6 +1287,9 @@ static void dimmnet2_vt_init(DN2State *s)
     l->vtq = g_sequence_new(g_free);
     l->vt_blocked = bitmap_new(DN2F_NUM_CLID * DN2F_NUM_LANES);
     l->vt_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_vt_cb, s);
+    timerlistgroup_init(&l->vt_park_tlg, dimmnet2_vt_park_notify, NULL);
+    l->vt_park = timer_new_full(&l->vt_park_tlg, QEMU_CLOCK_VIRTUAL, SCALE_NS, 0,
+                                dimmnet2_vt_park_cb, s);
     /* Until vt-start-ns the board runs on its own, its link down for the
      * guest (a guest that boots alone, with no input from the host, boots
      * the same way every time, at the speed of -icount alone).  There it
@@ -1005,6 +1297,7 @@ static void dimmnet2_vt_init(DN2State *s)
      * first horizon, and the link comes up. */
     l->vt_horizon = s->vt_start_ns;
     timer_mod(l->vt_timer, MIN(s->vt_start_ns, (uint64_t)INT64_MAX));
+    dimmnet2_vt_snapshot_init(s);
 }
 
 static void dimmnet2_vt_fini(DN2Fab *l)
@@ -1016,6 +1309,11 @@ static void dimmnet2_vt_fini(DN2Fab *l)
         g_sequence_free(l->vtq);
     }
     g_free(l->vt_blocked);
+    g_free(l->vt_blob);
+    if (l->vt_park) {
+        timer_free(l->vt_park);
+        timerlistgroup_deinit(&l->vt_park_tlg);
+    }
 }
 
 static const struct dn2f_ep_ops dimmnet2_fab_ops = {
@@ -1045,11 +1343,20 @@ static void dimmnet2_fab_vm_change(void *opaque, bool running, RunState state)
         if (!dimmnet2_port_hold(s, false, &err)) {
             warn_report_err(err);
         }
-        return;
+        goto vt;
     }
     dn2f_ep_resume(s->fab->ep);
     dn2f_ep_flush(s->fab->ep);
     dimmnet2_fab_rearm(s);
+vt:
+    if (s->vtime) {
+        timer_del(s->fab->vt_park);
+    }
+    if (s->vtime && !s->fab->vt_in_wait) {
+        /* after a cut, and after a restore: what waits at the cut, or the
+         * wait for the new switch's grant (horizon 0) */
+        dimmnet2_vt_arm(s);
+    }
 }
 
 static bool dimmnet2_fab_init(DN2State *s, Error **errp)
@@ -1233,11 +1540,29 @@ bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
 {
     unsigned q, n = 0;
 
-    if (s->vtime) {
-        error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on): "
-                   "its clock is in lock-step with the switch's and its packets "
-                   "wait for their virtual times, which a snapshot does not keep",
+    if (s->vtime && !s->fab) {
+        error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) on "
+                   "its loopback cable, whose packets wait for their virtual "
+                   "times, which a snapshot does not keep", s->index);
+        return false;
+    }
+    if (s->vtime && s->timing_on) {
+        error_setg(errp, "dimmnet2: board %d runs the timing model "
+                   "(timing=thesis), whose state a snapshot does not keep",
                    s->index);
+        return false;
+    }
+    if (s->vtime && !s->fab->vt_cut_done) {
+        error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) "
+                   "and is not at a cut: a snapshot is taken at one virtual time "
+                   "for every board (vt-cut-ns; scripts/cluster.sh "
+                   "--snapshot-at)", s->index);
+        return false;
+    }
+    if (s->vtime && qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) != (int64_t)s->fab->vt_cut) {
+        error_setg(errp, "dimmnet2: board %d: its virtual clock (%" PRId64 " ns) "
+                   "is not at its cut (%" PRIu64 " ns)", s->index,
+                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), s->fab->vt_cut);
         return false;
     }
     for (q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
@@ -1309,6 +1634,9 @@ void dimmnet2_port_fini(DN2State *s)
             qemu_del_vm_change_state_handler(s->fab->vmse);
         }
         timer_free(s->fab->timer);
+        if (s->fab->vtq) {
+            vmstate_unregister(VMSTATE_IF(s), &vmstate_dimmnet2_vt, s->fab);
+        }
         dimmnet2_vt_fini(s->fab);
         dn2f_ep_free(s->fab->ep);
         close(s->fab->fd);
