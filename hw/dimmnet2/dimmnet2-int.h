@@ -430,6 +430,15 @@ struct DN2State {
     uint32_t strict_seen[DIMMNET2_STRICT_PLACES];
     unsigned strict_nseen;
     GPtrArray *strict_lines;    /* strict-violations */
+
+    /* timing model, receive side (dimmnet2-timing.c): the switch's output
+     * port to this board, one packet at a time */
+    uint64_t t_link_out;        /* the last packet's last byte left the switch */
+    uint64_t t_rx_offer;        /* when the packet now offered was first */
+    bool rx_offered;            /* t_rx_offer is set */
+    uint64_t t_rx_taken;        /* when the last packet was taken */
+    bool rx_backlog;            /* it had waited, or queued behind one that had */
+    bool rx_offer_backlog;      /* the packet now offered queued behind it */
 };
 
 /* ------------------------------------------------------------------ */

@@ -25,6 +25,9 @@
  *   in the Primitive Counter when that is done, so the window is busy
  *   until then; an RVS-family packet's data is read from the SO-DIMMs at
  *   sdimm-read-mbps before it can all be on the wire;
+ *   the switch's output port to the receiving board carries one packet
+ *   at a time at the port's rate (line-ns per line), so packets of several
+ *   senders to one board queue there (dimmnet2_timing_rx_hold);
  *   the receiving board's Receive Controller takes one packet at a time,
  *   writes a status record at most every status-gap-clk clocks, and writes
  *   SO-DIMM data at sdimm-write-mbps on the same SO-DIMMs its own sends
@@ -406,7 +409,7 @@ uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes)
 uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
                                  bool commit)
 {
-    uint64_t now, h0, done, w = 0;
+    uint64_t now, h0, done, w = 0, rx, tail, out;
     bool status, sdimm;
     unsigned type;
 
@@ -414,7 +417,16 @@ uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
         return 0;
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    if (!s->rx_offered) {
+        /* Its delivery time (the sender's sum), unless it comes at the very
+         * time a packet that had waited was taken: then it queued behind
+         * that one, and its own time was earlier. */
+        s->t_rx_offer = now;
+        s->rx_offered = true;
+        s->rx_offer_backlog = s->rx_backlog && now == s->t_rx_taken;
+    }
     h0 = ldq_le_p(pkt);
+    rx = dimmnet2_timing_rx_ns(s, h0);
     type = dn2_hdr0_type(h0);
     status = DN2_FGET(h0, DN2_H0_EFLAG) || DN2_FGET(h0, DN2_H0_PFLAG);
     sdimm = dimmnet2_timing_to_sdimm(h0);
@@ -425,13 +437,30 @@ uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
         w = (uint64_t)(psize > hdr ? psize - hdr : 0) * 1000 /
             s->tparam[DN2T_SDIMM_WRITE_MBPS];
     }
-    done = MAX(now, s->t_rc_free + dimmnet2_timing_rx_ns(s, h0));
+    /* The switch's output port: the sender's sum has the packet's last
+     * byte leave the switch a cable and the receive clocks before its
+     * delivery; it leaves no sooner than the previous packet's last byte
+     * and its own wire time (senders to one board share that link). */
+    tail = (uint64_t)s->tparam[DN2T_CABLE_NS] + rx;
+    out = s->t_link_out + dimmnet2_timing_wire_ns(s, len);
+    if (!s->rx_offer_backlog) {
+        out = MAX(out, s->t_rx_offer - MIN(s->t_rx_offer, tail));
+    }
+    /* (a packet that queued behind a waiting one crossed the link while
+     * that one waited: the link's own bound is all that holds it) */
+    done = MAX(MAX(now, s->t_rc_free + rx), out + tail);
     if (w) {
         done = MAX(done, s->t_sd_free + w);
     }
     if (status && s->t_status_last) {
         done = MAX(done, s->t_status_last +
                    (uint64_t)s->tparam[DN2T_STATUS_GAP_CLK] * s->tparam[DN2T_CLOCK_NS]);
+    }
+    if (commit) {
+        s->t_link_out = out;
+        s->rx_offered = false;
+        s->rx_backlog = now > s->t_rx_offer || s->rx_offer_backlog;
+        s->t_rx_taken = now;
     }
     if (commit && done <= now) {
         s->t_rc_free = now;

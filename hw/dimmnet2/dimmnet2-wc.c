@@ -551,5 +551,7 @@ void dimmnet2_wc_reset(DN2State *s)
     }
     /* timing=thesis: no unit busy (the port's t_tx_free is the port's) */
     s->t_wc_free = s->t_sd_free = s->t_rc_free = s->t_status_last = 0;
+    s->t_link_out = s->t_rx_offer = s->t_rx_taken = 0;
+    s->rx_offered = s->rx_backlog = s->rx_offer_backlog = false;
     s->t_data_start = s->t_data_end = 0;
 }
