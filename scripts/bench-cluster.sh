@@ -31,9 +31,9 @@
 #                     packet latency, the delivery time grid)
 #   --timing MODEL    with --virtual-time: the boards' timing model
 #                     (timing=MODEL: thesis, docs/timing.md); one guest
-#                     instruction takes 385 ps, one cycle of the thesis's
-#                     2.6 GHz host (--vt-insn-ps 385), unless --vt-shift or
-#                     --vt-insn-ps is given; the lookahead
+#                     instruction takes 381 ps, one cycle of the thesis's
+#                     2625.918 MHz Pentium 4 (--vt-insn-ps 381), unless
+#                     --vt-shift or --vt-insn-ps is given; the lookahead
 #                     becomes the model's least latency (665 ns) unless
 #                     --vt-lookahead is given, the guest polls as the
 #                     thesis's host did (--poll tight) unless --poll is
@@ -109,10 +109,11 @@ if [ -n "${timing:-}" ]; then
     [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] || usage_error "--timing goes with --virtual-time: the model's times are virtual times"
     device_opts="timing=$timing${device_opts:+,$device_opts}"
     [[ " ${vt_opts[*]} " == *" --vt-lookahead "* ]] || vt_opts+=(--vt-lookahead 665)
-    # one instruction per cycle of the thesis's 2.6 GHz Pentium 4: 1/2.6 ns
-    # = 385 ps (docs/thesis-choices.md, docs/timing.md)
+    # one instruction per cycle of the thesis's Pentium 4 at 2625.918 MHz
+    # (Table 6.1, p.90): 1 / 2.625918 GHz = 380.8 ps, 381 (an [EMU] choice:
+    # docs/thesis-choices.md; docs/timing.md)
     [[ " ${vt_opts[*]} " == *" --vt-shift "* || " ${vt_opts[*]} " == *" --vt-insn-ps "* ]] \
-        || vt_opts+=(--vt-insn-ps 385)
+        || vt_opts+=(--vt-insn-ps 381)
     # the thesis's host polled the board's registers back to back; a guest
     # that naps between looks would measure its naps
     [ -n "$poll" ] || poll=tight
