@@ -953,6 +953,9 @@ while True:
             cmd_all(qs, "cont")
             fail("every node stopped, but not every board at the cut: no snapshot", 1)
     time.sleep(0.1)
+# (the packets sent before the cut and due after it, per node)
+print("queued='%s'" % " ".join(str(sum(q.cmd("qom-get", {"path": b, "property": "vt-queued"}).get("return", 0)
+                                       for b in bs)) for q, bs in zip(qs, boards)))
 for q in qs: q.close()
 PY
 }
@@ -963,7 +966,8 @@ PY
 vt_snapshot_helper() {
     local tagdir=$SNAP_DIR/$snap_at_tag socks=() i out o=()
     for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
-    "$py" -c "$(vt_cut_py)" "$here" "$snap_at_ns" "${qemu_pids[*]}" "${socks[@]}" || return 3
+    local queued
+    queued=$("$py" -c "$(vt_cut_py)" "$here" "$snap_at_ns" "${qemu_pids[*]}" "${socks[@]}") || return 3
     : > "$rundir/snapshot.cut"
     (umask 077 && mkdir -p "$SNAP_DIR" && mkdir "$tagdir.part") || { say "${R}no snapshot${N}: cannot create $tagdir.part"; return 1; }
     if ! out=$("$py" -c "$(snapshot_py)" "$here" "$tagdir.part" "$rundir" 30 "${socks[@]}"); then
@@ -984,6 +988,7 @@ vt_snapshot_helper() {
         echo "virtual_time=1"
         echo "cut_s=$snap_at"
         echo "cut_ns=$snap_at_ns"
+        echo "$queued"
         echo "nodes=$nodes"
         echo "mem=$mem"
         printf 'source=%q\n' "$rundir"

@@ -1091,6 +1091,15 @@ static bool dimmnet2_vt_get_at_cut(Object *obj, Error **errp)
            qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) == (int64_t)s->fab->vt_cut;
 }
 
+static void dimmnet2_vt_get_queued(Object *obj, Visitor *v, const char *name,
+                                   void *opaque, Error **errp)
+{
+    DN2State *s = opaque;
+    uint64_t val = s->fab ? g_sequence_get_length(s->fab->vtq) : 0;
+
+    visit_type_uint64(v, name, &val, errp);
+}
+
 static void dimmnet2_blob_put(GByteArray *b, uint64_t v, unsigned n)
 {
     uint8_t x[8];
@@ -1265,6 +1274,10 @@ static void dimmnet2_vt_snapshot_init(DN2State *s)
     object_property_add_bool(OBJECT(s), "vt-at-cut", dimmnet2_vt_get_at_cut, NULL);
     object_property_set_description(OBJECT(s), "vt-at-cut", "vtime=on: the VM "
         "is stopped at its vt-cut-ns");
+    object_property_add(OBJECT(s), "vt-queued", "uint64", dimmnet2_vt_get_queued,
+                        NULL, NULL, s);
+    object_property_set_description(OBJECT(s), "vt-queued", "vtime=on: packets "
+        "that wait in the board for their virtual time");
     vmstate_register(VMSTATE_IF(s), s->index, &vmstate_dimmnet2_vt, s->fab);
 }
 

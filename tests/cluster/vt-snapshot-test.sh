@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# A snapshot of a virtual-time run at one virtual time (TAP):
+# scripts/cluster.sh --virtual-time --snapshot-at VT TAG and
+# scripts/cluster.sh --replay build/snapshots/TAG (docs/virtual-time.md,
+# "Snapshots").
+#
+#   tests/cluster/vt-snapshot-test.sh      (meson: test 'cluster-vt-snapshot')
+#
+#   1. run A: a 2-node --virtual-time run whose all-to-all dn2msg exchange
+#      (dn2-vt-exchange, every message checked) is busy at the cut VT;
+#      every board stops its guest at VT, the cluster is saved there and
+#      runs on to its end: every node's command succeeds, the snapshot has
+#      every node's memory, console and trace at VT, and packets sent
+#      before VT and due after it waited in the boards' queues (saved)
+#   2. run B from the snapshot (--replay TAGDIR) under a CPU hog: every
+#      node's command succeeds; every node's output and every board's
+#      pcap byte-identical to run A's (the trace of A up to VT followed
+#      by B's after it), and the launcher says so
+#   3. refusals: --snapshot-at without --virtual-time (2), before
+#      --vt-start (2), a TAG that exists (4)
+#
+# Environment: as vt-determinism-test.sh (QEMU, DN2_SWITCH,
+# DN2_CLUSTER_BOOT_TIMEOUT).  Snapshots go to build/vt-snapshot-test
+# (DN2_SNAPSHOT_DIR); run directories build/cluster/vt-snap-test*.
+set -uo pipefail
+top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
+. "$top/scripts/lib.sh"
+. "$top/tests/guest/tap-lib.sh"
+dn2_no_options "$@"
+cluster=$top/scripts/cluster.sh
+boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
+pcapdiff=$top/tests/cluster/vt-pcap-diff.py
+export DN2_SNAPSHOT_DIR=$top/build/vt-snapshot-test
+tag=vt-snap
+cut=3.045
+
+command -v python3 > /dev/null || tap_skip_all "$(tap_missing python3)"
+prog=$top/build/tests/cluster/dn2-vt-exchange
+[ -x "$prog" ] || { tap_plan 1; not_ok "$prog is not built (meson compile -C build)"; tap_done; }
+if ! bash "$top/scripts/export-guest.sh" "$prog" > /dev/null 2> "$top/build/vt-snap-export.log"; then
+    tap_plan 1; not_ok "could not prepare the guest program: $(tail -1 "$top/build/vt-snap-export.log")"; tap_done
+fi
+qemu_bin=$(dn2_find_qemu 2>&1) || { tap_plan 1; not_ok "$qemu_bin"; tap_done; }
+if ! why=$(dn2_vt_capable "$qemu_bin" "${DN2_SWITCH:-$top/build/fabric/dn2-switch}" 2>&1); then
+    tap_plan 1; not_ok "virtual time unavailable: ${why#\[dimmnet2\] error: }"; tap_done
+fi
+
+# (with a modelled latency of 20 us, every packet sent in the last 20 us
+# before the cut waits in its receiver's queue at the cut; the exchange
+# runs from about 3.04 s of virtual time to about 3.07 s)
+# shellcheck disable=SC2016   # expanded in the guest
+node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
+cat /proc/uptime
+dn2-vt-exchange -k 4 -r 100 | tail -3 || exit 1
+cat /proc/uptime'
+
+hog=
+trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
+tap_plan 10
+rm -rf "$DN2_SNAPSHOT_DIR"
+mkdir -p "$top/build/cluster"
+ra=$top/build/cluster/vt-snap-test rb=$top/build/cluster/vt-snap-test-b
+snap=$DN2_SNAPSHOT_DIR/$tag
+
+# 1. run A with the snapshot at the cut
+t0=$SECONDS
+"$cluster" -q --virtual-time --vt-lookahead 20000 -n 2 --name vt-snap-test -b "$boot_timeout" -t $((boot_timeout + 600)) \
+    --snapshot-at "$cut" "$tag" -r "$node_cmd" > "$ra.stdout" 2> "$ra.stderr"
+rc=$?
+result "$rc" "run A: every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
+[ "$rc" = 0 ] || tail -20 "$ra.stderr" | diag
+ok_files=1
+for f in snapshot.info node0.mig node1.mig node0.log node1.log node0.pcap node1.pcap replay/options input/ranks initramfs.cpio.gz; do
+    [ -s "$snap/$f" ] || { ok_files=; diag "missing: $snap/$f"; }
+done
+grep -q "snapshot $tag.* at virtual time $cut s" "$ra.stderr" || ok_files=
+[ -n "$ok_files" ]; result $? "run A: snapshot $tag at $cut s, with every node's memory, console and trace at the cut"
+cut_ns=$(sed -n 's/^cut_ns=//p' "$snap/snapshot.info")
+[ "$cut_ns" = 3045000000 ]; result $? "the cut is at $cut_ns ns of virtual time for every node"
+queued=$(sed -n "s/^queued='\(.*\)'/\1/p" "$snap/snapshot.info")
+n_q=0; for q in $queued; do n_q=$((n_q + q)); done
+[ "$n_q" -gt 0 ]; result $? "packets sent before the cut and due after it waited in the boards' queues at the cut and were saved (per node: ${queued:-none})"
+
+# 2. run B from the snapshot, under a CPU hog
+yes > /dev/null &
+hog=$!
+t0=$SECONDS
+"$cluster" -q --replay "$snap" --name vt-snap-test-b > "$rb.stdout" 2> "$rb.stderr"
+rc=$?
+kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
+result "$rc" "run B from the snapshot (CPU hog): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
+[ "$rc" = 0 ] || tail -20 "$rb.stderr" | diag
+diffs=
+for i in 0 1; do
+    if ! cmp -s "$ra/node$i.out" "$rb/node$i.out" || [ ! -s "$ra/node$i.out" ]; then
+        diffs+=" node$i"; diff "$ra/node$i.out" "$rb/node$i.out" | head -4 | diag
+    fi
+done
+[ -z "$diffs" ]; result $? "every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)${diffs:+; differ:$diffs}"
+diffs=
+for i in 0 1; do
+    if [ ! -s "$ra/node$i.pcap" ] || ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
+        diffs+=" node$i"; printf '%s\n' "${out:-no capture}" | diag
+    fi
+done
+after=$(( $(stat -c %s "$ra/node0.pcap") - $(stat -c %s "$snap/node0.pcap") ))
+[ -z "$diffs" ] && [ "$after" -gt 0 ]; result $? "every board's pcap byte-identical in A and B ($after bytes of node0's after the cut)${diffs:+; differ:$diffs}"
+grep -q "replay from virtual time $cut s: every node's output and pcap identical" "$rb.stderr"
+result $? "the launcher says run B is identical to run A"
+
+# 3. refusals
+out=$("$cluster" -n 2 --snapshot-at 4 x -r true 2>&1); rc=$?
+{ [ $rc -eq 2 ] && grep -q 'virtual-time' <<< "$out"; }; result $? "--snapshot-at without --virtual-time is refused (status $rc)"
+out=$("$cluster" --virtual-time -n 2 --vt-start 3 --snapshot-at 2 x -r true 2>&1); rc=$?
+o2=$("$cluster" --virtual-time -n 2 --snapshot-at 4 "$tag" -r true 2>&1); rc2=$?
+{ [ $rc -eq 2 ] && grep -q 'vt-start' <<< "$out" && [ $rc2 -eq 4 ] && grep -q 'exists' <<< "$o2"; }
+result $? "a cut before --vt-start (status $rc) and a TAG that exists (status $rc2) are refused"
+rm -rf "$DN2_SNAPSHOT_DIR"
+tap_done
