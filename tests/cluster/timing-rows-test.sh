@@ -6,18 +6,21 @@
 #
 #   tests/cluster/timing-rows-test.sh        (meson: test 'cluster-timing')
 #
-# A 2-node cluster (scripts/cluster.sh --virtual-time --vt-lookahead 665,
-# both boards timing=thesis); each node loads the driver, brings its board
-# up and runs a short dn2-bench (BOTF and RVS at a few sizes, polling as the
-# thesis's host did); rank 0 prints one line per thesis row
+# A 2-node cluster (scripts/cluster.sh --virtual-time --vt-lookahead 665
+# --vt-insn-ps 381: the guest's instructions at the thesis's host's clock,
+# as bench-cluster.sh --timing thesis runs them; both boards timing=thesis);
+# each node loads the driver, brings its board up and runs a short
+# dn2-bench (BOTF and RVS at a few sizes, polling as the thesis's host did);
+# rank 0 prints one line per thesis row
 # (row NAME measured V thesis T UNIT error E%).  Checked:
-#   botf-uni-1ww     within 10 % of the thesis's 297.44 MB/s
+#   botf-bi-2ww, botf-bi-4ww   within 10 % of 908.20 and 1037.18 MB/s
+#   botf-pp-rtt2-pw            within 10 % of 1.76 us (8 B ping-pong to the PW)
 #   the BOTF shape   4 Write Windows > 2 > 1 (thesis: 520 > 464 > 297)
 #   rvs-uni          within 5 % of 727.20 MB/s
 #   rvs-bi           within 5 % of 953.50 MB/s (SO-DIMM contention)
-# (BOTF at 496 bytes, where 1 Write Window peaks, and 1984; RVS at 64 KiB;
-# half the benchmark's iterations.)
-# About 2 minutes on 2 CPUs.
+# (BOTF at 8 bytes, at 496, where 1 Write Window peaks, and 1984; RVS at
+# 64 KiB; half the benchmark's iterations.)
+# About 3 minutes on 2 loaded CPUs.
 #
 # Environment: QEMU, DN2_SWITCH (default: found in build/),
 # DN2_CLUSTER_BOOT_TIMEOUT (default 300).  Run directory:
@@ -43,12 +46,12 @@ if ! why=$(dn2_vt_capable "$qemu_bin" "${DN2_SWITCH:-$top/build/fabric/dn2-switc
 fi
 
 node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
-dn2-bench --only botf,rvs --sizes 496,1984,65536 --scale 0.5 --poll tight -q'
+dn2-bench --only botf,rvs --sizes 8,496,1984,65536 --scale 0.5 --poll tight -q'
 
-tap_plan 5
+tap_plan 7
 mkdir -p "$top/build/cluster"
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --device-opts timing=thesis -n 2 --name "$name" \
+"$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps 381 --device-opts timing=thesis -n 2 --name "$name" \
     -b "$boot_timeout" -t $((boot_timeout + 600)) -r "$node_cmd" > "$run.stdout" 2> "$run.stderr"
 rc=$?
 result "$rc" "2 nodes with timing=thesis: the benchmark ran (exit $rc, $((SECONDS - t0)) s)"
@@ -76,7 +79,9 @@ within() {
     fi
 }
 
-within botf-uni-1ww 10
+within botf-bi-2ww 10
+within botf-bi-4ww 10
+within botf-pp-rtt2-pw 10
 w1=$(value botf-uni-1ww) w2=$(value botf-uni-2ww) w4=$(value botf-uni-4ww)
 if [ -n "$w1" ] && [ -n "$w2" ] && [ -n "$w4" ] &&
     awk -v a="$w1" -v b="$w2" -v c="$w4" 'BEGIN { exit !(c > b && b > a) }'; then
