@@ -1626,6 +1626,7 @@ if [ -n "$vt" ]; then
            --vt-start "$vt_start")
     [ -n "$vt_sync" ] && r_rec+=(--virtual-time) || r_rec+=(--no-vt-sync)
     [ -n "$vt_quantum" ] && r_rec+=(--vt-quantum "$vt_quantum")
+    [ -n "${DN2_VT_INSN_PS:-}" ] && r_rec+=(--vt-insn-ps "$DN2_VT_INSN_PS")
     [ -n "$switch_opts" ] && r_rec+=(--switch-opts "$switch_opts")
     [ -n "$device_opts" ] && r_rec+=(--device-opts "$device_opts")
     [ -n "$append_extra" ] && r_rec+=(-a "$append_extra")
@@ -2246,7 +2247,7 @@ fi
 say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch $(switch_at)${switch_host:+ on host $switch_host}"
 [ ${#hosts[@]} -gt 0 ] && say "hosts: ${hosts[*]} (remote shell: $rsh)"
 if [ -n "$vt" ]; then
-    say "virtual time: -icount shift=$vt_shift, $([ -n "$vt_sync" ] && echo "boards in lock-step (lookahead $vt_lookahead ns${vt_quantum:+, quantum $vt_quantum ns})" || echo "boards NOT synchronised (--no-vt-sync)"); no network, no job server; rank table: $rundir/input/ranks"
+    say "virtual time: -icount ${DN2_VT_INSN_PS:+insn-ps=$DN2_VT_INSN_PS}${DN2_VT_INSN_PS:-shift=$vt_shift}, $([ -n "$vt_sync" ] && echo "boards in lock-step (lookahead $vt_lookahead ns${vt_quantum:+, quantum $vt_quantum ns})" || echo "boards NOT synchronised (--no-vt-sync)"); no network, no job server; rank table: $rundir/input/ranks"
     if [ -n "$gdb_node" ]; then
         say "${B}node$gdb_node waits for gdb${N} (the others wait for it in virtual time):"
         say "  gdb -ex 'target remote 127.0.0.1:$gdb_port' VMLINUX   (then: break ..., continue)"
