@@ -754,7 +754,7 @@ SNAP_DIR=${DN2_SNAPSHOT_DIR:-$DN2_TOP/build/snapshots}
 # every node to TAGDIR/nodeI.mig at once, release, run again.
 snapshot_py() {
     cat <<'PY'
-import sys, time
+import os, sys, time
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 from qmp import connect, dimmnet2_boards, cmd_all
@@ -789,6 +789,11 @@ while True:
         sys.exit(3)
     time.sleep(0.05)
 t_held = time.monotonic()
+if os.environ.get("DN2_SNAP_QUEUED"):
+    # (virtual time: the packets sent before the cut and due after it, per
+    # node, counted once the fabric has drained them into their receivers)
+    print("queued='%s'" % " ".join(str(sum(q.cmd("qom-get", {"path": b, "property": "vt-queued"}).get("return", 0)
+                                           for b in bs)) for q, bs in zip(qs, boards)))
 for i, q in enumerate(qs):
     r = q.cmd("migrate", {"uri": "file:%s/node%d.mig" % (tagdir, i)})
     if "error" in r:
@@ -953,9 +958,6 @@ while True:
             cmd_all(qs, "cont")
             fail("every node stopped, but not every board at the cut: no snapshot", 1)
     time.sleep(0.1)
-# (the packets sent before the cut and due after it, per node)
-print("queued='%s'" % " ".join(str(sum(q.cmd("qom-get", {"path": b, "property": "vt-queued"}).get("return", 0)
-                                       for b in bs)) for q, bs in zip(qs, boards)))
 for q in qs: q.close()
 PY
 }
@@ -967,14 +969,16 @@ vt_snapshot_helper() {
     local tagdir=$SNAP_DIR/$snap_at_tag socks=() i out o=()
     for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
     local queued
-    queued=$("$py" -c "$(vt_cut_py)" "$here" "$snap_at_ns" "${qemu_pids[*]}" "${socks[@]}") || return 3
+    "$py" -c "$(vt_cut_py)" "$here" "$snap_at_ns" "${qemu_pids[*]}" "${socks[@]}" || return 3
     : > "$rundir/snapshot.cut"
     (umask 077 && mkdir -p "$SNAP_DIR" && mkdir "$tagdir.part") || { say "${R}no snapshot${N}: cannot create $tagdir.part"; return 1; }
-    if ! out=$("$py" -c "$(snapshot_py)" "$here" "$tagdir.part" "$rundir" 30 "${socks[@]}"); then
+    if ! out=$(DN2_SNAP_QUEUED=1 "$py" -c "$(snapshot_py)" "$here" "$tagdir.part" "$rundir" 30 "${socks[@]}"); then
         say "${R}no snapshot${N} at $snap_at s (the run goes on)"
         rm -rf "$tagdir.part"
         return 1
     fi
+    queued=$(grep '^queued=' <<< "$out")
+    out=$(grep -v '^queued=' <<< "$out")
     cp -pr "$rundir/replay" "$rundir/input" "$tagdir.part/" || return 1
     ln "$rundir/initramfs.cpio.gz" "$tagdir.part/initramfs.cpio.gz" 2>/dev/null \
         || cp "$rundir/initramfs.cpio.gz" "$tagdir.part/" || return 1

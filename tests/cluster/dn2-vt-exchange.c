@@ -6,11 +6,15 @@
  * scripts/bench-vt.sh.  Run on every node of a cluster (DN2_RANKS,
  * DN2_RANK; the driver loaded and the board up: dn2-up).
  *
- *   dn2-vt-exchange [-k K] [-r ROUNDS] [-q]
+ *   dn2-vt-exchange [-k K] [-r ROUNDS] [-a SECONDS] [-q]
  *
  *   -k K       messages each rank sends to every other rank per round
  *              (default 4; eager sizes 8, 200, 1000, 3000 bytes in turn)
  *   -r ROUNDS  rounds, a barrier after each (default 1)
+ *   -a SECONDS start the exchange when the guest's clock reads SECONDS
+ *              since boot (CLOCK_MONOTONIC; under virtual time a fixed
+ *              virtual time, whatever the boot took); exit 1 if that time
+ *              has passed already
  *   -q         one line per round (its receive order as a checksum, its
  *              virtual duration) instead of one line per message
  *
@@ -56,21 +60,23 @@ int main(int argc, char **argv)
 {
     static uint8_t out[MAXLEN], in[MAXLEN], want[MAXLEN];
     int k_per = 4, rounds = 1, quiet = 0, opt, me, n, round, peer, k, r, bad = 0;
+    double start_at = 0;
     dn2_comm_t *c;
     dn2_t *d;
 
-    while ((opt = getopt(argc, argv, "k:r:qh")) != -1) {
+    while ((opt = getopt(argc, argv, "k:r:a:qh")) != -1) {
         switch (opt) {
         case 'k': k_per = atoi(optarg); break;
         case 'r': rounds = atoi(optarg); break;
+        case 'a': start_at = atof(optarg); break;
         case 'q': quiet = 1; break;
         default:
-            fprintf(stderr, "usage: dn2-vt-exchange [-k K] [-r ROUNDS] [-q]\n");
+            fprintf(stderr, "usage: dn2-vt-exchange [-k K] [-r ROUNDS] [-a SECONDS] [-q]\n");
             return opt == 'h' ? 0 : 2;
         }
     }
-    if (k_per < 1 || k_per > 1000 || rounds < 1) {
-        fprintf(stderr, "dn2-vt-exchange: -k 1..1000, -r >= 1\n");
+    if (k_per < 1 || k_per > 1000 || rounds < 1 || start_at < 0 || start_at > 1e6) {
+        fprintf(stderr, "dn2-vt-exchange: -k 1..1000, -r >= 1, -a 0..1000000 seconds\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -85,6 +91,19 @@ int main(int argc, char **argv)
     }
     me = dn2_comm_rank(c);
     n = dn2_comm_size(c);
+    if (start_at > 0) {
+        uint64_t at = (uint64_t)(start_at * 1e9);
+        struct timespec ts = { .tv_sec = (time_t)(at / 1000000000u),
+                               .tv_nsec = (long)(at % 1000000000u) };
+
+        if (now_ns() > at) {
+            fprintf(stderr, "dn2-vt-exchange: -a %.9g: the clock reads %.9f s already "
+                    "(the boot took longer; give a later time)\n", start_at, now_ns() / 1e9);
+            return 1;
+        }
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) {
+        }
+    }
     r = dn2_barrier(c);
     for (round = 0; round < rounds && !r; round++) {
         uint64_t t0 = now_ns(), sum = 0;
