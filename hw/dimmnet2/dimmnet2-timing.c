@@ -38,7 +38,10 @@
  * read of a register or of the LLCM uc-read-ns, an uncached store
  * uc-write-ns; Write Window stores are write-combined: they occupy the
  * memory bus at bus-mbps while the vCPU goes on, and the next uncached
- * access waits until the bus has carried them.
+ * access waits until the bus has carried them.  An uncached store is
+ * posted to the chipset: a request word reaches the board post-ns after
+ * the vCPU is done with it, and the Window Controller starts the request
+ * no sooner (dimmnet2_timing_landed).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -112,7 +115,7 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "posted it to the chipset: writing the image and the request takes "
         "0.343 us of the 0.632 us one-way latency, the program measured "
         "0.076 + 0.060 us, 'only until posted to the chipset' (thesis "
-        "6.2.1 p.93): 0.343 - 0.076 - 0.060" },
+        "6.2.1 p.92-93): 0.343 - 0.076 - 0.060" },
 };
 
 /* timing= and timing-params=: the model's parameters, or an error naming
