@@ -37,8 +37,10 @@
 #                     becomes the model's least latency (665 ns) unless
 #                     --vt-lookahead is given, the guest polls as the
 #                     thesis's host did (--poll tight) unless --poll is
-#                     given, and the report ends with one line per thesis
-#                     row measured: row NAME measured V thesis T UNIT error E%
+#                     given, the BOTF 2-64 KiB table runs too (otherwise
+#                     only with --full; --only chooses), and the report
+#                     ends with one line per thesis row measured:
+#                     row NAME measured V thesis T UNIT error E%
 #   -t, --timeout S   seconds for the whole cluster run (default 900)
 #   -o, --output F    the report (default build/bench/guest-<date>.txt)
 #   -q, --quiet       no progress lines on stderr
@@ -117,6 +119,8 @@ if [ -n "${timing:-}" ]; then
     # the thesis's host polled the board's registers back to back; a guest
     # that naps between looks would measure its naps
     [ -n "$poll" ] || poll=tight
+    # every table with a thesis row, the 2-64 KiB BOTF one included
+    [ -n "$only" ] || [ -n "$full" ] || [ -n "$demo" ] || only=botf,botf-big,rvs,ipush,lhs
 fi
 if [ ${#vt_opts[@]} -gt 0 ]; then
     [ "${vt_opts[0]}" = --virtual-time ] || [[ " ${vt_opts[*]} " == *" --virtual-time "* ]] \

@@ -86,6 +86,8 @@ typedef struct DN2FifoEntry {
     uint8_t from_rc;            /* an RVL turned into RVS by the receiver */
     uint8_t ww_sum_valid;       /* strict: ww_sum taken at the doorbell */
     uint64_t ww_sum;            /* strict: its Write Window then (not migrated) */
+    uint64_t t_land;            /* timing=thesis: the request word reaches the
+                                 * board then (virtual ns; 0: at once) */
 } DN2FifoEntry;
 
 /* The source half of a SO-DIMM to SO-DIMM copy (VL-family with
@@ -304,6 +306,7 @@ typedef enum DN2TimingParam {
     DN2T_UC_READ_NS,
     DN2T_UC_WRITE_NS,
     DN2T_BUS_MBPS,
+    DN2T_POST_NS,
     DN2T__MAX
 } DN2TimingParam;
 
@@ -346,6 +349,7 @@ struct DN2State {
     uint64_t t_host_busy;       /* the vCPU's board accesses are paid up to here */
     bool t_read_retry;          /* the next access is a retried one, paid up to here */
     uint64_t t_bus_ps;          /* the memory bus carries the WW stores until (ps) */
+    uint64_t t_post_land;       /* the host's last uncached store reaches the board */
     MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */
     MemoryRegion ww_timed;      /* the Write Window's stores, on the bus */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
@@ -657,6 +661,8 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp);
 uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len);
 uint64_t dimmnet2_timing_min_ns(const DN2State *s);
 void dimmnet2_timing_uc_access(DN2State *s, bool write);
+uint64_t dimmnet2_timing_land(DN2State *s);
+bool dimmnet2_timing_landed(DN2State *s, const DN2FifoEntry *e);
 bool dimmnet2_timing_wc_ready(DN2State *s);
 void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns);
 uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes);

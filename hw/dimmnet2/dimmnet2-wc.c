@@ -116,6 +116,7 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
         .rflag = rflag,
         .wid = wid,
         .has_ex = w->ex_flag,
+        .t_land = dimmnet2_timing_land(s),
     };
 
     s->stat[DN2_STAT_REQUESTS]++;
@@ -391,6 +392,10 @@ static DN2Step dimmnet2_exec_one(DN2State *s, DN2Exec *x, uint64_t *budget,
     if (!x->active && !dimmnet2_next_request(s, x)) {
         return DIMMNET2_STEP_STALL;     /* nothing to do */
     }
+    if (!dimmnet2_timing_landed(s, &x->ent)) {
+        return DIMMNET2_STEP_STALL;     /* its request word is still posted */
+    }
+    x->ent.t_land = 0;
     ret = dimmnet2_exec_step(s, x, budget);
     if (x == &s->rc_exec) {
         dimmnet2_rc_progress(s, ret);

@@ -13,14 +13,16 @@
 # dn2-bench (BOTF and RVS at a few sizes, polling as the thesis's host did);
 # rank 0 prints one line per thesis row
 # (row NAME measured V thesis T UNIT error E%).  Checked:
+#   botf-uni-1ww, -2ww, -4ww   within 10 % of 297.44, 463.55, 520.31 MB/s
 #   botf-bi-2ww, botf-bi-4ww   within 10 % of 908.20 and 1037.18 MB/s
 #   botf-pp-rtt2-pw            within 10 % of 1.76 us (8 B ping-pong to the PW)
 #   the BOTF shape   4 Write Windows > 2 > 1 (thesis: 520 > 464 > 297)
 #   rvs-uni          within 5 % of 727.20 MB/s
 #   rvs-bi           within 5 % of 953.50 MB/s (SO-DIMM contention)
-# (BOTF at 8 bytes, at 496, where 1 Write Window peaks, and 1984; RVS at
-# 64 KiB; half the benchmark's iterations.)
-# About 3 minutes on 2 loaded CPUs.
+#   rvs-oneway-64    within 5 % of 0.81 us (the request word's posting)
+# (BOTF at 8 bytes, 64, at 496, where 1 Write Window peaks, and 1984; RVS
+# at 64 B and 64 KiB; half the benchmark's iterations.)
+# About 4 minutes on 2 loaded CPUs.
 #
 # Environment: QEMU, DN2_SWITCH (default: found in build/),
 # DN2_CLUSTER_BOOT_TIMEOUT (default 300).  Run directory:
@@ -46,9 +48,9 @@ if ! why=$(dn2_vt_capable "$qemu_bin" "${DN2_SWITCH:-$top/build/fabric/dn2-switc
 fi
 
 node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
-dn2-bench --only botf,rvs --sizes 8,496,1984,65536 --scale 0.5 --poll tight -q'
+dn2-bench --only botf,rvs --sizes 8,64,496,1984,65536 --scale 0.5 --poll tight -q'
 
-tap_plan 7
+tap_plan 11
 mkdir -p "$top/build/cluster"
 t0=$SECONDS
 "$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps 381 --device-opts timing=thesis -n 2 --name "$name" \
@@ -79,6 +81,9 @@ within() {
     fi
 }
 
+within botf-uni-1ww 10
+within botf-uni-2ww 10
+within botf-uni-4ww 10
 within botf-bi-2ww 10
 within botf-bi-4ww 10
 within botf-pp-rtt2-pw 10
@@ -91,4 +96,5 @@ else
 fi
 within rvs-uni 5
 within rvs-bi 5
+within rvs-oneway-64 5
 tap_done
