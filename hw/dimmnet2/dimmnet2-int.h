@@ -344,7 +344,10 @@ struct DN2State {
     uint64_t t_data_start;      /* the next packet's data read from the SO-DIMMs: */
     uint64_t t_data_end;        /*   from, to (0: not from the SO-DIMMs) */
     uint64_t t_host_busy;       /* the vCPU's board accesses are paid up to here */
-    bool t_read_retry;          /* the next access is a retried one, paid up to here */
+    bool t_read_retry;          /* the next instruction is a retried one */
+    uint32_t t_retry_skip;      /*   whose first accesses are paid already */
+    uint32_t t_acc_n;           /* accesses of the current instruction so far */
+    uint64_t t_acc_left;        /* the vCPU's budget after the last one was paid */
     uint64_t t_bus_ps;          /* the memory bus carries the WW stores until (ps) */
     MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */
     MemoryRegion ww_timed;      /* the Write Window's stores, on the bus */
