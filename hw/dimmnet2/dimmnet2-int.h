@@ -335,8 +335,8 @@ struct DN2State {
     bool timing_on;             /* timing=thesis */
     uint32_t tparam[DN2T__MAX]; /* the model's parameters */
     uint64_t t_tx_free;         /* the port sends its next packet from here */
-    /* timing=thesis: when each unit is free again (virtual ns; recomputed
-     * from the traffic, not migrated: dimmnet2-timing.c) */
+    /* timing=thesis: when each unit is free again (virtual ns;
+     * dimmnet2-timing.c; in a snapshot: vmstate_dimmnet2_timing) */
     uint64_t t_wc_free;         /* the Window Controller: its next step */
     uint64_t t_sd_free;         /* the SO-DIMMs: reads to send, writes received */
     uint64_t t_rc_free;         /* the Receive Controller: one packet at a time */
@@ -442,6 +442,9 @@ struct DN2State {
     uint64_t t_rx_taken;        /* when the last packet was taken */
     bool rx_backlog;            /* it had waited, or queued behind one that had */
     bool rx_offer_backlog;      /* the packet now offered queued behind it */
+    /* the timing model in a snapshot (dimmnet2.c, vmstate_dimmnet2_timing) */
+    uint32_t tparam_in[DN2T__MAX];  /* the parameters the stream was saved with */
+    bool timing_loaded;         /* the stream held the model's state */
 };
 
 /* ------------------------------------------------------------------ */

@@ -1591,12 +1591,6 @@ bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
                    "times, which a snapshot does not keep", s->index);
         return false;
     }
-    if (s->vtime && s->timing_on) {
-        error_setg(errp, "dimmnet2: board %d runs the timing model "
-                   "(timing=thesis), whose state a snapshot does not keep",
-                   s->index);
-        return false;
-    }
     if (s->vtime && !s->fab->vt_cut_done) {
         error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) "
                    "and is not at a cut: a snapshot is taken at one virtual time "
