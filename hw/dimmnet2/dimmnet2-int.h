@@ -338,8 +338,8 @@ struct DN2State {
     bool timing_on;             /* timing=thesis */
     uint32_t tparam[DN2T__MAX]; /* the model's parameters */
     uint64_t t_tx_free;         /* the port sends its next packet from here */
-    /* timing=thesis: when each unit is free again (virtual ns; recomputed
-     * from the traffic, not migrated: dimmnet2-timing.c) */
+    /* timing=thesis: when each unit is free again (virtual ns;
+     * dimmnet2-timing.c; in a snapshot: vmstate_dimmnet2_timing) */
     uint64_t t_wc_free;         /* the Window Controller: its next step */
     uint64_t t_sd_free;         /* the SO-DIMMs: reads to send, writes received */
     uint64_t t_rc_free;         /* the Receive Controller: one packet at a time */
@@ -347,7 +347,10 @@ struct DN2State {
     uint64_t t_data_start;      /* the next packet's data read from the SO-DIMMs: */
     uint64_t t_data_end;        /*   from, to (0: not from the SO-DIMMs) */
     uint64_t t_host_busy;       /* the vCPU's board accesses are paid up to here */
-    bool t_read_retry;          /* the next access is a retried one, paid up to here */
+    bool t_read_retry;          /* the next instruction is a retried one */
+    uint32_t t_retry_skip;      /*   whose first accesses are paid already */
+    uint32_t t_acc_n;           /* accesses of the current instruction so far */
+    uint64_t t_acc_left;        /* the vCPU's budget after the last one was paid */
     uint64_t t_bus_ps;          /* the memory bus carries the WW stores until (ps) */
     uint64_t t_post_land;       /* the host's last uncached store reaches the board */
     MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */
@@ -443,6 +446,9 @@ struct DN2State {
     uint64_t t_rx_taken;        /* when the last packet was taken */
     bool rx_backlog;            /* it had waited, or queued behind one that had */
     bool rx_offer_backlog;      /* the packet now offered queued behind it */
+    /* the timing model in a snapshot (dimmnet2.c, vmstate_dimmnet2_timing) */
+    uint32_t tparam_in[DN2T__MAX];  /* the parameters the stream was saved with */
+    bool timing_loaded;         /* the stream held the model's state */
 };
 
 /* ------------------------------------------------------------------ */

@@ -1286,11 +1286,43 @@ static void dimmnet2_vt_park_cb(void *opaque)
     /* (its list is never run) */
 }
 
-/* (nobody to wake: the vCPU's budget and the warp read the deadline
- * afresh; the default, qemu_notify_event(), would recurse through
- * icount_notify_exit()) */
+/*
+ * A qtest moved the virtual clock (clock_step, clock_set) and stopped it:
+ * report where it stands.  A vCPU runs on to the horizon and reports
+ * there; a test is the board's only "vCPU", and a board it stopped below
+ * its horizon would otherwise keep its last report, made at its previous
+ * horizon up to one lookahead before.  A board that the test steps to a
+ * target past its own horizon then waits for a report that never comes:
+ * with boards A and C both at h, C's report lets the switch grant A
+ * h + 2L while A is still at h; the test stops A at h + 1.5L without a
+ * report, and C waits at h + L for ever.  Reported here, every board
+ * stopped by the test has its clock at the switch, and the board with the
+ * lowest report always gets a grant past it.
+ */
+static void dimmnet2_vt_qtest_stopped(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (!l->vt_started || l->vt_in_wait || (l->vt_cut && l->vt_cut_done) ||
+        (l->vt_reported && now <= l->vt_rep_now)) {
+        return;
+    }
+    dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
+    dn2f_ep_flush(l->ep);
+    dimmnet2_fab_rearm(s);
+}
+
+/* The virtual clock's timer lists are notified (this list, never run, is
+ * one of them): at the end of a qtest's clock move, and when the park
+ * timer is set.  (Nobody to wake: the vCPU's budget and the warp read the
+ * deadline afresh; the default, qemu_notify_event(), would recurse through
+ * icount_notify_exit().) */
 static void dimmnet2_vt_park_notify(void *opaque, QEMUClockType type)
 {
+    if (qtest_enabled() && opaque) {
+        dimmnet2_vt_qtest_stopped(opaque);
+    }
 }
 
 static void dimmnet2_vt_init(DN2State *s)
@@ -1300,7 +1332,7 @@ static void dimmnet2_vt_init(DN2State *s)
     l->vtq = g_sequence_new(g_free);
     l->vt_blocked = bitmap_new(DN2F_NUM_CLID * DN2F_NUM_LANES);
     l->vt_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_vt_cb, s);
-    timerlistgroup_init(&l->vt_park_tlg, dimmnet2_vt_park_notify, NULL);
+    timerlistgroup_init(&l->vt_park_tlg, dimmnet2_vt_park_notify, s);
     l->vt_park = timer_new_full(&l->vt_park_tlg, QEMU_CLOCK_VIRTUAL, SCALE_NS, 0,
                                 dimmnet2_vt_park_cb, s);
     /* Until vt-start-ns the board runs on its own, its link down for the
@@ -1557,12 +1589,6 @@ bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
         error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) on "
                    "its loopback cable, whose packets wait for their virtual "
                    "times, which a snapshot does not keep", s->index);
-        return false;
-    }
-    if (s->vtime && s->timing_on) {
-        error_setg(errp, "dimmnet2: board %d runs the timing model "
-                   "(timing=thesis), whose state a snapshot does not keep",
-                   s->index);
         return false;
     }
     if (s->vtime && !s->fab->vt_cut_done) {

@@ -304,6 +304,18 @@ static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
  * charged anew).  So an access sees every event due before it is done,
  * and the vCPU's clock never passes a deadline.  Called before the access
  * takes effect; it may not return (the instruction is retried).
+ *
+ * One instruction may make several accesses (a 16-byte load split by
+ * alignment: 1 + 2 + 4 + 8 + 1 bytes at an odd address), each charged.
+ * The accesses of one instruction are told apart from the next
+ * instruction's by the budget: an I/O instruction ends its translation
+ * block, so the next one starts a block and takes its count from the
+ * budget, while an access of the same instruction finds the budget as the
+ * previous access left it.  A retried instruction does not pay again for
+ * the accesses the undone attempt paid (t_retry_skip): were they charged
+ * anew, an instruction whose accesses cost more than the time between two
+ * deadlines (five LLCM reads, 945 ns, against a 665 ns lookahead) would be
+ * undone at every deadline for ever.
  */
 static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
 {
@@ -315,16 +327,23 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
         return false;
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    if (!s->t_read_retry) {
+    left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
+    if (left != s->t_acc_left) {
+        /* the first access of an instruction: the retried one, or another */
+        s->t_acc_n = 0;
+        if (!s->t_read_retry) {
+            s->t_retry_skip = 0;
+        }
+        s->t_read_retry = false;
+    }
+    if (++s->t_acc_n > s->t_retry_skip) {
         s->t_host_busy = MAX(MAX(s->t_host_busy, (uint64_t)now), dimmnet2_timing_bus_end(s)) +
                          cost;
     }
-    s->t_read_retry = false;
     owed = s->t_host_busy > (uint64_t)now ? s->t_host_busy - now : 0;
     /* The fewest instructions that take the debt (2^shift ns each, or
      * -icount insn-ps=P: P ps each). */
     insns = icount_round(owed);
-    left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
     if (insns <= left || !cpu->mem_io_pc) {
         insns = MIN(insns, left);
         if (cpu->icount_extra >= (int64_t)insns) {
@@ -333,6 +352,7 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
             cpu->neg.icount_decr.u16.low -= insns - cpu->icount_extra;
             cpu->icount_extra = 0;
         }
+        s->t_acc_left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
         return true;
     }
     /* To the deadline, then again: undo the instruction (its count comes
@@ -341,6 +361,8 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
     cpu->neg.icount_decr.u16.low = 0;
     cpu->icount_extra = 0;
     s->t_read_retry = true;
+    s->t_retry_skip = MAX(s->t_retry_skip, s->t_acc_n);
+    s->t_acc_left = UINT64_MAX;
     cpu_restore_state(cpu, cpu->mem_io_pc);
     cpu->neg.icount_decr.u16.low = 0;
     DEVICE(s)->mem_reentrancy_guard.engaged_in_io = false;

@@ -420,10 +420,31 @@ fail_sodimm:
 /* VMState                                                             */
 /* ------------------------------------------------------------------ */
 
+/* timing=thesis: when a queued request word reaches the board (post-ns) */
+static bool dimmnet2_fifo_entry_land_needed(void *opaque)
+{
+    return ((DN2FifoEntry *)opaque)->t_land != 0;
+}
+
+static const VMStateDescription vmstate_dimmnet2_fifo_entry_land = {
+    .name = "dimmnet2/fifo-entry/land",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = dimmnet2_fifo_entry_land_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(t_land, DN2FifoEntry),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static const VMStateDescription vmstate_dimmnet2_fifo_entry = {
     .name = "dimmnet2/fifo-entry",
     .version_id = 1,
     .minimum_version_id = 1,
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_dimmnet2_fifo_entry_land,
+        NULL
+    },
     .fields = (const VMStateField[]) {
         VMSTATE_UINT64(lower, DN2FifoEntry),
         VMSTATE_UINT64(upper, DN2FifoEntry),
@@ -554,6 +575,8 @@ static int dimmnet2_post_load(void *opaque, int version_id)
     uint32_t i;
     int w, j;
 
+    DN2_LOAD_CHECK(!s->timing_on || s->timing_loaded, "this board runs the timing "
+                   "model (timing=thesis) and the stream has no state of it");
     DN2_LOAD_CHECK(s->fifo_head < s->fifo_depth && s->fifo_count <= s->fifo_depth,
                    "Request FIFO head %u / count %u outside depth %u",
                    s->fifo_head, s->fifo_count, s->fifo_depth);
@@ -654,12 +677,96 @@ static int dimmnet2_pre_save(void *opaque)
     return 0;
 }
 
+/*
+ * The timing model (timing=thesis), in a subsection sent only when it is
+ * on: when each unit is free again, what the host has paid for, the
+ * packet the Receive Controller holds and the virtual time it takes it
+ * (rx_kick), and the parameters, which must be the restoring board's.
+ * Every field is a virtual time or a flag: none indexes anything.
+ */
+static bool dimmnet2_timing_needed(void *opaque)
+{
+    DN2State *s = opaque;
+
+    return s->timing_on;
+}
+
+static int dimmnet2_timing_pre_save(void *opaque)
+{
+    DN2State *s = opaque;
+
+    memcpy(s->tparam_in, s->tparam, sizeof(s->tparam));
+    return 0;
+}
+
+static int dimmnet2_timing_post_load(void *opaque, int version_id)
+{
+    DN2State *s = opaque;
+    unsigned i;
+
+    DN2_LOAD_CHECK(s->timing_on, "the stream holds the timing model's state "
+                   "(timing=thesis) and this board runs without it");
+    for (i = 0; i < DN2T__MAX; i++) {
+        DN2_LOAD_CHECK(s->tparam_in[i] == s->tparam[i], "the timing model's "
+                       "parameter %u is %u in the stream, %u here (timing-params=)",
+                       i, s->tparam_in[i], s->tparam[i]);
+    }
+    DN2_LOAD_CHECK(s->rx_stalled <= 1, "Receive Controller flags");
+    s->t_acc_left = UINT64_MAX;     /* the vCPU's next access starts an instruction */
+    s->timing_loaded = true;
+    return 0;
+}
+
+static const VMStateDescription vmstate_dimmnet2_timing = {
+    .name = "dimmnet2/timing",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = dimmnet2_timing_needed,
+    .pre_save = dimmnet2_timing_pre_save,
+    .post_load = dimmnet2_timing_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_ARRAY(tparam_in, DN2State, DN2T__MAX),
+        VMSTATE_UINT64(t_tx_free, DN2State),
+        VMSTATE_UINT64(t_wc_free, DN2State),
+        VMSTATE_UINT64(t_sd_free, DN2State),
+        VMSTATE_UINT64(t_rc_free, DN2State),
+        VMSTATE_UINT64(t_status_last, DN2State),
+        VMSTATE_UINT64(t_data_start, DN2State),
+        VMSTATE_UINT64(t_data_end, DN2State),
+        VMSTATE_UINT64(t_host_busy, DN2State),
+        VMSTATE_BOOL(t_read_retry, DN2State),
+        VMSTATE_UINT32(t_retry_skip, DN2State),
+        VMSTATE_UINT64(t_bus_ps, DN2State),
+        VMSTATE_UINT64(t_post_land, DN2State),
+        VMSTATE_UINT64(t_link_out, DN2State),
+        VMSTATE_UINT64(t_rx_offer, DN2State),
+        VMSTATE_BOOL(rx_offered, DN2State),
+        VMSTATE_UINT64(t_rx_taken, DN2State),
+        VMSTATE_BOOL(rx_backlog, DN2State),
+        VMSTATE_BOOL(rx_offer_backlog, DN2State),
+        VMSTATE_UINT8(rx_stalled, DN2State),
+        VMSTATE_TIMER_PTR(rx_kick, DN2State),
+        VMSTATE_TIMER_PTR(strict_timer, DN2State),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static int dimmnet2_pre_load(void *opaque)
+{
+    DN2State *s = opaque;
+
+    s->timing_loaded = false;
+    return 0;
+}
+
 /* Version 2: per-WID receive error bits, the Receive Controller's executor
- * of its own; version 1 streams are refused (docs/device-model.md). */
+ * of its own; version 1 streams are refused (docs/device-model.md).  The
+ * timing model's state is a subsection (above). */
 static const VMStateDescription vmstate_dimmnet2 = {
     .name = "dimmnet2",
     .version_id = 2,
     .minimum_version_id = 2,
+    .pre_load = dimmnet2_pre_load,
     .post_load = dimmnet2_post_load,
     .pre_save = dimmnet2_pre_save,
     .fields = (const VMStateField[]) {
@@ -684,6 +791,10 @@ static const VMStateDescription vmstate_dimmnet2 = {
         VMSTATE_UINT32(rc_count, DN2State),
         VMSTATE_UINT8(rc_turn, DN2State),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_dimmnet2_timing,
+        NULL
     }
 };
 
@@ -859,7 +970,13 @@ static void dimmnet2_set_hold(Object *obj, bool on, Error **errp)
                        s->index);
             return;
         }
-        if (s->fifo_count || s->exec.active || s->rc_count || s->rc_exec.active) {
+        /* With the timing model a request takes virtual time, and at a cut
+         * one may be half done: its next step waits for the Window
+         * Controller's virtual-clock timer, and the requests, the step
+         * reached and that timer are in the stream (vmstate_dimmnet2,
+         * vmstate_dimmnet2_timing).  Only the port must be quiet. */
+        if (!(s->vtime && s->timing_on) &&
+            (s->fifo_count || s->exec.active || s->rc_count || s->rc_exec.active)) {
             error_setg(errp, "dimmnet2: board %d: the Window Controller is busy "
                        "(%u requests queued, %u answers to run%s)", s->index,
                        s->fifo_count, s->rc_count,

@@ -16,7 +16,12 @@
 #      node's command succeeds; every node's output and every board's
 #      pcap byte-identical to run A's (the trace of A up to VT followed
 #      by B's after it), and the launcher says so
-#   3. refusals: --snapshot-at without --virtual-time (2), before
+#   3. the same with the timing model (--device-opts timing=thesis, its
+#      lookahead of 665 ns): a 2-node exchange busy at the cut is saved
+#      with each board's model state (when each unit is free again, what
+#      the host has paid for) and the run from the snapshot is
+#      byte-identical, outputs and pcaps
+#   4. refusals: --snapshot-at without --virtual-time (2), before
 #      --vt-start (2), a TAG that exists (4)
 #
 # Environment: as vt-determinism-test.sh (QEMU, DN2_SWITCH,
@@ -61,7 +66,7 @@ cat /proc/uptime'
 
 hog=
 trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
-tap_plan 10
+tap_plan 14
 rm -rf "$DN2_SNAPSHOT_DIR"
 mkdir -p "$top/build/cluster"
 ra=$top/build/cluster/vt-snap-test rb=$top/build/cluster/vt-snap-test-b
@@ -113,7 +118,46 @@ after=$(( $(stat -c %s "$ra/node0.pcap") - $(stat -c %s "$snap/node0.pcap") ))
 grep -q "replay from virtual time $cut s: every node's output and pcap identical" "$rb.stderr"
 result $? "the launcher says run B is identical to run A"
 
-# 3. refusals
+# 3. the timing model: saved with the boards, the run from the snapshot identical
+# (an exchange of 600 rounds of about 75 us each under the model, from
+# 4.980 s of virtual time: busy at a cut at 5.0 s)
+tag_t=vt-snap-timing cut_t=5.0
+ta=$top/build/cluster/vt-snap-test-t tb=$top/build/cluster/vt-snap-test-t-b
+snap_t=$DN2_SNAPSHOT_DIR/$tag_t
+# shellcheck disable=SC2016   # expanded in the guest
+node_cmd_t='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
+dn2-vt-exchange -k 4 -r 600 -a 5 -q | tail -3 || exit 1
+cat /proc/uptime'
+t0=$SECONDS
+"$cluster" -q --virtual-time --vt-lookahead 665 --device-opts timing=thesis -n 2 --name vt-snap-test-t \
+    -b "$boot_timeout" -t $((boot_timeout + 600)) --snapshot-at "$cut_t" "$tag_t" -r "$node_cmd_t" \
+    > "$ta.stdout" 2> "$ta.stderr"
+rc=$?
+[ "$rc" = 0 ] && [ -s "$snap_t/node0.mig" ] && [ -s "$snap_t/node1.mig" ] &&
+    grep -q "snapshot $tag_t.* at virtual time $cut_t s" "$ta.stderr"
+result $? "timing=thesis, run C: every node's command succeeded and the boards were saved at $cut_t s (exit $rc, $((SECONDS - t0)) s)"
+[ "$rc" = 0 ] || tail -20 "$ta.stderr" | diag
+t0=$SECONDS
+"$cluster" -q --replay "$snap_t" --name vt-snap-test-t-b > "$tb.stdout" 2> "$tb.stderr"
+rc=$?
+result "$rc" "timing=thesis, run D from the snapshot: every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
+[ "$rc" = 0 ] || tail -20 "$tb.stderr" | diag
+diffs=
+for i in 0 1; do
+    if ! cmp -s "$ta/node$i.out" "$tb/node$i.out" || [ ! -s "$ta/node$i.out" ]; then
+        diffs+=" out$i"; diff "$ta/node$i.out" "$tb/node$i.out" | head -4 | diag
+    fi
+    if [ ! -s "$ta/node$i.pcap" ] || ! out=$(python3 "$pcapdiff" "$ta/node$i.pcap" "$tb/node$i.pcap"); then
+        diffs+=" pcap$i"; printf '%s\n' "${out:-no capture}" | diag
+    fi
+done
+after=$(( $(stat -c %s "$ta/node0.pcap" 2> /dev/null || echo 0) - $(stat -c %s "$snap_t/node0.pcap" 2> /dev/null || echo 0) ))
+[ -z "$diffs" ] && [ "$after" -gt 0 ]
+result $? "timing=thesis: every node's output and every board's pcap byte-identical in C and D ($after bytes of node0's after the cut)${diffs:+; differ:$diffs}"
+grep -q "replay from virtual time $cut_t s: every node's output and pcap identical" "$tb.stderr"
+result $? "timing=thesis: the launcher says run D is identical to run C"
+
+# 4. refusals
 out=$("$cluster" -n 2 --snapshot-at 4 x -r true 2>&1); rc=$?
 { [ $rc -eq 2 ] && grep -q 'virtual-time' <<< "$out"; }; result $? "--snapshot-at without --virtual-time is refused (status $rc)"
 out=$("$cluster" --virtual-time -n 2 --vt-start 3 --snapshot-at 2 x -r true 2>&1); rc=$?
