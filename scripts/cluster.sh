@@ -2251,7 +2251,9 @@ fi
 say "${B}cluster $name${N}: $nodes node$([ "$nodes" = 1 ] || echo s) ($DN2_ACCEL_NAME, ${mem} MiB, $smp CPU), switch $(switch_at)${switch_host:+ on host $switch_host}"
 [ ${#hosts[@]} -gt 0 ] && say "hosts: ${hosts[*]} (remote shell: $rsh)"
 if [ -n "$vt" ]; then
-    say "virtual time: -icount ${DN2_VT_INSN_PS:+insn-ps=$DN2_VT_INSN_PS}${DN2_VT_INSN_PS:-shift=$vt_shift}, $([ -n "$vt_sync" ] && echo "boards in lock-step (lookahead $vt_lookahead ns${vt_quantum:+, quantum $vt_quantum ns})" || echo "boards NOT synchronised (--no-vt-sync)"); no network, no job server; rank table: $rundir/input/ranks"
+    icount_what=shift=$vt_shift
+    [ -n "${DN2_VT_INSN_PS:-}" ] && icount_what=insn-ps=$DN2_VT_INSN_PS
+    say "virtual time: -icount $icount_what, $([ -n "$vt_sync" ] && echo "boards in lock-step (lookahead $vt_lookahead ns${vt_quantum:+, quantum $vt_quantum ns})" || echo "boards NOT synchronised (--no-vt-sync)"); no network, no job server; rank table: $rundir/input/ranks"
     if [ -n "$gdb_node" ]; then
         say "${B}node$gdb_node waits for gdb${N} (the others wait for it in virtual time):"
         say "  gdb -ex 'target remote 127.0.0.1:$gdb_port' VMLINUX   (then: break ..., continue)"
