@@ -64,6 +64,21 @@ cat /proc/uptime
 dn2-vt-exchange -k 4 -r 60 -a 5 | tail -3 || exit 1
 cat /proc/uptime'
 
+# compare_runs A B: the nodes' outputs and pcaps of run directories A and B;
+# sets out_diffs (" nodeI" per output that differs) and pcap_diffs (per pcap)
+compare_runs() {
+    local i out
+    out_diffs='' pcap_diffs=''
+    for i in 0 1; do
+        if ! cmp -s "$1/node$i.out" "$2/node$i.out" || [ ! -s "$1/node$i.out" ]; then
+            out_diffs+=" node$i"; diff "$1/node$i.out" "$2/node$i.out" | head -4 | diag
+        fi
+        if [ ! -s "$1/node$i.pcap" ] || ! out=$(python3 "$pcapdiff" "$1/node$i.pcap" "$2/node$i.pcap"); then
+            pcap_diffs+=" node$i"; printf '%s\n' "${out:-no capture}" | diag
+        fi
+    done
+}
+
 hog=
 trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
 tap_plan 14
@@ -100,21 +115,10 @@ rc=$?
 kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
 result "$rc" "run B from the snapshot (CPU hog): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
 [ "$rc" = 0 ] || tail -20 "$rb.stderr" | diag
-diffs=
-for i in 0 1; do
-    if ! cmp -s "$ra/node$i.out" "$rb/node$i.out" || [ ! -s "$ra/node$i.out" ]; then
-        diffs+=" node$i"; diff "$ra/node$i.out" "$rb/node$i.out" | head -4 | diag
-    fi
-done
-[ -z "$diffs" ]; result $? "every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)${diffs:+; differ:$diffs}"
-diffs=
-for i in 0 1; do
-    if [ ! -s "$ra/node$i.pcap" ] || ! out=$(python3 "$pcapdiff" "$ra/node$i.pcap" "$rb/node$i.pcap"); then
-        diffs+=" node$i"; printf '%s\n' "${out:-no capture}" | diag
-    fi
-done
+compare_runs "$ra" "$rb"
+[ -z "$out_diffs" ]; result $? "every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)${out_diffs:+; differ:$out_diffs}"
 after=$(( $(stat -c %s "$ra/node0.pcap") - $(stat -c %s "$snap/node0.pcap") ))
-[ -z "$diffs" ] && [ "$after" -gt 0 ]; result $? "every board's pcap byte-identical in A and B ($after bytes of node0's after the cut)${diffs:+; differ:$diffs}"
+[ -z "$pcap_diffs" ] && [ "$after" -gt 0 ]; result $? "every board's pcap byte-identical in A and B ($after bytes of node0's after the cut)${pcap_diffs:+; differ:$pcap_diffs}"
 grep -q "replay from virtual time $cut s: every node's output and pcap identical" "$rb.stderr"
 result $? "the launcher says run B is identical to run A"
 
@@ -142,15 +146,8 @@ t0=$SECONDS
 rc=$?
 result "$rc" "timing=thesis, run D from the snapshot: every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
 [ "$rc" = 0 ] || tail -20 "$tb.stderr" | diag
-diffs=
-for i in 0 1; do
-    if ! cmp -s "$ta/node$i.out" "$tb/node$i.out" || [ ! -s "$ta/node$i.out" ]; then
-        diffs+=" out$i"; diff "$ta/node$i.out" "$tb/node$i.out" | head -4 | diag
-    fi
-    if [ ! -s "$ta/node$i.pcap" ] || ! out=$(python3 "$pcapdiff" "$ta/node$i.pcap" "$tb/node$i.pcap"); then
-        diffs+=" pcap$i"; printf '%s\n' "${out:-no capture}" | diag
-    fi
-done
+compare_runs "$ta" "$tb"
+diffs=$out_diffs$pcap_diffs
 after=$(( $(stat -c %s "$ta/node0.pcap" 2> /dev/null || echo 0) - $(stat -c %s "$snap_t/node0.pcap" 2> /dev/null || echo 0) ))
 [ -z "$diffs" ] && [ "$after" -gt 0 ]
 result $? "timing=thesis: every node's output and every board's pcap byte-identical in C and D ($after bytes of node0's after the cut)${diffs:+; differ:$diffs}"
