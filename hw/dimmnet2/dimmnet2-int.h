@@ -350,7 +350,7 @@ struct DN2State {
     bool t_read_retry;          /* the next instruction is a retried one */
     uint32_t t_retry_skip;      /*   whose first accesses are paid already */
     uint32_t t_acc_n;           /* accesses of the current instruction so far */
-    uint64_t t_acc_left;        /* the vCPU's budget after the last one was paid */
+    uint64_t t_acc_left;        /* the vCPU's instruction count after the last one was paid */
     uint64_t t_bus_ps;          /* the memory bus carries the WW stores until (ps) */
     uint64_t t_post_land;       /* the host's last uncached store reaches the board */
     MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */

@@ -55,6 +55,7 @@
 #include "exec/cpu-common.h"
 #include "system/cpu-timers.h"
 #include "dimmnet2-int.h"
+#include "trace.h"
 
 typedef struct DN2TimingDef {
     const char *name;
@@ -305,12 +306,21 @@ static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
  * and the vCPU's clock never passes a deadline.  Called before the access
  * takes effect; it may not return (the instruction is retried).
  *
+ * Where a budget ends depends on the host as well (a budget is cut short
+ * when a grant or a datagram arrives, or by a host-clock timer), so
+ * nothing here may depend on it: the access ends at the first instruction
+ * whose virtual time is at or after the time it is paid up to
+ * (t_host_busy), counted from the instruction count itself, not from the
+ * clock (which is that count rounded down to a nanosecond under -icount
+ * insn-ps): an access that was retried at a deadline ends at the very
+ * instruction an access that fitted in its budget ends at.
+ *
  * One instruction may make several accesses (a 16-byte load split by
  * alignment: 1 + 2 + 4 + 8 + 1 bytes at an odd address), each charged.
  * The accesses of one instruction are told apart from the next
- * instruction's by the budget: an I/O instruction ends its translation
- * block, so the next one starts a block and takes its count from the
- * budget, while an access of the same instruction finds the budget as the
+ * instruction's by the instruction count: an I/O instruction ends its
+ * translation block, so the next one starts a block and takes its count,
+ * while an access of the same instruction finds the count where the
  * previous access left it.  A retried instruction does not pay again for
  * the accesses the undone attempt paid (t_retry_skip): were they charged
  * anew, an instruction whose accesses cost more than the time between two
@@ -320,15 +330,16 @@ static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
 static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
 {
     CPUState *cpu = current_cpu;
-    int64_t now;
-    uint64_t owed, insns, left;
+    int64_t now, raw;
+    uint64_t insns, left;
 
     if (!cpu || !icount_enabled() || !cpu->running || !cpu->neg.can_do_io) {
         return false;
     }
+    raw = icount_get_raw();
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
-    if (left != s->t_acc_left) {
+    if ((uint64_t)raw != s->t_acc_left) {
         /* the first access of an instruction: the retried one, or another */
         s->t_acc_n = 0;
         if (!s->t_read_retry) {
@@ -340,19 +351,31 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
         s->t_host_busy = MAX(MAX(s->t_host_busy, (uint64_t)now), dimmnet2_timing_bus_end(s)) +
                          cost;
     }
-    owed = s->t_host_busy > (uint64_t)now ? s->t_host_busy - now : 0;
-    /* The fewest instructions that take the debt (2^shift ns each, or
-     * -icount insn-ps=P: P ps each). */
-    insns = icount_round(owed);
-    if (insns <= left || !cpu->mem_io_pc) {
-        insns = MIN(insns, left);
+    /* The fewest instructions that bring the clock to t_host_busy (2^shift
+     * ns each, or -icount insn-ps=P: P ps each), from the count itself:
+     * the clock is bias + icount_to_ns(raw). */
+    insns = 0;
+    if (s->t_host_busy > (uint64_t)now) {
+        int64_t end = icount_round(icount_to_ns(raw) + (int64_t)(s->t_host_busy - now));
+
+        insns = end > raw ? end - raw : 0;
+    }
+    trace_dimmnet2_timing_pay(s->index, raw, now, cost, left, insns,
+                              s->t_acc_n, s->t_retry_skip);
+    if (!cpu->mem_io_pc) {
+        /* No instruction to undo: the vCPU goes on, and the next access
+         * waits for this one (t_host_busy).  Charging what fits would make
+         * the clock depend on where the budget ends. */
+        insns = 0;
+    }
+    if (insns <= left) {
         if (cpu->icount_extra >= (int64_t)insns) {
             cpu->icount_extra -= insns;
         } else {
             cpu->neg.icount_decr.u16.low -= insns - cpu->icount_extra;
             cpu->icount_extra = 0;
         }
-        s->t_acc_left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
+        s->t_acc_left = raw + insns;
         return true;
     }
     /* To the deadline, then again: undo the instruction (its count comes
