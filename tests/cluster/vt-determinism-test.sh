@@ -23,8 +23,9 @@
 # first differing packet, tests/cluster/vt-pcap-diff.py).
 #
 # Then the same with the timing model (docs/timing.md): 2 nodes, both boards
-# timing=thesis, --vt-lookahead 665, --vt-insn-ps 500 (DN2_VT_TIMING_PS:
-# 2 instructions per virtual ns), running dn2-vt-exchange -k 4 -r 4: the
+# timing=thesis, --vt-lookahead 665, --vt-insn-ps 381 (DN2_VT_TIMING_PS:
+# the thesis's host, a rate that does not divide 1000 ps:
+# 0002-icount-insn-ps-budget.patch), running dn2-vt-exchange -k 4 -r 4: the
 # host's uncached accesses are charged to the vCPU, and an access that
 # spans a deadline is undone and retried, where a budget ends being up to
 # the host (dimmnet2_timing_pay).  Run A, run B as above; checked: both
@@ -44,7 +45,7 @@
 #
 # Environment: QEMU, DN2_SWITCH (default: found in build/),
 # DN2_VT_SIZES (default "2 4"), DN2_VT_QUANTUM (ns, default 0: exact), DN2_CLUSTER_BOOT_TIMEOUT (default 300),
-# DN2_VT_TIMING_PS (ps per instruction, default 500; the timing=thesis case),
+# DN2_VT_TIMING_PS (ps per instruction, default 381; the timing=thesis case),
 # DN2_VT_MPI_QUANTUM (ns, default 100000; the MPI case).
 # Run directories: build/cluster/vt-test-N and vt-test-N-b, vt-test-timing and
 # vt-test-timing-b, vt-test-mpi and vt-test-mpi-b.
@@ -164,7 +165,7 @@ done
 a=vt-test-timing b=vt-test-timing-b
 ra=$top/build/cluster/$a rb=$top/build/cluster/$b
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps "${DN2_VT_TIMING_PS:-500}" \
+"$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps "${DN2_VT_TIMING_PS:-381}" \
     --device-opts timing=thesis -n 2 --name "$a" -b "$boot_timeout" -t $((boot_timeout + 600)) \
     -r 'insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
 dn2-vt-exchange -k 4 -r 4' > "$ra.stdout" 2> "$ra.stderr"
