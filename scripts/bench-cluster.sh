@@ -41,6 +41,8 @@
 #                     only with --full; --only chooses), and the report
 #                     ends with one line per thesis row measured:
 #                     row NAME measured V thesis T UNIT error E%
+#                     and one per shape of the thesis's curves checked:
+#                     shape NAME holds|fails: FIGURES
 #   -t, --timeout S   seconds for the whole cluster run (default 900)
 #   -o, --output F    the report (default build/bench/guest-<date>.txt)
 #   -q, --quiet       no progress lines on stderr
@@ -358,7 +360,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
     echo "the figures are emulator figures; the meaningful comparison is DIMMnet-2 vs UDP in the same run"
     echo
     if [ -s "$out0" ]; then
-        grep -v -E '^\[(dn2|udp)-bench\]|^row ' "$out0"
+        grep -v -E '^\[(dn2|udp)-bench\]|^(row|shape) ' "$out0"
     else
         echo "(no output from rank 0)"
     fi
@@ -398,6 +400,11 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
         echo
         echo "== The thesis's rows (row NAME measured V thesis T UNIT error E%) =="
         tr -d '\r' < "$out0" | grep '^row '
+    fi
+    if grep -q '^shape ' "$out0" 2> /dev/null; then
+        echo
+        echo "== The thesis's shapes (shape NAME holds|fails: FIGURES) =="
+        tr -d '\r' < "$out0" | grep '^shape '
     fi
 } > "$output"
 

@@ -1050,7 +1050,7 @@ static double botf_oneway(void)
     return t;
 }
 
-static const size_t botf_sizes_q[] = { 8, 16, 32, 64, 128, 256, 496, 992, 1488, 1984 };
+static const size_t botf_sizes_q[] = { 8, 16, 32, 64, 128, 256, 496, 512, 992, 1008, 1488, 1984 };
 static const size_t botf_sizes_f[] = { 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 320, 384, 448,
                                        496, 512, 744, 992, 1240, 1488, 1736, 1984 };
 static const size_t big_sizes_q[] = { 2048, 8192, 32768, 65536 };
@@ -1087,6 +1087,7 @@ static void run_botf(void)
     const size_t *sz = pick(botf_sizes_q, NEL(botf_sizes_q), botf_sizes_f, NEL(botf_sizes_f), 8, 1984, &ns);
     static const int wws[3] = { 1, 2, 4 };
     double best[4] = { 0 }, best_udp = NAN, small = NAN, small_pw = NAN, v;
+    double at496 = NAN, at512 = NAN;
     size_t small_sz = 0;
     int w;
 
@@ -1111,6 +1112,8 @@ static void run_botf(void)
             r[w] = botf_uni(sz[i], wws[w]);
             if (r[w] > best[w]) best[w] = r[w];
         }
+        if (sz[i] == BOTF_DATA) at496 = r[0];
+        if (sz[i] == BOTF_DATA + 16) at512 = r[0];
         v = udp_st(sz[i]);
         if (!isnan(v) && (isnan(best_udp) || v > best_udp)) best_udp = v;
         out("%10s %9s %9s %9s %11s %9s\n", fmt_size(sz[i]), num(r[0], 2), num(r[1], 2),
@@ -1120,6 +1123,17 @@ static void run_botf(void)
         num(best_udp, 2));
     out("%10s %9s %9s %9s\n", "thesis max", "297.44", "463.55", "520.31");
     verdict_bw("BOTF uni max (4 WW)", best[2], 520.31, best_udp);
+    if (!isnan(at496) && !isnan(at512)) {
+        /* The thesis (6.2.1): with 1 WW the throughput drops every ~496 B,
+         * where a message needs one image more. */
+        out("shape botf-1ww-drop-496 %s: 1 WW %.2f MB/s at 496 B, %.2f at 512 B (thesis 6.2.1: drops every ~496 B)\n",
+            at512 < at496 ? "holds" : "fails", at496, at512);
+    }
+    if (best[0] > 0 && best[1] > 0 && best[2] > 0) {
+        int holds = best[2] > best[1] && best[1] > best[0];
+        out("shape botf-ww-order %s: 4 WW %.2f > 2 WW %.2f > 1 WW %.2f MB/s (thesis 6.2.1: 520 > 464 > 297)\n",
+            holds ? "holds" : "fails", best[2], best[1], best[0]);
+    }
     row("botf-uni-1ww", best[0], 297.44, "MB/s");
     row("botf-uni-2ww", best[1], 463.55, "MB/s");
     row("botf-uni-4ww", best[2], 520.31, "MB/s");

@@ -17,10 +17,11 @@
 #   botf-bi-2ww, botf-bi-4ww   within 10 % of 908.20 and 1037.18 MB/s
 #   botf-pp-rtt2-pw            within 10 % of 1.76 us (8 B ping-pong to the PW)
 #   the BOTF shape   4 Write Windows > 2 > 1 (thesis: 520 > 464 > 297)
+#   the 1-WW drop    512 B (two images) below 496 B (one) with 1 Write Window
 #   rvs-uni          within 5 % of 727.20 MB/s
 #   rvs-bi           within 5 % of 953.50 MB/s (SO-DIMM contention)
 #   rvs-oneway-64    within 5 % of 0.81 us (the request word's posting)
-# (BOTF at 8 bytes, 64, at 496, where 1 Write Window peaks, and 1984; RVS
+# (BOTF at 8 bytes, 64, at 496, where 1 Write Window peaks, 512 and 1984; RVS
 # at 64 B and 64 KiB; half the benchmark's iterations.)
 # Then Open MPI over the boards under the model (scripts/mpirun.sh
 # --virtual-time, the same options): build/tests/mpi/mpi-bench 10 ends
@@ -56,9 +57,9 @@ if ! why=$(dn2_vt_capable "$qemu_bin" "${DN2_SWITCH:-$top/build/fabric/dn2-switc
 fi
 
 node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
-dn2-bench --only botf,rvs --sizes 8,64,496,1984,65536 --scale 0.5 --poll tight -q'
+dn2-bench --only botf,rvs --sizes 8,64,496,512,1984,65536 --scale 0.5 --poll tight -q'
 
-tap_plan 12
+tap_plan 13
 mkdir -p "$top/build/cluster"
 t0=$SECONDS
 "$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps 381 --device-opts timing=thesis -n 2 --name "$name" \
@@ -66,7 +67,7 @@ t0=$SECONDS
 rc=$?
 result "$rc" "2 nodes with timing=thesis: the benchmark ran (exit $rc, $((SECONDS - t0)) s)"
 [ "$rc" = 0 ] || { tail -30 "$run.stderr" | diag; }
-rows=$(tr -d '\r' < "$run/node0.out" 2> /dev/null | grep '^row ')
+rows=$(tr -d '\r' < "$run/node0.out" 2> /dev/null | grep -E '^(row|shape) ')
 printf '%s\n' "$rows" | diag
 
 # value NAME: the measured figure of row NAME (empty if it is missing)
@@ -102,6 +103,12 @@ if [ -n "$w1" ] && [ -n "$w2" ] && [ -n "$w4" ] &&
 else
     not_ok "BOTF unidirectional: 4 WW '$w4', 2 WW '$w2', 1 WW '$w1' MB/s: not 4 > 2 > 1"
 fi
+shape=$(awk '$1 == "shape" && $2 == "botf-1ww-drop-496"' <<< "$rows")
+printf '%s\n' "$shape" | diag
+case $shape in
+    "shape botf-1ww-drop-496 holds:"*) ok "BOTF 1 WW: 512 B below 496 B (the thesis's drop every ~496 B)" ;;
+    *) not_ok "BOTF 1 WW: no drop after 496 B ('$shape')" ;;
+esac
 within rvs-uni 5
 within rvs-bi 5
 within rvs-oneway-64 5
