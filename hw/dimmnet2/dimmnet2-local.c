@@ -71,6 +71,8 @@ static DN2Step dimmnet2_exec_vl_line(DN2State *s, const struct dn2_req *r, uint8
         memcpy(pw + lo, s->copy_buf + lo, hi - lo);
         memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE + lo,
                                 hi - lo);
+        dimmnet2_timing_cached_written(s, false, r->wid * DN2_PW_WID_STRIDE +
+                                       n * DN2_WIN_SIZE + lo, hi - lo);
         smp_wmb();
         w->pw_flag |= 1u << (DN2_PWF_WIN_SHIFT(n) + line);
         x->done |= 1u << line;
@@ -171,6 +173,8 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
     }
     memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE
                             + woff, len);
+    dimmnet2_timing_cached_written(s, false, r->wid * DN2_PW_WID_STRIDE +
+                                   n * DN2_WIN_SIZE + woff, len);
     smp_wmb();
     w->pw_flag |= touched << DN2_PWF_WIN_SHIFT(n);
     dimmnet2_prim_count(s, r->wid, DN2_PC_VL);
