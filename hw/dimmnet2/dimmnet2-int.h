@@ -691,6 +691,7 @@ bool dimmnet2_timing_landed(DN2State *s, const DN2FifoEntry *e);
 bool dimmnet2_timing_wc_ready(DN2State *s);
 void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns);
 uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes);
+void dimmnet2_timing_vl_read(DN2State *s, uint64_t bytes);
 uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
                                  bool commit);
 void dimmnet2_timing_cached_written(DN2State *s, bool lhb, uint32_t off, uint32_t len);

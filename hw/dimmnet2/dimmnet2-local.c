@@ -139,8 +139,17 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
         }
         return DIMMNET2_STEP_STALL;      /* the message's last packet kicks */
     }
-    if (s->strict && s->exec.started) {
+    if (s->strict && s->exec.started == 1) {
         return dimmnet2_exec_vl_line(s, r, pw, woff, len, budget);
+    }
+    /* timing=thesis: the Prefetch Unit reads the data from the SO-DIMMs
+     * (after what they are busy with) before the window gets it */
+    if (s->timing_on && s->exec.started != 2) {
+        dimmnet2_timing_vl_read(s, len);
+        s->exec.started = 2;
+    }
+    if (!dimmnet2_timing_wc_ready(s)) {
+        return DIMMNET2_STEP_STALL;
     }
     if (len < (form == DN2_FORM_CONTIG ? r->arg : (uint32_t)r->iter * esz)) {
         trace_dimmnet2_clip(s->index, r->wid, dn2_otype_name(r->otype),

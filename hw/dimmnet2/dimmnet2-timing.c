@@ -497,6 +497,22 @@ uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes)
     return s->t_sd_free;
 }
 
+/* A VL-family request's bytes of data are read from the SO-DIMMs into the
+ * Prefetch Window at the same rate, after what they are busy with; the
+ * Window Controller goes on (and the window gets the data) when they are
+ * read (choice #65). */
+void dimmnet2_timing_vl_read(DN2State *s, uint64_t bytes)
+{
+    uint64_t now;
+
+    if (!s->timing_on) {
+        return;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    s->t_sd_free = MAX(now, s->t_sd_free) + bytes * 1000 / s->tparam[DN2T_SDIMM_READ_MBPS];
+    s->t_wc_free = MAX(s->t_wc_free, s->t_sd_free);
+}
+
 /*
  * The Receive Controller is offered a packet (due now, by the sender's
  * reckoning of an idle receiver): the virtual time at which it has really
