@@ -775,7 +775,9 @@ static int dimmnet2_fills_post_load(void *opaque, int version_id)
 }
 
 static const VMStateDescription vmstate_dimmnet2_fills = {
-    .name = "dimmnet2/timing-fills",
+    .name = "dimmnet2/host-fills",    /* not "dimmnet2/timing...": a subsection
+                                       * named after another one's prefix is
+                                       * looked up among that one's */
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = dimmnet2_fills_needed,
