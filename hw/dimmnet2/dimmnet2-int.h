@@ -253,6 +253,8 @@ typedef enum DN2Stat {
     DN2_STAT_VT_WAITS,
     DN2_STAT_VT_WAIT_MS,
     DN2_STAT_VT_LATE,
+    DN2_STAT_HOST_FILLS,
+    DN2_STAT_HOST_FILL_NS,
     DN2_STAT__COUNTED,              /* the ones above live in s->stat[] */
     DN2_STAT_LINK_DROPS = DN2_STAT__COUNTED,
     DN2_STAT_LINK_RETRANSMITS,
@@ -288,6 +290,12 @@ typedef struct DN2PortOps {
 
 typedef struct DN2Fab DN2Fab;   /* dimmnet2-port.c: the fabric endpoint */
 
+/* The host's 64-byte cache lines over the PW and the LH Buffer (the
+ * timing model's fills). */
+#define DN2_TFILL_LINE          64u
+#define DN2_TFILL_LINES         (2 * DN2_REGION_SIZE / DN2_TFILL_LINE)
+#define DN2_TFILL_RUN           (DN2_WIN_SIZE / DN2_TFILL_LINE)   /* a PW window */
+
 /* The timing model's parameters (dimmnet2-timing.c, docs/timing.md). */
 typedef enum DN2TimingParam {
     DN2T_CLOCK_NS,
@@ -307,6 +315,7 @@ typedef enum DN2TimingParam {
     DN2T_UC_WRITE_NS,
     DN2T_BUS_MBPS,
     DN2T_POST_NS,
+    DN2T_FILL_NEXT_NS,
     DN2T__MAX
 } DN2TimingParam;
 
@@ -355,6 +364,16 @@ struct DN2State {
     uint64_t t_post_land;       /* the host's last uncached store reaches the board */
     MemoryRegion llcm_timed;    /* the LLCM as uncached MMIO: charged reads */
     MemoryRegion ww_timed;      /* the Write Window's stores, on the bus */
+    MemoryRegion pw_timed;      /* the PW and the LH Buffer as cached memory: */
+    MemoryRegion lhb_timed;     /*   a line the board wrote costs a fill */
+    /* timing=thesis, the host's cache over the PW and the LH Buffer
+     * (dimmnet2_timing_cached_read; in a snapshot: vmstate_dimmnet2_fills):
+     * one bit per 64-byte line, PW lines then LH Buffer lines, set when the
+     * board writes the line and cleared when the host reads it */
+    uint64_t t_stale[DN2_TFILL_LINES / 64];
+    uint64_t t_fill_end;        /* the bus has brought every fill begun by then */
+    uint32_t t_fill_win;        /* the window (its first line) of the last run */
+    uint64_t t_fill_at[DN2_TFILL_RUN];  /* when each of its lines is in (0: not of it) */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 
     /* the window */
@@ -672,8 +691,11 @@ bool dimmnet2_timing_landed(DN2State *s, const DN2FifoEntry *e);
 bool dimmnet2_timing_wc_ready(DN2State *s);
 void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns);
 uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes);
+void dimmnet2_timing_vl_read(DN2State *s, uint64_t bytes);
 uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
                                  bool commit);
+void dimmnet2_timing_cached_written(DN2State *s, bool lhb, uint32_t off, uint32_t len);
+void dimmnet2_timing_cached_reset(DN2State *s);
 void dimmnet2_timing_map(DN2State *s);
 void dimmnet2_timing_unmap(DN2State *s);
 

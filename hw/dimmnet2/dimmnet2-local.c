@@ -71,6 +71,8 @@ static DN2Step dimmnet2_exec_vl_line(DN2State *s, const struct dn2_req *r, uint8
         memcpy(pw + lo, s->copy_buf + lo, hi - lo);
         memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE + lo,
                                 hi - lo);
+        dimmnet2_timing_cached_written(s, false, r->wid * DN2_PW_WID_STRIDE +
+                                       n * DN2_WIN_SIZE + lo, hi - lo);
         smp_wmb();
         w->pw_flag |= 1u << (DN2_PWF_WIN_SHIFT(n) + line);
         x->done |= 1u << line;
@@ -137,8 +139,17 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
         }
         return DIMMNET2_STEP_STALL;      /* the message's last packet kicks */
     }
-    if (s->strict && s->exec.started) {
+    if (s->strict && s->exec.started == 1) {
         return dimmnet2_exec_vl_line(s, r, pw, woff, len, budget);
+    }
+    /* timing=thesis: the Prefetch Unit reads the data from the SO-DIMMs
+     * (after what they are busy with) before the window gets it */
+    if (s->timing_on && s->exec.started != 2) {
+        dimmnet2_timing_vl_read(s, len);
+        s->exec.started = 2;
+    }
+    if (!dimmnet2_timing_wc_ready(s)) {
+        return DIMMNET2_STEP_STALL;
     }
     if (len < (form == DN2_FORM_CONTIG ? r->arg : (uint32_t)r->iter * esz)) {
         trace_dimmnet2_clip(s->index, r->wid, dn2_otype_name(r->otype),
@@ -171,6 +182,8 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
     }
     memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE
                             + woff, len);
+    dimmnet2_timing_cached_written(s, false, r->wid * DN2_PW_WID_STRIDE +
+                                   n * DN2_WIN_SIZE + woff, len);
     smp_wmb();
     w->pw_flag |= touched << DN2_PWF_WIN_SHIFT(n);
     dimmnet2_prim_count(s, r->wid, DN2_PC_VL);

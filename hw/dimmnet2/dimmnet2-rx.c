@@ -202,6 +202,7 @@ static void dimmnet2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
         uint32_t off = wid * DN2_PW_WID_STRIDE + a, i;
         memcpy(s->pw_ptr + off, data, n);
         memory_region_set_dirty(&s->pw, off, n);
+        dimmnet2_timing_cached_written(s, false, off, n);
         smp_wmb();
         for (i = a / DN2_PW_LINE; i <= (a + n - 1) / DN2_PW_LINE; i++) {
             s->wid[wid].pw_flag |= 1u << i;
@@ -459,6 +460,8 @@ static DN2LhsMsg *dimmnet2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
     smp_wmb();
     stq_le_p(ent, ldq_le_p(ent) ^ DN2_LH_COMPLETE);
     memory_region_set_dirty(&s->lhb, wid * DN2_LHB_WID_STRIDE + old->entry, DN2_LHB_ENTRY);
+    dimmnet2_timing_cached_written(s, true, wid * DN2_LHB_WID_STRIDE + old->entry,
+                                   DN2_LHB_ENTRY);
     w->rx_ovf = 1;
     DIMMNET2_GUEST_ERROR(s, DN2_STAT_LHS_ABANDONED, lhs_abandoned,
                          "WID %d: LHS message from LID 0x%x abandoned after %u of "
@@ -641,6 +644,8 @@ static DN2RxResult dimmnet2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_
     }
     memory_region_set_dirty(&s->lhb, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
                             DN2_LHB_ENTRY);
+    dimmnet2_timing_cached_written(s, true, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
+                                   DN2_LHB_ENTRY);
     if (status) {
         dimmnet2_status_post(s, h, slid, m->entry, total);
     }

@@ -41,7 +41,12 @@
  * access waits until the bus has carried them.  An uncached store is
  * posted to the chipset: a request word reaches the board post-ns after
  * the vCPU is done with it, and the Window Controller starts the request
- * no sooner (dimmnet2_timing_landed).
+ * no sooner (dimmnet2_timing_landed).  The Prefetch Window and the LH
+ * Buffer are write-back memory to the host: a line the board wrote since
+ * the host last read it comes across the bus (a fill: the first line read
+ * is in uc-read-ns later, the window's other lines fill-next-ns apart
+ * behind it); a line read again is in the cache
+ * (dimmnet2_timing_fill_done).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -117,6 +122,12 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "0.343 us of the 0.632 us one-way latency, the program measured "
         "0.076 + 0.060 us, 'only until posted to the chipset' (thesis "
         "6.2.1 p.92-93): 0.343 - 0.076 - 0.060" },
+    [DN2T_FILL_NEXT_NS] = { "fill-next-ns", 40, 100000, "ns per 64-byte line",
+        "[EMU] the host reads the Prefetch Window lines the board wrote: the "
+        "first line read is in after uc-read-ns, the window's other lines "
+        "follow one per 64 bytes at the PC-1600 bus's 1.6 GB/s, the library "
+        "having prefetched the window (PREFETCHNTA, thesis 4.2.1; 3.2.1 p.37; "
+        "choice #64)" },
 };
 
 /* timing= and timing-params=: the model's parameters, or an error naming
@@ -171,7 +182,8 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
                        "send-overhead-ns, line-ns, cable-ns, switch-ns, "
                        "rx-push-clk, rx-ipush-clk, rx-sdimm-clk, status-clk, status-gap-clk, "
                        "botf-read-clk, sdimm-read-mbps, sdimm-write-mbps, "
-                       "uc-read-ns, uc-write-ns, bus-mbps, post-ns)", items[i]);
+                       "uc-read-ns, uc-write-ns, bus-mbps, post-ns, fill-next-ns)",
+                       items[i]);
             return false;
         }
         if (qemu_strtou64(eq + 1, NULL, 10, &v) < 0 ||
@@ -485,6 +497,22 @@ uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes)
     return s->t_sd_free;
 }
 
+/* A VL-family request's bytes of data are read from the SO-DIMMs into the
+ * Prefetch Window at the same rate, after what they are busy with; the
+ * Window Controller goes on (and the window gets the data) when they are
+ * read (choice #65). */
+void dimmnet2_timing_vl_read(DN2State *s, uint64_t bytes)
+{
+    uint64_t now;
+
+    if (!s->timing_on) {
+        return;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    s->t_sd_free = MAX(now, s->t_sd_free) + bytes * 1000 / s->tparam[DN2T_SDIMM_READ_MBPS];
+    s->t_wc_free = MAX(s->t_wc_free, s->t_sd_free);
+}
+
 /*
  * The Receive Controller is offered a packet (due now, by the sender's
  * reckoning of an idle receiver): the virtual time at which it has really
@@ -624,6 +652,150 @@ static const MemoryRegionOps dimmnet2_ww_timed_ops = {
     .impl = { .min_access_size = 1, .max_access_size = 8 },
 };
 
+/* ------------------------------------------------------------------ */
+/* The Prefetch Window and the LH Buffer as the cached memory they are  */
+/* ------------------------------------------------------------------ */
+
+/* The board wrote [off, off + len) of the PW (or of the LH Buffer): the
+ * host's copies of those lines are stale, its next read of each is a fill
+ * (the library flushed them before it asked the board for them). */
+void dimmnet2_timing_cached_written(DN2State *s, bool lhb, uint32_t off, uint32_t len)
+{
+    uint32_t base = lhb ? DN2_REGION_SIZE / DN2_TFILL_LINE : 0, l;
+
+    if (!s->timing_on || !len || off >= DN2_REGION_SIZE) {
+        return;
+    }
+    len = MIN(len, DN2_REGION_SIZE - off);
+    for (l = base + off / DN2_TFILL_LINE; l <= base + (off + len - 1) / DN2_TFILL_LINE;
+         l++) {
+        s->t_stale[l / 64] |= 1ull << (l % 64);
+        if (s->t_fill_win != UINT32_MAX && l - s->t_fill_win < DN2_TFILL_RUN) {
+            s->t_fill_at[l - s->t_fill_win] = 0;    /* its fill is stale too */
+        }
+    }
+}
+
+/* Power-on and Controller Reset: no line pending, no fill under way. */
+void dimmnet2_timing_cached_reset(DN2State *s)
+{
+    memset(s->t_stale, 0, sizeof(s->t_stale));
+    memset(s->t_fill_at, 0, sizeof(s->t_fill_at));
+    s->t_fill_end = 0;
+    s->t_fill_win = UINT32_MAX;
+}
+
+static bool dimmnet2_timing_stale(DN2State *s, uint32_t line)
+{
+    return s->t_stale[line / 64] & (1ull << (line % 64));
+}
+
+/*
+ * The host reads a word of line `line` (the PW's lines, then the LH
+ * Buffer's) from start on: when is that line in its cache?  (choice #64)
+ *
+ * A line the board wrote since the host last read it is a fill across the
+ * memory bus.  The library reads a Prefetch Window's lines once the
+ * window's flags say the board has written them, and prefetches the
+ * window then (PREFETCHNTA of each line, thesis §4.2.1): the first read of
+ * a stale line begins the fills of every stale line of its 512-byte window
+ * (of its 64-byte entry in the LH Buffer), that line first.  Its data is
+ * in an uncached read's latency later (uc-read-ns) and the bus brings the
+ * others one after another, fill-next-ns apart (a 64-byte line at the
+ * PC-1600 bus's 1.6 GB/s), behind any fill still under way; a read of one
+ * of them waits until it is in.  A line read again is in the cache.
+ */
+static uint64_t dimmnet2_timing_fill_done(DN2State *s, uint32_t line, uint64_t start)
+{
+    uint32_t run = line < DN2_REGION_SIZE / DN2_TFILL_LINE ? DN2_TFILL_RUN
+                                                          : DN2_LHB_ENTRY / DN2_TFILL_LINE;
+    uint32_t win = line - line % run, k, l;
+    uint64_t t, done;
+
+    if (!dimmnet2_timing_stale(s, line)) {
+        if (s->t_fill_win == win && s->t_fill_at[line - win]) {
+            done = s->t_fill_at[line - win];        /* prefetched: on its way */
+            s->t_fill_at[line - win] = 0;
+            return MAX(done, start);
+        }
+        return start;                               /* in the cache */
+    }
+    memset(s->t_fill_at, 0, sizeof(s->t_fill_at));
+    s->t_fill_win = win;
+    t = MAX(start + s->tparam[DN2T_UC_READ_NS], s->t_fill_end + s->tparam[DN2T_FILL_NEXT_NS]);
+    done = t;
+    for (k = 0; k < run; k++) {
+        l = win + (line - win + k) % run;           /* the line read first */
+        if (!dimmnet2_timing_stale(s, l)) {
+            continue;
+        }
+        s->t_stale[l / 64] &= ~(1ull << (l % 64));
+        if (k) {
+            t += s->tparam[DN2T_FILL_NEXT_NS];
+            s->t_fill_at[l - win] = t;
+        }
+        s->stat[DN2_STAT_HOST_FILLS]++;
+    }
+    s->t_fill_end = t;
+    return done;
+}
+
+/* A host read of line `line`: the vCPU waits until the line is in.  A
+ * retried instruction (its wait spanned a deadline) pays the rest. */
+static void dimmnet2_timing_cached_read(DN2State *s, uint32_t line)
+{
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t start = MAX(MAX(s->t_host_busy, now), dimmnet2_timing_bus_end(s));
+    uint64_t done = dimmnet2_timing_fill_done(s, line, start);
+
+    if (done > start) {
+        s->stat[DN2_STAT_HOST_FILL_NS] += done - start;
+        trace_dimmnet2_timing_fill(s->index, line, start, done - start);
+        dimmnet2_timing_pay(s, done - start);
+    } else if (s->t_read_retry) {
+        dimmnet2_timing_pay(s, 0);                  /* the rest of the undone wait */
+    }
+}
+
+static uint64_t dimmnet2_pw_timed_read(void *opaque, hwaddr addr, unsigned size)
+{
+    DN2State *s = opaque;
+
+    dimmnet2_timing_cached_read(s, addr / DN2_TFILL_LINE);
+    return ldn_le_p(s->pw_ptr + addr, size);
+}
+
+static uint64_t dimmnet2_lhb_timed_read(void *opaque, hwaddr addr, unsigned size)
+{
+    DN2State *s = opaque;
+
+    dimmnet2_timing_cached_read(s, (DN2_REGION_SIZE + addr) / DN2_TFILL_LINE);
+    return ldn_le_p(s->lhb_ptr + addr, size);
+}
+
+/* The host does not write the PW or the LH Buffer (ROM to it without the
+ * model as well): ignored. */
+static void dimmnet2_cached_timed_write(void *opaque, hwaddr addr, uint64_t v,
+                                        unsigned size)
+{
+}
+
+static const MemoryRegionOps dimmnet2_pw_timed_ops = {
+    .read = dimmnet2_pw_timed_read,
+    .write = dimmnet2_cached_timed_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+static const MemoryRegionOps dimmnet2_lhb_timed_ops = {
+    .read = dimmnet2_lhb_timed_read,
+    .write = dimmnet2_cached_timed_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
 /* With the model: the host's accesses to the LLCM and the Write Window
  * come to the device, to be charged (realize, after the window is built). */
 void dimmnet2_timing_map(DN2State *s)
@@ -639,6 +811,17 @@ void dimmnet2_timing_map(DN2State *s)
                           "dimmnet2.ww-timed", DN2_REGION_SIZE);
     memory_region_add_subregion_overlap(&s->container, DN2_WW_BASE,
                                         &s->ww_timed, 1);
+    if (!s->pw_ptr || !s->lhb_ptr) {
+        return;
+    }
+    memory_region_init_io(&s->pw_timed, OBJECT(s), &dimmnet2_pw_timed_ops, s,
+                          "dimmnet2.pw-timed", DN2_REGION_SIZE);
+    memory_region_add_subregion_overlap(&s->container, DN2_PW_BASE,
+                                        &s->pw_timed, 1);
+    memory_region_init_io(&s->lhb_timed, OBJECT(s), &dimmnet2_lhb_timed_ops, s,
+                          "dimmnet2.lhb-timed", DN2_REGION_SIZE);
+    memory_region_add_subregion_overlap(&s->container, DN2_LHB_BASE,
+                                        &s->lhb_timed, 1);
 }
 
 void dimmnet2_timing_unmap(DN2State *s)
@@ -650,5 +833,13 @@ void dimmnet2_timing_unmap(DN2State *s)
     if (s->timing_on && memory_region_is_mapped(&s->ww_timed)) {
         memory_region_del_subregion(&s->container, &s->ww_timed);
         object_unparent(OBJECT(&s->ww_timed));
+    }
+    if (s->timing_on && memory_region_is_mapped(&s->pw_timed)) {
+        memory_region_del_subregion(&s->container, &s->pw_timed);
+        object_unparent(OBJECT(&s->pw_timed));
+    }
+    if (s->timing_on && memory_region_is_mapped(&s->lhb_timed)) {
+        memory_region_del_subregion(&s->container, &s->lhb_timed);
+        object_unparent(OBJECT(&s->lhb_timed));
     }
 }

@@ -559,4 +559,5 @@ void dimmnet2_wc_reset(DN2State *s)
     s->t_link_out = s->t_rx_offer = s->t_rx_taken = 0;
     s->rx_offered = s->rx_backlog = s->rx_offer_backlog = false;
     s->t_data_start = s->t_data_end = 0;
+    dimmnet2_timing_cached_reset(s);
 }

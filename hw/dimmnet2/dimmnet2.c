@@ -751,6 +751,46 @@ static const VMStateDescription vmstate_dimmnet2_timing = {
     }
 };
 
+/*
+ * The host's cache over the PW and the LH Buffer (timing=thesis): which
+ * lines the board wrote since the host read them, and the run of fills.
+ * A subsection of its own, sent whenever the model is on.
+ */
+static bool dimmnet2_fills_needed(void *opaque)
+{
+    DN2State *s = opaque;
+
+    return s->timing_on;
+}
+
+static int dimmnet2_fills_post_load(void *opaque, int version_id)
+{
+    DN2State *s = opaque;
+
+    DN2_LOAD_CHECK(s->timing_on, "the stream holds the timing model's fills "
+                   "(timing=thesis) and this board runs without it");
+    DN2_LOAD_CHECK(s->t_fill_win == UINT32_MAX || s->t_fill_win < DN2_TFILL_LINES,
+                   "the timing model's last window of fills");
+    return 0;
+}
+
+static const VMStateDescription vmstate_dimmnet2_fills = {
+    .name = "dimmnet2/host-fills",    /* not "dimmnet2/timing...": a subsection
+                                       * named after another one's prefix is
+                                       * looked up among that one's */
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = dimmnet2_fills_needed,
+    .post_load = dimmnet2_fills_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64_ARRAY(t_stale, DN2State, DN2_TFILL_LINES / 64),
+        VMSTATE_UINT64(t_fill_end, DN2State),
+        VMSTATE_UINT32(t_fill_win, DN2State),
+        VMSTATE_UINT64_ARRAY(t_fill_at, DN2State, DN2_TFILL_RUN),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static int dimmnet2_pre_load(void *opaque)
 {
     DN2State *s = opaque;
@@ -794,6 +834,7 @@ static const VMStateDescription vmstate_dimmnet2 = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_dimmnet2_timing,
+        &vmstate_dimmnet2_fills,
         NULL
     }
 };
@@ -907,6 +948,12 @@ static const struct {
         "switch's next grant (or for fabric credits) before going on" },
     [DN2_STAT_VT_WAIT_MS] = { "stat-vt-wait-ms",
         "vtime=on: host milliseconds spent in those waits" },
+    [DN2_STAT_HOST_FILLS] = { "stat-host-fills",
+        "timing=thesis: 64-byte lines of the Prefetch Window or the LH Buffer "
+        "the host read after the board wrote them (each a fill across the "
+        "memory bus, docs/timing.md)" },
+    [DN2_STAT_HOST_FILL_NS] = { "stat-host-fill-ns",
+        "timing=thesis: the virtual nanoseconds those fills cost the host" },
     [DN2_STAT_VT_LATE] = { "stat-vt-late",
         "vtime=on: packets whose virtual delivery time had already passed "
         "when they arrived (a peer that broke the protocol; delivered at once)" },

@@ -21,6 +21,9 @@
 #   rvs-uni          within 5 % of 727.20 MB/s
 #   rvs-bi           within 5 % of 953.50 MB/s (SO-DIMM contention)
 #   rvs-oneway-64    within 5 % of 0.81 us (the request word's posting)
+#   rvs-pp-copy      within 10 % of 226.36 MB/s (the RVS ping-pong with the
+#                    copy through the Prefetch Windows: the VLs' SO-DIMM
+#                    reads and the host's line fills, at 64 KiB here)
 # (BOTF at 8 bytes, 64, at 496, where 1 Write Window peaks, 512 and 1984; RVS
 # at 64 B and 64 KiB; half the benchmark's iterations.)
 # Then Open MPI over the boards under the model (scripts/mpirun.sh
@@ -59,7 +62,7 @@ fi
 node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
 dn2-bench --only botf,rvs --sizes 8,64,496,512,1984,65536 --scale 0.5 --poll tight -q'
 
-tap_plan 13
+tap_plan 14
 mkdir -p "$top/build/cluster"
 t0=$SECONDS
 "$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps 381 --device-opts timing=thesis -n 2 --name "$name" \
@@ -112,6 +115,7 @@ esac
 within rvs-uni 5
 within rvs-bi 5
 within rvs-oneway-64 5
+within rvs-pp-copy 10
 
 # Open MPI under the model: the job ends, its data checked
 mpi_bench=$top/build/tests/mpi/mpi-bench

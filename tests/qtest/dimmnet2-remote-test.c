@@ -818,6 +818,90 @@ static void test_vtime_loopback(void)
     rig_stop(&r);
 }
 
+/*
+ * timing=thesis: the Prefetch Window is write-back memory to the host, so a
+ * line the board wrote costs the host a fill across the memory bus the
+ * first time it reads it, and nothing after that: the first read of a
+ * window's stale line fills the window's stale lines, that line after
+ * uc-read-ns (189 ns), the others fill-next-ns (40 ns) apart behind it
+ * (docs/timing.md, "The host's accesses").  The qtest accelerator has no vCPU to charge: the fills and
+ * what they cost are counted (stat-host-fills, stat-host-fill-ns), and the
+ * clock is stepped as a vCPU that waited would have been.  Without the
+ * model the PW is RAM: nothing is counted.
+ */
+static void pw_fill_case(bool timing)
+{
+    const char *what = timing ? "timing=thesis" : "timing=off";
+    Rig r;
+    DN2 *d;
+    uint8_t data[DN2_WIN_SIZE];
+    int k;
+
+    d = rig_start_props(&r, timing ? ",vtime=on,timing=thesis" : ",vtime=on");
+    bringup(d, DN2Q_MTU_2K, PGID, PGID);
+    dn2q_pattern(data, sizeof(data), 91);
+    dn2q_sdfile_put(&r.mem, 0, 0x1000, data, sizeof(data));
+    qtest_clock_step(r.d.qts, 10000);
+    dn2q_issue(d, 0, 0, dn2_req_upper(0x1000, 0),
+               dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, DN2_WIN_SIZE));
+    for (k = 0; k < 1000 && (dn2q_pwf(d, 0) & DN2_PWF_WIN_MASK(0)) != DN2_PWF_WIN_MASK(0);
+         k++) {
+        qtest_clock_step(r.d.qts, 100);
+    }
+    EXPECT_HEX(dn2q_pwf(d, 0) & DN2_PWF_WIN_MASK(0), DN2_PWF_WIN_MASK(0),
+               "%s: the VL filled PW window 0", what);
+    EXPECT_HEX(rstat(&r, "stat-host-fills"), 0, "%s: no fill before a read", what);
+
+    /* line 0: its window's 8 lines come across the bus, line 0 first */
+    EXPECT_HEX(qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, 0)), ldq_le_p(data),
+               "%s: PW word 0", what);
+    EXPECT_HEX(rstat(&r, "stat-host-fills"), 8 * timing,
+               "%s: the first read fills the window's 8 lines", what);
+    EXPECT_HEX(rstat(&r, "stat-host-fill-ns"), timing ? 189 : 0,
+               "%s: the first line read is in after uc-read-ns", what);
+    qtest_clock_step(r.d.qts, 189);
+    /* line 0 again, another word of it: in the cache */
+    EXPECT_HEX(qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, 8)), ldq_le_p(data + 8),
+               "%s: PW word 1", what);
+    qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, 0));
+    EXPECT_HEX(rstat(&r, "stat-host-fill-ns"), timing ? 189 : 0,
+               "%s: line 0 read again: free", what);
+    /* line 1: in fill-next-ns after line 0 */
+    EXPECT_HEX(qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, 64)), ldq_le_p(data + 64),
+               "%s: PW line 1", what);
+    EXPECT_HEX(rstat(&r, "stat-host-fill-ns"), timing ? 189 + 40 : 0,
+               "%s: the next line of the window costs fill-next-ns", what);
+    /* line 5 long after: it came in meanwhile */
+    qtest_clock_step(r.d.qts, 1000);
+    EXPECT_HEX(qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, 5 * 64)), ldq_le_p(data + 5 * 64),
+               "%s: PW line 5", what);
+    EXPECT_HEX(rstat(&r, "stat-host-fill-ns"), timing ? 189 + 40 : 0,
+               "%s: a line that came in before it was read costs nothing", what);
+    /* window 1: the board wrote nothing there */
+    qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, DN2_WIN_SIZE));
+    EXPECT_HEX(rstat(&r, "stat-host-fills"), 8 * timing,
+               "%s: a line the board did not write: free", what);
+    /* a second VL into window 0, of line 0 only: that line is stale again */
+    dn2q_issue(d, 0, 0, dn2_req_upper(0x1000, 0),
+               dn2_req_lower(DN2_OP_VL, 0, 0, 0, 0, 0, 64));
+    for (k = 0; k < 1000 && dn2q_pcf(d, 0, DN2_PC_VL) < 2; k++) {
+        qtest_clock_step(r.d.qts, 100);
+    }
+    qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, 0));
+    qtest_readq(r.d.qts, dn2q_pw_addr(d, 0, 64));
+    EXPECT_HEX(rstat(&r, "stat-host-fills"), 9 * timing,
+               "%s: after a VL of line 0, line 0 alone is filled again", what);
+    EXPECT_HEX(rstat(&r, "stat-host-fill-ns"), timing ? 2 * 189 + 40 : 0,
+               "%s: ... at uc-read-ns", what);
+    rig_stop(&r);
+}
+
+static void test_vtime_pw_fill(void)
+{
+    pw_fill_case(true);
+    pw_fill_case(false);
+}
+
 /* Size 0 dropped, > 512 clipped, odd sizes, and BOTF-borne RVL. */
 static void test_botf_sizes(void)
 {
@@ -2868,6 +2952,7 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2-remote/botf/windows", test_botf_windows);
     qtest_add_func("/dimmnet2-remote/botf/sizes", test_botf_sizes);
     qtest_add_func("/dimmnet2-remote/vtime/loopback", test_vtime_loopback);
+    qtest_add_func("/dimmnet2-remote/vtime/timing-pw-fill", test_vtime_pw_fill);
     for (i = 0; i < G_N_ELEMENTS(wire_cases); i++) {
         qtest_add_data_func(wire_cases[i].path, &wire_cases[i], test_botf_wire_case);
     }
