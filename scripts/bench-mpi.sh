@@ -35,11 +35,17 @@
 #                  data path during mpi-bench, printed after the table
 #   --board-env 'V=X ...'  extra environment for the board's jobs (e.g.
 #                  FI_DIMMNET2_IDLE_US=1, docs/ofi-provider.md)
+#   --board-b 'V=X ...'  a second board setting B: its jobs (board with
+#                  --board-env and these) take turns with the others
+#                  (board, board B, tcp, ...); columns "B ratio" (B
+#                  against TCP) and "B/A" (B against the first board
+#                  setting, per round; times: A / B, bandwidth: B / A;
+#                  above 1: B is better)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv= repeat=1
+nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv= benvb= repeat=1
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
@@ -55,6 +61,7 @@ while [ $# -gt 0 ]; do
         --stats) stats=1; shift ;;
         --repeat) dn2_need_value "$@"; repeat=$2; shift 2 ;;
         --board-env) dn2_need_value "$@"; benv+="$2 "; shift 2 ;;
+        --board-b) dn2_need_value "$@"; benvb+="$2 "; shift 2 ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
     esac
@@ -78,6 +85,14 @@ if [ -z "$nets" ]; then
         log "the DIMMnet-2 libfabric provider is not built: measuring TCP alone"
     fi
 fi
+if [ -n "$benvb" ]; then
+    case " $nets " in *" board "*) ;; *) usage_error "--board-b needs the board in --nets" ;; esac
+    nets=$(for n in $nets; do echo "$n"; [ "$n" = board ] && echo boardb; done | xargs)
+fi
+# pre NET: the environment of NET's jobs; jnet NET: mpirun.sh's network
+pre() { case $1 in board) echo "$benv" ;; boardb) echo "$benv$benvb" ;; *) echo "" ;; esac; }
+jnet() { [ "$1" = boardb ] && echo board || echo "$1"; }
+both() { case " $nets " in *" board "*" tcp "*|*" tcp "*" board "*) return 0 ;; esac; return 1; }
 
 bench=$DN2_TOP/build/tests/mpi/mpi-bench
 if [ ! -x "$bench" ] || [ "$DN2_TOP/tests/mpi/mpi-bench.c" -nt "$bench" ]; then
@@ -91,19 +106,17 @@ declare -A jobof        # NET.ROUND -> the job's number (mpirun.sh prints [J.RAN
 j=0
 for ((round = 1; round <= repeat; round++)); do
     for net in $nets; do
-        pre=
-        [ "$net" = board ] && pre=$benv
+        pre=$(pre "$net")
         st=
-        [ "$net" = board ] && [ -n "$stats" ] && st="FI_DIMMNET2_STATS=1 "
-        jobs+=(--job "$net:$pre$st./mpi-bench $iters")
+        [ "$(jnet "$net")" = board ] && [ -n "$stats" ] && st="FI_DIMMNET2_STATS=1 "
+        jobs+=(--job "$(jnet "$net"):$pre$st./mpi-bench $iters")
         labels+=("$net mpi-bench")
         j=$((j + 1)); jobof[$net.$round]=$j
     done
 done
 for net in $nets; do
-    pre=
-    [ "$net" = board ] && pre=$benv
-    jobs+=(--job "$net:${pre}NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
+    pre=$(pre "$net")
+    jobs+=(--job "$(jnet "$net"):${pre}NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
     labels+=("$net NetPIPE")
     j=$((j + 1)); jobof[$net.np]=$j
 done
@@ -135,7 +148,7 @@ stat() {
 # median M V...: the median alone
 median() { stat "$@" | awk '{ print $1 }'; }
 
-echo "MPI benchmark: $nodes nodes x $ppn ranks, Open MPI 4.1 (Debian), TCG guests, TCP MTU $mtu, board provider $ofi${benv:+ ($benv)}, $repeat round(s) alternating, $((SECONDS - t0)) s in all, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "MPI benchmark: $nodes nodes x $ppn ranks, Open MPI 4.1 (Debian), TCG guests, TCP MTU $mtu, board provider $ofi${benv:+ ($benv)}${benvb:+, board B: $benvb}, $repeat round(s) alternating, $((SECONDS - t0)) s in all, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "(same guests, same run; ratios: board / tcp for bandwidth, tcp / board for times, taken within each round;"
 [ "$repeat" -gt 1 ] && echo " each cell: the median of the rounds (lowest-highest))" || echo " one round)"
 keys="lat8_us bw1m_MBps allreduce8_us allreduce8_mean_us allreduce8_max_us allreduce1m_us"
@@ -153,7 +166,9 @@ for net in $nets; do
 done
 w=$(( repeat > 1 ? 24 : 14 ))
 printf '%-26s' "figure"; for net in $nets; do printf "%${w}s" "$net"; done
-[ "$nets" = "board tcp" ] && printf "%${w}s" "ratio"
+both && printf "%${w}s" "ratio"
+both && [ -n "$benvb" ] && printf "%${w}s" "B ratio"
+[ -n "$benvb" ] && printf "%${w}s" "B/A"
 echo
 declare -A med
 row() { # LABEL KEY INVERT
@@ -164,7 +179,7 @@ row() { # LABEL KEY INVERT
         for ((round = 1; round <= repeat; round++)); do vals+=("${fig[$net.$2.$round]:--}"); done
         printf "%${w}s" "$(stat "${vals[@]}")"
     done
-    if [ "$nets" = "board tcp" ]; then
+    if both; then
         rs=()
         for ((round = 1; round <= repeat; round++)); do
             if [ "$3" = 1 ]; then r=$(ratio "${fig[tcp.$2.$round]}" "${fig[board.$2.$round]}")
@@ -172,6 +187,24 @@ row() { # LABEL KEY INVERT
             rs+=("$r")
         done
         med[$2]=$(median "${rs[@]}")
+        printf "%${w}s" "$(stat "${rs[@]}" | sed 's/^\([^ ]*\)/\1x/')"
+    fi
+    if both && [ -n "$benvb" ]; then
+        rs=()
+        for ((round = 1; round <= repeat; round++)); do
+            if [ "$3" = 1 ]; then r=$(ratio "${fig[tcp.$2.$round]}" "${fig[boardb.$2.$round]}")
+            else r=$(ratio "${fig[boardb.$2.$round]}" "${fig[tcp.$2.$round]}"); fi
+            rs+=("$r")
+        done
+        printf "%${w}s" "$(stat "${rs[@]}" | sed 's/^\([^ ]*\)/\1x/')"
+    fi
+    if [ -n "$benvb" ]; then
+        rs=()
+        for ((round = 1; round <= repeat; round++)); do
+            if [ "$3" = 1 ]; then r=$(ratio "${fig[board.$2.$round]}" "${fig[boardb.$2.$round]}")
+            else r=$(ratio "${fig[boardb.$2.$round]}" "${fig[board.$2.$round]}"); fi
+            rs+=("$r")
+        done
         printf "%${w}s" "$(stat "${rs[@]}" | sed 's/^\([^ ]*\)/\1x/')"
     fi
     echo
@@ -194,7 +227,7 @@ for b in 1 8 64 512 4096 32768 65536 262144 1048576; do
     done
     echo
 done
-if [ "$nets" = "board tcp" ]; then
+if both; then
     # met() RATIO MIN: the median ratio against a target
     met() { awk -v r="$1" -v m="$2" 'BEGIN { print (r != "-" && r + 0 >= m) ? "met" : "NOT met" }'; }
     echo
