@@ -1584,6 +1584,19 @@ static void lhs_header(uint8_t *img, size_t len, int lflag)
     memcpy(img + 8, &w, 8);
 }
 
+/* Between two polls of a loop begun at t0: nothing with --poll tight (the
+ * thesis's host), else what WAIT_UNTIL does. */
+static void poll_pause(double t0)
+{
+    if (gap_us > 0) {
+        if (sleep_us > 0 && now_us() - t0 >= spin_first_us) {
+            nap();
+        } else {
+            spin_us(gap_us);
+        }
+    }
+}
+
 static void lhs_send(struct xfer *x)
 {
     struct lhs_xfer *l = (struct lhs_xfer *)x;
@@ -1614,6 +1627,7 @@ static void lhs_send(struct xfer *x)
             if (!(++k & 1023) && now_us() - t0 > TMO) {
                 fail("VL (sender): no Prefetch Window flags within %ld s", TMO / 1000000);
             }
+            poll_pause(t0);
         }
         dn2_pw_read(d, pw, img + 3 * DN2_LINE, x->size);
         dn2_ww_write(d, ww + 3 * DN2_LINE, img + 3 * DN2_LINE, x->size);
@@ -1681,6 +1695,7 @@ static void lhs_recv(struct xfer *x)
         if (!(++k & 1023) && now_us() - t0 > TMO) {
             fail("no LH Buffer entry within %ld s", TMO / 1000000);
         }
+        poll_pause(t0);
     }
     e = dn2_lhb(d) + lh_head;
     dn2_lh_unpack(*(const volatile uint64_t *)e, *(const volatile uint64_t *)(e + DN2_LINE), &ent);
