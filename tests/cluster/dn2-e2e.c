@@ -33,8 +33,8 @@
 #define TMO       5000000L
 #define TAG_NOTE  9000
 #define TAG_SYNC  9001
-#define ORDER_PAIRS 8000
-#define ORDER_BULK  8192
+#define ORDER_PAIRS 6000
+#define ORDER_BULK  32768
 
 #include "../guest/dn2-tap.h"
 
