@@ -171,8 +171,21 @@ both && [ -n "$benvb" ] && printf "%${w}s" "B ratio"
 [ -n "$benvb" ] && printf "%${w}s" "B/A"
 echo
 declare -A med
+# ratios KEY INVERT BETTER WORSE: per round, how much better net BETTER's
+# figure KEY is than net WORSE's (a time when INVERT=1: WORSE / BETTER);
+# prints the median and spread, sets last_median
+ratios() {
+    local round r rs=()
+    for ((round = 1; round <= repeat; round++)); do
+        if [ "$2" = 1 ]; then r=$(ratio "${fig[$4.$1.$round]}" "${fig[$3.$1.$round]}")
+        else r=$(ratio "${fig[$3.$1.$round]}" "${fig[$4.$1.$round]}"); fi
+        rs+=("$r")
+    done
+    last_median=$(median "${rs[@]}")
+    printf "%${w}s" "$(stat "${rs[@]}" | sed 's/^\([^ ]*\)/\1x/')"
+}
 row() { # LABEL KEY INVERT
-    local net round vals rs r
+    local net round vals
     printf '%-26s' "$1"
     for net in $nets; do
         vals=()
@@ -180,33 +193,11 @@ row() { # LABEL KEY INVERT
         printf "%${w}s" "$(stat "${vals[@]}")"
     done
     if both; then
-        rs=()
-        for ((round = 1; round <= repeat; round++)); do
-            if [ "$3" = 1 ]; then r=$(ratio "${fig[tcp.$2.$round]}" "${fig[board.$2.$round]}")
-            else r=$(ratio "${fig[board.$2.$round]}" "${fig[tcp.$2.$round]}"); fi
-            rs+=("$r")
-        done
-        med[$2]=$(median "${rs[@]}")
-        printf "%${w}s" "$(stat "${rs[@]}" | sed 's/^\([^ ]*\)/\1x/')"
+        ratios "$2" "$3" board tcp
+        med[$2]=$last_median
     fi
-    if both && [ -n "$benvb" ]; then
-        rs=()
-        for ((round = 1; round <= repeat; round++)); do
-            if [ "$3" = 1 ]; then r=$(ratio "${fig[tcp.$2.$round]}" "${fig[boardb.$2.$round]}")
-            else r=$(ratio "${fig[boardb.$2.$round]}" "${fig[tcp.$2.$round]}"); fi
-            rs+=("$r")
-        done
-        printf "%${w}s" "$(stat "${rs[@]}" | sed 's/^\([^ ]*\)/\1x/')"
-    fi
-    if [ -n "$benvb" ]; then
-        rs=()
-        for ((round = 1; round <= repeat; round++)); do
-            if [ "$3" = 1 ]; then r=$(ratio "${fig[board.$2.$round]}" "${fig[boardb.$2.$round]}")
-            else r=$(ratio "${fig[boardb.$2.$round]}" "${fig[board.$2.$round]}"); fi
-            rs+=("$r")
-        done
-        printf "%${w}s" "$(stat "${rs[@]}" | sed 's/^\([^ ]*\)/\1x/')"
-    fi
+    both && [ -n "$benvb" ] && ratios "$2" "$3" boardb tcp
+    [ -n "$benvb" ] && ratios "$2" "$3" boardb board
     echo
 }
 row "8 B latency (us)" lat8_us 1

@@ -796,6 +796,15 @@ static const MemoryRegionOps dimmnet2_lhb_timed_ops = {
     .impl = { .min_access_size = 1, .max_access_size = 8 },
 };
 
+/* One timed overlay: the host's accesses to a region's window come to
+ * OPS over the RAM below it. */
+static void dimmnet2_timing_overlay(DN2State *s, MemoryRegion *mr, const MemoryRegionOps *ops,
+                                    const char *name, hwaddr base)
+{
+    memory_region_init_io(mr, OBJECT(s), ops, s, name, DN2_REGION_SIZE);
+    memory_region_add_subregion_overlap(&s->container, base, mr, 1);
+}
+
 /* With the model: the host's accesses to the LLCM and the Write Window
  * come to the device, to be charged (realize, after the window is built). */
 void dimmnet2_timing_map(DN2State *s)
@@ -803,43 +812,34 @@ void dimmnet2_timing_map(DN2State *s)
     if (!s->timing_on || !s->llcm_ptr || !s->ww_ptr) {
         return;
     }
-    memory_region_init_io(&s->llcm_timed, OBJECT(s), &dimmnet2_llcm_timed_ops, s,
-                          "dimmnet2.llcm-timed", DN2_REGION_SIZE);
-    memory_region_add_subregion_overlap(&s->container, DN2_LLCM_BASE,
-                                        &s->llcm_timed, 1);
-    memory_region_init_io(&s->ww_timed, OBJECT(s), &dimmnet2_ww_timed_ops, s,
-                          "dimmnet2.ww-timed", DN2_REGION_SIZE);
-    memory_region_add_subregion_overlap(&s->container, DN2_WW_BASE,
-                                        &s->ww_timed, 1);
+    dimmnet2_timing_overlay(s, &s->llcm_timed, &dimmnet2_llcm_timed_ops,
+                            "dimmnet2.llcm-timed", DN2_LLCM_BASE);
+    dimmnet2_timing_overlay(s, &s->ww_timed, &dimmnet2_ww_timed_ops,
+                            "dimmnet2.ww-timed", DN2_WW_BASE);
     if (!s->pw_ptr || !s->lhb_ptr) {
         return;
     }
-    memory_region_init_io(&s->pw_timed, OBJECT(s), &dimmnet2_pw_timed_ops, s,
-                          "dimmnet2.pw-timed", DN2_REGION_SIZE);
-    memory_region_add_subregion_overlap(&s->container, DN2_PW_BASE,
-                                        &s->pw_timed, 1);
-    memory_region_init_io(&s->lhb_timed, OBJECT(s), &dimmnet2_lhb_timed_ops, s,
-                          "dimmnet2.lhb-timed", DN2_REGION_SIZE);
-    memory_region_add_subregion_overlap(&s->container, DN2_LHB_BASE,
-                                        &s->lhb_timed, 1);
+    dimmnet2_timing_overlay(s, &s->pw_timed, &dimmnet2_pw_timed_ops,
+                            "dimmnet2.pw-timed", DN2_PW_BASE);
+    dimmnet2_timing_overlay(s, &s->lhb_timed, &dimmnet2_lhb_timed_ops,
+                            "dimmnet2.lhb-timed", DN2_LHB_BASE);
+}
+
+static void dimmnet2_timing_overlay_remove(DN2State *s, MemoryRegion *mr)
+{
+    if (memory_region_is_mapped(mr)) {
+        memory_region_del_subregion(&s->container, mr);
+        object_unparent(OBJECT(mr));
+    }
 }
 
 void dimmnet2_timing_unmap(DN2State *s)
 {
-    if (s->timing_on && memory_region_is_mapped(&s->llcm_timed)) {
-        memory_region_del_subregion(&s->container, &s->llcm_timed);
-        object_unparent(OBJECT(&s->llcm_timed));
+    if (!s->timing_on) {
+        return;
     }
-    if (s->timing_on && memory_region_is_mapped(&s->ww_timed)) {
-        memory_region_del_subregion(&s->container, &s->ww_timed);
-        object_unparent(OBJECT(&s->ww_timed));
-    }
-    if (s->timing_on && memory_region_is_mapped(&s->pw_timed)) {
-        memory_region_del_subregion(&s->container, &s->pw_timed);
-        object_unparent(OBJECT(&s->pw_timed));
-    }
-    if (s->timing_on && memory_region_is_mapped(&s->lhb_timed)) {
-        memory_region_del_subregion(&s->container, &s->lhb_timed);
-        object_unparent(OBJECT(&s->lhb_timed));
-    }
+    dimmnet2_timing_overlay_remove(s, &s->llcm_timed);
+    dimmnet2_timing_overlay_remove(s, &s->ww_timed);
+    dimmnet2_timing_overlay_remove(s, &s->pw_timed);
+    dimmnet2_timing_overlay_remove(s, &s->lhb_timed);
 }
