@@ -305,7 +305,10 @@ struct dn2_lh_msg {
     int complete;       /* all data written */
 };
 /* Wait for the next LH Buffer entry (Valid toggled); complete says
- * whether its data has all arrived (poll dn2_lh_wait_complete). */
+ * whether its data has all arrived (poll dn2_lh_wait_complete).
+ * dn2_lh_next returns 1 with an entry, 0 on timeout, or -errno;
+ * dn2_lh_wait_complete returns 0 once the entry is complete (m is read
+ * again), -ETIMEDOUT or another -errno. */
 int dn2_lh_next(dn2_t *d, struct dn2_lh_msg *m, long timeout_us);
 int dn2_lh_wait_complete(dn2_t *d, struct dn2_lh_msg *m, long timeout_us);
 /* Has the next LH Buffer entry arrived?  Looks only at the entry's Valid

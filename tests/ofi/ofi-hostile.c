@@ -446,7 +446,7 @@ static int run_r(void)
             if (rogue_msg(lid1, 1, T_RREADY, 6, 6, 0, 0)) return 5;
         }
         if (!dn2_lh_ready(rd) || dn2_lh_next(rd, &m, 0) <= 0) continue;
-        if (!m.complete && dn2_lh_wait_complete(rd, &m, 5000000) <= 0) return 6;
+        if (!m.complete && dn2_lh_wait_complete(rd, &m, 5000000)) return 6;   /* 0: complete */
         t_idle = now_ms();
         ctx = m.context & DN2FI_CTX_MASK;
         /* the LLCM forms (bytes in our LLCM, only the notification
