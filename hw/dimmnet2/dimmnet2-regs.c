@@ -111,7 +111,10 @@ static uint64_t dimmnet2_ur_read(DN2State *s, int wid, hwaddr off)
  * wait for the main loop and the main loop does not wait for a polling
  * vCPU.  The copy is written here only, at the end of every entry into
  * the device (an MMIO write, a fabric input or timer, a bottom half, a
- * reset, an incoming migration), always under the BQL; a load never sees
+ * reset, an incoming migration) and after every packet the Receive
+ * Controller takes (a vCPU polls while a batch comes in: a later packet's
+ * effects in memory must not precede an earlier one's registers), always
+ * under the BQL; a load never sees
  * a torn register (aligned 64-bit stores), and the data a register
  * announces (a status record, a delivered packet) was written before it.
  */

@@ -696,6 +696,13 @@ DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
     ret = dimmnet2_rx_packet_now(s, slid, pkt, len, dwid);
     if (ret != DIMMNET2_RX_BUSY) {
         dimmnet2_timing_rx_hold(s, pkt, len, true);
+        /* Publish the register mirror after every packet, not only at the
+         * end of the batch: the next packet's effects in memory (an LH
+         * Buffer entry's Valid toggle, a status record, data with a PW
+         * flag) must not be visible to a polling vCPU before this packet's
+         * registers (Status Address, LH Buffer address, Packet Counter,
+         * Controller Status).  Choice #56; docs/device-model.md. */
+        s->entry_done(s);
     }
     return ret;
 }

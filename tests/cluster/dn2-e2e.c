@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SD_BASE   (64u << 20)        /* our data area in SO-DIMM */
@@ -32,6 +33,8 @@
 #define TMO       5000000L
 #define TAG_NOTE  9000
 #define TAG_SYNC  9001
+#define ORDER_PAIRS 6000
+#define ORDER_BULK  32768
 
 #include "../guest/dn2-tap.h"
 
@@ -298,13 +301,92 @@ static void pair_tests(int peer)
                 dn2_ring_consume(w1r, &ring, 152);
             }
         }
+    }
+    verdict(peer, sender, ok, "IPUSH 3000 bytes and an LHSv1 message between the two "
+            "boards' WID 1, through an IPUSH ring and the LH Buffer");
+
+    /* A later packet's effect in memory never precedes an earlier packet's
+     * registers, as on the board: pairs "RVS with a status record, then an
+     * LHSv1 message" back to back; each time the receiver sees an LH
+     * Buffer entry (its Valid toggle, memory only: dn2_lh_ready), the
+     * Status Address register must already show the RVS's record (an RVS
+     * of ORDER_BULK bytes follows each pair, so that the receiver's batch
+     * goes on after the entry).  The
+     * receiving vCPU polls while the board takes a batch of packets in, so
+     * this catches a register mirror published only at the end of the
+     * batch (choice #56), which a qtest cannot. */
+    step++;
+    if (sender) {
+        dn2_t *w1 = NULL;
+        uint64_t env = dn2_envelope(5, 3, 0x6262);
+        uint8_t msg[56];
+        r = dn2_open(&w1, NULL);
+        if (!r && dn2_wid(w1) != 1) r = -EBUSY;
+        if (!r) {
+            memset(msg, 0x5a, sizeof(msg));
+            memcpy(msg, &env, 8);
+            r = dn2_sd_write(w1, 0x5000, msg, sizeof(msg), 1, TMO);
+            for (i = 0; i < ORDER_PAIRS && !r; i++) {
+                r = dn2_rvs(w1, plid, 1, 0, 0x10000, 64, NULL, DN2_F_EFLAG);
+                if (!r) r = dn2_lhsv1(w1, plid, 1, 0x5000, sizeof(msg), 0);
+                /* bulk after the entry: the receiver's batch goes on while
+                 * the entry is already visible (the window this catches) */
+                if (!r) r = dn2_rvs(w1, plid, 1, 0, 0x20000, ORDER_BULK, NULL, 0);
+            }
+        }
+        {
+            struct dn2_msg_status st;
+            int v[3] = { 0, -1, -1 };   /* the receiver's ok, early, entries */
+            int rr = dn2_recv(c, peer, TAG_SYNC, v, sizeof(v), &st);
+            CHECK(!r && !rr && v[0] == 1, "the registers of each packet are visible "
+                  "before the next packet's LH Buffer entry (RVS+eflag, LHSv1, RVS %d B; x%d: "
+                  "%d of %d entries seen before the previous packet's status record)",
+                  ORDER_BULK, ORDER_PAIRS, v[1], v[2]);
+        }
+        if (w1) {
+            dn2_close(w1);
+        }
+    } else {
+        unsigned early = 0;
+        ok = w1r != NULL;
+        for (i = 0; ok && i < ORDER_PAIRS; i++) {
+            struct dn2_rx_status st;
+            struct dn2_lh_msg lh;
+            struct timespec t0, t1;
+            int n;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            while (!dn2_lh_ready(w1r)) {
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                if (t1.tv_sec - t0.tv_sec > TMO / 1000000) {
+                    ok = 0;
+                    break;
+                }
+            }
+            if (!ok) {
+                break;
+            }
+            n = dn2_status_next(w1r, &st, 0);      /* one register read */
+            if (n != 1) {
+                early++;
+                n = dn2_status_next(w1r, &st, TMO);
+            }
+            ok = n == 1 && st.type == DN2_OP_RVS && dn2_lh_next(w1r, &lh, TMO) == 1 &&
+                 lh.tag == 0x6262 && lh.context == 5;
+            if (ok) {
+                dn2_lh_release(w1r);
+            }
+        }
+        {
+            int v[3] = { ok && !early, (int)early, i };
+            dn2_send(c, peer, TAG_SYNC, v, sizeof(v));
+            CHECK(v[0], "the registers of each packet are visible before the next "
+                  "packet's LH Buffer entry (%d of %d entries early)", v[1], v[2]);
+        }
         if (w1r) {
             dn2_close(w1r);
             w1r = NULL;
         }
     }
-    verdict(peer, sender, ok, "IPUSH 3000 bytes and an LHSv1 message between the two "
-            "boards' WID 1, through an IPUSH ring and the LH Buffer");
 
     /* Local strided/list forms and the SO-DIMM copy, on each board. */
     {
@@ -450,14 +532,14 @@ int main(void)
         return 1;
     }
     nranks = dn2_comm_size(c);
-    tap_plan(14 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);
+    tap_plan(15 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);
     CHECK(dn2_wid(d) == 0, "rank %d opened its board through the driver (WID %d) "
           "in a job of %d ranks", me, dn2_wid(d), nranks);
 
     if ((me ^ 1) < nranks) {
         pair_tests(me ^ 1);
     } else {
-        for (k = 0; k < 13; k++) {
+        for (k = 0; k < 14; k++) {
             CHECK(1, "rank %d has no pair partner (odd job size)", me);
         }
     }
