@@ -14,7 +14,18 @@
  * checked (a wrong byte fails the run).
  *
  *   mpi-bench [ITERATIONS] [--trace[=CALLS]]
+ *   mpi-bench --stream SECS
  *     ITERATIONS   ping-pongs (default 200; the others scale)
+ *     --stream SECS  only the 1 MiB stream from rank 0 to rank 1 (windows
+ *                  of 8, each acknowledged; the data checked), for SECS
+ *                  seconds after a warm-up of 2 windows: rank 0 decides
+ *                  after each window whether to go on and tells rank 1.
+ *                  Rank 0 prints, each line flushed at once, "mark
+ *                  stream-begin" before the timed part and "mark
+ *                  stream-end" after it (scripts/host-cpu.py samples the
+ *                  host's CPU between the two), then "figure stream_MBps X"
+ *                  and "figure stream_mib N" (the MiB moved in the timed
+ *                  part) and "data checked" (or WRONG)
  *     --trace      the 8-byte allreduce loop runs CALLS calls (default
  *                  ITERATIONS) and every rank prints its calls slower than
  *                  4x the median (and at least 1 ms) as "trace" lines: the
@@ -50,15 +61,82 @@ struct call {
     long vcsw, ivcsw;
 };
 
+/* --stream: 1 MiB messages from rank 0 to rank 1 for SECS seconds; ranks
+ * above 1 only wait.  Returns nonzero when a byte arrived wrong. */
+static int stream(int rank, double secs)
+{
+    const int big = 1 << 20, window = 8;
+    char *buf = malloc((size_t)big * window);
+    int go = 1, bad = 0;
+    char ack = 0;
+    long mib = 0;
+    double t0 = 0, t = 0;
+
+    for (int i = 0; i < big * window; i++)
+        buf[i] = (char)(rank == 0 ? i * 7 + 3 : 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* 2 windows of warm-up, then the timed windows until rank 0 says stop */
+    for (int n = -2; go && rank <= 1; n++) {
+        MPI_Request rq[8];
+        if (n == 0) {
+            if (rank == 0) {
+                printf("mark stream-begin\n");
+                fflush(stdout);
+            }
+            t0 = MPI_Wtime();
+        }
+        if (rank == 0) {
+            for (int w = 0; w < window; w++)
+                MPI_Isend(buf + (size_t)w * big, big, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &rq[w]);
+            MPI_Waitall(window, rq, MPI_STATUSES_IGNORE);
+            MPI_Recv(&ack, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (n >= 0) {
+                mib += window;
+                t = MPI_Wtime() - t0;
+                go = t < secs;
+            }
+            MPI_Send(&go, 1, MPI_INT, 1, 4, MPI_COMM_WORLD);
+        } else {
+            for (int w = 0; w < window; w++)
+                MPI_Irecv(buf + (size_t)w * big, big, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &rq[w]);
+            MPI_Waitall(window, rq, MPI_STATUSES_IGNORE);
+            MPI_Send(&ack, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+            MPI_Recv(&go, 1, MPI_INT, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    if (rank == 0) {
+        printf("mark stream-end\n");
+        fflush(stdout);
+    }
+    if (rank == 1)
+        for (int i = 0; i < big * window; i++)
+            bad |= buf[i] != (char)(i * 7 + 3);
+    int anybad;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("figure stream_MBps %.1f\n", t > 0 ? (double)mib * big / t / 1e6 : 0.0);
+        printf("figure stream_mib %ld\n", mib);
+        printf("data %s\n", anybad ? "WRONG" : "checked");
+        fflush(stdout);
+    }
+    free(buf);
+    return anybad;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, iters = 200, trace = 0;
+    double secs = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int a = 1; a < argc; a++) {
         if (!strncmp(argv[a], "--trace", 7) && (argv[a][7] == 0 || argv[a][7] == '='))
             trace = argv[a][7] ? atoi(argv[a] + 8) : -1;
+        else if (!strcmp(argv[a], "--stream") && a + 1 < argc)
+            secs = atof(argv[++a]);
+        else if (!strncmp(argv[a], "--stream=", 9))
+            secs = atof(argv[a] + 9);
         else
             iters = atoi(argv[a]);
     }
@@ -70,6 +148,11 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr, "mpi-bench needs 2 ranks or more\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (secs > 0) {
+        int r = stream(rank, secs);
+        MPI_Finalize();
+        return r ? 1 : 0;
     }
     const int big = 1 << 20, window = 8;
     char *buf = malloc((size_t)big * window), small[8] = { 0 };
