@@ -50,7 +50,9 @@ EOF
 # with the stand-ins first on PATH and an empty cache
 run() {
     : > "$calls"
-    PATH=$work/bin:$PATH DN2_CACHE=$work/cache QEMU= timeout 60 bash "$top/$1" "${@:2}" \
+    local sh=bash
+    case $1 in *.py) sh=python3 ;; esac
+    PATH=$work/bin:$PATH DN2_CACHE=$work/cache QEMU= timeout 60 $sh "$top/$1" "${@:2}" \
         > "$work/out" 2> "$work/err" < /dev/null
     rc=$?
     work_done=$(sort -u "$calls" | tr '\n' ';')
@@ -75,7 +77,7 @@ scripts=(scripts/test.sh scripts/setup.sh scripts/export-guest.sh scripts/build-
          tests/guest/boot-test.sh tests/guest/driver-test.sh tests/guest/dsh-test.sh
          tests/guest/prog-test.sh tests/guest/wrong-test.sh tests/cluster/cluster-test.sh
          tests/cluster/e2e-test.sh tests/cluster/multihost-test.sh tests/cluster/vt-determinism-test.sh
-         tests/scripts/options-test.sh)
+         tests/scripts/options-test.sh scripts/host-cpu.py)
 # An option that wants a value, per script: missing, and a bad value
 # given as --opt=value (the "=" form must reach the same check).
 declare -A need=(
@@ -83,14 +85,15 @@ declare -A need=(
     [scripts/run-guest.sh]=--timeout [scripts/demo.sh]=--boards [scripts/bench.sh]=--out
     [scripts/bench-scale.sh]=--seconds [scripts/bench-cluster.sh]=--slice
     [scripts/bench-mpi.sh]=--ppn [scripts/cluster.sh]=--nodes [scripts/mpirun.sh]=--nodes
-    [scripts/soak.sh]=--seed)
+    [scripts/soak.sh]=--seed [scripts/host-cpu.py]=--timeout)
 declare -A bad=(
     [scripts/build-initramfs.sh]='--packages=No_Such' [scripts/run-guest.sh]='--timeout=soon'
     [scripts/demo.sh]='--boards=two' [scripts/bench-scale.sh]='--seconds=x'
     [scripts/bench-cluster.sh]='--slice=x' [scripts/bench-mpi.sh]='--ppn=x'
-    [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x')
+    [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x'
+    [scripts/host-cpu.py]='--timeout=x')
 
-tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 2))
+tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 1 + 2))
 
 for s in "${scripts[@]}"; do
     run "$s" --help
@@ -137,6 +140,13 @@ for s in scripts/run-guest.sh scripts/demo.sh; do
     point "$s" $p "-n (nodes elsewhere) is refused: exit 2, one line naming --boards (status $rc)"
     [ $p = 1 ] || stderr_diag
 done
+
+# bench-mpi.sh --cpu takes the stream's seconds
+run scripts/bench-mpi.sh --cpu=x
+p=0
+[ "$rc" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q -- --cpu "$work/err" && [ -z "$work_done" ] && p=1
+point scripts/bench-mpi.sh $p "--cpu=x: a bad value in the --opt=value form is refused: exit 2, naming --cpu (status $rc)"
+[ $p = 1 ] || stderr_diag
 
 # MPI in virtual time (PMI over the boards): what it cannot do is a usage
 # error with its reason, before anything starts.
