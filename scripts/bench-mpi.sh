@@ -14,6 +14,7 @@
 #
 #   scripts/bench-mpi.sh [-n NODES] [--ppn P] [--iters N] [--np-max BYTES]
 #                        [--nets 'board tcp'] [--repeat N] [--keep DIR]
+#                        [--cpu SECS]
 #
 #   --repeat N     rounds of mpi-bench, the networks alternating (default
 #                  1); NetPIPE runs once per network, after the rounds
@@ -41,11 +42,21 @@
 #                  against TCP) and "B/A" (B against the first board
 #                  setting, per round; times: A / B, bandwidth: B / A;
 #                  above 1: B is better)
+#   --cpu SECS     after the rest, one more job per network: the 1 MiB
+#                  stream alone for SECS seconds (mpi-bench --stream), while
+#                  scripts/host-cpu.py samples the host threads' CPU time
+#                  between its marks; then a table per network: the
+#                  stream's MB/s, the host CPUs in use, the host CPU ms per
+#                  MiB of the sending and the receiving rank's vCPU, the
+#                  nodes' QEMU main loops, the switch (board) or the hub
+#                  (tcp), the rest and the total (with the ratio tcp /
+#                  board), and the ms per MiB each vCPU and main loop
+#                  waited for a host CPU
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv= benvb= repeat=1
+nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv= benvb= repeat=1 cpu=
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
@@ -62,6 +73,7 @@ while [ $# -gt 0 ]; do
         --repeat) dn2_need_value "$@"; repeat=$2; shift 2 ;;
         --board-env) dn2_need_value "$@"; benv+="$2 "; shift 2 ;;
         --board-b) dn2_need_value "$@"; benvb+="$2 "; shift 2 ;;
+        --cpu) dn2_need_value "$@"; cpu=$2; shift 2 ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
     esac
@@ -73,6 +85,10 @@ dn2_want_uint --np-max "$npmax"
 dn2_want_uint --tcp-mtu "$mtu"
 dn2_want_uint --repeat "$repeat"
 [ "$repeat" -ge 1 ] || usage_error "--repeat $repeat: at least one round"
+if [ -n "$cpu" ]; then
+    dn2_want_uint --cpu "$cpu"
+    [ "$cpu" -ge 1 ] || usage_error "--cpu $cpu: at least one second"
+fi
 [ $((nodes * ppn)) -ge 2 ] || usage_error "-n $nodes --ppn $ppn is one rank: the ping-pong wants ranks 0 and 1"
 for net in $nets; do
     case $net in board|tcp) ;; *) usage_error "--nets: '$net' is not board or tcp" ;; esac
@@ -120,13 +136,42 @@ for net in $nets; do
     labels+=("$net NetPIPE")
     j=$((j + 1)); jobof[$net.np]=$j
 done
+# --cpu: the stream alone, one job per network, after the rest
+if [ -n "$cpu" ]; then
+    for net in $nets; do
+        jobs+=(--job "$(jnet "$net"):$(pre "$net")./mpi-bench --stream $cpu")
+        labels+=("$net stream")
+        j=$((j + 1)); jobof[$net.cpu]=$j
+    done
+fi
 name=bench-mpi-$(date +%Y%m%d-%H%M%S)
 out=$DN2_TOP/build/cluster/$name.bench
 t0=$SECONDS
-bash "$here/mpirun.sh" -q -N "$nodes" --ppn "$ppn" --name "$name" -t 1800 --ofi "$ofi" \
+# --cpu: a host-cpu.py per network watches mpirun's output for its job's
+# marks (rank 0's lines "[J.0] mark stream-begin" / "-end")
+cpupids=()
+if [ -n "$cpu" ]; then
+    command -v python3 > /dev/null || die "python3 not found (scripts/host-cpu.py): apt-get install python3"
+    mkdir -p "$DN2_TOP/build/cluster"
+    : > "$out"
+    for net in $nets; do
+        jn=${jobof[$net.cpu]}
+        python3 "$here/host-cpu.py" --kv --timeout $((1800 + 3 * cpu)) \
+            --begin "^\[$jn\.0\] mark stream-begin" --end "^\[$jn\.0\] mark stream-end" \
+            "$DN2_TOP/build/cluster/$name" "$out" > "$out.cpu-$net" 2> "$out.cpu-$net.err" &
+        cpupids+=($!)
+    done
+fi
+bash "$here/mpirun.sh" -q -N "$nodes" --ppn "$ppn" --name "$name" -t $((1800 + ${cpu:-0} * 3)) --ofi "$ofi" \
     --cluster-opt --ethernet-mtu --cluster-opt "$mtu" \
     --file "$bench" "${jobs[@]}" > "$out" 2> "$out.err"
 rc=$?
+# (each host-cpu.py has its end mark by now, unless its job failed)
+for p in "${cpupids[@]}"; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+done
 [ $rc -eq 0 ] || { tail -30 "$out" "$out.err" >&2; die "the benchmark run failed (exit $rc; $out)"; }
 [ -n "$keep" ] && { mkdir -p "$keep"; cp "$out" "$keep/"; }
 
@@ -230,4 +275,73 @@ if [ -n "$stats" ]; then
     echo
     echo "the provider's accounting during mpi-bench over the board (FI_DIMMNET2_STATS=1):"
     grep -a 'dimmnet2 stats:' "$out" | sed 's/^/  /'
+fi
+if [ -n "$cpu" ]; then
+    # cpuof NET CLASS FIELD: host-cpu.py's figure (3 run s, 4 wait s; 0 if absent)
+    cpuof() { awk -v c="$2" -v f="$3" '$1 == "cpu" && $2 == c { v = $f } END { print v + 0 }' "$out.cpu-$1"; }
+    # perm S MIB: S seconds in ms per MiB
+    perm() { awk -v s="$1" -v m="$2" 'BEGIN { if (m > 0) printf "%.2f", s * 1000 / m; else print "-" }'; }
+    snd=node0 rcv=node$((1 / ppn))
+    declare -A hc
+    for net in $nets; do
+        jn=${jobof[$net.cpu]}
+        mib=$(figure "$jn" stream_mib)
+        hc[$net.MBps]=$(figure "$jn" stream_MBps)
+        [ "$(sed -n "s/^\[$jn\.0\] data //p" "$out")" = checked ] || log "warning: job $jn ($net stream) did not report checked data"
+        [ -s "$out.cpu-$net" ] || { log "warning: no host CPU figures for $net: $(head -3 "$out.cpu-$net.err" 2>/dev/null)"; continue; }
+        [ -n "$keep" ] && cp "$out.cpu-$net" "$keep/host-cpu-$net.txt"
+        hc[$net.cpus]=$(awk '$1 == "cpus" { print $2 }' "$out.cpu-$net")
+        fab=switch; [ "$(jnet "$net")" = tcp ] && fab=hub
+        # other: the total less the rows above (each class once)
+        known=$(printf '%s\n' "$snd.vcpu" "$rcv.vcpu" "$snd.main" "$rcv.main" "$fab" | sort -u \
+            | awk 'NR == FNR { want[$1] = 1; next } $1 == "cpu" && ($2 in want) { s += $3 } END { print s + 0 }' - "$out.cpu-$net")
+        tot=$(cpuof "$net" total 3)
+        hc[$net.svcpu]=$(perm "$(cpuof "$net" "$snd.vcpu" 3)" "$mib")
+        hc[$net.rvcpu]=$(perm "$(cpuof "$net" "$rcv.vcpu" 3)" "$mib")
+        hc[$net.smain]=$(perm "$(cpuof "$net" "$snd.main" 3)" "$mib")
+        hc[$net.rmain]=$(perm "$(cpuof "$net" "$rcv.main" 3)" "$mib")
+        hc[$net.fab]=$(perm "$(cpuof "$net" "$fab" 3)" "$mib")
+        hc[$net.other]=$(perm "$(awk -v a="$tot" -v b="$known" 'BEGIN { d = a - b; print d > 0 ? d : 0 }')" "$mib")
+        hc[$net.total]=$(perm "$tot" "$mib")
+        hc[$net.wsvcpu]=$(perm "$(cpuof "$net" "$snd.vcpu" 4)" "$mib")
+        hc[$net.wrvcpu]=$(perm "$(cpuof "$net" "$rcv.vcpu" 4)" "$mib")
+        hc[$net.wsmain]=$(perm "$(cpuof "$net" "$snd.main" 4)" "$mib")
+        hc[$net.wrmain]=$(perm "$(cpuof "$net" "$rcv.main" 4)" "$mib")
+    done
+    echo
+    echo "host CPU during the 1 MiB stream alone (mpi-bench --stream $cpu: rank 0 on $snd sends, rank 1 on $rcv receives;"
+    echo " scripts/host-cpu.py between the stream's marks; ms per MiB moved; ratio: tcp / board)"
+    crow() { # LABEL KEY [RATIO]
+        local net
+        printf '%-36s' "$1"
+        for net in $nets; do printf '%12s' "${hc[$net.$2]:--}"; done
+        if [ -n "${3:-}" ] && both; then printf '%12s' "$(ratio "${hc[tcp.$2]:-}" "${hc[board.$2]:-}" | sed 's/^[0-9.]*$/&x/')"; fi
+        echo
+    }
+    printf '%-36s' ""; for net in $nets; do printf '%12s' "$net"; done; both && printf '%12s' ratio; echo
+    crow "stream (MB/s)" MBps
+    crow "host CPUs in use" cpus
+    echo "host CPU, ms per MiB:"
+    if [ "$snd" = "$rcv" ]; then
+        crow "  vCPU of $snd (both ranks)" svcpu
+        crow "  main loop, $snd" smain
+    else
+        crow "  vCPU, sending rank ($snd)" svcpu
+        crow "  vCPU, receiving rank ($rcv)" rvcpu
+        crow "  main loop, $snd" smain
+        crow "  main loop, $rcv" rmain
+    fi
+    crow "  switch (board) / hub (tcp)" fab
+    crow "  other" other
+    crow "  total" total ratio
+    echo "waiting for a host CPU, ms per MiB:"
+    if [ "$snd" = "$rcv" ]; then
+        crow "  vCPU of $snd" wsvcpu
+        crow "  main loop, $snd" wsmain
+    else
+        crow "  vCPU, sending rank ($snd)" wsvcpu
+        crow "  vCPU, receiving rank ($rcv)" wrvcpu
+        crow "  main loop, $snd" wsmain
+        crow "  main loop, $rcv" wrmain
+    fi
 fi
