@@ -301,7 +301,7 @@ if [ -n "$cpu" ]; then
         hc[$net.smain]=$(perm "$(cpuof "$net" "$snd.main" 3)" "$mib")
         hc[$net.rmain]=$(perm "$(cpuof "$net" "$rcv.main" 3)" "$mib")
         hc[$net.fab]=$(perm "$(cpuof "$net" "$fab" 3)" "$mib")
-        hc[$net.other]=$(perm "$(awk -v a="$tot" -v b="$known" 'BEGIN { d = a - b; print d > 0 ? d : 0 }')" "$mib")
+        hc[$net.other]=$(perm "$(awk -v a="$tot" -v b="$known" 'BEGIN { d = a - b; print (d > 0 ? d : 0) }')" "$mib")
         hc[$net.total]=$(perm "$tot" "$mib")
         hc[$net.wsvcpu]=$(perm "$(cpuof "$net" "$snd.vcpu" 4)" "$mib")
         hc[$net.wrvcpu]=$(perm "$(cpuof "$net" "$rcv.vcpu" 4)" "$mib")
