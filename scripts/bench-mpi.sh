@@ -108,7 +108,7 @@ fi
 # pre NET: the environment of NET's jobs; jnet NET: mpirun.sh's network
 pre() { case $1 in board) echo "$benv" ;; boardb) echo "$benv$benvb" ;; *) echo "" ;; esac; }
 jnet() { [ "$1" = boardb ] && echo board || echo "$1"; }
-both() { case " $nets " in *" board "*" tcp "*|*" tcp "*" board "*) return 0 ;; esac; return 1; }
+both() { case " $nets " in *" board "*) case " $nets " in *" tcp "*) return 0 ;; esac ;; esac; return 1; }
 
 bench=$DN2_TOP/build/tests/mpi/mpi-bench
 if [ ! -x "$bench" ] || [ "$DN2_TOP/tests/mpi/mpi-bench.c" -nt "$bench" ]; then
