@@ -92,6 +92,10 @@
 #                         thread woken by a datagram or a timer preempts a
 #                         busy one at once; default 100, 0 keeps the
 #                         kernel's (docs/cluster.md, "Host scheduling")
+#       --pause-yield on|off  a guest's spin-wait hint (PAUSE) yields the
+#                         vCPU's host thread to the QEMU threads and the
+#                         switch waiting for a CPU (-accel tcg,pause-yield=on,
+#                         a patch of the project's QEMU); default on
 #       --board-stats     every node gets a QMP socket, and a poller keeps the
 #                         boards' latest stat-* counters in
 #                         RUNDIR/board-stats/nodeI ("name=value" lines)
@@ -1246,6 +1250,7 @@ mpi_image=
 ethernet=
 board_stats=
 slice_us=100
+pause_yield=on
 ether_mtu=
 serve_dir=
 append_extra=
@@ -1333,6 +1338,7 @@ while [ $# -gt 0 ]; do
         --ethernet) ethernet=1; shift ;;
         --board-stats) board_stats=1; shift ;;
         --slice) dn2_need_value "$@"; slice_us=$2; shift 2 ;;
+        --pause-yield) dn2_need_value "$@"; pause_yield=$2; shift 2 ;;
         --ethernet-mtu) dn2_need_value "$@"; ether_mtu=$2; shift 2 ;;
         --serve-dir) dn2_need_value "$@"; serve_dir=$2; shift 2 ;;
         -a|--append) dn2_need_arg "$@"; append_extra=$2; shift 2 ;;
@@ -1376,6 +1382,7 @@ if [ -n "$junit" ]; then
     [ -d "$(dirname "$junit")" ] || usage_error "--junit: the directory of $junit does not exist"
     junit=$(cd "$(dirname "$junit")" && pwd)/$(basename "$junit")
 fi
+case $pause_yield in on|off) ;; *) usage_error "--pause-yield: on or off, not '$pause_yield'" ;; esac
 [ "$slice_us" = 0 ] || { [ "$slice_us" -ge 100 ] && [ "$slice_us" -le 100000 ]; } \
     || usage_error "--slice: 100..100000 microseconds (the kernel's range), or 0 for its default"
 if [ -n "$run_file" ]; then
@@ -1524,6 +1531,23 @@ if [ "$slice_us" != 0 ]; then
         slice_wrap=()
     fi
 fi
+# --pause-yield: TCG's accelerator gets pause-yield=on where this QEMU has
+# it (the project's build does: scripts/qemu/patches), so that a guest
+# spinning on the board lets its own QEMU's main loop and the other node
+# run first (docs/cluster.md, "Host scheduling").
+if [ "$pause_yield" = on ]; then
+    if printf '%s\n' '{"execute":"qmp_capabilities"}' '{"execute":"quit"}' |
+        timeout 20 "$qemu_bin" -M none -accel tcg,pause-yield=on -display none \
+            -nodefaults -S -qmp stdio >/dev/null 2>&1; then
+        for i in "${!DN2_ACCEL_ARGS[@]}"; do
+            if [ "${DN2_ACCEL_ARGS[$i]}" = -accel ] && [ "${DN2_ACCEL_ARGS[$((i + 1))]:-}" = tcg ]; then
+                DN2_ACCEL_ARGS[$((i + 1))]=tcg,pause-yield=on
+            fi
+        done
+    else
+        say "note: --pause-yield on has no effect here: $qemu_bin has no -accel tcg,pause-yield"
+    fi
+fi
 initramfs_args=()
 [ -n "$packages" ] && initramfs_args+=(--packages "$packages")
 [ -n "$mpi_image" ] && initramfs_args+=(--mpi)
@@ -1626,7 +1650,7 @@ if [ -n "$vt" ]; then
     mkdir -p "$rundir/replay" "$rundir/input"
     printf '%s' "$run" > "$rundir/replay/run.sh"
     r_rec=(-n "$nodes" -t "$timeout_s" -b "$boot_timeout" -g "$grace" -m "$mem" --wid "$wid"
-           --slice "$slice_us" --vt-shift "$vt_shift" --vt-lookahead "$vt_lookahead"
+           --slice "$slice_us" --pause-yield "$pause_yield" --vt-shift "$vt_shift" --vt-lookahead "$vt_lookahead"
            --vt-start "$vt_start")
     [ -n "$vt_sync" ] && r_rec+=(--virtual-time) || r_rec+=(--no-vt-sync)
     [ -n "$vt_quantum" ] && r_rec+=(--vt-quantum "$vt_quantum")

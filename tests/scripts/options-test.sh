@@ -93,7 +93,7 @@ declare -A bad=(
     [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x'
     [scripts/host-cpu.py]='--timeout=x')
 
-tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 1 + 2))
+tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 1 + 1 + 2))
 
 for s in "${scripts[@]}"; do
     run "$s" --help
@@ -146,6 +146,12 @@ run scripts/bench-mpi.sh --cpu=x
 p=0
 [ "$rc" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q -- --cpu "$work/err" && [ -z "$work_done" ] && p=1
 point scripts/bench-mpi.sh $p "--cpu=x: a bad value in the --opt=value form is refused: exit 2, naming --cpu (status $rc)"
+[ $p = 1 ] || stderr_diag
+
+run scripts/cluster.sh --pause-yield=maybe -r true
+p=0
+[ "$rc" = 2 ] && grep -q -- '--pause-yield' "$work/err" && [ -z "$work_done" ] && p=1
+point scripts/cluster.sh $p "--pause-yield=maybe: not on or off, refused: exit 2, naming --pause-yield (status $rc)"
 [ $p = 1 ] || stderr_diag
 
 # MPI in virtual time (PMI over the boards): what it cannot do is a usage
