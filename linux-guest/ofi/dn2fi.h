@@ -193,6 +193,7 @@ struct dn2fi_cq {
     int refs;
     long idle_us;           /* FI_DIMMNET2_IDLE_US: sleep when a read finds nothing */
     long spin_us;           /* FI_DIMMNET2_SPIN_US: ... after reads found nothing this long */
+    long pause;             /* FI_DIMMNET2_PAUSE: an empty read while spinning runs PAUSE */
     uint64_t empty_since;   /* when reads began to find nothing (0: the last found some) */
     uint64_t idle_sleeps;   /* how often a read slept (FI_DIMMNET2_STATS) */
 };

@@ -5,7 +5,8 @@
  * nothing drives the progress of the endpoints bound to the CQ through
  * the table each one gives at bind (struct dn2fi_ep_up, dn2fi.h).  Reads
  * that have found nothing for FI_DIMMNET2_SPIN_US sleep FI_DIMMNET2_IDLE_US
- * each, so that the vCPU halts instead of spinning (docs/ofi-provider.md,
+ * each, so that the vCPU halts instead of spinning; before that, each
+ * executes the spin-wait hint (FI_DIMMNET2_PAUSE; docs/ofi-provider.md,
  * "Waiting for completions").
  */
 #define _GNU_SOURCE
@@ -187,7 +188,15 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
             struct timespec ts = { 0, cq->idle_us * 1000 };
             cq->idle_sleeps++;
             nanosleep(&ts, NULL);
+            return r;
         }
+    }
+    if (r == -FI_EAGAIN && cq->pause) {
+        /* The caller spins on us: the spin-wait hint (a QEMU vCPU with
+         * -accel tcg,pause-yield=on gives the host CPU to the threads
+         * that carry the board's packets; on a real CPU it saves power
+         * and the sibling thread's cycles). */
+        dn2_cpu_relax();
     }
     return r;
 }
@@ -298,6 +307,22 @@ static const struct fi_ops_cq cq_ops = {
 
 /* A number of microseconds from the environment, 0..999999 in decimal
  * (def when unset or empty): 0, or -1 with a warning. */
+static int env_bool(const char *name, long def, long *out)
+{
+    const char *v = getenv(name);
+
+    *out = def;
+    if (!v || !*v) {
+        return 0;
+    }
+    if ((v[0] != '0' && v[0] != '1') || v[1]) {
+        DN2FI_WARN(FI_LOG_CQ, "%s=%s: not 0 or 1\n", name, v);
+        return -1;
+    }
+    *out = v[0] == '1';
+    return 0;
+}
+
 static int env_us(const char *name, long def, long *out)
 {
     const char *v = getenv(name);
@@ -359,7 +384,8 @@ int dn2fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     cq->format = fmt;
     {
         if (env_us("FI_DIMMNET2_IDLE_US", DN2FI_IDLE_US, &cq->idle_us) ||
-            env_us("FI_DIMMNET2_SPIN_US", DN2FI_SPIN_US, &cq->spin_us)) {
+            env_us("FI_DIMMNET2_SPIN_US", DN2FI_SPIN_US, &cq->spin_us) ||
+            env_bool("FI_DIMMNET2_PAUSE", 1, &cq->pause)) {
             free(cq->ring);
             free(cq);
             return -FI_EINVAL;

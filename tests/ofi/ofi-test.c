@@ -955,6 +955,17 @@ int main(void)
             fi_close(&cq2->fid);
         }
         unsetenv("FI_DIMMNET2_IDLE_US");
+        setenv("FI_DIMMNET2_PAUSE", "2", 1);
+        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        CHECK(r == -FI_EINVAL, "FI_DIMMNET2_PAUSE=2 refuses the CQ: %s", fi_strerror(-r));
+        setenv("FI_DIMMNET2_PAUSE", "0", 1);
+        cq2 = NULL;
+        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        CHECK(r == 0 && cq2, "FI_DIMMNET2_PAUSE=0 (no spin-wait hint) is taken: %s", fi_strerror(-r));
+        if (cq2) {
+            fi_close(&cq2->fid);
+        }
+        unsetenv("FI_DIMMNET2_PAUSE");
         struct fid_ep *ep2 = NULL;
         struct fi_info *i2 = fi_dupinfo(c.info);
         i2->caps |= FI_RMA;
