@@ -541,6 +541,25 @@ static int kill_mid_stream(struct ctx *c, struct fi_info *h)
     return ok;
 }
 
+/* Open (and close) a CQ with VAR=VAL in the environment: fi_cq_open's
+ * result, 0 when the CQ was taken. */
+static int cq_open_with(struct fid_domain *dom, const char *var, const char *val)
+{
+    struct fi_cq_attr a = { .format = FI_CQ_FORMAT_MSG };
+    struct fid_cq *cq = NULL;
+    int r;
+
+    setenv(var, val, 1);
+    r = fi_cq_open(dom, &a, &cq, NULL);
+    if (r == 0 && !cq) {
+        r = -FI_EOTHER;
+    }
+    if (cq) {
+        fi_close(&cq->fid);
+    }
+    unsetenv(var);
+    return r;
+}
 static void native_rdm(const char *bulk)
 {
     struct fi_info *h = hints_native(), *info = NULL, *cur;
@@ -939,33 +958,16 @@ int main(void)
         r = fi_cq_open(c.dom, &bad, &cq2, NULL);
         CHECK(r == -FI_ENOSYS, "CQ with FI_WAIT_FD refused: %s", fi_strerror(-r));
         /* the waiting settings: a bad value refuses the CQ, not 0 silently */
-        struct fi_cq_attr ok = { .format = FI_CQ_FORMAT_MSG };
-        setenv("FI_DIMMNET2_SPIN_US", "5ms", 1);
-        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        r = cq_open_with(c.dom, "FI_DIMMNET2_SPIN_US", "5ms");
         CHECK(r == -FI_EINVAL, "FI_DIMMNET2_SPIN_US=5ms refuses the CQ: %s", fi_strerror(-r));
-        unsetenv("FI_DIMMNET2_SPIN_US");
-        setenv("FI_DIMMNET2_IDLE_US", "-1", 1);
-        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        r = cq_open_with(c.dom, "FI_DIMMNET2_IDLE_US", "-1");
         CHECK(r == -FI_EINVAL, "FI_DIMMNET2_IDLE_US=-1 refuses the CQ: %s", fi_strerror(-r));
-        setenv("FI_DIMMNET2_IDLE_US", "0", 1);
-        cq2 = NULL;
-        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
-        CHECK(r == 0 && cq2, "FI_DIMMNET2_IDLE_US=0 (spin) is taken: %s", fi_strerror(-r));
-        if (cq2) {
-            fi_close(&cq2->fid);
-        }
-        unsetenv("FI_DIMMNET2_IDLE_US");
-        setenv("FI_DIMMNET2_PAUSE", "2", 1);
-        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
+        r = cq_open_with(c.dom, "FI_DIMMNET2_IDLE_US", "0");
+        CHECK(r == 0, "FI_DIMMNET2_IDLE_US=0 (spin) is taken: %s", fi_strerror(-r));
+        r = cq_open_with(c.dom, "FI_DIMMNET2_PAUSE", "2");
         CHECK(r == -FI_EINVAL, "FI_DIMMNET2_PAUSE=2 refuses the CQ: %s", fi_strerror(-r));
-        setenv("FI_DIMMNET2_PAUSE", "0", 1);
-        cq2 = NULL;
-        r = fi_cq_open(c.dom, &ok, &cq2, NULL);
-        CHECK(r == 0 && cq2, "FI_DIMMNET2_PAUSE=0 (no spin-wait hint) is taken: %s", fi_strerror(-r));
-        if (cq2) {
-            fi_close(&cq2->fid);
-        }
-        unsetenv("FI_DIMMNET2_PAUSE");
+        r = cq_open_with(c.dom, "FI_DIMMNET2_PAUSE", "0");
+        CHECK(r == 0, "FI_DIMMNET2_PAUSE=0 (no spin-wait hint) is taken: %s", fi_strerror(-r));
         struct fid_ep *ep2 = NULL;
         struct fi_info *i2 = fi_dupinfo(c.info);
         i2->caps |= FI_RMA;
