@@ -305,8 +305,8 @@ static const struct fi_ops_cq cq_ops = {
     .strerror = cq_strerror,
 };
 
-/* A number of microseconds from the environment, 0..999999 in decimal
- * (def when unset or empty): 0, or -1 with a warning. */
+/* A switch from the environment, 0 or 1 (def when unset or empty): 0, or
+ * -1 with a warning. */
 static int env_bool(const char *name, long def, long *out)
 {
     const char *v = getenv(name);
@@ -323,6 +323,8 @@ static int env_bool(const char *name, long def, long *out)
     return 0;
 }
 
+/* A number of microseconds from the environment, 0..999999 in decimal
+ * (def when unset or empty): 0, or -1 with a warning. */
 static int env_us(const char *name, long def, long *out)
 {
     const char *v = getenv(name);
