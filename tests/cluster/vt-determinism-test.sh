@@ -23,7 +23,7 @@
 # first differing packet, tests/cluster/vt-pcap-diff.py).
 #
 # Then the same with the timing model (docs/timing.md): 2 nodes, both boards
-# timing=thesis, --vt-lookahead 665, --vt-insn-ps 381 (DN2_VT_TIMING_PS:
+# timing=thesis, --vt-lookahead 625, --vt-insn-ps 381 (DN2_VT_TIMING_PS:
 # the thesis's host, a rate that does not divide 1000 ps:
 # 0002-icount-insn-ps-budget.patch), running dn2-vt-exchange -k 4 -r 4: the
 # host's uncached accesses are charged to the vCPU, and an access that
@@ -165,7 +165,7 @@ done
 a=vt-test-timing b=vt-test-timing-b
 ra=$top/build/cluster/$a rb=$top/build/cluster/$b
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps "${DN2_VT_TIMING_PS:-381}" \
+"$cluster" -q --virtual-time --vt-lookahead 625 --vt-insn-ps "${DN2_VT_TIMING_PS:-381}" \
     --device-opts timing=thesis -n 2 --name "$a" -b "$boot_timeout" -t $((boot_timeout + 600)) \
     -r 'insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
 dn2-vt-exchange -k 4 -r 4' > "$ra.stdout" 2> "$ra.stderr"

@@ -17,7 +17,7 @@
 #      pcap byte-identical to run A's (the trace of A up to VT followed
 #      by B's after it), and the launcher says so
 #   3. the same with the timing model (--device-opts timing=thesis, its
-#      lookahead of 665 ns): a 2-node exchange busy at the cut is saved
+#      lookahead of 625 ns): a 2-node exchange busy at the cut is saved
 #      with each board's model state (when each unit is free again, what
 #      the host has paid for) and the run from the snapshot is
 #      byte-identical, outputs and pcaps
@@ -133,7 +133,7 @@ node_cmd_t='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "boar
 dn2-vt-exchange -k 4 -r 600 -a 5 -q | tail -3 || exit 1
 cat /proc/uptime'
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --device-opts timing=thesis -n 2 --name vt-snap-test-t \
+"$cluster" -q --virtual-time --vt-lookahead 625 --device-opts timing=thesis -n 2 --name vt-snap-test-t \
     -b "$boot_timeout" -t $((boot_timeout + 600)) --snapshot-at "$cut_t" "$tag_t" -r "$node_cmd_t" \
     > "$ta.stdout" 2> "$ta.stderr"
 rc=$?
