@@ -103,12 +103,14 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "the Core Logic moves a 512-byte BOTF image to the SWIF in 0.660 us "
         "(thesis Table 6.2): 64 lines at one per clock and 2 clocks more" },
     [DN2T_SDIMM_READ_MBPS] = { "sdimm-read-mbps", 727, 100000, "MB/s",
-        "[derived] the SO-DIMM read rate of a send: RVS unidirectional "
-        "reaches 727.20 MB/s, 90.9 % of the 800 MB/s port (thesis ch. 6)" },
+        "[calibrated] the SO-DIMM read rate of a send: solved from the RVS "
+        "unidirectional row, 727.20 MB/s, 90.9 % of the 800 MB/s port "
+        "(thesis ch. 6); that row calibrates, it does not agree" },
     [DN2T_SDIMM_WRITE_MBPS] = { "sdimm-write-mbps", 1385, 100000, "MB/s",
-        "[derived] the SO-DIMM write rate of a receive: RVS bidirectional "
-        "953.50 MB/s with sends' reads and receives' writes contending "
-        "(thesis ch. 6): 1 / (2 / 953.5 - 1 / 727.2)" },
+        "[calibrated] the SO-DIMM write rate of a receive: solved from the "
+        "RVS bidirectional row, 953.50 MB/s with sends' reads and receives' "
+        "writes contending (thesis ch. 6): 1 / (2 / 953.5 - 1 / 727.2); that "
+        "row calibrates, it does not agree" },
     [DN2T_UC_READ_NS] = { "uc-read-ns", 189, 100000, "ns",
         "an uncached read of the board (a register, the LLCM) on the PC-1600 "
         "host: about 0.189 us (thesis ch. 6, BOTF latency breakdown)" },
