@@ -410,7 +410,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
         # Agreement is counted over the predicted rows only: a row that a
         # [calibrated] parameter was solved from is printed, marked, not counted.
         tr -d '\r' < "$out0" | awk '$1 == "row" {
-                e = $9; sub(/%$/, "", e); e = e < 0 ? -e : e
+                e = $9 + 0; e = e < 0 ? -e : e     # "+11.2%" -> 11.2 (numeric)
                 if ($10 == "calibrates") { cal++; next }
                 n++; if (e <= 10) w10++; if (e <= 5) w5++
             }
