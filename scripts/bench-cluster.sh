@@ -409,12 +409,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
         tr -d '\r' < "$out0" | grep '^row '
         # Agreement is counted over the predicted rows only: a row that a
         # [calibrated] parameter was solved from is printed, marked, not counted.
-        tr -d '\r' < "$out0" | awk '$1 == "row" {
-                e = $9 + 0; e = e < 0 ? -e : e     # "+11.2%" -> 11.2 (numeric)
-                if ($10 == "calibrates") { cal++; next }
-                n++; if (e <= 10) w10++; if (e <= 5) w5++
-            }
-            END { printf "rows: %d predicted, %d within 10 %%, %d within 5 %%; %d calibration rows (not counted)\n", n, w10, w5, cal }'
+        tr -d '\r' < "$out0" | awk -f "$here/rows-summary.awk"
     fi
     if [ -n "${timing:-}" ] && grep -q '^shape ' "$out0" 2> /dev/null; then
         echo
