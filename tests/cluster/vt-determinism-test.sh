@@ -25,7 +25,7 @@
 # tests/cluster/vt-pcap-diff.py).
 #
 # Then the same with the timing model (docs/timing.md): 2 nodes, both boards
-# timing=thesis, --vt-lookahead 665, --vt-insn-ps 381 (DN2_VT_TIMING_PS:
+# timing=thesis, --vt-lookahead 625, --vt-insn-ps 381 (DN2_VT_TIMING_PS:
 # the thesis's host, a rate that does not divide 1000 ps:
 # 0002-icount-insn-ps-budget.patch), running dn2-vt-exchange -k 4 -r 4: the
 # host's uncached accesses are charged to the vCPU, and an access that
@@ -39,7 +39,7 @@
 # docs/timing.md): 2 nodes x 1 rank of build/tests/mpi/mpi-check 1024 (the
 # MPI check program: point to point up to 1 KiB, collectives, one-sided)
 # with scripts/mpirun.sh --virtual-time (PMI over the boards through
-# dn2-pmi-agent), both boards timing=thesis, --vt-lookahead 665,
+# dn2-pmi-agent), both boards timing=thesis, --vt-lookahead 625,
 # --vt-insn-ps 381 as above; run A, then run B as above (cluster.sh
 # --replay A, CPU hog, switch faults).  Checked: A passes every check, B
 # succeeds and was perturbed, the nodes' outputs (every rank's TAP and
@@ -183,7 +183,7 @@ done
 a=vt-test-timing b=vt-test-timing-b
 ra=$top/build/cluster/$a rb=$top/build/cluster/$b
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps "${DN2_VT_TIMING_PS:-381}" \
+"$cluster" -q --virtual-time --vt-lookahead 625 --vt-insn-ps "${DN2_VT_TIMING_PS:-381}" \
     --device-opts timing=thesis -n 2 --name "$a" -b "$boot_timeout" -t $((boot_timeout + 600)) \
     -r 'insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
 dn2-vt-exchange -k 4 -r 4' > "$ra.stdout" 2> "$ra.stderr"
@@ -210,7 +210,7 @@ else
     a=vt-test-mpi b=vt-test-mpi-b
     ra=$top/build/cluster/$a rb=$top/build/cluster/$b
     t0=$SECONDS
-    bash "$top/scripts/mpirun.sh" -q --virtual-time --vt-lookahead 665 --device-opts timing=thesis \
+    bash "$top/scripts/mpirun.sh" -q --virtual-time --vt-lookahead 625 --device-opts timing=thesis \
         --cluster-opt=--vt-insn-ps="${DN2_VT_TIMING_PS:-381}" -np 2 \
         --name "$a" -t $((boot_timeout + 600)) -- "$mpi_check" 1024 > "$ra.stdout" 2> "$ra.stderr"
     rc=$?

@@ -18,7 +18,7 @@
 #      pcap byte-identical to run A's (the trace of A up to VT followed
 #      by B's after it), and the launcher says so
 #   3. the same with the timing model (--device-opts timing=thesis, its
-#      lookahead of 665 ns): a 2-node exchange busy at the cut is saved
+#      lookahead of 625 ns): a 2-node exchange busy at the cut is saved
 #      with each board's model state (when each unit is free again, what
 #      the host has paid for) and the run from the snapshot is
 #      byte-identical, outputs and pcaps
@@ -166,7 +166,7 @@ printf "%s\n" "$x" | tail -3
 [ $rc = 0 ] || { echo "dn2-vt-exchange: exit $rc"; exit 1; }
 cat /proc/uptime'
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --device-opts timing=thesis -n 2 --name vt-snap-test-t \
+"$cluster" -q --virtual-time --vt-lookahead 625 --device-opts timing=thesis -n 2 --name vt-snap-test-t \
     -b "$boot_timeout" -t $((boot_timeout + 600)) --snapshot-at "$cut_t" "$tag_t" -r "$node_cmd_t" \
     > "$ta.stdout" 2> "$ta.stderr"
 rc=$?
