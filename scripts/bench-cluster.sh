@@ -172,13 +172,7 @@ command -v python3 > /dev/null || die "python3 is needed (cluster.sh's job serve
 
 # ------------------------------------------------- the per-node second NIC
 # Two free UDP ports on 127.0.0.1: node0 <-> node1 over QEMU's dgram netdev.
-read -r port0 port1 < <(python3 - <<'PY'
-import socket
-s = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*(x.getsockname()[1] for x in s))
-PY
-) || die "cannot find two free UDP ports"
+read -r port0 port1 < <(PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 python3 -m dn2scripts.free_udp_ports 2) || die "cannot find two free UDP ports"
 # Per-run files live in a private directory (QMP sockets want short paths);
 # copies of the wrapper and the node script stay in build/bench/.
 qmp_dir=$(mktemp -d "${TMPDIR:-/tmp}/dn2-bench.XXXXXX") || die "mktemp failed"
@@ -266,46 +260,8 @@ trap 'trap - INT TERM; kill -TERM "$cpid" 2> /dev/null; wait "$cpid"; echo "[ben
 # QMP_DIR/locksI (the guests power off at the end).
 lpid=
 if [ -n "$lock_profile" ]; then
-    python3 -c '
-import os, sys, time
-sys.dont_write_bytecode = True
-sys.path.insert(0, sys.argv[1])
-from qmp import QMP
-rundir, out = sys.argv[2], sys.argv[3]
-def hmp(path, line):
-    q = QMP(path, timeout=5)
-    try:
-        return q.hmp(line)
-    finally:
-        q.close()
-socks = {}
-while len(socks) < 2:
-    try:
-        for l in open(os.path.join(rundir, "info")):
-            k, _, v = l.strip().partition("=")
-            if k in ("node0_qmp", "node1_qmp"): socks[int(k[4])] = v
-    except OSError: pass
-    time.sleep(0.5)
-on = set(); reset = False
-while True:
-    for i, p in socks.items():
-        try:
-            if i not in on:
-                hmp(p, "sync-profile on"); on.add(i)
-            if reset:
-                t = hmp(p, "info sync-profile -n 12")
-                if t and "Type" in t:
-                    with open(os.path.join(out, "locks%d.tmp" % i), "w") as f: f.write(t)
-                    os.rename(os.path.join(out, "locks%d.tmp" % i), os.path.join(out, "locks%d" % i))
-        except Exception: pass
-    if not reset and len(on) == 2:
-        try:
-            if "[dn2-bench]" in open(os.path.join(rundir, "node0.log"), errors="replace").read():
-                for p in socks.values(): hmp(p, "sync-profile reset")
-                reset = True
-        except Exception: pass
-    time.sleep(1)
-' "$here" "$rundir" "$qmp_dir" &
+    # (scripts/dn2scripts/lock_profile.py)
+    PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 python3 -m dn2scripts.lock_profile "$here" "$rundir" "$qmp_dir" &
     lpid=$!
 fi
 

@@ -258,41 +258,7 @@ unpack_debs() {
     # Docs, man pages, locales: not needed in a guest.
     rm -rf "$root"/usr/share/{doc,man,info,locale,lintian,linda,bug,bash-completion,zsh,gtk-doc,help,menu} \
            "$root"/usr/lib/x86_64-linux-gnu/gconv
-    python3 - "$root" "$ctl" <<'PY'
-import glob, os, re, shlex, sys
-root, ctl = sys.argv[1:3]
-best = {}            # alternative name -> (priority, [(link, path)...])
-for f in sorted(glob.glob(os.path.join(ctl, "*.postinst"))):
-    text = open(f, errors="replace").read().replace("\\\n", " ")
-    for line in text.splitlines():
-        if "update-alternatives" not in line or "--install" not in line or "$" in line:
-            continue
-        try:
-            w = shlex.split(line, comments=True)
-        except ValueError:
-            continue
-        i, group, prio = 0, [], None
-        while i < len(w):
-            if w[i] == "--install" and i + 4 < len(w):
-                group.append((w[i + 1], w[i + 3])); name = w[i + 2]
-                try:
-                    prio = int(w[i + 4])
-                except ValueError:
-                    prio = 0
-                i += 5
-            elif w[i] == "--slave" and i + 3 < len(w):
-                group.append((w[i + 1], w[i + 3])); i += 4
-            else:
-                i += 1
-        if group and prio is not None and (name not in best or prio > best[name][0]):
-            best[name] = (prio, group)
-for name, (prio, group) in sorted(best.items()):
-    for link, path in group:
-        dst, src = root + link, root + path
-        if os.path.lexists(src) and not os.path.lexists(dst):
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            os.symlink(path, dst)
-PY
+    PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 python3 -m dn2scripts.alternatives "$root" "$ctl"
     rm -rf "$ctl"
     mkdir -p "$root/etc"
     [ -f "$root/etc/ld.so.conf" ] || echo 'include /etc/ld.so.conf.d/*.conf' > "$root/etc/ld.so.conf"
@@ -534,7 +500,7 @@ CFLAGS=(-static -O2 -Wall -Wextra -I "$DN2_TOP/include")
 inputs_hash() {
     {
         cat "$PROBE_SRC" "$LID_SRC" "$ABI_H" "$DN2_TOP/tests/guest/dn2-tap.h" "$BUSYBOX" \
-            "$here/build-initramfs.sh" "$here/lib.sh" | sha256sum
+            "$here/build-initramfs.sh" "$here/lib.sh" "$here/dn2scripts/alternatives.py" | sha256sum
         gcc --version | head -1
         echo "${CFLAGS[*]}"
         echo "mpi:$mpi"

@@ -231,6 +231,9 @@ find_python() {
     command -v python3 >/dev/null || return 1
     python3 -c 'import sys; print(sys.executable)' 2>/dev/null
 }
+# The scripts' Python modules (scripts/dn2scripts) run as
+#   PYTHONPATH=$dn2_pypath "$py" -m dn2scripts.MODULE ARGS...
+dn2_pypath=$here${PYTHONPATH:+:$PYTHONPATH}
 
 # ====================================================================
 # The job and file server: scripts/pmi-server.py (python3, standard library
@@ -238,36 +241,7 @@ find_python() {
 # ====================================================================
 
 # A raw terminal to a node's shell socket (cluster.sh console).
-console_py() {
-    cat <<'PY'
-import os, select, socket, sys, termios, tty
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(sys.argv[1])
-fd = sys.stdin.fileno()
-old = termios.tcgetattr(fd) if os.isatty(fd) else None
-sys.stderr.write("[cluster] connected to %s; Ctrl-] quits\r\n" % sys.argv[2])
-s.sendall(b"\n")
-try:
-    if old:
-        tty.setraw(fd)
-    while True:
-        r, _, _ = select.select([fd, s], [], [])
-        if s in r:
-            data = s.recv(4096)
-            if not data:
-                break
-            os.write(sys.stdout.fileno(), data)
-        if fd in r:
-            data = os.read(fd, 1024)
-            if not data or b"\x1d" in data:
-                break
-            s.sendall(data)
-finally:
-    if old:
-        termios.tcsetattr(fd, termios.TCSADRAIN, old)
-    sys.stderr.write("\n[cluster] disconnected\n")
-PY
-}
+# (scripts/dn2scripts/console.py)
 
 # ====================================================================
 # Subcommands on a running cluster
@@ -460,7 +434,7 @@ cmd_console() {
     . "$dir/info"
     [ "$node" -lt "$nodes" ] || setup_die "console: the cluster has nodes 0..$((nodes - 1))"
     py=$(find_python) || setup_die "python3 not found"
-    exec "$py" -c "$(console_py)" "$(sed -n "s/^node${node}_sock=//p" "$dir/info")" "node$node"
+    PYTHONPATH=$dn2_pypath PYTHONDONTWRITEBYTECODE=1 exec "$py" -m dn2scripts.console "$(sed -n "s/^node${node}_sock=//p" "$dir/info")" "node$node"
 }
 
 # cp NAME SRC DEST: a host file to nodes (DEST :/PATH every node, I:/PATH
@@ -758,227 +732,28 @@ SNAP_DIR=${DN2_SNAPSHOT_DIR:-$DN2_TOP/build/snapshots}
 # every board once nothing is in flight (the fabric drains meanwhile: the
 # boards still deliver and acknowledge while their VM is stopped), migrate
 # every node to TAGDIR/nodeI.mig at once, release, run again.
-snapshot_py() {
-    cat <<'PY'
-import os, sys, time
-sys.dont_write_bytecode = True
-sys.path.insert(0, sys.argv[1])
-from qmp import connect, dimmnet2_boards, cmd_all
-tagdir, rundir, drain_s, socks = sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
-def say(m): print("[cluster] " + m, file=sys.stderr, flush=True)
-try:
-    qs = [connect(p, timeout=60) for p in socks]
-except OSError as e:
-    say("error: cannot reach a node's QMP socket: %s" % e); sys.exit(4)
-boards = [dimmnet2_boards(q) for q in qs]
-def run_all():
-    cmd_all(qs, "cont")
-def hold(on):
-    errs = []
-    for i, (q, bs) in enumerate(zip(qs, boards)):
-        for b in bs:
-            r = q.cmd("qom-set", {"path": b, "property": "snapshot-hold", "value": on})
-            if "error" in r: errs.append("node%d: %s" % (i, r["error"]["desc"]))
-    return errs
-t0 = time.monotonic()
-for q in qs: q.cmd("stop")
-t_stop = time.monotonic()
-while True:
-    errs = hold(True)
-    if not errs: break
-    hold(False)
-    if time.monotonic() - t_stop > drain_s:
-        run_all()
-        say("error: no consistent cut: the fabric did not drain in %g s with every vCPU stopped "
-            "(a receiver that cannot take its packets holds them back):" % drain_s)
-        for e in errs[:8]: say("  " + e)
-        sys.exit(3)
-    time.sleep(0.05)
-t_held = time.monotonic()
-if os.environ.get("DN2_SNAP_QUEUED"):
-    # (virtual time: the packets sent before the cut and due after it, per
-    # node, counted once the fabric has drained them into their receivers)
-    print("queued='%s'" % " ".join(str(sum(q.cmd("qom-get", {"path": b, "property": "vt-queued"}).get("return", 0)
-                                           for b in bs)) for q, bs in zip(qs, boards)))
-for i, q in enumerate(qs):
-    r = q.cmd("migrate", {"uri": "file:%s/node%d.mig" % (tagdir, i)})
-    if "error" in r:
-        hold(False); run_all()
-        say("error: node%d: migrate: %s" % (i, r["error"]["desc"])); sys.exit(1)
-failed = []
-for i, q in enumerate(qs):
-    while True:
-        r = q.cmd("query-migrate")["return"]
-        if r.get("status") == "completed": break
-        if r.get("status") in ("failed", "cancelled"):
-            failed.append("node%d: %s" % (i, r.get("error-desc", r.get("status")))); break
-        time.sleep(0.05)
-t_saved = time.monotonic()
-# The consoles as they are at the cut (the guests print nothing while
-# stopped; a restored console goes on from there).
-for i in range(len(qs)):
-    try:
-        with open("%s/node%d.log" % (rundir, i), "rb") as f, open("%s/node%d.log" % (tagdir, i), "wb") as g:
-            g.write(f.read().replace(b"\r", b""))
-    except OSError as e:
-        failed.append("node%d: its console: %s" % (i, e))
-    # (virtual time: the boards' delivery traces up to the cut)
-    try:
-        with open("%s/node%d.pcap" % (rundir, i), "rb") as f, open("%s/node%d.pcap" % (tagdir, i), "wb") as g:
-            g.write(f.read())
-    except FileNotFoundError:
-        pass
-    except OSError as e:
-        failed.append("node%d: its pcap: %s" % (i, e))
-hold(False); run_all()
-if failed:
-    for f in failed: say("error: the migration of " + f)
-    sys.exit(1)
-print("stopped_s=%.2f drained_s=%.2f saved_s=%.2f" % (t_stop - t0, t_held - t_stop, t_saved - t_held))
-PY
-}
+# (scripts/dn2scripts/snapshot.py)
 
 # The restore: every node's QEMU loads its file (-incoming, -S); once all
 # have and every board holds its saved LID again on the new switch, all run.
-restore_py() {
-    cat <<'PY'
-import os, subprocess, sys, time
-sys.dont_write_bytecode = True
-sys.path.insert(0, sys.argv[1])
-from qmp import connect, cmd_all
-wait_s, sw_cmd, lids = float(sys.argv[2]), sys.argv[3].split("\x1f"), sys.argv[4].split()
-pids, socks = [int(p) for p in sys.argv[5].split()], sys.argv[6:]
-parent = os.getppid()
-def fail(m, rc=3):
-    print("[cluster] error: " + m, file=sys.stderr, flush=True); sys.exit(rc)
-def alive(pid):     # (a zombie is not: the launcher reaps its QEMUs later)
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-def check():        # a QEMU that ended, or a launcher that is gone, ends the wait
-    if os.getppid() != parent:
-        sys.exit(3)
-    for i, pid in enumerate(pids):
-        if not alive(pid):
-            fail("node%d: QEMU ended before its snapshot was loaded (see its stderr)" % i)
-t0 = time.monotonic()
-deadline = t0 + wait_s
-qs = []
-for i, p in enumerate(socks):
-    while True:
-        check()
-        try:
-            qs.append(connect(p, timeout=60)); break
-        except OSError as e:
-            if time.monotonic() > deadline:
-                fail("node%d: no QMP socket after %g s (%s)" % (i, wait_s, e))
-            time.sleep(0.05)
-for i, q in enumerate(qs):
-    while True:
-        try:
-            st = q.cmd("query-status")["return"]["status"]
-            m = q.cmd("query-migrate")["return"]
-        except (OSError, ValueError, KeyError):
-            fail("node%d: QEMU ended while loading its snapshot (see its stderr)" % i)
-        if m.get("status") == "failed":
-            fail("node%d: loading the snapshot failed: %s" % (i, m.get("error-desc", "?")))
-        if st == "paused" or m.get("status") == "completed": break
-        if time.monotonic() > deadline: fail("node%d: not loaded after %g s (status %s)" % (i, wait_s, st))
-        check()
-        time.sleep(0.02)
-t_loaded = time.monotonic()
-want = {"0x%016x" % (i + 1): int(l) for i, l in enumerate(lids)}
-while True:
-    got = {}
-    try:
-        out = subprocess.run(sw_cmd, capture_output=True, text=True, timeout=10).stdout
-    except subprocess.TimeoutExpired:
-        out = ""
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) > 2 and f[1] == "active":
-            try: got[f[2]] = int(f[0], 0)
-            except ValueError: pass
-    if all(got.get(g) == l for g, l in want.items()): break
-    if time.monotonic() > deadline:
-        bad = ["GUID %s: LID %s, wants %d" % (g, got.get(g, "none"), l) for g, l in want.items() if got.get(g) != l]
-        fail("the boards did not get their saved LIDs back in %g s: %s" % (wait_s, "; ".join(bad[:4])))
-    check()
-    time.sleep(0.02)
-t_lids = time.monotonic()
-cmd_all(qs, "cont")
-print("every node loaded %.2f s, every board at its LID %.2f s after the QEMUs started" % (t_loaded - t0, t_lids - t0))
-PY
-}
+# (scripts/dn2scripts/restore.py)
 
 # --snapshot-at VT TAG: every board stops its guest at virtual time VT
 # (vt-cut-ns, set while the nodes wait at -S); returns once every node is
 # stopped there, 3 when a QEMU ended first (the run ended before VT).
-vt_cut_py() {
-    cat <<'PY'
-import os, sys, time
-sys.dont_write_bytecode = True
-sys.path.insert(0, sys.argv[1])
-from qmp import connect, dimmnet2_boards, cmd_all
-cut, pids, socks = int(sys.argv[2]), [int(p) for p in sys.argv[3].split()], sys.argv[4:]
-parent = os.getppid()
-def fail(m, rc=3):
-    print("[cluster] " + m, file=sys.stderr, flush=True); sys.exit(rc)
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-def check():
-    if os.getppid() != parent: sys.exit(3)
-    for i, pid in enumerate(pids):
-        if not alive(pid): fail("node%d ended before the cut at %d ns" % (i, cut))
-qs = []
-for i, p in enumerate(socks):
-    t0 = time.monotonic()
-    while True:
-        check()
-        try:
-            qs.append(connect(p, timeout=60)); break
-        except OSError as e:
-            if time.monotonic() - t0 > 60: fail("node%d: no QMP socket (%s)" % (i, e), 4)
-            time.sleep(0.05)
-boards = [dimmnet2_boards(q) for q in qs]
-for i, (q, bs) in enumerate(zip(qs, boards)):
-    for b in bs:
-        r = q.cmd("qom-set", {"path": b, "property": "vt-cut-ns", "value": cut})
-        if "error" in r: fail("node%d: %s" % (i, r["error"]["desc"]), 4)
-cmd_all(qs, "cont")
-stopped_since = None
-while True:
-    check()
-    if all(q.cmd("qom-get", {"path": b, "property": "vt-at-cut"}).get("return")
-           for q, bs in zip(qs, boards) for b in bs):
-        break
-    if all(q.cmd("query-status")["return"]["status"] != "running" for q in qs):
-        stopped_since = stopped_since or time.monotonic()
-        if time.monotonic() - stopped_since > 10:
-            cmd_all(qs, "cont")
-            fail("every node stopped, but not every board at the cut: no snapshot", 1)
-    time.sleep(0.1)
-for q in qs: q.close()
-PY
-}
+# (scripts/dn2scripts/vt_cut.py)
 
 # The snapshot of a --snapshot-at run, in the background: the cut, the
-# save (snapshot_py: the boards held, every node migrated, run again), and
+# save (dn2scripts/snapshot.py: the boards held, every node migrated, run again), and
 # what --replay TAGDIR needs to run on from the cut.
 vt_snapshot_helper() {
     local tagdir=$SNAP_DIR/$snap_at_tag socks=() i out o=()
     for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$rundir/info")"); done
     local queued
-    "$py" -c "$(vt_cut_py)" "$here" "$snap_at_ns" "${qemu_pids[*]}" "${socks[@]}" || return 3
+    PYTHONPATH=$dn2_pypath PYTHONDONTWRITEBYTECODE=1 "$py" -m dn2scripts.vt_cut "$here" "$snap_at_ns" "${qemu_pids[*]}" "${socks[@]}" || return 3
     : > "$rundir/snapshot.cut"
     (umask 077 && mkdir -p "$SNAP_DIR" && mkdir "$tagdir.part") || { say "${R}no snapshot${N}: cannot create $tagdir.part"; return 1; }
-    if ! out=$(DN2_SNAP_QUEUED=1 "$py" -c "$(snapshot_py)" "$here" "$tagdir.part" "$rundir" 30 "${socks[@]}"); then
+    if ! out=$(DN2_SNAP_QUEUED=1 PYTHONPATH=$dn2_pypath PYTHONDONTWRITEBYTECODE=1 "$py" -m dn2scripts.snapshot "$here" "$tagdir.part" "$rundir" 30 "${socks[@]}"); then
         say "${R}no snapshot${N} at $snap_at s (the run goes on)"
         rm -rf "$tagdir.part"
         return 1
@@ -1090,7 +865,7 @@ exit 0")
     # 2. The cut, the migration files.
     local socks=()
     for ((i = 0; i < nodes; i++)); do socks+=("$(sed -n "s/^node${i}_qmp=//p" "$dir/info")"); done
-    out=$("$(find_python)" -c "$(snapshot_py)" "$here" "$tagdir.part" "$dir" "$drain_s" "${socks[@]}")
+    out=$(PYTHONPATH=$dn2_pypath PYTHONDONTWRITEBYTECODE=1 "$(find_python)" -m dn2scripts.snapshot "$here" "$tagdir.part" "$dir" "$drain_s" "${socks[@]}")
     rc=$?
     # 3. The guests go on (their job ends once the gate is there).
     : > "$dir/www/$gate"
@@ -1761,117 +1536,7 @@ switch_at() { case $switch_addr in *:*) echo "[$switch_addr]:$sport" ;; *) echo 
 # duration, failure reason, logs and board counters (docs/cluster.md,
 # "Results for CI").  Written once: at the end of a one-shot run, or when a
 # kept or -i cluster stops.
-result_py() {
-    cat <<'PY'
-import json, os, socket, sys
-import xml.etree.ElementTree as ET
-
-inp, rundir, junit = sys.argv[1:4]
-raw = open(inp, "rb").read().split(b"\0")
-kv = {}
-for k, v in zip(raw[0::2], raw[1::2]):
-    kv[k.decode()] = v.decode("utf-8", "replace")
-
-
-def num(v):
-    if v in (None, "", "-"):
-        return None
-    try:
-        return float(v) if "." in v else int(v)
-    except ValueError:
-        return None
-
-
-def tail(path, n):
-    try:
-        with open(os.path.join(rundir, path), "rb") as f:
-            lines = f.read().decode("utf-8", "replace").replace("\r", "").split("\n")
-    except OSError:
-        return []
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines[-n:]
-
-
-nodes = []
-for i in range(int(kv["node_count"])):
-    g = lambda k: kv.get("node.%d.%s" % (i, k), "")
-    b, d = num(g("begin_s")), num(g("done_s"))
-    e = {"node": i, "rank": i, "state": g("state"), "exit_status": num(g("rc")),
-         "duration_s": round(d - b, 1) if b is not None and d is not None else None,
-         "lid": num(g("lid")), "link_up_s": num(g("link_s")), "joined_s": num(g("joined_s")),
-         "command_started_s": b, "command_ended_s": d, "qemu_exit_status": num(g("qemu_rc")),
-         "why": g("why") or None,
-         "logs": {k: f for k, f in (("console", "node%d.log" % i), ("output", "node%d.out" % i),
-                                    ("qemu_stderr", "node%d.stderr" % i), ("qemu_command", "node%d.cmd" % i),
-                                    ("pcap", "node%d.pcap" % i))
-                  if os.path.exists(os.path.join(rundir, f))}}
-    sf = os.path.join(rundir, "board-stats", "node%d" % i)
-    if os.path.exists(sf):
-        c = {}
-        for l in open(sf, encoding="utf-8", errors="replace").read().split("\n"):
-            if "=" in l:
-                k, v = l.split("=", 1)
-                c[k] = num(v) if num(v) is not None else v
-        e["board_counters"] = c
-        e["logs"]["board_counters"] = "board-stats/node%d" % i
-    nodes.append(e)
-
-res = {"format": "dimmnet2-cluster-result", "version": 1,
-       "name": kv["name"], "run_dir": rundir, "mode": kv["mode"],
-       "command": kv.get("command") or None, "node_count": len(nodes),
-       "exit_status": num(kv.get("exit_status")), "duration_s": num(kv.get("duration_s")),
-       "all_links_up_s": num(kv.get("all_links_up_s")), "rank_table_s": num(kv.get("rank_table_s")),
-       "ready_s": num(kv.get("ready_s")), "timeout_s": num(kv.get("timeout_s")),
-       "guest": {"accel": kv.get("accel"), "mem_mib": num(kv.get("mem")), "mem_from_image": kv.get("mem_auto") == "1",
-                 "smp": num(kv.get("smp")), "image": kv.get("image"),
-                 "image_unpacked_mib": num(kv.get("image_unpacked_mib")), "image_mem_mib": num(kv.get("image_mem_mib"))},
-       "virtual_time": kv.get("vt") == "1", "mpi_abort": kv.get("pmi_abort") or None,
-       "logs": {k: f for k, f in (("launcher", "launcher.log"), ("switch", "switch.log"), ("job_server", "http.log"),
-                                  ("timings", "timings"), ("switch_stats", "switch.stats"))
-                if os.path.exists(os.path.join(rundir, f))},
-       "junit": junit or None, "nodes": nodes}
-path = os.path.join(rundir, "result.json")
-with open(path + ".tmp", "w") as f:
-    json.dump(res, f, indent=1)
-    f.write("\n")
-os.replace(path + ".tmp", path)
-
-if junit:
-    import re
-    bad = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-    clean = lambda s: bad.sub("?", s)
-    su = ET.Element("testsuite", name="cluster " + res["name"], hostname=socket.gethostname())
-    props = ET.SubElement(su, "properties")
-    ET.SubElement(props, "property", name="mode", value=res["mode"])
-    ET.SubElement(props, "property", name="command", value=clean(res["command"] or ""))
-    ET.SubElement(props, "property", name="result", value=path)
-    f_n = e_n = 0
-    for e in nodes:
-        i = e["node"]
-        tc = ET.SubElement(su, "testcase", classname="cluster." + res["name"], name="node %d" % i,
-                           time="%.1f" % (e["duration_s"] or 0.0))
-        if e["state"] in ("ok", "up"):
-            continue
-        text = tail("node%d.out" % i, 30)
-        text = (["---- output (node%d.out) ----" % i] + text if text else []) + \
-               ["---- console (node%d.log) ----" % i] + tail("node%d.log" % i, 30)
-        if e["state"] == "failed":
-            f_n += 1
-            el = ET.SubElement(tc, "failure", type="node failed" if e["why"] else "exit status",
-                               message="node %d: %s" % (i, e["why"] or "the command exited with status %s" % e["exit_status"]))
-        else:
-            e_n += 1
-            el = ET.SubElement(tc, "error", type=e["state"], message="node %d: %s" % (i, e["why"] or e["state"]))
-        el.text = clean("\n".join(text))
-    su.set("tests", str(len(nodes))); su.set("failures", str(f_n)); su.set("errors", str(e_n))
-    su.set("skipped", "0"); su.set("time", "%.1f" % (res["duration_s"] or 0.0))
-    if hasattr(ET, "indent"):
-        ET.indent(su)
-    ET.ElementTree(su).write(junit + ".tmp", encoding="UTF-8", xml_declaration=True)
-    os.replace(junit + ".tmp", junit)
-PY
-}
+# (scripts/dn2scripts/cluster_result.py)
 declare -a res_state res_why
 result_written=
 kv() { printf '%s\0%s\0' "$1" "$2"; }
@@ -1907,7 +1572,7 @@ write_result() { # write_result EXIT_STATUS
             kv "node.$i.begin_s" "${t_begin[i]}"; kv "node.$i.done_s" "${t_done[i]}"
         done
     } > "$f"
-    "$py" -c "$(result_py)" "$f" "$rundir" "$junit" 2> "$rundir/result.err" \
+    PYTHONPATH=$dn2_pypath PYTHONDONTWRITEBYTECODE=1 "$py" -m dn2scripts.cluster_result "$f" "$rundir" "$junit" 2> "$rundir/result.err" \
         || say "warning: could not write $rundir/result.json: $(tail -1 "$rundir/result.err")"
     rm -f "$f"
     [ -s "$rundir/result.err" ] || rm -f "$rundir/result.err"
@@ -2058,12 +1723,7 @@ eth_ports=()
 if [ -n "$ethernet" ]; then
     hub_bin=$(dn2_find_ethhub) || exit 4
     # Free UDP ports for the nodes' ends (held open together so they differ).
-    read -r -a eth_ports <<< "$("$py" -c '
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))' "$nodes")"
+    read -r -a eth_ports <<< "$(PYTHONPATH=$dn2_pypath PYTHONDONTWRITEBYTECODE=1 "$py" -m dn2scripts.free_udp_ports "$nodes")"
     [ ${#eth_ports[@]} -eq "$nodes" ] || setup_die "could not find $nodes free UDP ports on 127.0.0.1"
     hub_args=()
     for p in "${eth_ports[@]}"; do hub_args+=(--member "127.0.0.1:$p"); done
@@ -2228,44 +1888,8 @@ done
 # another).
 if [ -n "$board_stats" ]; then
     mkdir -p "$rundir/board-stats"
-    start_group "$rundir/board-stats.out" "$rundir/board-stats.log" "$py" -c '
-import os, sys, time
-sys.dont_write_bytecode = True
-sys.path.insert(0, sys.argv[1])
-from qmp import QMP
-out, socks = sys.argv[2], sys.argv[3:]
-paths = {}
-def boards(q):
-    res = []
-    for d in q.cmd("qom-list", {"path": "/machine/peripheral-anon"}).get("return", []):
-        p = "/machine/peripheral-anon/" + d["name"]
-        if d["type"].startswith("child<") and q.cmd("qom-get", {"path": p, "property": "type"}).get("return") == "dimmnet2":
-            res.append(p)
-    return res
-def stats(path):
-    q = QMP(path)
-    try:
-        if path not in paths:
-            paths[path] = boards(q)
-        res = []
-        for p in paths[path]:
-            res += q.cmd("qom-get", {"path": p, "property": "stats"})["return"].split()
-        return res
-    finally:
-        q.close()
-while True:
-    for i, path in enumerate(socks):
-        try:
-            st = stats(path)
-        except Exception:
-            continue
-        if st:
-            tmp = os.path.join(out, "node%d.tmp" % i)
-            with open(tmp, "w") as f:
-                f.write("\n".join(sorted(st)) + "\n")
-            os.rename(tmp, os.path.join(out, "node%d" % i))
-    time.sleep(1)
-' "$here" "$rundir/board-stats" $(for ((i = 0; i < nodes; i++)); do sed -n "s/^node${i}_qmp=//p" "$rundir/info"; done)
+    start_group "$rundir/board-stats.out" "$rundir/board-stats.log" \
+        env PYTHONPATH="$dn2_pypath" PYTHONDONTWRITEBYTECODE=1 "$py" -m dn2scripts.board_stats "$here" "$rundir/board-stats" $(for ((i = 0; i < nodes; i++)); do sed -n "s/^node${i}_qmp=//p" "$rundir/info"; done)
 fi
 
 snap_helper=
@@ -2309,7 +1933,7 @@ if [ -n "$snap" ]; then
     sw_stats=("$switch_bin" --stats "127.0.0.1:$sport" "${secret_sw[@]}")
     # (in the background, so that a signal ends the launcher at once; the
     # helper ends when the launcher is gone)
-    "$py" -c "$(restore_py)" "$here" "$boot_timeout" "$(IFS=$'\x1f'; echo "${sw_stats[*]}")" "$s_lids" \
+    PYTHONPATH=$dn2_pypath PYTHONDONTWRITEBYTECODE=1 "$py" -m dn2scripts.restore "$here" "$boot_timeout" "$(IFS=$'\x1f'; echo "${sw_stats[*]}")" "$s_lids" \
         "${qemu_pids[*]}" "${socks[@]}" > "$rundir/restore.out" &
     wait $!
     r_rc=$?
@@ -2560,7 +2184,7 @@ ready_announced=
 # (sleep in the background + wait: a trapped signal interrupts "wait" at
 # once, while a foreground sleep would delay or even swallow a lone SIGINT)
 nap() { sleep "$1" & wait $!; }
-# (a restored cluster is up already: restore_py saw every node loaded and
+# (a restored cluster is up already: dn2scripts/restore.py saw every node loaded and
 # running and every board at its saved LID, so the first round takes that
 # for the consoles' word; the later rounds read them as always)
 first_nap=0.3 restored_now=

@@ -1,0 +1,69 @@
+"""scripts/test.sh's summary: TAP test points counted over every test.
+
+  test_summary.py TESTLOG-JSON TESTS-JSON MESON-RC
+"""
+import json, re, sys
+
+
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    log_path, tests_path, meson_rc = argv[1], argv[2], int(argv[3])
+    try:
+        protocols = {t["name"]: t.get("protocol", "exitcode") for t in json.load(open(tests_path))}
+    except (OSError, ValueError):
+        protocols = {}
+
+    point = re.compile(r"^(not )?ok\b[^#]*(#\s*(\w+))?", re.IGNORECASE)
+    passed = failed = skipped = 0
+    try:
+        entries = [json.loads(l) for l in open(log_path) if l.strip()]
+    except (OSError, ValueError) as e:
+        print(f"[dimmnet2] cannot read {log_path}: {e}", file=sys.stderr)
+        entries = []
+
+    for t in entries:
+        name, result = t.get("name", "?"), t.get("result", "ERROR")
+        tap = protocols.get(name, "exitcode") in ("tap", "gtest") or re.search(r"^1\.\.\d+", t.get("stdout") or "", re.M)
+        if not tap:
+            if result in ("OK", "EXPECTEDFAIL"):
+                passed += 1
+            elif result == "SKIP":
+                skipped += 1
+            else:
+                failed += 1
+                print(f"[dimmnet2] {name}: {result}", file=sys.stderr)
+            continue
+        p = f = s = 0
+        for line in (t.get("stdout") or "").splitlines():
+            m = point.match(line)
+            if m:
+                directive = (m.group(3) or "").upper()
+                if directive == "SKIP" or (m.group(1) and directive == "TODO"):
+                    s += 1
+                elif m.group(1):
+                    f += 1
+                else:
+                    p += 1
+            elif line.startswith("Bail out!"):
+                f += 1
+        if p + f + s == 0 and result != "SKIP":
+            f = 1
+            print(f"[dimmnet2] {name}: no TAP test points ({result})", file=sys.stderr)
+        elif result not in ("OK", "SKIP", "EXPECTEDFAIL") and f == 0:
+            f = 1
+            print(f"[dimmnet2] {name}: {result} after {p} passing test points", file=sys.stderr)
+        elif result == "SKIP" and p + f + s == 0:
+            s = 1
+        passed, failed, skipped = passed + p, failed + f, skipped + s
+
+    if meson_rc != 0 and failed == 0:
+        print(f"[dimmnet2] meson test exited with {meson_rc}", file=sys.stderr)
+        failed = 1
+    if not entries and meson_rc == 0:
+        print("[dimmnet2] warning: no tests ran", file=sys.stderr)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
