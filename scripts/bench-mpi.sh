@@ -14,7 +14,7 @@
 #
 #   scripts/bench-mpi.sh [-n NODES] [--ppn P] [--iters N] [--np-max BYTES]
 #                        [--nets 'board tcp'] [--repeat N] [--keep DIR]
-#                        [--cpu SECS]
+#                        [--cpu SECS] [--split]
 #
 #   --repeat N     rounds of mpi-bench, the networks alternating (default
 #                  1); NetPIPE runs once per network, after the rounds
@@ -52,11 +52,21 @@
 #                  (tcp), the rest and the total (with the ratio tcp /
 #                  board), and the ms per MiB each vCPU and main loop
 #                  waited for a host CPU
+#   --split        where Open MPI's 8-byte one-way time goes, from one run:
+#                  in every round, beside mpi-bench over each network, the
+#                  boards' own BOTF and IPUSH ping-pongs (dn2-bench --only
+#                  botf,ipush --sizes 8 --poll spin: the guest spinning
+#                  with PAUSE, as the provider does) and the provider's own
+#                  8-byte tagged ping-pong (tests/ofi/ofi-pingpong.c:
+#                  fi_tsend / fi_trecv, no MPI), all in the same guests;
+#                  then a table of the four paths' one-way 8-byte times
+#                  and the differences between them, per round, as
+#                  medians (lowest-highest).  NetPIPE is not run.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv= benvb= repeat=1 cpu=
+nodes=2 ppn=1 iters=200 npmax=1048576 nets= keep= mtu=65000 ofi=dimmnet2 stats= benv= benvb= repeat=1 cpu= split=
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
 while [ $# -gt 0 ]; do
@@ -74,6 +84,7 @@ while [ $# -gt 0 ]; do
         --board-env) dn2_need_value "$@"; benv+="$2 "; shift 2 ;;
         --board-b) dn2_need_value "$@"; benvb+="$2 "; shift 2 ;;
         --cpu) dn2_need_value "$@"; cpu=$2; shift 2 ;;
+        --split) split=1; shift ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
     esac
@@ -117,6 +128,18 @@ if [ ! -x "$bench" ] || [ "$DN2_TOP/tests/mpi/mpi-bench.c" -nt "$bench" ]; then
     mpicc -O2 -Wall -o "$bench" "$DN2_TOP/tests/mpi/mpi-bench.c" || die "compiling mpi-bench failed"
 fi
 
+files=(--file "$bench")
+if [ -n "$split" ]; then
+    case " $nets " in *" board "*) ;; *) usage_error "--split needs the board in --nets" ;; esac
+    pp=$DN2_TOP/build/tests/ofi/ofi-pingpong
+    meson compile -C "$DN2_TOP/build" dn2-bench ofi-pingpong > /dev/null \
+        || die "building dn2-bench and ofi-pingpong failed (meson compile -C build dn2-bench ofi-pingpong; libfabric-dev: scripts/setup.sh)"
+    [ -x "$pp" ] || die "ofi-pingpong not built (libfabric-dev missing? scripts/setup.sh)"
+    db=$(find "$DN2_TOP/build/linux-guest" -name dn2-bench -type f -perm -u+x | head -1)
+    [ -n "$db" ] || die "dn2-bench not found under build/linux-guest"
+    files+=(--file "$pp" --file "$db")
+fi
+
 jobs=() labels=()
 declare -A jobof        # NET.ROUND -> the job's number (mpirun.sh prints [J.RANK])
 j=0
@@ -129,8 +152,16 @@ for ((round = 1; round <= repeat; round++)); do
         labels+=("$net mpi-bench")
         j=$((j + 1)); jobof[$net.$round]=$j
     done
+    if [ -n "$split" ]; then
+        # the board's own ping-pongs and the provider's, in the same guests
+        jobs+=(--job "board:DN2_RANK=\$DN2_PMI_RANK ./dn2-bench -q --only botf,ipush --sizes 8 --poll spin")
+        labels+=("board dn2-bench"); j=$((j + 1)); jobof[dn2.$round]=$j
+        jobs+=(--job "board:$(pre board)./ofi-pingpong $iters")
+        labels+=("board ofi-pingpong"); j=$((j + 1)); jobof[ofi.$round]=$j
+    fi
 done
 for net in $nets; do
+    [ -z "$split" ] || continue
     pre=$(pre "$net")
     jobs+=(--job "$(jnet "$net"):${pre}NPopenmpi -u $npmax -o /tmp/np-$net.out >/dev/null && { [ ! -f /tmp/np-$net.out ] || cat /tmp/np-$net.out; }")
     labels+=("$net NetPIPE")
@@ -146,6 +177,7 @@ if [ -n "$cpu" ]; then
 fi
 name=bench-mpi-$(date +%Y%m%d-%H%M%S)
 out=$DN2_TOP/build/cluster/$name.bench
+mkdir -p "$DN2_TOP/build/cluster"
 t0=$SECONDS
 # --cpu: a host-cpu.py per network watches mpirun's output for its job's
 # marks (rank 0's lines "[J.0] mark stream-begin" / "-end")
@@ -164,7 +196,7 @@ if [ -n "$cpu" ]; then
 fi
 bash "$here/mpirun.sh" -q -N "$nodes" --ppn "$ppn" --name "$name" -t $((1800 + ${cpu:-0} * 3)) --ofi "$ofi" \
     --cluster-opt --ethernet-mtu --cluster-opt "$mtu" \
-    --file "$bench" "${jobs[@]}" > "$out" 2> "$out.err"
+    "${files[@]}" "${jobs[@]}" > "$out" 2> "$out.err"
 rc=$?
 # (each host-cpu.py has its end mark by now, unless its job failed)
 for p in "${cpupids[@]}"; do
@@ -205,6 +237,7 @@ for net in $nets; do
         [ "$(sed -n "s/^\[$jn\.0\] data //p" "$out")" = checked ] || log "warning: job $jn ($net, round $round) did not report checked data"
     done
     # NetPIPE's output file: "bytes Mbps usec" per line
+    [ -n "$split" ] && continue
     sed -n "s/^\[${jobof[$net.np]}\.0\] *\([0-9][0-9]*\) \+\([0-9.]\+\) \+\([0-9.]\+\).*/\1 \2 \3/p" "$out" \
         | awk '{ printf "%s %s %.1f\n", $1, $2, $3 * 1e6 }' > "$out.np-$net"
     [ -n "$keep" ] && cp "$out.np-$net" "$keep/netpipe-$net.txt"
@@ -251,10 +284,49 @@ row "allreduce 8 B (us)" allreduce8_us 1
 row "  mean of the calls (us)" allreduce8_mean_us 1
 row "  slowest call (us)" allreduce8_max_us 1
 row "allreduce 1 MiB (us)" allreduce1m_us 1
+if [ -n "$split" ]; then
+    # dn2row J NAME: a dn2-bench "row NAME measured V ..." of job J, rank 0
+    dn2row() { sed -n "s/^\[$1\.0\] row $2 measured \([0-9.]*\) .*/\1/p" "$out" | head -1; }
+    diff_() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "" && a != "-" && b != "-") printf "%.1f", a - b; else print "-" }'; }
+    declare -A sp
+    for ((round = 1; round <= repeat; round++)); do
+        sp[botf.$round]=$(dn2row "${jobof[dn2.$round]}" botf-pp-rtt2-sdimm)
+        sp[ipush.$round]=$(dn2row "${jobof[dn2.$round]}" ipush-rtt2-24)
+        sp[ofi.$round]=$(figure "${jobof[ofi.$round]}" ofi_lat8_us)
+        sp[mpi.$round]=${fig[board.lat8_us.$round]:-}
+        sp[tcp.$round]=${fig[tcp.lat8_us.$round]:-}
+        sp[d_ofi.$round]=$(diff_ "${sp[ofi.$round]}" "${sp[ipush.$round]}")
+        sp[d_mpi.$round]=$(diff_ "${sp[mpi.$round]}" "${sp[ofi.$round]}")
+        sp[d_botf.$round]=$(diff_ "${sp[ipush.$round]}" "${sp[botf.$round]}")
+        sp[r_tcp.$round]=$(ratio "${sp[tcp.$round]}" "${sp[mpi.$round]}")
+        sp[r3.$round]=$(awk -v t="${sp[tcp.$round]}" 'BEGIN { if (t != "" && t != "-") printf "%.1f", t / 3; else print "-" }')
+    done
+    srow() { # LABEL KEY
+        local round vals=()
+        for ((round = 1; round <= repeat; round++)); do vals+=("${sp[$2.$round]:--}"); done
+        printf '  %-58s %s\n' "$1" "$(stat "${vals[@]}")"
+    }
+    echo
+    echo "one-way 8 B, the four paths in the same guests (us, half the median round trip; per round, then the median (lowest-highest) of the rounds):"
+    srow "board BOTF ping-pong (dn2-bench, spin with PAUSE)" botf
+    srow "board IPUSH ping-pong, 8 B of data (dn2-bench, same)" ipush
+    srow "provider fi_tsend/fi_trecv ping-pong (ofi-pingpong)" ofi
+    srow "Open MPI over the board (mpi-bench)" mpi
+    srow "Open MPI over TCP (mpi-bench)" tcp
+    echo "differences, per round:"
+    srow "IPUSH - BOTF (the board path Open MPI's messages take)" d_botf
+    srow "provider - IPUSH (libfabric and the provider)" d_ofi
+    srow "Open MPI over the board - provider (Open MPI's cm/ofi)" d_mpi
+    srow "TCP / 3 (the 3x target for the board's one-way time)" r3
+    srow "TCP / Open MPI over the board (x)" r_tcp
+fi
 echo
-echo "NetPIPE (NPopenmpi -u $npmax): bytes, Mbit/s and one-way usec per network"
-printf '%10s' bytes; for net in $nets; do printf '%12s %10s' "$net Mb/s" "usec"; done; echo
+[ -n "$split" ] || echo "NetPIPE (NPopenmpi -u $npmax): bytes, Mbit/s and one-way usec per network"
+if [ -z "$split" ]; then
+    printf '%10s' bytes; for net in $nets; do printf '%12s %10s' "$net Mb/s" "usec"; done; echo
+fi
 for b in 1 8 64 512 4096 32768 65536 262144 1048576; do
+    [ -z "$split" ] || break
     [ "$b" -le "$npmax" ] || continue
     printf '%10s' "$b"
     for net in $nets; do
