@@ -288,7 +288,7 @@ typedef struct DN2PortOps {
     bool (*news)(DN2State *s);
 } DN2PortOps;
 
-typedef struct DN2Fab DN2Fab;   /* dimmnet2-port.c: the fabric endpoint */
+typedef struct DN2Fab DN2Fab;   /* dimmnet2-fab.h: the fabric endpoint */
 
 /* The host's 64-byte cache lines over the PW and the LH Buffer (the
  * timing model's fills). */
