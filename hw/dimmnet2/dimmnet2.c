@@ -864,6 +864,7 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_BOOL("vtime", DN2State, vtime, false),
     DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt_latency_ns, 1000),
     DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt_start_ns, 0),
+    DEFINE_PROP_BOOL("vt-idle", DN2State, vt_idle, true),
     DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
     DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
     DEFINE_PROP_STRING("timing", DN2State, timing),
@@ -1143,6 +1144,10 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
         "board of the cluster must be given the same); before it the guest "
         "runs alone, as fast as -icount allows, and sees the link down "
         "(default 0)");
+    object_class_property_set_description(klass, "vt-idle",
+        "with vtime=on: an idle board (its vCPU halted with no work) promises "
+        "the switch its next timer or packet; off: it promises its clock "
+        "only, as under qtest (default on)");
     object_class_property_set_description(klass, "lid",
         "with switch=: the LID to ask the subnet manager for (it is given "
         "when free), so that a cluster's LIDs are the same in every run; 0 "
