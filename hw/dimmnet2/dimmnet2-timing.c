@@ -350,7 +350,7 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
     }
     raw = icount_get_raw();
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
+    left = icount_budget_left(cpu);
     if ((uint64_t)raw != s->t_acc_left) {
         /* the first access of an instruction: the retried one, or another */
         s->t_acc_n = 0;
@@ -381,25 +381,19 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
         insns = 0;
     }
     if (insns <= left) {
-        if (cpu->icount_extra >= (int64_t)insns) {
-            cpu->icount_extra -= insns;
-        } else {
-            cpu->neg.icount_decr.u16.low -= insns - cpu->icount_extra;
-            cpu->icount_extra = 0;
-        }
+        icount_charge(cpu, insns);
         s->t_acc_left = raw + insns;
         return true;
     }
     /* To the deadline, then again: undo the instruction (its count comes
      * back and is taken again, so the clock stands at the deadline), leave
      * the device as an access that returned would, and stop the vCPU. */
-    cpu->neg.icount_decr.u16.low = 0;
-    cpu->icount_extra = 0;
+    icount_charge(cpu, left);   /* the budget ends here */
     s->t_read_retry = true;
     s->t_retry_skip = MAX(s->t_retry_skip, s->t_acc_n);
     s->t_acc_left = UINT64_MAX;
     cpu_restore_state(cpu, cpu->mem_io_pc);
-    cpu->neg.icount_decr.u16.low = 0;
+    icount_charge(cpu, icount_budget_left(cpu));
     DEVICE(s)->mem_reentrancy_guard.engaged_in_io = false;
     cpu_loop_exit(cpu);
 }
