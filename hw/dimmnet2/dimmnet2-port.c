@@ -427,7 +427,7 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
         p->seq = s->loop_seq++;
         if (s->vtime) {
             uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-            p->due = s->timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
+            p->due = s->timing.timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
                                   : now + s->vt_latency_ns;
         } else {
             p->due = 0;

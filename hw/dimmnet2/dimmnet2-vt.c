@@ -389,7 +389,7 @@ static void dimmnet2_vt_grant(DN2State *s, uint64_t horizon, uint32_t lookahead_
         return;
     }
     if (lookahead_ns != l->vt_lookahead) {
-        uint64_t least = s->timing_on ? dimmnet2_timing_min_ns(s) : s->vt_latency_ns;
+        uint64_t least = s->timing.timing_on ? dimmnet2_timing_min_ns(s) : s->vt_latency_ns;
 
         if (lookahead_ns > least) {
             warn_report("dimmnet2: board %d: vtime: the switch's lookahead %u ns "
@@ -414,7 +414,7 @@ uint64_t dimmnet2_vt_due(DN2State *s, const uint8_t *pkt, size_t len)
 {
     DN2Fab *l = s->fab;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    uint64_t t = s->timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
+    uint64_t t = s->timing.timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
                               : now + s->vt_latency_ns;
 
     t = MAX(t, now + l->vt_lookahead);
