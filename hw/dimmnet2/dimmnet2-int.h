@@ -489,6 +489,14 @@ struct DN2State {
     DN2Timing timing;
 };
 
+/* An incoming stream's check: refuse it whole, naming the field. */
+#define DN2_LOAD_CHECK(cond, ...) do { \
+        if (!(cond)) { \
+            error_report("dimmnet2: incoming migration refused: " __VA_ARGS__); \
+            return -EINVAL; \
+        } \
+    } while (0)
+
 /* ------------------------------------------------------------------ */
 /* Errors: one shape                                                   */
 /* ------------------------------------------------------------------ */
@@ -701,6 +709,9 @@ unsigned dimmnet2_pattern_write(DN2State *s, int wid, const DN2Pattern *p,
                                 uint64_t *moved);
 
 /* dimmnet2-timing.c: the timing model (below the port) */
+/* its VMState, subsections of the device's (dimmnet2.c) */
+extern const VMStateDescription vmstate_dimmnet2_timing;
+extern const VMStateDescription vmstate_dimmnet2_fills;
 bool dimmnet2_timing_init(DN2State *s, Error **errp);
 uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len);
 uint64_t dimmnet2_timing_min_ns(const DN2State *s);
