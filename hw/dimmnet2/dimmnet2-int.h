@@ -28,7 +28,11 @@
  *                      and strict=on: violation reports and the checks that
  *                      refuse a request
  *   dimmnet2-port.c    the port: no cable, the loopback cable, the UDP
- *                      fabric (fabric/dn2fab.h)
+ *                      fabric (fabric/dn2fab.h), through the three below
+ *   dimmnet2-vt.c      the lock-step client of virtual time (vtime=on)
+ *   dimmnet2-transport.c  UDP and the fabric endpoint; up through an ops
+ *                      table (dimmnet2-fab.h)
+ *   dimmnet2-deliver.c delivery to the Receive Controller, pcap=, the SMA
  *   dimmnet2-sdimm.c   the SO-DIMMs: process areas, the module interleave,
  *                      list entries, the one pattern iterator
  *   dimmnet2-timing.c  the timing model (timing=thesis): the time a packet
@@ -288,7 +292,7 @@ typedef struct DN2PortOps {
     bool (*news)(DN2State *s);
 } DN2PortOps;
 
-typedef struct DN2Fab DN2Fab;   /* dimmnet2-port.c: the fabric endpoint */
+typedef struct DN2Fab DN2Fab;   /* dimmnet2-fab.h: the fabric endpoint */
 
 /* The host's 64-byte cache lines over the PW and the LH Buffer (the
  * timing model's fills). */
@@ -319,32 +323,17 @@ typedef enum DN2TimingParam {
     DN2T__MAX
 } DN2TimingParam;
 
-struct DN2State {
-    ISADevice parent_obj;
-
+/*
+ * The timing model's state (timing=thesis): its properties, its parameters,
+ * when each unit is free again, what the host has paid for, the host's
+ * cache over the windows and the switch's output port to this board.
+ * dimmnet2-timing.c owns it, and its VMState.
+ */
+typedef struct DN2Timing {
     /* properties */
-    uint64_t base;
-    uint64_t sodimm_size;       /* used when no memdev is given */
-    uint32_t fifo_depth;
-    HostMemoryBackend *hostmem;
-    char *switch_addr;          /* HOST:PORT of the dn2-switch */
-    char *local_addr;           /* HOST:PORT to bind, optional */
-    bool loopback;              /* the port cabled to itself */
-    bool rx_thread;             /* receive in a thread of its own */
-    uint64_t guid;              /* board GUID for the subnet manager */
-    uint32_t rc_timeout_ms;     /* abandon an RC answer stalled this long */
-    char *secret_id;            /* -object secret id: the cluster secret */
-    uint32_t coalesce_us;       /* Nagle per peer, 0 = off: dimmnet2_port_flush() */
-    bool strict;                /* strict=on: dimmnet2-strict.c */
-    bool read_mirror;           /* read-mirror: User Register reads from RAM */
-    bool vtime;                 /* vtime=on: lock-step virtual time (docs/virtual-time.md) */
-    uint32_t vt_latency_ns;     /* vtime: modelled latency of every packet */
-    uint64_t vt_start_ns;       /* vtime: the lock-step (and the link) begin here */
-    bool vt_idle;               /* vt-idle: an idle board promises its next event */
-    uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
-    char *pcap_path;            /* pcap=: a trace of the packets delivered */
-    char *timing;               /* timing=off|thesis: dimmnet2-timing.c */
+    char *mode;                 /* timing=off|thesis */
     char *timing_params;        /* timing-params=NAME=V,...: overrides */
+    /* the model */
     bool timing_on;             /* timing=thesis */
     uint32_t tparam[DN2T__MAX]; /* the model's parameters */
     uint64_t t_tx_free;         /* the port sends its next packet from here */
@@ -375,6 +364,44 @@ struct DN2State {
     uint64_t t_fill_end;        /* the bus has brought every fill begun by then */
     uint32_t t_fill_win;        /* the window (its first line) of the last run */
     uint64_t t_fill_at[DN2_TFILL_RUN];  /* when each of its lines is in (0: not of it) */
+
+    /* timing model, receive side (dimmnet2-timing.c): the switch's output
+     * port to this board, one packet at a time */
+    uint64_t t_link_out;        /* the last packet's last byte left the switch */
+    uint64_t t_rx_offer;        /* when the packet now offered was first */
+    bool rx_offered;            /* t_rx_offer is set */
+    uint64_t t_rx_taken;        /* when the last packet was taken */
+    bool rx_backlog;            /* it had waited, or queued behind one that had */
+    bool rx_offer_backlog;      /* the packet now offered queued behind it */
+    /* the timing model in a snapshot (vmstate_dimmnet2_timing) */
+    uint32_t tparam_in[DN2T__MAX];  /* the parameters the stream was saved with */
+    bool timing_loaded;         /* the stream held the model's state */
+} DN2Timing;
+
+struct DN2State {
+    ISADevice parent_obj;
+
+    /* properties */
+    uint64_t base;
+    uint64_t sodimm_size;       /* used when no memdev is given */
+    uint32_t fifo_depth;
+    HostMemoryBackend *hostmem;
+    char *switch_addr;          /* HOST:PORT of the dn2-switch */
+    char *local_addr;           /* HOST:PORT to bind, optional */
+    bool loopback;              /* the port cabled to itself */
+    bool rx_thread;             /* receive in a thread of its own */
+    uint64_t guid;              /* board GUID for the subnet manager */
+    uint32_t rc_timeout_ms;     /* abandon an RC answer stalled this long */
+    char *secret_id;            /* -object secret id: the cluster secret */
+    uint32_t coalesce_us;       /* Nagle per peer, 0 = off: dimmnet2_port_flush() */
+    bool strict;                /* strict=on: dimmnet2-strict.c */
+    bool read_mirror;           /* read-mirror: User Register reads from RAM */
+    bool vtime;                 /* vtime=on: lock-step virtual time (docs/virtual-time.md) */
+    uint32_t vt_latency_ns;     /* vtime: modelled latency of every packet */
+    uint64_t vt_start_ns;       /* vtime: the lock-step (and the link) begin here */
+    bool vt_idle;               /* vtime: an idle board promises its next timer */
+    uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
+    char *pcap_path;            /* pcap=: a trace of the packets delivered */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
 
     /* the window */
@@ -458,18 +485,17 @@ struct DN2State {
     unsigned strict_nseen;
     GPtrArray *strict_lines;    /* strict-violations */
 
-    /* timing model, receive side (dimmnet2-timing.c): the switch's output
-     * port to this board, one packet at a time */
-    uint64_t t_link_out;        /* the last packet's last byte left the switch */
-    uint64_t t_rx_offer;        /* when the packet now offered was first */
-    bool rx_offered;            /* t_rx_offer is set */
-    uint64_t t_rx_taken;        /* when the last packet was taken */
-    bool rx_backlog;            /* it had waited, or queued behind one that had */
-    bool rx_offer_backlog;      /* the packet now offered queued behind it */
-    /* the timing model in a snapshot (dimmnet2.c, vmstate_dimmnet2_timing) */
-    uint32_t tparam_in[DN2T__MAX];  /* the parameters the stream was saved with */
-    bool timing_loaded;         /* the stream held the model's state */
+    /* the timing model (timing=thesis, dimmnet2-timing.c, docs/timing.md) */
+    DN2Timing timing;
 };
+
+/* An incoming stream's check: refuse it whole, naming the field. */
+#define DN2_LOAD_CHECK(cond, ...) do { \
+        if (!(cond)) { \
+            error_report("dimmnet2: incoming migration refused: " __VA_ARGS__); \
+            return -EINVAL; \
+        } \
+    } while (0)
 
 /* ------------------------------------------------------------------ */
 /* Errors: one shape                                                   */
@@ -683,6 +709,9 @@ unsigned dimmnet2_pattern_write(DN2State *s, int wid, const DN2Pattern *p,
                                 uint64_t *moved);
 
 /* dimmnet2-timing.c: the timing model (below the port) */
+/* its VMState, subsections of the device's (dimmnet2.c) */
+extern const VMStateDescription vmstate_dimmnet2_timing;
+extern const VMStateDescription vmstate_dimmnet2_fills;
 bool dimmnet2_timing_init(DN2State *s, Error **errp);
 uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len);
 uint64_t dimmnet2_timing_min_ns(const DN2State *s);

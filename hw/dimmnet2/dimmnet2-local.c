@@ -144,7 +144,7 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
     }
     /* timing=thesis: the Prefetch Unit reads the data from the SO-DIMMs
      * (after what they are busy with) before the window gets it */
-    if (s->timing_on && s->exec.started != 2) {
+    if (s->timing.timing_on && s->exec.started != 2) {
         dimmnet2_timing_vl_read(s, len);
         s->exec.started = 2;
     }

@@ -682,7 +682,7 @@ DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
         dn2_hdr0_decode(&h, ldq_le_p(pkt));
         dwid = h.dwid;
     }
-    if (s->timing_on && len <= DN2_PKT_MAX) {
+    if (s->timing.timing_on && len <= DN2_PKT_MAX) {
         /* timing=thesis: the Receive Controller and the SO-DIMMs may still
          * be busy; the packet waits, in virtual time, until they are not. */
         uint64_t at = dimmnet2_timing_rx_hold(s, pkt, len, false);

@@ -60,6 +60,8 @@
 #include "hw/core/cpu.h"
 #include "exec/cpu-common.h"
 #include "system/cpu-timers.h"
+#include "migration/vmstate.h"
+#include "qemu/error-report.h"
 #include "dimmnet2-int.h"
 #include "trace.h"
 
@@ -142,20 +144,20 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
     unsigned i;
 
     for (i = 0; i < DN2T__MAX; i++) {
-        s->tparam[i] = dimmnet2_timing_defs[i].def;
+        s->timing.tparam[i] = dimmnet2_timing_defs[i].def;
     }
-    s->timing_on = false;
-    if (!s->timing || !strcmp(s->timing, "off")) {
-        if (s->timing_params) {
+    s->timing.timing_on = false;
+    if (!s->timing.mode || !strcmp(s->timing.mode, "off")) {
+        if (s->timing.timing_params) {
             error_setg(errp, "dimmnet2: timing-params= needs timing=thesis");
             return false;
         }
         return true;
     }
-    if (strcmp(s->timing, "thesis")) {
+    if (strcmp(s->timing.mode, "thesis")) {
         error_setg(errp, "dimmnet2: timing=%s: give off (the board as fast as "
                    "the host allows) or thesis (the time the real board takes)",
-                   s->timing);
+                   s->timing.mode);
         return false;
     }
     if (!s->vtime) {
@@ -163,8 +165,8 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
                    "times are virtual times (docs/timing.md)");
         return false;
     }
-    s->timing_on = true;
-    items = g_strsplit(s->timing_params ? s->timing_params : "", ",", -1);
+    s->timing.timing_on = true;
+    items = g_strsplit(s->timing.timing_params ? s->timing.timing_params : "", ",", -1);
     for (i = 0; items[i]; i++) {
         const char *eq = strchr(items[i], '=');
         uint64_t v;
@@ -197,10 +199,10 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
                        dimmnet2_timing_defs[p].max, dimmnet2_timing_defs[p].unit);
             return false;
         }
-        s->tparam[p] = v;
+        s->timing.tparam[p] = v;
     }
-    if (!s->tparam[DN2T_CLOCK_NS] || !s->tparam[DN2T_SDIMM_READ_MBPS] ||
-        !s->tparam[DN2T_SDIMM_WRITE_MBPS] || !s->tparam[DN2T_BUS_MBPS]) {
+    if (!s->timing.tparam[DN2T_CLOCK_NS] || !s->timing.tparam[DN2T_SDIMM_READ_MBPS] ||
+        !s->timing.tparam[DN2T_SDIMM_WRITE_MBPS] || !s->timing.tparam[DN2T_BUS_MBPS]) {
         error_setg(errp, "dimmnet2: timing-params: clock-ns, sdimm-read-mbps, "
                    "sdimm-write-mbps and bus-mbps must be at least 1");
         return false;
@@ -229,45 +231,45 @@ static bool dimmnet2_timing_to_sdimm(uint64_t h0)
  * (neither eflag nor pflag) skips the status write. */
 static uint64_t dimmnet2_timing_rx_ns(const DN2State *s, uint64_t h0)
 {
-    uint64_t clk = dn2_hdr0_type(h0) == DN2_OP_IPUSH ? s->tparam[DN2T_RX_IPUSH_CLK]
-                                                      : s->tparam[DN2T_RX_PUSH_CLK];
+    uint64_t clk = dn2_hdr0_type(h0) == DN2_OP_IPUSH ? s->timing.tparam[DN2T_RX_IPUSH_CLK]
+                                                      : s->timing.tparam[DN2T_RX_PUSH_CLK];
 
     if (!dimmnet2_timing_to_sdimm(h0)) {
-        clk -= MIN(clk, s->tparam[DN2T_RX_SDIMM_CLK]);
+        clk -= MIN(clk, s->timing.tparam[DN2T_RX_SDIMM_CLK]);
     }
     if (!DN2_FGET(h0, DN2_H0_EFLAG) && !DN2_FGET(h0, DN2_H0_PFLAG)) {
-        clk -= MIN(clk, s->tparam[DN2T_STATUS_CLK]);
+        clk -= MIN(clk, s->timing.tparam[DN2T_STATUS_CLK]);
     }
-    return clk * s->tparam[DN2T_CLOCK_NS];
+    return clk * s->timing.tparam[DN2T_CLOCK_NS];
 }
 
 static uint64_t dimmnet2_timing_wire_ns(const DN2State *s, size_t len)
 {
-    return DIV_ROUND_UP(len, DN2_LINE) * (uint64_t)s->tparam[DN2T_LINE_NS];
+    return DIV_ROUND_UP(len, DN2_LINE) * (uint64_t)s->timing.tparam[DN2T_LINE_NS];
 }
 
 /*
  * A packet of len bytes (first header word h0) leaves the Window Controller
  * at virtual time now: the virtual time at which the receiving board has
- * taken it.  The port sends one packet at a time (s->t_tx_free).
+ * taken it.  The port sends one packet at a time (s->timing.t_tx_free).
  */
 uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len)
 {
-    uint64_t ovh = s->tparam[DN2T_SEND_OVERHEAD_NS];
-    uint64_t start = MAX(now + ovh, s->t_tx_free);
+    uint64_t ovh = s->timing.tparam[DN2T_SEND_OVERHEAD_NS];
+    uint64_t start = MAX(now + ovh, s->timing.t_tx_free);
     uint64_t end = start + dimmnet2_timing_wire_ns(s, len);
 
-    if (s->t_data_end) {
+    if (s->timing.t_data_end) {
         /* Data from the SO-DIMMs: its lines follow their read, the Core
          * Logic's overhead behind it, so the packet is on the wire no
          * sooner than its last byte was read. */
-        start = MAX(start, s->t_data_start + ovh);
-        end = MAX(start + dimmnet2_timing_wire_ns(s, len), s->t_data_end + ovh);
-        s->t_data_start = s->t_data_end = 0;
+        start = MAX(start, s->timing.t_data_start + ovh);
+        end = MAX(start + dimmnet2_timing_wire_ns(s, len), s->timing.t_data_end + ovh);
+        s->timing.t_data_start = s->timing.t_data_end = 0;
     }
-    s->t_tx_free = end;
-    return end + 2 * (uint64_t)s->tparam[DN2T_CABLE_NS] +
-           s->tparam[DN2T_SWITCH_NS] + dimmnet2_timing_rx_ns(s, h0);
+    s->timing.t_tx_free = end;
+    return end + 2 * (uint64_t)s->timing.tparam[DN2T_CABLE_NS] +
+           s->timing.tparam[DN2T_SWITCH_NS] + dimmnet2_timing_rx_ns(s, h0);
 }
 
 /* The least time any packet takes: the largest lookahead the switch may
@@ -275,14 +277,16 @@ uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len)
  * PUSH into the PW or the LLCM that writes no status record). */
 uint64_t dimmnet2_timing_min_ns(const DN2State *s)
 {
-    uint64_t skip = (uint64_t)s->tparam[DN2T_RX_SDIMM_CLK] + s->tparam[DN2T_STATUS_CLK];
-    uint64_t push = s->tparam[DN2T_RX_PUSH_CLK] - MIN(s->tparam[DN2T_RX_PUSH_CLK], skip);
-    uint64_t ipush = s->tparam[DN2T_RX_IPUSH_CLK] -
-                     MIN(s->tparam[DN2T_RX_IPUSH_CLK], s->tparam[DN2T_STATUS_CLK]);
-    uint64_t rx = MIN(push, ipush) * (uint64_t)s->tparam[DN2T_CLOCK_NS];
+    uint64_t skip = (uint64_t)s->timing.tparam[DN2T_RX_SDIMM_CLK] +
+                    s->timing.tparam[DN2T_STATUS_CLK];
+    uint64_t push = s->timing.tparam[DN2T_RX_PUSH_CLK] -
+                    MIN(s->timing.tparam[DN2T_RX_PUSH_CLK], skip);
+    uint64_t ipush = s->timing.tparam[DN2T_RX_IPUSH_CLK] -
+                     MIN(s->timing.tparam[DN2T_RX_IPUSH_CLK], s->timing.tparam[DN2T_STATUS_CLK]);
+    uint64_t rx = MIN(push, ipush) * (uint64_t)s->timing.tparam[DN2T_CLOCK_NS];
 
-    return s->tparam[DN2T_SEND_OVERHEAD_NS] + dimmnet2_timing_wire_ns(s, 2 * DN2_LINE) +
-           2 * (uint64_t)s->tparam[DN2T_CABLE_NS] + s->tparam[DN2T_SWITCH_NS] + rx;
+    return s->timing.tparam[DN2T_SEND_OVERHEAD_NS] + dimmnet2_timing_wire_ns(s, 2 * DN2_LINE) +
+           2 * (uint64_t)s->timing.tparam[DN2T_CABLE_NS] + s->timing.tparam[DN2T_SWITCH_NS] + rx;
 }
 
 /* ------------------------------------------------------------------ */
@@ -293,7 +297,7 @@ uint64_t dimmnet2_timing_min_ns(const DN2State *s)
  * write-combined Write Window store so far. */
 static uint64_t dimmnet2_timing_bus_end(DN2State *s)
 {
-    return DIV_ROUND_UP(s->t_bus_ps, 1000);
+    return DIV_ROUND_UP(s->timing.t_bus_ps, 1000);
 }
 
 /*
@@ -306,8 +310,8 @@ static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
 {
     uint64_t now_ps = (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) * 1000;
 
-    s->t_bus_ps = MAX(s->t_bus_ps, now_ps) +
-                  (uint64_t)size * 1000000 / s->tparam[DN2T_BUS_MBPS];
+    s->timing.t_bus_ps = MAX(s->timing.t_bus_ps, now_ps) +
+                  (uint64_t)size * 1000000 / s->timing.tparam[DN2T_BUS_MBPS];
 }
 
 /*
@@ -357,30 +361,30 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
     }
     raw = icount_get_raw();
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    left = cpu->neg.icount_decr.u16.low + cpu->icount_extra;
-    if ((uint64_t)raw != s->t_acc_left) {
+    left = icount_budget_left(cpu);
+    if ((uint64_t)raw != s->timing.t_acc_left) {
         /* the first access of an instruction: the retried one, or another */
-        s->t_acc_n = 0;
-        if (!s->t_read_retry) {
-            s->t_retry_skip = 0;
+        s->timing.t_acc_n = 0;
+        if (!s->timing.t_read_retry) {
+            s->timing.t_retry_skip = 0;
         }
-        s->t_read_retry = false;
+        s->timing.t_read_retry = false;
     }
-    if (++s->t_acc_n > s->t_retry_skip) {
-        s->t_host_busy = MAX(MAX(s->t_host_busy, (uint64_t)now), dimmnet2_timing_bus_end(s)) +
+    if (++s->timing.t_acc_n > s->timing.t_retry_skip) {
+        s->timing.t_host_busy = MAX(MAX(s->timing.t_host_busy, (uint64_t)now), dimmnet2_timing_bus_end(s)) +
                          cost;
     }
     /* The fewest instructions that bring the clock to t_host_busy (2^shift
      * ns each, or -icount insn-ps=P: P ps each), from the count itself:
      * the clock is bias + icount_to_ns(raw). */
     insns = 0;
-    if (s->t_host_busy > (uint64_t)now) {
-        int64_t end = icount_round(icount_to_ns(raw) + (int64_t)(s->t_host_busy - now));
+    if (s->timing.t_host_busy > (uint64_t)now) {
+        int64_t end = icount_round(icount_to_ns(raw) + (int64_t)(s->timing.t_host_busy - now));
 
         insns = end > raw ? end - raw : 0;
     }
     trace_dimmnet2_timing_pay(s->index, raw, now, cost, left, insns,
-                              s->t_acc_n, s->t_retry_skip);
+                              s->timing.t_acc_n, s->timing.t_retry_skip);
     if (!cpu->mem_io_pc) {
         /* No instruction to undo: the vCPU goes on, and the next access
          * waits for this one (t_host_busy).  Charging what fits would make
@@ -388,25 +392,19 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
         insns = 0;
     }
     if (insns <= left) {
-        if (cpu->icount_extra >= (int64_t)insns) {
-            cpu->icount_extra -= insns;
-        } else {
-            cpu->neg.icount_decr.u16.low -= insns - cpu->icount_extra;
-            cpu->icount_extra = 0;
-        }
-        s->t_acc_left = raw + insns;
+        icount_charge(cpu, insns);
+        s->timing.t_acc_left = raw + insns;
         return true;
     }
     /* To the deadline, then again: undo the instruction (its count comes
      * back and is taken again, so the clock stands at the deadline), leave
      * the device as an access that returned would, and stop the vCPU. */
-    cpu->neg.icount_decr.u16.low = 0;
-    cpu->icount_extra = 0;
-    s->t_read_retry = true;
-    s->t_retry_skip = MAX(s->t_retry_skip, s->t_acc_n);
-    s->t_acc_left = UINT64_MAX;
+    icount_charge(cpu, left);   /* the budget ends here */
+    s->timing.t_read_retry = true;
+    s->timing.t_retry_skip = MAX(s->timing.t_retry_skip, s->timing.t_acc_n);
+    s->timing.t_acc_left = UINT64_MAX;
     cpu_restore_state(cpu, cpu->mem_io_pc);
-    cpu->neg.icount_decr.u16.low = 0;
+    icount_charge(cpu, icount_budget_left(cpu));
     DEVICE(s)->mem_reentrancy_guard.engaged_in_io = false;
     cpu_loop_exit(cpu);
 }
@@ -421,14 +419,14 @@ static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)
  */
 void dimmnet2_timing_uc_access(DN2State *s, bool write)
 {
-    if (!s->timing_on) {
+    if (!s->timing.timing_on) {
         return;
     }
     if (write) {
-        bool paid = dimmnet2_timing_pay(s, s->tparam[DN2T_UC_WRITE_NS]);
-        s->t_post_land = paid ? s->t_host_busy + s->tparam[DN2T_POST_NS] : 0;
+        bool paid = dimmnet2_timing_pay(s, s->timing.tparam[DN2T_UC_WRITE_NS]);
+        s->timing.t_post_land = paid ? s->timing.t_host_busy + s->timing.tparam[DN2T_POST_NS] : 0;
     } else {
-        dimmnet2_timing_pay(s, s->tparam[DN2T_UC_READ_NS]);
+        dimmnet2_timing_pay(s, s->timing.tparam[DN2T_UC_READ_NS]);
     }
 }
 
@@ -436,14 +434,14 @@ void dimmnet2_timing_uc_access(DN2State *s, bool write)
  * was not charged, as from the qtest accelerator: at once). */
 uint64_t dimmnet2_timing_land(DN2State *s)
 {
-    return s->timing_on ? s->t_post_land : 0;
+    return s->timing.timing_on ? s->timing.t_post_land : 0;
 }
 
 /* Has the request word of e reached the board?  If not, the Window
  * Controller's timer is set for the time it does. */
 bool dimmnet2_timing_landed(DN2State *s, const DN2FifoEntry *e)
 {
-    if (!s->timing_on || !e->t_land ||
+    if (!s->timing.timing_on || !e->t_land ||
         (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) >= e->t_land) {
         return true;
     }
@@ -463,15 +461,15 @@ bool dimmnet2_timing_wc_ready(DN2State *s)
 {
     int64_t now;
 
-    if (!s->timing_on) {
+    if (!s->timing.timing_on) {
         return true;
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    if ((uint64_t)now >= s->t_wc_free) {
+    if ((uint64_t)now >= s->timing.t_wc_free) {
         return true;
     }
     if (s->strict_timer) {
-        timer_mod_anticipate_ns(s->strict_timer, s->t_wc_free);
+        timer_mod_anticipate_ns(s->strict_timer, s->timing.t_wc_free);
     }
     return false;
 }
@@ -479,8 +477,8 @@ bool dimmnet2_timing_wc_ready(DN2State *s)
 /* The step the Window Controller takes now keeps it busy ns. */
 void dimmnet2_timing_wc_busy(DN2State *s, uint64_t ns)
 {
-    if (s->timing_on) {
-        s->t_wc_free = MAX(s->t_wc_free,
+    if (s->timing.timing_on) {
+        s->timing.t_wc_free = MAX(s->timing.t_wc_free,
                            (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)) + ns;
     }
 }
@@ -492,16 +490,16 @@ uint64_t dimmnet2_timing_sdimm_read(DN2State *s, uint64_t bytes)
 {
     uint64_t now, start;
 
-    if (!s->timing_on) {
+    if (!s->timing.timing_on) {
         return 0;
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    start = MAX(now, s->t_sd_free);
-    s->t_sd_free = start + bytes * 1000 / s->tparam[DN2T_SDIMM_READ_MBPS];
-    s->t_data_start = start;
-    s->t_data_end = s->t_sd_free;
-    s->t_wc_free = MAX(s->t_wc_free, s->t_sd_free);
-    return s->t_sd_free;
+    start = MAX(now, s->timing.t_sd_free);
+    s->timing.t_sd_free = start + bytes * 1000 / s->timing.tparam[DN2T_SDIMM_READ_MBPS];
+    s->timing.t_data_start = start;
+    s->timing.t_data_end = s->timing.t_sd_free;
+    s->timing.t_wc_free = MAX(s->timing.t_wc_free, s->timing.t_sd_free);
+    return s->timing.t_sd_free;
 }
 
 /* A VL-family request's bytes of data are read from the SO-DIMMs into the
@@ -512,12 +510,12 @@ void dimmnet2_timing_vl_read(DN2State *s, uint64_t bytes)
 {
     uint64_t now;
 
-    if (!s->timing_on) {
+    if (!s->timing.timing_on) {
         return;
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    s->t_sd_free = MAX(now, s->t_sd_free) + bytes * 1000 / s->tparam[DN2T_SDIMM_READ_MBPS];
-    s->t_wc_free = MAX(s->t_wc_free, s->t_sd_free);
+    s->timing.t_sd_free = MAX(now, s->timing.t_sd_free) + bytes * 1000 / s->timing.tparam[DN2T_SDIMM_READ_MBPS];
+    s->timing.t_wc_free = MAX(s->timing.t_wc_free, s->timing.t_sd_free);
 }
 
 /*
@@ -536,17 +534,17 @@ uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
     bool status, sdimm;
     unsigned type;
 
-    if (!s->timing_on || len < 2 * DN2_LINE) {
+    if (!s->timing.timing_on || len < 2 * DN2_LINE) {
         return 0;
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    if (!s->rx_offered) {
+    if (!s->timing.rx_offered) {
         /* Its delivery time (the sender's sum), unless it comes at the very
          * time a packet that had waited was taken: then it queued behind
          * that one, and its own time was earlier. */
-        s->t_rx_offer = now;
-        s->rx_offered = true;
-        s->rx_offer_backlog = s->rx_backlog && now == s->t_rx_taken;
+        s->timing.t_rx_offer = now;
+        s->timing.rx_offered = true;
+        s->timing.rx_offer_backlog = s->timing.rx_backlog && now == s->timing.t_rx_taken;
     }
     h0 = ldq_le_p(pkt);
     rx = dimmnet2_timing_rx_ns(s, h0);
@@ -558,40 +556,40 @@ uint64_t dimmnet2_timing_rx_hold(DN2State *s, const uint8_t *pkt, size_t len,
         uint32_t hdr = dn2_hdr_lines(type) * DN2_LINE;
 
         w = (uint64_t)(psize > hdr ? psize - hdr : 0) * 1000 /
-            s->tparam[DN2T_SDIMM_WRITE_MBPS];
+            s->timing.tparam[DN2T_SDIMM_WRITE_MBPS];
     }
     /* The switch's output port: the sender's sum has the packet's last
      * byte leave the switch a cable and the receive clocks before its
      * delivery; it leaves no sooner than the previous packet's last byte
      * and its own wire time (senders to one board share that link). */
-    tail = (uint64_t)s->tparam[DN2T_CABLE_NS] + rx;
-    out = s->t_link_out + dimmnet2_timing_wire_ns(s, len);
-    if (!s->rx_offer_backlog) {
-        out = MAX(out, s->t_rx_offer - MIN(s->t_rx_offer, tail));
+    tail = (uint64_t)s->timing.tparam[DN2T_CABLE_NS] + rx;
+    out = s->timing.t_link_out + dimmnet2_timing_wire_ns(s, len);
+    if (!s->timing.rx_offer_backlog) {
+        out = MAX(out, s->timing.t_rx_offer - MIN(s->timing.t_rx_offer, tail));
     }
     /* (a packet that queued behind a waiting one crossed the link while
      * that one waited: the link's own bound is all that holds it) */
-    done = MAX(MAX(now, s->t_rc_free + rx), out + tail);
+    done = MAX(MAX(now, s->timing.t_rc_free + rx), out + tail);
     if (w) {
-        done = MAX(done, s->t_sd_free + w);
+        done = MAX(done, s->timing.t_sd_free + w);
     }
-    if (status && s->t_status_last) {
-        done = MAX(done, s->t_status_last +
-                   (uint64_t)s->tparam[DN2T_STATUS_GAP_CLK] * s->tparam[DN2T_CLOCK_NS]);
+    if (status && s->timing.t_status_last) {
+        done = MAX(done, s->timing.t_status_last +
+                   (uint64_t)s->timing.tparam[DN2T_STATUS_GAP_CLK] * s->timing.tparam[DN2T_CLOCK_NS]);
     }
     if (commit) {
-        s->t_link_out = out;
-        s->rx_offered = false;
-        s->rx_backlog = now > s->t_rx_offer || s->rx_offer_backlog;
-        s->t_rx_taken = now;
+        s->timing.t_link_out = out;
+        s->timing.rx_offered = false;
+        s->timing.rx_backlog = now > s->timing.t_rx_offer || s->timing.rx_offer_backlog;
+        s->timing.t_rx_taken = now;
     }
     if (commit && done <= now) {
-        s->t_rc_free = now;
+        s->timing.t_rc_free = now;
         if (w) {
-            s->t_sd_free = MAX(s->t_sd_free, now);
+            s->timing.t_sd_free = MAX(s->timing.t_sd_free, now);
         }
         if (status) {
-            s->t_status_last = now;
+            s->timing.t_status_last = now;
         }
     }
     return done;
@@ -670,15 +668,15 @@ void dimmnet2_timing_cached_written(DN2State *s, bool lhb, uint32_t off, uint32_
 {
     uint32_t base = lhb ? DN2_REGION_SIZE / DN2_TFILL_LINE : 0, l;
 
-    if (!s->timing_on || !len || off >= DN2_REGION_SIZE) {
+    if (!s->timing.timing_on || !len || off >= DN2_REGION_SIZE) {
         return;
     }
     len = MIN(len, DN2_REGION_SIZE - off);
     for (l = base + off / DN2_TFILL_LINE; l <= base + (off + len - 1) / DN2_TFILL_LINE;
          l++) {
-        s->t_stale[l / 64] |= 1ull << (l % 64);
-        if (s->t_fill_win != UINT32_MAX && l - s->t_fill_win < DN2_TFILL_RUN) {
-            s->t_fill_at[l - s->t_fill_win] = 0;    /* its fill is stale too */
+        s->timing.t_stale[l / 64] |= 1ull << (l % 64);
+        if (s->timing.t_fill_win != UINT32_MAX && l - s->timing.t_fill_win < DN2_TFILL_RUN) {
+            s->timing.t_fill_at[l - s->timing.t_fill_win] = 0;    /* its fill is stale too */
         }
     }
 }
@@ -686,15 +684,15 @@ void dimmnet2_timing_cached_written(DN2State *s, bool lhb, uint32_t off, uint32_
 /* Power-on and Controller Reset: no line pending, no fill under way. */
 void dimmnet2_timing_cached_reset(DN2State *s)
 {
-    memset(s->t_stale, 0, sizeof(s->t_stale));
-    memset(s->t_fill_at, 0, sizeof(s->t_fill_at));
-    s->t_fill_end = 0;
-    s->t_fill_win = UINT32_MAX;
+    memset(s->timing.t_stale, 0, sizeof(s->timing.t_stale));
+    memset(s->timing.t_fill_at, 0, sizeof(s->timing.t_fill_at));
+    s->timing.t_fill_end = 0;
+    s->timing.t_fill_win = UINT32_MAX;
 }
 
 static bool dimmnet2_timing_stale(DN2State *s, uint32_t line)
 {
-    return s->t_stale[line / 64] & (1ull << (line % 64));
+    return s->timing.t_stale[line / 64] & (1ull << (line % 64));
 }
 
 /*
@@ -720,30 +718,30 @@ static uint64_t dimmnet2_timing_fill_done(DN2State *s, uint32_t line, uint64_t s
     uint64_t t, done;
 
     if (!dimmnet2_timing_stale(s, line)) {
-        if (s->t_fill_win == win && s->t_fill_at[line - win]) {
-            done = s->t_fill_at[line - win];        /* prefetched: on its way */
-            s->t_fill_at[line - win] = 0;
+        if (s->timing.t_fill_win == win && s->timing.t_fill_at[line - win]) {
+            done = s->timing.t_fill_at[line - win];        /* prefetched: on its way */
+            s->timing.t_fill_at[line - win] = 0;
             return MAX(done, start);
         }
         return start;                               /* in the cache */
     }
-    memset(s->t_fill_at, 0, sizeof(s->t_fill_at));
-    s->t_fill_win = win;
-    t = MAX(start + s->tparam[DN2T_UC_READ_NS], s->t_fill_end + s->tparam[DN2T_FILL_NEXT_NS]);
+    memset(s->timing.t_fill_at, 0, sizeof(s->timing.t_fill_at));
+    s->timing.t_fill_win = win;
+    t = MAX(start + s->timing.tparam[DN2T_UC_READ_NS], s->timing.t_fill_end + s->timing.tparam[DN2T_FILL_NEXT_NS]);
     done = t;
     for (k = 0; k < run; k++) {
         l = win + (line - win + k) % run;           /* the line read first */
         if (!dimmnet2_timing_stale(s, l)) {
             continue;
         }
-        s->t_stale[l / 64] &= ~(1ull << (l % 64));
+        s->timing.t_stale[l / 64] &= ~(1ull << (l % 64));
         if (k) {
-            t += s->tparam[DN2T_FILL_NEXT_NS];
-            s->t_fill_at[l - win] = t;
+            t += s->timing.tparam[DN2T_FILL_NEXT_NS];
+            s->timing.t_fill_at[l - win] = t;
         }
         s->stat[DN2_STAT_HOST_FILLS]++;
     }
-    s->t_fill_end = t;
+    s->timing.t_fill_end = t;
     return done;
 }
 
@@ -752,14 +750,14 @@ static uint64_t dimmnet2_timing_fill_done(DN2State *s, uint32_t line, uint64_t s
 static void dimmnet2_timing_cached_read(DN2State *s, uint32_t line)
 {
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    uint64_t start = MAX(MAX(s->t_host_busy, now), dimmnet2_timing_bus_end(s));
+    uint64_t start = MAX(MAX(s->timing.t_host_busy, now), dimmnet2_timing_bus_end(s));
     uint64_t done = dimmnet2_timing_fill_done(s, line, start);
 
     if (done > start) {
         s->stat[DN2_STAT_HOST_FILL_NS] += done - start;
         trace_dimmnet2_timing_fill(s->index, line, start, done - start);
         dimmnet2_timing_pay(s, done - start);
-    } else if (s->t_read_retry) {
+    } else if (s->timing.t_read_retry) {
         dimmnet2_timing_pay(s, 0);                  /* the rest of the undone wait */
     }
 }
@@ -816,19 +814,19 @@ static void dimmnet2_timing_overlay(DN2State *s, MemoryRegion *mr, const MemoryR
  * come to the device, to be charged (realize, after the window is built). */
 void dimmnet2_timing_map(DN2State *s)
 {
-    if (!s->timing_on || !s->llcm_ptr || !s->ww_ptr) {
+    if (!s->timing.timing_on || !s->llcm_ptr || !s->ww_ptr) {
         return;
     }
-    dimmnet2_timing_overlay(s, &s->llcm_timed, &dimmnet2_llcm_timed_ops,
+    dimmnet2_timing_overlay(s, &s->timing.llcm_timed, &dimmnet2_llcm_timed_ops,
                             "dimmnet2.llcm-timed", DN2_LLCM_BASE);
-    dimmnet2_timing_overlay(s, &s->ww_timed, &dimmnet2_ww_timed_ops,
+    dimmnet2_timing_overlay(s, &s->timing.ww_timed, &dimmnet2_ww_timed_ops,
                             "dimmnet2.ww-timed", DN2_WW_BASE);
     if (!s->pw_ptr || !s->lhb_ptr) {
         return;
     }
-    dimmnet2_timing_overlay(s, &s->pw_timed, &dimmnet2_pw_timed_ops,
+    dimmnet2_timing_overlay(s, &s->timing.pw_timed, &dimmnet2_pw_timed_ops,
                             "dimmnet2.pw-timed", DN2_PW_BASE);
-    dimmnet2_timing_overlay(s, &s->lhb_timed, &dimmnet2_lhb_timed_ops,
+    dimmnet2_timing_overlay(s, &s->timing.lhb_timed, &dimmnet2_lhb_timed_ops,
                             "dimmnet2.lhb-timed", DN2_LHB_BASE);
 }
 
@@ -842,11 +840,129 @@ static void dimmnet2_timing_overlay_remove(DN2State *s, MemoryRegion *mr)
 
 void dimmnet2_timing_unmap(DN2State *s)
 {
-    if (!s->timing_on) {
+    if (!s->timing.timing_on) {
         return;
     }
-    dimmnet2_timing_overlay_remove(s, &s->llcm_timed);
-    dimmnet2_timing_overlay_remove(s, &s->ww_timed);
-    dimmnet2_timing_overlay_remove(s, &s->pw_timed);
-    dimmnet2_timing_overlay_remove(s, &s->lhb_timed);
+    dimmnet2_timing_overlay_remove(s, &s->timing.llcm_timed);
+    dimmnet2_timing_overlay_remove(s, &s->timing.ww_timed);
+    dimmnet2_timing_overlay_remove(s, &s->timing.pw_timed);
+    dimmnet2_timing_overlay_remove(s, &s->timing.lhb_timed);
 }
+
+/* ------------------------------------------------------------------ */
+/* VMState: subsections of the device's (dimmnet2.c, vmstate_dimmnet2) */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The timing model (timing=thesis), in a subsection sent only when it is
+ * on: when each unit is free again, what the host has paid for, the
+ * packet the Receive Controller holds and the virtual time it takes it
+ * (rx_kick), and the parameters, which must be the restoring board's.
+ * Every field is a virtual time or a flag: none indexes anything.
+ */
+static bool dimmnet2_timing_needed(void *opaque)
+{
+    DN2State *s = opaque;
+
+    return s->timing.timing_on;
+}
+
+static int dimmnet2_timing_pre_save(void *opaque)
+{
+    DN2State *s = opaque;
+
+    memcpy(s->timing.tparam_in, s->timing.tparam, sizeof(s->timing.tparam));
+    return 0;
+}
+
+static int dimmnet2_timing_post_load(void *opaque, int version_id)
+{
+    DN2State *s = opaque;
+    unsigned i;
+
+    DN2_LOAD_CHECK(s->timing.timing_on, "the stream holds the timing model's state "
+                   "(timing=thesis) and this board runs without it");
+    for (i = 0; i < DN2T__MAX; i++) {
+        DN2_LOAD_CHECK(s->timing.tparam_in[i] == s->timing.tparam[i], "the timing model's "
+                       "parameter %u is %u in the stream, %u here (timing-params=)",
+                       i, s->timing.tparam_in[i], s->timing.tparam[i]);
+    }
+    DN2_LOAD_CHECK(s->rx_stalled <= 1, "Receive Controller flags");
+    s->timing.t_acc_left = UINT64_MAX;     /* the vCPU's next access starts an instruction */
+    s->timing.timing_loaded = true;
+    return 0;
+}
+
+const VMStateDescription vmstate_dimmnet2_timing = {
+    .name = "dimmnet2/timing",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = dimmnet2_timing_needed,
+    .pre_save = dimmnet2_timing_pre_save,
+    .post_load = dimmnet2_timing_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_ARRAY(timing.tparam_in, DN2State, DN2T__MAX),
+        VMSTATE_UINT64(timing.t_tx_free, DN2State),
+        VMSTATE_UINT64(timing.t_wc_free, DN2State),
+        VMSTATE_UINT64(timing.t_sd_free, DN2State),
+        VMSTATE_UINT64(timing.t_rc_free, DN2State),
+        VMSTATE_UINT64(timing.t_status_last, DN2State),
+        VMSTATE_UINT64(timing.t_data_start, DN2State),
+        VMSTATE_UINT64(timing.t_data_end, DN2State),
+        VMSTATE_UINT64(timing.t_host_busy, DN2State),
+        VMSTATE_BOOL(timing.t_read_retry, DN2State),
+        VMSTATE_UINT32(timing.t_retry_skip, DN2State),
+        VMSTATE_UINT64(timing.t_bus_ps, DN2State),
+        VMSTATE_UINT64(timing.t_post_land, DN2State),
+        VMSTATE_UINT64(timing.t_link_out, DN2State),
+        VMSTATE_UINT64(timing.t_rx_offer, DN2State),
+        VMSTATE_BOOL(timing.rx_offered, DN2State),
+        VMSTATE_UINT64(timing.t_rx_taken, DN2State),
+        VMSTATE_BOOL(timing.rx_backlog, DN2State),
+        VMSTATE_BOOL(timing.rx_offer_backlog, DN2State),
+        VMSTATE_UINT8(rx_stalled, DN2State),
+        VMSTATE_TIMER_PTR(rx_kick, DN2State),
+        VMSTATE_TIMER_PTR(strict_timer, DN2State),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The host's cache over the PW and the LH Buffer (timing=thesis): which
+ * lines the board wrote since the host read them, and the run of fills.
+ * A subsection of its own, sent whenever the model is on.
+ */
+static bool dimmnet2_fills_needed(void *opaque)
+{
+    DN2State *s = opaque;
+
+    return s->timing.timing_on;
+}
+
+static int dimmnet2_fills_post_load(void *opaque, int version_id)
+{
+    DN2State *s = opaque;
+
+    DN2_LOAD_CHECK(s->timing.timing_on, "the stream holds the timing model's fills "
+                   "(timing=thesis) and this board runs without it");
+    DN2_LOAD_CHECK(s->timing.t_fill_win == UINT32_MAX || s->timing.t_fill_win < DN2_TFILL_LINES,
+                   "the timing model's last window of fills");
+    return 0;
+}
+
+const VMStateDescription vmstate_dimmnet2_fills = {
+    .name = "dimmnet2/host-fills",    /* not "dimmnet2/timing...": a subsection
+                                       * named after another one's prefix is
+                                       * looked up among that one's */
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = dimmnet2_fills_needed,
+    .post_load = dimmnet2_fills_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64_ARRAY(timing.t_stale, DN2State, DN2_TFILL_LINES / 64),
+        VMSTATE_UINT64(timing.t_fill_end, DN2State),
+        VMSTATE_UINT32(timing.t_fill_win, DN2State),
+        VMSTATE_UINT64_ARRAY(timing.t_fill_at, DN2State, DN2_TFILL_RUN),
+        VMSTATE_END_OF_LIST()
+    }
+};

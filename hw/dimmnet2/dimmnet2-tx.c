@@ -144,12 +144,12 @@ static DN2Step dimmnet2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req 
     s->stat[DN2_STAT_TX_PACKETS]++;
     s->stat[DN2_STAT_TX_BYTES] += bytes;
     *budget -= MIN(*budget, (uint64_t)bytes + 64);
-    if (s->timing_on) {
+    if (s->timing.timing_on) {
         /* The Core Logic reads the image line by line: the Write Window is
          * busy, and the Primitive Counter counts, until it is done. */
-        dimmnet2_timing_wc_busy(s, (uint64_t)(s->tparam[DN2T_BOTF_READ_CLK] +
+        dimmnet2_timing_wc_busy(s, (uint64_t)(s->timing.tparam[DN2T_BOTF_READ_CLK] +
                                               bytes / DN2_LINE) *
-                                   s->tparam[DN2T_CLOCK_NS]);
+                                   s->timing.tparam[DN2T_CLOCK_NS]);
         x->started = 1;
         return dimmnet2_timing_wc_ready(s) ? dimmnet2_exec_botf(s, x, r, budget)
                                            : DIMMNET2_STEP_STALL;
@@ -286,12 +286,12 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
         }
         /* timing=thesis: the data is read from the SO-DIMMs (its Write
          * Window prefix, LHSv2's, at the line rate like a BOTF image) */
-        if (s->timing_on) {
+        if (s->timing.timing_on) {
             uint64_t ww = x->done < p.ww_len ? MIN(p.ww_len - x->done, dlen) : 0;
 
             dimmnet2_timing_sdimm_read(s, dlen - ww);
             dimmnet2_timing_wc_busy(s, DIV_ROUND_UP(ww, DN2_LINE) *
-                                       (uint64_t)s->tparam[DN2T_CLOCK_NS]);
+                                       (uint64_t)s->timing.tparam[DN2T_CLOCK_NS]);
         }
         dimmnet2_emit(s, &h, lines, dlen);
         x->done += form == DN2_FORM_CONTIG ? dlen : k;
@@ -307,7 +307,7 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
         }
     } while (1);
 
-    if (s->timing_on) {
+    if (s->timing.timing_on) {
         x->started = 2;
         if (!dimmnet2_timing_wc_ready(s)) {
             return DIMMNET2_STEP_STALL;     /* counts when its data is read */

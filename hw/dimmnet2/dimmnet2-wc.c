@@ -555,9 +555,9 @@ void dimmnet2_wc_reset(DN2State *s)
         timer_del(s->rc_timer);
     }
     /* timing=thesis: no unit busy (the port's t_tx_free is the port's) */
-    s->t_wc_free = s->t_sd_free = s->t_rc_free = s->t_status_last = 0;
-    s->t_link_out = s->t_rx_offer = s->t_rx_taken = 0;
-    s->rx_offered = s->rx_backlog = s->rx_offer_backlog = false;
-    s->t_data_start = s->t_data_end = 0;
+    s->timing.t_wc_free = s->timing.t_sd_free = s->timing.t_rc_free = s->timing.t_status_last = 0;
+    s->timing.t_link_out = s->timing.t_rx_offer = s->timing.t_rx_taken = 0;
+    s->timing.rx_offered = s->timing.rx_backlog = s->timing.rx_offer_backlog = false;
+    s->timing.t_data_start = s->timing.t_data_end = 0;
     dimmnet2_timing_cached_reset(s);
 }

@@ -555,13 +555,6 @@ static bool dimmnet2_exec_ok(DN2State *s, const DN2Exec *x)
            x->total <= MAX(dimmnet2_sdimm_area(s), 4 * GiB);
 }
 
-#define DN2_LOAD_CHECK(cond, ...) do { \
-        if (!(cond)) { \
-            error_report("dimmnet2: incoming migration refused: " __VA_ARGS__); \
-            return -EINVAL; \
-        } \
-    } while (0)
-
 /*
  * Never trust the stream more than a guest: every field is checked against
  * what a guest could have produced through the registers, before anything
@@ -575,7 +568,7 @@ static int dimmnet2_post_load(void *opaque, int version_id)
     uint32_t i;
     int w, j;
 
-    DN2_LOAD_CHECK(!s->timing_on || s->timing_loaded, "this board runs the timing "
+    DN2_LOAD_CHECK(!s->timing.timing_on || s->timing.timing_loaded, "this board runs the timing "
                    "model (timing=thesis) and the stream has no state of it");
     DN2_LOAD_CHECK(s->fifo_head < s->fifo_depth && s->fifo_count <= s->fifo_depth,
                    "Request FIFO head %u / count %u outside depth %u",
@@ -677,125 +670,11 @@ static int dimmnet2_pre_save(void *opaque)
     return 0;
 }
 
-/*
- * The timing model (timing=thesis), in a subsection sent only when it is
- * on: when each unit is free again, what the host has paid for, the
- * packet the Receive Controller holds and the virtual time it takes it
- * (rx_kick), and the parameters, which must be the restoring board's.
- * Every field is a virtual time or a flag: none indexes anything.
- */
-static bool dimmnet2_timing_needed(void *opaque)
-{
-    DN2State *s = opaque;
-
-    return s->timing_on;
-}
-
-static int dimmnet2_timing_pre_save(void *opaque)
-{
-    DN2State *s = opaque;
-
-    memcpy(s->tparam_in, s->tparam, sizeof(s->tparam));
-    return 0;
-}
-
-static int dimmnet2_timing_post_load(void *opaque, int version_id)
-{
-    DN2State *s = opaque;
-    unsigned i;
-
-    DN2_LOAD_CHECK(s->timing_on, "the stream holds the timing model's state "
-                   "(timing=thesis) and this board runs without it");
-    for (i = 0; i < DN2T__MAX; i++) {
-        DN2_LOAD_CHECK(s->tparam_in[i] == s->tparam[i], "the timing model's "
-                       "parameter %u is %u in the stream, %u here (timing-params=)",
-                       i, s->tparam_in[i], s->tparam[i]);
-    }
-    DN2_LOAD_CHECK(s->rx_stalled <= 1, "Receive Controller flags");
-    s->t_acc_left = UINT64_MAX;     /* the vCPU's next access starts an instruction */
-    s->timing_loaded = true;
-    return 0;
-}
-
-static const VMStateDescription vmstate_dimmnet2_timing = {
-    .name = "dimmnet2/timing",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = dimmnet2_timing_needed,
-    .pre_save = dimmnet2_timing_pre_save,
-    .post_load = dimmnet2_timing_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT32_ARRAY(tparam_in, DN2State, DN2T__MAX),
-        VMSTATE_UINT64(t_tx_free, DN2State),
-        VMSTATE_UINT64(t_wc_free, DN2State),
-        VMSTATE_UINT64(t_sd_free, DN2State),
-        VMSTATE_UINT64(t_rc_free, DN2State),
-        VMSTATE_UINT64(t_status_last, DN2State),
-        VMSTATE_UINT64(t_data_start, DN2State),
-        VMSTATE_UINT64(t_data_end, DN2State),
-        VMSTATE_UINT64(t_host_busy, DN2State),
-        VMSTATE_BOOL(t_read_retry, DN2State),
-        VMSTATE_UINT32(t_retry_skip, DN2State),
-        VMSTATE_UINT64(t_bus_ps, DN2State),
-        VMSTATE_UINT64(t_post_land, DN2State),
-        VMSTATE_UINT64(t_link_out, DN2State),
-        VMSTATE_UINT64(t_rx_offer, DN2State),
-        VMSTATE_BOOL(rx_offered, DN2State),
-        VMSTATE_UINT64(t_rx_taken, DN2State),
-        VMSTATE_BOOL(rx_backlog, DN2State),
-        VMSTATE_BOOL(rx_offer_backlog, DN2State),
-        VMSTATE_UINT8(rx_stalled, DN2State),
-        VMSTATE_TIMER_PTR(rx_kick, DN2State),
-        VMSTATE_TIMER_PTR(strict_timer, DN2State),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
-/*
- * The host's cache over the PW and the LH Buffer (timing=thesis): which
- * lines the board wrote since the host read them, and the run of fills.
- * A subsection of its own, sent whenever the model is on.
- */
-static bool dimmnet2_fills_needed(void *opaque)
-{
-    DN2State *s = opaque;
-
-    return s->timing_on;
-}
-
-static int dimmnet2_fills_post_load(void *opaque, int version_id)
-{
-    DN2State *s = opaque;
-
-    DN2_LOAD_CHECK(s->timing_on, "the stream holds the timing model's fills "
-                   "(timing=thesis) and this board runs without it");
-    DN2_LOAD_CHECK(s->t_fill_win == UINT32_MAX || s->t_fill_win < DN2_TFILL_LINES,
-                   "the timing model's last window of fills");
-    return 0;
-}
-
-static const VMStateDescription vmstate_dimmnet2_fills = {
-    .name = "dimmnet2/host-fills",    /* not "dimmnet2/timing...": a subsection
-                                       * named after another one's prefix is
-                                       * looked up among that one's */
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = dimmnet2_fills_needed,
-    .post_load = dimmnet2_fills_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT64_ARRAY(t_stale, DN2State, DN2_TFILL_LINES / 64),
-        VMSTATE_UINT64(t_fill_end, DN2State),
-        VMSTATE_UINT32(t_fill_win, DN2State),
-        VMSTATE_UINT64_ARRAY(t_fill_at, DN2State, DN2_TFILL_RUN),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
 static int dimmnet2_pre_load(void *opaque)
 {
     DN2State *s = opaque;
 
-    s->timing_loaded = false;
+    s->timing.timing_loaded = false;
     return 0;
 }
 
@@ -867,8 +746,8 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt_start_ns, 0),
     DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
     DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
-    DEFINE_PROP_STRING("timing", DN2State, timing),
-    DEFINE_PROP_STRING("timing-params", DN2State, timing_params),
+    DEFINE_PROP_STRING("timing", DN2State, timing.mode),
+    DEFINE_PROP_STRING("timing-params", DN2State, timing.timing_params),
     DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
 };
 
@@ -1023,7 +902,7 @@ static void dimmnet2_set_hold(Object *obj, bool on, Error **errp)
          * Controller's virtual-clock timer, and the requests, the step
          * reached and that timer are in the stream (vmstate_dimmnet2,
          * vmstate_dimmnet2_timing).  Only the port must be quiet. */
-        if (!(s->vtime && s->timing_on) &&
+        if (!(s->vtime && s->timing.timing_on) &&
             (s->fifo_count || s->exec.active || s->rc_count || s->rc_exec.active)) {
             error_setg(errp, "dimmnet2: board %d: the Window Controller is busy "
                        "(%u requests queued, %u answers to run%s)", s->index,

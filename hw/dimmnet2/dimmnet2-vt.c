@@ -1,0 +1,809 @@
+/*
+ * DIMMnet-2 port: the lock-step client of virtual time (vtime=on,
+ * docs/virtual-time.md) and its snapshots at a cut (vt-cut-ns).
+ *
+ * Between the port (dimmnet2-port.c, above: it asks for a packet's due
+ * time and for credits) and the transport (dimmnet2-transport.c, below:
+ * it reports the records that carry a virtual time and the grants up
+ * through dimmnet2_vt_up, the DN2TransportUp table of dimmnet2-fab.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "qemu/sockets.h"
+#include "qemu/thread.h"
+#include "qemu/atomic.h"
+#include "qemu/error-report.h"
+#include "qapi/error.h"
+#include "migration/blocker.h"
+#include "migration/vmstate.h"
+#include "qapi/visitor.h"
+#include "crypto/secret_common.h"
+#include "hw/core/cpu.h"
+#include "system/qtest.h"
+#include "system/runstate.h"
+#include "dimmnet2-int.h"
+#include "fabric/dn2fab.h"
+#include "trace.h"
+#include "dimmnet2-fab.h"
+
+/* A packet that came in under vtime=on, waiting for its virtual time. */
+typedef struct DN2VtPkt {
+    uint64_t vtime;             /* deliver at this virtual time */
+    uint32_t vseq;              /* the sender's counter: the last tie rule */
+    uint16_t slid;
+    uint8_t lane;
+    size_t len;
+    uint8_t data[];
+} DN2VtPkt;
+
+/* At most this many bytes wait in the queue; beyond it the endpoint holds
+ * packets back with its credits, which makes the run depend on the host
+ * (docs/virtual-time.md, "Limits"). */
+#define DIMMNET2_VTQ_MAX        (256u * 1024 * 1024)
+#define DIMMNET2_VT_NOTE_NS     (5 * NANOSECONDS_PER_SECOND)
+#define DIMMNET2_VT_CREDIT_NS   (2 * NANOSECONDS_PER_SECOND)
+
+
+/*
+ * Every packet carries the virtual time at which its receiver delivers it
+ * (the sender's clock plus the modelled latency) and the sender's counter;
+ * the receiver keeps what came in, in (vtime, source LID, vseq) order, and
+ * delivers it from a QEMU_CLOCK_VIRTUAL timer at that time.  The same timer
+ * keeps the board below its horizon: the switch grants a horizon once every
+ * packet that could arrive before it is here, and at the horizon the board
+ * reports its clock and waits, processing its socket, for the next grant.
+ * The datagrams' reliability (sequence numbers, ACKs, retransmissions on
+ * the host's clock) is below all this and changes no virtual time.
+ */
+
+static gint dimmnet2_vt_cmp(gconstpointer a, gconstpointer b, gpointer unused)
+{
+    const DN2VtPkt *x = a, *y = b;
+
+    if (x->vtime != y->vtime) {
+        return x->vtime < y->vtime ? -1 : 1;
+    }
+    if (x->slid != y->slid) {
+        return x->slid < y->slid ? -1 : 1;
+    }
+    if (x->vseq != y->vseq) {
+        return x->vseq < y->vseq ? -1 : 1;
+    }
+    return 0;
+}
+
+static unsigned dimmnet2_vt_key(uint16_t slid, unsigned lane)
+{
+    return dn2_lid_to_clid(slid) * DN2F_NUM_LANES + lane;
+}
+
+/* Must the packet wait for one the board refused?  Its own lane from the
+ * same source, and a request also for that source's data lane of the same
+ * WID (read after write, as the fabric orders them). */
+static bool dimmnet2_vt_blocked(DN2Fab *l, const DN2VtPkt *p)
+{
+    if (test_bit(dimmnet2_vt_key(p->slid, p->lane), l->vt_blocked)) {
+        return true;
+    }
+    return p->lane >= DN2F_LANE_REQ &&
+           test_bit(dimmnet2_vt_key(p->slid, p->lane - DN2F_LANE_REQ), l->vt_blocked);
+}
+
+/* The first packet that may be delivered (NULL: none). */
+static DN2VtPkt *dimmnet2_vt_first(DN2Fab *l)
+{
+    GSequenceIter *it = g_sequence_get_begin_iter(l->vtq);
+
+    for (; !g_sequence_iter_is_end(it); it = g_sequence_iter_next(it)) {
+        DN2VtPkt *p = g_sequence_get(it);
+        if (!dimmnet2_vt_blocked(l, p)) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* Arm the timer for the next delivery or the horizon, whichever is first. */
+void dimmnet2_vt_arm(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+    DN2VtPkt *p = dimmnet2_vt_first(l);
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t at = l->vt_horizon;
+
+    if (p) {
+        at = MIN(at, MAX(p->vtime, (uint64_t)now));
+    }
+    if (l->vt_cut && !l->vt_cut_done) {
+        at = MIN(at, l->vt_cut);
+    }
+    timer_mod(l->vt_timer, MIN(at, (uint64_t)INT64_MAX));
+}
+
+/* Is the board doing nothing until its next timer or packet?  Only then
+ * may it promise more than its clock: its vCPU halted with no work, and
+ * (checked by the caller through the deadlines) no timer of its own due.
+ * vt-idle=off: never (it promises its clock only). */
+static bool dimmnet2_vt_idle(DN2State *s)
+{
+    CPUState *cpu;
+
+    if (qtest_enabled() || !s->vt_idle) {
+        return false;           /* the test drives the clock: promise nothing */
+    }
+    CPU_FOREACH(cpu) {
+        if (!cpu->halted || cpu_has_work(cpu)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The earliest virtual time at which this board could send, now that it
+ * stands at now: now while it runs; when it is idle, its next virtual
+ * timer or its next packet (another board's packet that wakes it earlier
+ * is the switch's to take into account). */
+static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
+{
+    DN2Fab *l = s->fab;
+    DN2VtPkt *p;
+    int64_t d;
+    uint64_t e;
+
+    if (!dimmnet2_vt_idle(s)) {
+        return now;
+    }
+    timer_del(l->vt_timer);
+    d = qemu_clock_deadline_ns_all(QEMU_CLOCK_VIRTUAL, QEMU_TIMER_ATTR_ALL);
+    e = d < 0 ? (uint64_t)INT64_MAX : (uint64_t)now + d;
+    p = dimmnet2_vt_first(l);
+    if (p) {
+        e = MIN(e, MAX(p->vtime, (uint64_t)now));
+    }
+    return e;
+}
+
+/* Report the board's clock and promise to the switch (through the
+ * endpoint, which sends it once everything this board sent is
+ * acknowledged). */
+static void dimmnet2_vt_report(DN2State *s, uint64_t now, uint64_t earliest)
+{
+    DN2Fab *l = s->fab;
+
+    l->vt_reported = true;
+    l->vt_rep_now = now;
+    l->vt_rep_earliest = earliest;
+    dn2f_ep_vt_report(l->ep, now, earliest);
+}
+
+/* Wait, on the host's clock, until ok(s, arg): the socket's datagrams go to
+ * the endpoint, its timers run, what it owes is sent.  Under the BQL, in
+ * the vCPU thread or the main loop: neither may go on meanwhile. */
+static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void *arg,
+                              int64_t give_up_ns)
+{
+    DN2Fab *l = s->fab;
+    int64_t start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t note = start + DIMMNET2_VT_NOTE_NS;
+
+    s->stat[DN2_STAT_VT_WAITS]++;
+    l->vt_in_wait = true;
+    dn2f_ep_flush(l->ep);
+    while (!ok(s, arg)) {
+        int64_t rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        uint64_t dl = dn2f_ep_next_deadline(l->ep);
+        int64_t timeout = 100 * SCALE_MS;
+        GPollFD pfd = { .fd = l->fd, .events = G_IO_IN };
+
+        if (give_up_ns && rt - start >= give_up_ns) {
+            break;
+        }
+        if (dl != UINT64_MAX) {
+            timeout = dl <= (uint64_t)rt ? 0 : MIN(timeout, (int64_t)(dl - rt));
+        }
+        if (qemu_poll_ns(&pfd, 1, timeout) > 0) {
+            dimmnet2_transport_drain(s, &l->rxb, 256);
+        }
+        rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        if (dn2f_ep_next_deadline(l->ep) <= (uint64_t)rt) {
+            dn2f_ep_tick(l->ep);
+        }
+        dn2f_ep_flush(l->ep);
+        if (rt >= note) {
+            note = rt + DIMMNET2_VT_NOTE_NS;
+            warn_report("dimmnet2: board %d: vtime: waiting %.0f s at virtual "
+                        "time %.9f s (horizon %.9f s, link %s); the switch's "
+                        "log names the board it waits for", s->index,
+                        (rt - start) / 1e9,
+                        qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / 1e9,
+                        l->vt_horizon / 1e9,
+                        dn2f_ep_link(l->ep) == DN2F_LINK_UP ? "up" : "down");
+        }
+    }
+    l->vt_in_wait = false;
+    s->stat[DN2_STAT_VT_WAIT_MS] +=
+        (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - start) / SCALE_MS;
+    dimmnet2_transport_rearm(s);
+}
+
+static bool dimmnet2_vt_may_run(DN2State *s, void *arg)
+{
+    uint64_t now = *(uint64_t *)arg;
+
+    return s->fab->vt_horizon > now && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP;
+}
+
+/* Deliver, in order, every packet whose time has come. */
+static void dimmnet2_vt_deliver_due(DN2State *s, uint64_t now)
+{
+    DN2Fab *l = s->fab;
+    GSequenceIter *it = g_sequence_get_begin_iter(l->vtq);
+    bool any = false;
+
+    while (!g_sequence_iter_is_end(it)) {
+        DN2VtPkt *p = g_sequence_get(it);
+        GSequenceIter *next = g_sequence_iter_next(it);
+
+        if (p->vtime > now) {
+            break;
+        }
+        if (!dimmnet2_vt_blocked(l, p)) {
+            if (dimmnet2_port_deliver_one(s, p->slid, p->data, p->len) ==
+                DIMMNET2_RX_BUSY) {
+                set_bit(dimmnet2_vt_key(p->slid, p->lane), l->vt_blocked);
+            } else {
+                l->vtq_bytes -= p->len;
+                g_sequence_remove(it);
+                any = true;
+            }
+        }
+        it = next;
+    }
+    if (l->vtq_full && l->vtq_bytes < DIMMNET2_VTQ_MAX / 2) {
+        l->vtq_full = false;
+        dn2f_ep_resume(l->ep);
+    }
+    if (any) {
+        s->port_ops->news(s);   /* an RVL to answer, a request that waited */
+    }
+}
+
+/*
+ * vt-cut-ns: the board stops its VM at exactly that virtual time, before
+ * anything else happens there (docs/virtual-time.md, "Snapshots").  It
+ * reports its clock first, so that the other boards can reach the cut
+ * too; nothing is delivered at the cut until the VM runs again.  The
+ * timer runs in the main loop (under -icount the vCPU gets no budget past
+ * it), whose next step handles the stop request before the vCPU runs.
+ */
+static void dimmnet2_vt_cut(DN2State *s, uint64_t now)
+{
+    DN2Fab *l = s->fab;
+
+    l->vt_cut_done = true;
+    dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
+    dn2f_ep_flush(l->ep);
+    dimmnet2_transport_rearm(s);
+    trace_dimmnet2_vt_cut(s->index, now);
+    /* Until the stop: this timer, on a list that is never run, keeps the
+     * virtual clock's deadline at the cut, so the vCPU gets no budget and
+     * the main loop's idle warp does not move the clock (a timer of the
+     * main loop's list at the cut would run again at once). */
+    timer_mod(l->vt_park, now);
+    if (runstate_is_running()) {
+        qemu_system_vmstop_request_prepare();
+        qemu_system_vmstop_request(RUN_STATE_PAUSED);
+    }
+}
+
+static void dimmnet2_vt_cb(void *opaque)
+{
+    DN2State *s = opaque;
+    DN2Fab *l = s->fab;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (l->vt_cut && !l->vt_cut_done && now >= l->vt_cut) {
+        dimmnet2_vt_cut(s, now);
+        return;
+    }
+    if (!dimmnet2_vt_may_run(s, &now)) {
+        dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
+        dimmnet2_vt_block(s, dimmnet2_vt_may_run, &now, 0);
+        trace_dimmnet2_vt_grant(s->index, now, l->vt_horizon);
+    }
+    if (!l->vt_started) {
+        /* vt-start-ns: the lock-step begins, and with it the link. */
+        l->vt_started = true;
+        dimmnet2_port_refresh(s);
+        s->port_ops->news(s);   /* requests that waited for the link */
+    }
+    dimmnet2_vt_deliver_due(s, now);
+    dn2f_ep_flush(l->ep);
+    dimmnet2_transport_rearm(s);
+    dimmnet2_vt_arm(s);
+    s->entry_done(s);
+}
+
+/* The transport's record that carries a virtual time: into the queue. */
+static int dimmnet2_vt_deliver(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                               size_t len, uint64_t vtime, uint32_t vseq)
+{
+    DN2Fab *l = s->fab;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    DN2VtPkt *p;
+
+    if (dimmnet2_port_held(s) || runstate_check(RUN_STATE_INMIGRATE)) {
+        return -EBUSY;
+    }
+    if (l->vtq_bytes + len > DIMMNET2_VTQ_MAX) {
+        if (!l->vtq_full) {
+            warn_report("dimmnet2: board %d: vtime: %u MiB of packets wait for "
+                        "their time (a process stopped reading?); the fabric "
+                        "holds the rest back, and the run now depends on the "
+                        "host", s->index, DIMMNET2_VTQ_MAX >> 20);
+        }
+        l->vtq_full = true;
+        return -EBUSY;
+    }
+    if (vtime < now) {
+        DIMMNET2_GUEST_ERROR(s, DN2_STAT_VT_LATE, vt_late,
+                             "vtime: packet from LID 0x%x due at %" PRIu64
+                             " ns arrived at %" PRIu64 " ns; delivered now",
+                             slid, vtime, now);
+        vtime = now;
+    }
+    p = g_malloc(sizeof(*p) + len);
+    p->vtime = vtime;
+    p->vseq = vseq;
+    p->slid = slid;
+    p->lane = dn2f_pkt_lane(pkt);
+    p->len = len;
+    memcpy(p->data, pkt, len);
+    g_sequence_insert_sorted(l->vtq, p, dimmnet2_vt_cmp, NULL);
+    l->vtq_bytes += len;
+    if (l->vt_reported && vtime < l->vt_rep_earliest) {
+        /* This packet wakes the board before the time it promised (it was
+         * idle, waiting for a far timer): lower the promise.  The endpoint
+         * sends that at once and acknowledges nothing until the switch has
+         * it, so the board that sent the packet cannot report past it. */
+        dimmnet2_vt_report(s, l->vt_rep_now, MAX(vtime, l->vt_rep_now));
+    }
+    if (!l->vt_in_wait) {
+        dimmnet2_vt_arm(s);
+    }
+    return 0;
+}
+
+/* The switch moved this board's horizon. */
+static void dimmnet2_vt_grant(DN2State *s, uint64_t horizon, uint32_t lookahead_ns,
+                              uint32_t quantum_ns, uint64_t slowest)
+{
+    DN2Fab *l = s->fab;
+
+    if (horizon <= l->vt_horizon) {
+        return;
+    }
+    if (lookahead_ns != l->vt_lookahead) {
+        uint64_t least = s->timing.timing_on ? dimmnet2_timing_min_ns(s) : s->vt_latency_ns;
+
+        if (lookahead_ns > least) {
+            warn_report("dimmnet2: board %d: vtime: the switch's lookahead %u ns "
+                        "is above the least latency of this board's packets "
+                        "(%" PRIu64 " ns); no packet takes less than the "
+                        "lookahead", s->index, lookahead_ns, least);
+        }
+    }
+    l->vt_horizon = horizon;
+    l->vt_lookahead = lookahead_ns;
+    l->vt_quantum = quantum_ns;
+    l->vt_slowest = slowest;
+    if (!l->vt_in_wait) {
+        dimmnet2_vt_arm(s);
+    }
+}
+
+/* The virtual time a packet sent now is delivered at: the timing model's
+ * (timing=thesis), or vt-latency-ns later; never sooner than the switch's
+ * lookahead allows. */
+uint64_t dimmnet2_vt_due(DN2State *s, const uint8_t *pkt, size_t len)
+{
+    DN2Fab *l = s->fab;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t t = s->timing.timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
+                              : now + s->vt_latency_ns;
+
+    t = MAX(t, now + l->vt_lookahead);
+
+    if (l->vt_quantum > 1) {
+        t = QEMU_ALIGN_UP(t, (uint64_t)l->vt_quantum);   /* any Q, not only 2^n */
+    }
+    return t;
+}
+
+typedef struct DN2VtSendWait {
+    uint16_t dlid;
+    unsigned lane;
+    size_t len;
+} DN2VtSendWait;
+
+static bool dimmnet2_vt_can_send(DN2State *s, void *arg)
+{
+    DN2VtSendWait *w = arg;
+
+    return dn2f_ep_link(s->fab->ep) != DN2F_LINK_UP ||
+           dn2f_ep_can_send_lane(s->fab->ep, w->dlid, w->lane, w->len);
+}
+
+/*
+ * No credits toward a peer: under virtual time that is the host being
+ * slow (the receiver takes every packet into its queue and acknowledges
+ * it), so wait for them on the host's clock with the virtual clock
+ * stopped, reporting this board's clock so that the others go on.  If
+ * they do not come (a receiver whose queue is full), give up after a while
+ * and let the Window Controller wait as without virtual time.
+ */
+bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t len)
+{
+    DN2Fab *l = s->fab;
+    DN2VtSendWait w = { .dlid = dlid, .lane = lane, .len = len };
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (l->vt_in_wait || dn2f_ep_link(l->ep) != DN2F_LINK_UP) {
+        return false;
+    }
+    dimmnet2_vt_report(s, now, now);
+    dimmnet2_vt_block(s, dimmnet2_vt_can_send, &w, DIMMNET2_VT_CREDIT_NS);
+    if (dimmnet2_vt_can_send(s, &w)) {
+        return dn2f_ep_link(l->ep) == DN2F_LINK_UP;
+    }
+    if (!l->vt_nondet) {
+        warn_report("dimmnet2: board %d: vtime: no credits toward LID 0x%x for "
+                    "%d s; the Window Controller waits for them as without "
+                    "virtual time, and the run now depends on the host",
+                    s->index, dlid, (int)(DIMMNET2_VT_CREDIT_NS / NANOSECONDS_PER_SECOND));
+    }
+    l->vt_nondet = true;
+    return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Virtual time and snapshots: the cut at one virtual time             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A board in virtual time is saved only at a cut (vt-cut-ns): its VM
+ * stopped by the board itself at that virtual time.  What it then holds
+ * beyond the device's own state is the lock-step's: the packets that wait
+ * in its queue for their virtual times (sent before the cut, due after
+ * it), the lanes it refused (a full ring), its packet counter (vseq, the
+ * last tie rule at the receivers) and the switch's lookahead and quantum
+ * (the delivery times of what it sends).  The horizon is not kept: a
+ * restored board waits at its clock for the new switch's first grant.
+ */
+#define DIMMNET2_VT_BLOB_PKT_HDR (8 + 4 + 2 + 1 + 4)
+#define DIMMNET2_VT_PKT_MAX      (64 * 1024)
+
+static void dimmnet2_vt_get_cut(Object *obj, Visitor *v, const char *name,
+                                void *opaque, Error **errp)
+{
+    DN2State *s = opaque;
+    uint64_t val = s->fab ? s->fab->vt_cut : 0;
+
+    visit_type_uint64(v, name, &val, errp);
+}
+
+static void dimmnet2_vt_set_cut(Object *obj, Visitor *v, const char *name,
+                                void *opaque, Error **errp)
+{
+    DN2State *s = opaque;
+    DN2Fab *l = s->fab;
+    uint64_t val, now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (!visit_type_uint64(v, name, &val, errp)) {
+        return;
+    }
+    if (val && val <= now) {
+        error_setg(errp, "dimmnet2: board %d: vt-cut-ns %" PRIu64 " is not "
+                   "after its virtual clock (%" PRIu64 " ns)", s->index, val, now);
+        return;
+    }
+    l->vt_cut = val;
+    l->vt_cut_done = false;
+    if (!l->vt_in_wait) {
+        dimmnet2_vt_arm(s);
+    }
+}
+
+static bool dimmnet2_vt_get_at_cut(Object *obj, Error **errp)
+{
+    DN2State *s = DIMMNET2(obj);
+
+    return s->fab && s->fab->vt_cut_done && !runstate_is_running() &&
+           qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) == (int64_t)s->fab->vt_cut;
+}
+
+static void dimmnet2_vt_get_queued(Object *obj, Visitor *v, const char *name,
+                                   void *opaque, Error **errp)
+{
+    DN2State *s = opaque;
+    uint64_t val = s->fab ? g_sequence_get_length(s->fab->vtq) : 0;
+
+    visit_type_uint64(v, name, &val, errp);
+}
+
+static void dimmnet2_blob_put(GByteArray *b, uint64_t v, unsigned n)
+{
+    uint8_t x[8];
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        x[i] = v >> (8 * i);
+    }
+    g_byte_array_append(b, x, n);
+}
+
+static bool dimmnet2_blob_get(const uint8_t **p, const uint8_t *end, unsigned n,
+                              uint64_t *v)
+{
+    unsigned i;
+
+    if ((size_t)(end - *p) < n) {
+        return false;
+    }
+    *v = 0;
+    for (i = 0; i < n; i++) {
+        *v |= (uint64_t)(*p)[i] << (8 * i);
+    }
+    *p += n;
+    return true;
+}
+
+static int dimmnet2_vt_pre_save(void *opaque)
+{
+    DN2Fab *l = opaque;
+    GByteArray *b = g_byte_array_new();
+    const unsigned nbits = DN2F_NUM_CLID * DN2F_NUM_LANES;
+    GSequenceIter *it;
+    unsigned long i;
+
+    /* the refused lanes: a count, then each (source CLID, lane) key */
+    dimmnet2_blob_put(b, bitmap_count_one(l->vt_blocked, nbits), 4);
+    for (i = find_first_bit(l->vt_blocked, nbits); i < nbits;
+         i = find_next_bit(l->vt_blocked, nbits, i + 1)) {
+        dimmnet2_blob_put(b, i, 4);
+    }
+    dimmnet2_blob_put(b, g_sequence_get_length(l->vtq), 4);
+    for (it = g_sequence_get_begin_iter(l->vtq); !g_sequence_iter_is_end(it);
+         it = g_sequence_iter_next(it)) {
+        const DN2VtPkt *p = g_sequence_get(it);
+
+        dimmnet2_blob_put(b, p->vtime, 8);
+        dimmnet2_blob_put(b, p->vseq, 4);
+        dimmnet2_blob_put(b, p->slid, 2);
+        dimmnet2_blob_put(b, p->lane, 1);
+        dimmnet2_blob_put(b, p->len, 4);
+        g_byte_array_append(b, p->data, p->len);
+    }
+    g_free(l->vt_blob);
+    l->vt_blob_len = b->len;
+    l->vt_blob = g_byte_array_free(b, false);
+    return 0;
+}
+
+static int dimmnet2_vt_post_save(void *opaque)
+{
+    DN2Fab *l = opaque;
+
+    g_free(l->vt_blob);
+    l->vt_blob = NULL;
+    l->vt_blob_len = 0;
+    return 0;
+}
+
+/* The stream is checked as a guest's input would be: a bad one is refused
+ * whole, naming what is wrong. */
+static int dimmnet2_vt_post_load(void *opaque, int version_id)
+{
+    DN2Fab *l = opaque;
+    const unsigned nbits = DN2F_NUM_CLID * DN2F_NUM_LANES;
+    const uint8_t *p = l->vt_blob, *end = l->vt_blob + l->vt_blob_len;
+    uint64_t n, i, k, bytes = 0;
+    int r = -EINVAL;
+
+    bitmap_zero(l->vt_blocked, nbits);
+    g_sequence_remove_range(g_sequence_get_begin_iter(l->vtq),
+                            g_sequence_get_end_iter(l->vtq));
+    l->vtq_bytes = 0;
+    if (!l->vt_blob || !dimmnet2_blob_get(&p, end, 4, &n)) {
+        error_report("dimmnet2: vtime stream: no queue");
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        if (!dimmnet2_blob_get(&p, end, 4, &k) || k >= nbits) {
+            error_report("dimmnet2: vtime stream: refused lane %" PRIu64 " of %u",
+                         i, nbits);
+            goto out;
+        }
+        set_bit(k, l->vt_blocked);
+    }
+    if (!dimmnet2_blob_get(&p, end, 4, &n)) {
+        error_report("dimmnet2: vtime stream: no packet count");
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t vtime, vseq, slid, lane, len;
+        DN2VtPkt *q;
+
+        if (!dimmnet2_blob_get(&p, end, 8, &vtime) || !dimmnet2_blob_get(&p, end, 4, &vseq) ||
+            !dimmnet2_blob_get(&p, end, 2, &slid) || !dimmnet2_blob_get(&p, end, 1, &lane) ||
+            !dimmnet2_blob_get(&p, end, 4, &len) || lane >= DN2F_NUM_LANES ||
+            !len || len > DIMMNET2_VT_PKT_MAX || (uint64_t)(end - p) < len ||
+            vtime > INT64_MAX || (bytes += len) > DIMMNET2_VTQ_MAX) {
+            error_report("dimmnet2: vtime stream: queued packet %" PRIu64 " of %"
+                         PRIu64 " is malformed", i, n);
+            goto out;
+        }
+        q = g_malloc(sizeof(*q) + len);
+        q->vtime = vtime;
+        q->vseq = vseq;
+        q->slid = slid;
+        q->lane = lane;
+        q->len = len;
+        memcpy(q->data, p, len);
+        p += len;
+        g_sequence_insert_sorted(l->vtq, q, dimmnet2_vt_cmp, NULL);
+        l->vtq_bytes += len;
+    }
+    if (p != end) {
+        error_report("dimmnet2: vtime stream: %zu bytes after the queue",
+                     (size_t)(end - p));
+        goto out;
+    }
+    r = 0;
+out:
+    g_free(l->vt_blob);
+    l->vt_blob = NULL;
+    l->vt_blob_len = 0;
+    /* the new switch grants afresh: wait at the restored clock for it */
+    l->vt_horizon = 0;
+    l->vt_reported = false;
+    l->vt_rep_now = l->vt_rep_earliest = 0;
+    l->vtq_full = false;
+    dimmnet2_port_refresh(l->owner);    /* the link as of vt_started */
+    return r;
+}
+
+static const VMStateDescription vmstate_dimmnet2_vt = {
+    .name = "dimmnet2-vt",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = dimmnet2_vt_pre_save,
+    .post_save = dimmnet2_vt_post_save,
+    .post_load = dimmnet2_vt_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(vt_vseq, DN2Fab),
+        VMSTATE_BOOL(vt_started, DN2Fab),
+        VMSTATE_BOOL(vt_nondet, DN2Fab),
+        VMSTATE_UINT32(vt_lookahead, DN2Fab),
+        VMSTATE_UINT32(vt_quantum, DN2Fab),
+        VMSTATE_UINT64(vt_cut, DN2Fab),
+        VMSTATE_BOOL(vt_cut_done, DN2Fab),
+        VMSTATE_UINT32(vt_blob_len, DN2Fab),
+        VMSTATE_VBUFFER_ALLOC_UINT32(vt_blob, DN2Fab, 0, NULL, vt_blob_len),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static void dimmnet2_vt_snapshot_init(DN2State *s)
+{
+    s->fab->owner = s;
+    object_property_add(OBJECT(s), "vt-cut-ns", "uint64", dimmnet2_vt_get_cut,
+                        dimmnet2_vt_set_cut, NULL, s);
+    object_property_set_description(OBJECT(s), "vt-cut-ns", "vtime=on: the board "
+        "stops its VM at this virtual time (ns), a cut for a snapshot of the "
+        "whole cluster at one virtual time; 0 = none");
+    object_property_add_bool(OBJECT(s), "vt-at-cut", dimmnet2_vt_get_at_cut, NULL);
+    object_property_set_description(OBJECT(s), "vt-at-cut", "vtime=on: the VM "
+        "is stopped at its vt-cut-ns");
+    object_property_add(OBJECT(s), "vt-queued", "uint64", dimmnet2_vt_get_queued,
+                        NULL, NULL, s);
+    object_property_set_description(OBJECT(s), "vt-queued", "vtime=on: packets "
+        "that wait in the board for their virtual time");
+    vmstate_register(VMSTATE_IF(s), s->index, &vmstate_dimmnet2_vt, s->fab);
+}
+
+static void dimmnet2_vt_park_cb(void *opaque)
+{
+    /* (its list is never run) */
+}
+
+/*
+ * A qtest moved the virtual clock (clock_step, clock_set) and stopped it:
+ * report where it stands.  A vCPU runs on to the horizon and reports
+ * there; a test is the board's only "vCPU", and a board it stopped below
+ * its horizon would otherwise keep its last report, made at its previous
+ * horizon up to one lookahead before.  A board that the test steps to a
+ * target past its own horizon then waits for a report that never comes:
+ * with boards A and C both at h, C's report lets the switch grant A
+ * h + 2L while A is still at h; the test stops A at h + 1.5L without a
+ * report, and C waits at h + L for ever.  Reported here, every board
+ * stopped by the test has its clock at the switch, and the board with the
+ * lowest report always gets a grant past it.
+ */
+static void dimmnet2_vt_qtest_stopped(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+    uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (!l->vt_started || l->vt_in_wait || (l->vt_cut && l->vt_cut_done) ||
+        (l->vt_reported && now <= l->vt_rep_now)) {
+        return;
+    }
+    dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
+    dn2f_ep_flush(l->ep);
+    dimmnet2_transport_rearm(s);
+}
+
+/* The virtual clock's timer lists are notified (this list, never run, is
+ * one of them): at the end of a qtest's clock move, and when the park
+ * timer is set.  (Nobody to wake: the vCPU's budget and the warp read the
+ * deadline afresh; the default, qemu_notify_event(), would recurse through
+ * icount_notify_exit().) */
+static void dimmnet2_vt_park_notify(void *opaque, QEMUClockType type)
+{
+    if (qtest_enabled() && opaque) {
+        dimmnet2_vt_qtest_stopped(opaque);
+    }
+}
+
+void dimmnet2_vt_init(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+
+    l->vtq = g_sequence_new(g_free);
+    l->vt_blocked = bitmap_new(DN2F_NUM_CLID * DN2F_NUM_LANES);
+    l->vt_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_vt_cb, s);
+    timerlistgroup_init(&l->vt_park_tlg, dimmnet2_vt_park_notify, s);
+    l->vt_park = timer_new_full(&l->vt_park_tlg, QEMU_CLOCK_VIRTUAL, SCALE_NS, 0,
+                                dimmnet2_vt_park_cb, s);
+    /* Until vt-start-ns the board runs on its own, its link down for the
+     * guest (a guest that boots alone, with no input from the host, boots
+     * the same way every time, at the speed of -icount alone).  There it
+     * waits until the switch has every board of the cluster and grants the
+     * first horizon, and the link comes up. */
+    l->vt_horizon = s->vt_start_ns;
+    timer_mod(l->vt_timer, MIN(s->vt_start_ns, (uint64_t)INT64_MAX));
+    dimmnet2_vt_snapshot_init(s);
+}
+
+void dimmnet2_vt_fini(DN2State *s)
+{
+    DN2Fab *l = s->fab;
+
+    if (l->vtq) {
+        vmstate_unregister(VMSTATE_IF(s), &vmstate_dimmnet2_vt, l);
+    }
+    if (l->vt_timer) {
+        timer_free(l->vt_timer);
+    }
+    if (l->vtq) {
+        g_sequence_free(l->vtq);
+    }
+    g_free(l->vt_blocked);
+    g_free(l->vt_blob);
+    if (l->vt_park) {
+        timer_free(l->vt_park);
+        timerlistgroup_deinit(&l->vt_park_tlg);
+    }
+}
+
+/* What the transport reports up (dimmnet2-fab.h). */
+const DN2TransportUp dimmnet2_vt_up = {
+    .deliver_vt = dimmnet2_vt_deliver,
+    .vt_grant = dimmnet2_vt_grant,
+};
