@@ -36,7 +36,7 @@
 #define ORDER_PAIRS 6000
 #define ORDER_BULK  32768
 
-#include "../guest/dn2-tap.h"
+#include "../tap/dn2-tap.h"
 
 static int nranks;
 static dn2_t *d;
@@ -528,8 +528,10 @@ int main(void)
         r = dn2_comm_init_env(&c, d, NULL);
     }
     if (r) {
-        printf("1..1\nnot ok 1 - rank %d cannot start: %s\n", me, dn2_strerror(r));
-        return 1;
+        me = 0;                 /* this rank's failure is the report */
+        tap_plan(1);
+        tap_result(false, "rank %s cannot start: %s", rk ? rk : "0", dn2_strerror(r));
+        return tap_exit_code();
     }
     nranks = dn2_comm_size(c);
     tap_plan(15 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);

@@ -21,27 +21,13 @@
 #include "dn2fab-sw.h"
 #include "fab-pkt.h"
 #include "fab-sim.h"
+#include "../tap/dn2-tap.h"
 
 /* ================================================================ TAP */
-static int tap_n, tap_failed;
-static char tap_diag[512];
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tap_diag, sizeof(tap_diag), fmt, ap);
-    va_end(ap);
-}
-
-#define CHECK(cond, ...) do { \
-        if (!(cond)) { \
-            diag(__VA_ARGS__); \
-            fprintf(stderr, "# %s:%d: %s: %s\n", __FILE__, __LINE__, #cond, tap_diag); \
-            return false; \
-        } \
-    } while (0)
+/* CHECK(cond, fmt, ...): the case fails here with that reason (the table
+ * runner prints it after the case's name). */
+#undef CHECK
+#define CHECK(cond, ...) TAP_REQUIRE(cond, __VA_ARGS__)
 
 /* ============================================================ wire tests */
 static uint8_t g_buf[DN2F_DGRAM_MAX + 64];
@@ -4249,7 +4235,7 @@ static bool t_vt_deterministic(void)
             goto out;
         }
         if (rb == 0) {
-            diag("10%% loss and no report was ever re-sent");
+            tap_case_why("10%% loss and no report was ever re-sent");
             goto out;
         }
     }
@@ -4321,19 +4307,19 @@ static bool t_vt_report_held(void)
     vt_hook_reset();
     g_send_hook = vt_report_hook;
     if (!sim_run(cond_vt_done, 3600ULL * 1000000000ULL)) {
-        diag("not done: %u deliveries", g_vt_total);
+        tap_case_why("not done: %u deliveries", g_vt_total);
         goto out;
     }
     for (i = 1; i <= 3; i++) {
         if (g_vtb[i].error) {
-            diag("board %u: %s", i, g_vtb[i].err);
+            tap_case_why("board %u: %s", i, g_vtb[i].err);
             goto out;
         }
         held += dn2f_ep_stats(EP((int)i))->vt_reports_held;
         probes += dn2f_ep_stats(EP((int)i))->vt_ack_probes;
     }
     if (g_vt_bad_reports || !g_vt_first_reports || !held || !g_vt_resent) {
-        diag("%u of %u reports left with packets unacknowledged; %llu held; %u re-sent",
+        tap_case_why("%u of %u reports left with packets unacknowledged; %llu held; %u re-sent",
              g_vt_bad_reports, g_vt_first_reports, (unsigned long long)held, g_vt_resent);
         goto out;
     }
@@ -4350,14 +4336,14 @@ static bool t_vt_report_held(void)
         if (dn2f_ep_send_vt(nd->ep, 2, pkt, sizeof(pkt), DN2F_VT_INFINITY - 1, 12345) ||
             dn2f_ep_vt_report(nd->ep, g_vtb[1].vnow + 1, DN2F_VT_INFINITY) ||
             dn2f_ep_vt_report(nd->ep, 5, 4) != -EINVAL) {
-            diag("send_vt / vt_report");
+            tap_case_why("send_vt / vt_report");
             goto out;
         }
         dn2f_ep_flush(nd->ep);
         dl = dn2f_ep_next_deadline(nd->ep);
         if (dn2f_ep_unacked(nd->ep) != 1 || dn2f_ep_stats(nd->ep)->vt_reports_tx != before ||
             dl > sim.now + 20000000ULL) {
-            diag("held report: unacked %u, reports %llu -> %llu, deadline in %lld ns",
+            tap_case_why("held report: unacked %u, reports %llu -> %llu, deadline in %lld ns",
                  dn2f_ep_unacked(nd->ep), (unsigned long long)before,
                  (unsigned long long)dn2f_ep_stats(nd->ep)->vt_reports_tx,
                  (long long)(dl - sim.now));
@@ -4366,7 +4352,7 @@ static bool t_vt_report_held(void)
         sim_run(NULL, 100000000ULL);
         if (dn2f_ep_stats(nd->ep)->vt_ack_probes < 2 ||
             dn2f_ep_stats(nd->ep)->vt_reports_tx != before) {
-            diag("100 ms without ACKs: %llu probes, %llu reports sent",
+            tap_case_why("100 ms without ACKs: %llu probes, %llu reports sent",
                  (unsigned long long)dn2f_ep_stats(nd->ep)->vt_ack_probes,
                  (unsigned long long)(dn2f_ep_stats(nd->ep)->vt_reports_tx - before));
             goto out;
@@ -4374,7 +4360,7 @@ static bool t_vt_report_held(void)
         sim.drop = 0;
         sim_run(NULL, 300000000ULL);
         if (dn2f_ep_unacked(nd->ep) || dn2f_ep_stats(nd->ep)->vt_reports_tx == before) {
-            diag("the ACK came: unacked %u, report not sent", dn2f_ep_unacked(nd->ep));
+            tap_case_why("the ACK came: unacked %u, report not sent", dn2f_ep_unacked(nd->ep));
             goto out;
         }
     }
@@ -4408,7 +4394,7 @@ static bool t_vt_switch(void)
     sim.nodes[3].alive = false;    /* the third board comes later */
     sim_run(NULL, 500000000ULL);
     if (dn2f_ep_link(EP(1)) != DN2F_LINK_UP || dn2f_ep_link(EP(2)) != DN2F_LINK_UP) {
-        diag("boards not up");
+        tap_case_why("boards not up");
         goto out;
     }
     dn2f_ep_vt_report(EP(1), 0, 0);
@@ -4416,7 +4402,7 @@ static bool t_vt_switch(void)
     sim_run(NULL, 50000000ULL);
     dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
     if (s.started || dn2f_ep_vt_horizon(EP(1)) || dn2f_ep_vt_horizon(EP(2)) || s.grants < 2) {
-        diag("2 of 3 boards: started %d, horizons %llu %llu, %llu grants", s.started,
+        tap_case_why("2 of 3 boards: started %d, horizons %llu %llu, %llu grants", s.started,
              (unsigned long long)dn2f_ep_vt_horizon(EP(1)),
              (unsigned long long)dn2f_ep_vt_horizon(EP(2)), (unsigned long long)s.grants);
         goto out;
@@ -4432,7 +4418,7 @@ static bool t_vt_switch(void)
         if (!dn2f_sw_vt_port(sim.nodes[0].sw, (uint16_t)i, &vn, &e, &g[i]) ||
             g[i] != want[i - 1] || dn2f_ep_vt_horizon(EP((int)i)) > want[i - 1] ||
             (i == 3 && dn2f_ep_vt_horizon(EP((int)i)) != want[i - 1])) {
-            diag("board %u: switch grant %llu, board horizon %llu, want %llu", i,
+            tap_case_why("board %u: switch grant %llu, board horizon %llu, want %llu", i,
                  (unsigned long long)g[i], (unsigned long long)dn2f_ep_vt_horizon(EP((int)i)),
                  (unsigned long long)want[i - 1]);
             goto out;
@@ -4462,7 +4448,7 @@ static bool t_vt_switch(void)
         dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
         if (s.dup_reports != dup0 + 1 || s.stale_reports != stale0 + 1 ||
             s.grants != before + 1) {
-            diag("duplicate +%llu stale +%llu grants +%llu",
+            tap_case_why("duplicate +%llu stale +%llu grants +%llu",
                  (unsigned long long)(s.dup_reports - dup0),
                  (unsigned long long)(s.stale_reports - stale0),
                  (unsigned long long)(s.grants - before));
@@ -4479,7 +4465,7 @@ static bool t_vt_switch(void)
     if (s.boards != 2 || !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g[1]) ||
         !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g[2]) || g[1] != want[0] ||
         g[2] != want[1]) {
-        diag("after the leave: %u boards, grants %llu %llu, want %llu %llu", s.boards,
+        tap_case_why("after the leave: %u boards, grants %llu %llu, want %llu %llu", s.boards,
              (unsigned long long)g[1], (unsigned long long)g[2], (unsigned long long)want[0],
              (unsigned long long)want[1]);
         goto out;
@@ -4493,7 +4479,7 @@ static bool t_vt_switch(void)
         !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g[2]) || g[1] != want[0] ||
         g[2] != 1010 || dn2f_ep_vt_horizon(EP(1)) != want[0] ||
         dn2f_ep_vt_horizon(EP(2)) != 1010) {
-        diag("grants %llu %llu, horizons %llu %llu (want 1300 1010)", (unsigned long long)g[1],
+        tap_case_why("grants %llu %llu, horizons %llu %llu (want 1300 1010)", (unsigned long long)g[1],
              (unsigned long long)g[2], (unsigned long long)dn2f_ep_vt_horizon(EP(1)),
              (unsigned long long)dn2f_ep_vt_horizon(EP(2)));
         goto out;
@@ -4545,7 +4531,7 @@ static bool t_vt_idle_stale_promise(void)
     sim_run(NULL, 500000000ULL);
     for (i = 1; i <= 3; i++) {
         if (dn2f_ep_link(EP((int)i)) != DN2F_LINK_UP) {
-            diag("board %u not up", i);
+            tap_case_why("board %u not up", i);
             goto out;
         }
     }
@@ -4560,7 +4546,7 @@ static bool t_vt_idle_stale_promise(void)
         static const uint64_t want[4] = { 0, 1100, 2100, 1100 };
         if (!dn2f_sw_vt_port(sim.nodes[0].sw, (uint16_t)i, &vn, &e, &g) || g != want[i] ||
             (i == 3 && dn2f_ep_vt_horizon(EP(3)) != 1100)) {
-            diag("board %u: grant %llu, want %llu; board 3 horizon %llu", i,
+            tap_case_why("board %u: grant %llu, want %llu; board 3 horizon %llu", i,
                  (unsigned long long)g, (unsigned long long)want[i],
                  (unsigned long long)dn2f_ep_vt_horizon(EP(3)));
             goto out;
@@ -4581,13 +4567,13 @@ static bool t_vt_idle_stale_promise(void)
         st1->vt_ack_holds != 1 || dn2f_ep_unacked(EP(2)) != 1 ||
         !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) || e != 5000 ||
         !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g) || e != 100) {
-        diag("after 50 ms: board 1 queue %u, lowerings %u/%llu, holds %llu; board 2 unacked %u",
+        tap_case_why("after 50 ms: board 1 queue %u, lowerings %u/%llu, holds %llu; board 2 unacked %u",
              g_vtb[1].nq, g_vtb[1].lowerings, (unsigned long long)st1->vt_lowering_reports,
              (unsigned long long)st1->vt_ack_holds, dn2f_ep_unacked(EP(2)));
         goto out;
     }
     if (g_vt_new_reports[1] != 1 || g_vt_new_reports[2] != 0 || g_vt_bad_reports) {
-        diag("reports sent: board 1 %u (want 1: the lowering one, at once), board 2 %u (want "
+        tap_case_why("reports sent: board 1 %u (want 1: the lowering one, at once), board 2 %u (want "
              "0: held for its ACK); %u with packets unacked", g_vt_new_reports[1],
              g_vt_new_reports[2], g_vt_bad_reports);
         goto out;
@@ -4599,7 +4585,7 @@ static bool t_vt_idle_stale_promise(void)
     if (!dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) || e != 1100 ||
         !dn2f_sw_vt_port(sim.nodes[0].sw, 2, &vn, &e, &g) || e != 1000000000ULL ||
         dn2f_ep_unacked(EP(2)) || st1->vt_ack_hold_ns < 100000000ULL || h3 != 2100) {
-        diag("after 350 ms: switch E_1 %llu? board 2 unacked %u, hold %llu ns, board 3 "
+        tap_case_why("after 350 ms: switch E_1 %llu? board 2 unacked %u, hold %llu ns, board 3 "
              "horizon %llu (want 2100)", (unsigned long long)e, dn2f_ep_unacked(EP(2)),
              (unsigned long long)st1->vt_ack_hold_ns, (unsigned long long)h3);
         goto out;
@@ -4608,7 +4594,7 @@ static bool t_vt_idle_stale_promise(void)
     vt_board_report(&sim.nodes[1], 1100, 1100);
     sim_run(NULL, 50000000ULL);
     if (dn2f_ep_vt_horizon(EP(1)) <= 1100) {
-        diag("board 1 horizon %llu", (unsigned long long)dn2f_ep_vt_horizon(EP(1)));
+        tap_case_why("board 1 horizon %llu", (unsigned long long)dn2f_ep_vt_horizon(EP(1)));
         goto out;
     }
     g_vtb[1].vnow = 1100;
@@ -4618,7 +4604,7 @@ static bool t_vt_idle_stale_promise(void)
     vt_flush_out(&sim.nodes[1]);
     sim_run(NULL, 50000000ULL);
     if (g_vtb[3].error || g_vtb[3].nq != 1) {
-        diag("board 3: %s (queue %u)", g_vtb[3].error ? g_vtb[3].err : "no packet", g_vtb[3].nq);
+        tap_case_why("board 3: %s (queue %u)", g_vtb[3].error ? g_vtb[3].err : "no packet", g_vtb[3].nq);
         goto out;
     }
     dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
@@ -4655,7 +4641,7 @@ static bool t_vt_lowering_paths(void)
     g_vtb[1].on = g_vtb[2].on = false;
     sim_run(NULL, 500000000ULL);
     if (dn2f_ep_link(EP(1)) != DN2F_LINK_UP || dn2f_ep_link(EP(2)) != DN2F_LINK_UP) {
-        diag("boards not up");
+        tap_case_why("boards not up");
         goto out;
     }
     vt_hook_reset();
@@ -4673,14 +4659,14 @@ static bool t_vt_lowering_paths(void)
         const struct dn2f_ep_stats *st = dn2f_ep_stats(EP((int)i));
         if (g_vtb[i].lowerings != 1 || st->vt_ack_holds != 1 || dn2f_ep_unacked(EP((int)i)) ||
             !dn2f_sw_vt_port(sim.nodes[0].sw, (uint16_t)i, &vn, &e, &g) || e != 3000) {
-            diag("mutual: board %u lowerings %u holds %llu unacked %u, switch E %llu", i,
+            tap_case_why("mutual: board %u lowerings %u holds %llu unacked %u, switch E %llu", i,
                  g_vtb[i].lowerings, (unsigned long long)st->vt_ack_holds,
                  dn2f_ep_unacked(EP((int)i)), (unsigned long long)e);
             goto out;
         }
     }
     if (g_vt_early_lowering != 2 || g_vt_bad_reports) {
-        diag("mutual: %u lowering reports left before their board's ACKs (want 2), %u other "
+        tap_case_why("mutual: %u lowering reports left before their board's ACKs (want 2), %u other "
              "reports with packets unacked", g_vt_early_lowering, g_vt_bad_reports);
         goto out;
     }
@@ -4699,7 +4685,7 @@ static bool t_vt_lowering_paths(void)
     if (dn2f_ep_stats(EP(1))->vt_lowering_reports != 2 ||
         dn2f_ep_stats(EP(1))->vt_ack_holds != holds || g_vt_new_reports[1] != rx ||
         dn2f_ep_unacked(EP(1)) != 1) {
-        diag("held lowering: %llu lowerings, holds %llu -> %llu, reports sent %llu -> %u",
+        tap_case_why("held lowering: %llu lowerings, holds %llu -> %llu, reports sent %llu -> %u",
              (unsigned long long)dn2f_ep_stats(EP(1))->vt_lowering_reports,
              (unsigned long long)holds, (unsigned long long)dn2f_ep_stats(EP(1))->vt_ack_holds,
              (unsigned long long)rx, g_vt_new_reports[1]);
@@ -4709,7 +4695,7 @@ static bool t_vt_lowering_paths(void)
     sim_run(NULL, 300000000ULL);
     if (dn2f_ep_unacked(EP(1)) || !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) ||
         vn != 4000 || e != 6000) {
-        diag("held lowering: unacked %u, switch (%llu, %llu), want (4000, 6000)",
+        tap_case_why("held lowering: unacked %u, switch (%llu, %llu), want (4000, 6000)",
              dn2f_ep_unacked(EP(1)), (unsigned long long)vn, (unsigned long long)e);
         goto out;
     }
@@ -4730,7 +4716,7 @@ static bool t_vt_lowering_paths(void)
     sim_run(NULL, 100000000ULL);
     if (dn2f_ep_stats(EP(1))->vt_ack_holds != holds + 1 ||
         dn2f_ep_stats(EP(1))->vt_reports_tx < rx + 3) {
-        diag("possible higher promise: holds %llu -> %llu, %llu re-sends in 100 ms",
+        tap_case_why("possible higher promise: holds %llu -> %llu, %llu re-sends in 100 ms",
              (unsigned long long)holds, (unsigned long long)dn2f_ep_stats(EP(1))->vt_ack_holds,
              (unsigned long long)(dn2f_ep_stats(EP(1))->vt_reports_tx - rx));
         goto out;
@@ -4739,7 +4725,7 @@ static bool t_vt_lowering_paths(void)
     sim_run(NULL, 300000000ULL);
     if (dn2f_ep_unacked(EP(1)) || !dn2f_sw_vt_port(sim.nodes[0].sw, 1, &vn, &e, &g) ||
         vn != 7000 || e != 8500 || dn2f_ep_stats(EP(1))->vt_ack_hold_ns < 100000000ULL) {
-        diag("possible higher promise: unacked %u, switch (%llu, %llu), want (7000, 8500)",
+        tap_case_why("possible higher promise: unacked %u, switch (%llu, %llu), want (7000, 8500)",
              dn2f_ep_unacked(EP(1)), (unsigned long long)vn, (unsigned long long)e);
         goto out;
     }
@@ -4781,7 +4767,7 @@ static bool t_vt_idle_deterministic(void)
                 goto out;
             }
             if (g_vt_bad_reports) {
-                diag("%u reports left with packets unacknowledged", g_vt_bad_reports);
+                tap_case_why("%u reports left with packets unacknowledged", g_vt_bad_reports);
                 goto out;
             }
             early += g_vt_early_lowering;
@@ -4805,7 +4791,7 @@ static bool t_vt_idle_deterministic(void)
         }
     }
     if (!lowerings || !holds) {
-        diag("no lowering report (%u) or no ACK hold (%llu): the test does not test them",
+        tap_case_why("no lowering report (%u) or no ACK hold (%llu): the test does not test them",
              lowerings, (unsigned long long)holds);
         goto out;
     }
@@ -4845,14 +4831,14 @@ static bool t_vt_idle_rounds(void)
         for (i = 1; i <= n; i++) {
             worst = g_vt_new_reports[i] > worst ? g_vt_new_reports[i] : worst;
             if (g_vtb[i].vnow < 1000000000ULL) {
-                diag("board %u at %llu", i, (unsigned long long)g_vtb[i].vnow);
+                tap_case_why("board %u at %llu", i, (unsigned long long)g_vtb[i].vnow);
                 goto out;
             }
         }
         fprintf(stderr, "#   %u boards%s: at most %u reports per board to cross 1 s\n", n,
                 k < 2 ? "" : ", 10% faults", worst);
         if (worst >= 10 || g_vt_bad_reports) {
-            diag("%u reports by one board (want < 10); %u left with packets unacknowledged",
+            tap_case_why("%u reports by one board (want < 10); %u left with packets unacknowledged",
                  worst, g_vt_bad_reports);
             goto out;
         }
@@ -4867,10 +4853,7 @@ out:
 }
 
 /* ================================================================ main */
-static const struct {
-    const char *name;
-    bool (*fn)(void);
-} tests[] = {
+static const struct tap_case tests[] = {
     { "wire: encode/decode round trip of every type", t_wire_roundtrip },
     { "wire: truncated datagrams rejected", t_wire_truncated },
     { "wire: every field of every record round-trips through encoder, decoder, iterators",
@@ -4969,30 +4952,15 @@ static const struct {
       t_vt_idle_rounds },
 };
 
+/* An argument runs only the tests whose name contains it. */
 int main(int argc, char **argv)
 {
-    unsigned i, n = sizeof(tests) / sizeof(tests[0]);
-    const char *only = argc > 1 ? argv[1] : NULL;
+    int rc;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     sim_model = &storm_model;
-    printf("1..%u\n", n);
-    for (i = 0; i < n; i++) {
-        bool ok;
-        tap_n = (int)i + 1;
-        if (only && !strstr(tests[i].name, only)) {
-            printf("ok %u - %s # SKIP not selected\n", i + 1, tests[i].name);
-            continue;
-        }
-        tap_diag[0] = 0;
-        ok = tests[i].fn();
-        printf("%s %u - %s%s%s\n", ok ? "ok" : "not ok", i + 1, tests[i].name,
-               ok ? "" : ": ", ok ? "" : tap_diag);
-        if (!ok) {
-            tap_failed++;
-        }
-    }
+    rc = tap_run_cases(tests, TAP_NCASES(tests), argc > 1 ? argv[1] : NULL);
     sim_reset(0, 0, 0, 0);
     free(sim.heap);
-    return tap_failed ? 1 : 0;
+    return rc;
 }

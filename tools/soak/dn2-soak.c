@@ -94,7 +94,7 @@
 #include "dn2-board-up.h"
 #include "qtest-board.h"
 #include "qtest-client.h"
-#include "../../tests/guest/dn2-tap.h"
+#include "../../tests/tap/dn2-tap.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB ((uint64_t)1024 * 1024)
