@@ -170,7 +170,8 @@
 #                         other fault options: they must not change the
 #                         result) may be given; at the end each node's
 #                         output and pcap are compared with the recorded
-#                         run's
+#                         run's: the first difference is named and the
+#                         exit status is 5 (when nothing else failed)
 #       --gdb I           (with --replay) node I waits for gdb at start
 #                         (QEMU -gdb tcp:127.0.0.1:P -S): under -icount it
 #                         runs the same instructions at the same virtual
@@ -203,8 +204,9 @@
 # state, exit status, duration, failure reason, logs and board counters.  Exit status: 0 every node's command
 # succeeded; 1 a command failed; 2 a usage error (before anything starts,
 # one line on stderr); 3 a node failed to boot, died or could not start the
-# job; 4 setup error (missing build, port busy...); 124 timeout (as
-# timeout(1)).  "exec" exits 0, 1, 2, 3 (the cluster stopped), 4 (no
+# job; 4 setup error (missing build, port busy...); 5 a --replay whose
+# outputs or pcaps differ from the recorded run's (the first difference
+# is named); 124 timeout (as timeout(1)).  "exec" exits 0, 1, 2, 3 (the cluster stopped), 4 (no
 # running cluster) or 124 alike.  "--opt=value" is "--opt value".
 # On failure the tail of the console of each node concerned is printed.
 #
@@ -2761,19 +2763,16 @@ if [ -n "$vt" ]; then
         cmp_dir=$s_source
         [ -d "$cmp_dir" ] || { say "the run the snapshot was taken from ($cmp_dir) is gone: nothing to compare with"; cmp_dir=; }
     fi
+    # (scripts/vt-compare.py: the first differing line or packet; a replay
+    # that differs exits 5 when nothing else failed)
     if [ -n "$cmp_dir" ] && [ -z "$interrupted" ]; then
-        same=1
-        for ((i = 0; i < nodes; i++)); do
-            for f in "node$i.out" "node$i.pcap"; do
-                [ -e "$cmp_dir/$f" ] || [ -e "$rundir/$f" ] || continue
-                if ! cmp -s "$cmp_dir/$f" "$rundir/$f"; then
-                    same=
-                    say "${R}replay differs${N}: $f: $(cmp "$cmp_dir/$f" "$rundir/$f" 2>&1 | head -1)"
-                    [ "${f##*.}" = out ] && diff "$cmp_dir/$f" "$rundir/$f" | head -5 | sed 's/^/[cluster]   /' >&2
-                fi
-            done
-        done
-        [ -n "$same" ] && say "replay${vsnap:+ from virtual time $s_cut s}: every node's output$([ -n "$vt_sync" ] && echo " and pcap") identical to $cmp_dir's"
+        if cmp_out=$("$py" "$here/vt-compare.py" "$cmp_dir" "$rundir" "$nodes" 2>&1); then
+            say "replay${vsnap:+ from virtual time $s_cut s}: every node's output$([ -n "$vt_sync" ] && echo " and pcap") identical to $cmp_dir's"
+        else
+            say "${R}replay differs${N} from $cmp_dir: $(head -1 <<< "$cmp_out")"
+            tail -n +2 <<< "$cmp_out" | sed 's/^/[cluster]   /' >&2
+            [ "$status" -eq 0 ] && status=5
+        fi
     fi
     say "run it again: ${B}scripts/cluster.sh --replay $rundir${N}"
     say "  node I under gdb at the same virtual time: scripts/cluster.sh --replay $rundir --gdb I"

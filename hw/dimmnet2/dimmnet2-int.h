@@ -340,6 +340,7 @@ struct DN2State {
     bool vtime;                 /* vtime=on: lock-step virtual time (docs/virtual-time.md) */
     uint32_t vt_latency_ns;     /* vtime: modelled latency of every packet */
     uint64_t vt_start_ns;       /* vtime: the lock-step (and the link) begin here */
+    bool vt_idle;               /* vt-idle: an idle board promises its next event */
     uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
     char *pcap_path;            /* pcap=: a trace of the packets delivered */
     char *timing;               /* timing=off|thesis: dimmnet2-timing.c */

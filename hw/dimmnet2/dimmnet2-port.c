@@ -686,12 +686,13 @@ static void dimmnet2_vt_arm(DN2State *s)
 
 /* Is the board doing nothing until its next timer or packet?  Only then
  * may it promise more than its clock: its vCPU halted with no work, and
- * (checked by the caller through the deadlines) no timer of its own due. */
-static bool dimmnet2_vt_idle(void)
+ * (checked by the caller through the deadlines) no timer of its own due.
+ * vt-idle=off: never. */
+static bool dimmnet2_vt_idle(DN2State *s)
 {
     CPUState *cpu;
 
-    if (qtest_enabled() || getenv("DN2_VT_NO_IDLE")) {
+    if (qtest_enabled() || !s->vt_idle) {
         return false;           /* the test drives the clock: promise nothing */
     }
     CPU_FOREACH(cpu) {
@@ -713,7 +714,7 @@ static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
     int64_t d;
     uint64_t e;
 
-    if (!dimmnet2_vt_idle()) {
+    if (!dimmnet2_vt_idle(s)) {
         return now;
     }
     timer_del(l->vt_timer);

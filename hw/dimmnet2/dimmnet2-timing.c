@@ -11,8 +11,9 @@
  *   (line-ns: 800 MB/s, the board's payload rate; the port sends one
  *   packet at a time, so back-to-back packets queue behind each other),
  *   the cable, the InfiniBand switch (cut-through), the cable, and the
- *   receiving Receive Controller (rx-push-clk or rx-ipush-clk, and
- *   status-clk when the packet writes a status record).
+ *   receiving Receive Controller (rx-push-clk or rx-ipush-clk, which
+ *   contain the status write: a packet that writes no status record skips
+ *   its status-clk, as one into the PW or the LLCM skips rx-sdimm-clk).
  *
  * The sender computes the whole path: the packet's virtual delivery time.
  * The least such time over all packets bounds the lookahead the switch
@@ -88,8 +89,9 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "receiving a PUSH (RVS, BOTF, LHS) packet: 20 clocks (thesis Tables 7.4/7.5)" },
     [DN2T_RX_IPUSH_CLK] = { "rx-ipush-clk", 24, 100000, "clocks",
         "receiving an IPUSH packet: 24 clocks (thesis Tables 7.4/7.5)" },
-    [DN2T_STATUS_CLK] = { "status-clk", 3, 100000, "clocks",
-        "writing a status record: 3 clocks (thesis 5.4 p.86)" },
+    [DN2T_STATUS_CLK] = { "status-clk", 4, 100000, "clocks",
+        "of the receive clocks, the status write: 4 (thesis Tables 7.4/7.5); "
+        "a packet that writes no status record skips it" },
     [DN2T_RX_SDIMM_CLK] = { "rx-sdimm-clk", 6, 100000, "clocks",
         "of the receive clocks, the SO-DIMM write: 6 (thesis Tables 7.4/7.5); "
         "a PUSH into the PW or the LLCM skips it (ping-pong RTT/2 to the PW "
@@ -101,12 +103,14 @@ static const DN2TimingDef dimmnet2_timing_defs[DN2T__MAX] = {
         "the Core Logic moves a 512-byte BOTF image to the SWIF in 0.660 us "
         "(thesis Table 6.2): 64 lines at one per clock and 2 clocks more" },
     [DN2T_SDIMM_READ_MBPS] = { "sdimm-read-mbps", 727, 100000, "MB/s",
-        "[derived] the SO-DIMM read rate of a send: RVS unidirectional "
-        "reaches 727.20 MB/s, 90.9 % of the 800 MB/s port (thesis ch. 6)" },
+        "[calibrated] the SO-DIMM read rate of a send: solved from the RVS "
+        "unidirectional row, 727.20 MB/s, 90.9 % of the 800 MB/s port "
+        "(thesis ch. 6); that row calibrates, it does not agree" },
     [DN2T_SDIMM_WRITE_MBPS] = { "sdimm-write-mbps", 1385, 100000, "MB/s",
-        "[derived] the SO-DIMM write rate of a receive: RVS bidirectional "
-        "953.50 MB/s with sends' reads and receives' writes contending "
-        "(thesis ch. 6): 1 / (2 / 953.5 - 1 / 727.2)" },
+        "[calibrated] the SO-DIMM write rate of a receive: solved from the "
+        "RVS bidirectional row, 953.50 MB/s with sends' reads and receives' "
+        "writes contending (thesis ch. 6): 1 / (2 / 953.5 - 1 / 727.2); that "
+        "row calibrates, it does not agree" },
     [DN2T_UC_READ_NS] = { "uc-read-ns", 189, 100000, "ns",
         "an uncached read of the board (a register, the LLCM) on the PC-1600 "
         "host: about 0.189 us (thesis ch. 6, BOTF latency breakdown)" },
@@ -218,9 +222,11 @@ static bool dimmnet2_timing_to_sdimm(uint64_t h0)
             !DN2_FGET(h0, DN2_H0_LFLAG));
 }
 
-/* The Receive Controller's time for a packet: its receive clocks (less
- * the SO-DIMM write's for a PUSH into the PW or the LLCM), and the status
- * record's when it writes one. */
+/* The Receive Controller's time for a packet: its receive clocks, which
+ * the thesis breaks down step by step with the SO-DIMM write (6) and the
+ * status write (4) among them (Tables 7.4/7.5): a PUSH into the PW or the
+ * LLCM skips the SO-DIMM write, a packet that writes no status record
+ * (neither eflag nor pflag) skips the status write. */
 static uint64_t dimmnet2_timing_rx_ns(const DN2State *s, uint64_t h0)
 {
     uint64_t clk = dn2_hdr0_type(h0) == DN2_OP_IPUSH ? s->tparam[DN2T_RX_IPUSH_CLK]
@@ -229,9 +235,8 @@ static uint64_t dimmnet2_timing_rx_ns(const DN2State *s, uint64_t h0)
     if (!dimmnet2_timing_to_sdimm(h0)) {
         clk -= MIN(clk, s->tparam[DN2T_RX_SDIMM_CLK]);
     }
-
-    if (DN2_FGET(h0, DN2_H0_EFLAG) || DN2_FGET(h0, DN2_H0_PFLAG)) {
-        clk += s->tparam[DN2T_STATUS_CLK];
+    if (!DN2_FGET(h0, DN2_H0_EFLAG) && !DN2_FGET(h0, DN2_H0_PFLAG)) {
+        clk -= MIN(clk, s->tparam[DN2T_STATUS_CLK]);
     }
     return clk * s->tparam[DN2T_CLOCK_NS];
 }
@@ -266,13 +271,15 @@ uint64_t dimmnet2_timing_due(DN2State *s, uint64_t now, uint64_t h0, size_t len)
 }
 
 /* The least time any packet takes: the largest lookahead the switch may
- * use with this model (the smallest packet is its two header lines). */
+ * use with this model (the smallest packet is its two header lines, a
+ * PUSH into the PW or the LLCM that writes no status record). */
 uint64_t dimmnet2_timing_min_ns(const DN2State *s)
 {
-    uint64_t push = s->tparam[DN2T_RX_PUSH_CLK] -
-                    MIN(s->tparam[DN2T_RX_PUSH_CLK], s->tparam[DN2T_RX_SDIMM_CLK]);
-    uint64_t rx = MIN(push, s->tparam[DN2T_RX_IPUSH_CLK]) *
-                  (uint64_t)s->tparam[DN2T_CLOCK_NS];
+    uint64_t skip = (uint64_t)s->tparam[DN2T_RX_SDIMM_CLK] + s->tparam[DN2T_STATUS_CLK];
+    uint64_t push = s->tparam[DN2T_RX_PUSH_CLK] - MIN(s->tparam[DN2T_RX_PUSH_CLK], skip);
+    uint64_t ipush = s->tparam[DN2T_RX_IPUSH_CLK] -
+                     MIN(s->tparam[DN2T_RX_IPUSH_CLK], s->tparam[DN2T_STATUS_CLK]);
+    uint64_t rx = MIN(push, ipush) * (uint64_t)s->tparam[DN2T_CLOCK_NS];
 
     return s->tparam[DN2T_SEND_OVERHEAD_NS] + dimmnet2_timing_wire_ns(s, 2 * DN2_LINE) +
            2 * (uint64_t)s->tparam[DN2T_CABLE_NS] + s->tparam[DN2T_SWITCH_NS] + rx;
@@ -336,7 +343,7 @@ static void dimmnet2_timing_ww_store(DN2State *s, unsigned size)
  * previous access left it.  A retried instruction does not pay again for
  * the accesses the undone attempt paid (t_retry_skip): were they charged
  * anew, an instruction whose accesses cost more than the time between two
- * deadlines (five LLCM reads, 945 ns, against a 665 ns lookahead) would be
+ * deadlines (five LLCM reads, 945 ns, against a 625 ns lookahead) would be
  * undone at every deadline for ever.
  */
 static bool dimmnet2_timing_pay(DN2State *s, uint64_t cost)

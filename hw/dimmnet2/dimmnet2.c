@@ -863,6 +863,7 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_BOOL("read-mirror", DN2State, read_mirror, true),
     DEFINE_PROP_BOOL("vtime", DN2State, vtime, false),
     DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt_latency_ns, 1000),
+    DEFINE_PROP_BOOL("vt-idle", DN2State, vt_idle, true),
     DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt_start_ns, 0),
     DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
     DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
@@ -1138,6 +1139,12 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
         "with vtime=on: the modelled latency of every packet, sender's "
         "virtual time to delivery (default 1000; at least the switch's "
         "--vt-lookahead)");
+    object_class_property_set_description(klass, "vt-idle",
+        "with vtime=on: a board whose vCPU is halted with no work promises "
+        "the switch its next timer or packet, not its clock, so an idle "
+        "cluster skips ahead (on, the default); off: it promises its clock, "
+        "one round per lookahead (for debugging the promise; the run's "
+        "output is the same)");
     object_class_property_set_description(klass, "vt-start-ns",
         "with vtime=on: the virtual time at which the lock-step begins (every "
         "board of the cluster must be given the same); before it the guest "

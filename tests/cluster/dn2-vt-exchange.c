@@ -6,7 +6,7 @@
  * scripts/bench-vt.sh.  Run on every node of a cluster (DN2_RANKS,
  * DN2_RANK; the driver loaded and the board up: dn2-up).
  *
- *   dn2-vt-exchange [-k K] [-r ROUNDS] [-a SECONDS] [-q]
+ *   dn2-vt-exchange [-k K] [-r ROUNDS] [-a SECONDS] [-q] [-b ROUND]
  *
  *   -k K       messages each rank sends to every other rank per round
  *              (default 4; eager sizes 8, 200, 1000, 3000 bytes in turn)
@@ -17,6 +17,10 @@
  *              has passed already
  *   -q         one line per round (its receive order as a checksum, its
  *              virtual duration) instead of one line per message
+ *   -b ROUND   a fault, to see that a test notices one: from round ROUND
+ *              (counted from 0) on, every message received counts as
+ *              damaged, so the run goes on as ever and ends FAILED (exit 1),
+ *              the same in every run
  *
  * Each round every rank sends its K messages to every other rank, then
  * receives (N-1)*K messages with DN2_ANY_SOURCE/DN2_ANY_TAG and prints,
@@ -59,19 +63,20 @@ static void fill(uint8_t *p, size_t n, int src, int tag)
 int main(int argc, char **argv)
 {
     static uint8_t out[MAXLEN], in[MAXLEN], want[MAXLEN];
-    int k_per = 4, rounds = 1, quiet = 0, opt, me, n, round, peer, k, r, bad = 0;
+    int k_per = 4, rounds = 1, quiet = 0, bad_from = -1, opt, me, n, round, peer, k, r, bad = 0;
     double start_at = 0;
     dn2_comm_t *c;
     dn2_t *d;
 
-    while ((opt = getopt(argc, argv, "k:r:a:qh")) != -1) {
+    while ((opt = getopt(argc, argv, "k:r:a:b:qh")) != -1) {
         switch (opt) {
         case 'k': k_per = atoi(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'a': start_at = atof(optarg); break;
         case 'q': quiet = 1; break;
+        case 'b': bad_from = atoi(optarg); break;
         default:
-            fprintf(stderr, "usage: dn2-vt-exchange [-k K] [-r ROUNDS] [-a SECONDS] [-q]\n");
+            fprintf(stderr, "usage: dn2-vt-exchange [-k K] [-r ROUNDS] [-a SECONDS] [-q] [-b ROUND]\n");
             return opt == 'h' ? 0 : 2;
         }
     }
@@ -124,7 +129,8 @@ int main(int argc, char **argv)
                 break;
             }
             fill(want, st.len, st.source, st.tag);
-            if (st.len != sizes[(st.tag % 1000) % NS] || memcmp(in, want, st.len)) {
+            if (st.len != sizes[(st.tag % 1000) % NS] || memcmp(in, want, st.len) ||
+                (bad_from >= 0 && round >= bad_from)) {
                 bad++;
             }
             sum = sum * 31 + (uint64_t)st.source * 1000003u + (uint64_t)st.tag;

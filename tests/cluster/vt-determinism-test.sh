@@ -17,36 +17,41 @@
 # Run A as it is; run B is `cluster.sh --replay A` with a CPU hog on the
 # host (yes > /dev/null) and the switch dropping, duplicating and
 # reordering 10% of the datagrams each (--drop/--dup/--reorder, another
-# --seed).  Checked per size: both runs succeed, every node's output is
-# byte-identical (else: the first differing line) and every node's board
-# capture RUNDIR/nodeI.pcap is byte-identical and not empty (else: the
-# first differing packet, tests/cluster/vt-pcap-diff.py).
+# --seed).  Checked per size: both runs succeed, run B was perturbed (the
+# switch's counters, RUNDIR/switch.stats: it dropped, duplicated and
+# reordered datagrams), every node's output is byte-identical (else: the
+# first differing line) and every node's board capture RUNDIR/nodeI.pcap
+# is byte-identical and not empty (else: the first differing packet,
+# tests/cluster/vt-pcap-diff.py).
 #
 # Then the same with the timing model (docs/timing.md): 2 nodes, both boards
-# timing=thesis, --vt-lookahead 665, --vt-insn-ps 381 (DN2_VT_TIMING_PS:
+# timing=thesis, --vt-lookahead 625, --vt-insn-ps 381 (DN2_VT_TIMING_PS:
 # the thesis's host, a rate that does not divide 1000 ps:
 # 0002-icount-insn-ps-budget.patch), running dn2-vt-exchange -k 4 -r 4: the
 # host's uncached accesses are charged to the vCPU, and an access that
 # spans a deadline is undone and retried, where a budget ends being up to
 # the host (dimmnet2_timing_pay).  Run A, run B as above; checked: both
-# succeed, outputs and captures byte-identical.  (381 ps, the thesis's
+# succeed, run B perturbed, outputs and captures byte-identical.  (381 ps, the thesis's
 # host, needs QEMU's insn-ps budgets counted from the instruction count
 # as well: docs/timing.md, "Known problems".)
 #
-# Then an MPI job (docs/mpi.md, "In virtual time"): 2 nodes x 1 rank of
-# build/tests/mpi/mpi-check 65536 (the MPI check program: point to point up
-# to 64 KiB, collectives, one-sided) with scripts/mpirun.sh --virtual-time
-# (PMI over the boards through dn2-pmi-agent; --vt-quantum 100 µs, the
-# faster mode, to keep it short: DN2_VT_MPI_QUANTUM), run A, then run B as
-# above (cluster.sh --replay A, CPU hog, switch faults).  Checked: A passes
-# every check, B succeeds, the nodes' outputs and board captures are
-# byte-identical.  The MPI case skips (not in CI) when mpi-check or the
-# libfabric provider is not built (mpicc, libfabric-dev: scripts/setup.sh).
+# Then an MPI job under the timing model (docs/mpi.md, "In virtual time";
+# docs/timing.md): 2 nodes x 1 rank of build/tests/mpi/mpi-check 1024 (the
+# MPI check program: point to point up to 1 KiB, collectives, one-sided)
+# with scripts/mpirun.sh --virtual-time (PMI over the boards through
+# dn2-pmi-agent), both boards timing=thesis, --vt-lookahead 625,
+# --vt-insn-ps 381 as above; run A, then run B as above (cluster.sh
+# --replay A, CPU hog, switch faults).  Checked: A passes every check, B
+# succeeds and was perturbed, the nodes' outputs (every rank's TAP and
+# figures) and board captures are byte-identical.  The MPI case skips (not
+# in CI) when mpi-check or the libfabric provider is not built (mpicc,
+# libfabric-dev: scripts/setup.sh).
 #
 # Environment: QEMU, DN2_SWITCH (default: found in build/),
 # DN2_VT_SIZES (default "2 4"), DN2_VT_QUANTUM (ns, default 0: exact), DN2_CLUSTER_BOOT_TIMEOUT (default 300),
-# DN2_VT_TIMING_PS (ps per instruction, default 381; the timing=thesis case),
-# DN2_VT_MPI_QUANTUM (ns, default 100000; the MPI case).
+# DN2_VT_TIMING_PS (ps per instruction, default 381; the timing=thesis
+# and MPI cases), DN2_VT_FAULTS (run B's switch faults, default as above;
+# empty: none, and the test must then fail: a check of the test).
 # Run directories: build/cluster/vt-test-N and vt-test-N-b, vt-test-timing and
 # vt-test-timing-b, vt-test-mpi and vt-test-mpi-b.
 set -uo pipefail
@@ -57,7 +62,7 @@ dn2_no_options "$@"
 cluster=$top/scripts/cluster.sh
 sizes=${DN2_VT_SIZES:-2 4}
 boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}
-faults="--drop 0.1 --dup 0.1 --reorder 0.1 --seed 7"
+faults=${DN2_VT_FAULTS-"--drop 0.1 --dup 0.1 --reorder 0.1 --seed 7"}
 pcapdiff=$top/tests/cluster/vt-pcap-diff.py
 
 command -v python3 > /dev/null || tap_skip_all "$(tap_missing python3)"
@@ -93,8 +98,24 @@ replay() {
         > "$rb.stdout" 2> "$rb.stderr"
     rc=$?
     kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
-    result "$rc" "$label, run B (CPU hog, switch $faults): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
+    result "$rc" "$label, run B (CPU hog, switch ${faults:-without faults}): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
     [ "$rc" = 0 ] || { tail -30 "$rb.stderr" | diag; }
+    perturbed "$label" "$rb"
+}
+
+# perturbed LABEL RB: run B's switch dropped, duplicated and reordered
+# datagrams (its counters at the end of the run, RB/switch.stats: "switch
+# ...: ... injected_drop=N injected_dup=N injected_reorder=N ..."); one
+# point.
+perturbed() {
+    local label=$1 rb=$2 w n p=0 got=
+    for w in drop dup reorder; do
+        n=$(sed -n "s/^switch .* injected_$w=\([0-9]*\).*/\1/p" "$rb/switch.stats" 2> /dev/null | head -1)
+        got+=" $w=${n:-none}"
+        [ "${n:-0}" -gt 0 ] || p=1
+    done
+    result $p "$label, run B was perturbed: the switch injected$got"
+    [ $p = 0 ] || head -3 "$rb/switch.stats" 2> /dev/null | diag
 }
 
 # same_outputs LABEL N RA RB: every node's output byte-identical; one point.
@@ -134,7 +155,7 @@ same_captures() {
     fi
 }
 nsizes=$(wc -w <<< "$sizes")
-tap_plan $((5 * nsizes + 8))
+tap_plan $((6 * nsizes + 10))
 mkdir -p "$top/build/cluster"
 for n in $sizes; do
     a=vt-test-$n b=vt-test-$n-b
@@ -149,9 +170,6 @@ for n in $sizes; do
     # Run B: the same run under a CPU hog and switch faults.
     replay "$n nodes" "$ra" "$rb"
 
-    # What the switch saw in run B (its port table: DROPS per board).
-    [ -s "$rb/switch.stats" ] && diag "run B switch: $(head -12 "$rb/switch.stats" | tr -s ' ' | tr '\n' ';')"
-
     same_outputs "$n nodes" "$n" "$ra" "$rb"
     # The ANY_SOURCE receives really took messages from several sources.
     srcs=$(sed -n 's/^rank 0 round 0 recv [0-9]*: from \([0-9]*\) .*/\1/p' "$ra/node0.out" | sort -u | wc -l)
@@ -165,7 +183,7 @@ done
 a=vt-test-timing b=vt-test-timing-b
 ra=$top/build/cluster/$a rb=$top/build/cluster/$b
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --vt-insn-ps "${DN2_VT_TIMING_PS:-381}" \
+"$cluster" -q --virtual-time --vt-lookahead 625 --vt-insn-ps "${DN2_VT_TIMING_PS:-381}" \
     --device-opts timing=thesis -n 2 --name "$a" -b "$boot_timeout" -t $((boot_timeout + 600)) \
     -r 'insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
 dn2-vt-exchange -k 4 -r 4' > "$ra.stdout" 2> "$ra.stderr"
@@ -176,7 +194,8 @@ replay "timing=thesis 2 nodes" "$ra" "$rb"
 same_outputs "timing=thesis 2 nodes" 2 "$ra" "$rb"
 same_captures "timing=thesis 2 nodes" 2 "$ra" "$rb"
 
-# ---- an MPI job: PMI over the boards (mpirun.sh --virtual-time)
+# ---- an MPI job under the timing model: PMI over the boards (mpirun.sh
+# --virtual-time), the boards timing=thesis
 mpi_check=$top/build/tests/mpi/mpi-check
 agent=$top/build/linux-guest/pmi/dn2-pmi-agent
 provider=${DN2_FI_PROVIDER:-$(find "$top/build" -name 'libdimmnet2-fi.so' -type f 2>/dev/null | head -1)}
@@ -184,25 +203,26 @@ mpi_why=
 [ -x "$mpi_check" ] || mpi_why="$mpi_check not built: $(tap_missing mpicc libopenmpi-dev)"
 [ -n "$provider" ] || mpi_why="the libfabric provider is not built: $(tap_missing libfabric libfabric-dev)"
 if [ -n "$mpi_why" ]; then
-    for w in "run A" "run B" "outputs" "captures"; do skip "MPI 2 nodes: $w" "$mpi_why"; done
+    for w in "run A" "run B" "run B perturbed" "outputs" "captures"; do skip "MPI timing=thesis 2 nodes: $w" "$mpi_why"; done
 elif [ ! -x "$agent" ]; then
-    for w in "run A" "run B" "outputs" "captures"; do not_ok "MPI 2 nodes: $w: $agent not built (meson compile -C build)"; done
+    for w in "run A" "run B" "run B perturbed" "outputs" "captures"; do not_ok "MPI timing=thesis 2 nodes: $w: $agent not built (meson compile -C build)"; done
 else
     a=vt-test-mpi b=vt-test-mpi-b
     ra=$top/build/cluster/$a rb=$top/build/cluster/$b
     t0=$SECONDS
-    bash "$top/scripts/mpirun.sh" -q --virtual-time --vt-quantum "${DN2_VT_MPI_QUANTUM:-100000}" -np 2 \
-        --name "$a" -t $((boot_timeout + 600)) -- "$mpi_check" 65536 > "$ra.stdout" 2> "$ra.stderr"
+    bash "$top/scripts/mpirun.sh" -q --virtual-time --vt-lookahead 625 --device-opts timing=thesis \
+        --cluster-opt=--vt-insn-ps="${DN2_VT_TIMING_PS:-381}" -np 2 \
+        --name "$a" -t $((boot_timeout + 600)) -- "$mpi_check" 1024 > "$ra.stdout" 2> "$ra.stderr"
     rc=$?
     # every check of mpi-check passed (rank 0's TAP) and data moved
     nok=$(grep -c '^\[0\] ok ' "$ra.stdout")
     p=1
     [ "$rc" = 0 ] && [ "$nok" -ge 10 ] && ! grep -q '^\[0\] not ok' "$ra.stdout" && grep -q '^\[0\] ok .* payload bytes moved' "$ra.stdout" && p=0
-    result $p "MPI 2 nodes x 1 rank, run A: mpi-check 65536 passed, $nok checks (exit $rc, $((SECONDS - t0)) s)"
+    result $p "MPI timing=thesis 2 nodes x 1 rank, run A: mpi-check 1024 passed, $nok checks (exit $rc, $((SECONDS - t0)) s)"
     [ $p = 0 ] || { tail -30 "$ra.stdout" "$ra.stderr" | diag; }
 
-    replay "MPI 2 nodes" "$ra" "$rb"
-    same_outputs "MPI 2 nodes" 2 "$ra" "$rb"
-    same_captures "MPI 2 nodes" 2 "$ra" "$rb"
+    replay "MPI timing=thesis 2 nodes" "$ra" "$rb"
+    same_outputs "MPI timing=thesis 2 nodes" 2 "$ra" "$rb"
+    same_captures "MPI timing=thesis 2 nodes" 2 "$ra" "$rb"
 fi
 tap_done

@@ -9,23 +9,31 @@
 #   1. run A: a 2-node --virtual-time run whose all-to-all dn2msg exchange
 #      (dn2-vt-exchange, every message checked) is busy at the cut VT;
 #      every board stops its guest at VT, the cluster is saved there and
-#      runs on to its end: every node's command succeeds, the snapshot has
+#      runs on to its end: every node's command succeeds (each node's own
+#      exit status, and its exchange's "all messages intact"), the snapshot has
 #      every node's memory, console and trace at VT, and packets sent
 #      before VT and due after it waited in the boards' queues (saved)
 #   2. run B from the snapshot (--replay TAGDIR) under a CPU hog: every
-#      node's command succeeds; every node's output and every board's
+#      node's command succeeds (as in A); every node's output and every board's
 #      pcap byte-identical to run A's (the trace of A up to VT followed
 #      by B's after it), and the launcher says so
 #   3. the same with the timing model (--device-opts timing=thesis, its
-#      lookahead of 665 ns): a 2-node exchange busy at the cut is saved
+#      lookahead of 625 ns): a 2-node exchange busy at the cut is saved
 #      with each board's model state (when each unit is free again, what
 #      the host has paid for) and the run from the snapshot is
 #      byte-identical, outputs and pcaps
-#   4. refusals: --snapshot-at without --virtual-time (2), before
+#      (both runs checked node by node as in A)
+#   4. a replay from the snapshot whose recorded run (a copy of A's
+#      outputs and pcaps, node1.out's last line of rank 1 altered) differs:
+#      --replay exits 5 and names node1.out and the line
+#   5. refusals: --snapshot-at without --virtual-time (2), before
 #      --vt-start (2), a TAG that exists (4)
 #
 # Environment: as vt-determinism-test.sh (QEMU, DN2_SWITCH,
-# DN2_CLUSTER_BOOT_TIMEOUT).  Snapshots go to build/vt-snapshot-test
+# DN2_CLUSTER_BOOT_TIMEOUT); DN2_VT_EXCHANGE_OPTS: more options for every
+# dn2-vt-exchange of the runs (e.g. "-b 30": from round 30 on every node's
+# exchange counts its messages as damaged and fails, the same in the run
+# and its replay; the test must then fail: a check of the test).  Snapshots go to build/vt-snapshot-test
 # (DN2_SNAPSHOT_DIR); run directories build/cluster/vt-snap-test*.
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
@@ -38,6 +46,8 @@ pcapdiff=$top/tests/cluster/vt-pcap-diff.py
 export DN2_SNAPSHOT_DIR=$top/build/vt-snapshot-test
 tag=vt-snap
 cut=5.06
+xopts=${DN2_VT_EXCHANGE_OPTS:-}
+[[ $xopts =~ ^[-a-z0-9\ .]*$ ]] || { tap_plan 1; not_ok "DN2_VT_EXCHANGE_OPTS: options and numbers only (got '$xopts')"; tap_done; }
 
 command -v python3 > /dev/null || tap_skip_all "$(tap_missing python3)"
 prog=$top/build/tests/cluster/dn2-vt-exchange
@@ -61,7 +71,9 @@ fi
 # shellcheck disable=SC2016   # expanded in the guest
 node_cmd='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
 cat /proc/uptime
-dn2-vt-exchange -k 4 -r 60 -a 5 | tail -3 || exit 1
+x=$(dn2-vt-exchange -k 4 -r 60 -a 5 '"$xopts"'); rc=$?
+printf "%s\n" "$x" | tail -3
+[ $rc = 0 ] || { echo "dn2-vt-exchange: exit $rc"; exit 1; }
 cat /proc/uptime'
 
 # compare_runs A B: the nodes' outputs and pcaps of run directories A and B;
@@ -79,9 +91,26 @@ compare_runs() {
     done
 }
 
+# nodes_ok RUNDIR ROUNDS: every node's own exit status (RUNDIR/timings)
+# is 0 and its output ends its exchange with "rank I: ROUNDS rounds, all
+# messages intact"; else sets node_fails and prints why (diag)
+nodes_ok() {
+    local i rc_i
+    node_fails=
+    for i in 0 1; do
+        rc_i=$(sed -n "s/^node$i .* rc=\([0-9]*\)\$/\1/p" "$1/timings" 2> /dev/null)
+        if [ "$rc_i" != 0 ] || ! grep -qx "rank $i: $2 rounds, all messages intact" "$1/node$i.out" 2> /dev/null; then
+            node_fails+=" node$i"
+            diag "node$i: exit status ${rc_i:-unknown}; its output ends:"
+            tail -3 "$1/node$i.out" 2> /dev/null | diag
+        fi
+    done
+    [ -z "$node_fails" ]
+}
+
 hog=
 trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
-tap_plan 14
+tap_plan 15
 rm -rf "$DN2_SNAPSHOT_DIR"
 mkdir -p "$top/build/cluster"
 ra=$top/build/cluster/vt-snap-test rb=$top/build/cluster/vt-snap-test-b
@@ -92,8 +121,9 @@ t0=$SECONDS
 "$cluster" -q --virtual-time --vt-lookahead 1000000 -n 2 --name vt-snap-test -b "$boot_timeout" -t $((boot_timeout + 600)) \
     --snapshot-at "$cut" "$tag" -r "$node_cmd" > "$ra.stdout" 2> "$ra.stderr"
 rc=$?
-result "$rc" "run A: every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
 [ "$rc" = 0 ] || tail -20 "$ra.stderr" | diag
+nodes_ok "$ra" 60 && [ "$rc" = 0 ]
+result $? "run A: every node's command succeeded, every exchange intact (exit $rc, $((SECONDS - t0)) s)${node_fails:+; failed:$node_fails}"
 ok_files=1
 for f in snapshot.info node0.mig node1.mig node0.log node1.log node0.pcap node1.pcap replay/options input/ranks initramfs.cpio.gz; do
     [ -s "$snap/$f" ] || { ok_files=; diag "missing: $snap/$f"; }
@@ -113,8 +143,9 @@ t0=$SECONDS
 "$cluster" -q --replay "$snap" --name vt-snap-test-b > "$rb.stdout" 2> "$rb.stderr"
 rc=$?
 kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=
-result "$rc" "run B from the snapshot (CPU hog): every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
 [ "$rc" = 0 ] || tail -20 "$rb.stderr" | diag
+nodes_ok "$rb" 60 && [ "$rc" = 0 ]
+result $? "run B from the snapshot (CPU hog): every node's command succeeded, every exchange intact (exit $rc, $((SECONDS - t0)) s)${node_fails:+; failed:$node_fails}"
 compare_runs "$ra" "$rb"
 [ -z "$out_diffs" ]; result $? "every node's output byte-identical in A and B ($(cat "$ra"/node*.out | wc -l) lines)${out_diffs:+; differ:$out_diffs}"
 after=$(( $(stat -c %s "$ra/node0.pcap") - $(stat -c %s "$snap/node0.pcap") ))
@@ -130,22 +161,25 @@ ta=$top/build/cluster/vt-snap-test-t tb=$top/build/cluster/vt-snap-test-t-b
 snap_t=$DN2_SNAPSHOT_DIR/$tag_t
 # shellcheck disable=SC2016   # expanded in the guest
 node_cmd_t='insmod /opt/dn2/dimmnet2.ko && dn2-up -q > /dev/null || { echo "board not up"; exit 1; }
-dn2-vt-exchange -k 4 -r 600 -a 5 -q | tail -3 || exit 1
+x=$(dn2-vt-exchange -k 4 -r 600 -a 5 -q '"$xopts"'); rc=$?
+printf "%s\n" "$x" | tail -3
+[ $rc = 0 ] || { echo "dn2-vt-exchange: exit $rc"; exit 1; }
 cat /proc/uptime'
 t0=$SECONDS
-"$cluster" -q --virtual-time --vt-lookahead 665 --device-opts timing=thesis -n 2 --name vt-snap-test-t \
+"$cluster" -q --virtual-time --vt-lookahead 625 --device-opts timing=thesis -n 2 --name vt-snap-test-t \
     -b "$boot_timeout" -t $((boot_timeout + 600)) --snapshot-at "$cut_t" "$tag_t" -r "$node_cmd_t" \
     > "$ta.stdout" 2> "$ta.stderr"
 rc=$?
-[ "$rc" = 0 ] && [ -s "$snap_t/node0.mig" ] && [ -s "$snap_t/node1.mig" ] &&
-    grep -q "snapshot $tag_t.* at virtual time $cut_t s" "$ta.stderr"
-result $? "timing=thesis, run C: every node's command succeeded and the boards were saved at $cut_t s (exit $rc, $((SECONDS - t0)) s)"
 [ "$rc" = 0 ] || tail -20 "$ta.stderr" | diag
+nodes_ok "$ta" 600 && [ "$rc" = 0 ] && [ -s "$snap_t/node0.mig" ] && [ -s "$snap_t/node1.mig" ] &&
+    grep -q "snapshot $tag_t.* at virtual time $cut_t s" "$ta.stderr"
+result $? "timing=thesis, run C: every node's command succeeded, every exchange intact, and the boards were saved at $cut_t s (exit $rc, $((SECONDS - t0)) s)${node_fails:+; failed:$node_fails}"
 t0=$SECONDS
 "$cluster" -q --replay "$snap_t" --name vt-snap-test-t-b > "$tb.stdout" 2> "$tb.stderr"
 rc=$?
-result "$rc" "timing=thesis, run D from the snapshot: every node's command succeeded (exit $rc, $((SECONDS - t0)) s)"
 [ "$rc" = 0 ] || tail -20 "$tb.stderr" | diag
+nodes_ok "$tb" 600 && [ "$rc" = 0 ]
+result $? "timing=thesis, run D from the snapshot: every node's command succeeded, every exchange intact (exit $rc, $((SECONDS - t0)) s)${node_fails:+; failed:$node_fails}"
 compare_runs "$ta" "$tb"
 diffs=$out_diffs$pcap_diffs
 after=$(( $(stat -c %s "$ta/node0.pcap" 2> /dev/null || echo 0) - $(stat -c %s "$snap_t/node0.pcap" 2> /dev/null || echo 0) ))
@@ -154,7 +188,31 @@ result $? "timing=thesis: every node's output and every board's pcap byte-identi
 grep -q "replay from virtual time $cut_t s: every node's output and pcap identical" "$tb.stderr"
 result $? "timing=thesis: the launcher says run D is identical to run C"
 
-# 4. refusals
+# 4. a replay whose recording differs: a copy of the snapshot whose source
+# run is a copy of A's outputs and pcaps with node1.out's last exchange
+# line altered; the replay runs as B did, and must exit 5 naming the line
+alt=$top/build/cluster/vt-snap-test-altered snap_alt=$DN2_SNAPSHOT_DIR/$tag-altered
+rm -rf "$alt" "$snap_alt"
+mkdir -p "$alt"
+cp "$ra"/node[01].out "$ra"/node[01].pcap "$alt/"
+line=$(grep -n "^rank 1" "$alt/node1.out" | tail -1 | cut -d: -f1)
+if [ -n "$line" ] && [ -d "$snap" ] && cp -rl "$snap" "$snap_alt"; then
+    sed -i "${line}s/\$/ (altered)/" "$alt/node1.out"
+    sed "s|^source=.*|source=$(printf '%q' "$alt")|" "$snap/snapshot.info" > "$snap_alt/snapshot.info.new" &&
+        mv "$snap_alt/snapshot.info.new" "$snap_alt/snapshot.info"
+    rx=$top/build/cluster/vt-snap-test-x
+    t0=$SECONDS
+    "$cluster" -q --replay "$snap_alt" --name vt-snap-test-x > "$rx.stdout" 2> "$rx.stderr"
+    rc=$?
+    { [ "$rc" = 5 ] && grep -q "replay differs.*node1.out: first difference at line $line\$" "$rx.stderr"; }
+    result $? "a replay whose recording differs (node1.out line $line altered) exits 5 and names node1.out line $line (exit $rc, $((SECONDS - t0)) s)"
+    grep -A2 'replay differs' "$rx.stderr" | diag
+else
+    not_ok "a replay whose recording differs: no line of rank 1 in $ra/node1.out or no snapshot to copy"
+fi
+rm -rf "$alt" "$snap_alt"
+
+# 5. refusals
 out=$("$cluster" -n 2 --snapshot-at 4 x -r true 2>&1); rc=$?
 { [ $rc -eq 2 ] && grep -q 'virtual-time' <<< "$out"; }; result $? "--snapshot-at without --virtual-time is refused (status $rc)"
 out=$("$cluster" --virtual-time -n 2 --vt-start 3 --snapshot-at 2 x -r true 2>&1); rc=$?

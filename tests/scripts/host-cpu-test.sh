@@ -8,6 +8,8 @@
 # 0.2 s on a CPU (CPU time, not wall time: a loaded host only stretches
 # the wall), the sleeping node with almost none, the switch found, the
 # total, --per, the table form, and the timeout's exit status.
+# First: run without python3 on PATH, this test says so in TAP (a skip
+# naming the remedy; with CI set, a failure) instead of exiting 0 silently.
 #
 #   tests/scripts/host-cpu-test.sh        (meson: test 'host-cpu')
 set -uo pipefail
@@ -25,9 +27,21 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-command -v python3 > /dev/null || { tap_missing python3 python3; exit 0; }
+command -v python3 > /dev/null || tap_skip_all "$(tap_missing python3)"
 
-tap_plan 9
+tap_plan 10
+# this test again with a PATH of the tools it needs before its python3
+# check (the shell's and scripts/lib.sh's), python not among them
+mkdir "$work/nopy"
+for c in bash env realpath dirname basename mktemp rm cat sed grep awk tr head tail uname id; do
+    p=$(command -v "$c") && ln -s "$p" "$work/nopy/$c"
+done
+np_out=$(env -u CI PATH="$work/nopy" bash "$0" 2>&1); np_rc=$?
+np_ci=$(CI=1 PATH="$work/nopy" bash "$0" 2>&1); np_ci_rc=$?
+{ [ $np_rc = 0 ] && [[ $np_out == "1..0 # SKIP python3 not found: run scripts/setup.sh"* ]] &&
+    [ $np_ci_rc = 1 ] && [[ $np_ci == "1..1"$'\n'"not ok 1 "* ]]; }
+result $? "without python3 on PATH: a TAP skip naming scripts/setup.sh (status $np_rc), with CI set a failure (status $np_ci_rc)"
+printf '%s\n' "$np_out" "$np_ci" | diag
 run=$work/run out=$work/out
 mkdir -p "$run"
 # the busy "node": a thread named as QEMU names its vCPU ("CPU 0/TCG"),
