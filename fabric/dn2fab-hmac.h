@@ -2,7 +2,7 @@
 /*
  * SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) in plain C, for the
  * fabric's join tickets and its optional cluster secret (docs/security.md).
- * Tested against the FIPS / RFC 4231 vectors in tests/unit/test-fabric.c.
+ * Tested against the FIPS / RFC 4231 vectors in tests/unit/test-fabric-wire.c.
  * Implemented in dn2fab-hmac.c.
  */
 #ifndef DN2FAB_HMAC_H

@@ -499,7 +499,7 @@ EOF
 CFLAGS=(-static -O2 -Wall -Wextra -I "$DN2_TOP/include")
 inputs_hash() {
     {
-        cat "$PROBE_SRC" "$LID_SRC" "$ABI_H" "$DN2_TOP/tests/guest/dn2-tap.h" "$BUSYBOX" \
+        cat "$PROBE_SRC" "$LID_SRC" "$ABI_H" "$DN2_TOP/tests/tap/dn2-tap.h" "$BUSYBOX" \
             "$here/build-initramfs.sh" "$here/lib.sh" "$here/dn2scripts/alternatives.py" | sha256sum
         gcc --version | head -1
         echo "${CFLAGS[*]}"

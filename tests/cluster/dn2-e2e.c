@@ -36,7 +36,7 @@
 #define ORDER_PAIRS 6000
 #define ORDER_BULK  32768
 
-#include "../guest/dn2-tap.h"
+#include "../tap/dn2-tap.h"
 
 static int nranks;
 static dn2_t *d;
@@ -81,24 +81,26 @@ static void verdict(int peer, int waiter, int ok, const char *what)
     }
 }
 
-static void pair_tests(int peer)
+/*
+ * The pair's state, shared by its tests in the order pair_tests runs them:
+ * the peer, which side this rank is (the even rank sends), the peer's LID,
+ * the step counter of the notes, the data buffers (a holds the pattern the
+ * SO-DIMM tests after pair_rvs read back), and WID 1's ring on the
+ * receiving side (opened by pair_wid1_ipush_lhsv1, used and closed by
+ * pair_register_order).
+ */
+static int peer, sender, step;
+static uint16_t plid;
+static uint8_t a[1 << 16], b[1 << 16];
+static struct dn2_ring ring;
+static dn2_t *w1r;
+static uint64_t pkt_before;
+
+/* BOTF into the peer's LLCM, 1/2/4 windows. */
+static void pair_botf(void)
 {
-    static uint8_t a[1 << 16], b[1 << 16];
-    struct dn2_ring ring;
-    dn2_t *w1r = NULL;
-    uint64_t pkt_before = 0;
-    int sender = !(me & 1), r, ok, i, step = 0;
-    uint16_t plid = 0;
+    int r, ok, i;
 
-    {
-        /* The peer's LID comes from the rank table the job started with. */
-        const char *path = getenv("DN2_RANKS");
-        struct dn2_rank tab[64];
-        int n = path ? dn2_read_rank_table(path, tab, 64) : -1;
-        plid = (n > peer) ? tab[peer].lid : 0;
-    }
-
-    /* BOTF into the peer's LLCM, 1/2/4 windows. */
     for (i = 1; i <= 4; i <<= 1) {
         struct dn2_botf_rr rr;
         int k;
@@ -123,8 +125,14 @@ static void pair_tests(int peer)
         snprintf(what, sizeof(what), "BOTF x8 to the peer's LLCM through %d Write Window(s)", i);
         verdict(peer, sender, ok, what);
     }
+}
 
-    /* RVS, RVSS, RVSI into the peer's SO-DIMM. */
+/* RVS, RVSS, RVSI into the peer's SO-DIMM.  pair_rvs writes the pattern
+ * (seed 7) the SO-DIMM tests after it read back. */
+static void pair_rvs(void)
+{
+    int r, ok;
+
     fill(a, sizeof(a), 7);
     if (sender) {
         r = dn2_sd_write(d, SD_BASE, a, sizeof(a), 1, TMO);
@@ -139,6 +147,11 @@ static void pair_tests(int peer)
              !memcmp(a, b, sizeof(a));
     }
     verdict(peer, sender, ok, "RVS 64 KiB SO-DIMM to SO-DIMM across boards");
+}
+
+static void pair_rvss(void)
+{
+    int r, ok, i;
 
     step++;
     if (sender) {
@@ -152,6 +165,11 @@ static void pair_tests(int peer)
         }
     }
     verdict(peer, sender, ok, "RVSS 200 x 8 bytes scattered with stride 32 on the peer");
+}
+
+static void pair_rvsi(void)
+{
+    int r, ok, i;
 
     step++;
     if (!sender) {
@@ -178,8 +196,13 @@ static void pair_tests(int peer)
         }
     }
     verdict(peer, sender, ok, "RVSI 16 x 16 bytes through a list in the peer's SO-DIMM");
+}
 
-    /* RVL / RVLS: the receiver pulls from the sender's SO-DIMM. */
+/* RVL / RVLS: the receiver pulls from the sender's SO-DIMM. */
+static void pair_rvl(void)
+{
+    int r, ok;
+
     step++;
     if (!sender) {
         r = dn2_rvl(d, plid, 0, SD_BASE + 0x100, 0x200, 512, NULL, DN2_F_TO_PW);
@@ -191,6 +214,11 @@ static void pair_tests(int peer)
         ok = !wait_note(peer, step);
     }
     verdict(peer, sender, ok, "RVL 512 bytes from the peer's SO-DIMM into our Prefetch Window");
+}
+
+static void pair_rvls(void)
+{
+    int r, ok, i;
 
     step++;
     if (!sender) {
@@ -205,9 +233,14 @@ static void pair_tests(int peer)
         ok = !wait_note(peer, step);
     }
     verdict(peer, sender, ok, "RVLS gathers 64 strided elements from the peer");
+}
 
-    /* RVLI: the odd rank pulls 8 elements of 32 bytes listed in the
-     * sender's SO-DIMM (the list lives on the responder). */
+/* RVLI: the odd rank pulls 8 elements of 32 bytes listed in the
+ * sender's SO-DIMM (the list lives on the responder). */
+static void pair_rvli(void)
+{
+    int r, ok, i;
+
     step++;
     if (sender) {
         uint32_t list[8];
@@ -234,10 +267,15 @@ static void pair_tests(int peer)
         ok = !wait_note(peer, step);
     }
     verdict(peer, sender, ok, "RVLI gathers 8 listed elements from the peer");
+}
 
-    /* IPUSH and LHSv1 from the even rank's WID 1 to the odd rank's WID 1:
-     * a second process on each board, with its own ring, status ring and
-     * LH Buffer (dn2msg owns those of WID 0). */
+/* IPUSH and LHSv1 from the even rank's WID 1 to the odd rank's WID 1:
+ * a second process on each board, with its own ring, status ring and
+ * LH Buffer (dn2msg owns those of WID 0). */
+static void pair_wid1_ipush_lhsv1(void)
+{
+    int r, ok;
+
     step++;
     if (!sender) {
         dn2_t *ctl;
@@ -304,17 +342,22 @@ static void pair_tests(int peer)
     }
     verdict(peer, sender, ok, "IPUSH 3000 bytes and an LHSv1 message between the two "
             "boards' WID 1, through an IPUSH ring and the LH Buffer");
+}
 
-    /* A later packet's effect in memory never precedes an earlier packet's
-     * registers, as on the board: pairs "RVS with a status record, then an
-     * LHSv1 message" back to back; each time the receiver sees an LH
-     * Buffer entry (its Valid toggle, memory only: dn2_lh_ready), the
-     * Status Address register must already show the RVS's record (an RVS
-     * of ORDER_BULK bytes follows each pair, so that the receiver's batch
-     * goes on after the entry).  The
-     * receiving vCPU polls while the board takes a batch of packets in, so
-     * this catches a register mirror published only at the end of the
-     * batch (choice #56), which a qtest cannot. */
+/* A later packet's effect in memory never precedes an earlier packet's
+ * registers, as on the board: pairs "RVS with a status record, then an
+ * LHSv1 message" back to back; each time the receiver sees an LH
+ * Buffer entry (its Valid toggle, memory only: dn2_lh_ready), the
+ * Status Address register must already show the RVS's record (an RVS
+ * of ORDER_BULK bytes follows each pair, so that the receiver's batch
+ * goes on after the entry).  The
+ * receiving vCPU polls while the board takes a batch of packets in, so
+ * this catches a register mirror published only at the end of the
+ * batch (choice #56), which a qtest cannot. */
+static void pair_register_order(void)
+{
+    int r, ok, i;
+
     step++;
     if (sender) {
         dn2_t *w1 = NULL;
@@ -387,8 +430,13 @@ static void pair_tests(int peer)
             w1r = NULL;
         }
     }
+}
 
-    /* Local strided/list forms and the SO-DIMM copy, on each board. */
+/* Local strided/list forms and the SO-DIMM copy, on each board. */
+static void pair_local_forms(void)
+{
+    int r, ok, i;
+
     {
         uint32_t list[16];
         step++;
@@ -425,9 +473,14 @@ static void pair_tests(int peer)
                      !memcmp(a, b, 4096);
         verdict(peer, sender, ok, "local VSS, VSI, VLI and the SO-DIMM copy on the peer's board");
     }
+}
 
-    /* Protection: the receiver gives WID 1 another PGID; a BOTF from the
-     * sender to WID 1 must be dropped, not written. */
+/* Protection: the receiver gives WID 1 another PGID; a BOTF from the
+ * sender to WID 1 must be dropped, not written. */
+static void pair_pgid_drop(void)
+{
+    int r, ok;
+
     step++;
     if (!sender) {
         dn2_t *ctl;
@@ -469,10 +522,15 @@ static void pair_tests(int peer)
         }
     }
     verdict(peer, sender, ok, "a packet whose PGID differs from the receiving WID's is dropped");
+}
 
-    /* A process killed in the middle of a transfer leaves the board usable:
-     * the receiver forks a child that takes WID 1 and streams RVS to the
-     * sender, kills it, then a new process uses WID 1 for a round trip. */
+/* A process killed in the middle of a transfer leaves the board usable:
+ * the receiver forks a child that takes WID 1 and streams RVS to the
+ * sender, kills it, then a new process uses WID 1 for a round trip. */
+static void pair_killed_process(void)
+{
+    int ok;
+
     step++;
     if (!sender) {
         pid_t pid = fork();
@@ -513,6 +571,35 @@ static void pair_tests(int peer)
             "free and the board works");
 }
 
+/* The pair tests, one function each, in the order they run (each point's
+ * number is the same on both ranks). */
+static void (*const pair_table[])(void) = {
+    pair_botf, pair_rvs, pair_rvss, pair_rvsi, pair_rvl, pair_rvls, pair_rvli,
+    pair_wid1_ipush_lhsv1, pair_register_order, pair_local_forms, pair_pgid_drop,
+    pair_killed_process,
+};
+
+static void pair_tests(int with)
+{
+    size_t k;
+
+    peer = with;
+    sender = !(me & 1);
+    step = 0;
+    w1r = NULL;
+    pkt_before = 0;
+    {
+        /* The peer's LID comes from the rank table the job started with. */
+        const char *path = getenv("DN2_RANKS");
+        struct dn2_rank tab[64];
+        int n = path ? dn2_read_rank_table(path, tab, 64) : -1;
+        plid = (n > peer) ? tab[peer].lid : 0;
+    }
+    for (k = 0; k < sizeof(pair_table) / sizeof(pair_table[0]); k++) {
+        pair_table[k]();
+    }
+}
+
 int main(void)
 {
     static uint8_t out[1 << 20], in[1 << 20];
@@ -528,8 +615,10 @@ int main(void)
         r = dn2_comm_init_env(&c, d, NULL);
     }
     if (r) {
-        printf("1..1\nnot ok 1 - rank %d cannot start: %s\n", me, dn2_strerror(r));
-        return 1;
+        me = 0;                 /* this rank's failure is the report */
+        tap_plan(1);
+        tap_result(false, "rank %s cannot start: %s", rk ? rk : "0", dn2_strerror(r));
+        return tap_exit_code();
     }
     nranks = dn2_comm_size(c);
     tap_plan(15 + (int)(sizeof(sizes) / sizeof(sizes[0])) + 3);

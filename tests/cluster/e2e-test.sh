@@ -7,7 +7,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-. "$here/../guest/tap-lib.sh"
+. "$here/../tap/tap-lib.sh"
 dn2_no_options "$@"
 
 e2e=${DN2_E2E:-$DN2_TOP/build/tests/cluster/dn2-e2e}

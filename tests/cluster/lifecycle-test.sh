@@ -35,7 +35,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 dn2_no_options "$@"
 cluster=$top/scripts/cluster.sh
 boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}

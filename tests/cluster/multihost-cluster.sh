@@ -2,7 +2,7 @@
 # shellcheck disable=SC2154  # top, work, ns_sw, hosts, sw_addr, net: the caller's
 # Part of tests/cluster/multihost-test.sh (sourced there, in its namespaces):
 # scripts/cluster.sh over several hosts with `ip netns exec` as the remote
-# shell, and inside a Slurm allocation.  Uses tests/guest/tap-lib.sh (the
+# shell, and inside a Slurm allocation.  Uses tests/tap/tap-lib.sh (the
 # caller sources it), $work, $top, $ns_sw, hosts[], $sw_addr from the caller.
 
 boot_timeout=${DN2_CLUSTER_BOOT_TIMEOUT:-300}

@@ -24,7 +24,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 dn2_no_options "$@"
 command -v python3 > /dev/null || tap_skip_all "$(tap_missing python3)"
 vc=$top/scripts/vt-compare.py

@@ -7,7 +7,7 @@
 #   tests/fuzz/fuzz-run.sh --regen-corpus   rewrite tests/fuzz/corpus/
 #
 # Without clang the test fails under CI and is skipped elsewhere (the skip
-# rule of tests/guest/tap-lib.sh; scripts/setup.sh installs clang).
+# rule of tests/tap/tap-lib.sh; scripts/setup.sh installs clang).
 #
 # Environment: DN2_FUZZ_SECONDS (default 20), DN2_FUZZ_BUILD (build folder,
 # default a temporary one), CLANG (default clang).
@@ -19,8 +19,8 @@ clang=${CLANG:-clang}
 corpus="$here/corpus"
 srcs=("$top"/fabric/dn2fab*.c)          # the whole library
 inc=(-I"$top/include" -I"$top/fabric")
-# shellcheck source=../guest/tap-lib.sh
-. "$top/tests/guest/tap-lib.sh"
+# shellcheck source=../tap/tap-lib.sh
+. "$top/tests/tap/tap-lib.sh"
 
 if [ -n "${DN2_FUZZ_BUILD:-}" ]; then
     out=$DN2_FUZZ_BUILD

@@ -51,7 +51,7 @@
 
 #include "dn2-cpu.h"
 #include "dn2-sysfs.h"
-#include "dn2-tap.h"
+#include "../tap/dn2-tap.h"
 #include "dimmnet2/dn2_abi.h"
 #include "dimmnet2/dn2_uapi.h"
 

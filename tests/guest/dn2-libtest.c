@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dn2-tap.h"
+#include "../tap/dn2-tap.h"
 
 #define TMO 2000000L
 

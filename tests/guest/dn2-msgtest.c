@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dn2-tap.h"
+#include "../tap/dn2-tap.h"
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
 {

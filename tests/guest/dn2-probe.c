@@ -37,7 +37,7 @@
 #include <dirent.h>
 
 #include "dn2-sysfs.h"
-#include "dn2-tap.h"
+#include "../tap/dn2-tap.h"
 #include "dimmnet2/dn2_abi.h"
 
 #define POLL_TIMEOUT_NS   (5ULL * 1000 * 1000 * 1000)   /* 5 s: TCG is slow */

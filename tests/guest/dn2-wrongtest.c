@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "libdimmnet2.h"
-#include "dn2-tap.h"
+#include "../tap/dn2-tap.h"
 
 #define TMO 2000000
 

@@ -24,7 +24,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 dn2_no_options "$@"
 timeout_s=${DN2_DRIVER_TIMEOUT:-240}
 log=$top/build/guest/logs/driver-test.log
@@ -58,7 +58,7 @@ cp "$ko" "$root/dimmnet2.ko"
 cflags=(-static -O2 -Wall -Wextra -Werror -I "$top/include" -I "$top/linux-guest/lib")
 thash=$( { cat "$test_src" "$top/include/dimmnet2/dn2_abi.h" "$top/include/dimmnet2/dn2_uapi.h" \
                "$top/linux-guest/lib/dn2-cpu.h" "$top/tests/guest/dn2-sysfs.h" \
-               "$top/tests/guest/dn2-tap.h"
+               "$top/tests/tap/dn2-tap.h"
            gcc --version | head -1; echo "${cflags[*]}"; } | sha256sum | cut -c1-32)
 if [ -x "$root/bin/dn2-drvtest" ] && [ "$(cat "$root/../.drvtest.stamp" 2>/dev/null)" = "$thash" ]; then
     :

@@ -21,7 +21,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-. "$here/tap-lib.sh"
+. "$here/../tap/tap-lib.sh"
 dn2_no_options "$@"
 
 prog=${DN2_DSH:-$DN2_TOP/build/tools/dsh/dsh}

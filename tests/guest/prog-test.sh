@@ -9,7 +9,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-. "$here/tap-lib.sh"
+. "$here/../tap/tap-lib.sh"
 
 strict=0
 case ${1-} in

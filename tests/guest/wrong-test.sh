@@ -13,7 +13,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-. "$here/tap-lib.sh"
+. "$here/../tap/tap-lib.sh"
 
 vt=
 [ "${1-}" = --virtual-time ] && { vt=1; shift; }

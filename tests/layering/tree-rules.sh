@@ -6,21 +6,20 @@
 set -uo pipefail
 top=${DN2_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$top" || exit 1
-echo "1..3"
-n=0 bad=0
+# shellcheck source=../tap/tap-lib.sh
+. "$top/tests/tap/tap-lib.sh"
+tap_plan 3
 point() { # point DESCRIPTION OUTPUT
-    n=$((n + 1))
     if [ -z "$2" ]; then
-        echo "ok $n - $1"
+        ok "$1"
     else
-        echo "not ok $n - $1"
-        printf '%s\n' "$2" | head -20 | sed 's/^/# /'
-        bad=1
+        not_ok "$1"
+        printf '%s\n' "$2" | head -20 | diag
     fi
 }
 if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    for i in 1 2 3; do echo "not ok $i - not a git work tree: $top"; done
-    exit 1
+    for _ in 1 2 3; do not_ok "not a git work tree: $top"; done
+    tap_done
 fi
 point "no hand-written bit positions outside the ABI header (DN2_GET/DN2_PUT with numbers)" \
     "$(git grep -nE 'DN2_(GET|PUT)\([^,]+, *[0-9]+, *[0-9]+\)' -- ':!include' ':!tests/layering/tree-rules.sh')"
@@ -29,4 +28,4 @@ point "no hand-written masks of the ABI's fields in hw, linux-guest, tools" \
 point "no function name defined both in the device and in the guest tree" \
     "$(comm -12 <(git grep -hoE '^[a-z_0-9 *]+\b(dn2|dimmnet2)_[a-z_0-9]+\(' hw | grep -oE '(dn2|dimmnet2)_[a-z_0-9]+' | sort -u) \
                <(git grep -hoE '^[a-z_0-9 *]+\b(dn2|dimmnet2)_[a-z_0-9]+\(' linux-guest | grep -oE '(dn2|dimmnet2)_[a-z_0-9]+' | sort -u))"
-exit $bad
+tap_done

@@ -40,13 +40,13 @@
 #      rank that dies while a 1 MiB message to it is arriving on the llcm
 #      path, mpi-check again (the boards serve the next job)
 # Without mpicc (and the programs not given) the test skips, naming the
-# remedy; with CI set that is a failure (tests/guest/tap-lib.sh).
+# remedy; with CI set that is a failure (tests/tap/tap-lib.sh).
 # Environment: DN2_MPI_CHECK, DN2_MPI_FAIL, DN2_MPI_BENCH (the programs;
 # default: built here with mpicc into build/tests/mpi/), DN2_MPI_TIMEOUT
 # (per run, 600).
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 here=$top/tests/mpi
 mpirun=$top/scripts/mpirun.sh
 out=$top/build/mpi-test

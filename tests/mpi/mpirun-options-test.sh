@@ -23,12 +23,12 @@
 #      image does not fit in fails naming the image and the -m to give
 #      (result.json's "why" for the node too)
 # Without mpicc (and DN2_MPI_FAIL not given) part 2 skips, naming the
-# remedy; with CI set that is a failure (tests/guest/tap-lib.sh).
+# remedy; with CI set that is a failure (tests/tap/tap-lib.sh).
 # Environment: DN2_MPI_FAIL (the program; default: built here with mpicc
 # into build/tests/mpi/), DN2_MPI_TIMEOUT (the real run, default 600).
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 mpirun=$top/scripts/mpirun.sh
 out=$top/build/mpirun-options-test
 mkdir -p "$out"

@@ -3,7 +3,7 @@
  * ofi-hostile: the native RDM endpoint of the libfabric provider against
  * a misbehaving rank and a restarted one, on two nodes of a cluster
  * (after insmod + dn2-up; FI_PROVIDER_PATH names the provider).  Rank 0
- * prints TAP (tests/guest/dn2-tap.h).
+ * prints TAP (tests/tap/dn2-tap.h).
  *
  *   node 0: V, a libfabric RDM endpoint (WID 0): the long-lived rank
  *   node 1: P, a libfabric RDM endpoint (WID 0), killed and started again
@@ -54,7 +54,7 @@
 
 #include "libdimmnet2.h"
 #include "dn2fi.h"          /* the provider's wire format */
-#include "../guest/dn2-tap.h"
+#include "../tap/dn2-tap.h"
 #define OFI_DIAG_FILE stdout    /* rank 0's diagnostics go with its TAP */
 #include "ofi-common.h"
 

@@ -3,7 +3,7 @@
  * ofi-test: the libfabric provider "dimmnet2" through libfabric itself, on
  * two nodes of a cluster (scripts/cluster.sh, after insmod + dn2-up, with
  * FI_PROVIDER_PATH naming the provider's directory).  Both ranks run it;
- * rank 0 prints TAP (tests/guest/dn2-tap.h).  The peer's address comes from
+ * rank 0 prints TAP (tests/tap/dn2-tap.h).  The peer's address comes from
  * the launcher's rank table ($DN2_RANKS: "rank lid wid"), so no other
  * network is needed.
  *
@@ -46,7 +46,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-#include "../guest/dn2-tap.h"
+#include "../tap/dn2-tap.h"
 #include "ofi-common.h"
 
 #define VER     FI_VERSION(1, 17)

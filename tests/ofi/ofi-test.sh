@@ -34,7 +34,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-. "$here/../guest/tap-lib.sh"
+. "$here/../tap/tap-lib.sh"
 
 soak=
 quick=
@@ -59,7 +59,7 @@ logdir=$DN2_TOP/build/cluster
 mkdir -p "$logdir" "$out/lib/libfabric" "$out/bin"
 iters=200
 
-# TAP (tests/guest/tap-lib.sh): the plan once every point has run; a
+# TAP (tests/tap/tap-lib.sh): the plan once every point has run; a
 # missing input is the one point "not ok".
 tap_defer
 give_up() { not_ok "$*"; tap_done; }

@@ -4,21 +4,18 @@
  * (linux-guest/ofi/dn2fi_win.h) at the edges of the 32-bit sequence
  * space, and the LLCM bulk path's shares, images and notification
  * checks (every table size, every sender, a stream with credits).  The same conditions end to end, through the boards:
- * tests/ofi/ofi-hostile.c.
+ * tests/ofi/ofi-hostile.c.  TAP: tests/tap/dn2-tap.h.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dn2fi_win.h"
-
-static int n, fails;
+#include "../tap/dn2-tap.h"
 
 static void check(int ok, const char *what)
 {
-    n++;
-    fails += !ok;
-    printf("%sok %d - %s\n", ok ? "" : "not ", n, what);
+    tap_result(ok, "%s", what);
 }
 
 
@@ -167,6 +164,6 @@ int main(void)
     llcm_stream(4, 1);
     llcm_stream(25, 2);
     llcm_pieces();
-    printf("1..%d\n", n);
-    return fails ? 1 : 0;
+    tap_plan(tap_count());
+    return tap_exit_code();
 }

@@ -572,92 +572,197 @@ static void test_dsh_example(void)
 
 #define CS_BASE (DN2_CS_SDIMM_READY | DN2_CS_STATUS_EMPTY)
 
-static void test_contiguous(void)
+/*
+ * The contiguous VS and VL, one behaviour per test path.  Each path starts
+ * its own board: WID 0 with a pattern in the first CONTIG_REG bytes of its
+ * SO-DIMM, and model, the image those bytes should have.
+ */
+enum { CONTIG_REG = 0x4000 };
+
+static const struct { uint32_t src, dst, size; } contig_vsc[] = {
+    { 0x000, 0x0100, 1 }, { 0x003, 0x0205, 7 }, { 0x200, 0x0333, 100 },
+    { 0x401, 0x0800, 511 }, { 0x600, 0x1000, 512 }, { 0x7ff, 0x1ffd, 1 },
+    { 0x100, 0x2000, 0 }, { 0x208, 0x3ff8, 8 },
+};
+static const struct { uint32_t src, dst, size; } contig_vlc[] = {
+    { 0x0100, 0x000, 1 }, { 0x0205, 0x003, 7 }, { 0x1000, 0x200, 512 },
+    { 0x0333, 0x5ff, 1 }, { 0x0800, 0x7c0, 64 }, { 0x2000, 0x400, 0 },
+    { 0x3fff, 0x601, 1 },
+};
+
+static QTestState *contig_start(DN2 *d, uint8_t *model)
 {
     QTestState *qts = dn2q_vm_start("q35", "-device dimmnet2,id=dn");
-    DN2 d;
-    enum { REG = 0x4000 };
-    g_autofree uint8_t *model = g_malloc(REG);
-    uint8_t ww[DN2_WIN_AREA], pwm[DN2_WIN_AREA], tmp[64];
-    static const struct { uint32_t src, dst, size; } vsc[] = {
-        { 0x000, 0x0100, 1 }, { 0x003, 0x0205, 7 }, { 0x200, 0x0333, 100 },
-        { 0x401, 0x0800, 511 }, { 0x600, 0x1000, 512 }, { 0x7ff, 0x1ffd, 1 },
-        { 0x100, 0x2000, 0 }, { 0x208, 0x3ff8, 8 },
-    };
-    static const struct { uint32_t src, dst, size; } vlc[] = {
-        { 0x0100, 0x000, 1 }, { 0x0205, 0x003, 7 }, { 0x1000, 0x200, 512 },
-        { 0x0333, 0x5ff, 1 }, { 0x0800, 0x7c0, 64 }, { 0x2000, 0x400, 0 },
-        { 0x3fff, 0x601, 1 },
-    };
+
+    dn2q_open(d, qts, DN2_DEFAULT_BASE0);
+    dn2q_board_init(d, 0x01);
+    dn2q_pattern(model, CONTIG_REG, 31);
+    sd_write(d, 0, 0, model, CONTIG_REG);
+    return qts;
+}
+
+/* The contiguous VS requests of contig_vsc, each from a fresh WW image:
+ * only the source window's done bit; their bytes into model. */
+static void contig_vs_all(DN2 *d, uint8_t *model)
+{
+    uint8_t ww[DN2_WIN_AREA];
     size_t i;
     uint64_t st;
 
-    dn2q_open(&d, qts, DN2_DEFAULT_BASE0);
-    dn2q_board_init(&d, 0x01);
-    dn2q_pattern(model, REG, 31);
-    sd_write(&d, 0, 0, model, REG);
-
-    for (i = 0; i < G_N_ELEMENTS(vsc); i++) {
-        unsigned n = vsc[i].src / DN2_WIN_SIZE;
+    for (i = 0; i < G_N_ELEMENTS(contig_vsc); i++) {
+        unsigned n = contig_vsc[i].src / DN2_WIN_SIZE;
         dn2q_pattern(ww, sizeof(ww), 40 + i);
-        qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
-        st = vs(&d, 0, vsc[i].src, vsc[i].dst, vsc[i].size);
+        qtest_memwrite(d->qts, dn2q_ww_addr(d, 0, 0), ww, sizeof(ww));
+        st = vs(d, 0, contig_vsc[i].src, contig_vsc[i].dst, contig_vsc[i].size);
         EXPECT_HEX(st & (DN2_CS_WW_MASK(n) | DN2_CS_REQ_ERROR), DN2_CS_WW_DONE(n),
-                   "VS #%zu src 0x%x size %u: only WW#%u done", i, vsc[i].src,
-                   vsc[i].size, n);
-        memcpy(model + vsc[i].dst, ww + vsc[i].src, vsc[i].size);
+                   "VS #%zu src 0x%x size %u: only WW#%u done", i, contig_vsc[i].src,
+                   contig_vsc[i].size, n);
+        memcpy(model + contig_vsc[i].dst, ww + contig_vsc[i].src, contig_vsc[i].size);
     }
-    sd_check(&d, 0, 0, model, REG, "contiguous VS results");
+}
 
+/* VS requests running past the end of WW#0 and of WW#1 (ww: the image
+ * written); the Controller Status after the second. */
+static uint64_t contig_vs_clipped(DN2 *d, uint8_t *model, uint8_t *ww)
+{
+    uint64_t st;
+
+    dn2q_pattern(ww, DN2_WIN_AREA, 50);
+    qtest_memwrite(d->qts, dn2q_ww_addr(d, 0, 0), ww, DN2_WIN_AREA);
+    st = vs(d, 0, 0x1f0, 0x3000, 0x20);
+    EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0) | DN2_CS_WW_SRC_OVF(0),
+               "VS past the end of WW#0: bits 5 and 6");
+    memcpy(model + 0x3000, ww + 0x1f0, 16);
+    st = vs(d, 0, 0x300, 0x3100, 0x200);
+    memcpy(model + 0x3100, ww + 0x300, 0x100);
+    return st;
+}
+
+/* A VS from WW#2 running past the end of WID 0's SO-DIMM area (256 MiB per
+ * process, choice #9), with a pattern in WID 1's area (tmp) and the WW
+ * image written (ww); the Controller Status after it. */
+static uint64_t contig_vs_area_end(DN2 *d, uint8_t *ww, uint8_t *tmp, size_t ntmp)
+{
+    dn2q_pattern(tmp, ntmp, 51);
+    sd_write(d, 1, 0, tmp, ntmp);
+    dn2q_pattern(ww, DN2_WIN_AREA, 52);
+    qtest_memwrite(d->qts, dn2q_ww_addr(d, 0, 0), ww, DN2_WIN_AREA);
+    return vs(d, 0, 0x400, AREA_DEFAULT - 8, 16);
+}
+
+static void test_contiguous_vs(void)
+{
+    g_autofree uint8_t *model = g_malloc(CONTIG_REG);
+    DN2 d;
+    QTestState *qts = contig_start(&d, model);
+
+    contig_vs_all(&d, model);
+    sd_check(&d, 0, 0, model, CONTIG_REG, "contiguous VS results");
+    qtest_quit(qts);
+}
+
+static void test_contiguous_vl(void)
+{
+    g_autofree uint8_t *model = g_malloc(CONTIG_REG);
+    uint8_t pwm[DN2_WIN_AREA];
+    DN2 d;
+    QTestState *qts = contig_start(&d, model);
+    size_t i;
+    uint64_t st;
+
+    contig_vs_all(&d, model);
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
-    for (i = 0; i < G_N_ELEMENTS(vlc); i++) {
-        st = vl(&d, 0, vlc[i].src, vlc[i].dst, vlc[i].size);
-        memcpy(pwm + vlc[i].dst, model + vlc[i].src, vlc[i].size);
+    for (i = 0; i < G_N_ELEMENTS(contig_vlc); i++) {
+        st = vl(&d, 0, contig_vlc[i].src, contig_vlc[i].dst, contig_vlc[i].size);
+        memcpy(pwm + contig_vlc[i].dst, model + contig_vlc[i].src, contig_vlc[i].size);
         dn2q_pw_expect(&d, 0, pwm, "contiguous VL into the Prefetch Window");
         EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags all 1 after VL #%zu", i);
         EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VL #%zu: no request error", i);
     }
+    qtest_quit(qts);
+}
 
-    /* contiguous clipping at the window end: bytes, bit 6 of the source window */
-    dn2q_pattern(ww, sizeof(ww), 50);
-    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
-    st = vs(&d, 0, 0x1f0, 0x3000, 0x20);
-    EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0) | DN2_CS_WW_SRC_OVF(0),
-               "VS past the end of WW#0: bits 5 and 6");
-    memcpy(model + 0x3000, ww + 0x1f0, 16);
-    st = vs(&d, 0, 0x300, 0x3100, 0x200);
+/* contiguous clipping at the window end: bytes, bit 6 of the source window */
+static void test_contiguous_vs_window_end(void)
+{
+    g_autofree uint8_t *model = g_malloc(CONTIG_REG);
+    uint8_t ww[DN2_WIN_AREA];
+    DN2 d;
+    QTestState *qts = contig_start(&d, model);
+    uint64_t st = contig_vs_clipped(&d, model, ww);
+
     EXPECT_HEX(st & DN2_CS_WW_MASK(1), DN2_CS_WW_DONE(1) | DN2_CS_WW_SRC_OVF(1),
                "VS past the end of WW#1: bits 8 and 9");
     EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0) | DN2_CS_WW_SRC_OVF(0),
                "WW#0 status untouched by a WW#1 request");
-    memcpy(model + 0x3100, ww + 0x300, 0x100);
     sd_check(&d, 0, 0x3000, model + 0x3000, 0x300, "clipped VS wrote only the window's bytes");
-    /* a new request from WW#0 clears its three bits (choice #13) */
+    qtest_quit(qts);
+}
+
+/* a new request from WW#0 clears its three bits (choice #13) */
+static void test_contiguous_vs_new_request_clears(void)
+{
+    g_autofree uint8_t *model = g_malloc(CONTIG_REG);
+    uint8_t ww[DN2_WIN_AREA];
+    DN2 d;
+    QTestState *qts = contig_start(&d, model);
+    uint64_t st;
+
+    contig_vs_clipped(&d, model, ww);
     st = vs(&d, 0, 0x000, 0x3400, 16);
     memcpy(model + 0x3400, ww, 16);
     EXPECT_HEX(st & DN2_CS_WW_MASK(0), DN2_CS_WW_DONE(0), "WW#0 bits after a clean VS");
     EXPECT_HEX(st & DN2_CS_WW_MASK(1), DN2_CS_WW_DONE(1) | DN2_CS_WW_SRC_OVF(1),
                "WW#1 bits kept");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "window clipping is no request error");
-    /* VL clipping at the window end: bytes, the next window untouched */
+    qtest_quit(qts);
+}
+
+/* VL clipping at the window end: bytes, the next window untouched */
+static void test_contiguous_vl_window_end(void)
+{
+    g_autofree uint8_t *model = g_malloc(CONTIG_REG);
+    uint8_t ww[DN2_WIN_AREA], pwm[DN2_WIN_AREA];
+    DN2 d;
+    QTestState *qts = contig_start(&d, model);
+    uint64_t st;
+
+    contig_vs_clipped(&d, model, ww);
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, 0x3000, 0x5f0, 0x40);
     memcpy(pwm + 0x5f0, model + 0x3000, 16);
     dn2q_pw_expect(&d, 0, pwm, "VL clipped at the end of PW#2");
     EXPECT_HEX(st & DN2_CS_REQ_ERROR, 0, "VL window clipping is no request error");
     EXPECT_HEX(dn2q_pwf(&d, 0), DN2_PWF_ALL, "PW flags after a clipped VL");
+    qtest_quit(qts);
+}
 
-    /* default SO-DIMM area (256 MiB per process, choice #9): end of area */
-    dn2q_pattern(tmp, sizeof(tmp), 51);
-    sd_write(&d, 1, 0, tmp, sizeof(tmp));
-    dn2q_pattern(ww, sizeof(ww), 52);
-    qtest_memwrite(qts, dn2q_ww_addr(&d, 0, 0), ww, sizeof(ww));
-    st = vs(&d, 0, 0x400, AREA_DEFAULT - 8, 16);
+/* default SO-DIMM area (256 MiB per process, choice #9): end of area */
+static void test_contiguous_vs_area_end(void)
+{
+    g_autofree uint8_t *model = g_malloc(CONTIG_REG);
+    uint8_t ww[DN2_WIN_AREA], tmp[64];
+    DN2 d;
+    QTestState *qts = contig_start(&d, model);
+    uint64_t st = contig_vs_area_end(&d, ww, tmp, sizeof(tmp));
+
     EXPECT_HEX(st & DN2_CS_WW_MASK(2), DN2_CS_WW_DONE(2) | DN2_CS_WW_DST_OVF(2),
                "VS past the end of the SO-DIMM area: bits 11 and 13");
     sd_check(&d, 0, AREA_DEFAULT - 8, ww + 0x400, 8, "bytes up to the area end");
     sd_check(&d, 1, 0, tmp, sizeof(tmp), "WID 1's area untouched by WID 0's overflow");
-    /* VL reading past the area: part read, rest kept, bit 20 (choice #19) */
+    qtest_quit(qts);
+}
+
+/* VL reading past the area: part read, rest kept, bit 20 (choice #19) */
+static void test_contiguous_vl_area_end(void)
+{
+    g_autofree uint8_t *model = g_malloc(CONTIG_REG);
+    uint8_t ww[DN2_WIN_AREA], pwm[DN2_WIN_AREA], tmp[64];
+    DN2 d;
+    QTestState *qts = contig_start(&d, model);
+    uint64_t st;
+
+    contig_vs_area_end(&d, ww, tmp, sizeof(tmp));
     pc_reset(&d, 0);
     qtest_memread(qts, dn2q_pw_addr(&d, 0, 0), pwm, sizeof(pwm));
     st = vl(&d, 0, AREA_DEFAULT - 8, 0x100, 16);
@@ -2768,7 +2873,14 @@ int main(int argc, char **argv)
     qtest_add_func("/dimmnet2/bringup/init-needs-bit0", test_init_needs_bit0);
     qtest_add_func("/dimmnet2/bringup/requests-after-refusal", test_requests_after_refusal);
     qtest_add_func("/dimmnet2/prim/dsh-example", test_dsh_example);
-    qtest_add_func("/dimmnet2/prim/contiguous", test_contiguous);
+    qtest_add_func("/dimmnet2/prim/contiguous/vs", test_contiguous_vs);
+    qtest_add_func("/dimmnet2/prim/contiguous/vl", test_contiguous_vl);
+    qtest_add_func("/dimmnet2/prim/contiguous/vs-window-end", test_contiguous_vs_window_end);
+    qtest_add_func("/dimmnet2/prim/contiguous/vs-new-request-clears",
+                   test_contiguous_vs_new_request_clears);
+    qtest_add_func("/dimmnet2/prim/contiguous/vl-window-end", test_contiguous_vl_window_end);
+    qtest_add_func("/dimmnet2/prim/contiguous/vs-area-end", test_contiguous_vs_area_end);
+    qtest_add_func("/dimmnet2/prim/contiguous/vl-area-end", test_contiguous_vl_area_end);
     for (i = 0; i < G_N_ELEMENTS(str_cases); i++) {
         qtest_add_data_func(str_cases[i].path, &str_cases[i], test_strided_case);
     }

@@ -15,7 +15,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 dn2_no_options "$@"
 
 hc=$top/scripts/host-cpu.py

@@ -22,7 +22,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/scripts/lib.sh"
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 dn2_no_options "$@"
 
 # Not converted yet (their owners' work): a failing point of theirs is TODO.

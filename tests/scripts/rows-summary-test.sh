@@ -4,7 +4,7 @@
 # percentages read as numbers.  No guest; instant.  TAP.
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 tap_plan 3
 rows='row a measured 1 thesis 1 us error +3.6%
 row b measured 1 thesis 1 MB/s error +11.2%

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The DIMMnet-2 packets of the fabric's unit tests (test-fabric.c and
+ * The DIMMnet-2 packets of the fabric's unit tests (test-fabric-*.c and
  * fab-client.c): a 1st DW with the Packet Size and the DLID (dn2_abi.h
  * layout, the other fields 0), then the packet's number at byte 8; the
  * rest is the caller's.

@@ -23,11 +23,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else notok "$what"; fi; }
+# shellcheck source=../tap/tap-lib.sh
+. "$top/tests/tap/tap-lib.sh"
 diagf() { sed 's/^/# /' "$@" >&2; }
 
 FAULTS=(--drop 0.1 --dup 0.1 --reorder 0.1 --seed 7)
@@ -47,15 +44,15 @@ start_switch() {
     return 1
 }
 
-echo "1..20"
+tap_plan 20
 
 # 1. start on port 0
 if start_switch 0 "${FAULTS[@]}" --pcap "$tmp/cap.pcap" && [ "${PORT:-0}" -gt 0 ]; then
     ok "switch starts on 127.0.0.1:0 and reports port $PORT"
 else
-    notok "switch starts on 127.0.0.1:0"; diagf "$tmp/switch.err"
-    for i in $(seq 2 20); do notok "skipped: no switch"; done
-    exit 1
+    not_ok "switch starts on 127.0.0.1:0"; diagf "$tmp/switch.err"
+    for _ in $(seq 2 20); do not_ok "skipped: no switch"; done
+    tap_done
 fi
 grep -q "listening on 127.0.0.1:$PORT" "$tmp/switch.out"
 check "the bound port is printed on stdout" test $? = 0
@@ -65,7 +62,7 @@ if "$FC" transfer --switch "127.0.0.1:$PORT" --count 10000 --timeout 120 \
         >"$tmp/fc1.out" 2>"$tmp/fc1.err"; then
     ok "10000 packets each way in order, exactly once, through 10% drop+dup+reorder"
 else
-    notok "10000 packets through a faulty switch"; diagf "$tmp/fc1.err"
+    not_ok "10000 packets through a faulty switch"; diagf "$tmp/fc1.err"
 fi
 diagf "$tmp/fc1.err"
 
@@ -88,7 +85,7 @@ if [ $st = 0 ] && grep -Eq '^switch 127\.0\.0\.1:[0-9]+: route=switch routes_gen
    awk '$2 == "active" && $5 > 0 { found = 1 } END { exit !found }' "$tmp/stats.out"; then
     ok "--stats prints a per-port table that parses"
 else
-    notok "--stats output"; diagf "$tmp/stats.out" "$tmp/stats.err"
+    not_ok "--stats output"; diagf "$tmp/stats.out" "$tmp/stats.err"
 fi
 diagf "$tmp/stats.out"
 
@@ -111,28 +108,35 @@ wait "$bgpid"; st=$?; bgpid=
 if [ $restarted = 0 ] && [ $st = 0 ] && grep -q 'transfer ok 20000 20000 downs [1-9]' "$tmp/fc3.out"; then
     ok "switch killed (-9) at ${at:-?} packets and restarted: transfer completes, links went down and up"
 else
-    notok "switch kill -9 and restart mid-transfer (killed at ${at:-?}, restart $restarted, client $st)"
+    not_ok "switch kill -9 and restart mid-transfer (killed at ${at:-?}, restart $restarted, client $st)"
     diagf "$tmp/fc3.out" "$tmp/fc3.err"
 fi
 diagf "$tmp/fc3.err"
 
-# 5-9. bad arguments: exit status 2 and a message
+# 5-10. bad arguments: exit status 2 and a usage message of two lines or
+# more (its first line goes to the log)
 badarg() {
-    local what=$1; shift
     "$SW" "$@" >"$tmp/bad.out" 2>"$tmp/bad.err"
     local st=$?
-    if [ $st = 2 ] && grep -q 'usage:' "$tmp/bad.err" && [ "$(wc -l <"$tmp/bad.err")" -ge 2 ]; then
-        ok "bad arguments ($what): exit 2 with a message: $(head -1 "$tmp/bad.err")"
-    else
-        notok "bad arguments ($what): exit $st"; diagf "$tmp/bad.err"
-    fi
+    head -1 "$tmp/bad.err" | diag
+    [ $st = 2 ] && grep -q 'usage:' "$tmp/bad.err" && [ "$(wc -l <"$tmp/bad.err")" -ge 2 ] && return 0
+    echo "# exit $st" >&2; diagf "$tmp/bad.err"
+    return 1
 }
-badarg "unknown option" --bogus
-badarg "fraction out of range" --listen 127.0.0.1:0 --drop 2
-badarg "bad address" --listen nonsense
-badarg "bad route / mcast" --listen 127.0.0.1:0 --mcast 0x100=1
-badarg "missing --listen" --seed 3
-badarg "receive buffer too small" --listen 127.0.0.1:0 --rcvbuf 100
+bad_unknown() { badarg --bogus; }
+bad_fraction() { badarg --listen 127.0.0.1:0 --drop 2; }
+bad_address() { badarg --listen nonsense; }
+bad_mcast() { badarg --listen 127.0.0.1:0 --mcast 0x100=1; }
+bad_no_listen() { badarg --seed 3; }
+bad_rcvbuf() { badarg --listen 127.0.0.1:0 --rcvbuf 100; }
+tap_table <<'EOF'
+bad_unknown   bad arguments (unknown option): exit 2 with a message
+bad_fraction  bad arguments (fraction out of range): exit 2 with a message
+bad_address   bad arguments (bad address): exit 2 with a message
+bad_mcast     bad arguments (bad route / mcast): exit 2 with a message
+bad_no_listen bad arguments (missing --listen): exit 2 with a message
+bad_rcvbuf    bad arguments (receive buffer too small): exit 2 with a message
+EOF
 
 # 10. hostile burst: the switch survives and still answers
 "$FC" hostile --switch "127.0.0.1:$PORT" --count 20000 >"$tmp/h.out" 2>"$tmp/h.err"
@@ -141,7 +145,7 @@ if kill -0 "$swpid" 2>/dev/null && "$SW" --stats "127.0.0.1:$PORT" >"$tmp/stats2
    "$FC" transfer --switch "127.0.0.1:$PORT" --count 2000 --timeout 60 >"$tmp/fc4.out" 2>"$tmp/fc4.err"; then
     ok "a hostile burst (random, truncated, forged, oversized, HELLO flood) does not kill it"
 else
-    notok "switch after a hostile burst"; diagf "$tmp/h.err" "$tmp/stats2.out" "$tmp/fc4.err" "$tmp/switch.err"
+    not_ok "switch after a hostile burst"; diagf "$tmp/h.err" "$tmp/stats2.out" "$tmp/fc4.err" "$tmp/switch.err"
 fi
 head -1 "$tmp/stats2.out" | diagf
 
@@ -162,7 +166,7 @@ cpu1=$(awk '{print $14 + $15}' /proc/$swpid/stat 2>/dev/null || echo 0)
 if [ $st = 0 ]; then
     ok "LID flood: real boards joined and finished; switch CPU $(( (cpu1 - cpu0) * 10 )) ms over ~3 s ($(cat "$tmp/fl1.out" | tr -d '\n'))"
 else
-    notok "LID flood: transfer $st"; diagf "$tmp/fc6.err" "$tmp/fl1.err" "$tmp/switch.err"
+    not_ok "LID flood: transfer $st"; diagf "$tmp/fc6.err" "$tmp/fl1.err" "$tmp/switch.err"
 fi
 
 # 12. the per-host quota and loopback: complete joins (tickets returned)
@@ -183,7 +187,7 @@ refused=$(sed -n 's/.* \([0-9]*\) refusals.*/\1/p' "$tmp/fl2.out")
 if [ "$active" -le 64 ] && [ "$aliases" -ge 1 ] && [ "${refused:-0}" -gt 0 ]; then
     ok "loopback quota: 300 loopback aliases returning tickets hold $active ports (cap 64 for all of loopback), refused beyond ($(cat "$tmp/fl2.out" | tr -d '\n'))"
 else
-    notok "loopback quota: $active active ports from $aliases loopback aliases (cap 64), refusals ${refused:-none}"; diagf "$tmp/fl2.out" "$tmp/fl2.err" "$tmp/stats3.out"
+    not_ok "loopback quota: $active active ports from $aliases loopback aliases (cap 64), refusals ${refused:-none}"; diagf "$tmp/fl2.out" "$tmp/fl2.err" "$tmp/stats3.out"
 fi
 
 # 13-15. cluster secret: members with it exchange data and --stats works with
@@ -197,13 +201,13 @@ if "$FC" transfer --switch "127.0.0.1:$PORT" --count 3000 --timeout 60 --secret-
    grep -q '^switch 127.0.0.1:[0-9]*: route=switch ' "$tmp/stats4.out"; then
     ok "secret: members exchange 3000 packets each way at 5% loss; --stats with the secret"
 else
-    notok "secret: members"; diagf "$tmp/fc7.err" "$tmp/stats4.out" "$tmp/switch.err"
+    not_ok "secret: members"; diagf "$tmp/fc7.err" "$tmp/stats4.out" "$tmp/switch.err"
 fi
 if ! "$FC" transfer --switch "127.0.0.1:$PORT" --count 10 --timeout 3 >"$tmp/fc8.out" 2>"$tmp/fc8.err" &&
    ! "$SW" --stats "127.0.0.1:$PORT" >/dev/null 2>&1; then
     ok "secret: a board without it never comes up, --stats without it gets nothing ($(grep -c 'secret' "$tmp/switch.err") log lines)"
 else
-    notok "secret: a board without the secret came up"; diagf "$tmp/fc8.out" "$tmp/fc8.err"
+    not_ok "secret: a board without the secret came up"; diagf "$tmp/fc8.out" "$tmp/fc8.err"
 fi
 chmod 640 "$tmp/secret"
 "$SW" --listen 127.0.0.1:0 --secret-file "$tmp/secret" >"$tmp/perm.out" 2>"$tmp/perm.err"
@@ -211,7 +215,7 @@ st=$?
 if [ $st = 1 ] && grep -q 'too open' "$tmp/perm.err"; then
     ok "secret: a group-readable secret file is refused: $(head -1 "$tmp/perm.err")"
 else
-    notok "secret: group-readable file (exit $st)"; diagf "$tmp/perm.err"
+    not_ok "secret: group-readable file (exit $st)"; diagf "$tmp/perm.err"
 fi
 
 # 16. SIGTERM: clean exit, pcap complete.  (The capture of the first switch
@@ -225,16 +229,14 @@ linktype=$(od -An -tu4 -j20 -N4 "$tmp/cap2.pcap" 2>/dev/null | tr -d ' ')
 if [ $st = 0 ] && [ "$magic" = d4c3b2a1 ] && [ "$linktype" = 147 ] && [ "$(stat -c %s "$tmp/cap2.pcap")" -gt 10000 ]; then
     ok "SIGTERM: exit 0, pcap written (LINKTYPE_USER0, $(stat -c %s "$tmp/cap2.pcap") bytes)"
 else
-    notok "SIGTERM / pcap (exit $st, magic $magic, linktype $linktype)"
+    not_ok "SIGTERM / pcap (exit $st, magic $magic, linktype $linktype)"
 fi
 
-# 17. the Wireshark dissector decodes the capture.  Without tshark: skipped
-# with a note, but a failure under CI (CI set, as CI systems do; setup.sh
-# installs tshark), so a CI run cannot pass without checking the dissector.
-# TSHARK names the program (default: tshark from PATH).
+# 17. the Wireshark dissector decodes the capture.  Without tshark: the one
+# skip rule (tap-lib.sh: a failure under CI; setup.sh installs tshark), so a
+# CI run cannot pass without checking the dissector.  TSHARK names the
+# program (default: tshark from PATH).
 tshark=${TSHARK:-tshark}
-ci=${CI:-}
-case $ci in 0|false|no) ci= ;; esac
 if command -v "$tshark" >/dev/null 2>&1; then
     if "$tshark" -n -r "$tmp/cap2.pcap" -X "lua_script:$top/tools/wireshark/dimmnet2.lua" \
             -Y 'dn2f.type == 4 && dn2.dlid' -T fields -e dn2f.type -e dn2.type -e dn2.dlid \
@@ -242,12 +244,10 @@ if command -v "$tshark" >/dev/null 2>&1; then
        [ -s "$tmp/tshark.out" ] && ! grep -qi 'error\|malformed' "$tmp/tshark.err"; then
         ok "tshark + tools/wireshark/dimmnet2.lua decode the capture ($(wc -l <"$tmp/tshark.out") DATA frames)"
     else
-        notok "tshark + dimmnet2.lua"; diagf "$tmp/tshark.err"; head -5 "$tmp/tshark.out" | diagf
+        not_ok "tshark + dimmnet2.lua"; diagf "$tmp/tshark.err"; head -5 "$tmp/tshark.out" | diagf
     fi
-elif [ -n "$ci" ]; then
-    notok "tshark + dimmnet2.lua: $tshark not found and CI is set (CI=$CI): the dissector check must run in CI (scripts/setup.sh installs tshark)"
 else
-    ok "tshark + dimmnet2.lua # SKIP $tshark not found: install tshark (scripts/setup.sh does) to check the dissector"
+    skip "tshark + dimmnet2.lua" "$(tap_missing "$tshark" tshark) to check the dissector"
 fi
 
 # 20. the receive buffer: 64 MiB by default, --rcvbuf another size; past
@@ -267,8 +267,8 @@ if [ "$rb1" = "$(expect 67108864)" ] && [ "$rb2" = "$(expect 16777216)" ] && [ "
    [ "$warn2" = $want_warn2 ]; then
     ok "receive buffer: default rb $rb1, --rcvbuf 16 MiB rb $rb2 (uid $(id -u), rmem_max $rmem_max), warning only when --rcvbuf is capped"
 else
-    notok "receive buffer: default rb ${rb1:-?} (want $(expect 67108864)), --rcvbuf 16 MiB rb ${rb2:-?} (want $(expect 16777216)), warnings $warn1 $warn2 (want 0 $want_warn2)"
+    not_ok "receive buffer: default rb ${rb1:-?} (want $(expect 67108864)), --rcvbuf 16 MiB rb ${rb2:-?} (want $(expect 16777216)), warnings $warn1 $warn2 (want 0 $want_warn2)"
     diagf "$tmp/switch.err"
 fi
 
-[ $failed = 0 ]
+tap_done

@@ -14,6 +14,7 @@
  *                                 of that capture (-T fields, the columns
  *                                 of FIELDS below); compares every field
  *                                 with the C decoder; TAP on stdout
+ *                                 (tests/tap/dn2-tap.h)
  *
  * tools/wireshark/test-dissector.sh runs the three (docs/fabric.md).
  */
@@ -25,6 +26,7 @@
 
 #include "dimmnet2/dn2_abi.h"
 #include "dn2fab.h"
+#include "../../tests/tap/dn2-tap.h"
 
 /* ------------------------------------------------------------------ lua */
 
@@ -323,11 +325,12 @@ static int check(const char *path)
 {
     FILE *f = fopen(path, "r");
     char line[2048], name[32];
-    unsigned i = 0, bad = 0, t = 0;
+    unsigned i = 0;
 
     if (!f) {
-        printf("not ok 1 - %s: %s\n1..1\n", path, strerror(errno));
-        return 1;
+        tap_plan(1);
+        tap_result(false, "%s: %s", path, strerror(errno));
+        return tap_exit_code();
     }
     while (fgets(line, sizeof(line), f) && i < NPKT) {
         uint8_t pkt[DN2_HDR_LINES_MAX * DN2_LINE + DATA_BYTES];
@@ -349,8 +352,8 @@ static int check(const char *path)
             p += l + (p[l] == ',');
             if (!have[k]) {
                 if (col[0]) {
-                    printf("# packet %u (%s): %s = '%s', but the packet has no such line\n",
-                           i, dn2_otype_name(h.type), field_name(k, name, sizeof(name)), col);
+                    tap_diag("packet %u (%s): %s = '%s', but the packet has no such line",
+                             i, dn2_otype_name(h.type), field_name(k, name, sizeof(name)), col);
                     wrong++;
                 }
                 continue;
@@ -358,23 +361,21 @@ static int check(const char *path)
             errno = 0;
             got = strtoull(col, &end, 0);
             if (!col[0] || *end || errno || got != want[k]) {
-                printf("# packet %u (%s): %s: dissector '%s', C decoder %" PRIu64
-                       " (0x%" PRIx64 ")\n", i, dn2_otype_name(h.type),
-                       field_name(k, name, sizeof(name)), col, want[k], want[k]);
+                tap_diag("packet %u (%s): %s: dissector '%s', C decoder %" PRIu64
+                         " (0x%" PRIx64 ")", i, dn2_otype_name(h.type),
+                         field_name(k, name, sizeof(name)), col, want[k], want[k]);
                 wrong++;
             }
         }
-        printf("%s %u - %s packet %u: the dissector's %u fields = the C decoder's\n",
-               wrong ? "not ok" : "ok", ++t, dn2_otype_name(h.type), i, NFIELDS);
-        bad += !!wrong;
+        tap_result(!wrong, "%s packet %u: the dissector's %u fields = the C decoder's",
+                   dn2_otype_name(h.type), i, NFIELDS);
         i++;
     }
     fclose(f);
-    printf("%s %u - tshark decoded all %u packets of the capture (got %u)\n",
-           i == NPKT ? "ok" : "not ok", ++t, (unsigned)NPKT, i);
-    bad += i != NPKT;
-    printf("1..%u\n", t);
-    return bad ? 1 : 0;
+    tap_result(i == NPKT, "tshark decoded all %u packets of the capture (got %u)",
+               (unsigned)NPKT, i);
+    tap_plan(tap_count());
+    return tap_exit_code();
 }
 
 int main(int argc, char **argv)

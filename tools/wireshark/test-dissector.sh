@@ -8,7 +8,7 @@
 #  3. every decoded header field equals the C decoder's
 #     (dn2-wireshark-abi check), packet by packet.
 # Without tshark the test fails under CI and is skipped elsewhere (the
-# skip rule of tests/guest/tap-lib.sh; scripts/setup.sh installs tshark).
+# skip rule of tests/tap/tap-lib.sh; scripts/setup.sh installs tshark).
 # TSHARK names the program.
 #
 #   test-dissector.sh DN2_WIRESHARK_ABI GENERATED_LUA
@@ -19,8 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dn2-wireshark.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# shellcheck source=../../tests/guest/tap-lib.sh
-. "$here/../../tests/guest/tap-lib.sh"
+# shellcheck source=../../tests/tap/tap-lib.sh
+. "$here/../../tests/tap/tap-lib.sh"
 
 # 1. the committed table is the generated one
 if cmp -s "$LUA" "$here/dimmnet2-abi.lua"; then

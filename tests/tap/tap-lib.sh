@@ -1,5 +1,6 @@
 # TAP output for the project's shell tests (sourced; one copy for all of
-# them, in tests/guest, tests/cluster and elsewhere).
+# them, in tests/, tools/ and scripts/).  The C programs' counterpart is
+# tests/tap/dn2-tap.h; both read CI the same way (tap_ci).
 # shellcheck shell=bash
 #
 #   tap_plan N            print the plan "1..N" now; without it, tap_done
@@ -14,15 +15,23 @@
 #   result STATUS DESC    ok when STATUS is 0, not ok otherwise
 #   check DESC CMD...     ok when CMD succeeds
 #   diag [TEXT...]        each TEXT, or each line of stdin, as "# TEXT"
+#   tap_ci                true (status 0) when this is a CI run: the
+#                         environment variable CI is set and not empty, 0,
+#                         false or no (any case)
 #   skip DESC WHY         the one skip rule: "ok N - DESC # SKIP WHY", but
-#                         when the environment variable CI is set, a
-#                         "not ok" (a CI machine has everything setup.sh
-#                         installs, so nothing may go green by skipping)
+#                         under tap_ci a "not ok" (a CI machine has
+#                         everything setup.sh installs, so nothing may go
+#                         green by skipping)
 #   tap_missing TOOL [PACKAGE]   "TOOL not found: run scripts/setup.sh
 #                         (it installs PACKAGE)": the WHY for skip
 #   tap_skip_all WHY      the whole test (before any plan or point): with
-#                         CI set "1..1" and a "not ok", else "1..0 # SKIP WHY";
-#                         then exits as tap_done does
+#                         tap_ci "1..1" and a "not ok", else "1..0 # SKIP
+#                         WHY"; then exits as tap_done does
+#   tap_table             the table runner: reads lines "FUNCTION DESC"
+#                         from stdin (blank lines and # comments skipped)
+#                         and runs each FUNCTION as one point (check DESC
+#                         FUNCTION); FUNCTION may print points of its own
+#                         only if it is not in a table
 #   bail MSG              "Bail out! MSG", exit 1
 #   tap_forward TEXT      the test points of another TAP stream (a guest
 #                         program's), renumbered into this one, with its
@@ -76,8 +85,17 @@ tap_missing() { # tap_missing TOOL [PACKAGE]
     echo "$1 not found: run scripts/setup.sh (it installs ${2:-$1})"
 }
 
+# The one reading of CI, shared with dn2-tap.h's tap_ci(): set and not empty,
+# 0, false or no (in any case).  CI systems set CI=true; CI=0 turns it off.
+tap_ci() {
+    case ${CI:-} in
+        '' | 0 | [Ff][Aa][Ll][Ss][Ee] | [Nn][Oo]) return 1 ;;
+    esac
+    return 0
+}
+
 skip() { # skip DESC WHY
-    if [ -n "${CI:-}" ]; then
+    if tap_ci; then
         not_ok "$1 (skipped: $2; CI is set, so a skip is a failure)"
     else
         tap_n=$((tap_n + 1))
@@ -86,7 +104,7 @@ skip() { # skip DESC WHY
 }
 
 tap_skip_all() { # tap_skip_all WHY
-    if [ -n "${CI:-}" ]; then
+    if tap_ci; then
         tap_plan 1
         not_ok "skipped: $1; CI is set, so a skip is a failure"
     else
@@ -124,6 +142,19 @@ tap_forward() { # tap_forward TEXT
             '#'*) _tap_out "$line" ;;
         esac
     done <<< "$1"
+}
+
+tap_table() { # tap_table < TABLE
+    local fn desc rows=()
+    while read -r fn desc; do
+        case $fn in '' | '#'*) continue ;; esac
+        rows+=("$fn" "$desc")
+    done
+    set -- "${rows[@]}"
+    while [ $# -ge 2 ]; do
+        check "$2" "$1"
+        shift 2
+    done
 }
 
 tap_done() {
