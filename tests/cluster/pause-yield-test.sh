@@ -18,7 +18,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-. "$here/../guest/tap-lib.sh"
+. "$here/../tap/tap-lib.sh"
 
 n=5000
 dn2_split_opts "$@"; set -- "${DN2_ARGS[@]}"
