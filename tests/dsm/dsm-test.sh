@@ -6,7 +6,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-. "$here/../guest/tap-lib.sh"
+. "$here/../tap/tap-lib.sh"
 dn2_no_options "$@"
 
 prog=${DN2_DSM_TEST:-$DN2_TOP/build/tests/dsm/dsm-test}
