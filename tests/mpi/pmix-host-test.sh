@@ -12,7 +12,7 @@
 # Environment: DN2_PMIX_SERVER, DN2_MPI_CHECK, DN2_MPI_FAIL (meson sets them).
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
-. "$top/tests/guest/tap-lib.sh"
+. "$top/tests/tap/tap-lib.sh"
 srv=${DN2_PMIX_SERVER:-$top/build/linux-guest/pmi/dn2-pmix-server}
 check=${DN2_MPI_CHECK:-$top/build/tests/mpi/mpi-check}
 failp=${DN2_MPI_FAIL:-$top/build/tests/mpi/mpi-fail}
