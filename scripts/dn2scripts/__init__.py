@@ -9,6 +9,7 @@ tests in tests/scripts/py/ call without booting anything.
   alternatives    build-initramfs.sh: the packages' update-alternatives links
   bench_table     bench.sh: the table from the raw figures
   board_stats     cluster.sh --board-stats: board counters once a second
+  cluster         cluster.sh's subcommands, a package: one module each
   cluster_result  cluster.sh: result.json and the JUnit file
   console         cluster.sh console: a raw terminal to a node's shell
   free_udp_ports  cluster.sh --ethernet, bench-cluster.sh: free UDP ports
