@@ -1,11 +1,26 @@
-"""scripts/cluster.sh: a cluster of DIMMnet-2 guests (docs/cluster.md; the
-options are in cluster.sh's header, which --help prints).
+"""scripts/cluster.sh, a thin entry point to this package: a cluster of
+DIMMnet-2 guests (docs/cluster.md; the options are in cluster.sh's header,
+which --help prints).
 
     python3 -m dn2scripts.cluster SCRIPT-PATH ARGS...
 
 SCRIPT-PATH is cluster.sh as it was called ($0): --help prints its header
-and usage errors name it.  One module per subcommand, each with a main(script,
-args) that returns the exit status:
+and usage errors name it.  Without a subcommand, the launcher:
+
+  options    the options: parse() and check() (usage errors, exit 2)
+  plan       the launch plan as pure functions of the options: the switch,
+             the Ethernet hub, the job server, every node's QEMU, the info
+             file, the --replay record
+  launch     runs the plan: programs, run directory, processes, the watch
+             over the consoles, the summary and result.json, the teardown
+  restore    the restore path (start NAME --from TAG; a --snapshot-at
+             snapshot's replay)
+  vt         the virtual-time path (--virtual-time, --replay, --snapshot-at)
+  lib        the helpers of scripts/lib.sh it shares with other scripts
+  reaper     kills the run's process groups if the launcher is SIGKILLed
+
+One module per subcommand, each with a main(script, args) that returns the
+exit status:
 
   start      start NAME [options]: the launcher in the background, until
              every node serves jobs
