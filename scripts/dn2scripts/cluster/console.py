@@ -2,7 +2,6 @@
 cluster (its second serial port's socket; Ctrl-] leaves).  The older
 spelling console [-d RUNDIR] NODE runs on build/cluster/latest.
 """
-import os
 import re
 
 from .cli import Fail, Help, Usage, need_value, split_eq, want_uint

@@ -17,7 +17,7 @@ import sys
 import time
 
 from . import lib, options, plan, restore, vt
-from .cli import B, G, R, Y, N, Exit, Fail, Help, Usage, say
+from .cli import B, G, R, Y, N, Exit, Fail, Usage, say
 from .rundir import CLUSTER_DIR, HERE, SNAP_DIR, TOP, info_int, pid_alive, read_info
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -9,7 +9,7 @@ is taken as it is).
 import os
 import re
 
-from .cli import Fail, Help, Usage, is_uint, need_arg, need_value, want_uint
+from .cli import Fail, Help, Usage, need_arg, need_value, want_uint
 
 SECONDS_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,9})?$")
 REPLAY_ADDS = "only --name, -q, -t, -b, --gdb, --gdb-port, --switch-opts"

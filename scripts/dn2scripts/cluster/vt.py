@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 from . import plan
-from .cli import G, R, N, Fail, say
+from .cli import G, R, N, say
 from .rundir import HERE
 
 
