@@ -992,6 +992,11 @@ void dn2f_shm_set_spin(struct dn2f_shm *m, unsigned n)
     m->spin = n;
 }
 
+int dn2f_shm_test_hold_lock(struct dn2f_shm *m)
+{
+    return lock(m);
+}
+
 void dn2f_shm_stats(const struct dn2f_shm *m, struct dn2f_shm_stats *s)
 {
     *s = m->st;

@@ -135,6 +135,10 @@ bool dn2f_shm_slowest(struct dn2f_shm *m, unsigned *index, uint16_t *lid, uint64
 /* Spin up to n polls of the grant before sleeping (0: sleep at once). */
 void dn2f_shm_set_spin(struct dn2f_shm *m, unsigned n);
 
+/* For tests: take the domain's lock and keep it (a member that dies in a
+ * critical section).  0 or as dn2f_shm_publish(). */
+int dn2f_shm_test_hold_lock(struct dn2f_shm *m);
+
 void dn2f_shm_stats(const struct dn2f_shm *m, struct dn2f_shm_stats *s);
 unsigned dn2f_shm_index(const struct dn2f_shm *m);
 unsigned dn2f_shm_members(const struct dn2f_shm *m);

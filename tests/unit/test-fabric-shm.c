@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -484,6 +487,34 @@ static bool t_dead(void)
                 strstr(dn2f_shm_strerror(a), "died"), "says: %s", dn2f_shm_strerror(a));
     TAP_REQUIRE(dn2f_shm_publish(a, 2000, 2000) == -EPIPE, "broken for good");
     TAP_REQUIRE(!dn2f_shm_attach(p, 1, 2, &err) && err == -EPIPE, "no one joins it: %d", err);
+    dn2f_shm_detach(a);
+    return true;
+}
+
+/* A member that dies inside a critical section: the robust lock hands the
+ * next taker EOWNERDEAD, and the domain is broken naming the member. */
+static bool t_dead_in_lock(void)
+{
+    const char *p = domain_path("deadlock");
+    struct dn2f_shm *a;
+    pid_t pid;
+    int status;
+
+    TAP_REQUIRE(mk("deadlock", 2, 0, 4, 1000, 0) == 0, "create");
+    a = att(p, 0);
+    TAP_REQUIRE(a, "attach");
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        struct dn2f_shm *b = att(p, 1);
+        _exit(b && dn2f_shm_test_hold_lock(b) == 0 ? 0 : 1);
+    }
+    TAP_REQUIRE(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0, "the child took the lock and exited");
+    TAP_REQUIRE(dn2f_shm_publish(a, 1000, 1000) == -EPIPE, "publish: the lock's owner died");
+    TAP_REQUIRE(strstr(dn2f_shm_strerror(a), "member 1 (LID 0x0002"), "says: %s",
+                dn2f_shm_strerror(a));
+    TAP_REQUIRE(dn2f_shm_wait(a, 1000000000) == -EPIPE, "wait: broken");
     dn2f_shm_detach(a);
     return true;
 }
@@ -960,10 +991,12 @@ static void figures(const struct run *r, const char *what)
         posts += r->out[i].st.posts;
     }
     rounds /= r->n;                     /* a round: every member published once */
-    tap_diag("bench: %s members=%u virtual_us=%llu rounds=%llu wall_s=%.3f rounds_per_s=%.0f "
+    tap_diag("bench: %s members=%u spin=%u virtual_us=%llu wall_s=%.3f "
+             "wall_s_per_virtual_s=%.1f rounds=%llu rounds_per_s=%.0f "
              "us_per_round=%.1f futex_wake_per_round=%.2f futex_wait_per_round=%.2f "
-             "waits_per_round=%.2f packets=%llu", what, r->n,
-             (unsigned long long)(r->end / 1000), (unsigned long long)rounds, r->wall_s,
+             "waits_per_round=%.2f packets=%llu", what, r->n, r->spin,
+             (unsigned long long)(r->end / 1000), r->wall_s, r->wall_s * 1e9 / (double)r->end,
+             (unsigned long long)rounds,
              r->wall_s > 0 ? (double)rounds / r->wall_s : 0.0,
              rounds ? r->wall_s * 1e6 / (double)rounds : 0.0,
              rounds ? (double)wakes / (double)rounds : 0.0,
@@ -1041,14 +1074,139 @@ static bool t_killed(void)
     return true;
 }
 
+/* ---- the same lock-step through a switch process over loopback UDP:
+ * each member reports (now, earliest) in one datagram and blocks in
+ * recv() for its grant; the switch computes the grants (dn2f_vt_grants)
+ * and answers the reporter and every waiting member whose grant rose.
+ * No reliable lanes, no packets: a floor under the UDP path's round. */
+struct udp_msg {
+    uint32_t member;
+    uint32_t bye;
+    uint64_t now, earliest, grant;
+};
+
+static void udp_switch(int fd, unsigned n, uint64_t l)
+{
+    struct sockaddr_in who[DN2F_SHM_MAX_MEMBERS];
+    uint64_t e[DN2F_SHM_MAX_MEMBERS], g[DN2F_SHM_MAX_MEMBERS], sent[DN2F_SHM_MAX_MEMBERS] = { 0 };
+    uint64_t now[DN2F_SHM_MAX_MEMBERS];
+    bool seen[DN2F_SHM_MAX_MEMBERS] = { false }, gone[DN2F_SHM_MAX_MEMBERS] = { false };
+    unsigned nseen = 0, ngone = 0, i;
+
+    while (ngone < n) {
+        struct udp_msg m;
+        struct sockaddr_in from;
+        socklen_t fl = sizeof(from);
+        uint64_t ee[DN2F_SHM_MAX_MEMBERS], gg[DN2F_SHM_MAX_MEMBERS];
+        unsigned idx[DN2F_SHM_MAX_MEMBERS], k = 0;
+
+        if (recvfrom(fd, &m, sizeof(m), 0, (struct sockaddr *)&from, &fl) != sizeof(m) ||
+            m.member >= n) {
+            continue;
+        }
+        i = m.member;
+        if (!seen[i]) {
+            seen[i] = true;
+            nseen++;
+        }
+        who[i] = from;
+        if (m.bye) {
+            gone[i] = true;
+            ngone++;
+        }
+        now[i] = m.now;
+        e[i] = m.earliest;
+        if (nseen < n) {
+            continue;
+        }
+        for (i = 0; i < n; i++) {
+            if (!gone[i]) {
+                idx[k] = i;
+                ee[k++] = e[i];
+            }
+        }
+        dn2f_vt_grants(ee, k, l, 0, gg);
+        for (i = 0; i < k; i++) {
+            unsigned j = idx[i];
+            bool waiting = now[j] >= sent[j];
+            g[j] = gg[i] > sent[j] ? gg[i] : sent[j];
+            if (j == m.member || (g[j] > sent[j] && waiting)) {
+                struct udp_msg a = { .member = j, .grant = g[j] };
+                sent[j] = g[j];
+                sendto(fd, &a, sizeof(a), 0, (struct sockaddr *)&who[j], sizeof(who[j]));
+            }
+        }
+    }
+}
+
+static void udp_member(const struct sockaddr_in *sw, unsigned i, uint64_t end)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    uint64_t clock = 0, grant = 0;
+
+    for (;;) {
+        struct udp_msg m = { .member = i, .now = clock, .earliest = clock };
+        if (clock >= end) {
+            m.bye = 1;
+        }
+        sendto(fd, &m, sizeof(m), 0, (const struct sockaddr *)sw, sizeof(*sw));
+        if (m.bye) {
+            _exit(0);
+        }
+        while (grant <= clock) {
+            struct udp_msg a;
+            if (recv(fd, &a, sizeof(a), 0) == sizeof(a) && a.grant > grant) {
+                grant = a.grant;
+            }
+        }
+        clock = grant < end ? grant : end;     /* the guest runs up to its horizon */
+    }
+}
+
+static bool run_udp(unsigned n, uint64_t end, double *wall_s)
+{
+    struct sockaddr_in sw = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t sl = sizeof(sw);
+    pid_t pid[DN2F_SHM_MAX_MEMBERS + 1];
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    unsigned i;
+    double t0;
+
+    TAP_REQUIRE(fd >= 0 && bind(fd, (struct sockaddr *)&sw, sizeof(sw)) == 0 &&
+                getsockname(fd, (struct sockaddr *)&sw, &sl) == 0, "UDP socket on 127.0.0.1");
+    fflush(NULL);
+    t0 = wall();
+    pid[n] = fork();
+    if (pid[n] == 0) {
+        alarm(600);
+        udp_switch(fd, n, 1000);
+        _exit(0);
+    }
+    close(fd);
+    for (i = 0; i < n; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            alarm(600);
+            udp_member(&sw, i, end);
+        }
+    }
+    for (i = 0; i <= n; i++) {
+        int st;
+        TAP_REQUIRE(waitpid(pid[i], &st, 0) == pid[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                    "UDP process %u", i);
+    }
+    *wall_s = wall() - t0;
+    return true;
+}
+
 static bool t_bench(void)
 {
     static const unsigned ns[] = { 2, 4, 8 };
     static struct run a;
     const char *e = getenv("DN2_SHM_BENCH_US");
     const char *sp = getenv("DN2_SHM_SPIN");
-    uint64_t us = e ? strtoull(e, NULL, 10) : 20000;
-    unsigned i;
+    uint64_t us = e ? strtoull(e, NULL, 10) : 2000;
+    unsigned i, k;
 
     tap_diag("bench: lock-step of forked members, busy (promise = clock), L 1000 ns, "
              "exact; DN2_SHM_BENCH_US=%llu virtual us, DN2_SHM_SPIN=%s; host load: see "
@@ -1061,6 +1219,27 @@ static bool t_bench(void)
             return false;
         }
         figures(&a, "busy");
+        run_free(&a);
+    }
+    /* the round alone, no packets: shared memory against a switch over UDP,
+     * one after the other, so that the ratio is of one host state */
+    for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+        double w;
+        a = (struct run){ .n = ns[i], .l = 1000, .q = 0, .end = us * 1000, .kill_member = -1,
+                          .sparse = 1000000 };
+        if (!run_members(&a, ns[i] == 2 ? "sync2" : ns[i] == 4 ? "sync4" : "sync8") ||
+            !run_udp(ns[i], us * 1000, &w)) {
+            return false;
+        }
+        for (k = 0; k < a.n; k++) {
+            TAP_REQUIRE(a.out[k].rc == 0 && a.out[k].late == 0, "sync-only member %u: exit %d "
+                        "(%s)", k, a.out[k].rc, a.out[k].err);
+        }
+        figures(&a, "sync-only shm");
+        tap_diag("bench: sync-only udp-star members=%u virtual_us=%llu wall_s=%.3f "
+                 "wall_s_per_virtual_s=%.1f shm_speedup=%.2f", ns[i],
+                 (unsigned long long)us, w, w * 1e9 / (double)(us * 1000),
+                 a.wall_s > 0 ? w / a.wall_s : 0.0);
         run_free(&a);
     }
     return true;
@@ -1078,6 +1257,8 @@ static const struct tap_case tests[] = {
     { "a buggy peer: an entry with a bad length or source is dropped", t_malformed },
     { "a live member that says nothing: -ETIMEDOUT, named as the slowest", t_silent },
     { "a dead member: -EPIPE naming it, the domain broken for all", t_dead },
+    { "a member dead in a critical section: the robust lock breaks the domain, naming it",
+      t_dead_in_lock },
     { "lock-step, 3 forked members, busy: the sequential run's deliveries, twice",
       t_lockstep_busy },
     { "lock-step, 4 forked members, idle promises (Q 500; sparse): the sequential run's deliveries",
