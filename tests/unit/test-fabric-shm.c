@@ -858,6 +858,7 @@ struct run {
     bool idle;
     unsigned spin;
     unsigned sparse;            /* timer periods times this (0 = 1) */
+    unsigned entries;           /* ring entries per member (0 = 16) */
     int kill_member;            /* -1: none */
     /* results */
     struct member_out out[DN2F_SHM_MAX_MEMBERS];
@@ -885,7 +886,8 @@ static bool run_members(struct run *r, const char *name)
 
     snprintf(outdir, sizeof(outdir), "%s/%s.out", dir, name);
     TAP_REQUIRE(mkdir(outdir, 0700) == 0 || errno == EEXIST, "mkdir %s", outdir);
-    TAP_REQUIRE(mk(name, r->n, 0, 16, r->l, r->q) == 0, "create %s", name);
+    TAP_REQUIRE(mk(name, r->n, 0, r->entries ? r->entries : 16, r->l, r->q) == 0, "create %s",
+                name);
     fflush(NULL);
     t0 = wall();
     for (i = 0; i < r->n; i++) {
@@ -1045,6 +1047,29 @@ static bool t_lockstep_idle(void)
         return false;
     }
     figures(&a, "idle-sparse");
+    run_free(&a);
+    return true;
+}
+
+/* Rings of 2 entries: senders find them full, wait with their clocks
+ * stopped, and receivers asked for room empty them from their waits; the
+ * deliveries stay those of the sequential run. */
+static bool t_lockstep_full(void)
+{
+    static struct run a;
+    uint64_t full = 0;
+    unsigned i;
+
+    a = (struct run){ .n = 4, .l = 1000, .q = 0, .end = 300000, .entries = 2,
+                      .kill_member = -1 };
+    if (!run_members(&a, "full") || !check_run(&a, "rings of 2")) {
+        return false;
+    }
+    for (i = 0; i < a.n; i++) {
+        full += a.out[i].st.full;
+    }
+    TAP_REQUIRE(full > 0, "no sender found a full ring");
+    tap_diag("rings of 2: %llu posts found a full ring", (unsigned long long)full);
     run_free(&a);
     return true;
 }
@@ -1263,6 +1288,8 @@ static const struct tap_case tests[] = {
       t_lockstep_busy },
     { "lock-step, 4 forked members, idle promises (Q 500; sparse): the sequential run's deliveries",
       t_lockstep_idle },
+    { "lock-step, 4 forked members, rings of 2: full rings wait, same deliveries",
+      t_lockstep_full },
     { "lock-step: a member killed mid-run is reported to the others", t_killed },
     { "benchmark: 2, 4, 8 forked members (figures, not assertions)", t_bench },
 };
