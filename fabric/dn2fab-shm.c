@@ -961,6 +961,19 @@ int dn2f_shm_pkt_cmp(const struct dn2f_shm_pkt *a, const struct dn2f_shm_pkt *b)
 }
 
 /* ------------------------------------------------------------ queries */
+int dn2f_shm_find_lid(const struct dn2f_shm *m, uint16_t lid)
+{
+    unsigned i;
+
+    for (i = 0; i < m->members; i++) {
+        const struct shm_slot *s = slot(m, i);
+        if (LD(&s->state) == SLOT_ACTIVE && s->lid == lid) {
+            return (int)i;
+        }
+    }
+    return -ENOENT;
+}
+
 bool dn2f_shm_slowest(struct dn2f_shm *m, unsigned *index, uint16_t *lid, uint64_t *now)
 {
     uint64_t best = DN2F_VT_INFINITY;

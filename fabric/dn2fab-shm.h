@@ -128,6 +128,10 @@ int dn2f_shm_recv(struct dn2f_shm *m, struct dn2f_shm_pkt *out);
 /* The delivery order of the UDP path: (vtime, source LID, vseq). */
 int dn2f_shm_pkt_cmp(const struct dn2f_shm_pkt *a, const struct dn2f_shm_pkt *b);
 
+/* The index of the active member with LID lid (where a packet for that
+ * LID goes), or -ENOENT. */
+int dn2f_shm_find_lid(const struct dn2f_shm *m, uint16_t lid);
+
 /* The active member with the least promise (the one the others wait for):
  * its index, LID and published now; false when the set is empty. */
 bool dn2f_shm_slowest(struct dn2f_shm *m, unsigned *index, uint16_t *lid, uint64_t *now);

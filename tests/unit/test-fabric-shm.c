@@ -128,6 +128,8 @@ static bool t_header(void)
     TAP_REQUIRE(!dn2f_shm_attach(p, 0, 1, &err) && err == -EBUSY, "slot 0 twice: %d", err);
     b = att(p, 1);
     TAP_REQUIRE(b && dn2f_shm_members(b) == 2 && dn2f_shm_index(b) == 1, "attach 1");
+    TAP_REQUIRE(dn2f_shm_find_lid(a, 2) == 1 && dn2f_shm_find_lid(b, 1) == 0 &&
+                dn2f_shm_find_lid(a, 3) == -ENOENT, "members by LID");
     dn2f_shm_detach(b);
     b = att(p, 1);
     TAP_REQUIRE(b, "a slot left is taken again");
