@@ -741,6 +741,7 @@ static int drain(struct prog *p, struct dn2f_shm *m, struct dn2f_shm_pkt *b, uin
 }
 
 static uint64_t drain_late;
+static int ready_fd = -1;       /* the member to be killed says "running" here */
 
 static int shm_send(struct prog *p, unsigned dst, const struct pend *pk)
 {
@@ -841,7 +842,11 @@ static void member(const char *path, unsigned i, unsigned n, uint64_t l, uint64_
             break;
         }
         r = dn2f_shm_publish(c.m, clock, idle ? prog_next(&p) : clock);
-        o.rounds++;
+        if (++o.rounds == 50 && ready_fd >= 0) {
+            if (write(ready_fd, "r", 1) != 1) {
+                member_exit(&o, &p, c.m, 4, outdir);
+            }
+        }
         while (r == 0 && (r = dn2f_shm_wait(c.m, 60000000000ll)) == 1) {
             r = drain(&p, c.m, c.buf, clock, &o.late);
         }
@@ -883,6 +888,7 @@ static bool run_members(struct run *r, const char *name)
     char outdir[600];
     const char *path = domain_path(name);
     pid_t pid[DN2F_SHM_MAX_MEMBERS];
+    int ready[2] = { -1, -1 };
     unsigned i;
     double t0;
 
@@ -890,6 +896,7 @@ static bool run_members(struct run *r, const char *name)
     TAP_REQUIRE(mkdir(outdir, 0700) == 0 || errno == EEXIST, "mkdir %s", outdir);
     TAP_REQUIRE(mk(name, r->n, 0, r->entries ? r->entries : 16, r->l, r->q) == 0, "create %s",
                 name);
+    TAP_REQUIRE(r->kill_member < 0 || pipe(ready) == 0, "pipe");
     fflush(NULL);
     t0 = wall();
     for (i = 0; i < r->n; i++) {
@@ -897,13 +904,26 @@ static bool run_members(struct run *r, const char *name)
         TAP_REQUIRE(pid[i] >= 0, "fork");
         if (pid[i] == 0) {
             alarm(600);
+            if ((int)i == r->kill_member) {
+                ready_fd = ready[1];
+            } else if (ready[1] >= 0) {
+                close(ready[1]);
+            }
+            if (ready[0] >= 0) {
+                close(ready[0]);
+            }
             member(path, i, r->n, r->l, r->q, r->end, r->idle, r->spin,
                    r->sparse ? r->sparse : 1, outdir);
         }
     }
+    if (ready[1] >= 0) {
+        close(ready[1]);                /* EOF if the member dies before its 50th */
+    }
     if (r->kill_member >= 0) {
-        struct timespec d = { 0, 300000000 };
-        nanosleep(&d, NULL);            /* let the lock-step run a while */
+        char c;
+        /* after its 50th round: killed in the middle of the lock-step */
+        TAP_REQUIRE(read(ready[0], &c, 1) == 1, "the member to kill never ran 50 rounds");
+        close(ready[0]);
         kill(pid[r->kill_member], SIGKILL);
         /* not reaped until the others are done: a zombie is dead too */
     }
