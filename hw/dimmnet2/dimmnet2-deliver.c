@@ -135,7 +135,7 @@ void dimmnet2_port_refresh(DN2State *s)
         break;
     case DN2_PORT_FABRIC:
         if (s->fab && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP &&
-            (!s->vtime || s->fab->vt_started)) {
+            (!s->vt.on || s->vt.started)) {
             up = true;
             lid = dn2f_ep_lid(s->fab->ep);
         }

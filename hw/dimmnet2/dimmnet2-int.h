@@ -378,6 +378,47 @@ typedef struct DN2Timing {
     bool timing_loaded;         /* the stream held the model's state */
 } DN2Timing;
 
+/*
+ * Lock-step virtual time (vtime=on, docs/virtual-time.md): its properties,
+ * the queue of packets waiting for their virtual time, the switch's grants
+ * and this board's reports, the snapshot cut.  dimmnet2-vt.c owns it and
+ * its VMState (the section "dimmnet2-vt"); the port and the transport read
+ * on, started, nondet and in_wait.  Set up only on a fabric board
+ * (switch=); without one, only the properties are used.
+ */
+typedef struct DN2Vt {
+    /* properties */
+    bool on;                    /* vtime=on */
+    uint32_t latency_ns;        /* vt-latency-ns: modelled latency of every packet */
+    uint64_t start_ns;          /* vt-start-ns: the lock-step (and the link) begin here */
+    bool idle;                  /* vt-idle: an idle board promises its next timer */
+    /* the packets waiting for their virtual time */
+    GSequence *q;               /* DN2VtPkt (dimmnet2-vt.c), in delivery order */
+    size_t q_bytes;
+    bool q_full;                /* deliver_vt said -EBUSY: resume the endpoint */
+    unsigned long *blocked;     /* (source CLID, lane) refused by the board */
+    QEMUTimer *timer;           /* QEMU_CLOCK_VIRTUAL: deliveries, the horizon */
+    /* the switch's grants and this board's reports */
+    uint64_t horizon;           /* the board may run while its clock is below */
+    uint32_t lookahead;         /* the switch's L and Q, from its grants */
+    uint32_t quantum;
+    uint64_t slowest;           /* the cluster's slowest clock, from the grants */
+    uint32_t vseq;              /* the next packet's vseq */
+    bool in_wait;               /* inside dimmnet2_vt_block() */
+    bool started;               /* the clock has reached vt-start-ns */
+    bool reported;              /* rep_now / rep_earliest hold a report */
+    uint64_t rep_now;           /* the last report: the clock ... */
+    uint64_t rep_earliest;      /* ... and the promise */
+    bool nondet;                /* gave up waiting for credits: wall-clock news */
+    /* snapshots at a cut */
+    uint64_t cut;               /* vt-cut-ns: stop the VM at this virtual time */
+    bool cut_done;              /* the board stopped there (in the stream too) */
+    uint32_t blob_len;          /* the queue and the refusals, for the stream */
+    uint8_t *blob;
+    QEMUTimerListGroup park_tlg; /* a timer list nobody runs ... */
+    QEMUTimer *park;            /* ... whose timer at the cut holds the clock */
+} DN2Vt;
+
 struct DN2State {
     ISADevice parent_obj;
 
@@ -396,10 +437,6 @@ struct DN2State {
     uint32_t coalesce_us;       /* Nagle per peer, 0 = off: dimmnet2_port_flush() */
     bool strict;                /* strict=on: dimmnet2-strict.c */
     bool read_mirror;           /* read-mirror: User Register reads from RAM */
-    bool vtime;                 /* vtime=on: lock-step virtual time (docs/virtual-time.md) */
-    uint32_t vt_latency_ns;     /* vtime: modelled latency of every packet */
-    uint64_t vt_start_ns;       /* vtime: the lock-step (and the link) begin here */
-    bool vt_idle;               /* vtime: an idle board promises its next timer */
     uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
     char *pcap_path;            /* pcap=: a trace of the packets delivered */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
@@ -487,6 +524,9 @@ struct DN2State {
 
     /* the timing model (timing=thesis, dimmnet2-timing.c, docs/timing.md) */
     DN2Timing timing;
+
+    /* lock-step virtual time (vtime=on, dimmnet2-vt.c, docs/virtual-time.md) */
+    DN2Vt vt;
 };
 
 /* An incoming stream's check: refuse it whole, naming the field. */
@@ -526,7 +566,7 @@ struct DN2State {
  */
 static inline QEMUClockType dimmnet2_clock(const DN2State *s)
 {
-    return s->vtime ? QEMU_CLOCK_VIRTUAL : QEMU_CLOCK_REALTIME;
+    return s->vt.on ? QEMU_CLOCK_VIRTUAL : QEMU_CLOCK_REALTIME;
 }
 
 static inline int64_t dimmnet2_now(const DN2State *s)

@@ -168,10 +168,10 @@ static void dimmnet2_fab_vm_change(void *opaque, bool running, RunState state)
     dn2f_ep_flush(s->fab->ep);
     dimmnet2_transport_rearm(s);
 vt:
-    if (s->vtime) {
-        timer_del(s->fab->vt_park);
+    if (s->vt.on) {
+        timer_del(s->vt.park);
     }
-    if (s->vtime && !s->fab->vt_in_wait) {
+    if (s->vt.on && !s->vt.in_wait) {
         /* after a cut, and after a restore: what waits at the cut, or the
          * wait for the new switch's grant (horizon 0) */
         dimmnet2_vt_arm(s);
@@ -197,7 +197,7 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
     }
     if (s->loopback) {
         s->port_kind = DN2_PORT_LOOPBACK;
-        if (s->vtime) {
+        if (s->vt.on) {
             /* The cable in virtual time: each packet arrives vt-latency-ns
              * after it left, from a virtual-clock timer (one board needs
              * no synchronisation). */
@@ -214,7 +214,7 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
             }
             return false;
         }
-        if (s->vtime) {
+        if (s->vt.on) {
             dimmnet2_vt_init(s);
         }
         s->fab->vmse = qemu_add_vm_change_state_handler(dimmnet2_fab_vm_change, s);
@@ -250,23 +250,23 @@ bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
 {
     unsigned q, n = 0;
 
-    if (s->vtime && !s->fab) {
+    if (s->vt.on && !s->fab) {
         error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) on "
                    "its loopback cable, whose packets wait for their virtual "
                    "times, which a snapshot does not keep", s->index);
         return false;
     }
-    if (s->vtime && !s->fab->vt_cut_done) {
+    if (s->vt.on && !s->vt.cut_done) {
         error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) "
                    "and is not at a cut: a snapshot is taken at one virtual time "
                    "for every board (vt-cut-ns; scripts/cluster.sh "
                    "--snapshot-at)", s->index);
         return false;
     }
-    if (s->vtime && qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) != (int64_t)s->fab->vt_cut) {
+    if (s->vt.on && qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) != (int64_t)s->vt.cut) {
         error_setg(errp, "dimmnet2: board %d: its virtual clock (%" PRId64 " ns) "
                    "is not at its cut (%" PRIu64 " ns)", s->index,
-                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), s->fab->vt_cut);
+                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), s->vt.cut);
         return false;
     }
     for (q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
@@ -408,7 +408,7 @@ bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len)
         if (dn2f_ep_can_send_lane(s->fab->ep, dlid, dn2f_h0_lane(h0), len)) {
             return true;
         }
-        return s->vtime && dimmnet2_vt_wait_credits(s, dlid, dn2f_h0_lane(h0), len);
+        return s->vt.on && dimmnet2_vt_wait_credits(s, dlid, dn2f_h0_lane(h0), len);
     default:
         return false;
     }
@@ -425,10 +425,10 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
         }
         p = g_malloc(sizeof(*p) + len);
         p->seq = s->loop_seq++;
-        if (s->vtime) {
+        if (s->vt.on) {
             uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
             p->due = s->timing.timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
-                                  : now + s->vt_latency_ns;
+                                  : now + s->vt.latency_ns;
         } else {
             p->due = 0;
         }
@@ -441,12 +441,12 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
     case DN2_PORT_FABRIC: {
         int r;
 
-        if (!s->coalesce_us || !dn2f_ep_pending(s->fab->ep, dlid) || s->vtime) {
+        if (!s->coalesce_us || !dn2f_ep_pending(s->fab->ep, dlid) || s->vt.on) {
             s->fab->flush_now = true;   /* nothing in flight: no ACK to wait for */
         }
-        if (s->vtime) {
+        if (s->vt.on) {
             r = dn2f_ep_send_vt(s->fab->ep, dlid, pkt, len, dimmnet2_vt_due(s, pkt, len),
-                                s->fab->vt_vseq++);
+                                s->vt.vseq++);
         } else {
             r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);
         }
@@ -496,13 +496,13 @@ void dimmnet2_port_resume(DN2State *s)
         dimmnet2_loop_kick(s, 0);
         break;
     case DN2_PORT_FABRIC:
-        if (s->vtime) {
+        if (s->vt.on) {
             /* Offer the refused packets again at this virtual time. */
-            bitmap_zero(s->fab->vt_blocked, DN2F_NUM_CLID * DN2F_NUM_LANES);
-            if (!s->fab->vt_in_wait) {
+            bitmap_zero(s->vt.blocked, DN2F_NUM_CLID * DN2F_NUM_LANES);
+            if (!s->vt.in_wait) {
                 dimmnet2_vt_arm(s);
             }
-            if (!s->fab->vt_nondet) {
+            if (!s->vt.nondet) {
                 break;
             }
         }

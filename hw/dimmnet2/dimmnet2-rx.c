@@ -880,7 +880,7 @@ static void dimmnet2_rx_retry_cb(void *opaque)
 void dimmnet2_rx_init(DN2State *s)
 {
     s->rx_retry = timer_new_ns(dimmnet2_clock(s), dimmnet2_rx_retry_cb, s);
-    if (s->vtime) {
+    if (s->vt.on) {
         s->rx_kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_rx_retry_cb, s);
     } else {
         s->rx_bh = qemu_bh_new_guarded(dimmnet2_rx_resume_now, s,

@@ -160,7 +160,7 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
                    s->timing.mode);
         return false;
     }
-    if (!s->vtime) {
+    if (!s->vt.on) {
         error_setg(errp, "dimmnet2: timing=thesis needs vtime=on: the model's "
                    "times are virtual times (docs/timing.md)");
         return false;

@@ -95,7 +95,7 @@ static void dimmnet2_fab_link_state(void *opaque, bool up, uint16_t lid)
 {
     DN2State *s = opaque;
 
-    if (s->vtime && (!s->fab || !s->fab->vt_started)) {
+    if (s->vt.on && !s->vt.started) {
         /* Under virtual time the guest sees the link come up at
          * vt-start-ns, whatever the host's timing of the join. */
         trace_dimmnet2_link_state(s->index, up, lid);
@@ -226,7 +226,7 @@ void dimmnet2_transport_drain(DN2State *s, DN2RxBatch *b, int budget)
  * (ACKs ride on the answer) and re-arm its timer. */
 void dimmnet2_transport_after_input(DN2State *s)
 {
-    if (s->vtime && !s->fab->vt_nondet) {
+    if (s->vt.on && !s->vt.nondet) {
         /* Under virtual time the input only fed the endpoint (and the
          * queue of packets waiting for their time): the device moves on
          * its virtual-clock timers alone. */
@@ -350,7 +350,7 @@ static int dimmnet2_fab_deliver_vt(void *opaque, uint16_t slid, const uint8_t *p
 {
     DN2State *s = opaque;
 
-    if (!s->vtime) {
+    if (!s->vt.on) {
         return dimmnet2_fab_deliver(opaque, slid, pkt, len);
     }
     return s->fab->up->deliver_vt(s, slid, pkt, len, vtime, vseq);
@@ -362,7 +362,7 @@ static void dimmnet2_fab_vt_grant(void *opaque, uint64_t horizon, uint32_t looka
 {
     DN2State *s = opaque;
 
-    if (s->vtime) {
+    if (s->vt.on) {
         s->fab->up->vt_grant(s, horizon, lookahead_ns, quantum_ns, slowest);
     }
 }
@@ -453,7 +453,7 @@ bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp
     }
     cfg.guid = s->guid ? s->guid : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
     cfg.lid_hint = s->lid_wanted;
-    cfg.vtime = s->vtime;
+    cfg.vtime = s->vt.on;
     cfg.sock_family = local.u.sa.sa_family;
     cfg.secret = l->secret;             /* the endpoint derives its keys */
     cfg.secret_len = l->secret_len;

@@ -507,7 +507,7 @@ void dimmnet2_wc_init(DN2State *s)
     s->bh = qemu_bh_new_guarded(dimmnet2_wc_run_cb, s,
                                 &DEVICE(s)->mem_reentrancy_guard);
     s->rc_timer = timer_new_ns(dimmnet2_clock(s), dimmnet2_rc_timeout, s);
-    if (s->strict || s->vtime) {
+    if (s->strict || s->vt.on) {
         /* The paced Window Controller: a virtual-clock timer instead of
          * running in the doorbell or a bottom half (vtime: instead of the
          * bottom half only). */

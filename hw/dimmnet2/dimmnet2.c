@@ -208,7 +208,7 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
                    DN2_CLID_MCAST_FIRST - 1);
         return false;
     }
-    if (s->vtime) {
+    if (s->vt.on) {
         if (!icount_enabled() && !qtest_enabled()) {
             error_setg(errp, "dimmnet2: vtime=on needs the virtual clock to "
                        "count instructions: run QEMU with -accel tcg -icount "
@@ -221,9 +221,9 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
                        "its own waits and timers; leave rx-thread off");
             return false;
         }
-        if (!s->vt_latency_ns || s->vt_latency_ns > 1000 * 1000 * 1000) {
+        if (!s->vt.latency_ns || s->vt.latency_ns > 1000 * 1000 * 1000) {
             error_setg(errp, "dimmnet2: vt-latency-ns=%u: give the modelled "
-                       "latency of a packet, 1 ns to 1 s", s->vt_latency_ns);
+                       "latency of a packet, 1 ns to 1 s", s->vt.latency_ns);
             return false;
         }
     }
@@ -740,10 +740,10 @@ static const Property dimmnet2_properties[] = {
                        DIMMNET2_COALESCE_US_DEFAULT),
     DEFINE_PROP_BOOL("strict", DN2State, strict, false),
     DEFINE_PROP_BOOL("read-mirror", DN2State, read_mirror, true),
-    DEFINE_PROP_BOOL("vtime", DN2State, vtime, false),
-    DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt_latency_ns, 1000),
-    DEFINE_PROP_BOOL("vt-idle", DN2State, vt_idle, true),
-    DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt_start_ns, 0),
+    DEFINE_PROP_BOOL("vtime", DN2State, vt.on, false),
+    DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt.latency_ns, 1000),
+    DEFINE_PROP_BOOL("vt-idle", DN2State, vt.idle, true),
+    DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt.start_ns, 0),
     DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
     DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
     DEFINE_PROP_STRING("timing", DN2State, timing.mode),
@@ -902,7 +902,7 @@ static void dimmnet2_set_hold(Object *obj, bool on, Error **errp)
          * Controller's virtual-clock timer, and the requests, the step
          * reached and that timer are in the stream (vmstate_dimmnet2,
          * vmstate_dimmnet2_timing).  Only the port must be quiet. */
-        if (!(s->vtime && s->timing.timing_on) &&
+        if (!(s->vt.on && s->timing.timing_on) &&
             (s->fifo_count || s->exec.active || s->rc_count || s->rc_exec.active)) {
             error_setg(errp, "dimmnet2: board %d: the Window Controller is busy "
                        "(%u requests queued, %u answers to run%s)", s->index,
