@@ -178,7 +178,7 @@ static void dimmnet2_vt_report(DN2State *s, uint64_t now, uint64_t earliest)
     v->reported = true;
     v->rep_now = now;
     v->rep_earliest = earliest;
-    dn2f_ep_vt_report(s->fab->ep, now, earliest);
+    dn2f_ep_vt_report(s->port.fab->ep, now, earliest);
 }
 
 /* Wait, on the host's clock, until ok(s, arg): the socket's datagrams go to
@@ -193,12 +193,12 @@ static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void 
 
     s->stat[DN2_STAT_VT_WAITS]++;
     v->in_wait = true;
-    dn2f_ep_flush(s->fab->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     while (!ok(s, arg)) {
         int64_t rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        uint64_t dl = dn2f_ep_next_deadline(s->fab->ep);
+        uint64_t dl = dn2f_ep_next_deadline(s->port.fab->ep);
         int64_t timeout = 100 * SCALE_MS;
-        GPollFD pfd = { .fd = s->fab->fd, .events = G_IO_IN };
+        GPollFD pfd = { .fd = s->port.fab->fd, .events = G_IO_IN };
 
         if (give_up_ns && rt - start >= give_up_ns) {
             break;
@@ -207,13 +207,13 @@ static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void 
             timeout = dl <= (uint64_t)rt ? 0 : MIN(timeout, (int64_t)(dl - rt));
         }
         if (qemu_poll_ns(&pfd, 1, timeout) > 0) {
-            dimmnet2_transport_drain(s, &s->fab->rxb, 256);
+            dimmnet2_transport_drain(s, &s->port.fab->rxb, 256);
         }
         rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        if (dn2f_ep_next_deadline(s->fab->ep) <= (uint64_t)rt) {
-            dn2f_ep_tick(s->fab->ep);
+        if (dn2f_ep_next_deadline(s->port.fab->ep) <= (uint64_t)rt) {
+            dn2f_ep_tick(s->port.fab->ep);
         }
-        dn2f_ep_flush(s->fab->ep);
+        dn2f_ep_flush(s->port.fab->ep);
         if (rt >= note) {
             note = rt + DIMMNET2_VT_NOTE_NS;
             warn_report("dimmnet2: board %d: vtime: waiting %.0f s at virtual "
@@ -222,7 +222,7 @@ static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void 
                         (rt - start) / 1e9,
                         qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / 1e9,
                         v->horizon / 1e9,
-                        dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP ? "up" : "down");
+                        dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP ? "up" : "down");
         }
     }
     v->in_wait = false;
@@ -235,7 +235,7 @@ static bool dimmnet2_vt_may_run(DN2State *s, void *arg)
 {
     uint64_t now = *(uint64_t *)arg;
 
-    return s->vt.horizon > now && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP;
+    return s->vt.horizon > now && dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP;
 }
 
 /* Deliver, in order, every packet whose time has come. */
@@ -266,10 +266,10 @@ static void dimmnet2_vt_deliver_due(DN2State *s, uint64_t now)
     }
     if (v->q_full && v->q_bytes < DIMMNET2_VTQ_MAX / 2) {
         v->q_full = false;
-        dn2f_ep_resume(s->fab->ep);
+        dn2f_ep_resume(s->port.fab->ep);
     }
     if (any) {
-        s->port_ops->news(s);   /* an RVL to answer, a request that waited */
+        s->port.ops->news(s);   /* an RVL to answer, a request that waited */
     }
 }
 
@@ -287,7 +287,7 @@ static void dimmnet2_vt_cut(DN2State *s, uint64_t now)
 
     v->cut_done = true;
     dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
-    dn2f_ep_flush(s->fab->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     dimmnet2_transport_rearm(s);
     trace_dimmnet2_vt_cut(s->index, now);
     /* Until the stop: this timer, on a list that is never run, keeps the
@@ -320,10 +320,10 @@ static void dimmnet2_vt_cb(void *opaque)
         /* vt-start-ns: the lock-step begins, and with it the link. */
         v->started = true;
         dimmnet2_port_refresh(s);
-        s->port_ops->news(s);   /* requests that waited for the link */
+        s->port.ops->news(s);   /* requests that waited for the link */
     }
     dimmnet2_vt_deliver_due(s, now);
-    dn2f_ep_flush(s->fab->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     dimmnet2_transport_rearm(s);
     dimmnet2_vt_arm(s);
     s->entry_done(s);
@@ -435,8 +435,8 @@ static bool dimmnet2_vt_can_send(DN2State *s, void *arg)
 {
     DN2VtSendWait *w = arg;
 
-    return dn2f_ep_link(s->fab->ep) != DN2F_LINK_UP ||
-           dn2f_ep_can_send_lane(s->fab->ep, w->dlid, w->lane, w->len);
+    return dn2f_ep_link(s->port.fab->ep) != DN2F_LINK_UP ||
+           dn2f_ep_can_send_lane(s->port.fab->ep, w->dlid, w->lane, w->len);
 }
 
 /*
@@ -453,13 +453,13 @@ bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t 
     DN2VtSendWait w = { .dlid = dlid, .lane = lane, .len = len };
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
-    if (v->in_wait || dn2f_ep_link(s->fab->ep) != DN2F_LINK_UP) {
+    if (v->in_wait || dn2f_ep_link(s->port.fab->ep) != DN2F_LINK_UP) {
         return false;
     }
     dimmnet2_vt_report(s, now, now);
     dimmnet2_vt_block(s, dimmnet2_vt_can_send, &w, DIMMNET2_VT_CREDIT_NS);
     if (dimmnet2_vt_can_send(s, &w)) {
-        return dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP;
+        return dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP;
     }
     if (!v->nondet) {
         warn_report("dimmnet2: board %d: vtime: no credits toward LID 0x%x for "
@@ -743,7 +743,7 @@ static void dimmnet2_vt_qtest_stopped(DN2State *s)
         return;
     }
     dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
-    dn2f_ep_flush(s->fab->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     dimmnet2_transport_rearm(s);
 }
 
