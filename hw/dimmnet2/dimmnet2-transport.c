@@ -451,7 +451,8 @@ bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp
         g_free(l);
         return false;
     }
-    cfg.guid = s->params.guid ? s->params.guid : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
+    cfg.guid = s->params.guid ? s->params.guid
+                              : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
     cfg.lid_hint = s->params.lid_wanted;
     cfg.vtime = s->vt.on;
     cfg.sock_family = local.u.sa.sa_family;

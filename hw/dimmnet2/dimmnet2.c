@@ -349,9 +349,10 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
     } else {
         g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".sodimm",
                                                 s->params.base);
+        uint64_t size = s->params.sodimm_size;
+
         /* Checked before any memory is made of it. */
-        if (s->params.sodimm_size < 2 * MiB || (s->params.sodimm_size & (s->params.sodimm_size - 1)) ||
-            s->params.sodimm_size > DIMMNET2_SODIMM_MAX) {
+        if (size < 2 * MiB || (size & (size - 1)) || size > DIMMNET2_SODIMM_MAX) {
             error_setg(errp, "dimmnet2: sodimm-size 0x%" PRIx64 " must be a "
                        "power of two from 2 MiB (two interleaved modules) to "
                        "%u GiB (two 8 GiB modules, the largest Capacity "
@@ -570,7 +571,8 @@ static int dimmnet2_post_load(void *opaque, int version_id)
 
     DN2_LOAD_CHECK(!s->timing.timing_on || s->timing.timing_loaded, "this board runs the timing "
                    "model (timing=thesis) and the stream has no state of it");
-    DN2_LOAD_CHECK(s->wc.fifo_head < s->params.fifo_depth && s->wc.fifo_count <= s->params.fifo_depth,
+    DN2_LOAD_CHECK(s->wc.fifo_head < s->params.fifo_depth &&
+                   s->wc.fifo_count <= s->params.fifo_depth,
                    "Request FIFO head %u / count %u outside depth %u",
                    s->wc.fifo_head, s->wc.fifo_count, s->params.fifo_depth);
     DN2_LOAD_CHECK(s->rx.rc_head < DIMMNET2_RC_FIFO && s->rx.rc_count <= DIMMNET2_RC_FIFO,
@@ -584,8 +586,8 @@ static int dimmnet2_post_load(void *opaque, int version_id)
                        "RC FIFO entry %u", i);
     }
     DN2_LOAD_CHECK(s->sys.sdimm_ready <= 1 && s->wc.rc_turn <= 1, "flag fields");
-    DN2_LOAD_CHECK(!(s->sys.sdimm_cap_reg & ~DN2_FMASK(DN2_SDIMM_CAP_CODE)), "SO-DIMM Capacity 0x%x",
-                   s->sys.sdimm_cap_reg);
+    DN2_LOAD_CHECK(!(s->sys.sdimm_cap_reg & ~DN2_FMASK(DN2_SDIMM_CAP_CODE)),
+                   "SO-DIMM Capacity 0x%x", s->sys.sdimm_cap_reg);
     DN2_LOAD_CHECK(!(s->sys.mtu_reg & ~DN2_FMASK(DN2_MTU_CODE)), "MTU 0x%x", s->sys.mtu_reg);
     for (i = 0; i < DIMMNET2_AMT_ENTRIES; i++) {
         DN2_LOAD_CHECK(!(s->sys.amt[i] & ~DN2_AMT_SLOT_MASK),
