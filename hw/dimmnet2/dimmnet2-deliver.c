@@ -40,13 +40,13 @@ bool dimmnet2_pcap_open(DN2State *s, Error **errp)
 {
     uint8_t h[24];
 
-    if (!s->pcap_path) {
+    if (!s->params.pcap_path) {
         return true;
     }
-    s->pcap = fopen(s->pcap_path, "wb");
-    if (!s->pcap) {
+    s->port.pcap = fopen(s->params.pcap_path, "wb");
+    if (!s->port.pcap) {
         error_setg_errno(errp, errno, "dimmnet2: pcap=%s: cannot create the "
-                         "trace file", s->pcap_path);
+                         "trace file", s->params.pcap_path);
         return false;
     }
     /* Nanosecond pcap (magic 0xa1b23c4d), written little-endian. */
@@ -57,11 +57,11 @@ bool dimmnet2_pcap_open(DN2State *s, Error **errp)
     stl_le_p(h + 12, 0);
     stl_le_p(h + 16, 262144);
     stl_le_p(h + 20, DIMMNET2_PCAP_LINKTYPE);
-    if (fwrite(h, sizeof(h), 1, s->pcap) != 1 || fflush(s->pcap)) {
+    if (fwrite(h, sizeof(h), 1, s->port.pcap) != 1 || fflush(s->port.pcap)) {
         error_setg_errno(errp, errno, "dimmnet2: pcap=%s: cannot write",
-                         s->pcap_path);
-        fclose(s->pcap);
-        s->pcap = NULL;
+                         s->params.pcap_path);
+        fclose(s->port.pcap);
+        s->port.pcap = NULL;
         return false;
     }
     return true;
@@ -75,7 +75,7 @@ static void dimmnet2_pcap_write(DN2State *s, uint16_t slid, const uint8_t *pkt,
     uint8_t h[16 + DIMMNET2_PCAP_CAPHDR];
     uint32_t caplen = DIMMNET2_PCAP_CAPHDR + len;
 
-    if (!s->pcap) {
+    if (!s->port.pcap) {
         return;
     }
     stl_le_p(h, t_ns / NANOSECONDS_PER_SECOND);
@@ -86,14 +86,14 @@ static void dimmnet2_pcap_write(DN2State *s, uint16_t slid, const uint8_t *pkt,
     h[16] = 1;                                  /* capture version */
     h[17] = DIMMNET2_PCAP_EVENT_DELIVERED;
     stw_le_p(h + 20, slid);
-    stw_le_p(h + 22, s->sma_lid);
+    stw_le_p(h + 22, s->sys.sma_lid);
     stl_le_p(h + 28, len);
-    if (fwrite(h, sizeof(h), 1, s->pcap) != 1 ||
-        fwrite(pkt, len, 1, s->pcap) != 1 || fflush(s->pcap)) {
+    if (fwrite(h, sizeof(h), 1, s->port.pcap) != 1 ||
+        fwrite(pkt, len, 1, s->port.pcap) != 1 || fflush(s->port.pcap)) {
         warn_report("dimmnet2: board %d: pcap=%s: write failed (%s); the "
-                    "trace stops here", s->index, s->pcap_path, strerror(errno));
-        fclose(s->pcap);
-        s->pcap = NULL;
+                    "trace stops here", s->index, s->params.pcap_path, strerror(errno));
+        fclose(s->port.pcap);
+        s->port.pcap = NULL;
     }
 }
 
@@ -101,9 +101,9 @@ static void dimmnet2_pcap_write(DN2State *s, uint16_t slid, const uint8_t *pkt,
 DN2RxResult dimmnet2_port_deliver_one(DN2State *s, uint16_t slid,
                                       const uint8_t *pkt, size_t len)
 {
-    DN2RxResult r = s->port_ops->deliver(s, slid, pkt, len);
+    DN2RxResult r = s->port.ops->deliver(s, slid, pkt, len);
 
-    if (r != DIMMNET2_RX_BUSY && s->pcap) {
+    if (r != DIMMNET2_RX_BUSY && s->port.pcap) {
         dimmnet2_pcap_write(s, slid, pkt, len, dimmnet2_now(s));
     }
     return r;
@@ -113,7 +113,7 @@ DN2RxResult dimmnet2_port_deliver_one(DN2State *s, uint16_t slid,
  * blocker of a linked board lifted. */
 bool dimmnet2_port_held(DN2State *s)
 {
-    return s->port_kind != DN2_PORT_NONE && !s->blocker;
+    return s->port.kind != DN2_PORT_NONE && !s->port.blocker;
 }
 
 /*
@@ -128,22 +128,22 @@ void dimmnet2_port_refresh(DN2State *s)
     bool up = false;
     uint16_t lid = 0;
 
-    switch (s->port_kind) {
+    switch (s->port.kind) {
     case DN2_PORT_LOOPBACK:
         up = true;
         lid = DIMMNET2_LOOP_LID;
         break;
     case DN2_PORT_FABRIC:
-        if (s->fab && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP &&
-            (!s->vtime || s->fab->vt_started)) {
+        if (s->port.fab && dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP &&
+            (!s->vt.on || s->vt.started)) {
             up = true;
-            lid = dn2f_ep_lid(s->fab->ep);
+            lid = dn2f_ep_lid(s->port.fab->ep);
         }
         break;
     default:
         break;
     }
-    s->sma_lid = up ? lid : 0;
-    s->link_state = up ? DN2_SMA_LINK_READY : 0;
+    s->sys.sma_lid = up ? lid : 0;
+    s->sys.link_state = up ? DN2_SMA_LINK_READY : 0;
     trace_dimmnet2_link_refresh(s->index, up, lid);
 }

@@ -61,36 +61,11 @@ struct DN2Fab {
     size_t secret_len;
     bool flush_now;             /* this run sent to a peer with nothing in flight */
     bool in_input;              /* after a burst of input: flush (ACKs are owed) */
-
-    /* vtime=on (docs/virtual-time.md) */
-    GSequence *vtq;             /* DN2VtPkt waiting for their virtual time */
-    size_t vtq_bytes;
-    bool vtq_full;              /* deliver_vt said -EBUSY: resume the endpoint */
-    QEMUTimer *vt_timer;        /* QEMU_CLOCK_VIRTUAL: deliveries, the horizon */
-    uint64_t vt_horizon;        /* the board may run while its clock is below */
-    uint32_t vt_lookahead;      /* the switch's L and Q, from its grants */
-    uint32_t vt_quantum;
-    uint64_t vt_slowest;        /* the cluster's slowest clock, from the grants */
-    uint32_t vt_vseq;           /* the next packet's vseq */
-    bool vt_in_wait;            /* inside dimmnet2_vt_block() */
-    bool vt_started;            /* the clock has reached vt-start-ns */
-    bool vt_reported;           /* vt_rep_now / vt_rep_earliest hold a report */
-    uint64_t vt_rep_now;        /* the last report: the clock ... */
-    uint64_t vt_rep_earliest;   /* ... and the promise */
-    bool vt_nondet;             /* gave up waiting for credits: wall-clock news */
-    unsigned long *vt_blocked;  /* (source CLID, lane) refused by the board */
-    uint64_t vt_cut;            /* vt-cut-ns: stop the VM at this virtual time */
-    bool vt_cut_done;           /* the board stopped there (in the stream too) */
-    uint32_t vt_blob_len;       /* the queue and the refusals, for the stream */
-    uint8_t *vt_blob;
-    DN2State *owner;            /* (for the stream's post_load) */
-    QEMUTimerListGroup vt_park_tlg; /* a timer list nobody runs ... */
-    QEMUTimer *vt_park;         /* ... whose timer at the cut holds the clock */
-
     VMChangeStateEntry *vmse;   /* resume deliveries when the VM runs */
 };
 
-/* dimmnet2-vt.c: the lock-step client (vtime=on, docs/virtual-time.md) */
+/* dimmnet2-vt.c: the lock-step client (vtime=on, docs/virtual-time.md);
+ * its state is DN2Vt (dimmnet2-int.h), s->vt */
 extern const DN2TransportUp dimmnet2_vt_up;
 void dimmnet2_vt_init(DN2State *s);
 void dimmnet2_vt_fini(DN2State *s);

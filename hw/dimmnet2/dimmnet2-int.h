@@ -156,7 +156,10 @@ typedef struct DN2Wid {
 typedef struct DN2Exec {
     uint8_t active;
     uint8_t stalled;            /* waiting for the link */
-    uint8_t started;            /* remote: totals computed, packets going out */
+    uint8_t started;            /* remote: totals computed, packets going out;
+                                 * strict VL: its lines being handed over;
+                                 * 2, timing=thesis: the last data read (a VL's,
+                                 * or a remote request's last packet's) */
     DN2FifoEntry ent;
     uint64_t done;              /* bytes (or elements) completed so far */
     uint64_t total;
@@ -378,14 +381,56 @@ typedef struct DN2Timing {
     bool timing_loaded;         /* the stream held the model's state */
 } DN2Timing;
 
-struct DN2State {
-    ISADevice parent_obj;
-
+/*
+ * Lock-step virtual time (vtime=on, docs/virtual-time.md): its properties,
+ * the queue of packets waiting for their virtual time, the switch's grants
+ * and this board's reports, the snapshot cut.  dimmnet2-vt.c owns it and
+ * its VMState (the section "dimmnet2-vt"); the port and the transport read
+ * on, started, nondet and in_wait.  Set up only on a fabric board
+ * (switch=); without one, only the properties are used.
+ */
+typedef struct DN2Vt {
     /* properties */
-    uint64_t base;
+    bool on;                    /* vtime=on */
+    uint32_t latency_ns;        /* vt-latency-ns: modelled latency of every packet */
+    uint64_t start_ns;          /* vt-start-ns: the lock-step (and the link) begin here */
+    bool idle;                  /* vt-idle: an idle board promises its next timer */
+    /* the packets waiting for their virtual time */
+    GSequence *q;               /* DN2VtPkt (dimmnet2-vt.c), in delivery order */
+    size_t q_bytes;
+    bool q_full;                /* deliver_vt said -EBUSY: resume the endpoint */
+    unsigned long *blocked;     /* (source CLID, lane) refused by the board */
+    QEMUTimer *timer;           /* QEMU_CLOCK_VIRTUAL: deliveries, the horizon */
+    /* the switch's grants and this board's reports */
+    uint64_t horizon;           /* the board may run while its clock is below */
+    uint32_t lookahead;         /* the switch's L and Q, from its grants */
+    uint32_t quantum;
+    uint64_t slowest;           /* the cluster's slowest clock, from the grants */
+    uint32_t vseq;              /* the next packet's vseq */
+    bool in_wait;               /* inside dimmnet2_vt_block() */
+    bool started;               /* the clock has reached vt-start-ns */
+    bool reported;              /* rep_now / rep_earliest hold a report */
+    uint64_t rep_now;           /* the last report: the clock ... */
+    uint64_t rep_earliest;      /* ... and the promise */
+    bool nondet;                /* gave up waiting for credits: wall-clock news */
+    /* snapshots at a cut */
+    uint64_t cut;               /* vt-cut-ns: stop the VM at this virtual time */
+    bool cut_done;              /* the board stopped there (in the stream too) */
+    uint32_t blob_len;          /* the queue and the refusals, for the stream */
+    uint8_t *blob;
+    QEMUTimerListGroup park_tlg; /* a timer list nobody runs ... */
+    QEMUTimer *park;            /* ... whose timer at the cut holds the clock */
+} DN2Vt;
+
+/*
+ * The board's properties (dimmnet2.c's property table), but for the timing
+ * model's (DN2Timing) and virtual time's (DN2Vt): fixed at realize.
+ */
+typedef struct DN2Params {
+    uint64_t base;              /* guest-physical address of the window */
     uint64_t sodimm_size;       /* used when no memdev is given */
-    uint32_t fifo_depth;
-    HostMemoryBackend *hostmem;
+    uint32_t fifo_depth;        /* Request FIFO entries */
+    HostMemoryBackend *hostmem; /* memdev=: the two SO-DIMM modules */
     char *switch_addr;          /* HOST:PORT of the dn2-switch */
     char *local_addr;           /* HOST:PORT to bind, optional */
     bool loopback;              /* the port cabled to itself */
@@ -396,16 +441,14 @@ struct DN2State {
     uint32_t coalesce_us;       /* Nagle per peer, 0 = off: dimmnet2_port_flush() */
     bool strict;                /* strict=on: dimmnet2-strict.c */
     bool read_mirror;           /* read-mirror: User Register reads from RAM */
-    bool vtime;                 /* vtime=on: lock-step virtual time (docs/virtual-time.md) */
-    uint32_t vt_latency_ns;     /* vtime: modelled latency of every packet */
-    uint64_t vt_start_ns;       /* vtime: the lock-step (and the link) begin here */
-    bool vt_idle;               /* vtime: an idle board promises its next timer */
     uint16_t lid_wanted;        /* lid=: the LID asked of the subnet manager (0 = any) */
     char *pcap_path;            /* pcap=: a trace of the packets delivered */
     uint32_t strict_delay_ns;   /* virtual-clock delay of each step */
+} DN2Params;
 
-    /* the window */
-    int index;                  /* board number in this VM: AML DN2<n> */
+/* The board's window in guest memory: the container and its regions, and
+ * their host memory (dimmnet2.c maps them at realize). */
+typedef struct DN2Window {
     MemoryRegion container;
     MemoryRegion ww, pw, llcm, lhb;
     MemoryRegion ur, sr;
@@ -415,8 +458,10 @@ struct DN2State {
     MemoryRegion *sodimm_mr;
     uint8_t *ww_ptr, *pw_ptr, *llcm_ptr, *lhb_ptr, *sodimm_ptr;
     uint64_t sodimm_bytes;      /* backing size: two modules */
+} DN2Window;
 
-    /* System Register */
+/* The System Register (dimmnet2-regs.c; in the stream: vmstate_dimmnet2). */
+typedef struct DN2SysReg {
     uint8_t sdimm_ready;
     uint8_t pgid[DN2_NUM_WID];
     uint32_t sdimm_cap_reg;
@@ -425,11 +470,11 @@ struct DN2State {
     uint16_t sma_lid;           /* LID assigned by the subnet manager */
     uint8_t link_state;         /* SMA LID [17:16] */
     uint16_t amt[DIMMNET2_AMT_ENTRIES]; /* slots: dn2_amt_slot() */
+} DN2SysReg;
 
-    /* User Registers */
-    DN2Wid wid[DN2_NUM_WID];
-
-    /* Window Controller (dimmnet2-wc.c) */
+/* The Window Controller (dimmnet2-wc.c): the Request FIFO, the two
+ * executors and their timers. */
+typedef struct DN2Wc {
     DN2FifoEntry fifo[DIMMNET2_FIFO_MAX];
     uint32_t fifo_head;
     uint32_t fifo_count;
@@ -448,45 +493,70 @@ struct DN2State {
     QEMUTimer *strict_timer;    /* strict or vtime: the Window Controller's virtual-clock timer */
     uint8_t *copy_buf;
     uint8_t *pkt_buf;           /* one outgoing packet */
+} DN2Wc;
 
-    /* Receive Controller (dimmnet2-rx.c) */
+/* The Receive Controller (dimmnet2-rx.c): its RC request FIFO, its stall
+ * and the retry that ends it. */
+typedef struct DN2Rx {
     DN2FifoEntry rc_fifo[DIMMNET2_RC_FIFO];
     uint32_t rc_head;
     uint32_t rc_count;
-    QEMUTimer *rx_retry;        /* receive stalled on host-owned memory */
-    QEMUBH *rx_bh;              /* resume a stalled receive */
-    QEMUTimer *rx_kick;         /* vtime: the same on the virtual clock */
-    uint8_t rx_stalled;
-    uint32_t rx_retry_ns;       /* next retry delay (backs off) */
+    QEMUTimer *retry;           /* receive stalled on host-owned memory */
+    QEMUBH *bh;                 /* resume a stalled receive */
+    QEMUTimer *kick;            /* vtime: the same on the virtual clock */
+    uint8_t stalled;
+    uint32_t retry_ns;          /* next retry delay (backs off) */
+} DN2Rx;
 
-    /* the port (dimmnet2-port.c) */
-    DN2PortKind port_kind;
-    const DN2PortOps *port_ops;
-    /* The end of an entry into the device from the main loop (a bottom
-     * half, a timer, an fd handler of a unit below the host interface):
-     * publish the register mirror.  Set by realize to dimmnet2_ur_publish
-     * (dimmnet2-regs.c), so that those units call nothing above them. */
-    void (*entry_done)(DN2State *s);
-    DN2Fab *fab;
+/* The port (dimmnet2-port.c and the three files below it, dimmnet2-fab.h). */
+typedef struct DN2Port {
+    DN2PortKind kind;
+    const DN2PortOps *ops;
+    DN2Fab *fab;                /* switch=: the transport (dimmnet2-transport.c) */
     FILE *pcap;                 /* pcap=: the trace being written */
     GQueue loop_q[DIMMNET2_LOOP_QUEUES]; /* loopback packets not yet delivered */
     QEMUBH *loop_bh;
     QEMUTimer *loop_timer;      /* vtime=on: the cable on the virtual clock */
     uint64_t loop_seq;          /* next loopback packet's sequence number */
     Error *blocker;             /* migration blocker while linked */
+} DN2Port;
+
+/* strict=on (dimmnet2-strict.c): what it has seen and reported. */
+typedef struct DN2Strict {
+    Error *blocker;
+    uint64_t count[DN2_SV__MAX];
+    uint32_t seen[DIMMNET2_STRICT_PLACES];
+    unsigned nseen;
+    GPtrArray *lines;           /* strict-violations */
+} DN2Strict;
+
+struct DN2State {
+    ISADevice parent_obj;
+
+    /* properties (but the timing model's and virtual time's, below) */
+    DN2Params params;
+    int index;                  /* board number in this VM: AML DN2<n> */
+
+    DN2Window win;              /* the window and its memory */
+    DN2SysReg sys;              /* System Register */
+    DN2Wid wid[DN2_NUM_WID];    /* User Registers, per process */
+    DN2Wc wc;                   /* Window Controller (dimmnet2-wc.c) */
+    DN2Rx rx;                   /* Receive Controller (dimmnet2-rx.c) */
+    DN2Port port;               /* the port (dimmnet2-port.c) */
+    /* The end of an entry into the device from the main loop (a bottom
+     * half, a timer, an fd handler of a unit below the host interface):
+     * publish the register mirror.  Set by realize to dimmnet2_ur_publish
+     * (dimmnet2-regs.c), so that those units call nothing above them. */
+    void (*entry_done)(DN2State *s);
 
     /* statistics: QOM "stat-*" (dimmnet2.c) */
     uint64_t stat[DN2_STAT__COUNTED];
 
-    /* strict mode (dimmnet2-strict.c) */
-    Error *strict_blocker;
-    uint64_t strict_count[DN2_SV__MAX];
-    uint32_t strict_seen[DIMMNET2_STRICT_PLACES];
-    unsigned strict_nseen;
-    GPtrArray *strict_lines;    /* strict-violations */
-
+    DN2Strict strict;           /* strict mode (dimmnet2-strict.c) */
     /* the timing model (timing=thesis, dimmnet2-timing.c, docs/timing.md) */
     DN2Timing timing;
+    /* lock-step virtual time (vtime=on, dimmnet2-vt.c, docs/virtual-time.md) */
+    DN2Vt vt;
 };
 
 /* An incoming stream's check: refuse it whole, naming the field. */
@@ -526,7 +596,7 @@ struct DN2State {
  */
 static inline QEMUClockType dimmnet2_clock(const DN2State *s)
 {
-    return s->vtime ? QEMU_CLOCK_VIRTUAL : QEMU_CLOCK_REALTIME;
+    return s->vt.on ? QEMU_CLOCK_VIRTUAL : QEMU_CLOCK_REALTIME;
 }
 
 static inline int64_t dimmnet2_now(const DN2State *s)

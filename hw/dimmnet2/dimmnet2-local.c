@@ -59,7 +59,7 @@ static DN2Step dimmnet2_exec_vl_line(DN2State *s, const struct dn2_req *r, uint8
                             uint32_t woff, uint32_t len, uint64_t *budget)
 {
     DN2Wid *w = &s->wid[r->wid];
-    DN2Exec *x = &s->exec;
+    DN2Exec *x = &s->wc.exec;
     unsigned n = r->dst / DN2_WIN_SIZE, line;
     uint64_t left = x->total & ~x->done;
     uint32_t lo, hi;
@@ -68,8 +68,8 @@ static DN2Step dimmnet2_exec_vl_line(DN2State *s, const struct dn2_req *r, uint8
         line = ctz64(left);
         lo = MAX(woff, line * DN2_PW_LINE);
         hi = MIN(woff + len, (line + 1) * DN2_PW_LINE);
-        memcpy(pw + lo, s->copy_buf + lo, hi - lo);
-        memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE + lo,
+        memcpy(pw + lo, s->wc.copy_buf + lo, hi - lo);
+        memory_region_set_dirty(&s->win.pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE + lo,
                                 hi - lo);
         dimmnet2_timing_cached_written(s, false, r->wid * DN2_PW_WID_STRIDE +
                                        n * DN2_WIN_SIZE + lo, hi - lo);
@@ -114,7 +114,7 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
         trace_dimmnet2_done(s->index, r->wid, dn2_otype_name(r->otype), 0);
         return DIMMNET2_STEP_DONE;
     }
-    if (!s->sdimm_ready) {
+    if (!s->sys.sdimm_ready) {
         dimmnet2_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
         return DIMMNET2_STEP_DONE;
     }
@@ -125,28 +125,28 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
 
     n = r->dst / DN2_WIN_SIZE;
     woff = r->dst % DN2_WIN_SIZE;
-    pw = s->pw_ptr + r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE;
+    pw = s->win.pw_ptr + r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE;
     len = dimmnet2_vl_len(r, &elems);
     /* The span the VL reads (strided: first to last element; a list's
      * entries are not known before they are read: not held). */
     if (form != DN2_FORM_LIST &&
         dimmnet2_rx_lhs_filling(s, r->wid, r->src, form == DN2_FORM_CONTIG ? len :
                         (elems ? (uint64_t)(elems - 1) * r->arg + esz : 0))) {
-        if (!s->exec.stalled) {
+        if (!s->wc.exec.stalled) {
             trace_dimmnet2_vl_held(s->index, r->wid, r->src);
             dimmnet2_strict_report(s, DN2_SV_EARLY_LHS_VL, r->wid, DN2_UR_CMD0_LOWER,
                               "VL of an LHS overflow before Complete");
         }
         return DIMMNET2_STEP_STALL;      /* the message's last packet kicks */
     }
-    if (s->strict && s->exec.started == 1) {
+    if (s->params.strict && s->wc.exec.started == 1) {
         return dimmnet2_exec_vl_line(s, r, pw, woff, len, budget);
     }
     /* timing=thesis: the Prefetch Unit reads the data from the SO-DIMMs
      * (after what they are busy with) before the window gets it */
-    if (s->timing.timing_on && s->exec.started != 2) {
+    if (s->timing.timing_on && s->wc.exec.started != 2) {
         dimmnet2_timing_vl_read(s, len);
-        s->exec.started = 2;
+        s->wc.exec.started = 2;
     }
     if (!dimmnet2_timing_wc_ready(s)) {
         return DIMMNET2_STEP_STALL;
@@ -166,7 +166,7 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
 
     /* strict: the data is gathered first and handed to the window a line at
      * a time, each flag set as its line arrives (dimmnet2_exec_vl_line) */
-    dstw = s->strict ? s->copy_buf : pw;
+    dstw = s->params.strict ? s->wc.copy_buf : pw;
     dimmnet2_pattern_init(&pat, form, r->src, r->arg, r->dtype);
     if (dimmnet2_pattern_read(s, r->wid, &pat, 0, dstw + woff, len, NULL)) {
         /* No status bit exists for this; flag it in the extension bit. */
@@ -174,13 +174,13 @@ static DN2Step dimmnet2_exec_vl(DN2State *s, const struct dn2_req *r, uint64_t *
         trace_dimmnet2_clip(s->index, r->wid, dn2_otype_name(r->otype),
                             "source past the SO-DIMM area");
     }
-    if (s->strict) {
-        s->exec.started = 1;
-        s->exec.total = touched;            /* lines to hand over */
-        s->exec.done = 0;                   /* lines handed over */
+    if (s->params.strict) {
+        s->wc.exec.started = 1;
+        s->wc.exec.total = touched;            /* lines to hand over */
+        s->wc.exec.done = 0;                   /* lines handed over */
         return DIMMNET2_STEP_MORE;
     }
-    memory_region_set_dirty(&s->pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE
+    memory_region_set_dirty(&s->win.pw, r->wid * DN2_PW_WID_STRIDE + n * DN2_WIN_SIZE
                             + woff, len);
     dimmnet2_timing_cached_written(s, false, r->wid * DN2_PW_WID_STRIDE +
                                    n * DN2_WIN_SIZE + woff, len);
@@ -223,7 +223,7 @@ static DN2Step dimmnet2_exec_copy(DN2State *s, DN2Exec *x, const struct dn2_req 
             dimmnet2_refuse(s, r, DN2_REFUSE_COPY_NO_SOURCE);
             return DIMMNET2_STEP_DONE;
         }
-        if (!s->sdimm_ready) {
+        if (!s->sys.sdimm_ready) {
             dimmnet2_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
             c->valid = 0;
             return DIMMNET2_STEP_DONE;
@@ -255,13 +255,13 @@ static DN2Step dimmnet2_exec_copy(DN2State *s, DN2Exec *x, const struct dn2_req 
             /* The area may have shrunk since the start (a smaller SO-DIMM
              * Capacity written meanwhile): stop there rather than write a
              * stale buffer, and say so. */
-            if (!dimmnet2_sdimm_rw(s, r->wid, c->src + x->done, s->copy_buf, chunk,
+            if (!dimmnet2_sdimm_rw(s, r->wid, c->src + x->done, s->wc.copy_buf, chunk,
                               false)) {
                 w->req_error = 1;
                 x->total = x->done;
                 break;
             }
-            if (!dimmnet2_sdimm_rw(s, r->wid, r->dst + x->done, s->copy_buf, chunk,
+            if (!dimmnet2_sdimm_rw(s, r->wid, r->dst + x->done, s->wc.copy_buf, chunk,
                               true)) {
                 w->ww_status |= DN2_CS_WW_DST_OVF(n);
                 x->total = x->done;
@@ -279,13 +279,13 @@ static DN2Step dimmnet2_exec_copy(DN2State *s, DN2Exec *x, const struct dn2_req 
         uint32_t total = (uint32_t)MIN(x->total, DIMMNET2_COPY_CHUNK);
         DN2Pattern from, to;
 
-        memset(s->copy_buf, 0, total);
+        memset(s->wc.copy_buf, 0, total);
         dimmnet2_pattern_init(&from, c->form, c->src, c->arg, c->dtype);
         dimmnet2_pattern_init(&to, form, r->dst, r->arg, r->dtype);
-        if (dimmnet2_pattern_read(s, r->wid, &from, 0, s->copy_buf, total, NULL)) {
+        if (dimmnet2_pattern_read(s, r->wid, &from, 0, s->wc.copy_buf, total, NULL)) {
             w->req_error = 1;
         }
-        if (dimmnet2_pattern_write(s, r->wid, &to, 0, s->copy_buf, total, NULL)) {
+        if (dimmnet2_pattern_write(s, r->wid, &to, 0, s->wc.copy_buf, total, NULL)) {
             w->ww_status |= DN2_CS_WW_DST_OVF(n);
         }
         x->done = total;
@@ -324,7 +324,7 @@ static DN2Step dimmnet2_exec_vs(DN2State *s, DN2Exec *x, const struct dn2_req *r
      * request from a window clears that window's three bits [EMU]. */
     n = (r->src / DN2_WIN_SIZE) % DN2_NUM_WW;
     w->ww_status &= ~DN2_CS_WW_MASK(n);
-    if (!s->sdimm_ready) {
+    if (!s->sys.sdimm_ready) {
         dimmnet2_refuse(s, r, DN2_REFUSE_SDIMM_NOT_READY);
         return DIMMNET2_STEP_DONE;
     }
@@ -335,7 +335,7 @@ static DN2Step dimmnet2_exec_vs(DN2State *s, DN2Exec *x, const struct dn2_req *r
     }
     woff = r->src % DN2_WIN_SIZE;
     room = DN2_WIN_SIZE - woff;
-    ww = s->ww_ptr + r->wid * DN2_WW_WID_STRIDE + n * DN2_WIN_SIZE + woff;
+    ww = s->win.ww_ptr + r->wid * DN2_WW_WID_STRIDE + n * DN2_WIN_SIZE + woff;
 
     if (form == DN2_FORM_CONTIG) {
         len = r->arg;
@@ -392,7 +392,7 @@ void dimmnet2_local_on_issue(DN2State *s, const struct dn2_req *r)
     uint32_t elems, n;
 
     if (dimmnet2_is_vl(r->otype)) {
-        if (r->dst != DN2_COPY_OFF && r->dst < DN2_WIN_AREA && s->sdimm_ready) {
+        if (r->dst != DN2_COPY_OFF && r->dst < DN2_WIN_AREA && s->sys.sdimm_ready) {
             n = r->dst / DN2_WIN_SIZE;
             w->pw_flag = (w->pw_flag & ~DN2_PWF_WIN_MASK(n)) |
                 ((uint16_t)(~dimmnet2_vl_lines(r->dst % DN2_WIN_SIZE,

@@ -75,7 +75,7 @@ static unsigned dimmnet2_loop_queue(uint64_t h0)
  */
 static bool dimmnet2_loop_rvl_may_go(DN2State *s, unsigned q, const DN2LoopPkt *p)
 {
-    const DN2LoopPkt *d = g_queue_peek_head(&s->loop_q[q & ~1u]);
+    const DN2LoopPkt *d = g_queue_peek_head(&s->port.loop_q[q & ~1u]);
 
     return !d || d->seq > p->seq;
 }
@@ -84,11 +84,11 @@ static bool dimmnet2_loop_rvl_may_go(DN2State *s, unsigned q, const DN2LoopPkt *
  * virtual-clock timer at the first time a packet is due (or now). */
 static void dimmnet2_loop_kick(DN2State *s, uint64_t at)
 {
-    if (s->loop_timer) {
-        timer_mod_anticipate_ns(s->loop_timer, MAX(at, (uint64_t)qemu_clock_get_ns(
+    if (s->port.loop_timer) {
+        timer_mod_anticipate_ns(s->port.loop_timer, MAX(at, (uint64_t)qemu_clock_get_ns(
                                     QEMU_CLOCK_VIRTUAL)));
     } else {
-        qemu_bh_schedule(s->loop_bh);
+        qemu_bh_schedule(s->port.loop_bh);
     }
 }
 
@@ -96,7 +96,7 @@ static void dimmnet2_loop_bh(void *opaque)
 {
     DN2State *s = opaque;
     bool more = false;
-    uint64_t now = s->loop_timer ? qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) : 0;
+    uint64_t now = s->port.loop_timer ? qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) : 0;
     uint64_t next = UINT64_MAX;
     unsigned q;
 
@@ -105,7 +105,7 @@ static void dimmnet2_loop_bh(void *opaque)
         DN2LoopPkt *p;
         int n = 0;
 
-        while ((p = g_queue_peek_head(&s->loop_q[q])) && n++ < DIMMNET2_LOOP_MAX) {
+        while ((p = g_queue_peek_head(&s->port.loop_q[q])) && n++ < DIMMNET2_LOOP_MAX) {
             if (p->due > now) {
                 next = MIN(next, p->due);   /* vtime: not there yet */
                 p = NULL;
@@ -118,7 +118,7 @@ static void dimmnet2_loop_bh(void *opaque)
                 DIMMNET2_RX_BUSY) {
                 break;          /* the rx retry timer or a host write resumes */
             }
-            g_free(g_queue_pop_head(&s->loop_q[q]));
+            g_free(g_queue_pop_head(&s->port.loop_q[q]));
         }
         if (p && n > DIMMNET2_LOOP_MAX) {
             more = true;
@@ -129,7 +129,7 @@ static void dimmnet2_loop_bh(void *opaque)
     } else if (next != UINT64_MAX) {
         dimmnet2_loop_kick(s, next);
     }
-    s->port_ops->news(s);       /* the Window Controller may wait for room */
+    s->port.ops->news(s);       /* the Window Controller may wait for room */
     s->entry_done(s);
 }
 
@@ -139,7 +139,7 @@ static void dimmnet2_loop_flush_all(DN2State *s)
     unsigned q;
 
     for (q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
-        while ((p = g_queue_pop_head(&s->loop_q[q]))) {
+        while ((p = g_queue_pop_head(&s->port.loop_q[q]))) {
             g_free(p);
         }
     }
@@ -155,7 +155,7 @@ static void dimmnet2_fab_vm_change(void *opaque, bool running, RunState state)
     DN2State *s = opaque;
     Error *err = NULL;
 
-    if (!running || !s->fab) {
+    if (!running || !s->port.fab) {
         return;
     }
     if (dimmnet2_port_held(s)) {
@@ -164,14 +164,14 @@ static void dimmnet2_fab_vm_change(void *opaque, bool running, RunState state)
         }
         goto vt;
     }
-    dn2f_ep_resume(s->fab->ep);
-    dn2f_ep_flush(s->fab->ep);
+    dn2f_ep_resume(s->port.fab->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     dimmnet2_transport_rearm(s);
 vt:
-    if (s->vtime) {
-        timer_del(s->fab->vt_park);
+    if (s->vt.on) {
+        timer_del(s->vt.park);
     }
-    if (s->vtime && !s->fab->vt_in_wait) {
+    if (s->vt.on && !s->vt.in_wait) {
         /* after a cut, and after a restore: what waits at the cut, or the
          * wait for the new switch's grant (horizon 0) */
         dimmnet2_vt_arm(s);
@@ -184,49 +184,49 @@ vt:
 
 bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
 {
-    if (s->switch_addr && s->loopback) {
+    if (s->params.switch_addr && s->params.loopback) {
         error_setg(errp, "dimmnet2: give either switch= or loopback=on, not both");
         return false;
     }
     for (unsigned q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
-        g_queue_init(&s->loop_q[q]);
+        g_queue_init(&s->port.loop_q[q]);
     }
-    s->port_ops = ops;
+    s->port.ops = ops;
     if (!dimmnet2_pcap_open(s, errp)) {
         return false;
     }
-    if (s->loopback) {
-        s->port_kind = DN2_PORT_LOOPBACK;
-        if (s->vtime) {
+    if (s->params.loopback) {
+        s->port.kind = DN2_PORT_LOOPBACK;
+        if (s->vt.on) {
             /* The cable in virtual time: each packet arrives vt-latency-ns
              * after it left, from a virtual-clock timer (one board needs
              * no synchronisation). */
-            s->loop_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_loop_bh, s);
+            s->port.loop_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_loop_bh, s);
         }
-        s->loop_bh = qemu_bh_new_guarded(dimmnet2_loop_bh, s,
+        s->port.loop_bh = qemu_bh_new_guarded(dimmnet2_loop_bh, s,
                                          &DEVICE(s)->mem_reentrancy_guard);
-    } else if (s->switch_addr) {
-        s->port_kind = DN2_PORT_FABRIC;
+    } else if (s->params.switch_addr) {
+        s->port.kind = DN2_PORT_FABRIC;
         if (!dimmnet2_transport_open(s, &dimmnet2_vt_up, errp)) {
-            if (s->pcap) {
-                fclose(s->pcap);
-                s->pcap = NULL;
+            if (s->port.pcap) {
+                fclose(s->port.pcap);
+                s->port.pcap = NULL;
             }
             return false;
         }
-        if (s->vtime) {
+        if (s->vt.on) {
             dimmnet2_vt_init(s);
         }
-        s->fab->vmse = qemu_add_vm_change_state_handler(dimmnet2_fab_vm_change, s);
+        s->port.fab->vmse = qemu_add_vm_change_state_handler(dimmnet2_fab_vm_change, s);
         dimmnet2_transport_start(s);
     } else {
-        s->port_kind = DN2_PORT_NONE;
+        s->port.kind = DN2_PORT_NONE;
         return true;
     }
     /* Packets in flight and a live peer cannot be migrated: only a board
      * held for a snapshot (dimmnet2_port_hold) is. */
-    error_setg(&s->blocker, DIMMNET2_LINK_BLOCKER);
-    if (migrate_add_blocker(&s->blocker, errp) < 0) {
+    error_setg(&s->port.blocker, DIMMNET2_LINK_BLOCKER);
+    if (migrate_add_blocker(&s->port.blocker, errp) < 0) {
         dimmnet2_port_fini(s);
         return false;
     }
@@ -250,37 +250,37 @@ bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
 {
     unsigned q, n = 0;
 
-    if (s->vtime && !s->fab) {
+    if (s->vt.on && !s->port.fab) {
         error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) on "
                    "its loopback cable, whose packets wait for their virtual "
                    "times, which a snapshot does not keep", s->index);
         return false;
     }
-    if (s->vtime && !s->fab->vt_cut_done) {
+    if (s->vt.on && !s->vt.cut_done) {
         error_setg(errp, "dimmnet2: board %d runs in virtual time (vtime=on) "
                    "and is not at a cut: a snapshot is taken at one virtual time "
                    "for every board (vt-cut-ns; scripts/cluster.sh "
                    "--snapshot-at)", s->index);
         return false;
     }
-    if (s->vtime && qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) != (int64_t)s->fab->vt_cut) {
+    if (s->vt.on && qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) != (int64_t)s->vt.cut) {
         error_setg(errp, "dimmnet2: board %d: its virtual clock (%" PRId64 " ns) "
                    "is not at its cut (%" PRIu64 " ns)", s->index,
-                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), s->fab->vt_cut);
+                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), s->vt.cut);
         return false;
     }
     for (q = 0; q < DIMMNET2_LOOP_QUEUES; q++) {
-        n += g_queue_get_length(&s->loop_q[q]);
+        n += g_queue_get_length(&s->port.loop_q[q]);
     }
     if (n) {
         error_setg(errp, "dimmnet2: board %d: %u loopback packets on the cable",
                    s->index, n);
         return false;
     }
-    if (s->fab && !dn2f_ep_idle(s->fab->ep)) {
+    if (s->port.fab && !dn2f_ep_idle(s->port.fab->ep)) {
         error_setg(errp, "dimmnet2: board %d: %u packets not yet acknowledged "
                    "by its peers (or queued): the fabric has not drained",
-                   s->index, dn2f_ep_unacked(s->fab->ep));
+                   s->index, dn2f_ep_unacked(s->port.fab->ep));
         return false;
     }
     return true;
@@ -288,25 +288,25 @@ bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
 
 bool dimmnet2_port_hold(DN2State *s, bool on, Error **errp)
 {
-    if (s->port_kind == DN2_PORT_NONE || on == dimmnet2_port_held(s)) {
+    if (s->port.kind == DN2_PORT_NONE || on == dimmnet2_port_held(s)) {
         return true;
     }
     if (on) {
         if (!dimmnet2_port_quiescent(s, errp)) {
             return false;
         }
-        migrate_del_blocker(&s->blocker);
+        migrate_del_blocker(&s->port.blocker);
         trace_dimmnet2_snapshot_hold(s->index, true);
         return true;
     }
-    error_setg(&s->blocker, DIMMNET2_LINK_BLOCKER);
-    if (migrate_add_blocker(&s->blocker, errp) < 0) {
+    error_setg(&s->port.blocker, DIMMNET2_LINK_BLOCKER);
+    if (migrate_add_blocker(&s->port.blocker, errp) < 0) {
         return false;       /* a migration runs: still held */
     }
     trace_dimmnet2_snapshot_hold(s->index, false);
-    if (s->fab) {
-        dn2f_ep_resume(s->fab->ep);
-        dn2f_ep_flush(s->fab->ep);
+    if (s->port.fab) {
+        dn2f_ep_resume(s->port.fab->ep);
+        dn2f_ep_flush(s->port.fab->ep);
         dimmnet2_transport_rearm(s);
     }
     return true;
@@ -314,24 +314,24 @@ bool dimmnet2_port_hold(DN2State *s, bool on, Error **errp)
 
 void dimmnet2_port_fini(DN2State *s)
 {
-    migrate_del_blocker(&s->blocker);
-    if (s->pcap) {
-        fclose(s->pcap);
-        s->pcap = NULL;
+    migrate_del_blocker(&s->port.blocker);
+    if (s->port.pcap) {
+        fclose(s->port.pcap);
+        s->port.pcap = NULL;
     }
     dimmnet2_loop_flush_all(s);
-    if (s->loop_bh) {
-        qemu_bh_delete(s->loop_bh);
-        s->loop_bh = NULL;
+    if (s->port.loop_bh) {
+        qemu_bh_delete(s->port.loop_bh);
+        s->port.loop_bh = NULL;
     }
-    if (s->loop_timer) {
-        timer_free(s->loop_timer);
-        s->loop_timer = NULL;
+    if (s->port.loop_timer) {
+        timer_free(s->port.loop_timer);
+        s->port.loop_timer = NULL;
     }
-    if (s->fab) {
+    if (s->port.fab) {
         dimmnet2_transport_stop(s);
-        if (s->fab->vmse) {
-            qemu_del_vm_change_state_handler(s->fab->vmse);
+        if (s->port.fab->vmse) {
+            qemu_del_vm_change_state_handler(s->port.fab->vmse);
         }
         dimmnet2_vt_fini(s);
         dimmnet2_transport_fini(s);
@@ -348,10 +348,10 @@ void dimmnet2_port_reset(DN2State *s)
 {
     dimmnet2_loop_flush_all(s);
     dimmnet2_port_refresh(s);
-    if (s->port_kind == DN2_PORT_FABRIC && s->fab) {
+    if (s->port.kind == DN2_PORT_FABRIC && s->port.fab) {
         /* What that delivers (or drops) is acknowledged at once. */
-        dn2f_ep_resume(s->fab->ep);
-        dn2f_ep_flush(s->fab->ep);
+        dn2f_ep_resume(s->port.fab->ep);
+        dn2f_ep_flush(s->port.fab->ep);
         dimmnet2_transport_rearm(s);
     }
 }
@@ -359,20 +359,20 @@ void dimmnet2_port_reset(DN2State *s)
 /* SMA software reset: the port renegotiates with the subnet manager. */
 void dimmnet2_port_sma_reset(DN2State *s)
 {
-    s->sma_lid = 0;
-    s->link_state = 0;
-    if (s->port_kind == DN2_PORT_LOOPBACK) {
+    s->sys.sma_lid = 0;
+    s->sys.link_state = 0;
+    if (s->port.kind == DN2_PORT_LOOPBACK) {
         dimmnet2_port_reset(s);
-    } else if (s->fab) {
-        dn2f_ep_reset(s->fab->ep, 0);
-        dn2f_ep_flush(s->fab->ep);
+    } else if (s->port.fab) {
+        dn2f_ep_reset(s->port.fab->ep, 0);
+        dn2f_ep_flush(s->port.fab->ep);
         dimmnet2_transport_rearm(s);
     }
 }
 
 bool dimmnet2_port_ready(DN2State *s)
 {
-    return s->port_kind != DN2_PORT_NONE && s->link_state == DN2_SMA_LINK_READY;
+    return s->port.kind != DN2_PORT_NONE && s->sys.link_state == DN2_SMA_LINK_READY;
 }
 
 /* Changes whenever the board's view of its peers may have changed: the
@@ -382,33 +382,33 @@ uint64_t dimmnet2_port_peer_gen(DN2State *s)
 {
     const struct dn2f_ep_stats *st;
 
-    if (s->port_kind != DN2_PORT_FABRIC || !s->fab || !s->fab->ep) {
+    if (s->port.kind != DN2_PORT_FABRIC || !s->port.fab || !s->port.fab->ep) {
         return 0;
     }
-    st = dn2f_ep_stats(s->fab->ep);
+    st = dn2f_ep_stats(s->port.fab->ep);
     return st->link_ups + st->session_resets;
 }
 
 uint16_t dimmnet2_port_lid(DN2State *s)
 {
-    return s->sma_lid;
+    return s->sys.sma_lid;
 }
 
 bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len)
 {
     uint16_t dlid = dn2_hdr0_dlid(h0);
 
-    switch (s->port_kind) {
+    switch (s->port.kind) {
     case DN2_PORT_LOOPBACK:
-        return g_queue_get_length(&s->loop_q[dimmnet2_loop_queue(h0)]) < DIMMNET2_LOOP_MAX;
+        return g_queue_get_length(&s->port.loop_q[dimmnet2_loop_queue(h0)]) < DIMMNET2_LOOP_MAX;
     case DN2_PORT_FABRIC:
         /* The packet's lane: its DWID, and RVL requests apart from data
          * (docs/fabric.md): credits one process of the peer withholds, or
          * a full RC FIFO there, hold up only that lane. */
-        if (dn2f_ep_can_send_lane(s->fab->ep, dlid, dn2f_h0_lane(h0), len)) {
+        if (dn2f_ep_can_send_lane(s->port.fab->ep, dlid, dn2f_h0_lane(h0), len)) {
             return true;
         }
-        return s->vtime && dimmnet2_vt_wait_credits(s, dlid, dn2f_h0_lane(h0), len);
+        return s->vt.on && dimmnet2_vt_wait_credits(s, dlid, dn2f_h0_lane(h0), len);
     default:
         return false;
     }
@@ -416,7 +416,7 @@ bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len)
 
 void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
 {
-    switch (s->port_kind) {
+    switch (s->port.kind) {
     case DN2_PORT_LOOPBACK: {
         DN2LoopPkt *p;
         if (dlid != DIMMNET2_LOOP_LID && !dn2_clid_is_mcast(dn2_lid_to_clid(dlid))) {
@@ -424,31 +424,31 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
             return;
         }
         p = g_malloc(sizeof(*p) + len);
-        p->seq = s->loop_seq++;
-        if (s->vtime) {
+        p->seq = s->port.loop_seq++;
+        if (s->vt.on) {
             uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
             p->due = s->timing.timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
-                                  : now + s->vt_latency_ns;
+                                  : now + s->vt.latency_ns;
         } else {
             p->due = 0;
         }
         p->len = len;
         memcpy(p->data, pkt, len);
-        g_queue_push_tail(&s->loop_q[dimmnet2_loop_queue(ldq_le_p(pkt))], p);
+        g_queue_push_tail(&s->port.loop_q[dimmnet2_loop_queue(ldq_le_p(pkt))], p);
         dimmnet2_loop_kick(s, p->due);
         break;
     }
     case DN2_PORT_FABRIC: {
         int r;
 
-        if (!s->coalesce_us || !dn2f_ep_pending(s->fab->ep, dlid) || s->vtime) {
-            s->fab->flush_now = true;   /* nothing in flight: no ACK to wait for */
+        if (!s->params.coalesce_us || !dn2f_ep_pending(s->port.fab->ep, dlid) || s->vt.on) {
+            s->port.fab->flush_now = true;   /* nothing in flight: no ACK to wait for */
         }
-        if (s->vtime) {
-            r = dn2f_ep_send_vt(s->fab->ep, dlid, pkt, len, dimmnet2_vt_due(s, pkt, len),
-                                s->fab->vt_vseq++);
+        if (s->vt.on) {
+            r = dn2f_ep_send_vt(s->port.fab->ep, dlid, pkt, len, dimmnet2_vt_due(s, pkt, len),
+                                s->vt.vseq++);
         } else {
-            r = dn2f_ep_send(s->fab->ep, dlid, pkt, len);
+            r = dn2f_ep_send(s->port.fab->ep, dlid, pkt, len);
         }
         if (r < 0) {
             /* No route to that LID (or a header that disagrees with it):
@@ -473,40 +473,40 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
  */
 void dimmnet2_port_flush(DN2State *s)
 {
-    DN2Fab *l = s->fab;
+    DN2Fab *l = s->port.fab;
 
-    if (s->port_kind != DN2_PORT_FABRIC) {
+    if (s->port.kind != DN2_PORT_FABRIC) {
         return;
     }
-    if (l->flush_now || l->in_input || !s->coalesce_us) {
+    if (l->flush_now || l->in_input || !s->params.coalesce_us) {
         l->flush_now = false;
         dn2f_ep_flush(l->ep);
         dimmnet2_transport_rearm(s);
     } else {
         timer_mod_anticipate_ns(l->timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                                (int64_t)s->coalesce_us * SCALE_US);
+                                (int64_t)s->params.coalesce_us * SCALE_US);
     }
 }
 
 /* The host freed room: offer the packets the Receive Controller refused. */
 void dimmnet2_port_resume(DN2State *s)
 {
-    switch (s->port_kind) {
+    switch (s->port.kind) {
     case DN2_PORT_LOOPBACK:
         dimmnet2_loop_kick(s, 0);
         break;
     case DN2_PORT_FABRIC:
-        if (s->vtime) {
+        if (s->vt.on) {
             /* Offer the refused packets again at this virtual time. */
-            bitmap_zero(s->fab->vt_blocked, DN2F_NUM_CLID * DN2F_NUM_LANES);
-            if (!s->fab->vt_in_wait) {
+            bitmap_zero(s->vt.blocked, DN2F_NUM_CLID * DN2F_NUM_LANES);
+            if (!s->vt.in_wait) {
                 dimmnet2_vt_arm(s);
             }
-            if (!s->fab->vt_nondet) {
+            if (!s->vt.nondet) {
                 break;
             }
         }
-        dn2f_ep_resume(s->fab->ep);
+        dn2f_ep_resume(s->port.fab->ep);
         dimmnet2_transport_after_input(s);
         break;
     default:
@@ -521,10 +521,10 @@ uint64_t dimmnet2_port_stat(DN2State *s, DN2Stat which)
     uint64_t drops = 0;
     int i;
 
-    if (s->port_kind != DN2_PORT_FABRIC || !s->fab) {
+    if (s->port.kind != DN2_PORT_FABRIC || !s->port.fab) {
         return 0;
     }
-    st = dn2f_ep_stats(s->fab->ep);
+    st = dn2f_ep_stats(s->port.fab->ep);
     switch (which) {
     case DN2_STAT_LINK_DROPS:
         for (i = 0; i < DN2F_DROP_MAX; i++) {

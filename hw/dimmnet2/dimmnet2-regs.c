@@ -31,7 +31,7 @@ static uint64_t dimmnet2_ctl_status(DN2State *s, int wid)
     if (w->pending) {
         v |= DN2_CS_REQ_PENDING;
     }
-    if (s->sdimm_ready) {
+    if (s->sys.sdimm_ready) {
         v |= DN2_CS_SDIMM_READY;
     }
     if (dimmnet2_wc_fifo_almost_full(s)) {
@@ -128,11 +128,11 @@ void dimmnet2_ur_publish(DN2State *s)
     int wid;
     unsigned i;
 
-    if (!s->ur_ptr) {
+    if (!s->win.ur_ptr) {
         return;
     }
     for (wid = 0; wid < DN2_NUM_WID; wid++) {
-        uint8_t *page = s->ur_ptr + wid * DN2_UR_WID_STRIDE;
+        uint8_t *page = s->win.ur_ptr + wid * DN2_UR_WID_STRIDE;
 
         for (i = 0; i < ARRAY_SIZE(dimmnet2_ur_readable); i++) {
             uint16_t off = dimmnet2_ur_readable[i];
@@ -231,7 +231,7 @@ static uint64_t dimmnet2_sr_read(DN2State *s, hwaddr off)
 {
     switch (off) {
     case DN2_SR_SMA:
-        return dn2_sma_encode(s->sma_lid, s->link_state);
+        return dn2_sma_encode(s->sys.sma_lid, s->sys.link_state);
     case DN2_SR_CTL_RESET:
         /* "Any read or write resets the NIC controller." */
         dimmnet2_controller_reset(s);
@@ -247,36 +247,36 @@ static void dimmnet2_sr_write(DN2State *s, hwaddr off, uint64_t v)
     switch (off) {
     case DN2_SR_SDIMM_INIT:
         if (v & 1) {
-            s->sdimm_ready = 1;
+            s->sys.sdimm_ready = 1;
             trace_dimmnet2_sdimm_init(s->index, dimmnet2_sdimm_area(s));
             dimmnet2_wc_kick(s);
         }
         break;
     case DN2_SR_SDIMM_CAPACITY:
-        s->sdimm_cap_reg = DN2_FGET(v, DN2_SDIMM_CAP_CODE);
-        if (dn2_sdimm_module_bytes(v) > s->sodimm_bytes / 2) {
+        s->sys.sdimm_cap_reg = DN2_FGET(v, DN2_SDIMM_CAP_CODE);
+        if (dn2_sdimm_module_bytes(v) > s->win.sodimm_bytes / 2) {
             qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: SO-DIMM capacity 0x%"
                           PRIx64 " per module exceeds the 0x%" PRIx64
                           " installed; using what is installed\n",
-                          dn2_sdimm_module_bytes(v), s->sodimm_bytes / 2);
+                          dn2_sdimm_module_bytes(v), s->win.sodimm_bytes / 2);
         }
         break;
     case DN2_SR_MTU:
-        s->mtu_reg = DN2_FGET(v, DN2_MTU_CODE);
+        s->sys.mtu_reg = DN2_FGET(v, DN2_MTU_CODE);
         break;
     case DN2_SR_SMA:
         /* SMA software reset: the port forgets its LID and renegotiates. */
         dimmnet2_port_sma_reset(s);
         break;
     case DN2_SR_LID:
-        s->lid = DN2_FGET(v, DN2_SR_LID_VALUE);
+        s->sys.lid = DN2_FGET(v, DN2_SR_LID_VALUE);
         break;
     case DN2_SR_PGID0:
     case DN2_SR_PGID1: {
         int w = off == DN2_SR_PGID1;
         /* Writing a PGID is how a process is given a WID: from then on
          * packets for that WID are accepted (choice #32). */
-        s->pgid[w] = DN2_FGET(v, DN2_SR_PGID_VALUE);
+        s->sys.pgid[w] = DN2_FGET(v, DN2_SR_PGID_VALUE);
         s->wid[w].pgid_set = 1;
         break;
     }
@@ -293,7 +293,7 @@ static void dimmnet2_sr_write(DN2State *s, hwaddr off, uint64_t v)
         dn2_amt_decode(v, &a);
         for (dwid = 0; dwid < DN2_NUM_WID; dwid++) {
             if (dn2_amt_req_for(&a, dwid)) {
-                s->amt[dimmnet2_amt_index(a.lid, a.wid, dwid)] = dn2_amt_slot(a.value);
+                s->sys.amt[dimmnet2_amt_index(a.lid, a.wid, dwid)] = dn2_amt_slot(a.value);
                 trace_dimmnet2_amt_set(s->index, a.lid, a.wid, dwid, a.value);
             }
         }
@@ -439,19 +439,19 @@ void dimmnet2_controller_reset(DN2State *s)
     int i;
 
     trace_dimmnet2_controller_reset(s->index);
-    s->sdimm_ready = 0;
-    s->sdimm_cap_reg = 0;
-    s->mtu_reg = 0;
-    s->lid = 0;
-    s->pgid[0] = s->pgid[1] = 0;
-    memset(s->amt, 0, sizeof(s->amt));
+    s->sys.sdimm_ready = 0;
+    s->sys.sdimm_cap_reg = 0;
+    s->sys.mtu_reg = 0;
+    s->sys.lid = 0;
+    s->sys.pgid[0] = s->sys.pgid[1] = 0;
+    memset(s->sys.amt, 0, sizeof(s->sys.amt));
     for (i = 0; i < DN2_NUM_WID; i++) {
         memset(&s->wid[i], 0, sizeof(s->wid[i]));
         s->wid[i].pw_flag = DN2_PWF_ALL;   /* nothing being fetched */
     }
     /* "Reset clears the LHS flags": the LH Buffer starts all-zero. */
-    memset(s->lhb_ptr, 0, DN2_REGION_SIZE);
-    memory_region_set_dirty(&s->lhb, 0, DN2_REGION_SIZE);
+    memset(s->win.lhb_ptr, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->win.lhb, 0, DN2_REGION_SIZE);
     dimmnet2_wc_reset(s);
     dimmnet2_rx_reset(s);
     /* Last: the port offers what it holds again (to processes that no

@@ -107,14 +107,14 @@ static DN2RxResult dimmnet2_rx_drop(DN2State *s, DN2RxDrop why, int wid,
  * the retry timer looks again shortly, backing off. */
 static DN2RxResult dimmnet2_rx_busy(DN2State *s, const char *why, uint16_t slid)
 {
-    if (!s->rx_stalled) {
+    if (!s->rx.stalled) {
         s->stat[DN2_STAT_RX_STALLS]++;
         trace_dimmnet2_rx_stall(s->index, slid, why);
     }
-    s->rx_stalled = 1;
-    s->rx_retry_ns = !s->rx_retry_ns ? DN2_RX_RETRY_MIN_NS :
-                     MIN(2 * s->rx_retry_ns, DN2_RX_RETRY_MAX_NS);
-    timer_mod(s->rx_retry, dimmnet2_now(s) + s->rx_retry_ns);
+    s->rx.stalled = 1;
+    s->rx.retry_ns = !s->rx.retry_ns ? DN2_RX_RETRY_MIN_NS :
+                     MIN(2 * s->rx.retry_ns, DN2_RX_RETRY_MAX_NS);
+    timer_mod(s->rx.retry, dimmnet2_now(s) + s->rx.retry_ns);
     return DIMMNET2_RX_BUSY;
 }
 
@@ -136,12 +136,12 @@ static void dimmnet2_status_write(DN2State *s, int wid, uint64_t lower, uint64_t
     uint32_t size = dimmnet2_status_ring_bytes(w);
     uint32_t pos = w->status_init +
                    (uint32_t)((w->status_tail - w->status_init) % size);
-    uint8_t *p = s->llcm_ptr + wid * DN2_LLCM_WID_STRIDE + pos;
+    uint8_t *p = s->win.llcm_ptr + wid * DN2_LLCM_WID_STRIDE + pos;
 
     /* Lower at +0, Upper at +8 (choice #26); data first, then the tail. */
     stq_le_p(p, lower);
     stq_le_p(p + 8, upper);
-    memory_region_set_dirty(&s->llcm, wid * DN2_LLCM_WID_STRIDE + pos,
+    memory_region_set_dirty(&s->win.llcm, wid * DN2_LLCM_WID_STRIDE + pos,
                             DN2_STATUS_REC_SIZE);
     smp_wmb();
     w->status_tail = w->status_init +
@@ -200,8 +200,8 @@ static void dimmnet2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
         break;
     case DN2_TGT_PW: {
         uint32_t off = wid * DN2_PW_WID_STRIDE + a, i;
-        memcpy(s->pw_ptr + off, data, n);
-        memory_region_set_dirty(&s->pw, off, n);
+        memcpy(s->win.pw_ptr + off, data, n);
+        memory_region_set_dirty(&s->win.pw, off, n);
         dimmnet2_timing_cached_written(s, false, off, n);
         smp_wmb();
         for (i = a / DN2_PW_LINE; i <= (a + n - 1) / DN2_PW_LINE; i++) {
@@ -211,8 +211,8 @@ static void dimmnet2_rx_store(DN2State *s, int wid, int tgt, uint64_t a,
     }
     default: {
         uint32_t off = wid * DN2_LLCM_WID_STRIDE + a;
-        memcpy(s->llcm_ptr + off, data, n);
-        memory_region_set_dirty(&s->llcm, off, n);
+        memcpy(s->win.llcm_ptr + off, data, n);
+        memory_region_set_dirty(&s->win.llcm, off, n);
         break;
     }
     }
@@ -232,7 +232,7 @@ static DN2RxResult dimmnet2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_
     uint32_t esz = dn2_dtype_bytes(h->dtype), size, i, a;
     DN2Pattern pat;
 
-    if (tgt == DN2_TGT_SDIMM && !s->sdimm_ready) {
+    if (tgt == DN2_TGT_SDIMM && !s->sys.sdimm_ready) {
         return dimmnet2_rx_drop(s, DN2_RXD_SDIMM_NOT_READY, h->dwid, slid, 0);
     }
     if (form != DN2_FORM_CONTIG && (uint64_t)h->iter * esz > dlen) {
@@ -249,7 +249,7 @@ static DN2RxResult dimmnet2_rx_rvs(DN2State *s, const struct dn2_hdr *h, uint16_
         /* 2nd DW [63:32]: the index of this packet's first element */
         dimmnet2_pattern_init(&pat, form, h->w1_lo, h->stride, h->dtype);
         for (i = 0; i < h->iter; i++) {
-            if ((form == DN2_FORM_LIST && !s->sdimm_ready) ||
+            if ((form == DN2_FORM_LIST && !s->sys.sdimm_ready) ||
                 !dimmnet2_pattern_addr(s, h->dwid, &pat, h->w1_hi + i, &a)) {
                 s->wid[h->dwid].rx_ovf = 1;
                 continue;
@@ -279,10 +279,10 @@ static DN2RxResult dimmnet2_rx_rvl(DN2State *s, const struct dn2_hdr *h, uint16_
     struct dn2_req ex;          /* the requester's Command Ex (Lower layout) */
     DN2FifoEntry e;
 
-    if (!s->sdimm_ready) {
+    if (!s->sys.sdimm_ready) {
         return dimmnet2_rx_drop(s, DN2_RXD_SDIMM_NOT_READY, h->dwid, slid, 0);
     }
-    if (s->rc_count >= DIMMNET2_RC_FIFO) {
+    if (s->rx.rc_count >= DIMMNET2_RC_FIFO) {
         return dimmnet2_rx_busy(s, "RC request FIFO full", slid);
     }
     memset(&e, 0, sizeof(e));
@@ -305,8 +305,8 @@ static DN2RxResult dimmnet2_rx_rvl(DN2State *s, const struct dn2_hdr *h, uint16_
     e.rflag = h->rflag;
     e.wid = h->dwid;
     e.from_rc = 1;
-    s->rc_fifo[(s->rc_head + s->rc_count) % DIMMNET2_RC_FIFO] = e;
-    s->rc_count++;
+    s->rx.rc_fifo[(s->rx.rc_head + s->rx.rc_count) % DIMMNET2_RC_FIFO] = e;
+    s->rx.rc_count++;
     /* The port runs the Window Controller once this burst of input is in
      * (DN2PortOps.news). */
     return DIMMNET2_RX_DELIVERED;
@@ -326,19 +326,19 @@ static bool dimmnet2_ring_lookup(DN2State *s, const struct dn2_hdr *h, uint16_t 
                             DN2Ring *r)
 {
     DN2Wid *w = &s->wid[h->dwid];
-    uint16_t v = s->amt[dimmnet2_amt_index(slid, h->swid, h->dwid)];
+    uint16_t v = s->sys.amt[dimmnet2_amt_index(slid, h->swid, h->dwid)];
     uint64_t limit = MIN((uint64_t)w->ipush_area * DN2_IPUSH_AREA_UNIT,
                          dimmnet2_sdimm_area(s));
     uint32_t lo = h->dwid * DN2_LLCM_WID_STRIDE;
 
-    if (!dn2_amt_slot_valid(v) || !w->ipush_area || !s->sdimm_ready) {
+    if (!dn2_amt_slot_valid(v) || !w->ipush_area || !s->sys.sdimm_ready) {
         return false;
     }
     r->entry_off = dn2_amt_slot_value(v) * DN2_AMT_UNIT;
     if (r->entry_off < lo || r->entry_off + DN2_AMT_ENTRY > lo + DN2_LLCM_AREA) {
         return false;           /* the entry must be in the receiver's LLCM */
     }
-    r->entry = s->llcm_ptr + r->entry_off;
+    r->entry = s->win.llcm_ptr + r->entry_off;
     r->head = ldl_le_p(r->entry + DN2_AMT_HEAD);
     r->tail = ldl_le_p(r->entry + DN2_AMT_TAIL);
     r->base = ldl_le_p(r->entry + DN2_AMT_BASE);
@@ -371,7 +371,7 @@ static void dimmnet2_ring_set_tail(DN2State *s, DN2Ring *r, uint32_t tail)
     smp_wmb();
     r->tail = tail;
     stl_le_p(r->entry + DN2_AMT_TAIL, tail);
-    memory_region_set_dirty(&s->llcm, r->entry_off + DN2_AMT_TAIL, 4);
+    memory_region_set_dirty(&s->win.llcm, r->entry_off + DN2_AMT_TAIL, 4);
 }
 
 static DN2RxResult dimmnet2_rx_ipush(DN2State *s, const struct dn2_hdr *h, uint16_t slid,
@@ -428,7 +428,7 @@ static DN2LhsMsg *dimmnet2_lhs_find(DN2Wid *w, uint16_t slid, uint8_t swid)
 
 static uint8_t *dimmnet2_lhb_entry(DN2State *s, int wid, uint32_t off)
 {
-    return s->lhb_ptr + wid * DN2_LHB_WID_STRIDE + off;
+    return s->win.lhb_ptr + wid * DN2_LHB_WID_STRIDE + off;
 }
 
 /*
@@ -459,7 +459,7 @@ static DN2LhsMsg *dimmnet2_lhs_reclaim(DN2State *s, int wid, uint16_t slid)
     ent = dimmnet2_lhb_entry(s, wid, old->entry);
     smp_wmb();
     stq_le_p(ent, ldq_le_p(ent) ^ DN2_LH_COMPLETE);
-    memory_region_set_dirty(&s->lhb, wid * DN2_LHB_WID_STRIDE + old->entry, DN2_LHB_ENTRY);
+    memory_region_set_dirty(&s->win.lhb, wid * DN2_LHB_WID_STRIDE + old->entry, DN2_LHB_ENTRY);
     dimmnet2_timing_cached_written(s, true, wid * DN2_LHB_WID_STRIDE + old->entry,
                                    DN2_LHB_ENTRY);
     w->rx_ovf = 1;
@@ -642,7 +642,7 @@ static DN2RxResult dimmnet2_rx_lhs(DN2State *s, const struct dn2_hdr *h, uint16_
         m->valid = 0;           /* a VL of this overflow held goes on (the
                                  * port's news after this input runs it) */
     }
-    memory_region_set_dirty(&s->lhb, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
+    memory_region_set_dirty(&s->win.lhb, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
                             DN2_LHB_ENTRY);
     dimmnet2_timing_cached_written(s, true, h->dwid * DN2_LHB_WID_STRIDE + m->entry,
                                    DN2_LHB_ENTRY);
@@ -687,9 +687,9 @@ DN2RxResult dimmnet2_rx_packet(DN2State *s, uint16_t slid, const uint8_t *pkt,
          * be busy; the packet waits, in virtual time, until they are not. */
         uint64_t at = dimmnet2_timing_rx_hold(s, pkt, len, false);
 
-        if (at > (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) && s->rx_kick) {
-            s->rx_stalled = 1;
-            timer_mod_anticipate_ns(s->rx_kick, at);
+        if (at > (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) && s->rx.kick) {
+            s->rx.stalled = 1;
+            timer_mod_anticipate_ns(s->rx.kick, at);
             return DIMMNET2_RX_BUSY;
         }
     }
@@ -754,19 +754,19 @@ static DN2RxResult dimmnet2_rx_packet_now(DN2State *s, uint16_t slid,
     if (h.dlid != own && !dn2_clid_is_mcast(dn2_lid_to_clid(h.dlid))) {
         return dimmnet2_rx_drop(s, DN2_RXD_NOT_FOR_LID, h.dwid, slid, 0);
     }
-    if (s->strict && s->lid != own) {
+    if (s->params.strict && s->sys.lid != own) {
         /* strict: the port accepts nothing until the LID register holds the
          * subnet manager's LID */
         g_autofree char *d = g_strdup_printf("a packet from LID 0x%x refused: LID "
                                              "register 0x%x, the port's LID 0x%x",
-                                             slid, s->lid, own);
+                                             slid, s->sys.lid, own);
         dimmnet2_strict_report(s, DN2_SV_NO_LID, h.dwid, DN2_SR_LID, d);
         return dimmnet2_rx_drop(s, DN2_RXD_STRICT_LID, h.dwid, slid, 0);
     }
     if (!s->wid[h.dwid].pgid_set) {
         return dimmnet2_rx_drop(s, DN2_RXD_NO_PROCESS, h.dwid, slid, 0);
     }
-    if (h.pgid != s->pgid[h.dwid]) {
+    if (h.pgid != s->sys.pgid[h.dwid]) {
         /* Protection (§4.4): only equal PGIDs communicate; choice #31. */
         return dimmnet2_rx_drop(s, DN2_RXD_PGID, h.dwid, slid, 0);
     }
@@ -782,7 +782,7 @@ static DN2RxResult dimmnet2_rx_packet_now(DN2State *s, uint16_t slid,
     if (ret == DIMMNET2_RX_BUSY) {
         return ret;
     }
-    s->rx_retry_ns = 0;
+    s->rx.retry_ns = 0;
     if (ret == DIMMNET2_RX_DELIVERED) {
         s->wid[h.dwid].pkt_counter++;
         s->stat[DN2_STAT_RX_PACKETS]++;
@@ -801,7 +801,7 @@ static void dimmnet2_rx_resume_now(void *opaque)
 {
     DN2State *s = opaque;
 
-    s->rx_stalled = 0;
+    s->rx.stalled = 0;
     dimmnet2_port_resume(s);
     s->entry_done(s);
 }
@@ -814,17 +814,17 @@ static void dimmnet2_rx_resume_now(void *opaque)
  */
 void dimmnet2_rx_resume(DN2State *s)
 {
-    if (s->rx_stalled && s->rx_kick) {
-        timer_mod_anticipate_ns(s->rx_kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
-    } else if (s->rx_stalled && s->rx_bh) {
-        qemu_bh_schedule(s->rx_bh);
+    if (s->rx.stalled && s->rx.kick) {
+        timer_mod_anticipate_ns(s->rx.kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    } else if (s->rx.stalled && s->rx.bh) {
+        qemu_bh_schedule(s->rx.bh);
     }
 }
 
 /* Is the Receive Controller holding a packet it refused (Module State)? */
 bool dimmnet2_rx_holding(DN2State *s)
 {
-    return s->rx_stalled || s->rx_retry_ns;
+    return s->rx.stalled || s->rx.retry_ns;
 }
 
 /* ------------------------------------------------------------------ */
@@ -833,12 +833,12 @@ bool dimmnet2_rx_holding(DN2State *s)
 
 bool dimmnet2_rx_rc_pop(DN2State *s, DN2FifoEntry *e)
 {
-    if (!s->rc_count) {
+    if (!s->rx.rc_count) {
         return false;
     }
-    *e = s->rc_fifo[s->rc_head];
-    s->rc_head = (s->rc_head + 1) % DIMMNET2_RC_FIFO;
-    s->rc_count--;
+    *e = s->rx.rc_fifo[s->rx.rc_head];
+    s->rx.rc_head = (s->rx.rc_head + 1) % DIMMNET2_RC_FIFO;
+    s->rx.rc_count--;
     dimmnet2_rx_resume(s);          /* an RVL may wait for this room */
     return true;
 }
@@ -850,18 +850,18 @@ unsigned dimmnet2_rx_rc_abandon(DN2State *s, unsigned dclid)
     DN2FifoEntry keep[DIMMNET2_RC_FIFO];
     uint32_t i, kept = 0, dropped = 0;
 
-    for (i = 0; i < s->rc_count; i++) {
-        DN2FifoEntry *e = &s->rc_fifo[(s->rc_head + i) % DIMMNET2_RC_FIFO];
+    for (i = 0; i < s->rx.rc_count; i++) {
+        DN2FifoEntry *e = &s->rx.rc_fifo[(s->rx.rc_head + i) % DIMMNET2_RC_FIFO];
         if (dn2_req_dclid(e->lower) == dclid) {
             dropped++;
         } else {
             keep[kept++] = *e;
         }
     }
-    memset(s->rc_fifo, 0, sizeof(s->rc_fifo));
-    memcpy(s->rc_fifo, keep, kept * sizeof(keep[0]));
-    s->rc_head = 0;
-    s->rc_count = kept;
+    memset(s->rx.rc_fifo, 0, sizeof(s->rx.rc_fifo));
+    memcpy(s->rx.rc_fifo, keep, kept * sizeof(keep[0]));
+    s->rx.rc_head = 0;
+    s->rx.rc_count = kept;
     if (dropped) {
         dimmnet2_rx_resume(s);
     }
@@ -879,28 +879,28 @@ static void dimmnet2_rx_retry_cb(void *opaque)
 
 void dimmnet2_rx_init(DN2State *s)
 {
-    s->rx_retry = timer_new_ns(dimmnet2_clock(s), dimmnet2_rx_retry_cb, s);
-    if (s->vtime) {
-        s->rx_kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_rx_retry_cb, s);
+    s->rx.retry = timer_new_ns(dimmnet2_clock(s), dimmnet2_rx_retry_cb, s);
+    if (s->vt.on) {
+        s->rx.kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_rx_retry_cb, s);
     } else {
-        s->rx_bh = qemu_bh_new_guarded(dimmnet2_rx_resume_now, s,
+        s->rx.bh = qemu_bh_new_guarded(dimmnet2_rx_resume_now, s,
                                        &DEVICE(s)->mem_reentrancy_guard);
     }
 }
 
 void dimmnet2_rx_fini(DN2State *s)
 {
-    if (s->rx_retry) {
-        timer_free(s->rx_retry);
-        s->rx_retry = NULL;
+    if (s->rx.retry) {
+        timer_free(s->rx.retry);
+        s->rx.retry = NULL;
     }
-    if (s->rx_bh) {
-        qemu_bh_delete(s->rx_bh);
-        s->rx_bh = NULL;
+    if (s->rx.bh) {
+        qemu_bh_delete(s->rx.bh);
+        s->rx.bh = NULL;
     }
-    if (s->rx_kick) {
-        timer_free(s->rx_kick);
-        s->rx_kick = NULL;
+    if (s->rx.kick) {
+        timer_free(s->rx.kick);
+        s->rx.kick = NULL;
     }
 }
 
@@ -908,12 +908,12 @@ void dimmnet2_rx_fini(DN2State *s)
  * port, reset after this, offers what it holds again.) */
 void dimmnet2_rx_reset(DN2State *s)
 {
-    s->rx_stalled = 0;
-    s->rx_retry_ns = 0;
-    if (s->rx_retry) {
-        timer_del(s->rx_retry);
+    s->rx.stalled = 0;
+    s->rx.retry_ns = 0;
+    if (s->rx.retry) {
+        timer_del(s->rx.retry);
     }
-    memset(s->rc_fifo, 0, sizeof(s->rc_fifo));
-    s->rc_head = 0;
-    s->rc_count = 0;
+    memset(s->rx.rc_fifo, 0, sizeof(s->rx.rc_fifo));
+    s->rx.rc_head = 0;
+    s->rx.rc_count = 0;
 }

@@ -23,7 +23,7 @@
  */
 uint64_t dimmnet2_sdimm_area(DN2State *s)
 {
-    return MIN(dn2_sdimm_module_bytes(s->sdimm_cap_reg), s->sodimm_bytes / 2);
+    return MIN(dn2_sdimm_module_bytes(s->sys.sdimm_cap_reg), s->win.sodimm_bytes / 2);
 }
 
 /*
@@ -36,7 +36,7 @@ bool dimmnet2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf,
                        uint64_t len, bool is_write)
 {
     uint64_t area = dimmnet2_sdimm_area(s);
-    uint64_t half = s->sodimm_bytes / 2;
+    uint64_t half = s->win.sodimm_bytes / 2;
     uint64_t g, end;
     uint8_t *p = buf;
 
@@ -55,7 +55,7 @@ bool dimmnet2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf,
             /* Fast path: whole 16-byte blocks are 8 bytes in each module
              * at the same module offset. */
             uint64_t i, blocks = (end - g) >> 4;
-            uint8_t *m0 = s->sodimm_ptr + ((g >> 4) << 3);
+            uint8_t *m0 = s->win.sodimm_ptr + ((g >> 4) << 3);
             uint8_t *m1 = m0 + half;
 
             if (is_write) {
@@ -73,7 +73,7 @@ bool dimmnet2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf,
             continue;
         }
         chunk = MIN(DN2_SDIMM_INTERLEAVE - (g & 7), end - g);
-        uint8_t *m = s->sodimm_ptr + dn2_sdimm_module(g) * half +
+        uint8_t *m = s->win.sodimm_ptr + dn2_sdimm_module(g) * half +
                      dn2_sdimm_module_offset(g);
         if (is_write) {
             memcpy(m, p, chunk);
@@ -88,8 +88,8 @@ bool dimmnet2_sdimm_rw(DN2State *s, int wid, uint64_t off, void *buf,
         uint64_t start = (uint64_t)wid * area + off;
         uint64_t lo = (start >> 4) << 3;
         uint64_t hi = (((end - 1) >> 4) << 3) + 8;
-        memory_region_set_dirty(s->sodimm_mr, lo, hi - lo);
-        memory_region_set_dirty(s->sodimm_mr, half + lo, hi - lo);
+        memory_region_set_dirty(s->win.sodimm_mr, lo, hi - lo);
+        memory_region_set_dirty(s->win.sodimm_mr, half + lo, hi - lo);
     }
     return true;
 }

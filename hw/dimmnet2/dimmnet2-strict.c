@@ -126,25 +126,25 @@ void dimmnet2_strict_report(DN2State *s, DN2StrictKind kind, int wid, uint32_t r
     char *line;
     unsigned i;
 
-    if (!s->strict || kind >= DN2_SV__MAX) {
+    if (!s->params.strict || kind >= DN2_SV__MAX) {
         return;
     }
-    s->strict_count[kind]++;
+    s->strict.count[kind]++;
     s->stat[DN2_STAT_STRICT_VIOLATIONS]++;
-    for (i = 0; i < s->strict_nseen; i++) {
-        if (s->strict_seen[i] == key) {
+    for (i = 0; i < s->strict.nseen; i++) {
+        if (s->strict.seen[i] == key) {
             return;
         }
     }
-    if (s->strict_nseen < DIMMNET2_STRICT_PLACES) {
-        s->strict_seen[s->strict_nseen++] = key;
+    if (s->strict.nseen < DIMMNET2_STRICT_PLACES) {
+        s->strict.seen[s->strict.nseen++] = key;
     }
     line = g_strdup_printf("%s WID %d reg 0x%x: %s (%s)", dn2_sv_info[kind].name, wid,
                            reg, detail ? detail : "", dn2_sv_info[kind].rule);
     trace_dimmnet2_strict_violation(s->index, dn2_sv_info[kind].name, wid, reg);
     qemu_log_mask(LOG_GUEST_ERROR, "dimmnet2: board %d strict: %s\n", s->index, line);
-    if (s->strict_lines->len < DIMMNET2_STRICT_PLACES) {
-        g_ptr_array_add(s->strict_lines, line);
+    if (s->strict.lines->len < DIMMNET2_STRICT_PLACES) {
+        g_ptr_array_add(s->strict.lines, line);
     } else {
         g_free(line);
     }
@@ -158,8 +158,8 @@ static void dimmnet2_strict_get(Object *obj, Visitor *v, const char *name, void 
     strList *list = NULL, **tail = &list;
     unsigned i;
 
-    for (i = 0; s->strict_lines && i < s->strict_lines->len; i++) {
-        QAPI_LIST_APPEND(tail, g_strdup(g_ptr_array_index(s->strict_lines, i)));
+    for (i = 0; s->strict.lines && i < s->strict.lines->len; i++) {
+        QAPI_LIST_APPEND(tail, g_strdup(g_ptr_array_index(s->strict.lines, i)));
     }
     visit_type_strList(v, name, &list, errp);
     qapi_free_strList(list);
@@ -176,14 +176,14 @@ void dimmnet2_strict_instance_init(DN2State *s)
 
 bool dimmnet2_strict_init(DN2State *s, Error **errp)
 {
-    s->strict_lines = g_ptr_array_new_with_free_func(g_free);
-    if (!s->strict) {
+    s->strict.lines = g_ptr_array_new_with_free_func(g_free);
+    if (!s->params.strict) {
         return true;
     }
     /* A VL line by line keeps part of its data in the device's buffer. */
-    error_setg(&s->strict_blocker, "dimmnet2: a board with strict=on cannot be "
+    error_setg(&s->strict.blocker, "dimmnet2: a board with strict=on cannot be "
                "migrated");
-    if (migrate_add_blocker(&s->strict_blocker, errp) < 0) {
+    if (migrate_add_blocker(&s->strict.blocker, errp) < 0) {
         return false;
     }
     return true;
@@ -191,17 +191,17 @@ bool dimmnet2_strict_init(DN2State *s, Error **errp)
 
 void dimmnet2_strict_fini(DN2State *s)
 {
-    migrate_del_blocker(&s->strict_blocker);
-    if (s->strict_lines) {
-        g_ptr_array_free(s->strict_lines, true);
-        s->strict_lines = NULL;
+    migrate_del_blocker(&s->strict.blocker);
+    if (s->strict.lines) {
+        g_ptr_array_free(s->strict.lines, true);
+        s->strict.lines = NULL;
     }
 }
 
 /* The sum of a Write Window's 512 bytes, to see it rewritten. */
 uint64_t dimmnet2_strict_ww_sum(DN2State *s, int wid, unsigned n)
 {
-    const uint8_t *p = s->ww_ptr + wid * DN2_WW_WID_STRIDE + (n % DN2_NUM_WW) * DN2_WIN_SIZE;
+    const uint8_t *p = s->win.ww_ptr + wid * DN2_WW_WID_STRIDE + (n % DN2_NUM_WW) * DN2_WIN_SIZE;
     uint64_t h = 0xcbf29ce484222325ULL;         /* FNV-1a */
     unsigned i;
 
@@ -238,21 +238,21 @@ bool dimmnet2_strict_refuse(DN2State *s, const struct dn2_req *r, DN2Refusal *wh
     bool sdimm_dst = dimmnet2_is_vs(r->otype);
     int form = dn2_otype_form(r->otype);
 
-    if (!s->strict || r->otype == DN2_OP_NOP || !dn2_otype_valid(r->otype)) {
+    if (!s->params.strict || r->otype == DN2_OP_NOP || !dn2_otype_valid(r->otype)) {
         return false;
     }
     /* Before bring-up: reported; the request then does what the board
      * would do (refused without SO-DIMM, sent with PGID 0 without a PGID). */
-    if (!s->sdimm_ready) {
+    if (!s->sys.sdimm_ready) {
         dimmnet2_strict_report(s, DN2_SV_NOT_UP, r->wid, DN2_SR_SDIMM_INIT,
                           "SO-DIMM not initialised");
     } else if (!local && !s->wid[r->wid].pgid_set) {
         dimmnet2_strict_report(s, DN2_SV_NOT_UP, r->wid, r->wid ? DN2_SR_PGID1 : DN2_SR_PGID0,
                           "a network primitive before the PGID is written");
     }
-    if (!local && s->lid != dimmnet2_port_lid(s)) {
+    if (!local && s->sys.lid != dimmnet2_port_lid(s)) {
         g_autofree char *d = g_strdup_printf("LID register 0x%x, the port's LID 0x%x",
-                                             s->lid, dimmnet2_port_lid(s));
+                                             s->sys.lid, dimmnet2_port_lid(s));
         dimmnet2_strict_report(s, DN2_SV_NO_LID, r->wid, DN2_SR_LID, d);
         *why = DN2_REFUSE_STRICT_LID;
         return true;

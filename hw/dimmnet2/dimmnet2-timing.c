@@ -160,7 +160,7 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
                    s->timing.mode);
         return false;
     }
-    if (!s->vtime) {
+    if (!s->vt.on) {
         error_setg(errp, "dimmnet2: timing=thesis needs vtime=on: the model's "
                    "times are virtual times (docs/timing.md)");
         return false;
@@ -209,7 +209,7 @@ bool dimmnet2_timing_init(DN2State *s, Error **errp)
     }
     /* The host pays for every register read only if every read comes to
      * the device: no read mirror of the User Registers. */
-    s->read_mirror = false;
+    s->params.read_mirror = false;
     return true;
 }
 
@@ -445,8 +445,8 @@ bool dimmnet2_timing_landed(DN2State *s, const DN2FifoEntry *e)
         (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) >= e->t_land) {
         return true;
     }
-    if (s->strict_timer) {
-        timer_mod_anticipate_ns(s->strict_timer, e->t_land);
+    if (s->wc.strict_timer) {
+        timer_mod_anticipate_ns(s->wc.strict_timer, e->t_land);
     }
     return false;
 }
@@ -468,8 +468,8 @@ bool dimmnet2_timing_wc_ready(DN2State *s)
     if ((uint64_t)now >= s->timing.t_wc_free) {
         return true;
     }
-    if (s->strict_timer) {
-        timer_mod_anticipate_ns(s->strict_timer, s->timing.t_wc_free);
+    if (s->wc.strict_timer) {
+        timer_mod_anticipate_ns(s->wc.strict_timer, s->timing.t_wc_free);
     }
     return false;
 }
@@ -609,7 +609,7 @@ static uint64_t dimmnet2_llcm_timed_read(void *opaque, hwaddr addr, unsigned siz
     DN2State *s = opaque;
 
     dimmnet2_timing_uc_access(s, false);
-    return ldn_le_p(s->llcm_ptr + addr, size);
+    return ldn_le_p(s->win.llcm_ptr + addr, size);
 }
 
 static void dimmnet2_llcm_timed_write(void *opaque, hwaddr addr, uint64_t v,
@@ -618,8 +618,8 @@ static void dimmnet2_llcm_timed_write(void *opaque, hwaddr addr, uint64_t v,
     DN2State *s = opaque;
 
     dimmnet2_timing_uc_access(s, true);
-    stn_le_p(s->llcm_ptr + addr, size, v);
-    memory_region_set_dirty(&s->llcm, addr, size);
+    stn_le_p(s->win.llcm_ptr + addr, size, v);
+    memory_region_set_dirty(&s->win.llcm, addr, size);
 }
 
 static const MemoryRegionOps dimmnet2_llcm_timed_ops = {
@@ -636,7 +636,7 @@ static uint64_t dimmnet2_ww_timed_read(void *opaque, hwaddr addr, unsigned size)
 {
     DN2State *s = opaque;
 
-    return ldn_le_p(s->ww_ptr + addr, size);
+    return ldn_le_p(s->win.ww_ptr + addr, size);
 }
 
 static void dimmnet2_ww_timed_write(void *opaque, hwaddr addr, uint64_t v,
@@ -645,8 +645,8 @@ static void dimmnet2_ww_timed_write(void *opaque, hwaddr addr, uint64_t v,
     DN2State *s = opaque;
 
     dimmnet2_timing_ww_store(s, size);
-    stn_le_p(s->ww_ptr + addr, size, v);
-    memory_region_set_dirty(&s->ww, addr, size);
+    stn_le_p(s->win.ww_ptr + addr, size, v);
+    memory_region_set_dirty(&s->win.ww, addr, size);
 }
 
 static const MemoryRegionOps dimmnet2_ww_timed_ops = {
@@ -767,7 +767,7 @@ static uint64_t dimmnet2_pw_timed_read(void *opaque, hwaddr addr, unsigned size)
     DN2State *s = opaque;
 
     dimmnet2_timing_cached_read(s, addr / DN2_TFILL_LINE);
-    return ldn_le_p(s->pw_ptr + addr, size);
+    return ldn_le_p(s->win.pw_ptr + addr, size);
 }
 
 static uint64_t dimmnet2_lhb_timed_read(void *opaque, hwaddr addr, unsigned size)
@@ -775,7 +775,7 @@ static uint64_t dimmnet2_lhb_timed_read(void *opaque, hwaddr addr, unsigned size
     DN2State *s = opaque;
 
     dimmnet2_timing_cached_read(s, (DN2_REGION_SIZE + addr) / DN2_TFILL_LINE);
-    return ldn_le_p(s->lhb_ptr + addr, size);
+    return ldn_le_p(s->win.lhb_ptr + addr, size);
 }
 
 /* The host does not write the PW or the LH Buffer (ROM to it without the
@@ -807,21 +807,21 @@ static void dimmnet2_timing_overlay(DN2State *s, MemoryRegion *mr, const MemoryR
                                     const char *name, hwaddr base)
 {
     memory_region_init_io(mr, OBJECT(s), ops, s, name, DN2_REGION_SIZE);
-    memory_region_add_subregion_overlap(&s->container, base, mr, 1);
+    memory_region_add_subregion_overlap(&s->win.container, base, mr, 1);
 }
 
 /* With the model: the host's accesses to the LLCM and the Write Window
  * come to the device, to be charged (realize, after the window is built). */
 void dimmnet2_timing_map(DN2State *s)
 {
-    if (!s->timing.timing_on || !s->llcm_ptr || !s->ww_ptr) {
+    if (!s->timing.timing_on || !s->win.llcm_ptr || !s->win.ww_ptr) {
         return;
     }
     dimmnet2_timing_overlay(s, &s->timing.llcm_timed, &dimmnet2_llcm_timed_ops,
                             "dimmnet2.llcm-timed", DN2_LLCM_BASE);
     dimmnet2_timing_overlay(s, &s->timing.ww_timed, &dimmnet2_ww_timed_ops,
                             "dimmnet2.ww-timed", DN2_WW_BASE);
-    if (!s->pw_ptr || !s->lhb_ptr) {
+    if (!s->win.pw_ptr || !s->win.lhb_ptr) {
         return;
     }
     dimmnet2_timing_overlay(s, &s->timing.pw_timed, &dimmnet2_pw_timed_ops,
@@ -833,7 +833,7 @@ void dimmnet2_timing_map(DN2State *s)
 static void dimmnet2_timing_overlay_remove(DN2State *s, MemoryRegion *mr)
 {
     if (memory_region_is_mapped(mr)) {
-        memory_region_del_subregion(&s->container, mr);
+        memory_region_del_subregion(&s->win.container, mr);
         object_unparent(OBJECT(mr));
     }
 }
@@ -887,7 +887,7 @@ static int dimmnet2_timing_post_load(void *opaque, int version_id)
                        "parameter %u is %u in the stream, %u here (timing-params=)",
                        i, s->timing.tparam_in[i], s->timing.tparam[i]);
     }
-    DN2_LOAD_CHECK(s->rx_stalled <= 1, "Receive Controller flags");
+    DN2_LOAD_CHECK(s->rx.stalled <= 1, "Receive Controller flags");
     s->timing.t_acc_left = UINT64_MAX;     /* the vCPU's next access starts an instruction */
     s->timing.timing_loaded = true;
     return 0;
@@ -920,9 +920,9 @@ const VMStateDescription vmstate_dimmnet2_timing = {
         VMSTATE_UINT64(timing.t_rx_taken, DN2State),
         VMSTATE_BOOL(timing.rx_backlog, DN2State),
         VMSTATE_BOOL(timing.rx_offer_backlog, DN2State),
-        VMSTATE_UINT8(rx_stalled, DN2State),
-        VMSTATE_TIMER_PTR(rx_kick, DN2State),
-        VMSTATE_TIMER_PTR(strict_timer, DN2State),
+        VMSTATE_UINT8(rx.stalled, DN2State),
+        VMSTATE_TIMER_PTR(rx.kick, DN2State),
+        VMSTATE_TIMER_PTR(wc.strict_timer, DN2State),
         VMSTATE_END_OF_LIST()
     }
 };

@@ -68,7 +68,7 @@ static int dimmnet2_fab_send(void *opaque, const struct dn2f_addr *to,
     ssize_t r;
 
     do {
-        r = sendto(s->fab->fd, buf, len, MSG_DONTWAIT, &to->u.sa, to->len);
+        r = sendto(s->port.fab->fd, buf, len, MSG_DONTWAIT, &to->u.sa, to->len);
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
         return (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) ?
@@ -95,14 +95,14 @@ static void dimmnet2_fab_link_state(void *opaque, bool up, uint16_t lid)
 {
     DN2State *s = opaque;
 
-    if (s->vtime && (!s->fab || !s->fab->vt_started)) {
+    if (s->vt.on && !s->vt.started) {
         /* Under virtual time the guest sees the link come up at
          * vt-start-ns, whatever the host's timing of the join. */
         trace_dimmnet2_link_state(s->index, up, lid);
         return;
     }
-    s->sma_lid = up ? lid : 0;
-    s->link_state = up ? DN2_SMA_LINK_READY : 0;
+    s->sys.sma_lid = up ? lid : 0;
+    s->sys.link_state = up ? DN2_SMA_LINK_READY : 0;
     trace_dimmnet2_link_state(s->index, up, lid);
     /* Requests waiting for the link go on once the input that brought the
      * news is in (dimmnet2_fab_after_input), outside the endpoint. */
@@ -135,13 +135,13 @@ static void dimmnet2_fab_refused(void *opaque, unsigned reason)
     trace_dimmnet2_link_refused(s->index, reason);
     warn_report("dimmnet2: board %d: switch %s refused the join (%s): %s; the "
                 "link stays down and the board keeps trying", s->index,
-                s->switch_addr, dn2f_bye_name(reason), hint);
+                s->params.switch_addr, dn2f_bye_name(reason), hint);
 }
 
 
 void dimmnet2_transport_rearm(DN2State *s)
 {
-    DN2Fab *l = s->fab;
+    DN2Fab *l = s->port.fab;
     uint64_t d = dn2f_ep_next_deadline(l->ep);
 
     if (l->thread_on && qemu_thread_is_self(&l->thread)) {
@@ -198,7 +198,7 @@ static void dimmnet2_rxb_feed(DN2State *s, DN2RxBatch *b, int n)
         struct dn2f_addr from;
 
         dn2f_addr_from_sa(&from, (struct sockaddr *)&b->ss[i], b->msg[i].msg_hdr.msg_namelen);
-        dn2f_ep_input_noflush(s->fab->ep, &from, b->iov[i].iov_base, b->msg[i].msg_len);
+        dn2f_ep_input_noflush(s->port.fab->ep, &from, b->iov[i].iov_base, b->msg[i].msg_len);
     }
 }
 
@@ -208,7 +208,7 @@ static void dimmnet2_rxb_feed(DN2State *s, DN2RxBatch *b, int n)
 void dimmnet2_transport_drain(DN2State *s, DN2RxBatch *b, int budget)
 {
     while (budget > 0) {
-        int n = dimmnet2_rxb_recv(b, s->fab->fd, MSG_DONTWAIT);
+        int n = dimmnet2_rxb_recv(b, s->port.fab->fd, MSG_DONTWAIT);
 
         if (n <= 0) {
             break;              /* EAGAIN: drained */
@@ -226,20 +226,20 @@ void dimmnet2_transport_drain(DN2State *s, DN2RxBatch *b, int budget)
  * (ACKs ride on the answer) and re-arm its timer. */
 void dimmnet2_transport_after_input(DN2State *s)
 {
-    if (s->vtime && !s->fab->vt_nondet) {
+    if (s->vt.on && !s->vt.nondet) {
         /* Under virtual time the input only fed the endpoint (and the
          * queue of packets waiting for their time): the device moves on
          * its virtual-clock timers alone. */
-        dn2f_ep_flush(s->fab->ep);
+        dn2f_ep_flush(s->port.fab->ep);
         dimmnet2_transport_rearm(s);
         return;
     }
-    s->fab->in_input = true;
-    if (!s->port_ops->news(s)) {
-        dn2f_ep_flush(s->fab->ep);
+    s->port.fab->in_input = true;
+    if (!s->port.ops->news(s)) {
+        dn2f_ep_flush(s->port.fab->ep);
         dimmnet2_transport_rearm(s);
     }
-    s->fab->in_input = false;
+    s->port.fab->in_input = false;
     s->entry_done(s);
 }
 
@@ -248,7 +248,7 @@ static void dimmnet2_fab_read(void *opaque)
 {
     DN2State *s = opaque;
 
-    dimmnet2_transport_drain(s, &s->fab->rxb, 256);
+    dimmnet2_transport_drain(s, &s->port.fab->rxb, 256);
     dimmnet2_transport_after_input(s);
 }
 
@@ -262,7 +262,7 @@ static void dimmnet2_fab_read(void *opaque)
 static void *dimmnet2_fab_rx_thread(void *opaque)
 {
     DN2State *s = opaque;
-    DN2Fab *l = s->fab;
+    DN2Fab *l = s->port.fab;
     DN2RxBatch *b = g_new0(DN2RxBatch, 1);
     unsigned errors = 0;
 
@@ -307,7 +307,7 @@ static void *dimmnet2_fab_rx_thread(void *opaque)
 /* Stop the receive thread.  Under the BQL, which it may be waiting for. */
 static void dimmnet2_fab_rx_thread_stop(DN2State *s)
 {
-    DN2Fab *l = s->fab;
+    DN2Fab *l = s->port.fab;
     struct dn2f_addr self = l->local;
     bool locked = bql_locked();
 
@@ -338,7 +338,7 @@ static void dimmnet2_fab_timer(void *opaque)
 {
     DN2State *s = opaque;
 
-    dn2f_ep_tick(s->fab->ep);
+    dn2f_ep_tick(s->port.fab->ep);
     dimmnet2_transport_after_input(s);
 }
 
@@ -350,10 +350,10 @@ static int dimmnet2_fab_deliver_vt(void *opaque, uint16_t slid, const uint8_t *p
 {
     DN2State *s = opaque;
 
-    if (!s->vtime) {
+    if (!s->vt.on) {
         return dimmnet2_fab_deliver(opaque, slid, pkt, len);
     }
-    return s->fab->up->deliver_vt(s, slid, pkt, len, vtime, vseq);
+    return s->port.fab->up->deliver_vt(s, slid, pkt, len, vtime, vseq);
 }
 
 /* The switch moved this board's horizon. */
@@ -362,8 +362,8 @@ static void dimmnet2_fab_vt_grant(void *opaque, uint64_t horizon, uint32_t looka
 {
     DN2State *s = opaque;
 
-    if (s->vtime) {
-        s->fab->up->vt_grant(s, horizon, lookahead_ns, quantum_ns, slowest);
+    if (s->vt.on) {
+        s->port.fab->up->vt_grant(s, horizon, lookahead_ns, quantum_ns, slowest);
     }
 }
 
@@ -377,7 +377,7 @@ static const struct dn2f_ep_ops dimmnet2_fab_ops = {
     .vt_grant = dimmnet2_fab_vt_grant,
 };
 
-/* Open the socket and the endpoint: s->fab.  Nothing is received until
+/* Open the socket and the endpoint: s->port.fab.  Nothing is received until
  * dimmnet2_transport_start(). */
 bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp)
 {
@@ -386,37 +386,37 @@ bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp
     struct dn2f_addr local;
 
     dn2f_ep_config_default(&cfg);
-    if (dn2f_addr_parse(&cfg.sw, s->switch_addr) < 0) {
+    if (dn2f_addr_parse(&cfg.sw, s->params.switch_addr) < 0) {
         error_setg(errp, "dimmnet2: switch=%s is not HOST:PORT (e.g. "
-                   "127.0.0.1:4791 or [::1]:4791)", s->switch_addr);
+                   "127.0.0.1:4791 or [::1]:4791)", s->params.switch_addr);
         g_free(l);
         return false;
     }
     if (dn2f_addr_port(&cfg.sw) == 0) {
         error_setg(errp, "dimmnet2: switch=%s: port 0 is no switch's port; give "
-                   "the port dn2-switch --listen was given", s->switch_addr);
+                   "the port dn2-switch --listen was given", s->params.switch_addr);
         g_free(l);
         return false;
     }
     memset(&local, 0, sizeof(local));
-    if (s->local_addr && dn2f_addr_parse(&local, s->local_addr) < 0) {
-        error_setg(errp, "dimmnet2: local=%s is not HOST:PORT", s->local_addr);
+    if (s->params.local_addr && dn2f_addr_parse(&local, s->params.local_addr) < 0) {
+        error_setg(errp, "dimmnet2: local=%s is not HOST:PORT", s->params.local_addr);
         g_free(l);
         return false;
     }
     if (local.len && local.u.sa.sa_family != cfg.sw.u.sa.sa_family) {
         error_setg(errp, "dimmnet2: local=%s is %s but switch=%s is %s: the "
                    "board could never reach its switch; give both of one family",
-                   s->local_addr, local.u.sa.sa_family == AF_INET6 ? "IPv6" : "IPv4",
-                   s->switch_addr,
+                   s->params.local_addr, local.u.sa.sa_family == AF_INET6 ? "IPv6" : "IPv4",
+                   s->params.switch_addr,
                    cfg.sw.u.sa.sa_family == AF_INET6 ? "IPv6" : "IPv4");
         g_free(l);
         return false;
     }
-    if (s->secret_id) {
-        if (qcrypto_secret_lookup(s->secret_id, &l->secret, &l->secret_len,
+    if (s->params.secret_id) {
+        if (qcrypto_secret_lookup(s->params.secret_id, &l->secret, &l->secret_len,
                                   errp) < 0) {
-            error_prepend(errp, "dimmnet2: secret=%s: ", s->secret_id);
+            error_prepend(errp, "dimmnet2: secret=%s: ", s->params.secret_id);
             g_free(l);
             return false;
         }
@@ -432,7 +432,7 @@ bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp
         if (!l->secret_len) {
             error_setg(errp, "dimmnet2: secret=%s is empty; the cluster secret "
                        "must be the same non-empty bytes as dn2-switch's "
-                       "--secret-file", s->secret_id);
+                       "--secret-file", s->params.secret_id);
             g_free(l->secret);
             g_free(l);
             return false;
@@ -446,14 +446,15 @@ bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp
     l->fd = dn2f_udp_open(&local, 8 * 1024 * 1024);    /* local := bound */
     if (l->fd < 0) {
         error_setg_errno(errp, -l->fd, "dimmnet2: cannot open a UDP socket "
-                         "on %s", s->local_addr ? s->local_addr : "any address");
+                         "on %s", s->params.local_addr ? s->params.local_addr : "any address");
         g_free(l->secret);
         g_free(l);
         return false;
     }
-    cfg.guid = s->guid ? s->guid : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
-    cfg.lid_hint = s->lid_wanted;
-    cfg.vtime = s->vtime;
+    cfg.guid = s->params.guid ? s->params.guid
+                              : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
+    cfg.lid_hint = s->params.lid_wanted;
+    cfg.vtime = s->vt.on;
     cfg.sock_family = local.u.sa.sa_family;
     cfg.secret = l->secret;             /* the endpoint derives its keys */
     cfg.secret_len = l->secret_len;
@@ -469,18 +470,18 @@ bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp
     dimmnet2_rxb_init(&l->rxb);
     l->timer = timer_new_ns(QEMU_CLOCK_REALTIME, dimmnet2_fab_timer, s);
     l->up = up;
-    s->fab = l;
+    s->port.fab = l;
     return true;
 }
 
 /* Say HELLO to the switch and start receiving. */
 void dimmnet2_transport_start(DN2State *s)
 {
-    DN2Fab *l = s->fab;
+    DN2Fab *l = s->port.fab;
 
     dn2f_ep_flush(l->ep);       /* the first HELLO */
     dimmnet2_transport_rearm(s);
-    if (s->rx_thread) {
+    if (s->params.rx_thread) {
         char name[32];
 
         qemu_socket_set_block(l->fd);
@@ -496,24 +497,24 @@ void dimmnet2_transport_start(DN2State *s)
 /* Stop receiving (the thread, or the fd handler). */
 void dimmnet2_transport_stop(DN2State *s)
 {
-    if (s->fab->thread_on) {
+    if (s->port.fab->thread_on) {
         dimmnet2_fab_rx_thread_stop(s);
     } else {
-        qemu_set_fd_handler(s->fab->fd, NULL, NULL, NULL);
+        qemu_set_fd_handler(s->port.fab->fd, NULL, NULL, NULL);
     }
 }
 
-/* Close the endpoint and the socket; s->fab is gone. */
+/* Close the endpoint and the socket; s->port.fab is gone. */
 void dimmnet2_transport_fini(DN2State *s)
 {
-    timer_free(s->fab->timer);
-    dn2f_ep_free(s->fab->ep);
-    close(s->fab->fd);
-    g_free(s->fab->rxb.buf);
-    if (s->fab->secret) {
-        memset(s->fab->secret, 0, s->fab->secret_len);
-        g_free(s->fab->secret);
+    timer_free(s->port.fab->timer);
+    dn2f_ep_free(s->port.fab->ep);
+    close(s->port.fab->fd);
+    g_free(s->port.fab->rxb.buf);
+    if (s->port.fab->secret) {
+        memset(s->port.fab->secret, 0, s->port.fab->secret_len);
+        g_free(s->port.fab->secret);
     }
-    g_free(s->fab);
-    s->fab = NULL;
+    g_free(s->port.fab);
+    s->port.fab = NULL;
 }

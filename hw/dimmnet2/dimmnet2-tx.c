@@ -51,7 +51,7 @@ static void dimmnet2_pat_read(DN2State *s, int wid, const DN2Pat *p,
 {
     if (off < p->ww_len) {
         uint32_t n = MIN(len, p->ww_len - off);
-        memcpy(buf, s->ww_ptr + wid * DN2_WW_WID_STRIDE + p->ww_off + off, n);
+        memcpy(buf, s->win.ww_ptr + wid * DN2_WW_WID_STRIDE + p->ww_off + off, n);
         buf += n;
         off += n;
         len -= n;
@@ -64,7 +64,7 @@ static void dimmnet2_pat_read(DN2State *s, int wid, const DN2Pat *p,
 
 static uint32_t dimmnet2_mtu(DN2State *s)
 {
-    return dn2_mtu_bytes(s->mtu_reg);
+    return dn2_mtu_bytes(s->sys.mtu_reg);
 }
 
 static void dimmnet2_hdr_base(DN2State *s, const struct dn2_req *r, struct dn2_hdr *h,
@@ -74,7 +74,7 @@ static void dimmnet2_hdr_base(DN2State *s, const struct dn2_req *r, struct dn2_h
     h->type = type;
     h->dtype = r->dtype;
     h->iter = r->iter;
-    h->pgid = s->pgid[r->wid];
+    h->pgid = s->sys.pgid[r->wid];
     h->dwid = r->dwid;
     h->swid = r->wid;
     h->dlid = dn2_clid_to_lid(r->dclid);
@@ -82,12 +82,12 @@ static void dimmnet2_hdr_base(DN2State *s, const struct dn2_req *r, struct dn2_h
     h->hflag = dn2_hdr_lines(type) > DN2_HDR_LINES_SHORT;
 }
 
-/* Emit one packet: header lines then data (already in s->pkt_buf after the
+/* Emit one packet: header lines then data (already in s->wc.pkt_buf after the
  * header).  The caller has checked dimmnet2_port_can_send(). */
 static void dimmnet2_emit(DN2State *s, struct dn2_hdr *h, unsigned lines,
                      uint32_t dlen)
 {
-    uint8_t *p = s->pkt_buf;
+    uint8_t *p = s->wc.pkt_buf;
     uint32_t bytes = lines * DN2_LINE + dlen;
     uint64_t line[DN2_HDR_LINES_MAX];
     unsigned i;
@@ -125,22 +125,22 @@ static DN2Step dimmnet2_exec_botf(DN2State *s, DN2Exec *x, const struct dn2_req 
         trace_dimmnet2_done(s->index, r->wid, "BOTF", size);
         return DIMMNET2_STEP_DONE;
     }
-    memcpy(s->pkt_buf, s->ww_ptr + r->wid * DN2_WW_WID_STRIDE + n * DN2_WIN_SIZE,
+    memcpy(s->wc.pkt_buf, s->win.ww_ptr + r->wid * DN2_WW_WID_STRIDE + n * DN2_WIN_SIZE,
            bytes);
-    memset(s->pkt_buf + size, 0, bytes - size);
+    memset(s->wc.pkt_buf + size, 0, bytes - size);
     /* The NIC stamps the privileged PGID, the requested size and the
      * issuing process's WID as SWID: a process cannot speak for the other
      * process of its board (choice #45). */
-    h0 = ldq_le_p(s->pkt_buf);
+    h0 = ldq_le_p(s->wc.pkt_buf);
     h0 = DN2_FSET(h0, DN2_H0_SIZE, dn2_pkt_size_field(size));
-    h0 = DN2_FSET(h0, DN2_H0_PGID, s->pgid[r->wid]);
+    h0 = DN2_FSET(h0, DN2_H0_PGID, s->sys.pgid[r->wid]);
     h0 = DN2_FSET(h0, DN2_H0_SWID, r->wid);
-    stq_le_p(s->pkt_buf, h0);
+    stq_le_p(s->wc.pkt_buf, h0);
     dlid = dn2_hdr0_dlid(h0);
     if (!dimmnet2_port_can_send(s, h0, bytes)) {
         return DIMMNET2_STEP_STALL;
     }
-    dimmnet2_port_send(s, dlid, s->pkt_buf, bytes);
+    dimmnet2_port_send(s, dlid, s->wc.pkt_buf, bytes);
     s->stat[DN2_STAT_TX_PACKETS]++;
     s->stat[DN2_STAT_TX_BYTES] += bytes;
     *budget -= MIN(*budget, (uint64_t)bytes + 64);
@@ -265,7 +265,7 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
                 h.w1_lo = r->dst;
                 h.w1_hi = r->dst + (uint32_t)x->done;
             }
-            dimmnet2_pat_read(s, r->wid, &p, x->done, s->pkt_buf + lines * DN2_LINE,
+            dimmnet2_pat_read(s, r->wid, &p, x->done, s->wc.pkt_buf + lines * DN2_LINE,
                          dlen);
         } else {
             uint32_t per = (mtu - lines * DN2_LINE) / esz;
@@ -278,7 +278,7 @@ static DN2Step dimmnet2_exec_stream(DN2State *s, DN2Exec *x, const struct dn2_re
             h.total = (uint32_t)(x->total * esz);
             h.stride = r->arg;
             dimmnet2_pat_read(s, r->wid, &p, x->done * esz,
-                         s->pkt_buf + lines * DN2_LINE, dlen);
+                         s->wc.pkt_buf + lines * DN2_LINE, dlen);
         }
         h.eflag = r->eflag && last;
         if (!dimmnet2_port_can_send(s, dn2_hdr0_encode(&h), lines * DN2_LINE + dlen)) {

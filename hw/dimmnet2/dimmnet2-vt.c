@@ -85,23 +85,23 @@ static unsigned dimmnet2_vt_key(uint16_t slid, unsigned lane)
 /* Must the packet wait for one the board refused?  Its own lane from the
  * same source, and a request also for that source's data lane of the same
  * WID (read after write, as the fabric orders them). */
-static bool dimmnet2_vt_blocked(DN2Fab *l, const DN2VtPkt *p)
+static bool dimmnet2_vt_blocked(DN2Vt *v, const DN2VtPkt *p)
 {
-    if (test_bit(dimmnet2_vt_key(p->slid, p->lane), l->vt_blocked)) {
+    if (test_bit(dimmnet2_vt_key(p->slid, p->lane), v->blocked)) {
         return true;
     }
     return p->lane >= DN2F_LANE_REQ &&
-           test_bit(dimmnet2_vt_key(p->slid, p->lane - DN2F_LANE_REQ), l->vt_blocked);
+           test_bit(dimmnet2_vt_key(p->slid, p->lane - DN2F_LANE_REQ), v->blocked);
 }
 
 /* The first packet that may be delivered (NULL: none). */
-static DN2VtPkt *dimmnet2_vt_first(DN2Fab *l)
+static DN2VtPkt *dimmnet2_vt_first(DN2Vt *v)
 {
-    GSequenceIter *it = g_sequence_get_begin_iter(l->vtq);
+    GSequenceIter *it = g_sequence_get_begin_iter(v->q);
 
     for (; !g_sequence_iter_is_end(it); it = g_sequence_iter_next(it)) {
         DN2VtPkt *p = g_sequence_get(it);
-        if (!dimmnet2_vt_blocked(l, p)) {
+        if (!dimmnet2_vt_blocked(v, p)) {
             return p;
         }
     }
@@ -111,18 +111,18 @@ static DN2VtPkt *dimmnet2_vt_first(DN2Fab *l)
 /* Arm the timer for the next delivery or the horizon, whichever is first. */
 void dimmnet2_vt_arm(DN2State *s)
 {
-    DN2Fab *l = s->fab;
-    DN2VtPkt *p = dimmnet2_vt_first(l);
+    DN2Vt *v = &s->vt;
+    DN2VtPkt *p = dimmnet2_vt_first(v);
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    uint64_t at = l->vt_horizon;
+    uint64_t at = v->horizon;
 
     if (p) {
         at = MIN(at, MAX(p->vtime, (uint64_t)now));
     }
-    if (l->vt_cut && !l->vt_cut_done) {
-        at = MIN(at, l->vt_cut);
+    if (v->cut && !v->cut_done) {
+        at = MIN(at, v->cut);
     }
-    timer_mod(l->vt_timer, MIN(at, (uint64_t)INT64_MAX));
+    timer_mod(v->timer, MIN(at, (uint64_t)INT64_MAX));
 }
 
 /* Is the board doing nothing until its next timer or packet?  Only then
@@ -133,7 +133,7 @@ static bool dimmnet2_vt_idle(DN2State *s)
 {
     CPUState *cpu;
 
-    if (qtest_enabled() || !s->vt_idle) {
+    if (qtest_enabled() || !s->vt.idle) {
         return false;           /* the test drives the clock: promise nothing */
     }
     CPU_FOREACH(cpu) {
@@ -150,7 +150,7 @@ static bool dimmnet2_vt_idle(DN2State *s)
  * is the switch's to take into account). */
 static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
     DN2VtPkt *p;
     int64_t d;
     uint64_t e;
@@ -158,10 +158,10 @@ static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
     if (!dimmnet2_vt_idle(s)) {
         return now;
     }
-    timer_del(l->vt_timer);
+    timer_del(v->timer);
     d = qemu_clock_deadline_ns_all(QEMU_CLOCK_VIRTUAL, QEMU_TIMER_ATTR_ALL);
     e = d < 0 ? (uint64_t)INT64_MAX : (uint64_t)now + d;
-    p = dimmnet2_vt_first(l);
+    p = dimmnet2_vt_first(v);
     if (p) {
         e = MIN(e, MAX(p->vtime, (uint64_t)now));
     }
@@ -173,12 +173,12 @@ static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
  * acknowledged). */
 static void dimmnet2_vt_report(DN2State *s, uint64_t now, uint64_t earliest)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
 
-    l->vt_reported = true;
-    l->vt_rep_now = now;
-    l->vt_rep_earliest = earliest;
-    dn2f_ep_vt_report(l->ep, now, earliest);
+    v->reported = true;
+    v->rep_now = now;
+    v->rep_earliest = earliest;
+    dn2f_ep_vt_report(s->port.fab->ep, now, earliest);
 }
 
 /* Wait, on the host's clock, until ok(s, arg): the socket's datagrams go to
@@ -187,18 +187,18 @@ static void dimmnet2_vt_report(DN2State *s, uint64_t now, uint64_t earliest)
 static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void *arg,
                               int64_t give_up_ns)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
     int64_t start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     int64_t note = start + DIMMNET2_VT_NOTE_NS;
 
     s->stat[DN2_STAT_VT_WAITS]++;
-    l->vt_in_wait = true;
-    dn2f_ep_flush(l->ep);
+    v->in_wait = true;
+    dn2f_ep_flush(s->port.fab->ep);
     while (!ok(s, arg)) {
         int64_t rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        uint64_t dl = dn2f_ep_next_deadline(l->ep);
+        uint64_t dl = dn2f_ep_next_deadline(s->port.fab->ep);
         int64_t timeout = 100 * SCALE_MS;
-        GPollFD pfd = { .fd = l->fd, .events = G_IO_IN };
+        GPollFD pfd = { .fd = s->port.fab->fd, .events = G_IO_IN };
 
         if (give_up_ns && rt - start >= give_up_ns) {
             break;
@@ -207,13 +207,13 @@ static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void 
             timeout = dl <= (uint64_t)rt ? 0 : MIN(timeout, (int64_t)(dl - rt));
         }
         if (qemu_poll_ns(&pfd, 1, timeout) > 0) {
-            dimmnet2_transport_drain(s, &l->rxb, 256);
+            dimmnet2_transport_drain(s, &s->port.fab->rxb, 256);
         }
         rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        if (dn2f_ep_next_deadline(l->ep) <= (uint64_t)rt) {
-            dn2f_ep_tick(l->ep);
+        if (dn2f_ep_next_deadline(s->port.fab->ep) <= (uint64_t)rt) {
+            dn2f_ep_tick(s->port.fab->ep);
         }
-        dn2f_ep_flush(l->ep);
+        dn2f_ep_flush(s->port.fab->ep);
         if (rt >= note) {
             note = rt + DIMMNET2_VT_NOTE_NS;
             warn_report("dimmnet2: board %d: vtime: waiting %.0f s at virtual "
@@ -221,11 +221,11 @@ static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void 
                         "log names the board it waits for", s->index,
                         (rt - start) / 1e9,
                         qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / 1e9,
-                        l->vt_horizon / 1e9,
-                        dn2f_ep_link(l->ep) == DN2F_LINK_UP ? "up" : "down");
+                        v->horizon / 1e9,
+                        dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP ? "up" : "down");
         }
     }
-    l->vt_in_wait = false;
+    v->in_wait = false;
     s->stat[DN2_STAT_VT_WAIT_MS] +=
         (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - start) / SCALE_MS;
     dimmnet2_transport_rearm(s);
@@ -235,14 +235,14 @@ static bool dimmnet2_vt_may_run(DN2State *s, void *arg)
 {
     uint64_t now = *(uint64_t *)arg;
 
-    return s->fab->vt_horizon > now && dn2f_ep_link(s->fab->ep) == DN2F_LINK_UP;
+    return s->vt.horizon > now && dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP;
 }
 
 /* Deliver, in order, every packet whose time has come. */
 static void dimmnet2_vt_deliver_due(DN2State *s, uint64_t now)
 {
-    DN2Fab *l = s->fab;
-    GSequenceIter *it = g_sequence_get_begin_iter(l->vtq);
+    DN2Vt *v = &s->vt;
+    GSequenceIter *it = g_sequence_get_begin_iter(v->q);
     bool any = false;
 
     while (!g_sequence_iter_is_end(it)) {
@@ -252,24 +252,24 @@ static void dimmnet2_vt_deliver_due(DN2State *s, uint64_t now)
         if (p->vtime > now) {
             break;
         }
-        if (!dimmnet2_vt_blocked(l, p)) {
+        if (!dimmnet2_vt_blocked(v, p)) {
             if (dimmnet2_port_deliver_one(s, p->slid, p->data, p->len) ==
                 DIMMNET2_RX_BUSY) {
-                set_bit(dimmnet2_vt_key(p->slid, p->lane), l->vt_blocked);
+                set_bit(dimmnet2_vt_key(p->slid, p->lane), v->blocked);
             } else {
-                l->vtq_bytes -= p->len;
+                v->q_bytes -= p->len;
                 g_sequence_remove(it);
                 any = true;
             }
         }
         it = next;
     }
-    if (l->vtq_full && l->vtq_bytes < DIMMNET2_VTQ_MAX / 2) {
-        l->vtq_full = false;
-        dn2f_ep_resume(l->ep);
+    if (v->q_full && v->q_bytes < DIMMNET2_VTQ_MAX / 2) {
+        v->q_full = false;
+        dn2f_ep_resume(s->port.fab->ep);
     }
     if (any) {
-        s->port_ops->news(s);   /* an RVL to answer, a request that waited */
+        s->port.ops->news(s);   /* an RVL to answer, a request that waited */
     }
 }
 
@@ -283,18 +283,18 @@ static void dimmnet2_vt_deliver_due(DN2State *s, uint64_t now)
  */
 static void dimmnet2_vt_cut(DN2State *s, uint64_t now)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
 
-    l->vt_cut_done = true;
+    v->cut_done = true;
     dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
-    dn2f_ep_flush(l->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     dimmnet2_transport_rearm(s);
     trace_dimmnet2_vt_cut(s->index, now);
     /* Until the stop: this timer, on a list that is never run, keeps the
      * virtual clock's deadline at the cut, so the vCPU gets no budget and
      * the main loop's idle warp does not move the clock (a timer of the
      * main loop's list at the cut would run again at once). */
-    timer_mod(l->vt_park, now);
+    timer_mod(v->park, now);
     if (runstate_is_running()) {
         qemu_system_vmstop_request_prepare();
         qemu_system_vmstop_request(RUN_STATE_PAUSED);
@@ -304,26 +304,26 @@ static void dimmnet2_vt_cut(DN2State *s, uint64_t now)
 static void dimmnet2_vt_cb(void *opaque)
 {
     DN2State *s = opaque;
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
-    if (l->vt_cut && !l->vt_cut_done && now >= l->vt_cut) {
+    if (v->cut && !v->cut_done && now >= v->cut) {
         dimmnet2_vt_cut(s, now);
         return;
     }
     if (!dimmnet2_vt_may_run(s, &now)) {
         dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
         dimmnet2_vt_block(s, dimmnet2_vt_may_run, &now, 0);
-        trace_dimmnet2_vt_grant(s->index, now, l->vt_horizon);
+        trace_dimmnet2_vt_grant(s->index, now, v->horizon);
     }
-    if (!l->vt_started) {
+    if (!v->started) {
         /* vt-start-ns: the lock-step begins, and with it the link. */
-        l->vt_started = true;
+        v->started = true;
         dimmnet2_port_refresh(s);
-        s->port_ops->news(s);   /* requests that waited for the link */
+        s->port.ops->news(s);   /* requests that waited for the link */
     }
     dimmnet2_vt_deliver_due(s, now);
-    dn2f_ep_flush(l->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     dimmnet2_transport_rearm(s);
     dimmnet2_vt_arm(s);
     s->entry_done(s);
@@ -333,21 +333,21 @@ static void dimmnet2_vt_cb(void *opaque)
 static int dimmnet2_vt_deliver(DN2State *s, uint16_t slid, const uint8_t *pkt,
                                size_t len, uint64_t vtime, uint32_t vseq)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     DN2VtPkt *p;
 
     if (dimmnet2_port_held(s) || runstate_check(RUN_STATE_INMIGRATE)) {
         return -EBUSY;
     }
-    if (l->vtq_bytes + len > DIMMNET2_VTQ_MAX) {
-        if (!l->vtq_full) {
+    if (v->q_bytes + len > DIMMNET2_VTQ_MAX) {
+        if (!v->q_full) {
             warn_report("dimmnet2: board %d: vtime: %u MiB of packets wait for "
                         "their time (a process stopped reading?); the fabric "
                         "holds the rest back, and the run now depends on the "
                         "host", s->index, DIMMNET2_VTQ_MAX >> 20);
         }
-        l->vtq_full = true;
+        v->q_full = true;
         return -EBUSY;
     }
     if (vtime < now) {
@@ -364,16 +364,16 @@ static int dimmnet2_vt_deliver(DN2State *s, uint16_t slid, const uint8_t *pkt,
     p->lane = dn2f_pkt_lane(pkt);
     p->len = len;
     memcpy(p->data, pkt, len);
-    g_sequence_insert_sorted(l->vtq, p, dimmnet2_vt_cmp, NULL);
-    l->vtq_bytes += len;
-    if (l->vt_reported && vtime < l->vt_rep_earliest) {
+    g_sequence_insert_sorted(v->q, p, dimmnet2_vt_cmp, NULL);
+    v->q_bytes += len;
+    if (v->reported && vtime < v->rep_earliest) {
         /* This packet wakes the board before the time it promised (it was
          * idle, waiting for a far timer): lower the promise.  The endpoint
          * sends that at once and acknowledges nothing until the switch has
          * it, so the board that sent the packet cannot report past it. */
-        dimmnet2_vt_report(s, l->vt_rep_now, MAX(vtime, l->vt_rep_now));
+        dimmnet2_vt_report(s, v->rep_now, MAX(vtime, v->rep_now));
     }
-    if (!l->vt_in_wait) {
+    if (!v->in_wait) {
         dimmnet2_vt_arm(s);
     }
     return 0;
@@ -383,13 +383,13 @@ static int dimmnet2_vt_deliver(DN2State *s, uint16_t slid, const uint8_t *pkt,
 static void dimmnet2_vt_grant(DN2State *s, uint64_t horizon, uint32_t lookahead_ns,
                               uint32_t quantum_ns, uint64_t slowest)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
 
-    if (horizon <= l->vt_horizon) {
+    if (horizon <= v->horizon) {
         return;
     }
-    if (lookahead_ns != l->vt_lookahead) {
-        uint64_t least = s->timing.timing_on ? dimmnet2_timing_min_ns(s) : s->vt_latency_ns;
+    if (lookahead_ns != v->lookahead) {
+        uint64_t least = s->timing.timing_on ? dimmnet2_timing_min_ns(s) : s->vt.latency_ns;
 
         if (lookahead_ns > least) {
             warn_report("dimmnet2: board %d: vtime: the switch's lookahead %u ns "
@@ -398,11 +398,11 @@ static void dimmnet2_vt_grant(DN2State *s, uint64_t horizon, uint32_t lookahead_
                         "lookahead", s->index, lookahead_ns, least);
         }
     }
-    l->vt_horizon = horizon;
-    l->vt_lookahead = lookahead_ns;
-    l->vt_quantum = quantum_ns;
-    l->vt_slowest = slowest;
-    if (!l->vt_in_wait) {
+    v->horizon = horizon;
+    v->lookahead = lookahead_ns;
+    v->quantum = quantum_ns;
+    v->slowest = slowest;
+    if (!v->in_wait) {
         dimmnet2_vt_arm(s);
     }
 }
@@ -412,15 +412,15 @@ static void dimmnet2_vt_grant(DN2State *s, uint64_t horizon, uint32_t lookahead_
  * lookahead allows. */
 uint64_t dimmnet2_vt_due(DN2State *s, const uint8_t *pkt, size_t len)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     uint64_t t = s->timing.timing_on ? dimmnet2_timing_due(s, now, ldq_le_p(pkt), len)
-                              : now + s->vt_latency_ns;
+                              : now + s->vt.latency_ns;
 
-    t = MAX(t, now + l->vt_lookahead);
+    t = MAX(t, now + v->lookahead);
 
-    if (l->vt_quantum > 1) {
-        t = QEMU_ALIGN_UP(t, (uint64_t)l->vt_quantum);   /* any Q, not only 2^n */
+    if (v->quantum > 1) {
+        t = QEMU_ALIGN_UP(t, (uint64_t)v->quantum);   /* any Q, not only 2^n */
     }
     return t;
 }
@@ -435,8 +435,8 @@ static bool dimmnet2_vt_can_send(DN2State *s, void *arg)
 {
     DN2VtSendWait *w = arg;
 
-    return dn2f_ep_link(s->fab->ep) != DN2F_LINK_UP ||
-           dn2f_ep_can_send_lane(s->fab->ep, w->dlid, w->lane, w->len);
+    return dn2f_ep_link(s->port.fab->ep) != DN2F_LINK_UP ||
+           dn2f_ep_can_send_lane(s->port.fab->ep, w->dlid, w->lane, w->len);
 }
 
 /*
@@ -449,25 +449,25 @@ static bool dimmnet2_vt_can_send(DN2State *s, void *arg)
  */
 bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t len)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
     DN2VtSendWait w = { .dlid = dlid, .lane = lane, .len = len };
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
-    if (l->vt_in_wait || dn2f_ep_link(l->ep) != DN2F_LINK_UP) {
+    if (v->in_wait || dn2f_ep_link(s->port.fab->ep) != DN2F_LINK_UP) {
         return false;
     }
     dimmnet2_vt_report(s, now, now);
     dimmnet2_vt_block(s, dimmnet2_vt_can_send, &w, DIMMNET2_VT_CREDIT_NS);
     if (dimmnet2_vt_can_send(s, &w)) {
-        return dn2f_ep_link(l->ep) == DN2F_LINK_UP;
+        return dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP;
     }
-    if (!l->vt_nondet) {
+    if (!v->nondet) {
         warn_report("dimmnet2: board %d: vtime: no credits toward LID 0x%x for "
                     "%d s; the Window Controller waits for them as without "
                     "virtual time, and the run now depends on the host",
                     s->index, dlid, (int)(DIMMNET2_VT_CREDIT_NS / NANOSECONDS_PER_SECOND));
     }
-    l->vt_nondet = true;
+    v->nondet = true;
     return false;
 }
 
@@ -492,7 +492,7 @@ static void dimmnet2_vt_get_cut(Object *obj, Visitor *v, const char *name,
                                 void *opaque, Error **errp)
 {
     DN2State *s = opaque;
-    uint64_t val = s->fab ? s->fab->vt_cut : 0;
+    uint64_t val = s->vt.cut;
 
     visit_type_uint64(v, name, &val, errp);
 }
@@ -501,7 +501,6 @@ static void dimmnet2_vt_set_cut(Object *obj, Visitor *v, const char *name,
                                 void *opaque, Error **errp)
 {
     DN2State *s = opaque;
-    DN2Fab *l = s->fab;
     uint64_t val, now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
     if (!visit_type_uint64(v, name, &val, errp)) {
@@ -512,9 +511,9 @@ static void dimmnet2_vt_set_cut(Object *obj, Visitor *v, const char *name,
                    "after its virtual clock (%" PRIu64 " ns)", s->index, val, now);
         return;
     }
-    l->vt_cut = val;
-    l->vt_cut_done = false;
-    if (!l->vt_in_wait) {
+    s->vt.cut = val;
+    s->vt.cut_done = false;
+    if (!s->vt.in_wait) {
         dimmnet2_vt_arm(s);
     }
 }
@@ -523,15 +522,15 @@ static bool dimmnet2_vt_get_at_cut(Object *obj, Error **errp)
 {
     DN2State *s = DIMMNET2(obj);
 
-    return s->fab && s->fab->vt_cut_done && !runstate_is_running() &&
-           qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) == (int64_t)s->fab->vt_cut;
+    return s->vt.cut_done && !runstate_is_running() &&
+           qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) == (int64_t)s->vt.cut;
 }
 
 static void dimmnet2_vt_get_queued(Object *obj, Visitor *v, const char *name,
                                    void *opaque, Error **errp)
 {
     DN2State *s = opaque;
-    uint64_t val = s->fab ? g_sequence_get_length(s->fab->vtq) : 0;
+    uint64_t val = s->vt.q ? g_sequence_get_length(s->vt.q) : 0;
 
     visit_type_uint64(v, name, &val, errp);
 }
@@ -565,20 +564,20 @@ static bool dimmnet2_blob_get(const uint8_t **p, const uint8_t *end, unsigned n,
 
 static int dimmnet2_vt_pre_save(void *opaque)
 {
-    DN2Fab *l = opaque;
+    DN2Vt *v = opaque;
     GByteArray *b = g_byte_array_new();
     const unsigned nbits = DN2F_NUM_CLID * DN2F_NUM_LANES;
     GSequenceIter *it;
     unsigned long i;
 
     /* the refused lanes: a count, then each (source CLID, lane) key */
-    dimmnet2_blob_put(b, bitmap_count_one(l->vt_blocked, nbits), 4);
-    for (i = find_first_bit(l->vt_blocked, nbits); i < nbits;
-         i = find_next_bit(l->vt_blocked, nbits, i + 1)) {
+    dimmnet2_blob_put(b, bitmap_count_one(v->blocked, nbits), 4);
+    for (i = find_first_bit(v->blocked, nbits); i < nbits;
+         i = find_next_bit(v->blocked, nbits, i + 1)) {
         dimmnet2_blob_put(b, i, 4);
     }
-    dimmnet2_blob_put(b, g_sequence_get_length(l->vtq), 4);
-    for (it = g_sequence_get_begin_iter(l->vtq); !g_sequence_iter_is_end(it);
+    dimmnet2_blob_put(b, g_sequence_get_length(v->q), 4);
+    for (it = g_sequence_get_begin_iter(v->q); !g_sequence_iter_is_end(it);
          it = g_sequence_iter_next(it)) {
         const DN2VtPkt *p = g_sequence_get(it);
 
@@ -589,19 +588,19 @@ static int dimmnet2_vt_pre_save(void *opaque)
         dimmnet2_blob_put(b, p->len, 4);
         g_byte_array_append(b, p->data, p->len);
     }
-    g_free(l->vt_blob);
-    l->vt_blob_len = b->len;
-    l->vt_blob = g_byte_array_free(b, false);
+    g_free(v->blob);
+    v->blob_len = b->len;
+    v->blob = g_byte_array_free(b, false);
     return 0;
 }
 
 static int dimmnet2_vt_post_save(void *opaque)
 {
-    DN2Fab *l = opaque;
+    DN2Vt *v = opaque;
 
-    g_free(l->vt_blob);
-    l->vt_blob = NULL;
-    l->vt_blob_len = 0;
+    g_free(v->blob);
+    v->blob = NULL;
+    v->blob_len = 0;
     return 0;
 }
 
@@ -609,17 +608,17 @@ static int dimmnet2_vt_post_save(void *opaque)
  * whole, naming what is wrong. */
 static int dimmnet2_vt_post_load(void *opaque, int version_id)
 {
-    DN2Fab *l = opaque;
+    DN2Vt *v = opaque;
     const unsigned nbits = DN2F_NUM_CLID * DN2F_NUM_LANES;
-    const uint8_t *p = l->vt_blob, *end = l->vt_blob + l->vt_blob_len;
+    const uint8_t *p = v->blob, *end = v->blob + v->blob_len;
     uint64_t n, i, k, bytes = 0;
     int r = -EINVAL;
 
-    bitmap_zero(l->vt_blocked, nbits);
-    g_sequence_remove_range(g_sequence_get_begin_iter(l->vtq),
-                            g_sequence_get_end_iter(l->vtq));
-    l->vtq_bytes = 0;
-    if (!l->vt_blob || !dimmnet2_blob_get(&p, end, 4, &n)) {
+    bitmap_zero(v->blocked, nbits);
+    g_sequence_remove_range(g_sequence_get_begin_iter(v->q),
+                            g_sequence_get_end_iter(v->q));
+    v->q_bytes = 0;
+    if (!v->blob || !dimmnet2_blob_get(&p, end, 4, &n)) {
         error_report("dimmnet2: vtime stream: no queue");
         goto out;
     }
@@ -629,7 +628,7 @@ static int dimmnet2_vt_post_load(void *opaque, int version_id)
                          i, nbits);
             goto out;
         }
-        set_bit(k, l->vt_blocked);
+        set_bit(k, v->blocked);
     }
     if (!dimmnet2_blob_get(&p, end, 4, &n)) {
         error_report("dimmnet2: vtime stream: no packet count");
@@ -656,8 +655,8 @@ static int dimmnet2_vt_post_load(void *opaque, int version_id)
         q->len = len;
         memcpy(q->data, p, len);
         p += len;
-        g_sequence_insert_sorted(l->vtq, q, dimmnet2_vt_cmp, NULL);
-        l->vtq_bytes += len;
+        g_sequence_insert_sorted(v->q, q, dimmnet2_vt_cmp, NULL);
+        v->q_bytes += len;
     }
     if (p != end) {
         error_report("dimmnet2: vtime stream: %zu bytes after the queue",
@@ -666,15 +665,15 @@ static int dimmnet2_vt_post_load(void *opaque, int version_id)
     }
     r = 0;
 out:
-    g_free(l->vt_blob);
-    l->vt_blob = NULL;
-    l->vt_blob_len = 0;
+    g_free(v->blob);
+    v->blob = NULL;
+    v->blob_len = 0;
     /* the new switch grants afresh: wait at the restored clock for it */
-    l->vt_horizon = 0;
-    l->vt_reported = false;
-    l->vt_rep_now = l->vt_rep_earliest = 0;
-    l->vtq_full = false;
-    dimmnet2_port_refresh(l->owner);    /* the link as of vt_started */
+    v->horizon = 0;
+    v->reported = false;
+    v->rep_now = v->rep_earliest = 0;
+    v->q_full = false;
+    dimmnet2_port_refresh(container_of(v, DN2State, vt)); /* the link as of started */
     return r;
 }
 
@@ -686,22 +685,21 @@ static const VMStateDescription vmstate_dimmnet2_vt = {
     .post_save = dimmnet2_vt_post_save,
     .post_load = dimmnet2_vt_post_load,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(vt_vseq, DN2Fab),
-        VMSTATE_BOOL(vt_started, DN2Fab),
-        VMSTATE_BOOL(vt_nondet, DN2Fab),
-        VMSTATE_UINT32(vt_lookahead, DN2Fab),
-        VMSTATE_UINT32(vt_quantum, DN2Fab),
-        VMSTATE_UINT64(vt_cut, DN2Fab),
-        VMSTATE_BOOL(vt_cut_done, DN2Fab),
-        VMSTATE_UINT32(vt_blob_len, DN2Fab),
-        VMSTATE_VBUFFER_ALLOC_UINT32(vt_blob, DN2Fab, 0, NULL, vt_blob_len),
+        VMSTATE_UINT32(vseq, DN2Vt),
+        VMSTATE_BOOL(started, DN2Vt),
+        VMSTATE_BOOL(nondet, DN2Vt),
+        VMSTATE_UINT32(lookahead, DN2Vt),
+        VMSTATE_UINT32(quantum, DN2Vt),
+        VMSTATE_UINT64(cut, DN2Vt),
+        VMSTATE_BOOL(cut_done, DN2Vt),
+        VMSTATE_UINT32(blob_len, DN2Vt),
+        VMSTATE_VBUFFER_ALLOC_UINT32(blob, DN2Vt, 0, NULL, blob_len),
         VMSTATE_END_OF_LIST()
     },
 };
 
 static void dimmnet2_vt_snapshot_init(DN2State *s)
 {
-    s->fab->owner = s;
     object_property_add(OBJECT(s), "vt-cut-ns", "uint64", dimmnet2_vt_get_cut,
                         dimmnet2_vt_set_cut, NULL, s);
     object_property_set_description(OBJECT(s), "vt-cut-ns", "vtime=on: the board "
@@ -714,7 +712,7 @@ static void dimmnet2_vt_snapshot_init(DN2State *s)
                         NULL, NULL, s);
     object_property_set_description(OBJECT(s), "vt-queued", "vtime=on: packets "
         "that wait in the board for their virtual time");
-    vmstate_register(VMSTATE_IF(s), s->index, &vmstate_dimmnet2_vt, s->fab);
+    vmstate_register(VMSTATE_IF(s), s->index, &vmstate_dimmnet2_vt, &s->vt);
 }
 
 static void dimmnet2_vt_park_cb(void *opaque)
@@ -737,15 +735,15 @@ static void dimmnet2_vt_park_cb(void *opaque)
  */
 static void dimmnet2_vt_qtest_stopped(DN2State *s)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
-    if (!l->vt_started || l->vt_in_wait || (l->vt_cut && l->vt_cut_done) ||
-        (l->vt_reported && now <= l->vt_rep_now)) {
+    if (!v->started || v->in_wait || (v->cut && v->cut_done) ||
+        (v->reported && now <= v->rep_now)) {
         return;
     }
     dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
-    dn2f_ep_flush(l->ep);
+    dn2f_ep_flush(s->port.fab->ep);
     dimmnet2_transport_rearm(s);
 }
 
@@ -763,42 +761,38 @@ static void dimmnet2_vt_park_notify(void *opaque, QEMUClockType type)
 
 void dimmnet2_vt_init(DN2State *s)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
 
-    l->vtq = g_sequence_new(g_free);
-    l->vt_blocked = bitmap_new(DN2F_NUM_CLID * DN2F_NUM_LANES);
-    l->vt_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_vt_cb, s);
-    timerlistgroup_init(&l->vt_park_tlg, dimmnet2_vt_park_notify, s);
-    l->vt_park = timer_new_full(&l->vt_park_tlg, QEMU_CLOCK_VIRTUAL, SCALE_NS, 0,
-                                dimmnet2_vt_park_cb, s);
+    v->q = g_sequence_new(g_free);
+    v->blocked = bitmap_new(DN2F_NUM_CLID * DN2F_NUM_LANES);
+    v->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_vt_cb, s);
+    timerlistgroup_init(&v->park_tlg, dimmnet2_vt_park_notify, s);
+    v->park = timer_new_full(&v->park_tlg, QEMU_CLOCK_VIRTUAL, SCALE_NS, 0,
+                             dimmnet2_vt_park_cb, s);
     /* Until vt-start-ns the board runs on its own, its link down for the
      * guest (a guest that boots alone, with no input from the host, boots
      * the same way every time, at the speed of -icount alone).  There it
      * waits until the switch has every board of the cluster and grants the
      * first horizon, and the link comes up. */
-    l->vt_horizon = s->vt_start_ns;
-    timer_mod(l->vt_timer, MIN(s->vt_start_ns, (uint64_t)INT64_MAX));
+    v->horizon = v->start_ns;
+    timer_mod(v->timer, MIN(v->start_ns, (uint64_t)INT64_MAX));
     dimmnet2_vt_snapshot_init(s);
 }
 
 void dimmnet2_vt_fini(DN2State *s)
 {
-    DN2Fab *l = s->fab;
+    DN2Vt *v = &s->vt;
 
-    if (l->vtq) {
-        vmstate_unregister(VMSTATE_IF(s), &vmstate_dimmnet2_vt, l);
+    if (v->q) {
+        vmstate_unregister(VMSTATE_IF(s), &vmstate_dimmnet2_vt, v);
     }
-    if (l->vt_timer) {
-        timer_free(l->vt_timer);
-    }
-    if (l->vtq) {
-        g_sequence_free(l->vtq);
-    }
-    g_free(l->vt_blocked);
-    g_free(l->vt_blob);
-    if (l->vt_park) {
-        timer_free(l->vt_park);
-        timerlistgroup_deinit(&l->vt_park_tlg);
+    g_clear_pointer(&v->timer, timer_free);
+    g_clear_pointer(&v->q, g_sequence_free);
+    g_clear_pointer(&v->blocked, g_free);
+    g_clear_pointer(&v->blob, g_free);
+    if (v->park) {
+        g_clear_pointer(&v->park, timer_free);
+        timerlistgroup_deinit(&v->park_tlg);
     }
 }
 

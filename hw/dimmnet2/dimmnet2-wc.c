@@ -39,20 +39,20 @@
 /* "Almost full": fewer than two free entries [EMU]. */
 bool dimmnet2_wc_fifo_almost_full(DN2State *s)
 {
-    return s->fifo_count + 2 > s->fifo_depth;
+    return s->wc.fifo_count + 2 > s->params.fifo_depth;
 }
 
 static void dimmnet2_fifo_push(DN2State *s, const DN2FifoEntry *e)
 {
-    s->fifo[(s->fifo_head + s->fifo_count) % s->fifo_depth] = *e;
-    s->fifo_count++;
+    s->wc.fifo[(s->wc.fifo_head + s->wc.fifo_count) % s->params.fifo_depth] = *e;
+    s->wc.fifo_count++;
 }
 
 static void dimmnet2_fifo_pop(DN2State *s, DN2FifoEntry *e)
 {
-    *e = s->fifo[s->fifo_head];
-    s->fifo_head = (s->fifo_head + 1) % s->fifo_depth;
-    s->fifo_count--;
+    *e = s->wc.fifo[s->wc.fifo_head];
+    s->wc.fifo_head = (s->wc.fifo_head + 1) % s->params.fifo_depth;
+    s->wc.fifo_count--;
 }
 
 /* Move requests waiting in the User Registers into the FIFO. */
@@ -60,7 +60,7 @@ static void dimmnet2_fifo_refill(DN2State *s)
 {
     int i;
 
-    for (i = 0; i < DN2_NUM_WID && s->fifo_count < s->fifo_depth; i++) {
+    for (i = 0; i < DN2_NUM_WID && s->wc.fifo_count < s->params.fifo_depth; i++) {
         DN2Wid *w = &s->wid[i];
         if (w->pending) {
             dimmnet2_fifo_push(s, &w->pending_req);
@@ -123,7 +123,7 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
     trace_dimmnet2_request(s->index, wid, rflag, lower, e.upper,
                            e.has_ex ? e.ex : 0);
     w->upper_seen = 0;
-    if (s->strict && !w->polled && dimmnet2_wc_fifo_almost_full(s)) {
+    if (s->params.strict && !w->polled && dimmnet2_wc_fifo_almost_full(s)) {
         dimmnet2_strict_report(s, DN2_SV_UNPOLLED, wid, rflag ? DN2_UR_CMD1_LOWER :
                                DN2_UR_CMD0_LOWER, "the request is taken, but the "
                                "other process could have filled the FIFO");
@@ -140,7 +140,7 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
                                DN2_UR_CMD0_LOWER, "the new request was dropped");
         return;
     }
-    if (s->strict) {
+    if (s->params.strict) {
         /* Remember the Write Window the request will read, to see it
          * rewritten before the request has run. */
         int ww = dimmnet2_req_ww(&e);
@@ -150,15 +150,15 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
         }
     }
     dimmnet2_on_issue(s, &e);
-    if (s->fifo_count < s->fifo_depth) {
+    if (s->wc.fifo_count < s->params.fifo_depth) {
         dimmnet2_fifo_push(s, &e);
     } else {
         w->pending_req = e;
         w->pending = 1;
         trace_dimmnet2_fifo_wait(s->index, wid);
     }
-    if (!s->strict && !s->exec.active && !s->rc_exec.active && s->fifo_count == 1 &&
-        !s->rc_count) {
+    if (!s->params.strict && !s->wc.exec.active && !s->wc.rc_exec.active && s->wc.fifo_count == 1 &&
+        !s->rx.rc_count) {
         /* An idle Window Controller takes the request at once, as the
          * hardware does: no bottom-half round trip on the latency path.
          * The run is bounded like any other; what is left goes on in the
@@ -176,13 +176,13 @@ void dimmnet2_wc_doorbell(DN2State *s, int wid, int rflag, uint64_t lower)
  * loop gets to it, at a virtual time the host decides). */
 void dimmnet2_wc_kick(DN2State *s)
 {
-    if (s->strict_timer) {
-        timer_mod_anticipate_ns(s->strict_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                                (s->strict ? s->strict_delay_ns : 0));
+    if (s->wc.strict_timer) {
+        timer_mod_anticipate_ns(s->wc.strict_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                                (s->params.strict ? s->params.strict_delay_ns : 0));
         return;
     }
-    if (s->bh) {
-        qemu_bh_schedule(s->bh);
+    if (s->wc.bh) {
+        qemu_bh_schedule(s->wc.bh);
     }
 }
 
@@ -196,13 +196,13 @@ void dimmnet2_wc_kick(DN2State *s)
  */
 bool dimmnet2_wc_news(DN2State *s)
 {
-    bool host = s->exec.active ? s->exec.stalled : s->fifo_count != 0;
-    bool rc = s->rc_exec.active ? s->rc_exec.stalled : s->rc_count != 0;
+    bool host = s->wc.exec.active ? s->wc.exec.stalled : s->wc.fifo_count != 0;
+    bool rc = s->wc.rc_exec.active ? s->wc.rc_exec.stalled : s->rx.rc_count != 0;
 
     if (!host && !rc) {
         return false;
     }
-    if (s->strict) {
+    if (s->params.strict) {
         dimmnet2_wc_kick(s);        /* paced; the caller flushes */
         return false;
     }
@@ -224,8 +224,8 @@ static bool dimmnet2_otype_reads_sdimm(unsigned otype)
  * are busy (encodings in dn2_abi.h). */
 uint64_t dimmnet2_wc_module_state(DN2State *s)
 {
-    const DN2Exec *x = s->exec.active ? &s->exec :
-                       s->rc_exec.active ? &s->rc_exec : NULL;
+    const DN2Exec *x = s->wc.exec.active ? &s->wc.exec :
+                       s->wc.rc_exec.active ? &s->wc.rc_exec : NULL;
     struct dn2_module_state m = { 0 };
     struct dn2_req r;
 
@@ -236,14 +236,14 @@ uint64_t dimmnet2_wc_module_state(DN2State *s)
     if (dimmnet2_rx_holding(s)) {
         m.rc |= DN2_MS_RC_HOLDING;  /* refused a packet, none accepted since */
     }
-    if (s->rc_exec.active) {
+    if (s->wc.rc_exec.active) {
         m.rc |= DN2_MS_RC_ANSWERING;
         m.pu = DN2_MS_UNIT_BUSY;    /* an answer reads */
     }
-    if (s->exec.active) {
+    if (s->wc.exec.active) {
         bool copy;
 
-        dimmnet2_req_of(&r, &s->exec.ent);
+        dimmnet2_req_of(&r, &s->wc.exec.ent);
         copy = r.src == DN2_COPY_OFF && dimmnet2_is_vs(r.otype);
         if (dimmnet2_is_vs(r.otype)) {
             m.wu = DN2_MS_UNIT_BUSY;
@@ -320,13 +320,13 @@ static bool dimmnet2_next_request(DN2State *s, DN2Exec *x)
 {
     DN2FifoEntry e;
 
-    if (x == &s->rc_exec) {
+    if (x == &s->wc.rc_exec) {
         if (!dimmnet2_rx_rc_pop(s, &e)) {
             return false;
         }
     } else {
         dimmnet2_fifo_refill(s);
-        if (!s->fifo_count) {
+        if (!s->wc.fifo_count) {
             return false;
         }
         dimmnet2_fifo_pop(s, &e);
@@ -352,33 +352,33 @@ static bool dimmnet2_rc_silent(DN2State *s, unsigned dclid)
 {
     uint64_t gen = dimmnet2_port_peer_gen(s);
 
-    if (gen != s->rc_silent_gen) {
-        bitmap_zero(s->rc_silent, DN2_CLID_INIT + 1);
-        s->rc_silent_gen = gen;
+    if (gen != s->wc.rc_silent_gen) {
+        bitmap_zero(s->wc.rc_silent, DN2_CLID_INIT + 1);
+        s->wc.rc_silent_gen = gen;
     }
-    return test_bit(dclid, s->rc_silent);
+    return test_bit(dclid, s->wc.rc_silent);
 }
 
 static void dimmnet2_rc_progress(DN2State *s, DN2Step ret)
 {
-    DN2Exec *x = &s->rc_exec;
+    DN2Exec *x = &s->wc.rc_exec;
     unsigned dclid = dn2_req_dclid(x->ent.lower);
 
     if (ret != DIMMNET2_STEP_STALL) {
-        s->rc_stall_since = 0;
-        clear_bit(dclid, s->rc_silent);     /* it grants credits again */
+        s->wc.rc_stall_since = 0;
+        clear_bit(dclid, s->wc.rc_silent);     /* it grants credits again */
         return;
     }
-    if (!s->rc_stall_since || x->done != s->rc_stall_done) {
-        s->rc_stall_since = dimmnet2_now(s);
-        s->rc_stall_done = x->done;
-        if (s->rc_timer && s->rc_timeout_ms) {
+    if (!s->wc.rc_stall_since || x->done != s->wc.rc_stall_done) {
+        s->wc.rc_stall_since = dimmnet2_now(s);
+        s->wc.rc_stall_done = x->done;
+        if (s->wc.rc_timer && s->params.rc_timeout_ms) {
             /* The grace is per requester, not per answer: one that let an
              * answer be abandoned and has granted nothing since loses the
              * next one at its first stall. */
-            timer_mod(s->rc_timer, s->rc_stall_since +
+            timer_mod(s->wc.rc_timer, s->wc.rc_stall_since +
                       (dimmnet2_rc_silent(s, dclid) ? 0 :
-                       (int64_t)s->rc_timeout_ms * SCALE_MS));
+                       (int64_t)s->params.rc_timeout_ms * SCALE_MS));
         }
     }
 }
@@ -397,11 +397,11 @@ static DN2Step dimmnet2_exec_one(DN2State *s, DN2Exec *x, uint64_t *budget,
     }
     x->ent.t_land = 0;
     ret = dimmnet2_exec_step(s, x, budget);
-    if (x == &s->rc_exec) {
+    if (x == &s->wc.rc_exec) {
         dimmnet2_rc_progress(s, ret);
     }
     if (ret == DIMMNET2_STEP_STALL) {
-        if (x == &s->exec && !x->stalled) {
+        if (x == &s->wc.exec && !x->stalled) {
             s->stat[DN2_STAT_EXEC_STALLS]++;
         }
         x->stalled = 1;
@@ -424,20 +424,20 @@ static void dimmnet2_wc_run(DN2State *s)
     int reqs = 0;
 
     for (;;) {
-        DN2Exec *first = s->rc_turn ? &s->rc_exec : &s->exec;
-        DN2Exec *second = s->rc_turn ? &s->exec : &s->rc_exec;
+        DN2Exec *first = s->wc.rc_turn ? &s->wc.rc_exec : &s->wc.exec;
+        DN2Exec *second = s->wc.rc_turn ? &s->wc.exec : &s->wc.rc_exec;
         DN2Step a, b;
 
         if (reqs >= DIMMNET2_EXEC_MAX_REQS || !budget) {
-            if (s->exec.active || s->rc_exec.active || s->fifo_count ||
-                s->rc_count) {
+            if (s->wc.exec.active || s->wc.rc_exec.active || s->wc.fifo_count ||
+                s->rx.rc_count) {
                 dimmnet2_wc_kick(s);    /* let the vCPUs run */
             }
             break;
         }
         a = dimmnet2_exec_one(s, first, &budget, &reqs);
-        s->rc_turn = !s->rc_turn;
-        if (s->strict && a != DIMMNET2_STEP_STALL) {
+        s->wc.rc_turn = !s->wc.rc_turn;
+        if (s->params.strict && a != DIMMNET2_STEP_STALL) {
             dimmnet2_wc_kick(s);        /* paced: one step, then the delay */
             break;
         }
@@ -445,7 +445,7 @@ static void dimmnet2_wc_run(DN2State *s)
             continue;
         }
         b = dimmnet2_exec_one(s, second, &budget, &reqs);
-        if (s->strict && b != DIMMNET2_STEP_STALL) {
+        if (s->params.strict && b != DIMMNET2_STEP_STALL) {
             dimmnet2_wc_kick(s);
             break;
         }
@@ -470,30 +470,30 @@ static void dimmnet2_wc_run_cb(void *opaque)
 static void dimmnet2_rc_timeout(void *opaque)
 {
     DN2State *s = opaque;
-    DN2Exec *x = &s->rc_exec;
+    DN2Exec *x = &s->wc.rc_exec;
     int64_t now = dimmnet2_now(s);
     unsigned dclid, dropped;
     bool silent;
 
-    if (!x->active || !x->stalled || !s->rc_stall_since) {
+    if (!x->active || !x->stalled || !s->wc.rc_stall_since) {
         return;
     }
     dclid = dn2_req_dclid(x->ent.lower);
     silent = dimmnet2_rc_silent(s, dclid);
     if (!silent &&
-        now - s->rc_stall_since < (int64_t)s->rc_timeout_ms * SCALE_MS) {
+        now - s->wc.rc_stall_since < (int64_t)s->params.rc_timeout_ms * SCALE_MS) {
         return;
     }
-    set_bit(dclid, s->rc_silent);
+    set_bit(dclid, s->wc.rc_silent);
     dropped = 1 + dimmnet2_rx_rc_abandon(s, dclid);
     memset(x, 0, sizeof(*x));
-    s->rc_stall_since = 0;
+    s->wc.rc_stall_since = 0;
     s->stat[DN2_STAT_RC_ABANDONED] += dropped - 1;
     DIMMNET2_GUEST_ERROR(s, DN2_STAT_RC_ABANDONED, rc_abandoned,
                          "abandoned %u RVL answer(s) to LID 0x%x after a grace "
                          "of %u ms (the requester grants no credits; no grace "
                          "once an answer to it was abandoned)", dropped,
-                         dn2_clid_to_lid(dclid), silent ? 0 : s->rc_timeout_ms);
+                         dn2_clid_to_lid(dclid), silent ? 0 : s->params.rc_timeout_ms);
     dimmnet2_wc_kick(s);
     s->entry_done(s);
 }
@@ -504,55 +504,55 @@ static void dimmnet2_rc_timeout(void *opaque)
 
 void dimmnet2_wc_init(DN2State *s)
 {
-    s->bh = qemu_bh_new_guarded(dimmnet2_wc_run_cb, s,
+    s->wc.bh = qemu_bh_new_guarded(dimmnet2_wc_run_cb, s,
                                 &DEVICE(s)->mem_reentrancy_guard);
-    s->rc_timer = timer_new_ns(dimmnet2_clock(s), dimmnet2_rc_timeout, s);
-    if (s->strict || s->vtime) {
+    s->wc.rc_timer = timer_new_ns(dimmnet2_clock(s), dimmnet2_rc_timeout, s);
+    if (s->params.strict || s->vt.on) {
         /* The paced Window Controller: a virtual-clock timer instead of
          * running in the doorbell or a bottom half (vtime: instead of the
          * bottom half only). */
-        s->strict_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_wc_run_cb, s);
+        s->wc.strict_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, dimmnet2_wc_run_cb, s);
     }
-    s->copy_buf = g_malloc(DIMMNET2_COPY_CHUNK);
-    s->pkt_buf = g_malloc(DN2_PKT_MAX + DN2_LINE);
+    s->wc.copy_buf = g_malloc(DIMMNET2_COPY_CHUNK);
+    s->wc.pkt_buf = g_malloc(DN2_PKT_MAX + DN2_LINE);
     dimmnet2_timing_map(s);     /* timing=thesis: the LLCM's accesses charged */
 }
 
 void dimmnet2_wc_fini(DN2State *s)
 {
     dimmnet2_timing_unmap(s);
-    if (s->bh) {
-        qemu_bh_delete(s->bh);
-        s->bh = NULL;
+    if (s->wc.bh) {
+        qemu_bh_delete(s->wc.bh);
+        s->wc.bh = NULL;
     }
-    if (s->rc_timer) {
-        timer_free(s->rc_timer);
-        s->rc_timer = NULL;
+    if (s->wc.rc_timer) {
+        timer_free(s->wc.rc_timer);
+        s->wc.rc_timer = NULL;
     }
-    if (s->strict_timer) {
-        timer_free(s->strict_timer);
-        s->strict_timer = NULL;
+    if (s->wc.strict_timer) {
+        timer_free(s->wc.strict_timer);
+        s->wc.strict_timer = NULL;
     }
-    g_free(s->copy_buf);
-    s->copy_buf = NULL;
-    g_free(s->pkt_buf);
-    s->pkt_buf = NULL;
+    g_free(s->wc.copy_buf);
+    s->wc.copy_buf = NULL;
+    g_free(s->wc.pkt_buf);
+    s->wc.pkt_buf = NULL;
 }
 
 /* Power-on and Controller Reset: the FIFO empty, no request running. */
 void dimmnet2_wc_reset(DN2State *s)
 {
-    memset(s->fifo, 0, sizeof(s->fifo));
-    s->fifo_head = 0;
-    s->fifo_count = 0;
-    memset(&s->exec, 0, sizeof(s->exec));
-    memset(&s->rc_exec, 0, sizeof(s->rc_exec));
-    s->rc_turn = 0;
-    s->rc_stall_since = 0;
-    bitmap_zero(s->rc_silent, DN2_CLID_INIT + 1);
-    s->rc_silent_gen = dimmnet2_port_peer_gen(s);
-    if (s->rc_timer) {
-        timer_del(s->rc_timer);
+    memset(s->wc.fifo, 0, sizeof(s->wc.fifo));
+    s->wc.fifo_head = 0;
+    s->wc.fifo_count = 0;
+    memset(&s->wc.exec, 0, sizeof(s->wc.exec));
+    memset(&s->wc.rc_exec, 0, sizeof(s->wc.rc_exec));
+    s->wc.rc_turn = 0;
+    s->wc.rc_stall_since = 0;
+    bitmap_zero(s->wc.rc_silent, DN2_CLID_INIT + 1);
+    s->wc.rc_silent_gen = dimmnet2_port_peer_gen(s);
+    if (s->wc.rc_timer) {
+        timer_del(s->wc.rc_timer);
     }
     /* timing=thesis: no unit busy (the port's t_tx_free is the port's) */
     s->timing.t_wc_free = s->timing.t_sd_free = s->timing.t_rc_free = s->timing.t_status_last = 0;

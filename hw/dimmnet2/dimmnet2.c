@@ -51,12 +51,12 @@ static void dimmnet2_reset_hold(Object *obj, ResetType type)
     DN2State *s = DIMMNET2(obj);
 
     dimmnet2_controller_reset(s);
-    memset(s->ww_ptr, 0, DN2_REGION_SIZE);
-    memset(s->pw_ptr, 0, DN2_REGION_SIZE);
-    memset(s->llcm_ptr, 0, DN2_REGION_SIZE);
-    memory_region_set_dirty(&s->ww, 0, DN2_REGION_SIZE);
-    memory_region_set_dirty(&s->pw, 0, DN2_REGION_SIZE);
-    memory_region_set_dirty(&s->llcm, 0, DN2_REGION_SIZE);
+    memset(s->win.ww_ptr, 0, DN2_REGION_SIZE);
+    memset(s->win.pw_ptr, 0, DN2_REGION_SIZE);
+    memset(s->win.llcm_ptr, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->win.ww, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->win.pw, 0, DN2_REGION_SIZE);
+    memory_region_set_dirty(&s->win.llcm, 0, DN2_REGION_SIZE);
     dimmnet2_ur_publish(s);
 }
 
@@ -77,7 +77,7 @@ static void dimmnet2_build_aml(AcpiDevAmlIf *adev, Aml *scope)
     aml_append(dev, aml_name_decl("_UID", aml_int(s->index)));
     aml_append(dev, aml_name_decl("_STA", aml_int(0xF)));
     crs = aml_resource_template();
-    aml_append(crs, aml_memory32_fixed(s->base, DN2_WINDOW_SIZE, AML_READ_WRITE));
+    aml_append(crs, aml_memory32_fixed(s->params.base, DN2_WINDOW_SIZE, AML_READ_WRITE));
     aml_append(dev, aml_name_decl("_CRS", crs));
     aml_append(scope, dev);
 }
@@ -108,7 +108,7 @@ static int dimmnet2_base_check_one(Object *obj, void *opaque)
         return 0;
     }
     c->count++;
-    if (o->base < c->base + DN2_WINDOW_SIZE && c->base < o->base + DN2_WINDOW_SIZE) {
+    if (o->params.base < c->base + DN2_WINDOW_SIZE && c->base < o->params.base + DN2_WINDOW_SIZE) {
         c->clash = true;
     }
     return 0;
@@ -130,35 +130,35 @@ static bool dimmnet2_pick_base(DN2State *s, Error **errp)
     static const uint64_t defaults[] = { DN2_DEFAULT_BASE0, DN2_DEFAULT_BASE1 };
     int i;
 
-    if (s->base == DN2_BASE_AUTO) {
+    if (s->params.base == DN2_BASE_AUTO) {
         for (i = 0; i < ARRAY_SIZE(defaults); i++) {
             c.base = defaults[i];
             if (!dimmnet2_base_taken(OBJECT(s), &c)) {
-                s->base = defaults[i];
+                s->params.base = defaults[i];
                 break;
             }
         }
-        if (s->base == DN2_BASE_AUTO) {
+        if (s->params.base == DN2_BASE_AUTO) {
             error_setg(errp, "dimmnet2: both default addresses (0x%x, 0x%x) "
                        "are taken; give this board base=<address>",
                        DN2_DEFAULT_BASE0, DN2_DEFAULT_BASE1);
             return false;
         }
     }
-    if (s->base & (DN2_BASE_ALIGN - 1)) {
+    if (s->params.base & (DN2_BASE_ALIGN - 1)) {
         error_setg(errp, "dimmnet2: base 0x%" PRIx64 " must be 64 KiB aligned",
-                   s->base);
+                   s->params.base);
         return false;
     }
-    if (s->base > 4 * GiB - DN2_WINDOW_SIZE) {      /* no wrap-around */
+    if (s->params.base > 4 * GiB - DN2_WINDOW_SIZE) {      /* no wrap-around */
         error_setg(errp, "dimmnet2: base 0x%" PRIx64 " puts the 0x%x-byte "
-                   "window above 4 GiB", s->base, DN2_WINDOW_SIZE);
+                   "window above 4 GiB", s->params.base, DN2_WINDOW_SIZE);
         return false;
     }
-    c.base = s->base;
+    c.base = s->params.base;
     if (dimmnet2_base_taken(OBJECT(s), &c)) {
         error_setg(errp, "dimmnet2: window at 0x%" PRIx64 " overlaps another "
-                   "dimmnet2 board", s->base);
+                   "dimmnet2 board", s->params.base);
         return false;
     }
     s->index = c.count;
@@ -170,13 +170,13 @@ static bool dimmnet2_pick_base(DN2State *s, Error **errp)
  * with two regions at one address and, for a ROM, fail in its reset. */
 static bool dimmnet2_check_free(DN2State *s, MemoryRegion *as, Error **errp)
 {
-    MemoryRegionSection sec = memory_region_find(as, s->base, DN2_WINDOW_SIZE);
+    MemoryRegionSection sec = memory_region_find(as, s->params.base, DN2_WINDOW_SIZE);
 
     if (sec.mr) {
         error_setg(errp, "dimmnet2: base 0x%" PRIx64 ": the 0x%x-byte window "
                    "would overlap '%s' at 0x%" PRIx64 "; choose a free range "
                    "(the default 0xfec10000 is free on pc and q35)",
-                   s->base, DN2_WINDOW_SIZE, memory_region_name(sec.mr),
+                   s->params.base, DN2_WINDOW_SIZE, memory_region_name(sec.mr),
                    (uint64_t)sec.offset_within_address_space);
         memory_region_unref(sec.mr);
         return false;
@@ -187,49 +187,49 @@ static bool dimmnet2_check_free(DN2State *s, MemoryRegion *as, Error **errp)
 /* Properties that only mean something with a cable. */
 static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
 {
-    if (!s->switch_addr) {
-        const char *bad = s->local_addr ? "local" : s->rx_thread ? "rx-thread" :
-                          s->guid ? "guid" : s->secret_id ? "secret" :
-                          s->lid_wanted ? "lid" : NULL;
+    if (!s->params.switch_addr) {
+        const char *bad = s->params.local_addr ? "local" : s->params.rx_thread ? "rx-thread" :
+                          s->params.guid ? "guid" : s->params.secret_id ? "secret" :
+                          s->params.lid_wanted ? "lid" : NULL;
         if (bad) {
             error_setg(errp, "dimmnet2: %s= needs switch=HOST:PORT (it only "
                        "applies to a board attached to a dn2-switch)", bad);
             return false;
         }
     }
-    if (s->coalesce_us > 1000 * 1000) {
+    if (s->params.coalesce_us > 1000 * 1000) {
         error_setg(errp, "dimmnet2: coalesce-us=%u is over a second; give 0 "
-                   "(send at once) up to 1000000", s->coalesce_us);
+                   "(send at once) up to 1000000", s->params.coalesce_us);
         return false;
     }
-    if (s->lid_wanted && !dn2_lid_assignable(s->lid_wanted)) {
+    if (s->params.lid_wanted && !dn2_lid_assignable(s->params.lid_wanted)) {
         error_setg(errp, "dimmnet2: lid=0x%x is not a LID the subnet manager "
-                   "can assign (a unicast LID of CLID 1..0x%x)", s->lid_wanted,
+                   "can assign (a unicast LID of CLID 1..0x%x)", s->params.lid_wanted,
                    DN2_CLID_MCAST_FIRST - 1);
         return false;
     }
-    if (s->vtime) {
+    if (s->vt.on) {
         if (!icount_enabled() && !qtest_enabled()) {
             error_setg(errp, "dimmnet2: vtime=on needs the virtual clock to "
                        "count instructions: run QEMU with -accel tcg -icount "
                        "shift=N,sleep=off,align=off (docs/virtual-time.md)");
             return false;
         }
-        if (s->rx_thread) {
+        if (s->params.rx_thread) {
             error_setg(errp, "dimmnet2: vtime=on and rx-thread=on do not go "
                        "together: under virtual time the board receives in "
                        "its own waits and timers; leave rx-thread off");
             return false;
         }
-        if (!s->vt_latency_ns || s->vt_latency_ns > 1000 * 1000 * 1000) {
+        if (!s->vt.latency_ns || s->vt.latency_ns > 1000 * 1000 * 1000) {
             error_setg(errp, "dimmnet2: vt-latency-ns=%u: give the modelled "
-                       "latency of a packet, 1 ns to 1 s", s->vt_latency_ns);
+                       "latency of a packet, 1 ns to 1 s", s->vt.latency_ns);
             return false;
         }
     }
-    if (s->rc_timeout_ms > 3600 * 1000) {
+    if (s->params.rc_timeout_ms > 3600 * 1000) {
         error_setg(errp, "dimmnet2: rc-timeout-ms=%u is over an hour; give "
-                   "0 (never abandon) or at most 3600000", s->rc_timeout_ms);
+                   "0 (never abandon) or at most 3600000", s->params.rc_timeout_ms);
         return false;
     }
     return true;
@@ -246,7 +246,7 @@ static bool dimmnet2_init_ram(DN2State *s, MemoryRegion *mr, const char *what,
                          bool host_readonly, uint8_t **ptr, Error **errp)
 {
     g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".%s",
-                                            s->base, what);
+                                            s->params.base, what);
     bool ok;
 
     if (host_readonly) {
@@ -274,21 +274,21 @@ static bool dimmnet2_init_ur(DN2State *s, Error **errp)
 {
     g_autofree char *name = NULL;
 
-    if (!s->read_mirror || s->strict) {
-        memory_region_init_io(&s->ur, OBJECT(s), &dimmnet2_ur_ops, s,
+    if (!s->params.read_mirror || s->params.strict) {
+        memory_region_init_io(&s->win.ur, OBJECT(s), &dimmnet2_ur_ops, s,
                               "dimmnet2.ur", DN2_REGION_SIZE);
         return true;
     }
-    name = g_strdup_printf("dimmnet2.%" PRIx64 ".ur-mirror", s->base);
-    if (!memory_region_init_rom_device_nomigrate(&s->ur_mirror, OBJECT(s),
+    name = g_strdup_printf("dimmnet2.%" PRIx64 ".ur-mirror", s->params.base);
+    if (!memory_region_init_rom_device_nomigrate(&s->win.ur_mirror, OBJECT(s),
                                                  &dimmnet2_ur_ops, s, name,
                                                  DN2_REGION_SIZE + DN2_UR_PAGE,
                                                  errp)) {
         return false;
     }
-    s->ur_ptr = memory_region_get_ram_ptr(&s->ur_mirror);
-    memset(s->ur_ptr, 0, DN2_REGION_SIZE + DN2_UR_PAGE);
-    memory_region_init_alias(&s->ur, OBJECT(s), "dimmnet2.ur", &s->ur_mirror,
+    s->win.ur_ptr = memory_region_get_ram_ptr(&s->win.ur_mirror);
+    memset(s->win.ur_ptr, 0, DN2_REGION_SIZE + DN2_UR_PAGE);
+    memory_region_init_alias(&s->win.ur, OBJECT(s), "dimmnet2.ur", &s->win.ur_mirror,
                              0, DN2_REGION_SIZE);
     return true;        /* realize publishes once every unit is set up */
 }
@@ -327,9 +327,9 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
     if (!dimmnet2_check_free(s, isa_address_space(ISA_DEVICE(dev)), errp)) {
         return;
     }
-    if (s->fifo_depth < 2 || s->fifo_depth > DIMMNET2_FIFO_MAX) {
+    if (s->params.fifo_depth < 2 || s->params.fifo_depth > DIMMNET2_FIFO_MAX) {
         error_setg(errp, "dimmnet2: fifo-depth %u out of range 2..%d",
-                   s->fifo_depth, DIMMNET2_FIFO_MAX);
+                   s->params.fifo_depth, DIMMNET2_FIFO_MAX);
         return;
     }
     if (!dimmnet2_check_link_props(s, errp) || !dimmnet2_timing_init(s, errp)) {
@@ -337,66 +337,67 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
     }
 
     /* SO-DIMMs: a memory backend, or our own RAM of sodimm-size. */
-    if (s->hostmem) {
-        if (host_memory_backend_is_mapped(s->hostmem)) {
+    if (s->params.hostmem) {
+        if (host_memory_backend_is_mapped(s->params.hostmem)) {
             error_setg(errp, "dimmnet2: memdev '%s' is already in use",
-                       object_get_canonical_path_component(OBJECT(s->hostmem)));
+                       object_get_canonical_path_component(OBJECT(s->params.hostmem)));
             return;
         }
-        s->sodimm_mr = host_memory_backend_get_memory(s->hostmem);
-        host_memory_backend_set_mapped(s->hostmem, true);
-        vmstate_register_ram(s->sodimm_mr, dev);
+        s->win.sodimm_mr = host_memory_backend_get_memory(s->params.hostmem);
+        host_memory_backend_set_mapped(s->params.hostmem, true);
+        vmstate_register_ram(s->win.sodimm_mr, dev);
     } else {
         g_autofree char *name = g_strdup_printf("dimmnet2.%" PRIx64 ".sodimm",
-                                                s->base);
+                                                s->params.base);
+        uint64_t size = s->params.sodimm_size;
+
         /* Checked before any memory is made of it. */
-        if (s->sodimm_size < 2 * MiB || (s->sodimm_size & (s->sodimm_size - 1)) ||
-            s->sodimm_size > DIMMNET2_SODIMM_MAX) {
+        if (size < 2 * MiB || (size & (size - 1)) || size > DIMMNET2_SODIMM_MAX) {
             error_setg(errp, "dimmnet2: sodimm-size 0x%" PRIx64 " must be a "
                        "power of two from 2 MiB (two interleaved modules) to "
                        "%u GiB (two 8 GiB modules, the largest Capacity "
-                       "setting)", s->sodimm_size,
+                       "setting)", s->params.sodimm_size,
                        (unsigned)(DIMMNET2_SODIMM_MAX / GiB));
             return;
         }
-        if (!memory_region_init_ram(&s->sodimm_own, OBJECT(s), name,
-                                    s->sodimm_size, errp)) {
+        if (!memory_region_init_ram(&s->win.sodimm_own, OBJECT(s), name,
+                                    s->params.sodimm_size, errp)) {
             return;
         }
-        s->sodimm_mr = &s->sodimm_own;
+        s->win.sodimm_mr = &s->win.sodimm_own;
     }
-    s->sodimm_bytes = memory_region_size(s->sodimm_mr);
-    if (s->sodimm_bytes < 2 * MiB || (s->sodimm_bytes & (s->sodimm_bytes - 1)) ||
-        s->sodimm_bytes > DIMMNET2_SODIMM_MAX) {
+    s->win.sodimm_bytes = memory_region_size(s->win.sodimm_mr);
+    if (s->win.sodimm_bytes < 2 * MiB || (s->win.sodimm_bytes & (s->win.sodimm_bytes - 1)) ||
+        s->win.sodimm_bytes > DIMMNET2_SODIMM_MAX) {
         error_setg(errp, "dimmnet2: SO-DIMM memory must be a power of two from "
                    "2 MiB (two interleaved modules) to %u GiB, not 0x%" PRIx64,
-                   (unsigned)(DIMMNET2_SODIMM_MAX / GiB), s->sodimm_bytes);
+                   (unsigned)(DIMMNET2_SODIMM_MAX / GiB), s->win.sodimm_bytes);
         goto fail_sodimm;
     }
-    s->sodimm_ptr = memory_region_get_ram_ptr(s->sodimm_mr);
+    s->win.sodimm_ptr = memory_region_get_ram_ptr(s->win.sodimm_mr);
 
-    if (!dimmnet2_init_ram(s, &s->ww, "ww", false, &s->ww_ptr, errp) ||
-        !dimmnet2_init_ram(s, &s->pw, "pw", true, &s->pw_ptr, errp) ||
-        !dimmnet2_init_ram(s, &s->llcm, "llcm", false, &s->llcm_ptr, errp) ||
-        !dimmnet2_init_ram(s, &s->lhb, "lhb", true, &s->lhb_ptr, errp)) {
+    if (!dimmnet2_init_ram(s, &s->win.ww, "ww", false, &s->win.ww_ptr, errp) ||
+        !dimmnet2_init_ram(s, &s->win.pw, "pw", true, &s->win.pw_ptr, errp) ||
+        !dimmnet2_init_ram(s, &s->win.llcm, "llcm", false, &s->win.llcm_ptr, errp) ||
+        !dimmnet2_init_ram(s, &s->win.lhb, "lhb", true, &s->win.lhb_ptr, errp)) {
         goto fail_sodimm;
     }
 
-    cname = g_strdup_printf("dimmnet2.%" PRIx64, s->base);
-    memory_region_init(&s->container, OBJECT(s), cname, DN2_WINDOW_SIZE);
+    cname = g_strdup_printf("dimmnet2.%" PRIx64, s->params.base);
+    memory_region_init(&s->win.container, OBJECT(s), cname, DN2_WINDOW_SIZE);
     if (!dimmnet2_init_ur(s, errp)) {
         goto fail_sodimm;
     }
-    memory_region_init_io(&s->sr, OBJECT(s), &dimmnet2_sr_ops, s, "dimmnet2.sr",
+    memory_region_init_io(&s->win.sr, OBJECT(s), &dimmnet2_sr_ops, s, "dimmnet2.sr",
                           DN2_REGION_SIZE);
-    memory_region_add_subregion(&s->container, DN2_WW_BASE, &s->ww);
-    memory_region_add_subregion(&s->container, DN2_PW_BASE, &s->pw);
-    memory_region_add_subregion(&s->container, DN2_LLCM_BASE, &s->llcm);
-    memory_region_add_subregion(&s->container, DN2_LHB_BASE, &s->lhb);
-    memory_region_add_subregion(&s->container, DN2_UR_BASE, &s->ur);
-    memory_region_add_subregion(&s->container, DN2_SR_BASE, &s->sr);
-    memory_region_add_subregion(isa_address_space(ISA_DEVICE(dev)), s->base,
-                                &s->container);
+    memory_region_add_subregion(&s->win.container, DN2_WW_BASE, &s->win.ww);
+    memory_region_add_subregion(&s->win.container, DN2_PW_BASE, &s->win.pw);
+    memory_region_add_subregion(&s->win.container, DN2_LLCM_BASE, &s->win.llcm);
+    memory_region_add_subregion(&s->win.container, DN2_LHB_BASE, &s->win.lhb);
+    memory_region_add_subregion(&s->win.container, DN2_UR_BASE, &s->win.ur);
+    memory_region_add_subregion(&s->win.container, DN2_SR_BASE, &s->win.sr);
+    memory_region_add_subregion(isa_address_space(ISA_DEVICE(dev)), s->params.base,
+                                &s->win.container);
 
     dimmnet2_wc_init(s);
     dimmnet2_rx_init(s);
@@ -406,13 +407,13 @@ static void dimmnet2_realize(DeviceState *dev, Error **errp)
         goto fail_sodimm;
     }
     dimmnet2_ur_publish(s);
-    trace_dimmnet2_realize(s->index, s->base, s->sodimm_bytes);
+    trace_dimmnet2_realize(s->index, s->params.base, s->win.sodimm_bytes);
     return;
 
 fail_sodimm:
-    if (s->hostmem) {
-        vmstate_unregister_ram(s->sodimm_mr, dev);
-        host_memory_backend_set_mapped(s->hostmem, false);
+    if (s->params.hostmem) {
+        vmstate_unregister_ram(s->win.sodimm_mr, dev);
+        host_memory_backend_set_mapped(s->params.hostmem, false);
     }
 }
 
@@ -548,7 +549,7 @@ static bool dimmnet2_exec_ok(DN2State *s, const DN2Exec *x)
     if (!x->active) {
         return true;
     }
-    return x->stalled <= 1 && x->started <= 1 && dimmnet2_entry_ok(&x->ent) &&
+    return x->stalled <= 1 && x->started <= 2 && dimmnet2_entry_ok(&x->ent) &&
            x->done <= x->total &&
            /* A copy is at most a process's area; a stream at most 4 GiB
             * (Size is 32 bits) or 255 elements. */
@@ -570,29 +571,30 @@ static int dimmnet2_post_load(void *opaque, int version_id)
 
     DN2_LOAD_CHECK(!s->timing.timing_on || s->timing.timing_loaded, "this board runs the timing "
                    "model (timing=thesis) and the stream has no state of it");
-    DN2_LOAD_CHECK(s->fifo_head < s->fifo_depth && s->fifo_count <= s->fifo_depth,
+    DN2_LOAD_CHECK(s->wc.fifo_head < s->params.fifo_depth &&
+                   s->wc.fifo_count <= s->params.fifo_depth,
                    "Request FIFO head %u / count %u outside depth %u",
-                   s->fifo_head, s->fifo_count, s->fifo_depth);
-    DN2_LOAD_CHECK(s->rc_head < DIMMNET2_RC_FIFO && s->rc_count <= DIMMNET2_RC_FIFO,
-                   "RC FIFO head %u / count %u", s->rc_head, s->rc_count);
-    for (i = 0; i < s->fifo_count; i++) {
-        DN2_LOAD_CHECK(dimmnet2_entry_ok(&s->fifo[(s->fifo_head + i) % s->fifo_depth]),
+                   s->wc.fifo_head, s->wc.fifo_count, s->params.fifo_depth);
+    DN2_LOAD_CHECK(s->rx.rc_head < DIMMNET2_RC_FIFO && s->rx.rc_count <= DIMMNET2_RC_FIFO,
+                   "RC FIFO head %u / count %u", s->rx.rc_head, s->rx.rc_count);
+    for (i = 0; i < s->wc.fifo_count; i++) {
+        DN2_LOAD_CHECK(dimmnet2_entry_ok(&s->wc.fifo[(s->wc.fifo_head + i) % s->params.fifo_depth]),
                        "Request FIFO entry %u", i);
     }
-    for (i = 0; i < s->rc_count; i++) {
-        DN2_LOAD_CHECK(dimmnet2_entry_ok(&s->rc_fifo[(s->rc_head + i) % DIMMNET2_RC_FIFO]),
+    for (i = 0; i < s->rx.rc_count; i++) {
+        DN2_LOAD_CHECK(dimmnet2_entry_ok(&s->rx.rc_fifo[(s->rx.rc_head + i) % DIMMNET2_RC_FIFO]),
                        "RC FIFO entry %u", i);
     }
-    DN2_LOAD_CHECK(s->sdimm_ready <= 1 && s->rc_turn <= 1, "flag fields");
-    DN2_LOAD_CHECK(!(s->sdimm_cap_reg & ~DN2_FMASK(DN2_SDIMM_CAP_CODE)), "SO-DIMM Capacity 0x%x",
-                   s->sdimm_cap_reg);
-    DN2_LOAD_CHECK(!(s->mtu_reg & ~DN2_FMASK(DN2_MTU_CODE)), "MTU 0x%x", s->mtu_reg);
+    DN2_LOAD_CHECK(s->sys.sdimm_ready <= 1 && s->wc.rc_turn <= 1, "flag fields");
+    DN2_LOAD_CHECK(!(s->sys.sdimm_cap_reg & ~DN2_FMASK(DN2_SDIMM_CAP_CODE)),
+                   "SO-DIMM Capacity 0x%x", s->sys.sdimm_cap_reg);
+    DN2_LOAD_CHECK(!(s->sys.mtu_reg & ~DN2_FMASK(DN2_MTU_CODE)), "MTU 0x%x", s->sys.mtu_reg);
     for (i = 0; i < DIMMNET2_AMT_ENTRIES; i++) {
-        DN2_LOAD_CHECK(!(s->amt[i] & ~DN2_AMT_SLOT_MASK),
-                       "AMT Address Table entry %u = 0x%x", i, s->amt[i]);
+        DN2_LOAD_CHECK(!(s->sys.amt[i] & ~DN2_AMT_SLOT_MASK),
+                       "AMT Address Table entry %u = 0x%x", i, s->sys.amt[i]);
     }
-    DN2_LOAD_CHECK(dimmnet2_exec_ok(s, &s->exec), "executor state");
-    DN2_LOAD_CHECK(dimmnet2_exec_ok(s, &s->rc_exec), "RC executor state");
+    DN2_LOAD_CHECK(dimmnet2_exec_ok(s, &s->wc.exec), "executor state");
+    DN2_LOAD_CHECK(dimmnet2_exec_ok(s, &s->wc.rc_exec), "RC executor state");
 
     for (w = 0; w < DN2_NUM_WID; w++) {
         DN2Wid *d = &s->wid[w];
@@ -642,7 +644,7 @@ static int dimmnet2_post_load(void *opaque, int version_id)
         }
     }
     dimmnet2_port_refresh(s);
-    s->rc_stall_since = 0;
+    s->wc.rc_stall_since = 0;
     dimmnet2_wc_kick(s);
     dimmnet2_ur_publish(s);     /* the mirror is not in the stream */
     return 0;
@@ -658,7 +660,7 @@ static int dimmnet2_pre_save(void *opaque)
     DN2State *s = opaque;
     Error *err = NULL;
 
-    if (s->port_kind != DN2_PORT_NONE &&
+    if (s->port.kind != DN2_PORT_NONE &&
         (!dimmnet2_port_held(s) || !dimmnet2_port_quiescent(s, &err))) {
         if (!err) {
             error_setg(&err, "dimmnet2: board %d is linked and not held for a "
@@ -689,26 +691,26 @@ static const VMStateDescription vmstate_dimmnet2 = {
     .post_load = dimmnet2_post_load,
     .pre_save = dimmnet2_pre_save,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT8(sdimm_ready, DN2State),
-        VMSTATE_UINT8_ARRAY(pgid, DN2State, DN2_NUM_WID),
-        VMSTATE_UINT32(sdimm_cap_reg, DN2State),
-        VMSTATE_UINT32(mtu_reg, DN2State),
-        VMSTATE_UINT16(lid, DN2State),
-        VMSTATE_UINT16(sma_lid, DN2State),
-        VMSTATE_UINT8(link_state, DN2State),
-        VMSTATE_UINT16_ARRAY(amt, DN2State, DIMMNET2_AMT_ENTRIES),
+        VMSTATE_UINT8(sys.sdimm_ready, DN2State),
+        VMSTATE_UINT8_ARRAY(sys.pgid, DN2State, DN2_NUM_WID),
+        VMSTATE_UINT32(sys.sdimm_cap_reg, DN2State),
+        VMSTATE_UINT32(sys.mtu_reg, DN2State),
+        VMSTATE_UINT16(sys.lid, DN2State),
+        VMSTATE_UINT16(sys.sma_lid, DN2State),
+        VMSTATE_UINT8(sys.link_state, DN2State),
+        VMSTATE_UINT16_ARRAY(sys.amt, DN2State, DIMMNET2_AMT_ENTRIES),
         VMSTATE_STRUCT_ARRAY(wid, DN2State, DN2_NUM_WID, 2, vmstate_dimmnet2_wid, DN2Wid),
-        VMSTATE_STRUCT_ARRAY(fifo, DN2State, DIMMNET2_FIFO_MAX, 1,
+        VMSTATE_STRUCT_ARRAY(wc.fifo, DN2State, DIMMNET2_FIFO_MAX, 1,
                              vmstate_dimmnet2_fifo_entry, DN2FifoEntry),
-        VMSTATE_UINT32(fifo_head, DN2State),
-        VMSTATE_UINT32(fifo_count, DN2State),
-        VMSTATE_STRUCT(exec, DN2State, 1, vmstate_dimmnet2_exec, DN2Exec),
-        VMSTATE_STRUCT(rc_exec, DN2State, 2, vmstate_dimmnet2_exec, DN2Exec),
-        VMSTATE_STRUCT_ARRAY(rc_fifo, DN2State, DIMMNET2_RC_FIFO, 1,
+        VMSTATE_UINT32(wc.fifo_head, DN2State),
+        VMSTATE_UINT32(wc.fifo_count, DN2State),
+        VMSTATE_STRUCT(wc.exec, DN2State, 1, vmstate_dimmnet2_exec, DN2Exec),
+        VMSTATE_STRUCT(wc.rc_exec, DN2State, 2, vmstate_dimmnet2_exec, DN2Exec),
+        VMSTATE_STRUCT_ARRAY(rx.rc_fifo, DN2State, DIMMNET2_RC_FIFO, 1,
                              vmstate_dimmnet2_fifo_entry, DN2FifoEntry),
-        VMSTATE_UINT32(rc_head, DN2State),
-        VMSTATE_UINT32(rc_count, DN2State),
-        VMSTATE_UINT8(rc_turn, DN2State),
+        VMSTATE_UINT32(rx.rc_head, DN2State),
+        VMSTATE_UINT32(rx.rc_count, DN2State),
+        VMSTATE_UINT8(wc.rc_turn, DN2State),
         VMSTATE_END_OF_LIST()
     },
     .subsections = (const VMStateDescription * const []) {
@@ -723,32 +725,32 @@ static const VMStateDescription vmstate_dimmnet2 = {
 /* ------------------------------------------------------------------ */
 
 static const Property dimmnet2_properties[] = {
-    DEFINE_PROP_UINT64("base", DN2State, base, DN2_BASE_AUTO),
-    DEFINE_PROP_SIZE("sodimm-size", DN2State, sodimm_size, DIMMNET2_SODIMM_DEFAULT),
-    DEFINE_PROP_UINT32("fifo-depth", DN2State, fifo_depth, DIMMNET2_FIFO_DEFAULT),
-    DEFINE_PROP_LINK("memdev", DN2State, hostmem, TYPE_MEMORY_BACKEND,
+    DEFINE_PROP_UINT64("base", DN2State, params.base, DN2_BASE_AUTO),
+    DEFINE_PROP_SIZE("sodimm-size", DN2State, params.sodimm_size, DIMMNET2_SODIMM_DEFAULT),
+    DEFINE_PROP_UINT32("fifo-depth", DN2State, params.fifo_depth, DIMMNET2_FIFO_DEFAULT),
+    DEFINE_PROP_LINK("memdev", DN2State, params.hostmem, TYPE_MEMORY_BACKEND,
                      HostMemoryBackend *),
-    DEFINE_PROP_STRING("switch", DN2State, switch_addr),
-    DEFINE_PROP_STRING("local", DN2State, local_addr),
-    DEFINE_PROP_BOOL("loopback", DN2State, loopback, false),
-    DEFINE_PROP_BOOL("rx-thread", DN2State, rx_thread, false),
-    DEFINE_PROP_UINT64("guid", DN2State, guid, 0),
-    DEFINE_PROP_UINT32("rc-timeout-ms", DN2State, rc_timeout_ms,
+    DEFINE_PROP_STRING("switch", DN2State, params.switch_addr),
+    DEFINE_PROP_STRING("local", DN2State, params.local_addr),
+    DEFINE_PROP_BOOL("loopback", DN2State, params.loopback, false),
+    DEFINE_PROP_BOOL("rx-thread", DN2State, params.rx_thread, false),
+    DEFINE_PROP_UINT64("guid", DN2State, params.guid, 0),
+    DEFINE_PROP_UINT32("rc-timeout-ms", DN2State, params.rc_timeout_ms,
                        DIMMNET2_RC_TIMEOUT_MS_DEFAULT),
-    DEFINE_PROP_STRING("secret", DN2State, secret_id),
-    DEFINE_PROP_UINT32("coalesce-us", DN2State, coalesce_us,
+    DEFINE_PROP_STRING("secret", DN2State, params.secret_id),
+    DEFINE_PROP_UINT32("coalesce-us", DN2State, params.coalesce_us,
                        DIMMNET2_COALESCE_US_DEFAULT),
-    DEFINE_PROP_BOOL("strict", DN2State, strict, false),
-    DEFINE_PROP_BOOL("read-mirror", DN2State, read_mirror, true),
-    DEFINE_PROP_BOOL("vtime", DN2State, vtime, false),
-    DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt_latency_ns, 1000),
-    DEFINE_PROP_BOOL("vt-idle", DN2State, vt_idle, true),
-    DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt_start_ns, 0),
-    DEFINE_PROP_UINT16("lid", DN2State, lid_wanted, 0),
-    DEFINE_PROP_STRING("pcap", DN2State, pcap_path),
+    DEFINE_PROP_BOOL("strict", DN2State, params.strict, false),
+    DEFINE_PROP_BOOL("read-mirror", DN2State, params.read_mirror, true),
+    DEFINE_PROP_BOOL("vtime", DN2State, vt.on, false),
+    DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt.latency_ns, 1000),
+    DEFINE_PROP_BOOL("vt-idle", DN2State, vt.idle, true),
+    DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt.start_ns, 0),
+    DEFINE_PROP_UINT16("lid", DN2State, params.lid_wanted, 0),
+    DEFINE_PROP_STRING("pcap", DN2State, params.pcap_path),
     DEFINE_PROP_STRING("timing", DN2State, timing.mode),
     DEFINE_PROP_STRING("timing-params", DN2State, timing.timing_params),
-    DEFINE_PROP_UINT32("strict-delay-ns", DN2State, strict_delay_ns, 1000),
+    DEFINE_PROP_UINT32("strict-delay-ns", DN2State, params.strict_delay_ns, 1000),
 };
 
 /* Every statistic the board counts: QOM read-only property, description.
@@ -902,12 +904,12 @@ static void dimmnet2_set_hold(Object *obj, bool on, Error **errp)
          * Controller's virtual-clock timer, and the requests, the step
          * reached and that timer are in the stream (vmstate_dimmnet2,
          * vmstate_dimmnet2_timing).  Only the port must be quiet. */
-        if (!(s->vtime && s->timing.timing_on) &&
-            (s->fifo_count || s->exec.active || s->rc_count || s->rc_exec.active)) {
+        if (!(s->vt.on && s->timing.timing_on) &&
+            (s->wc.fifo_count || s->wc.exec.active || s->rx.rc_count || s->wc.rc_exec.active)) {
             error_setg(errp, "dimmnet2: board %d: the Window Controller is busy "
                        "(%u requests queued, %u answers to run%s)", s->index,
-                       s->fifo_count, s->rc_count,
-                       s->exec.active || s->rc_exec.active ? ", one running" : "");
+                       s->wc.fifo_count, s->rx.rc_count,
+                       s->wc.exec.active || s->wc.rc_exec.active ? ", one running" : "");
             return;
         }
     }
@@ -941,9 +943,9 @@ static void dimmnet2_unrealize(DeviceState *dev)
     DN2State *s = DIMMNET2(dev);
 
     dimmnet2_units_fini(s);
-    if (s->hostmem) {
-        vmstate_unregister_ram(s->sodimm_mr, dev);
-        host_memory_backend_set_mapped(s->hostmem, false);
+    if (s->params.hostmem) {
+        vmstate_unregister_ram(s->win.sodimm_mr, dev);
+        host_memory_backend_set_mapped(s->params.hostmem, false);
     }
 }
 

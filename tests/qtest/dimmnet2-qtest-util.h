@@ -1,6 +1,7 @@
 /*
  * Helpers shared by the DIMMnet-2 qtests (dimmnet2-test, dimmnet2-remote-test,
- * dimmnet2-fabric-test): QEMU start-up, non-fatal checks, the board's
+ * dimmnet2-strict-test and the dimmnet2-fabric-*-test programs, whose own
+ * helpers are in dimmnet2-fabric-util.h): QEMU start-up, non-fatal checks, the board's
  * register window, bounded polls, status and IPUSH rings, and file-backed
  * SO-DIMMs.  Every constant of the board comes from
  * include/dimmnet2/dn2_abi.h.

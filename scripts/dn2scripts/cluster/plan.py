@@ -158,7 +158,10 @@ def node_append(o, ctx, i):
     """Node I's kernel command line."""
     a = "console=ttyS0 panic=-1 quiet dn2.node=%d dn2.nodes=%s dn2.wid=%s" % (i, o.nodes, o.wid)
     if o.vt:
-        a += " dn2.linkwait=%s dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run" % o.boot_timeout
+        # The guest waits for its link in virtual seconds, a fixed 300: the
+        # host's boot limit (-b) would put a host-dependent number into the
+        # guest, and other bytes mean other instructions.
+        a += " dn2.linkwait=300 dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run"
     else:
         a += " dn2.job=%s dn2.jobid=%s dn2.linkwait=%s dn2.barrier=%d" % (
             guest_url(ctx), ctx.jobid, o.boot_timeout, int(o.boot_timeout) + 60)

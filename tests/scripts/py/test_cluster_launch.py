@@ -153,7 +153,7 @@ def ctx4(**kw):
 
 def test_four_nodes_in_virtual_time():
     o = checked(["-n", "4", "--virtual-time", "-r", "echo {node}/{rank}", "--slice", "0", "--vt-start", "2.5",
-                 "--vt-quantum", "100"])
+                 "--vt-quantum", "100", "-b", "120"])
     accel, name = plan.accel({}, True, o.vt_shift, o.vt_insn_ps)
     assert name == "TCG, -icount shift=0"
     c = ctx4(accel_args=accel)
@@ -176,7 +176,7 @@ def test_four_nodes_in_virtual_time():
         "-fw_cfg", "name=opt/dn2/run,file=/b/cluster/vt4/input/node2.sh"]
     assert plan.vt_ranks(o, c.lids) == "0 1 0\n1 2 0\n2 3 0\n3 4 0\n"
     rec = plan.vt_record(o, c, "/b/cluster/vt4/replay/run.sh")
-    assert rec == ["-n", "4", "-t", "900", "-b", "300", "-g", "30", "-m", "256", "--wid", "0", "--slice", "0",
+    assert rec == ["-n", "4", "-t", "900", "-b", "120", "-g", "30", "-m", "256", "--wid", "0", "--slice", "0",
                    "--pause-yield", "on", "--vt-shift", "0", "--vt-lookahead", "1000", "--vt-start", "2.5",
                    "--virtual-time", "--vt-quantum", "100", "-f", "/b/cluster/vt4/replay/run.sh"]
     # the record parses back to the same run
