@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs an MPI program (Debian's Open MPI 4.1) on a cluster of DIMMnet-2
 # guests: boots the nodes with the MPI image (scripts/cluster.sh --mpi),
-# starts the ranks on them (no mpirun, no ssh: Open MPI's direct launch with
-# our PMI-1 library, libpmi-dn2.so, talking to the launcher's job server),
-# streams their output, waits for them and tears the cluster down.
+# starts the ranks on them (no mpirun, no ssh: Open MPI's direct launch as a
+# client of a PMIx server on each node, dn2-pmix-server, or through our PMI-1
+# library, libpmi-dn2.so; both talk to the launcher's job server), streams
+# their output, waits for them and tears the cluster down.
 # docs/mpi.md.
 #
 #   scripts/mpirun.sh [-np RANKS] [-N NODES] [--ppn P] [options] -- PROGRAM [ARGS...]
@@ -31,6 +32,16 @@
 #                       the board (mtl_ofi_provider_include): dimmnet2
 #                       (default: native RDM + FI_TAGGED) or
 #                       'dimmnet2;ofi_rxd' (ofi_rxd over the DGRAM core)
+#       --pmi PMI       how the ranks learn who they are (DN2_MPI_PMI sets
+#                       the default):
+#                       pmix   a PMIx server on each node (dn2-pmix-server,
+#                              on Debian's OpenPMIx), Open MPI's pmix/ext3x
+#                              as its client; fences travel over the job
+#                              server (--virtual-time: the PMI agents)
+#                       pmi1   libpmi-dn2.so, the PMI-1 library, through
+#                              Open MPI 4.1's flux component
+#                       (default: pmix when dn2-pmix-server is built, else
+#                       pmi1)
 #       --job NET:CMD   instead of PROGRAM: a job whose ranks run the shell
 #                       command CMD (sh -c) over NET; several --job run one
 #                       after the other in the same guests (board against

@@ -57,6 +57,7 @@ int PMI_KVS_Put(const char kvsname[], const char key[], const char value[]);
 int PMI_KVS_Commit(const char kvsname[]);
 int PMI_KVS_Get(const char kvsname[], const char key[], char value[], int length);
 int PMI_Barrier(void);
+int dn2_pmi_check(void);
 
 /* Bytes of the fence data in one PMI value (hex: two characters each). */
 #define CHUNK ((DN2_PMI_VAL_MAX - 1) / 2)
@@ -475,6 +476,10 @@ int main(int argc, char **argv)
     /* PMI-1 to the other nodes, as the node (DN2_PMI_* from the launcher) */
     if (PMI_Init(&spawned) != 0 || PMI_KVS_Get_my_name(G.kvs, sizeof G.kvs) != 0)
         die("PMI_Init failed (DN2_PMI_URL, DN2_PMI_JOB, DN2_PMI_RANK, DN2_PMI_SIZE, DN2_PMI_TOKEN)");
+    /* the fences' path works now, or the server ends before the ranks start */
+    if (dn2_pmi_check() != 0)
+        die("cannot reach the job server for the fences (DN2_PMI_URL=%s): no rank started",
+            getenv("DN2_PMI_URL") ? getenv("DN2_PMI_URL") : "");
 
     PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, G.dir, PMIX_STRING);
     PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, G.dir, PMIX_STRING);

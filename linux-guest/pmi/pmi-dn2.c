@@ -674,6 +674,38 @@ clique:
     return PMI_SUCCESS;
 }
 
+/* Not PMI-1 (hidden in libpmi-dn2.so): for dn2-pmix-server, which links
+ * this file in and asks at its start whether the job server takes its
+ * requests, so that a server that cannot reach it fails there, with the
+ * reason, rather than at the ranks' first fence.  0: the job server
+ * answered this rank's /pmi/status with 200 (or the transport is the
+ * agent's socket); -1 after a message (unreachable for ~60 s, a refused
+ * token, an aborted job). */
+int dn2_pmi_check(void)
+{
+    struct buf path = { 0 };
+    char *resp = NULL;
+    size_t rlen;
+    int status = 0, rc = -1;
+
+    if (!S.initialized)
+        return -1;
+    if (S.sock >= 0)
+        return 0;
+    if (mkpath(&path, "status", NULL))
+        return -1;
+    if (http("GET", path.p, NULL, 0, &status, &resp, &rlen, 10) == 0) {
+        if (status == 200)
+            rc = 0;
+        else
+            warn("the job server %s:%d refused job %s rank %d (HTTP %d): %.200s", S.host, S.port,
+                 S.job, S.rank, status, resp ? resp : "");
+    }
+    free(path.p);
+    free(resp);
+    return rc;
+}
+
 EXPORT int PMI_Initialized(int *initialized)
 {
     if (!initialized)

@@ -28,6 +28,7 @@ TOP = os.path.dirname(HERE)
 NODE_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpirun_node.sh")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+PMIX_SERVER = os.path.join(TOP, "build", "linux-guest", "pmi", "dn2-pmix-server")
 VT_START_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,9})?$")
 
 
@@ -81,6 +82,7 @@ class Options:
         self.files, self.envs, self.cl_opts, self.jobs = [], [], [], []
         self.packages = self.stats = self.keep_going = self.junit = self.dry_run = self.old_env = ""
         self.vt, self.vt_opts, self.vt_start, self.vt_start_set = "", [], "5", ""
+        self.pmi = environ.get("DN2_MPI_PMI") or ""
         self.help = False
         self.program = []          # PROGRAM ARGS...
         self.notes = []
@@ -139,6 +141,8 @@ def parse(args, environ):
             need_value(); o.net = a[1]; del a[:2]
         elif x == "--ofi":
             need_value(); o.ofi = a[1]; del a[:2]
+        elif x == "--pmi":
+            need_value(); o.pmi = a[1]; del a[:2]
         elif x == "--job":
             need_value(); o.jobs.append(a[1]); del a[:2]
         elif x == "--file":
@@ -194,7 +198,7 @@ def usage_net(opt, net, nodes):
         raise Usage("%s: shm runs on one node only (-np 2 --ppn 2)" % opt)
 
 
-def settle(o, find_provider=None, tell=None):
+def settle(o, find_provider=None, tell=None, find_pmix_server=None):
     """The checks after the options, the ranks, nodes and ranks per node
     (any two give the third), the network, the job list.  Sets o.np,
     o.nodes, o.ppn (ints), o.net, o.provider, o.joblist, o.nets, o.njobs,
@@ -244,6 +248,8 @@ def settle(o, find_provider=None, tell=None):
         add_note("--env is now spelled -x (Open MPI's mpirun): -x " + o.old_env)
     if o.ofi not in ("dimmnet2", "dimmnet2;ofi_rxd"):
         raise Usage("--ofi must be dimmnet2 or 'dimmnet2;ofi_rxd'")
+    if o.pmi not in ("", "pmix", "pmi1"):
+        raise Usage("--pmi must be pmix or pmi1, not '%s'" % o.pmi)
     if o.net:
         usage_net("--net", o.net, nodes)
     for j in o.jobs:
@@ -286,6 +292,13 @@ def settle(o, find_provider=None, tell=None):
     o.provider = (find_provider or default_provider)()
     if not o.net:
         o.net = "board" if (o.provider or o.vt) else "tcp"
+    # How the ranks learn who they are: the node's PMIx server (built on
+    # the host's libpmix-dev), else PMI-1 through Open MPI's flux component.
+    if not o.pmi:
+        o.pmi = "pmix" if (find_pmix_server or default_pmix_server)() else "pmi1"
+    elif o.pmi == "pmix" and not (find_pmix_server or default_pmix_server)():
+        raise Usage("--pmi pmix: %s is not built (libpmix-dev, then meson compile -C build); --pmi pmi1 needs "
+                    "no server" % os.path.relpath(PMIX_SERVER))
 
     # The jobs, one per line: NET<TAB>shell words (the ranks run "exec WORDS")
     o.prog_host = ""
@@ -301,6 +314,10 @@ def settle(o, find_provider=None, tell=None):
         o.nets = "".join(" " + j.split(":", 1)[0] for j in o.jobs)
     o.njobs = o.joblist.count("\n") + 1
     return o
+
+
+def default_pmix_server():
+    return os.access(PMIX_SERVER, os.X_OK)
 
 
 def default_provider():
@@ -348,6 +365,11 @@ def plan_lines(o, mem_text):
     out.append("networks:" + o.nets)
     if " board " in " %s " % o.nets:
         out.append("ofi: " + o.ofi)
+    if o.pmi == "pmix":
+        out.append("pmi: pmix (dn2-pmix-server on every node, fences over %s)"
+                   % ("the PMI agents" if o.vt else "the job server"))
+    else:
+        out.append("pmi: pmi1 (libpmi-dn2.so through Open MPI's flux component)")
     if o.vt:
         out.append("virtual time: --vt-start %s%s; PMI: dn2-pmi-agent, WID 1 of every node"
                    % (o.vt_start, " " + " ".join(o.vt_opts) if o.vt_opts else ""))
@@ -386,14 +408,23 @@ def net_env(net, ofi):
 
 
 def ompi_env(o, flux_job_id):
-    """Every rank's environment.  FLUX_JOB_ID selects Open MPI's pmix/flux
-    component (and schizo/flux: ess pmi, no binding); FLUX_PMI_LIBRARY_PATH
-    names our PMI-1 library."""
-    env = [
-        # (Open MPI keeps only 15 bits of it in places: stay below 32768.)
-        "FLUX_JOB_ID=%d" % flux_job_id,
-        "FLUX_PMI_LIBRARY_PATH=/opt/dn2/lib/libpmi-dn2.so",
-        "OMPI_MCA_pmix=flux", "OMPI_MCA_ess=pmi",
+    """Every rank's environment.  PMIx: Open MPI's pmix/ext3x component
+    (Debian's libpmix2) as a client of the node's dn2-pmix-server, whose
+    variables (PMIX_*) each rank takes from the file the server wrote;
+    schizo/ompi, since without a launcher it knows schizo/orte runs each
+    process as a singleton.  PMI-1: FLUX_JOB_ID selects Open MPI's
+    pmix/flux component (and schizo/flux: ess pmi, no binding);
+    FLUX_PMI_LIBRARY_PATH names our PMI-1 library."""
+    if o.pmi == "pmix":
+        env = ["OMPI_MCA_schizo=ompi", "OMPI_MCA_pmix=ext3x", "OMPI_MCA_ess=pmi"]
+    else:
+        env = [
+            # (Open MPI keeps only 15 bits of it in places: stay below 32768.)
+            "FLUX_JOB_ID=%d" % flux_job_id,
+            "FLUX_PMI_LIBRARY_PATH=/opt/dn2/lib/libpmi-dn2.so",
+            "OMPI_MCA_pmix=flux", "OMPI_MCA_ess=pmi",
+        ]
+    env += [
         "OMPI_MCA_orte_tmpdir_base=/tmp/mpi",
         "OMPI_MCA_btl_base_warn_component_unused=0",
         "OMPI_MCA_hwloc_base_binding_policy=none",
@@ -421,7 +452,8 @@ def node_script(o, fetch_cmds, flux_job_id):
     then for each job the node's ranks as user mpi, their output streamed
     to the console (the text is dn2scripts/mpirun_node.sh)."""
     out = ["# generated by scripts/mpirun.sh: %d ranks, %d per node, networks:%s" % (o.np, o.ppn, o.nets),
-           "PPN=%d SIZE=%d NJOBS=%d STATS=%s KEEPGOING=%s VT=%s" % (o.ppn, o.np, o.njobs, o.stats, o.keep_going, o.vt),
+           "PPN=%d SIZE=%d NJOBS=%d STATS=%s KEEPGOING=%s VT=%s PMI=%s"
+           % (o.ppn, o.np, o.njobs, o.stats, o.keep_going, o.vt, o.pmi),
            "NETS=" + sh_quote(o.nets),
            "JOBS=" + sh_quote(o.joblist)]
     out += ["export " + sh_quote(e) for e in ompi_env(o, flux_job_id)]
@@ -482,6 +514,11 @@ def launch(o, script_path, orig_args):
         raise Fail("%s is not built (meson compile -C build)" % pmi_lib)
     os.makedirs(os.path.join(export_mpi, "lib"), exist_ok=True)
     cp_if_changed(pmi_lib, os.path.join(export_mpi, "lib", "libpmi-dn2.so"))
+    # The PMIx server goes into every MPI image it is built for, so that the
+    # image stays the same whatever --pmi is.
+    if os.access(PMIX_SERVER, os.X_OK):
+        os.makedirs(os.path.join(export_mpi, "bin"), exist_ok=True)
+        cp_if_changed(PMIX_SERVER, os.path.join(export_mpi, "bin", "dn2-pmix-server"))
     if o.provider:
         os.makedirs(os.path.join(export_mpi, "lib", "libfabric"), exist_ok=True)
         cp_if_changed(o.provider, os.path.join(export_mpi, "lib", "libfabric", "libdimmnet2-fi.so"))

@@ -1,6 +1,6 @@
 #@ The node's script of mpirun.sh (busybox sh, run as root on every node):
 #@ dn2scripts/mpirun.py writes its variables (PPN SIZE NJOBS STATS KEEPGOING
-#@ VT NETS JOBS, the ranks' environment, net_env) above this text, and the
+#@ VT PMI NETS JOBS, the ranks' environment, net_env) above this text, and the
 #@ file fetches in place of the @FETCH@ line.  Lines starting "#@" are not
 #@ copied.
 export HOME=/home/mpi USER=mpi LOGNAME=mpi
@@ -42,8 +42,80 @@ first=$((DN2_NODE * PPN))
 clique=$first
 l=1; while [ $l -lt $PPN ]; do clique="$clique,$((first + l))"; l=$((l + 1)); done
 export DN2_PMI_CLIQUE=$clique
-# kill_ranks: every process of user mpi (the ranks and their children)
+NODES=$((SIZE / PPN))
+# kill_ranks: every process of user mpi (the ranks and their children, and
+# the node's PMIx server)
 kill_ranks() { busybox su -s /bin/sh mpi -c 'kill -KILL -1' 2>/dev/null; }
+
+# start_pmix: --pmi pmix: the node's PMIx server for job J
+# (dn2-pmix-server, as user mpi).  Its fences travel as the node's part of
+# a PMI-1 job of its own, $PMIJOB.pmix (rank DN2_NODE of NODES): over the
+# job server, or under virtual time over the node's PMI agent.  A rank's
+# PMIx_Abort runs $out/pmix-abort.sh RANK CODE MSG, which tells it as that
+# rank (the job server, or the agent).  Up once it wrote every local rank's
+# environment ($out/pmix/rank-R.env, one NAME=VALUE a line) and
+# $out/pmix/ready.  A server that fails ends the job: the job server learns
+# it as an abort of the node's first rank, and the node fails (status 1).
+# DN2_PMIX_URL (a -x variable) gives the server another job server address
+# than the node's (the tests' unreachable server).
+start_pmix() {
+    px=$out/pmix
+    rm -rf $px $out/pmix.log
+    mkdir -p $px && chown 1000:1000 $px && chmod 700 $px
+    if [ -n "$VT" ]; then
+        # (the server %-escapes the message: the agent escapes it again)
+        printf '%s\n' '#!/bin/sh' \
+            "m=\$(printf '%b' \"\$(echo \"\$3\" | sed 's/%/\\\\x/g')\")" \
+            "exec dn2-pmi-agent --tell $out/pmi.sock abort \"\$1\" \"\$2\" \"\$m\"" > $out/pmix-abort.sh
+        penv="DN2_PMI_SOCK=$out/pmi.sock DN2_PMI_JOB=$PMIJOB.pmix DN2_PMI_RANK=$DN2_NODE DN2_PMI_SIZE=$NODES"
+    else
+        pt=$(timeout 30 wget -q -O - "$DN2_HTTP/pmi/token?job=$PMIJOB.pmix&rank=$DN2_NODE" 2>/tmp/mpi/token.err) \
+            || fail "no PMI token for the node's PMIx server from the job server: $(tail -1 /tmp/mpi/token.err)"
+        { echo '#!/bin/sh'
+          echo 'case $1 in'
+          l=0
+          while [ $l -lt $PPN ]; do
+              eval "echo \"$((first + l))) t=\$tok_$((first + l)) ;;\""
+              l=$((l + 1))
+          done
+          echo '*) exit 1 ;; esac'
+          echo "exec timeout 10 wget -q -O /dev/null \"$DN2_PMI_URL/pmi/abort?job=$PMIJOB&rank=\$1&token=\$t&code=\$2&msg=\$3\""
+        } > $out/pmix-abort.sh
+        penv="DN2_PMI_URL=${DN2_PMIX_URL:-$DN2_PMI_URL} DN2_PMI_JOB=$PMIJOB.pmix DN2_PMI_RANK=$DN2_NODE"
+        penv="$penv DN2_PMI_SIZE=$NODES DN2_PMI_TOKEN=$pt"
+    fi
+    chmod 755 $out/pmix-abort.sh
+    # (virtual time has no cluster job id: the namespace is then dn2.mpiJ)
+    ns=$PMIJOB; [ -n "${DN2_JOBID:-}" ] || ns=dn2$PMIJOB
+    ( export $penv DN2_PMI_CLIQUE=$DN2_NODE
+      exec busybox su -p -s /bin/sh mpi -c \
+          "exec dn2-pmix-server -n $DN2_NODE -N $NODES -l $PPN -j $ns -d $px -A $out/pmix-abort.sh"
+    ) > $out/pmix.log 2>&1 &
+    pmixd=$!
+    i=0
+    while [ ! -e $px/ready ]; do
+        why=
+        kill -0 $pmixd 2>/dev/null || why="$(tail -1 $out/pmix.log)"
+        i=$((i + 1)); [ $i -lt 1200 ] || why="not up in 120 s: $(tail -1 $out/pmix.log)"
+        if [ -n "$why" ]; then
+            kill $pmixd 2>/dev/null
+            pmix_failed "the PMIx server failed: $why"
+        fi
+        usleep 100000
+    done
+}
+
+# pmix_failed MSG: the job ends (the job server, or the PMI agents, learn
+# it as an abort of the node's first rank) and so does this node (status 1)
+pmix_failed() {
+    m=$(echo "node $DN2_NODE: $1" | sed 's/%/%25/g; s/ /%20/g; s/&/%26/g; s/#/%23/g; s/+/%2B/g; s/?/%3F/g')
+    if [ -n "$VT" ]; then
+        dn2-pmi-agent --tell $out/pmi.sock abort $first 1 "node $DN2_NODE: $1" 2>/dev/null
+    else
+        timeout 10 wget -q -O /dev/null "$DN2_PMI_URL/pmi/abort?job=$PMIJOB&rank=$first&token=$st&code=1&msg=$m" 2>/dev/null
+    fi
+    fail "$1"
+}
 
 # tell_failures: a rank of this job that exited non-zero aborts the job
 tell_failures() {
@@ -94,7 +166,10 @@ run_job() {
         eval "tok_$r=\$t"
         l=$((l + 1))
     done
-    eval "st=\$tok_$first"
+    eval "st=\${tok_$first:-}"
+    rm -f $out/killed
+    pmixd=
+    [ "$PMI" = pmix ] && start_pmix
     pids=
     l=0
     while [ $l -lt $PPN ]; do
@@ -109,6 +184,10 @@ run_job() {
         echo "DN2-MPI-RANK-START $J $r $up"
         ( ( net_env "$NETJ"; export DN2_PMI_JOB=$PMIJOB DN2_PMI_RANK=$r DN2_PMI_TOKEN=$t
             [ -n "$VT" ] && export DN2_PMI_SOCK=$out/pmi.sock
+            # (the server's addresses hold ';': each line is exported whole)
+            if [ "$PMI" = pmix ]; then
+                while IFS= read -r e; do export "$e"; done < $out/pmix/rank-$r.env
+            fi
             cd /home/mpi &&
             busybox su -p -s /bin/sh mpi -c "exec $ARGV" < /dev/null 2>&1
             echo $? > $out/$r.rc ) | awk -v p="[$PFX$r] " '{ print p $0; fflush() }'
@@ -126,6 +205,13 @@ run_job() {
                   echo "[$PFX$r] mpirun: rank $r ended: the job was aborted by rank $ar"
                   echo "DN2-MPI-RANK-KILLED $J $r $ar"
               fi
+          fi
+          # The job server's job was aborted (elsewhere) and this node ended
+          # its ranks: not a failure of this rank's own.
+          if [ -z "$VT" ] && [ "$rr" != 0 ] && [ -e $out/killed ]; then
+              killed=1
+              echo "[$PFX$r] mpirun: rank $r ended: the job was aborted"
+              echo "DN2-MPI-RANK-KILLED $J $r -1"
           fi
           [ "$rr" = 0 ] || [ -n "$killed" ] || echo "[$PFX$r] mpirun: rank $r exited with status $rr"
           read -r up _ < /proc/uptime
@@ -147,7 +233,7 @@ run_job() {
         # (only an aborted job ends them: a busy server's 503 is asked again)
         if ! timeout 10 wget -q -O /dev/null "$DN2_PMI_URL/pmi/status?job=$PMIJOB&rank=$first&token=$st" 2> $out/status.err &&
            grep -q ' 409 ' $out/status.err; then
-            sleep 1; kill_ranks
+            sleep 1; : > $out/killed; kill_ranks
         fi
         sleep 1
     done
@@ -168,6 +254,10 @@ run_job() {
             [ $rc = 0 ] && [ "$ak" = remote ] && rc=1
         fi
         kill $agent 2>/dev/null; wait $agent 2>/dev/null
+    fi
+    # (the server ends once its ranks finalized; not when one died)
+    if [ -n "$pmixd" ]; then
+        kill $pmixd 2>/dev/null; wait $pmixd 2>/dev/null
     fi
     return $rc
 }
