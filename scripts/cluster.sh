@@ -1785,7 +1785,10 @@ for ((i = 0; i < nodes; i++)); do
         # The command and the rank table as fw_cfg files; the guest waits
         # for its link (in virtual time) and checks its LID in the table.
         printf '%s\n' "$(node_cmd "$i")" > "$rundir/input/node$i.sh"
-        append+=" dn2.linkwait=$boot_timeout dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run"
+        # The guest waits for its link in virtual seconds, a fixed 300: the
+        # host's boot limit (-b) would put a host-dependent number into the
+        # guest, and other bytes mean other instructions.
+        append+=" dn2.linkwait=300 dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run"
         vt_args=(-fw_cfg "name=opt/dn2/ranks,file=${rundir//,/,,}/input/ranks"
                  -fw_cfg "name=opt/dn2/run,file=${rundir//,/,,}/input/node$i.sh")
         vt_dev=",lid=$(sed -n "$((i + 1))s/^[0-9]* \([0-9]*\) .*/\1/p" "$rundir/input/ranks")"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Puts the guest side into build/guest/export/, which every guest image
+# Puts the guest side into build/guest/export/ ($DN2_GUEST_EXPORT), which every guest image
 # carries as /opt/dn2 (bin/ on PATH) and the cluster's file server serves:
 #   dimmnet2.ko          the driver, built for the guest kernel
 #   bin/dn2-up, bin/dsh  tools;  bin/<name>  each program given as argument
@@ -20,7 +20,7 @@ for a in "$@"; do
     esac
 done
 
-out=$DN2_TOP/build/guest/export
+out=${DN2_GUEST_EXPORT:-$DN2_TOP/build/guest/export}
 mkdir -p "$out/bin"
 bash "$DN2_TOP/linux-guest/driver/build.sh" >/dev/null \
     || die "the dimmnet2 module did not build (see build/guest/driver/build.log)"

@@ -18,7 +18,12 @@
 #                    it (the model's figures are deterministic; the golden
 #                    file is updated deliberately with the model:
 #                    DN2_TIMING_GOLDEN=update writes it from a run); whether
-#                    a row is within 10 % of the thesis is printed, not held
+#                    a row is within 10 % of the thesis is printed, not held.
+#                    Exactly for the guest the file was made with (its first
+#                    line: a hash of the kernel, the image and the firmware;
+#                    the test builds an image of its
+#                    own, the same bytes from any checkout); for another
+#                    guest within one poll's jitter (0.15 us, 0.5 %)
 #   determinism      the same benchmark again beside a CPU hog (yes) prints
 #                    the same row and shape lines byte for byte
 #   calibration      rvs-uni and rvs-bi are marked as the rows that
@@ -55,7 +60,12 @@ run=$top/build/cluster/$name
 
 bench=$top/build/linux-guest/dn2-bench
 [ -x "$bench" ] || { tap_plan 1; not_ok "$bench is not built (meson compile -C build)"; tap_done; }
-if ! bash "$top/scripts/export-guest.sh" "$bench" > /dev/null 2> "$top/build/timing-export.log"; then
+# A guest image of its own, holding exactly the driver, dn2-up, dsh and
+# dn2-bench (the shared build/guest/export holds whatever other tests put
+# there): the same bytes from any checkout, so that the rows are too.
+guest_env=(DN2_GUEST_EXPORT="$top/build/guest/timing/export" DN2_GUEST_OUT_DIR="$top/build/guest/timing")
+rm -rf "$top/build/guest/timing/export"
+if ! env "${guest_env[@]}" bash "$top/scripts/export-guest.sh" "$bench" > /dev/null 2> "$top/build/timing-export.log"; then
     tap_plan 1; not_ok "could not prepare the guest programs: $(tail -1 "$top/build/timing-export.log")"; tap_done
 fi
 qemu_bin=$(dn2_find_qemu 2>&1) || { tap_plan 1; not_ok "$qemu_bin"; tap_done; }
@@ -74,7 +84,7 @@ mkdir -p "$top/build/cluster"
 # run_rows NAME: the 2-node benchmark; its row and shape lines on stdout
 run_rows() {
     local n=$1 rc t0=$SECONDS
-    "$cluster" -q --virtual-time --vt-lookahead 625 --vt-insn-ps 381 --device-opts timing=thesis -n 2 --name "$n" \
+    env "${guest_env[@]}" "$cluster" -q --virtual-time --vt-lookahead 625 --vt-insn-ps 381 --device-opts timing=thesis -n 2 --name "$n" \
         -b "$boot_timeout" -t $((boot_timeout + 600)) -r "$node_cmd" \
         > "$top/build/cluster/$n.stdout" 2> "$top/build/cluster/$n.stderr"
     rc=$?
@@ -102,17 +112,62 @@ else
     diff <(printf '%s\n' "$rows") <(printf '%s\n' "$rows2") | head -20 | diag
 fi
 
-if [ "${DN2_TIMING_GOLDEN:-}" = update ]; then
-    printf '%s\n' "$rows" > "$golden"
+# What the guests ran: the rows are deterministic for the same guest bytes
+# (kernel, image, firmware; the kernel command line is fixed under virtual
+# time), not across guests: a
+# guest that boots with other instructions starts the benchmark at another
+# phase of its timer tick and of the other node's polling loop, and a
+# latency row moves by up to one poll of the status ring (about 0.11 us
+# under the model).
+guest_id() {
+    local k fw=${DN2_FIRMWARE_DIR:-$DN2_CACHE/firmware}
+    k=$(dn2_find_kernel) || return 1
+    {
+        sha256sum < "$k"
+        sha256sum < "$top/build/cluster/$name/initramfs.cpio.gz"
+        cat "$fw"/*.bin 2>/dev/null | sha256sum
+    } | sha256sum | cut -c1-16
+}
+gid=$(guest_id 2>/dev/null) || gid=unknown
+gheld=$(sed -n 's/^# guest \([0-9a-f]*\).*/\1/p' "$golden" | head -1)
+
+if [ "${DN2_TIMING_GOLDEN:-}" = update ] && { [ "$rc" != 0 ] || [ -z "$rows" ] || [ "$rows" != "$rows2" ]; }; then
+    not_ok "DN2_TIMING_GOLDEN=update: $golden left as it was (the runs failed or differ)"
+elif [ "${DN2_TIMING_GOLDEN:-}" = update ]; then
+    { echo "# guest $gid (kernel $(basename "$(dn2_find_kernel)"), image, firmware)"
+      printf '%s\n' "$rows"; } > "$golden"
+    gheld=$gid
     not_ok "DN2_TIMING_GOLDEN=update: wrote $golden from this run; review and commit it, then run again"
 fi
 
 # Every row and shape is held at its value exactly (tests/cluster/
 # timing-rows.golden, updated deliberately with the model: run with
 # DN2_TIMING_GOLDEN=update and commit the diff), so any change of the model
-# shows up here.  The thesis's figure and the error stay as information.
+# shows up here; the thesis's figure and the error stay as information.
+# Exactly for the guest the file was made with; for another guest (a newer
+# Debian kernel, other firmware) within one poll's jitter: 0.15 us for a
+# row in us, 0.5 % for one in MB/s, the shape's verdict.
+exact=1
+if [ "$gid" = "$gheld" ]; then
+    ok "the guest is the one $golden was made with ($gid): rows held exactly"
+else
+    exact=
+    ok "the guest ($gid) is not the one $golden was made with (${gheld:-none}): rows held within one poll's jitter, not exactly (the rows are deterministic per guest; DN2_TIMING_GOLDEN=update holds them exactly)"
+fi
+# near WANT GOT: GOT within the jitter of WANT (rows and shapes)
+near() {
+    awk -v w="$1" -v g="$2" 'BEGIN {
+        nw = split(w, a, " "); ng = split(g, b, " ")
+        if (a[1] != b[1] || a[2] != b[2]) exit 1
+        if (a[1] == "shape") exit !(a[3] == b[3])
+        d = a[4] - b[4]; if (d < 0) d = -d
+        if (a[7] == "us") exit !(d <= 0.15)
+        exit !(d <= 0.005 * a[4])
+    }'
+}
 while IFS= read -r want; do
     [ -n "$want" ] || continue
+    case $want in '#'*) continue ;; esac
     # shellcheck disable=SC2086
     set -- $want
     kind=$1 rname=$2
@@ -132,11 +187,13 @@ while IFS= read -r want; do
     fi
     if [ "$got" = "$want" ]; then
         ok "$desc"
+    elif [ -z "$exact" ] && [ -n "$got" ] && near "$want" "$got"; then
+        ok "$desc, within the jitter: this run printed '$got'"
     else
         not_ok "$desc: this run printed '${got:-nothing}'"
     fi
 done < "$golden"
-extra=$(awk 'NR == FNR { held[$1 " " $2] = 1; next } !(($1 " " $2) in held)' "$golden" - <<< "$rows")
+extra=$(awk 'NR == FNR { if ($1 != "#") held[$1 " " $2] = 1; next } !(($1 " " $2) in held)' "$golden" - <<< "$rows")
 if [ -z "$extra" ]; then
     ok "no row or shape printed that $golden does not hold"
 else
