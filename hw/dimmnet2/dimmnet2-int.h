@@ -156,7 +156,10 @@ typedef struct DN2Wid {
 typedef struct DN2Exec {
     uint8_t active;
     uint8_t stalled;            /* waiting for the link */
-    uint8_t started;            /* remote: totals computed, packets going out */
+    uint8_t started;            /* remote: totals computed, packets going out;
+                                 * strict VL: its lines being handed over;
+                                 * 2, timing=thesis: the last data read (a VL's,
+                                 * or a remote request's last packet's) */
     DN2FifoEntry ent;
     uint64_t done;              /* bytes (or elements) completed so far */
     uint64_t total;

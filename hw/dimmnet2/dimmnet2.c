@@ -579,7 +579,7 @@ static bool dimmnet2_exec_ok(DN2State *s, const DN2Exec *x)
     if (!x->active) {
         return true;
     }
-    return x->stalled <= 1 && x->started <= 1 && dimmnet2_entry_ok(&x->ent) &&
+    return x->stalled <= 1 && x->started <= 2 && dimmnet2_entry_ok(&x->ent) &&
            x->done <= x->total &&
            /* A copy is at most a process's area; a stream at most 4 GiB
             * (Size is 32 bits) or 255 elements. */

@@ -2664,6 +2664,13 @@ static void test_vmstate_refuses(void)
           MIG_WID0 + 114, 2, 0x2000 },
         { "a copy that never ends (2^40 bytes)", MIG_EXEC, 1, 1, MIG_EXEC + 39, 8,
           1ULL << 40 },
+        { "an executor in no state the code has (started = 3)", MIG_EXEC, 1, 1,
+          MIG_EXEC + 2, 1, 3 },
+        /* timing=thesis saves a request whose last data is read and whose
+         * step waits for the Window Controller's timer (a VL, or a remote
+         * request's last packet) */
+        { "an executor whose last data is read (started = 2, timing=thesis)", MIG_EXEC, 1, 1,
+          MIG_EXEC + 2, 1, 2, true },
         { "a FIFO entry of WID 7", MIG_FCOUNT, 4, 1, MIG_FIFO + 25, 1, 7 },
         { "an AMT entry with bits no register write sets", 16 + 2 * 5, 2, 0xffff },
         { "SO-DIMM Capacity 0xff", 3, 4, 0xff },
