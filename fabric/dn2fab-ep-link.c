@@ -436,9 +436,7 @@ unsigned dn2f_ep_group_lids(const struct dn2f_ep *ep, uint16_t group_lid, uint16
     }
     g = ep->groups[dn2f_lid_index(group_lid) - DN2_CLID_MCAST_FIRST];
     for (i = 0; g && i < g->n && n < max; i++) {
-        if (g->lids[i] != ep->lid) {
-            lids[n++] = g->lids[i];
-        }
+        lids[n++] = g->lids[i];
     }
     return n;
 }

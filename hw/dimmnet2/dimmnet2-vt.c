@@ -735,9 +735,9 @@ bool dimmnet2_vt_shm_on(DN2State *s)
 /*
  * vt-sync=shm: send a packet to LID dlid through the members' rings, with
  * the virtual time and the counter the UDP path would give it; a multicast
- * packet goes to every member of the group but this board (the switch's
- * routes, through the endpoint), one entry each with the same vtime and
- * vseq.  0, or -errno when it went nowhere (no such member, or the
+ * packet goes to every member of the group in the switch's routes (this
+ * board too when it is one, as over UDP), one entry each with the same
+ * vtime and vseq.  0, or -errno when it went nowhere (no such member, or the
  * lock-step has stopped): the port counts a drop.
  */
 int dimmnet2_vt_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
