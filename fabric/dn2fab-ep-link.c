@@ -423,3 +423,20 @@ int dn2f_ep_mcast_leave(struct dn2f_ep *ep, uint16_t group_lid)
     }
     return 0;
 }
+
+
+unsigned dn2f_ep_group_lids(const struct dn2f_ep *ep, uint16_t group_lid, uint16_t *lids,
+                            unsigned max)
+{
+    const struct group *g;
+    unsigned i, n = 0;
+
+    if (!dn2f_lid_is_mcast(group_lid)) {
+        return 0;
+    }
+    g = ep->groups[dn2f_lid_index(group_lid) - DN2_CLID_MCAST_FIRST];
+    for (i = 0; g && i < g->n && n < max; i++) {
+        lids[n++] = g->lids[i];
+    }
+    return n;
+}

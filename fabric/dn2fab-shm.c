@@ -98,6 +98,8 @@ struct dn2f_shm {
     unsigned index;
     unsigned members;
     unsigned entries;
+    uint64_t lookahead;         /* the header's L and Q, checked at attach */
+    uint64_t quantum;
     uint8_t *base;
     size_t size;
     struct shm_hdr *h;
@@ -620,6 +622,8 @@ struct dn2f_shm *dn2f_shm_attach(const char *path, unsigned index, uint16_t lid,
     /* from here on only the private copy's sizes are used: checked above */
     m->members = hdr.members;
     m->entries = hdr.ring_entries;
+    m->lookahead = hdr.lookahead_ns;
+    m->quantum = hdr.quantum_ns;
     m->index = index;
     m->me = slot(m, index);
     m->rx_min = DN2F_VT_INFINITY;
@@ -1023,6 +1027,16 @@ unsigned dn2f_shm_index(const struct dn2f_shm *m)
 unsigned dn2f_shm_members(const struct dn2f_shm *m)
 {
     return m->members;
+}
+
+uint64_t dn2f_shm_lookahead(const struct dn2f_shm *m)
+{
+    return m->lookahead;
+}
+
+uint64_t dn2f_shm_quantum(const struct dn2f_shm *m)
+{
+    return m->quantum;
 }
 
 const char *dn2f_shm_strerror(const struct dn2f_shm *m)

@@ -146,6 +146,9 @@ int dn2f_shm_test_hold_lock(struct dn2f_shm *m);
 void dn2f_shm_stats(const struct dn2f_shm *m, struct dn2f_shm_stats *s);
 unsigned dn2f_shm_index(const struct dn2f_shm *m);
 unsigned dn2f_shm_members(const struct dn2f_shm *m);
+/* The domain's L and Q (as dn2f_shm_create() was given them). */
+uint64_t dn2f_shm_lookahead(const struct dn2f_shm *m);
+uint64_t dn2f_shm_quantum(const struct dn2f_shm *m);
 
 /* Why the last call failed ("member 2 (LID 0x0003, pid 1234) died"). */
 const char *dn2f_shm_strerror(const struct dn2f_shm *m);

@@ -689,6 +689,12 @@ unsigned dn2f_ep_unacked(const struct dn2f_ep *ep);
 /* Multicast membership wanted by this board (kept across switch restarts). */
 int dn2f_ep_mcast_join(struct dn2f_ep *ep, uint16_t group_lid);
 int dn2f_ep_mcast_leave(struct dn2f_ep *ep, uint16_t group_lid);
+/* The members of multicast group group_lid in the switch's current routes
+ * (where a packet to the group goes: this board's own LID too when it is a
+ * member, as the switch delivers it), at most max into lids: their number
+ * (0 for an unknown group or a unicast LID). */
+unsigned dn2f_ep_group_lids(const struct dn2f_ep *ep, uint16_t group_lid, uint16_t *lids,
+                            unsigned max);
 
 enum dn2f_link dn2f_ep_link(const struct dn2f_ep *ep);
 /* Why the switch refuses this board (enum dn2f_bye_reason, 0 = it does

@@ -30,6 +30,7 @@
 #include "dn2fab.h"
 #include "dn2fab-batch.h"
 #include "dn2fab-hmac.h"
+#include "dn2fab-shm.h"
 #include "dn2fab-sw.h"
 
 #define PCAP_LINKTYPE_USER0 147
@@ -156,6 +157,14 @@ static void usage(FILE *f)
 "  --vt-progress S      a progress line on stderr every S seconds (default 5, 0 = off)\n"
 "  --vt-stall S         warn about a board silent for S seconds while others wait\n"
 "                       on it (default 5, 0 = never)\n"
+"  --vt-sync udp|shm    udp (default): the boards report to this switch, which\n"
+"                       grants; shm: the boards of this host keep the lock-step\n"
+"                       in a sync domain in shared memory (--vt-shm), which\n"
+"                       the switch creates and then leaves to them (no reports\n"
+"                       or grants here; --vt-progress and --vt-stall do nothing)\n"
+"  --vt-shm PATH        with --vt-sync shm: the domain's file, created before the\n"
+"                       switch announces its port: --vt-boards members (the board\n"
+"                       of CLID c is member c - 1), --vt-lookahead, --vt-quantum\n"
 "  --ready-file F       write the bound port to F once serving\n"
 "  --quiet              no log on stderr\n"
 "  --stats ADDR:PORT    ask a running switch for its port table and exit\n"
@@ -662,6 +671,8 @@ struct options {
     int rcvbuf;
     bool rcvbuf_set;
     unsigned vt_progress_s;     /* --vt-progress */
+    bool vt_shm;                /* --vt-sync shm */
+    const char *vt_shm_path;    /* --vt-shm */
     const char *vt_opt;         /* a --vt-* option given (needs --virtual-time) */
 };
 
@@ -673,7 +684,7 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
     enum { O_LISTEN = 256, O_ROUTE, O_MCAST, O_PCAP, O_DROP, O_DUP, O_REORDER, O_DELAY,
            O_DELAYFRAC, O_SEED, O_TIMEOUT, O_READY, O_QUIET, O_STATS, O_MAXHOST, O_SECRET,
            O_RCVBUF, O_VT, O_VT_BOARDS, O_VT_LOOKAHEAD, O_VT_QUANTUM, O_VT_PROGRESS,
-           O_VT_STALL };
+           O_VT_STALL, O_VT_SYNC, O_VT_SHM };
     static const struct option opts[] = {
         { "listen", required_argument, NULL, O_LISTEN },
         { "route", required_argument, NULL, O_ROUTE },
@@ -698,6 +709,8 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
         { "vt-quantum", required_argument, NULL, O_VT_QUANTUM },
         { "vt-progress", required_argument, NULL, O_VT_PROGRESS },
         { "vt-stall", required_argument, NULL, O_VT_STALL },
+        { "vt-sync", required_argument, NULL, O_VT_SYNC },
+        { "vt-shm", required_argument, NULL, O_VT_SHM },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -775,6 +788,20 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
             op->vt_opt = "--vt-progress";
             op->vt_progress_s = (unsigned)parse_u64("--vt-progress", optarg, 86400);
             break;
+        case O_VT_SYNC:
+            op->vt_opt = "--vt-sync";
+            if (!strcmp(optarg, "shm")) {
+                op->vt_shm = true;
+            } else if (!strcmp(optarg, "udp")) {
+                op->vt_shm = false;
+            } else {
+                bad_arg("--vt-sync: want 'udp' or 'shm', not '%s'", optarg);
+            }
+            break;
+        case O_VT_SHM:
+            op->vt_opt = "--vt-shm";
+            op->vt_shm_path = optarg;
+            break;
         case O_VT_STALL:
             op->vt_opt = "--vt-stall";
             cfg->vt_stall_ns = parse_u64("--vt-stall", optarg, 86400) * 1000000000ULL;
@@ -797,6 +824,16 @@ static int parse_options(int argc, char **argv, struct options *op, struct ctx *
     }
     if (op->vt_opt && !cfg->vt) {
         bad_arg("%s needs --virtual-time", op->vt_opt);
+    }
+    if (op->vt_shm_path && !op->vt_shm) {
+        bad_arg("%s", "--vt-shm needs --vt-sync shm");
+    }
+    if (op->vt_shm && (!op->vt_shm_path || !*op->vt_shm_path)) {
+        bad_arg("%s", "--vt-sync shm needs --vt-shm PATH (the sync domain's file)");
+    }
+    if (op->vt_shm && cfg->vt_boards > DN2F_SHM_MAX_MEMBERS) {
+        bad_arg("%s", "--vt-sync shm: at most 64 boards (DN2F_SHM_MAX_MEMBERS) in a "
+                "sync domain: give --vt-boards 64 or fewer");
     }
     return -1;
 }
@@ -918,7 +955,11 @@ static int run_loop(struct ctx *c, const struct options *op, const struct dn2f_a
            op->cfg.route_mode == DN2F_ROUTE_SWITCH ? "switch" : "direct",
            g_secret ? " secret=yes" : "",
            c->pcap_path ? " pcap=" : "", c->pcap_path ? c->pcap_path : "");
-    if (op->cfg.vt) {
+    if (op->vt_shm) {
+        printf(" virtual-time sync=shm shm=%s boards=%u lookahead=%" PRIu32 "ns quantum=%"
+               PRIu32 "ns", op->vt_shm_path, op->cfg.vt_boards, op->cfg.vt_lookahead_ns,
+               op->cfg.vt_quantum_ns);
+    } else if (op->cfg.vt) {
         printf(" virtual-time boards=%u lookahead=%" PRIu32 "ns quantum=%" PRIu32 "ns",
                op->cfg.vt_boards, op->cfg.vt_lookahead_ns, op->cfg.vt_quantum_ns);
     }
@@ -963,6 +1004,40 @@ static void shut_down(struct ctx *c)
     free(c->rbuf);
 }
 
+/*
+ * --vt-sync shm: the boards' sync domain (docs/virtual-time.md "Same-host
+ * synchronisation through shared memory"), created before the port is
+ * announced, so that a board started after the ready file finds it.  The
+ * switch core then runs without virtual time: the boards report and are
+ * granted in the domain, and send each other their packets through it;
+ * the switch still assigns their LIDs and routes.  0, or the exit status.
+ */
+#define VT_SHM_RING_ENTRIES 256u        /* per member: 1 MiB of 4 KiB packets */
+
+static int create_shm_domain(struct options *op)
+{
+    struct dn2f_shm_cfg sc = {
+        .members = op->cfg.vt_boards ? op->cfg.vt_boards : 1,
+        .expected = 0,
+        .ring_entries = VT_SHM_RING_ENTRIES,
+        .lookahead_ns = op->cfg.vt_lookahead_ns,
+        .quantum_ns = op->cfg.vt_quantum_ns,
+    };
+    int r;
+
+    if (!op->vt_shm) {
+        return 0;
+    }
+    r = dn2f_shm_create(op->vt_shm_path, &sc);
+    if (r < 0) {
+        fprintf(stderr, "%s: --vt-shm %s: cannot create the sync domain: %s\n", prog,
+                op->vt_shm_path, strerror(-r));
+        return 1;
+    }
+    op->cfg.vt = false;         /* no reports, no grants: the domain's */
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct options op = { .rcvbuf = DEFAULT_RCVBUF };
@@ -986,7 +1061,11 @@ int main(int argc, char **argv)
         return stats_client(op.stats_s);
     }
     configure(&op, &c, &la);
-    rc = open_io(&c, &op, &la);
+    rc = create_shm_domain(&op);
+    c.vt = op.cfg.vt;
+    if (!rc) {
+        rc = open_io(&c, &op, &la);
+    }
     if (!rc) {
         rc = start_switch(&c, &op);
     }

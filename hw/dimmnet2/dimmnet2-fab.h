@@ -72,6 +72,9 @@ void dimmnet2_vt_fini(DN2State *s);
 void dimmnet2_vt_arm(DN2State *s);
 uint64_t dimmnet2_vt_due(DN2State *s, const uint8_t *pkt, size_t len);
 bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t len);
+bool dimmnet2_vt_open(DN2State *s, Error **errp);
+bool dimmnet2_vt_shm_on(DN2State *s);
+int dimmnet2_vt_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len);
 
 /* dimmnet2-transport.c: UDP and the fabric endpoint (switch=) */
 bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp);

@@ -386,12 +386,18 @@ typedef struct DN2Timing {
  * the queue of packets waiting for their virtual time, the switch's grants
  * and this board's reports, the snapshot cut.  dimmnet2-vt.c owns it and
  * its VMState (the section "dimmnet2-vt"); the port and the transport read
- * on, started, nondet and in_wait.  Set up only on a fabric board
+ * on, shm_on, started, nondet and in_wait.  Set up only on a fabric board
  * (switch=); without one, only the properties are used.
  */
+struct dn2f_shm;                /* fabric/dn2fab-shm.h: a same-host sync domain */
+struct dn2f_shm_pkt;
+
 typedef struct DN2Vt {
     /* properties */
     bool on;                    /* vtime=on */
+    char *sync;                 /* vt-sync: "udp" (NULL: the default) or "shm" */
+    char *shm_path;             /* vt-shm: the sync domain's file */
+    bool shm_on;                /* vt-sync=shm (checked at realize) */
     uint32_t latency_ns;        /* vt-latency-ns: modelled latency of every packet */
     uint64_t start_ns;          /* vt-start-ns: the lock-step (and the link) begin here */
     bool idle;                  /* vt-idle: an idle board promises its next timer */
@@ -413,6 +419,10 @@ typedef struct DN2Vt {
     uint64_t rep_now;           /* the last report: the clock ... */
     uint64_t rep_earliest;      /* ... and the promise */
     bool nondet;                /* gave up waiting for credits: wall-clock news */
+    /* vt-sync=shm: the same-host sync domain instead of the switch's grants */
+    struct dn2f_shm *shm;       /* this board's membership (dimmnet2-vt.c) */
+    struct dn2f_shm_pkt *shm_pkt; /* one entry taken from the ring */
+    char *error;                /* the lock-step stopped (a member died): why */
     /* snapshots at a cut */
     uint64_t cut;               /* vt-cut-ns: stop the VM at this virtual time */
     bool cut_done;              /* the board stopped there (in the stream too) */

@@ -207,7 +207,9 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
                                          &DEVICE(s)->mem_reentrancy_guard);
     } else if (s->params.switch_addr) {
         s->port.kind = DN2_PORT_FABRIC;
-        if (!dimmnet2_transport_open(s, &dimmnet2_vt_up, errp)) {
+        if (!dimmnet2_vt_open(s, errp) ||
+            !dimmnet2_transport_open(s, &dimmnet2_vt_up, errp)) {
+            dimmnet2_vt_fini(s);    /* the domain's membership, if any */
             if (s->port.pcap) {
                 fclose(s->port.pcap);
                 s->port.pcap = NULL;
@@ -402,6 +404,11 @@ bool dimmnet2_port_can_send(DN2State *s, uint64_t h0, size_t len)
     case DN2_PORT_LOOPBACK:
         return g_queue_get_length(&s->port.loop_q[dimmnet2_loop_queue(h0)]) < DIMMNET2_LOOP_MAX;
     case DN2_PORT_FABRIC:
+        if (s->vt.on && dimmnet2_vt_shm_on(s)) {
+            /* vt-sync=shm: the rings take it (a full one stops the clock
+             * in dimmnet2_vt_send); the endpoint's credits are not used */
+            return dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP;
+        }
         /* The packet's lane: its DWID, and RVL requests apart from data
          * (docs/fabric.md): credits one process of the peer withholds, or
          * a full RC FIFO there, hold up only that lane. */
@@ -444,7 +451,9 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t l
         if (!s->params.coalesce_us || !dn2f_ep_pending(s->port.fab->ep, dlid) || s->vt.on) {
             s->port.fab->flush_now = true;   /* nothing in flight: no ACK to wait for */
         }
-        if (s->vt.on) {
+        if (s->vt.on && dimmnet2_vt_shm_on(s)) {
+            r = dimmnet2_vt_send(s, dlid, pkt, len);    /* through the rings */
+        } else if (s->vt.on) {
             r = dn2f_ep_send_vt(s->port.fab->ep, dlid, pkt, len, dimmnet2_vt_due(s, pkt, len),
                                 s->vt.vseq++);
         } else {

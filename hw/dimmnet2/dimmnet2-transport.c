@@ -454,7 +454,9 @@ bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp
     cfg.guid = s->params.guid ? s->params.guid
                               : g_random_int() | ((uint64_t)g_random_int() << 32) | 1;
     cfg.lid_hint = s->params.lid_wanted;
-    cfg.vtime = s->vt.on;
+    /* vt-sync=shm: the domain carries the clocks and the packets between
+     * the boards; the endpoint only joins, and is a plain one */
+    cfg.vtime = s->vt.on && !s->vt.shm_on;
     cfg.sock_family = local.u.sa.sa_family;
     cfg.secret = l->secret;             /* the endpoint derives its keys */
     cfg.secret_len = l->secret_len;

@@ -28,6 +28,7 @@
 #include "system/runstate.h"
 #include "dimmnet2-int.h"
 #include "fabric/dn2fab.h"
+#include "fabric/dn2fab-shm.h"
 #include "trace.h"
 #include "dimmnet2-fab.h"
 
@@ -59,6 +60,14 @@ typedef struct DN2VtPkt {
  * reports its clock and waits, processing its socket, for the next grant.
  * The datagrams' reliability (sequence numbers, ACKs, retransmissions on
  * the host's clock) is below all this and changes no virtual time.
+ *
+ * vt-sync=shm: the boards of one host keep the lock-step in a sync domain
+ * in shared memory (fabric/dn2fab-shm.h) instead: the board publishes its
+ * clock and promise there, reads its horizon from its slot, sleeps on a
+ * futex for the next one, and its packets to the other members go into
+ * their rings, which each board empties into its queue.  The same vtime,
+ * vseq and delivery order as over UDP; the endpoint stays for the join,
+ * the LIDs, the routes and the link.
  */
 
 static gint dimmnet2_vt_cmp(gconstpointer a, gconstpointer b, gpointer unused)
@@ -168,6 +177,149 @@ static uint64_t dimmnet2_vt_earliest(DN2State *s, int64_t now)
     return e;
 }
 
+/* ------------------------------------------------------------------ */
+/* vt-sync=shm: the same-host sync domain                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The domain failed (a member died, or its file is corrupt): say why, once,
+ * and stop the lock-step, for a run with a member missing is not the same
+ * run.  The board no longer waits (its horizon is infinite) and sends
+ * nothing; its VM stops: QEMU exits with status 1, or under qtest the VM
+ * stops in state internal-error, so that the test can look.
+ */
+static void dimmnet2_vt_shm_fail_msg(DN2State *s, const char *why)
+{
+    DN2Vt *v = &s->vt;
+
+    if (v->error) {
+        return;
+    }
+    v->error = g_strdup(why);
+    error_report("dimmnet2: board %d: vtime: the sync domain %s failed at virtual "
+                 "time %.9f s: %s; the lock-step stops", s->index, s->vt.shm_path,
+                 qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / 1e9, v->error);
+    v->horizon = DN2F_VT_INFINITY;
+    if (qtest_enabled()) {
+        qemu_system_vmstop_request_prepare();
+        qemu_system_vmstop_request(RUN_STATE_INTERNAL_ERROR);
+    } else {
+        qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_HOST_ERROR, 1);
+    }
+}
+
+static void dimmnet2_vt_shm_fail(DN2State *s, int r)
+{
+    const char *why = dn2f_shm_strerror(s->vt.shm);
+
+    dimmnet2_vt_shm_fail_msg(s, *why ? why : strerror(-r));
+}
+
+/* The domain's grant: the board's horizon (monotone, as the switch's). */
+static void dimmnet2_vt_shm_grant(DN2State *s)
+{
+    DN2Vt *v = &s->vt;
+    uint64_t g;
+
+    if (!v->shm || v->error) {
+        return;
+    }
+    g = dn2f_shm_grant(v->shm);
+    if (g > v->horizon) {
+        v->horizon = g;
+    }
+}
+
+static void dimmnet2_vt_shm_publish(DN2State *s, uint64_t now, uint64_t earliest)
+{
+    DN2Vt *v = &s->vt;
+    int r;
+
+    if (v->error) {
+        return;
+    }
+    r = dn2f_shm_publish(v->shm, now, MAX(now, earliest));
+    if (r < 0 && r != -EINVAL) {
+        dimmnet2_vt_shm_fail(s, r);
+        return;
+    }
+    dimmnet2_vt_shm_grant(s);
+}
+
+static void dimmnet2_vt_enqueue(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                                size_t len, uint64_t vtime, uint32_t vseq);
+
+/* Every packet in the board's ring into its queue (they wait there for
+ * their virtual times as the endpoint's do).  No lowered promise: a packet
+ * is in the receiver's promise from the moment it is in the ring, and the
+ * domain keeps what the board took until its next publish. */
+static void dimmnet2_vt_shm_take(DN2State *s)
+{
+    DN2Vt *v = &s->vt;
+    struct dn2f_shm_pkt *p = v->shm_pkt;
+    int r;
+
+    if (!v->shm || v->error) {
+        return;
+    }
+    while ((r = dn2f_shm_recv(v->shm, p)) == 1) {
+        if (v->q_bytes + p->len > DIMMNET2_VTQ_MAX && !v->q_full) {
+            warn_report("dimmnet2: board %d: vtime: %u MiB of packets wait for "
+                        "their time (a process stopped reading?)", s->index,
+                        DIMMNET2_VTQ_MAX >> 20);
+            v->q_full = true;
+        }
+        dimmnet2_vt_enqueue(s, p->slid, p->data, p->len, p->vtime, p->vseq);
+    }
+    if (r < 0) {
+        dimmnet2_vt_shm_fail(s, r);
+    }
+}
+
+/* Still waiting after a while: say for whom (the member with the least
+ * promise). */
+static void dimmnet2_vt_shm_note(DN2State *s, double waited, const char *what)
+{
+    DN2Vt *v = &s->vt;
+    unsigned idx;
+    uint16_t lid;
+    uint64_t at;
+
+    if (dn2f_shm_slowest(v->shm, &idx, &lid, &at)) {
+        warn_report("dimmnet2: board %d: vtime: waiting %.0f s for %s at virtual "
+                    "time %.9f s (horizon %.9f s); the slowest member of the sync "
+                    "domain %s is member %u (LID 0x%04x), at %.9f s", s->index,
+                    waited, what, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / 1e9,
+                    v->horizon / 1e9, v->shm_path, idx, lid, at / 1e9);
+    }
+}
+
+/* Datagrams of the switch while the board waits on the domain: in, and
+ * what the endpoint owes (keepalives) out.  Never blocks. */
+static void dimmnet2_vt_shm_service(DN2State *s)
+{
+    dimmnet2_transport_drain(s, &s->port.fab->rxb, 256);
+    if (dn2f_ep_next_deadline(s->port.fab->ep) <=
+        (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_REALTIME)) {
+        dn2f_ep_tick(s->port.fab->ep);
+    }
+    dn2f_ep_flush(s->port.fab->ep);
+}
+
+/* How long one wait on the domain may sleep: until the endpoint's next
+ * deadline, at most 100 ms (the switch's datagrams are read between). */
+static int64_t dimmnet2_vt_shm_slice(DN2State *s)
+{
+    int64_t rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    uint64_t dl = dn2f_ep_next_deadline(s->port.fab->ep);
+    int64_t t = 100 * SCALE_MS;
+
+    if (dl != UINT64_MAX) {
+        t = dl <= (uint64_t)rt ? 0 : MIN(t, (int64_t)(dl - rt));
+    }
+    return t;
+}
+
 /* Report the board's clock and promise to the switch (through the
  * endpoint, which sends it once everything this board sent is
  * acknowledged). */
@@ -178,6 +330,10 @@ static void dimmnet2_vt_report(DN2State *s, uint64_t now, uint64_t earliest)
     v->reported = true;
     v->rep_now = now;
     v->rep_earliest = earliest;
+    if (v->shm) {
+        dimmnet2_vt_shm_publish(s, now, earliest);
+        return;
+    }
     dn2f_ep_vt_report(s->port.fab->ep, now, earliest);
 }
 
@@ -202,6 +358,24 @@ static void dimmnet2_vt_block(DN2State *s, bool (*ok)(DN2State *, void *), void 
 
         if (give_up_ns && rt - start >= give_up_ns) {
             break;
+        }
+        if (v->shm && !v->error && dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP) {
+            /* 0: a new grant; 1: a sender waits for room in the ring */
+            int r = dn2f_shm_wait(v->shm, dimmnet2_vt_shm_slice(s));
+
+            if (r == 0 || r == 1) {
+                dimmnet2_vt_shm_take(s);
+                dimmnet2_vt_shm_grant(s);
+            } else if (r != -ETIMEDOUT) {
+                dimmnet2_vt_shm_fail(s, r);
+            }
+            dimmnet2_vt_shm_service(s);
+            rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+            if (rt >= note && !v->error) {
+                note = rt + DIMMNET2_VT_NOTE_NS;
+                dimmnet2_vt_shm_note(s, (rt - start) / 1e9, "a grant");
+            }
+            continue;
         }
         if (dl != UINT64_MAX) {
             timeout = dl <= (uint64_t)rt ? 0 : MIN(timeout, (int64_t)(dl - rt));
@@ -235,6 +409,9 @@ static bool dimmnet2_vt_may_run(DN2State *s, void *arg)
 {
     uint64_t now = *(uint64_t *)arg;
 
+    if (s->vt.error) {
+        return true;            /* the lock-step stopped: nothing to wait for */
+    }
     return s->vt.horizon > now && dn2f_ep_link(s->port.fab->ep) == DN2F_LINK_UP;
 }
 
@@ -307,6 +484,9 @@ static void dimmnet2_vt_cb(void *opaque)
     DN2Vt *v = &s->vt;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
+    /* vt-sync=shm: what the other members sent, and the grant as it is */
+    dimmnet2_vt_shm_take(s);
+    dimmnet2_vt_shm_grant(s);
     if (v->cut && !v->cut_done && now >= v->cut) {
         dimmnet2_vt_cut(s, now);
         return;
@@ -315,6 +495,14 @@ static void dimmnet2_vt_cb(void *opaque)
         dimmnet2_vt_report(s, now, dimmnet2_vt_earliest(s, now));
         dimmnet2_vt_block(s, dimmnet2_vt_may_run, &now, 0);
         trace_dimmnet2_vt_grant(s->index, now, v->horizon);
+    }
+    if (!v->started && v->shm && dn2f_ep_lid(s->port.fab->ep) != s->params.lid_wanted) {
+        /* The domain knows the board by the LID it asked for (the tie
+         * rule, where the others' packets for it go). */
+        g_autofree char *why = g_strdup_printf("the switch gave the board LID "
+            "0x%x, not its lid=0x%x (its member of the domain)",
+            dn2f_ep_lid(s->port.fab->ep), s->params.lid_wanted);
+        dimmnet2_vt_shm_fail_msg(s, why);
     }
     if (!v->started) {
         /* vt-start-ns: the lock-step begins, and with it the link. */
@@ -329,27 +517,14 @@ static void dimmnet2_vt_cb(void *opaque)
     s->entry_done(s);
 }
 
-/* The transport's record that carries a virtual time: into the queue. */
-static int dimmnet2_vt_deliver(DN2State *s, uint16_t slid, const uint8_t *pkt,
-                               size_t len, uint64_t vtime, uint32_t vseq)
+/* A packet with its virtual time into the queue, in delivery order. */
+static void dimmnet2_vt_enqueue(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                                size_t len, uint64_t vtime, uint32_t vseq)
 {
     DN2Vt *v = &s->vt;
     uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     DN2VtPkt *p;
 
-    if (dimmnet2_port_held(s) || runstate_check(RUN_STATE_INMIGRATE)) {
-        return -EBUSY;
-    }
-    if (v->q_bytes + len > DIMMNET2_VTQ_MAX) {
-        if (!v->q_full) {
-            warn_report("dimmnet2: board %d: vtime: %u MiB of packets wait for "
-                        "their time (a process stopped reading?); the fabric "
-                        "holds the rest back, and the run now depends on the "
-                        "host", s->index, DIMMNET2_VTQ_MAX >> 20);
-        }
-        v->q_full = true;
-        return -EBUSY;
-    }
     if (vtime < now) {
         DIMMNET2_GUEST_ERROR(s, DN2_STAT_VT_LATE, vt_late,
                              "vtime: packet from LID 0x%x due at %" PRIu64
@@ -366,6 +541,28 @@ static int dimmnet2_vt_deliver(DN2State *s, uint16_t slid, const uint8_t *pkt,
     memcpy(p->data, pkt, len);
     g_sequence_insert_sorted(v->q, p, dimmnet2_vt_cmp, NULL);
     v->q_bytes += len;
+}
+
+/* The transport's record that carries a virtual time: into the queue. */
+static int dimmnet2_vt_deliver(DN2State *s, uint16_t slid, const uint8_t *pkt,
+                               size_t len, uint64_t vtime, uint32_t vseq)
+{
+    DN2Vt *v = &s->vt;
+
+    if (dimmnet2_port_held(s) || runstate_check(RUN_STATE_INMIGRATE)) {
+        return -EBUSY;
+    }
+    if (v->q_bytes + len > DIMMNET2_VTQ_MAX) {
+        if (!v->q_full) {
+            warn_report("dimmnet2: board %d: vtime: %u MiB of packets wait for "
+                        "their time (a process stopped reading?); the fabric "
+                        "holds the rest back, and the run now depends on the "
+                        "host", s->index, DIMMNET2_VTQ_MAX >> 20);
+        }
+        v->q_full = true;
+        return -EBUSY;
+    }
+    dimmnet2_vt_enqueue(s, slid, pkt, len, vtime, vseq);
     if (v->reported && vtime < v->rep_earliest) {
         /* This packet wakes the board before the time it promised (it was
          * idle, waiting for a far timer): lower the promise.  The endpoint
@@ -385,8 +582,8 @@ static void dimmnet2_vt_grant(DN2State *s, uint64_t horizon, uint32_t lookahead_
 {
     DN2Vt *v = &s->vt;
 
-    if (horizon <= v->horizon) {
-        return;
+    if (v->shm || horizon <= v->horizon) {
+        return;                 /* vt-sync=shm: the domain grants */
     }
     if (lookahead_ns != v->lookahead) {
         uint64_t least = s->timing.timing_on ? dimmnet2_timing_min_ns(s) : s->vt.latency_ns;
@@ -469,6 +666,172 @@ bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t 
     }
     v->nondet = true;
     return false;
+}
+
+/*
+ * vt-sync=shm: post a packet into member idx's ring.  A full ring stops
+ * the board's clock until the receiver takes an entry, as a sender without
+ * credits waits on the UDP path: the board publishes its clock (so the
+ * others go on) and empties its own ring while it waits (so two boards
+ * that fill each other's rings do not wait for each other).
+ */
+static int dimmnet2_vt_shm_post(DN2State *s, unsigned idx, const uint8_t *pkt,
+                                size_t len, uint64_t vtime, uint32_t vseq)
+{
+    DN2Vt *v = &s->vt;
+    bool outer = v->in_wait;
+    int64_t start = 0, note = 0;
+    int r;
+
+    while ((r = dn2f_shm_post(v->shm, idx, pkt, len, vtime, vseq)) == -EAGAIN) {
+        uint64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+        if (!start) {
+            start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+            note = start + DIMMNET2_VT_NOTE_NS;
+            s->stat[DN2_STAT_VT_WAITS]++;
+            v->in_wait = true;
+            dimmnet2_vt_report(s, now, now);
+        }
+        do {
+            int64_t rt;
+
+            r = dn2f_shm_wait_space(v->shm, idx, dimmnet2_vt_shm_slice(s));
+            if (r == 1) {
+                dimmnet2_vt_shm_take(s);
+            }
+            dimmnet2_vt_shm_service(s);
+            rt = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+            if (r == -ETIMEDOUT && rt >= note) {
+                note = rt + DIMMNET2_VT_NOTE_NS;
+                dimmnet2_vt_shm_note(s, (rt - start) / 1e9, "room in a ring");
+            }
+        } while ((r == 1 || r == -ETIMEDOUT) && !v->error);
+        if (r < 0 || v->error) {
+            break;
+        }
+    }
+    if (start) {
+        v->in_wait = outer;
+        s->stat[DN2_STAT_VT_WAIT_MS] +=
+            (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - start) / SCALE_MS;
+        dimmnet2_vt_shm_grant(s);
+        if (!v->in_wait) {
+            dimmnet2_vt_arm(s);     /* what it took meanwhile */
+        }
+    }
+    if (r == -EPIPE || r == -EPROTO) {
+        dimmnet2_vt_shm_fail(s, r);
+    }
+    return v->error ? -EPIPE : r;
+}
+
+/* vt-sync=shm: does this board keep the lock-step in a sync domain? */
+bool dimmnet2_vt_shm_on(DN2State *s)
+{
+    return s->vt.shm != NULL;
+}
+
+/*
+ * vt-sync=shm: send a packet to LID dlid through the members' rings, with
+ * the virtual time and the counter the UDP path would give it; a multicast
+ * packet goes to every member of the group in the switch's routes (this
+ * board too when it is one, as over UDP), one entry each with the same
+ * vtime and vseq.  0, or -errno when it went nowhere (no such member, or the
+ * lock-step has stopped): the port counts a drop.
+ */
+int dimmnet2_vt_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
+{
+    DN2Vt *v = &s->vt;
+    uint16_t lids[DN2F_MCAST_MAX_MEMBERS];
+    uint64_t vtime;
+    uint32_t vseq;
+    unsigned i, n;
+    int r = 0, sent = 0;
+
+    if (v->error) {
+        return -EPIPE;
+    }
+    vtime = dimmnet2_vt_due(s, pkt, len);
+    vseq = v->vseq++;
+    if (dn2f_lid_is_mcast(dlid)) {
+        n = dn2f_ep_group_lids(s->port.fab->ep, dlid, lids, G_N_ELEMENTS(lids));
+    } else {
+        lids[0] = dlid;
+        n = 1;
+    }
+    for (i = 0; i < n && !v->error; i++) {
+        int idx = dn2f_shm_find_lid(v->shm, lids[i]);
+
+        r = idx < 0 ? idx : dimmnet2_vt_shm_post(s, idx, pkt, len, vtime, vseq);
+        sent += r == 0;
+    }
+    return sent ? 0 : n ? r : -EHOSTUNREACH;
+}
+
+/*
+ * vt-sync=shm: join the domain at vt-shm as member CLID - 1 (the LID the
+ * board asks the switch for), at realize, so that a missing or foreign
+ * file is an error here.  Its lookahead and quantum replace the switch's.
+ */
+bool dimmnet2_vt_open(DN2State *s, Error **errp)
+{
+    DN2Vt *v = &s->vt;
+    uint16_t lid = s->params.lid_wanted;
+    unsigned idx;
+    uint64_t least;
+    int err = 0;
+
+    if (!v->shm_on) {
+        return true;
+    }
+    idx = dn2_lid_to_clid(lid) - 1;
+    v->shm = dn2f_shm_attach(v->shm_path, idx, lid, &err);
+    if (!v->shm) {
+        const char *why;
+
+        switch (err) {
+        case -ENOENT:
+            why = "no such file: dn2-switch --vt-sync shm --vt-shm PATH creates "
+                  "it, and must be up before the boards start";
+            break;
+        case -EPROTO:
+            why = "not a sync domain this build can use (its magic " DN2F_SHM_MAGIC
+                  ", layout version or sizes differ): give the file this "
+                  "build's dn2-switch --vt-sync shm created";
+            break;
+        case -ERANGE:
+            why = "the domain has fewer members than this board's index "
+                  "(dn2-switch --vt-boards: one member per board, the board "
+                  "of CLID c is member c - 1)";
+            break;
+        case -EBUSY:
+            why = "the member is held by a live process (another board with "
+                  "this lid=?)";
+            break;
+        case -EPIPE:
+            why = "the domain is broken (a member died): start a new switch, "
+                  "which creates a new one";
+            break;
+        default:
+            why = strerror(-err);
+            break;
+        }
+        error_setg(errp, "dimmnet2: board %d: vt-shm=%s (member %u, lid=0x%x): %s",
+                   s->index, v->shm_path, idx, lid, why);
+        return false;
+    }
+    v->shm_pkt = g_malloc(sizeof(*v->shm_pkt));
+    v->lookahead = dn2f_shm_lookahead(v->shm);
+    v->quantum = MIN(dn2f_shm_quantum(v->shm), (uint64_t)UINT32_MAX);
+    least = s->timing.timing_on ? dimmnet2_timing_min_ns(s) : v->latency_ns;
+    if (v->lookahead > least) {
+        warn_report("dimmnet2: board %d: vtime: the sync domain's lookahead %u ns "
+                    "is above the least latency of this board's packets "
+                    "(%" PRIu64 " ns); no packet takes less than the lookahead",
+                    s->index, v->lookahead, least);
+    }
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -565,11 +928,14 @@ static bool dimmnet2_blob_get(const uint8_t **p, const uint8_t *end, unsigned n,
 static int dimmnet2_vt_pre_save(void *opaque)
 {
     DN2Vt *v = opaque;
-    GByteArray *b = g_byte_array_new();
+    GByteArray *b;
     const unsigned nbits = DN2F_NUM_CLID * DN2F_NUM_LANES;
     GSequenceIter *it;
     unsigned long i;
 
+    /* vt-sync=shm: what is in the ring is the board's, in the queue */
+    dimmnet2_vt_shm_take(container_of(v, DN2State, vt));
+    b = g_byte_array_new();
     /* the refused lanes: a count, then each (source CLID, lane) key */
     dimmnet2_blob_put(b, bitmap_count_one(v->blocked, nbits), 4);
     for (i = find_first_bit(v->blocked, nbits); i < nbits;
@@ -698,6 +1064,13 @@ static const VMStateDescription vmstate_dimmnet2_vt = {
     },
 };
 
+static char *dimmnet2_vt_get_error(Object *obj, Error **errp)
+{
+    DN2State *s = DIMMNET2(obj);
+
+    return g_strdup(s->vt.error ? s->vt.error : "");
+}
+
 static void dimmnet2_vt_snapshot_init(DN2State *s)
 {
     object_property_add(OBJECT(s), "vt-cut-ns", "uint64", dimmnet2_vt_get_cut,
@@ -712,6 +1085,9 @@ static void dimmnet2_vt_snapshot_init(DN2State *s)
                         NULL, NULL, s);
     object_property_set_description(OBJECT(s), "vt-queued", "vtime=on: packets "
         "that wait in the board for their virtual time");
+    object_property_add_str(OBJECT(s), "vt-error", dimmnet2_vt_get_error, NULL);
+    object_property_set_description(OBJECT(s), "vt-error", "vt-sync=shm: why the "
+        "lock-step stopped (a member of the sync domain died), or empty");
     vmstate_register(VMSTATE_IF(s), s->index, &vmstate_dimmnet2_vt, &s->vt);
 }
 
@@ -790,6 +1166,9 @@ void dimmnet2_vt_fini(DN2State *s)
     g_clear_pointer(&v->q, g_sequence_free);
     g_clear_pointer(&v->blocked, g_free);
     g_clear_pointer(&v->blob, g_free);
+    g_clear_pointer(&v->shm, dn2f_shm_detach);
+    g_clear_pointer(&v->shm_pkt, g_free);
+    g_clear_pointer(&v->error, g_free);
     if (v->park) {
         g_clear_pointer(&v->park, timer_free);
         timerlistgroup_deinit(&v->park_tlg);

@@ -227,6 +227,36 @@ static bool dimmnet2_check_link_props(DN2State *s, Error **errp)
             return false;
         }
     }
+    if (s->vt.sync && strcmp(s->vt.sync, "udp") && strcmp(s->vt.sync, "shm")) {
+        error_setg(errp, "dimmnet2: vt-sync=%s: give udp (grants from the "
+                   "dn2-switch, the default) or shm (a same-host sync domain, "
+                   "vt-shm=PATH)", s->vt.sync);
+        return false;
+    }
+    s->vt.shm_on = s->vt.sync && !strcmp(s->vt.sync, "shm");
+    if (s->vt.shm_path && !s->vt.shm_on) {
+        error_setg(errp, "dimmnet2: vt-shm=%s needs vt-sync=shm", s->vt.shm_path);
+        return false;
+    }
+    if (s->vt.shm_on) {
+        if (!s->vt.on || !s->params.switch_addr) {
+            error_setg(errp, "dimmnet2: vt-sync=shm needs vtime=on and "
+                       "switch=HOST:PORT (the switch still assigns the LIDs "
+                       "and routes)");
+            return false;
+        }
+        if (!s->vt.shm_path || !*s->vt.shm_path) {
+            error_setg(errp, "dimmnet2: vt-sync=shm needs vt-shm=PATH, the file "
+                       "dn2-switch --vt-sync shm --vt-shm PATH creates");
+            return false;
+        }
+        if (!s->params.lid_wanted) {
+            error_setg(errp, "dimmnet2: vt-sync=shm needs lid=: the board's "
+                       "LID gives its member index in the sync domain (the "
+                       "board of CLID c is member c - 1)");
+            return false;
+        }
+    }
     if (s->params.rc_timeout_ms > 3600 * 1000) {
         error_setg(errp, "dimmnet2: rc-timeout-ms=%u is over an hour; give "
                    "0 (never abandon) or at most 3600000", s->params.rc_timeout_ms);
@@ -746,6 +776,8 @@ static const Property dimmnet2_properties[] = {
     DEFINE_PROP_UINT32("vt-latency-ns", DN2State, vt.latency_ns, 1000),
     DEFINE_PROP_BOOL("vt-idle", DN2State, vt.idle, true),
     DEFINE_PROP_UINT64("vt-start-ns", DN2State, vt.start_ns, 0),
+    DEFINE_PROP_STRING("vt-sync", DN2State, vt.sync),
+    DEFINE_PROP_STRING("vt-shm", DN2State, vt.shm_path),
     DEFINE_PROP_UINT16("lid", DN2State, params.lid_wanted, 0),
     DEFINE_PROP_STRING("pcap", DN2State, params.pcap_path),
     DEFINE_PROP_STRING("timing", DN2State, timing.mode),
@@ -1031,6 +1063,16 @@ static void dimmnet2_class_init(ObjectClass *klass, void *data)
         "board of the cluster must be given the same); before it the guest "
         "runs alone, as fast as -icount allows, and sees the link down "
         "(default 0)");
+    object_class_property_set_description(klass, "vt-sync",
+        "with vtime=on: how the board keeps the lock-step: udp (the "
+        "default) reports its clock to the dn2-switch and waits for its "
+        "grants; shm shares a sync domain in shared memory with the other "
+        "boards of the host (vt-shm=PATH), through which its packets to them "
+        "go too (docs/virtual-time.md)");
+    object_class_property_set_description(klass, "vt-shm",
+        "with vt-sync=shm: the sync domain's file, created by dn2-switch "
+        "--vt-sync shm --vt-shm PATH; the board is member CLID - 1 of it "
+        "(lid= is needed)");
     object_class_property_set_description(klass, "lid",
         "with switch=: the LID to ask the subnet manager for (it is given "
         "when free), so that a cluster's LIDs are the same in every run; 0 "

@@ -5,7 +5,11 @@
  * time plus the latency (vt-latency-ns, the switch's quantum, or the
  * timing model's, timing=thesis: docs/timing.md), to the nanosecond in the
  * boards' pcap traces; a board stopped below its horizon reports its
- * clock; back-pressure and a full ring under virtual time.
+ * clock; back-pressure and a full ring under virtual time.  The same cases
+ * again with vt-sync=shm (the boards' same-host sync domain in shared
+ * memory, dn2-switch --vt-sync shm), which must give the same delivery
+ * times and order to the nanosecond; and a member of a domain killed: the
+ * other names it and stops, without hanging.
  *
  * What the fabric qtests share, and how a case runs, is in
  * dimmnet2-fabric-util.h.
@@ -35,16 +39,22 @@ typedef struct VtCase {
     const char *quantum;        /* --vt-quantum (NULL: exact) */
     uint64_t latency;           /* vt-latency-ns = --vt-lookahead */
     bool timing;                /* timing=thesis */
+    bool shm;                   /* vt-sync=shm: the same-host sync domain */
 } VtCase;
 
 static const VtCase vt_cases[] = {
-    { "/dimmnet2-fabric/vtime/exact", NULL, 1000, false },
-    { "/dimmnet2-fabric/vtime/latency-5us", NULL, 5000, false },
-    { "/dimmnet2-fabric/vtime/quantum", "4096", 1000, false },
+    { "/dimmnet2-fabric/vtime/exact", NULL, 1000, false, false },
+    { "/dimmnet2-fabric/vtime/latency-5us", NULL, 5000, false, false },
+    { "/dimmnet2-fabric/vtime/quantum", "4096", 1000, false, false },
     /* not a power of two: rounding by masking would go wrong */
-    { "/dimmnet2-fabric/vtime/quantum-100us", "100000", 1000, false },
+    { "/dimmnet2-fabric/vtime/quantum-100us", "100000", 1000, false, false },
     /* the lookahead at the model's least latency (625 ns, docs/timing.md) */
-    { "/dimmnet2-fabric/vtime/timing-thesis", NULL, 625, true },
+    { "/dimmnet2-fabric/vtime/timing-thesis", NULL, 625, true, false },
+    /* the same through the sync domain: the same times, the same order */
+    { "/dimmnet2-fabric/vtime-shm/exact", NULL, 1000, false, true },
+    { "/dimmnet2-fabric/vtime-shm/latency-5us", NULL, 5000, false, true },
+    { "/dimmnet2-fabric/vtime-shm/quantum-100us", "100000", 1000, false, true },
+    { "/dimmnet2-fabric/vtime-shm/timing-thesis", NULL, 625, true, true },
 };
 
 /* timing=thesis, a packet of `bytes` into the LLCM with a status record,
@@ -115,24 +125,48 @@ static unsigned vt_pcap_times(const char *path, int64_t *ts, unsigned max)
 
 /* Two boards A and C in virtual time: the switch, the boards (each tracing
  * its deliveries into dir/<name>.pcap), the lock-step begun at 1 µs with
- * the links up, both brought up for the network.  False: the case ends. */
-static bool vt_rig_up(Fab *f, const char *const *sw_args, const char *props,
-                      const char *dir)
+ * the links up, both brought up for the network.  shm: the switch makes
+ * a sync domain at dir/vt.shm (--vt-sync shm), the boards join it as
+ * members 0 and 1 (lid= CLID 1 and 2).  False: the case ends. */
+/* Give the boards lid= (CLID 1 and 2) over UDP too (shm always does). */
+static bool vt_fixed_lids;
+
+static bool vt_rig_up_sync(Fab *f, const char *const *sw_args, const char *props,
+                           const char *dir, bool shm)
 {
-    int i;
+    g_autofree char *path = g_build_filename(dir, "vt.shm", NULL);
+    const char *args[16];
+    int i, n = 0;
 
     g_dead = false;
     memset(f, 0, sizeof(*f));
     f->n = 2;
-    g_board_props = props;
     g_board_pcap_dir = dir;
-    if (!switch_start(&f->sw, 0, sw_args)) {
+    for (i = 0; sw_args[i] && n < 11; i++) {
+        args[n++] = sw_args[i];
+    }
+    if (shm) {
+        args[n++] = "--vt-sync";
+        args[n++] = "shm";
+        args[n++] = "--vt-shm";
+        args[n++] = path;
+    }
+    args[n] = NULL;
+    if (!switch_start(&f->sw, 0, args)) {
         return false;
     }
     /* A and C: the second board of the other cases receives in a thread,
      * which virtual time does not take */
     for (i = 0; i < 2; i++) {
+        g_autofree char *p = shm ? g_strdup_printf("%s,vt-sync=shm,vt-shm=%s,lid=0x%x",
+                                                   props, path, dn2_clid_to_lid(i + 1))
+                                 : vt_fixed_lids ? g_strdup_printf("%s,lid=0x%x", props,
+                                                                   dn2_clid_to_lid(i + 1))
+                                 : g_strdup(props);
+
+        g_board_props = p;
         board_start(&f->b[i], i ? 'C' : 'A', f->sw.port, guid_of(i), 0, 32 * MiB_);
+        g_board_props = "";
     }
     /* Before the lock-step begins the link is down for the guest; at its
      * start both wait for the switch's first grant and the link comes up. */
@@ -151,12 +185,14 @@ static void vt_rig_down(Fab *f, const char *dir)
 {
     g_autofree char *pa = g_build_filename(dir, "A.pcap", NULL);
     g_autofree char *pc = g_build_filename(dir, "C.pcap", NULL);
+    g_autofree char *shm = g_build_filename(dir, "vt.shm", NULL);
 
     g_board_props = "";
     g_board_pcap_dir = NULL;
     fab_down(f);
     unlink(pa);
     unlink(pc);
+    unlink(shm);
     rmdir(dir);
 }
 
@@ -187,7 +223,7 @@ static void test_vtime(const void *opaque)
     struct dn2_hdr h;
     int i;
 
-    if (!vt_rig_up(&f, sw_args, props, dir)) {
+    if (!vt_rig_up_sync(&f, sw_args, props, dir, c->shm)) {
         goto out;
     }
     A = &f.b[0];
@@ -246,7 +282,12 @@ static void test_vtime(const void *opaque)
     }
     EXPECT_HEX(qom_u64(C, "stat-vt-late"), 0, "board C: no packet came after its time");
     EXPECT_HEX(qom_u64(A, "stat-vt-late"), 0, "board A: no packet came after its time");
-    EXPECT_TRUE(qom_u64(A, "stat-vt-waits") > 0, "board A waited for grants");
+    if (!c->shm) {
+        /* Over the sync domain whether A ever sleeps depends on which
+         * board the host runs first (the other's publish may have raised
+         * A's grant already): not asserted there. */
+        EXPECT_TRUE(qom_u64(A, "stat-vt-waits") > 0, "board A waited for grants");
+    }
 out:
     vt_rig_down(&f, dir);
 }
@@ -260,7 +301,7 @@ out:
  *     wait at the requester and the answering board is never held (no
  *     rc-timeout-ms needed, none reached): its own requests run at once.
  */
-static void vtime_ring_full(bool rvl)
+static void vtime_ring_full(bool rvl, bool shm)
 {
     const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
                               NULL };
@@ -272,7 +313,8 @@ static void vtime_ring_full(bool rvl)
     Fab f;
     Board *A, *C, *R, *S;
 
-    if (!vt_rig_up(&f, sw_args, ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000", dir)) {
+    if (!vt_rig_up_sync(&f, sw_args, ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000", dir,
+                        shm)) {
         goto out;
     }
     A = &f.b[0];
@@ -343,7 +385,7 @@ static gpointer vt_stop_thread(gpointer opaque)
     return NULL;
 }
 
-static void test_vtime_stop_below_horizon(void)
+static void vtime_stop_below_horizon(bool shm)
 {
     const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
                               NULL };
@@ -355,7 +397,7 @@ static void test_vtime_stop_below_horizon(void)
     Fab f;
     Board *A, *C;
 
-    if (!vt_rig_up(&f, sw_args, props, dir)) {
+    if (!vt_rig_up_sync(&f, sw_args, props, dir, shm)) {
         goto out;
     }
     A = &f.b[0];
@@ -376,19 +418,194 @@ static void test_vtime_stop_below_horizon(void)
     }
     g_thread_join(t);
     EXPECT_HEX(A->vclock, 2400, "board A's virtual clock (ns)");
-    EXPECT_HEX(qom_u64(A, "stat-vt-waits") > 0, 1, "board A waited at its horizon");
+    if (!shm) {
+        /* Over the sync domain C's publish at 1.5 us has already raised
+         * A's grant to 2.5 us when A reaches 2 us: it reads it and goes on
+         * without a wait, which is what the domain is for. */
+        EXPECT_HEX(qom_u64(A, "stat-vt-waits") > 0, 1, "board A waited at its horizon");
+    }
 out:
     vt_rig_down(&f, dir);
 }
 
+static void test_vtime_stop_below_horizon(void)
+{
+    vtime_stop_below_horizon(false);
+}
+
 static void test_vtime_back_pressure(void)
 {
-    vtime_ring_full(false);
+    vtime_ring_full(false, false);
 }
 
 static void test_vtime_rvl_ring_full(void)
 {
-    vtime_ring_full(true);
+    vtime_ring_full(true, false);
+}
+
+static void test_vtime_shm_stop_below_horizon(void)
+{
+    vtime_stop_below_horizon(true);
+}
+
+static void test_vtime_shm_back_pressure(void)
+{
+    vtime_ring_full(false, true);
+}
+
+static void test_vtime_shm_rvl_ring_full(void)
+{
+    vtime_ring_full(true, true);
+}
+
+/*
+ * Multicast in virtual time: A sends a BOTF to group 0xc01 = {A, C}; both
+ * members, the sender too, deliver it at A's clock plus the latency, over
+ * the switch and over the sync domain alike (one ring entry per member,
+ * the same vtime and vseq).
+ */
+static void vtime_mcast(bool shm)
+{
+    g_autofree char *grp = g_strdup_printf("0xc01=0x%x,0x%x", dn2_clid_to_lid(1),
+                                           dn2_clid_to_lid(2));
+    const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
+                              "--mcast", grp, NULL };
+    g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
+    uint8_t data[64];
+    int64_t want, ts[2];
+    unsigned i, n;
+    Fab f;
+    Board *A, *C;
+    struct dn2_hdr h;
+
+    vt_fixed_lids = true;
+    if (!vt_rig_up_sync(&f, sw_args, ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000", dir,
+                        shm)) {
+        goto out;
+    }
+    A = &f.b[0];
+    C = &f.b[1];
+    vt_step_both(A, C, 20000);
+    dn2q_pattern(data, sizeof(data), 53);
+    want = A->vclock + 1000;
+    h = rvs_hdr(dn2_clid_to_lid(0xc01), 0x2000);
+    h.lflag = 1;
+    botf_send(A, 0, 0, &h, data, sizeof(data));
+    vt_step_both(A, C, want + 20000);
+    for (i = 0; i < 2; i++) {
+        Board *b = &f.b[i];
+        g_autofree char *pcap = g_strdup_printf("%s/%c.pcap", dir, b->name);
+
+        st_expect(b, 0, DN2_OP_RVS, 0, 0, A->lid, 0, sizeof(data), 0x2000, T_SHORT,
+                  "the multicast packet at a member");
+        EXPECT_HEX(qom_u64(b, "stat-rx-packets"), 1, "board %c: one packet", b->name);
+        n = vt_pcap_times(pcap, ts, G_N_ELEMENTS(ts));
+        EXPECT_HEX(n, 1, "board %c's trace: one record", b->name);
+        if (n) {
+            EXPECT_HEX(ts[0], want, "board %c: delivered at A's clock + 1 us", b->name);
+        }
+        EXPECT_HEX(qom_u64(b, "stat-vt-late"), 0, "board %c: nothing late", b->name);
+    }
+out:
+    vt_fixed_lids = false;
+    vt_rig_down(&f, dir);
+}
+
+static void test_vtime_mcast(void)
+{
+    vtime_mcast(false);
+}
+
+static void test_vtime_shm_mcast(void)
+{
+    vtime_mcast(true);
+}
+
+/* A string QOM property of a board's device ("" if it cannot be read). */
+static char *vt_qom_str(Board *b, const char *prop)
+{
+    QDict *rsp = qtest_qmp(b->d.qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral/dn', 'property': %s}}", prop);
+    QString *q = qobject_to(QString, qdict_get(rsp, "return"));
+    char *v = g_strdup(q ? qstring_get_str(q) : "");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+/* A board's QMP run state ("running", "internal-error", ...). */
+static char *vt_run_state(Board *b)
+{
+    QDict *rsp = qtest_qmp(b->d.qts, "{'execute': 'query-status'}");
+    QDict *ret = qdict_get_qdict(rsp, "return");
+    char *st = g_strdup(ret && qdict_haskey(ret, "status") ? qdict_get_str(ret, "status")
+                                                            : "");
+
+    qobject_unref(rsp);
+    return st;
+}
+
+/*
+ * A member of the sync domain dies (its QEMU killed): the other board,
+ * waiting at its horizon for it, finds it dead within the domain's death
+ * check (100 ms slices), names it (member, LID, pid) in its error and in
+ * vt-error, and stops its lock-step and its VM (under qtest: run state
+ * internal-error; outside, QEMU exits with status 1) instead of waiting
+ * for ever.
+ */
+static void test_vtime_shm_member_dies(void)
+{
+    const char *sw_args[] = { "--virtual-time", "--vt-boards", "2", "--vt-lookahead", "1000",
+                              NULL };
+    const char *props = ",vtime=on,vt-latency-ns=1000,vt-start-ns=1000";
+    g_autofree char *dir = g_dir_make_tmp("dn2-vt-XXXXXX", NULL);
+    g_autofree char *err = NULL, *want = NULL, *st = NULL, *before = NULL;
+    VtStopWait w = { 0 };
+    GThread *t;
+    int64_t end;
+    Fab f;
+    Board *A, *C;
+
+    if (!vt_rig_up_sync(&f, sw_args, props, dir, true)) {
+        goto out;
+    }
+    A = &f.b[0];
+    C = &f.b[1];
+    before = vt_qom_str(A, "vt-error");
+    EXPECT_TRUE(!strcmp(before, ""), "board A: no error before ('%s')", before);
+    kill(qtest_pid(C->d.qts), SIGKILL);
+    /* libqtest aborts on a QEMU killed by a signal: C's state is left
+     * behind (its zombie is what A finds dead), never quit */
+    C->d.qts = NULL;
+    w.b = A;
+    w.to = 50000;
+    t = g_thread_new("vt-dead", vt_stop_thread, &w);
+    end = now_ms() + 20000;
+    while (!qatomic_read(&w.done) && now_ms() < end) {
+        g_usleep(10000);
+    }
+    EXPECT_TRUE(qatomic_read(&w.done), "board A stepped past its horizon with C dead: "
+                "it does not wait for a dead member");
+    if (!qatomic_read(&w.done)) {
+        /* the thread is stuck in A: end A too (the program then fails) */
+        kill(qtest_pid(A->d.qts), SIGKILL);
+        A->d.qts = NULL;
+        g_thread_unref(t);
+        goto out;
+    }
+    g_thread_join(t);
+    err = vt_qom_str(A, "vt-error");
+    want = g_strdup_printf("LID 0x%04x", dn2_clid_to_lid(2));
+    EXPECT_TRUE(strstr(err, "member 1") && strstr(err, want) && strstr(err, "died"),
+                "board A's vt-error names the dead member 1 (%s): '%s'", want, err);
+    end = now_ms() + 10000;
+    do {
+        g_free(st);
+        st = vt_run_state(A);
+    } while (strcmp(st, "internal-error") && now_ms() < end && (g_usleep(10000), 1));
+    EXPECT_TRUE(!strcmp(st, "internal-error"), "board A's VM stopped (state '%s')", st);
+out:
+    vt_rig_down(&f, dir);
 }
 
 int main(int argc, char **argv)
@@ -407,6 +624,15 @@ int main(int argc, char **argv)
                        test_vtime_stop_below_horizon);
         qtest_add_func("/dimmnet2-fabric/vtime/back-pressure", test_vtime_back_pressure);
         qtest_add_func("/dimmnet2-fabric/vtime/rvl-ring-full", test_vtime_rvl_ring_full);
+        qtest_add_func("/dimmnet2-fabric/vtime/multicast", test_vtime_mcast);
+        qtest_add_func("/dimmnet2-fabric/vtime-shm/multicast", test_vtime_shm_mcast);
+        qtest_add_func("/dimmnet2-fabric/vtime-shm/stop-below-horizon",
+                       test_vtime_shm_stop_below_horizon);
+        qtest_add_func("/dimmnet2-fabric/vtime-shm/back-pressure",
+                       test_vtime_shm_back_pressure);
+        qtest_add_func("/dimmnet2-fabric/vtime-shm/rvl-ring-full",
+                       test_vtime_shm_rvl_ring_full);
+        qtest_add_func("/dimmnet2-fabric/vtime-shm/member-dies", test_vtime_shm_member_dies);
     }
     return fab_test_run();
 }

@@ -2279,6 +2279,45 @@ static int spawn_qemu(const char *const *args, char **out, char **err)
 }
 
 /*
+ * vt-shm= a file that is no sync domain (not dn2-switch --vt-sync shm's:
+ * another magic, or too short for a header): QEMU refuses to start, naming
+ * the file and what is wrong, never aborts.
+ */
+static void test_bad_shm_file(void)
+{
+    static const size_t sizes[] = { 4096, 16 };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_autofree char *path = NULL;
+        g_autofree char *junk = g_malloc(sizes[i]);
+        g_autofree char *dev = NULL;
+        g_autofree char *out = NULL, *err = NULL;
+        int fd = g_file_open_tmp("dn2-bad-shm-XXXXXX", &path, NULL);
+        const char *args[] = { "-M", "q35", "-m", "64M", "-nodefaults", "-display", "none",
+                               "-accel", "qtest", "-S", "-device", NULL, NULL };
+        int rc;
+
+        g_assert(fd >= 0);
+        memset(junk, 'X', sizes[i]);        /* "XXXXXXXX", not DN2SHMVT */
+        g_assert(write(fd, junk, sizes[i]) == (ssize_t)sizes[i]);
+        close(fd);
+        dev = g_strdup_printf("dimmnet2,switch=127.0.0.1:4791,vtime=on,vt-sync=shm,"
+                              "vt-shm=%s,lid=1", path);
+        args[11] = dev;
+        rc = spawn_qemu(args, &out, &err);
+        unlink(path);
+        EXPECT_TRUE(rc != 0 && rc != 124 && rc < 128,
+                    "QEMU exits with an error, not a signal, for vt-shm= a file of "
+                    "%zu bytes with the wrong magic (exit %d)", sizes[i], rc);
+        EXPECT_TRUE(err && strstr(err, "dimmnet2") && strstr(err, path) &&
+                    strstr(err, "not a sync domain"),
+                    "the message names dimmnet2 and the file, and says it is not a "
+                    "sync domain (stderr: %s)", err ? err : "");
+    }
+}
+
+/*
  * Every property's bad values: QEMU refuses to start with a message naming
  * the board and what is wrong, and never crashes (an exit by signal, e.g.
  * SIGSEGV in rom_reset for a window over the BIOS, or SIGABRT for a
@@ -2332,6 +2371,18 @@ static void test_bad_config(void)
         { { "-device", "dimmnet2,switch=127.0.0.1:4791,vtime=on,vt-latency-ns=0" },
           "vt-latency-ns" },
         { { "-device", "dimmnet2,loopback=on,pcap=/nonexistent-dir/x.pcap" }, "pcap=" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,vtime=on,vt-sync=tcp" },
+          "vt-sync=tcp" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,vtime=on,vt-shm=/x" },
+          "needs vt-sync=shm" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,vt-sync=shm,vt-shm=/x,lid=1" },
+          "needs vtime=on" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,vtime=on,vt-sync=shm,lid=1" },
+          "vt-shm=PATH" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,vtime=on,vt-sync=shm,vt-shm=/x" },
+          "needs lid=" },
+        { { "-device", "dimmnet2,switch=127.0.0.1:4791,vtime=on,vt-sync=shm,"
+            "vt-shm=/nonexistent-dir/vt.shm,lid=1" }, "no such file" },
         { { "-device", "dimmnet2,timing=thesis" }, "needs vtime=on" },
         { { "-device", "dimmnet2,timing=fast" }, "timing=fast" },
         { { "-device", "dimmnet2,timing-params=line-ns=5" }, "needs timing=thesis" },
@@ -2370,6 +2421,7 @@ static void test_bad_config(void)
                     "the message for %s names dimmnet2 and says '%s' (stderr: %s)", line,
                     cases[i].want, err ? err : "");
     }
+    test_bad_shm_file();
 }
 
 static void test_device_help(void)

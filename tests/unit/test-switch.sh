@@ -44,14 +44,14 @@ start_switch() {
     return 1
 }
 
-tap_plan 20
+tap_plan 25
 
 # 1. start on port 0
 if start_switch 0 "${FAULTS[@]}" --pcap "$tmp/cap.pcap" && [ "${PORT:-0}" -gt 0 ]; then
     ok "switch starts on 127.0.0.1:0 and reports port $PORT"
 else
     not_ok "switch starts on 127.0.0.1:0"; diagf "$tmp/switch.err"
-    for _ in $(seq 2 20); do not_ok "skipped: no switch"; done
+    for _ in $(seq 2 25); do not_ok "skipped: no switch"; done
     tap_done
 fi
 grep -q "listening on 127.0.0.1:$PORT" "$tmp/switch.out"
@@ -269,6 +269,39 @@ if [ "$rb1" = "$(expect 67108864)" ] && [ "$rb2" = "$(expect 16777216)" ] && [ "
 else
     not_ok "receive buffer: default rb ${rb1:-?} (want $(expect 67108864)), --rcvbuf 16 MiB rb ${rb2:-?} (want $(expect 16777216)), warnings $warn1 $warn2 (want 0 $want_warn2)"
     diagf "$tmp/switch.err"
+fi
+
+# 21-23. --vt-sync / --vt-shm: bad combinations are usage errors
+bad_vt_sync() { badarg --listen 127.0.0.1:0 --virtual-time --vt-sync tcp; }
+bad_vt_noshm() { badarg --listen 127.0.0.1:0 --virtual-time --vt-sync shm; }
+bad_vt_shm_udp() { badarg --listen 127.0.0.1:0 --virtual-time --vt-shm "$tmp/x.shm"; }
+tap_table <<'EOF'
+bad_vt_sync    bad arguments (--vt-sync neither udp nor shm): exit 2 with a message
+bad_vt_noshm   bad arguments (--vt-sync shm without --vt-shm): exit 2 with a message
+bad_vt_shm_udp bad arguments (--vt-shm without --vt-sync shm): exit 2 with a message
+EOF
+
+# 24. --vt-sync shm: the sync domain's file exists, with its magic, once
+# the switch has written its ready file, and the stdout line says so
+: >"$tmp/switch.out"
+if start_switch 0 --quiet --virtual-time --vt-boards 3 --vt-sync shm --vt-shm "$tmp/vt.shm" &&
+   [ "$(head -c 8 "$tmp/vt.shm" 2>/dev/null)" = DN2SHMVT ] &&
+   grep -q "sync=shm shm=$tmp/vt.shm boards=3" "$tmp/switch.out"; then
+    ok "--vt-sync shm --vt-shm F: the domain is at F before the ready file"
+else
+    not_ok "--vt-sync shm --vt-shm F: the domain is at F before the ready file"
+    diagf "$tmp/switch.out" "$tmp/switch.err"
+fi
+if [ -n "$swpid" ]; then kill "$swpid"; wait "$swpid" 2>/dev/null; swpid=; fi
+
+# 25. a domain file that cannot be written: exit 1, naming it
+"$SW" --listen 127.0.0.1:0 --virtual-time --vt-sync shm --vt-shm "$tmp/no-such-dir/vt.shm" \
+    >"$tmp/shm1.out" 2>"$tmp/shm1.err"
+st=$?
+if [ $st = 1 ] && grep -q "no-such-dir/vt.shm" "$tmp/shm1.err"; then
+    ok "--vt-shm in a missing directory: exit 1 naming the file"
+else
+    not_ok "--vt-shm in a missing directory: exit $st"; diagf "$tmp/shm1.err"
 fi
 
 tap_done
