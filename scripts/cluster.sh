@@ -159,6 +159,12 @@
 #       --vt-quantum NS   the switch's --vt-quantum: delivery times rounded
 #                         up to NS, fewer synchronisation rounds (default:
 #                         the switch's, exact)
+#       --vt-sync udp|shm how the boards of this host keep the lock-step:
+#                         udp (default) through the switch's reports and
+#                         grants; shm through a sync domain in shared
+#                         memory (RUNDIR/vt.shm, made by the switch; futex
+#                         waits, packets between boards in its rings): the
+#                         same run, the same output and pcap; one host only
 #       --no-vt-sync      as --virtual-time, but the boards and the switch
 #                         without virtual time (the cost baseline of
 #                         scripts/bench-vt.sh: not deterministic across
@@ -166,9 +172,10 @@
 #       --replay RUNDIR   run a --virtual-time run again from what its run
 #                         directory recorded (options, command, rank table,
 #                         guest image, QEMU, kernel); only --name, -q, -t,
-#                         -b, --gdb, --gdb-port and --switch-opts (e.g.
-#                         other fault options: they must not change the
-#                         result) may be given; at the end each node's
+#                         -b, --gdb, --gdb-port, --switch-opts (e.g.
+#                         other fault options) and --vt-sync (the other
+#                         transport) may be given: they must not change
+#                         the result; at the end each node's
 #                         output and pcap are compared with the recorded
 #                         run's: the first difference is named and the
 #                         exit status is 5 (when nothing else failed)

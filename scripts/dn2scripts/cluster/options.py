@@ -12,7 +12,7 @@ import re
 from .cli import Fail, Help, Usage, need_arg, need_value, want_uint
 
 SECONDS_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,9})?$")
-REPLAY_ADDS = "only --name, -q, -t, -b, --gdb, --gdb-port, --switch-opts"
+REPLAY_ADDS = "only --name, -q, -t, -b, --gdb, --gdb-port, --switch-opts, --vt-sync"
 
 
 class Options:
@@ -30,6 +30,7 @@ class Options:
         self.vt, self.vt_sync, self.vt_shift, self.vt_shift_set = False, True, "0", False
         self.vt_insn_ps = environ.get("DN2_VT_INSN_PS", "")
         self.vt_lookahead, self.vt_quantum, self.vt_start = "1000", "", "3"
+        self.vt_transport = "udp"
         self.from_tag, self.snap_at, self.snap_at_tag = "", "", ""
         # --replay RUNDIR and what may be added to it
         self.replay_dir, self.gdb_node, self.gdb_port = "", "", "1234"
@@ -41,7 +42,9 @@ class Options:
 
 def replay_split(args):
     """--replay RUNDIR [--name N] [-q] [-t S] [-b S] [--gdb I] [--gdb-port P]
-    [--switch-opts S]: (RUNDIR, {option: value}); None without --replay."""
+    [--switch-opts S] [--vt-sync udp|shm]: (RUNDIR, {option: value}); None
+    without --replay.  The switch's faults and the transport of the
+    lock-step must not change the result: a replay that differs shows it."""
     if not any(x == "--replay" or x.startswith("--replay=") for x in args):
         return None
     if any(x in ("-h", "--help") for x in args[:next(k for k, x in enumerate(args)
@@ -65,6 +68,8 @@ def replay_split(args):
             adds["-q"] = True; del a[0]
         elif x == "--switch-opts":
             need_arg(a); adds["--switch-opts"] = a[1]; del a[:2]
+        elif x == "--vt-sync":
+            need_value(a); adds["--vt-sync"] = a[1]; del a[:2]
         elif x in ("-h", "--help"):
             raise Help()
         else:
@@ -168,6 +173,8 @@ def parse(args, environ=None):
             need_value(a); o.vt_lookahead = v
         elif x == "--vt-quantum":
             need_value(a); o.vt_quantum = v
+        elif x == "--vt-sync":
+            need_value(a); o.vt_transport = v
         elif x == "--vt-start":
             need_value(a); o.vt_start = v
         elif x == "--from":
@@ -246,6 +253,7 @@ def check(o, environ=None, snap_dir=None, exists=os.path.exists, replay_adds=Non
         o.boot_timeout = adds.get("-b", o.boot_timeout)
         o.quiet = o.quiet or bool(adds.get("-q"))
         o.switch_opts = adds.get("--switch-opts", o.switch_opts)
+        o.vt_transport = adds.get("--vt-sync", o.vt_transport)
         if not o.name:
             o.name = os.path.basename(o.replay_dir) + "-replay"
         if o.gdb_node:
@@ -276,6 +284,14 @@ def check(o, environ=None, snap_dir=None, exists=os.path.exists, replay_adds=Non
         o.vt_start_ns = seconds_ns(o.vt_start)
         if not 1 <= int(o.vt_lookahead) <= 4294967295:
             raise Usage("--vt-lookahead: 1..4294967295 ns")
+        if o.vt_transport not in ("udp", "shm"):
+            raise Usage("--vt-sync: udp or shm, not '%s'" % o.vt_transport)
+        if o.vt_transport == "shm" and not o.vt_sync:
+            raise Usage("--vt-sync shm: not with --no-vt-sync (there is no lock-step to share)")
+        if o.vt_transport == "shm" and o.hosts_arg:
+            raise Usage("--vt-sync shm: the boards of one host only, not with --hosts (use udp)")
+        if o.vt_transport == "shm" and int(o.nodes) > 64:
+            raise Usage("--vt-sync shm: at most 64 boards in a sync domain")
         why = "input from the host would reach the guests at host-dependent times"
         if o.interactive:
             raise Usage("--virtual-time runs one command (-r or -f), not -i: %s (console, jobs)" % why)

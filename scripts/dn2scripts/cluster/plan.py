@@ -98,6 +98,11 @@ def secret_switch_args(o):
     return ["--secret-file", o.secret_file] if o.secret_file else []
 
 
+def vt_shm_path(ctx):
+    """--vt-sync shm: the sync domain's file, which the switch creates."""
+    return os.path.join(ctx.rundir, "vt.shm")
+
+
 def switch_cmd(o, ctx):
     """dn2-switch's command line (before a remote shell wraps it)."""
     vt_sw = []
@@ -105,6 +110,8 @@ def switch_cmd(o, ctx):
         vt_sw = ["--virtual-time", "--vt-boards", o.nodes, "--vt-lookahead", o.vt_lookahead]
         if o.vt_quantum:
             vt_sw += ["--vt-quantum", o.vt_quantum]
+        if o.vt_transport == "shm":
+            vt_sw += ["--vt-sync", "shm", "--vt-shm", vt_shm_path(ctx)]
     return (ctx.slice_wrap + [ctx.switch_bin, "--listen", "%s:%s" % (ctx.switch_listen, o.switch_port),
                               "--ready-file", os.path.join(ctx.rundir, "switch.port")]
             + secret_switch_args(o) + vt_sw + o.switch_opts.split())
@@ -188,6 +195,8 @@ def board(o, ctx, i):
         if o.vt_sync:
             d += ",vtime=on,vt-latency-ns=%s,vt-start-ns=%d,pcap=%s" % (
                 o.vt_lookahead, o.vt_start_ns, qemu_path(os.path.join(ctx.rundir, "node%d.pcap" % i)))
+            if o.vt_transport == "shm":
+                d += ",vt-sync=shm,vt-shm=%s" % qemu_path(vt_shm_path(ctx))
     elif ctx.snap:
         d += ",lid=%s" % ctx.s_lids[i]       # the restored board asks for its LID
     if o.secret_file:
@@ -305,6 +314,8 @@ def vt_record(o, ctx, run_file):
          "--slice", o.slice_us, "--pause-yield", o.pause_yield, "--vt-shift", o.vt_shift,
          "--vt-lookahead", o.vt_lookahead, "--vt-start", o.vt_start]
     r.append("--virtual-time" if o.vt_sync else "--no-vt-sync")
+    if o.vt_transport != "udp":
+        r += ["--vt-sync", o.vt_transport]
     for flag, v in (("--vt-quantum", o.vt_quantum), ("--vt-insn-ps", o.vt_insn_ps),
                     ("--switch-opts", o.switch_opts), ("--device-opts", o.device_opts), ("-a", o.append_extra),
                     ("--secret-file", o.secret_file), ("--packages", o.packages)):

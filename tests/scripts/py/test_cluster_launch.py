@@ -287,3 +287,28 @@ def test_a_guest_that_ends_between_two_reads_has_its_start_time(monkeypatch):
     monkeypatch.setattr(la, "log_text", lambda i: next(reads))
     la.scan(0)
     assert la.phase[0] == "done" and la.rc[0] == "0" and la.t_begin[0] != "" and la.t_done[0] != ""
+
+
+def test_vt_sync_shm_reaches_the_switch_and_every_board():
+    o = checked(["-n", "2", "--virtual-time", "-r", "x", "--vt-sync", "shm"])
+    c = ctx4(lids=[1, 2])
+    sw = plan.switch_cmd(o, c)
+    assert sw[-4:] == ["--vt-sync", "shm", "--vt-shm", "/b/cluster/vt4/vt.shm"]
+    assert plan.board(o, c, 1).endswith(",vt-sync=shm,vt-shm=/b/cluster/vt4/vt.shm")
+    rec = plan.vt_record(o, c, "/b/run.sh")
+    assert rec[rec.index("--vt-sync") + 1] == "shm"
+    assert checked(rec[:-2] + ["-r", "x"]).vt_transport == "shm"
+    # udp, the default, adds nothing
+    o = checked(["-n", "2", "--virtual-time", "-r", "x", "--vt-sync=udp"])
+    assert "--vt-sync" not in plan.switch_cmd(o, c) and "vt-sync" not in plan.board(o, c, 0)
+    assert "--vt-sync" not in plan.vt_record(o, c, "/b/run.sh")
+
+
+@pytest.mark.parametrize("args, why", [
+    (["--vt-sync", "tcp"], "--vt-sync: udp or shm"),
+    (["--vt-sync", "shm", "--no-vt-sync"], "not with --no-vt-sync"),
+    (["--vt-sync", "shm", "--hosts", "a,b"], "not with --hosts"),
+])
+def test_vt_sync_usage_errors(args, why):
+    with pytest.raises(options.Usage, match=why):
+        checked(["-n", "2", "--virtual-time", "-r", "x"] + args)
