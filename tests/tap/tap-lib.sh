@@ -61,6 +61,9 @@ not_ok() {
     tap_failed=$((tap_failed + 1))
     _tap_out "not ok $tap_n - $*"
 }
+# todo DESC WHY: a check known to fail today (TAP's TODO directive): it
+# runs and is reported, and does not fail the test until it is fixed.
+todo() { tap_n=$((tap_n + 1)); _tap_out "not ok $tap_n - $1 # TODO $2"; }
 result() { # result STATUS DESC
     local st=$1
     shift
