@@ -185,70 +185,6 @@ static struct shm_entry *entry(const struct dn2f_shm *m, unsigned ring, uint32_t
                                 entry_size());
 }
 
-/* ------------------------------------------------------------ formula */
-uint64_t dn2f_shm_d(uint64_t t, uint64_t lookahead, uint64_t quantum)
-{
-    uint64_t x, r;
-
-    if (t > DN2F_VT_INFINITY - lookahead) {
-        return DN2F_VT_INFINITY;
-    }
-    x = t + lookahead;
-    if (quantum <= 1) {
-        return x;
-    }
-    r = x % quantum;
-    if (r == 0) {
-        return x;
-    }
-    if (x > DN2F_VT_INFINITY - (quantum - r)) {
-        return DN2F_VT_INFINITY;
-    }
-    return x + (quantum - r);
-}
-
-/* The least of v[0..n) and where, and the least of the others. */
-static void two_min(const uint64_t *v, unsigned n, uint64_t *m1, unsigned *i1, uint64_t *m2)
-{
-    unsigned i;
-
-    *m1 = *m2 = DN2F_VT_INFINITY;
-    *i1 = 0;
-    for (i = 0; i < n; i++) {
-        if (v[i] < *m1) {
-            *m2 = *m1;
-            *m1 = v[i];
-            *i1 = i;
-        } else if (v[i] < *m2) {
-            *m2 = v[i];
-        }
-    }
-}
-
-void dn2f_shm_grants(const uint64_t *e, unsigned n, uint64_t lookahead, uint64_t quantum,
-                     uint64_t *g)
-{
-    uint64_t m1, m2, s1, s2;
-    unsigned i, i1, j1;
-
-    if (n == 0) {
-        return;
-    }
-    if (n == 1) {
-        g[0] = DN2F_VT_INFINITY;
-        return;
-    }
-    two_min(e, n, &m1, &i1, &m2);
-    for (i = 0; i < n; i++) {           /* S_i, into g as scratch */
-        uint64_t d = dn2f_shm_d(i == i1 ? m2 : m1, lookahead, quantum);
-        g[i] = e[i] < d ? e[i] : d;
-    }
-    two_min(g, n, &s1, &j1, &s2);
-    for (i = 0; i < n; i++) {
-        g[i] = dn2f_shm_d(i == j1 ? s2 : s1, lookahead, quantum);
-    }
-}
-
 /* ------------------------------------------------------------ wake-ups */
 /* Make member i look again: bump its word, and wake it if it sleeps.  The
  * sleeper reads the word, checks its condition, sets `sleeping` and
@@ -469,7 +405,7 @@ static uint64_t recompute(struct dn2f_shm *m)
     if (!h->started || n == 0) {
         return 0;
     }
-    dn2f_shm_grants(e, n, h->lookahead_ns, h->quantum_ns, g);
+    dn2f_vt_grants(e, n, h->lookahead_ns, h->quantum_ns, g);
     for (i = 0; i < n; i++) {
         struct shm_slot *s = slot(m, idx[i]);
         if (g[i] > LD(&s->grant)) {

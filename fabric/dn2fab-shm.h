@@ -153,14 +153,4 @@ uint64_t dn2f_shm_quantum(const struct dn2f_shm *m);
 /* Why the last call failed ("member 2 (LID 0x0003, pid 1234) died"). */
 const char *dn2f_shm_strerror(const struct dn2f_shm *m);
 
-/*
- * The grant formula (docs/fabric.md "Virtual time"), the same as the
- * switch's dn2f_vt_grants(), here for the device's build (which has no
- * switch core): D(t) = ceil_Q(t + L), S_i = min(E_i, min_{k!=i} D(E_k)),
- * G_j = min_{i!=j} D(S_i); one member alone gets DN2F_VT_INFINITY.
- */
-uint64_t dn2f_shm_d(uint64_t t, uint64_t lookahead, uint64_t quantum);
-void dn2f_shm_grants(const uint64_t *e, unsigned n, uint64_t lookahead, uint64_t quantum,
-                     uint64_t *g);
-
 #endif

@@ -96,18 +96,6 @@ bool dn2f_sw_port(struct dn2f_sw *sw, unsigned i, struct dn2f_portstat *ps);
 unsigned dn2f_sw_active_ports(const struct dn2f_sw *sw);
 uint64_t dn2f_sw_epoch(const struct dn2f_sw *sw);
 
-/* Virtual time: the grants of n boards whose latest reports said
- * earliest e[0..n) (0 for a board that has not reported yet), with
- * lookahead L and quantum Q, into g[0..n):
- *   D(t) = ceil_Q(t + L)   (saturating; ceil_Q = identity when Q <= 1)
- *   S_i  = min(e_i, min_{k != i} D(e_k))
- *   g_j  = min_{i != j} D(S_i)
- * O(n): each min over "all but one" is the smallest value, or the second
- * smallest for the board that holds the smallest.  One board:
- * DN2F_VT_INFINITY.  Not monotone by itself (the switch keeps max()). */
-void dn2f_vt_grants(const uint64_t *e, unsigned n, uint64_t lookahead, uint64_t quantum,
-                    uint64_t *g);
-uint64_t dn2f_vt_d(uint64_t t, uint64_t lookahead, uint64_t quantum);
 
 struct dn2f_sw_vt_stats {
     bool started;               /* --vt-boards boards were up: grants move */

@@ -719,6 +719,21 @@ uint64_t dn2f_rng_next(struct dn2f_rng *r);
 double dn2f_rng_unit(struct dn2f_rng *r);               /* [0, 1) */
 uint64_t dn2f_random_u64(void);                          /* fresh randomness (epochs) */
 
+/* The lock-step's grant rule (dn2fab-vt-rule.c), for the switch and the
+ * same-host sync domain. */
+/* Virtual time: the grants of n boards whose latest reports said
+ * earliest e[0..n) (0 for a board that has not reported yet), with
+ * lookahead L and quantum Q, into g[0..n):
+ *   D(t) = ceil_Q(t + L)   (saturating; ceil_Q = identity when Q <= 1)
+ *   S_i  = min(e_i, min_{k != i} D(e_k))
+ *   g_j  = min_{i != j} D(S_i)
+ * O(n): each min over "all but one" is the smallest value, or the second
+ * smallest for the board that holds the smallest.  One board:
+ * DN2F_VT_INFINITY.  Not monotone by itself (the switch keeps max()). */
+void dn2f_vt_grants(const uint64_t *e, unsigned n, uint64_t lookahead, uint64_t quantum,
+                    uint64_t *g);
+uint64_t dn2f_vt_d(uint64_t t, uint64_t lookahead, uint64_t quantum);
+
 #ifdef __cplusplus
 }
 #endif

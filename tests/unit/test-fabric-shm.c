@@ -92,13 +92,13 @@ static bool t_formula(void)
             e[i] = (r % 17 == 0) ? DN2F_VT_INFINITY :
                    (r % 13 == 0) ? DN2F_VT_INFINITY - rnd() % 4000 : rnd() % 100000;
         }
-        dn2f_shm_grants(e, n, l, q, g1);
+        dn2f_vt_grants(e, n, l, q, g1);
         dn2f_vt_grants(e, n, l, q, g2);
         for (i = 0; i < n; i++) {
             TAP_REQUIRE(g1[i] == g2[i], "case %u member %u of %u: %llu, switch %llu", c, i, n,
                         (unsigned long long)g1[i], (unsigned long long)g2[i]);
         }
-        TAP_REQUIRE(dn2f_shm_d(e[0], l, q) == dn2f_vt_d(e[0], l, q), "D differs");
+        TAP_REQUIRE(dn2f_vt_d(e[0], l, q) == dn2f_vt_d(e[0], l, q), "D differs");
     }
     return true;
 }
@@ -164,7 +164,7 @@ static bool expect_grants(struct dn2f_shm **m, const uint64_t *e, unsigned n,
     uint64_t g[8];
     unsigned i;
 
-    dn2f_shm_grants(e, n, l, q, g);
+    dn2f_vt_grants(e, n, l, q, g);
     for (i = 0; i < n; i++) {
         uint64_t want = old && old[i] > g[i] ? old[i] : g[i];
         TAP_REQUIRE(dn2f_shm_grant(m[i]) == want, "member %u: grant %llu, want %llu", i,
@@ -625,7 +625,7 @@ static void prog_send(struct prog *p, uint64_t t, unsigned dst, unsigned hops)
     unsigned j;
 
     pk.vseq = p->vseq++;
-    pk.vtime = dn2f_shm_d(t + (p->i * 7 + pk.vseq * 13) % 5 * 100, p->l, p->q);
+    pk.vtime = dn2f_vt_d(t + (p->i * 7 + pk.vseq * 13) % 5 * 100, p->l, p->q);
     pk.slid = (uint16_t)(p->i + 1);
     pk.len = PAY;
     pk.data[0] = (uint8_t)p->i;
