@@ -233,12 +233,12 @@ def test_long_socket_paths_go_to_tmpdir():
 def test_multihost():
     o = checked(["-n", "3", "-r", "x", "--hosts", "h1,h2", "--rsh", "ip netns exec"])
     c = ctx4(hosts=["h1", "h2"], rsh="ip netns exec", switch_host="h1", switch_addr="10.1.0.1",
-             switch_listen="0.0.0.0", my_addr="10.1.0.9", http_bind="10.1.0.9", hport="8080")
+             switch_listen="0.0.0.0", my_addr="127.0.0.9", http_bind="127.0.0.9", hport="8080")
     assert [plan.node_host(c, i) for i in range(3)] == ["h1", "h2", "h1"]
     cmd = plan.node_launch(o, c, 1)
     assert cmd[:6] == ["ip", "netns", "exec", "h2", "/bin/sh", "-c"]
     assert cmd[7] == "/b/cluster/vt4/node1.pid" and cmd[8] == "/q/qemu"
-    assert "dn2.job=http://10.1.0.9:8080" in cmd[cmd.index("-append") + 1]
+    assert "dn2.job=http://127.0.0.9:8080" in cmd[cmd.index("-append") + 1]
     assert "dimmnet2,switch=10.1.0.1:5000,guid=2" in cmd
     assert plan.switch_cmd(o, c)[1:3] == ["--listen", "0.0.0.0:0"]
     assert plan.node_info(o, c, 2) == ["node2_host=h1"]
