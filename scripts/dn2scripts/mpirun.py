@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from dn2scripts.cluster.cli import is_uint, usage_text
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # scripts/
 TOP = os.path.dirname(HERE)
 NODE_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpirun_node.sh")
@@ -49,29 +51,10 @@ def note(msg):
     say("note: " + msg)
 
 
-def usage_text(script):
-    """The script's header comment, from its second line to the first line
-    that is not a comment, without the "# " (lib.sh's dn2_usage)."""
-    out = []
-    with open(script, encoding="utf-8", errors="surrogateescape") as f:
-        for n, line in enumerate(f):
-            if n == 0:
-                continue
-            if not line.startswith("#"):
-                break
-            line = line[1:]
-            out.append(line[1:] if line.startswith(" ") else line)
-    return "".join(out)
-
-
 def sh_quote(word):
     """WORD quoted for a POSIX shell (as mpirun.sh's $(printf | sed) did,
     trailing newlines dropped)."""
     return "'" + word.rstrip("\n").replace("'", "'\\''") + "'"
-
-
-def is_uint(v):
-    return v != "" and all("0" <= c <= "9" for c in v)
 
 
 class Options:

@@ -211,20 +211,7 @@ check "dev mode: no credential on any command line (ps, QEMU -append)${leaks:+:$
 # The job id (no longer a credential) gets nothing: no rank table, no abort.
 jobid=$(sed -n 's/^jobid=//p' "$rundir/info")
 hport=$(cat "$rundir/http.port" 2>/dev/null)
-forged=$(python3 - "$hport" "$jobid" <<'PY' 2>&1
-import sys, urllib.request, urllib.error
-port, job = sys.argv[1:3]
-for path in ("/ranks?job=%s&node=0" % job, "/cmd/node0.sh", "/pmi/abort?job=%s&rank=0&code=1&msg=x" % job,
-             "/pmi/barrier?job=%s&rank=0&size=1&epoch=1" % job, "/join?job=%s&node=0&lid=9&link=3" % job):
-    try:
-        code = urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=10).status
-    except urllib.error.HTTPError as e:
-        code = e.code
-    except OSError as e:
-        code = repr(e)
-    print(code, path.split("?")[0])
-PY
-)
+forged=$(python3 "$top/tests/cluster/forge-requests.py" "$hport" "$jobid" 2>&1)
 if [ "$(grep -c '^403 ' <<< "$forged")" -eq 5 ] && [ ! -e "$rundir/pmi-abort" ]; then
     ok "dev mode: the job id alone is refused (rank table, command, PMI abort and barrier, join)"
 else

@@ -67,14 +67,11 @@ else
     not_ok "-m 256: status $rc"
     grep -v '^\[ *[0-9]*\.[0-9]*\]' <<< "$out" | tail -15 | diag
 fi
-python3 - "$top/build/cluster/$name/result.json" <<'PY' > "$work/r.err" 2>&1
-import json, sys
-r = json.load(open(sys.argv[1]))
-n = r["nodes"][0]
-assert r["exit_status"] == 3 and n["state"] == "failed", (r["exit_status"], n["state"])
-assert "unpacks to" in n["why"] and "give -m" in n["why"], n["why"]
-assert r["guest"]["mem_mib"] == 256 and not r["guest"]["mem_from_image"] and r["guest"]["image_unpacked_mib"] > 300, r["guest"]
-PY
+jq -e '.exit_status == 3 and .nodes[0].state == "failed"
+       and (.nodes[0].why | contains("unpacks to") and contains("give -m"))
+       and .guest.mem_mib == 256 and (.guest.mem_from_image | not) and .guest.image_unpacked_mib > 300' \
+   "$top/build/cluster/$name/result.json" > "$work/r.err" 2>&1 ||
+    { jq -c '{exit_status, node: .nodes[0] | {state, why}, guest}' "$top/build/cluster/$name/result.json" >> "$work/r.err" 2>&1; false; }
 result $? "-m 256: result.json gives the node's failure reason and the image size"
 cat "$work/r.err" | diag
 

@@ -98,17 +98,10 @@ mk_net() {
         i=$((i + 1))
     done
     # a UDP echo on the switch host answers each board host
-    ip netns exec "$ns_sw" python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 7)); s.settimeout(10)
-for _ in range(int(sys.argv[2])):
-    d, a = s.recvfrom(100); s.sendto(d, a)' "$sw_addr" "${#hosts[@]}" &
+    ip netns exec "$ns_sw" python3 "$top/tests/tap/udp-echo.py" serve "$sw_addr" "${#hosts[@]}" &
     sleep 0.3
     for ns in "${hosts[@]}"; do
-        ip netns exec "$ns" python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
-s.sendto(b"dn2", (sys.argv[1], 7)); assert s.recvfrom(100)[0] == b"dn2"' "$sw_addr" || return 1
+        ip netns exec "$ns" python3 "$top/tests/tap/udp-echo.py" ping "$sw_addr" || return 1
     done
     wait
 }
@@ -121,7 +114,7 @@ else
 fi
 
 tx_bytes() { # NS: bytes sent on its eth0
-    ip -n "$1" -s -j link show eth0 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["bytes"])'
+    ip -n "$1" -s -j link show eth0 | jq '.[0].stats64.tx.bytes'
 }
 
 # ------------------------------------------------------ 2-4. qtest boards

@@ -46,9 +46,8 @@ run() {
 show() { tail -n 15 "$out/$1.out" "$out/$1.err" | diag; }
 # status NAME JOB RANK: that rank's status in the run's result.json
 status() {
-    python3 -c 'import json, sys
-for x in json.load(open(sys.argv[1]))["ranks"]:
-    print(x["job"], x["rank"], x["status"])' "$out/$1.json" 2> /dev/null | awk -v j="$2" -v r="$3" '$1 == j && $2 == r { print $3 }'
+    jq -r --argjson j "$2" --argjson r "$3" \
+        '.ranks[] | select(.job == $j and .rank == $r) | .status' "$out/$1.json" 2> /dev/null
 }
 
 # 1. one cluster, three jobs

@@ -117,32 +117,7 @@ fi
 
 # The host relay for fi_pingpong's control connection: port A for node 0's
 # bridge, port B for node 1's client; spliced once both are in.
-relay_py='
-import select, socket, sys
-def listener():
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0))
-    s.listen(1)
-    s.settimeout(600)
-    return s
-a, b = listener(), listener()
-print(a.getsockname()[1], b.getsockname()[1], flush=True)
-sys.stdout.close()
-ca, _ = a.accept()
-cb, _ = b.accept()
-peer = {ca: cb, cb: ca}
-while True:
-    r, _, _ = select.select([ca, cb], [], [], 600)
-    if not r:
-        break
-    for s in r:
-        d = s.recv(65536)
-        if not d:
-            sys.exit(0)
-        peer[s].sendall(d)
-'
-coproc RELAY { exec python3 -c "$relay_py"; }
+coproc RELAY { exec python3 "$here/tcp-relay.py"; }
 relay_pid=$RELAY_PID
 read -r pa pb <&"${RELAY[0]}" || give_up "the control-connection relay did not start"
 trap 'kill "$relay_pid" 2>/dev/null' EXIT

@@ -47,28 +47,12 @@ mkdir -p "$run"
 # the busy "node": a thread named as QEMU names its vCPU ("CPU 0/TCG"),
 # each time $work/go appears, spins for 0.3 s of the process's CPU time,
 # writes $work/done and waits for go to go away; the main thread waits
-python3 -c '
-import os, sys, threading, time
-go, done = sys.argv[1], sys.argv[2]
-def vcpu():
-    with open("/proc/self/task/%d/comm" % threading.get_native_id(), "w") as f:
-        f.write("CPU 0/TCG")
-    while True:
-        while not os.path.exists(go):
-            time.sleep(0.01)
-        t = time.process_time()
-        while time.process_time() - t < 0.3:
-            pass
-        open(done, "w").close()
-        while os.path.exists(go):
-            time.sleep(0.01)
-threading.Thread(target=vcpu).start()
-' "$work/go" "$work/done" &
+python3 "$top/tests/scripts/fake-node.py" vcpu "$work/go" "$work/done" &
 pids+=($!); busy=$!
 sleep 600 &
 pids+=($!); idle=$!
 # the "switch": its command line names RUNDIR/switch.port
-python3 -c 'import time; time.sleep(600)' --ready-file "$run/switch.port" &
+python3 "$top/tests/scripts/fake-node.py" switch --ready-file "$run/switch.port" &
 pids+=($!)
 printf 'launcher_pid=0\nnode0_pid=%s\nnode1_pid=%s\n' "$busy" "$idle" > "$run/info"
 

@@ -12,7 +12,9 @@
 #   4. dn2-ethhub (scripts/ethhub.c, built by meson): --help exits 0, an
 #      unknown option 2;
 #   5. -n means nodes in cluster.sh and ranks in mpirun.sh: run-guest.sh and demo.sh
-#      refuse it with a usage error naming --boards.
+#      refuse it with a usage error naming --boards;
+#   6. no shell file of the tree runs Python from a heredoc or with -c:
+#      Python lives in .py files, where it is linted and tested.
 # Scripts still to be converted are listed in TODO_SCRIPTS: their failing
 # points are marked TODO until then.
 #
@@ -95,7 +97,7 @@ declare -A bad=(
     [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x'
     [scripts/host-cpu.py]='--timeout=x' [tests/cluster/pause-yield-test.sh]='--pauses=x')
 
-tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 1 + 1 + 2))
+tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 1 + 1 + 2 + 1))
 
 for s in "${scripts[@]}"; do
     run "$s" --help
@@ -185,4 +187,10 @@ else
     not_ok "dn2-ethhub --help: $hub not built (meson compile -C build)"
     not_ok "dn2-ethhub --no-such-option: not built"
 fi
+
+# 6. Python in .py files only (git's list, so build/ and caches are out)
+inline=$(cd "$top" && git ls-files -z -- '*.sh' | xargs -0 grep -nE \
+    'python3?( +-[a-zA-Z]+)*( +-)? *<<|python3? +-c ' 2>/dev/null)
+check "no shell file runs Python from a heredoc or -c${inline:+: $(wc -l <<< "$inline") place(s)}" [ -z "$inline" ]
+[ -z "$inline" ] || printf '%s\n' "$inline" | diag
 tap_done

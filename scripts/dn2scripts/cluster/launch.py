@@ -4,8 +4,9 @@ virtual time (--virtual-time, --replay).  main() reads the options
 (options.py) and settles what they name; Launcher.run() finds the programs,
 makes the run directory, starts what plan.py says (switch, hub, job
 server, QEMUs), watches the nodes' consoles until the run ends, prints the
-summary and writes result.json.  The restore and virtual time are their
-own modules (restore.py, vt.py), called at their steps.
+summary and writes result.json.  Launcher is the run in host time; the
+steps where a run in virtual time differs are its "mode" methods, which
+vtlaunch.VtLauncher overrides.  The restore is its own module (restore.py).
 """
 import os
 import random
@@ -188,33 +189,11 @@ class Launcher:
     # ------------------------------------------------------------ inputs
     def inputs(self):
         o, ctx, env = self.o, self.ctx, self.env
-        if o.replay_dir:
-            ctx.qemu_bin, ctx.kernel, ctx.switch_bin, ctx.device_globals = vt.read_programs(o.replay_dir)
-            for f in (ctx.qemu_bin, ctx.kernel, ctx.switch_bin, os.path.join(o.replay_dir, "initramfs.cpio.gz")):
-                if not os.path.exists(f):
-                    raise Fail("--replay: %s (recorded in %s/replay/programs) is gone" % (f, o.replay_dir))
-        else:
-            rc, ctx.qemu_bin, err = lib.call("dn2_find_qemu")
-            if rc:
-                raise Fail(err)
-            rc, ctx.kernel, err = lib.call("dn2_find_kernel")
-            if rc:
-                raise Fail(err)
-            ctx.switch_bin = env.get("DN2_SWITCH") or os.path.join(TOP, "build", "fabric", "dn2-switch")
-            ctx.device_globals = env.get("DN2_DEVICE_GLOBALS", "")
+        self.find_programs()
         ctx.firmware = os.path.join(lib.cache_dir(env), "firmware")
         if not os.path.isfile(os.path.join(ctx.firmware, "bios-256k.bin")):
             raise Fail("firmware missing in %s: run scripts/setup.sh" % ctx.firmware)
-        try:
-            ctx.accel_args, self.accel_name = plan.accel(env, o.vt, o.vt_shift, o.vt_insn_ps,
-                                                         kvm_usable=not o.vt and lib.kvm_usable())
-        except ValueError as e:
-            raise Fail(str(e))
-        if o.vt:
-            # (the switch needs --virtual-time only when the boards synchronise)
-            rc, _, err = lib.call("dn2_vt_capable", ctx.qemu_bin, *([ctx.switch_bin] if o.vt_sync else []))
-            if rc:
-                raise Fail("--virtual-time: " + err)
+        self.check_accel()
         if not os.access(ctx.switch_bin, os.X_OK):
             raise Fail("no switch at %s: build it with 'meson setup build && meson compile -C build' "
                        "(or scripts/test.sh)" % ctx.switch_bin)
@@ -243,11 +222,8 @@ class Launcher:
                 ctx.accel_args = plan.pause_yield_args(ctx.accel_args)
             else:
                 say("note: --pause-yield on has no effect here: %s has no -accel tcg,pause-yield" % ctx.qemu_bin)
-        if o.replay_dir:
-            self.initrd_built = os.path.join(o.replay_dir, "initramfs.cpio.gz")
-        elif self.snap:
-            self.initrd_built = os.path.join(self.snap.dir, "initramfs.cpio.gz")
-        else:
+        self.initrd_built = self.recorded_image()
+        if not self.initrd_built:
             ia = (["--packages", o.packages] if o.packages else []) + (["--mpi"] if o.mpi_image else [])
             r = subprocess.run(["bash", os.path.join(HERE, "build-initramfs.sh")] + ia, stdout=subprocess.PIPE)
             if r.returncode != 0:
@@ -339,16 +315,89 @@ class Launcher:
         # A kept or -i cluster: its options, for a snapshot's restore.
         if o.interactive:
             vt.write_nul(os.path.join(r, "options"), options.kept_options(o.args))
-        if self.snap and not o.vt:
-            ctx.jobid = restore.seed(self.snap, r)
-        if o.vt:
-            ctx.lids = []
-            for i in range(self.nodes):
-                rc, lid, err = lib.call("dn2_clid_to_lid", i + 1)
-                if rc:
-                    raise Fail("cannot compute the LIDs from include/dimmnet2/dn2_abi.h")
-                ctx.lids.append(int(lid))
-            vt.record(o, ctx, o.replay_dir)
+        self.seed_rundir()
+
+    # ------------------------------------------------------------ the mode
+    # A run in host time (this class) or in virtual time (vtlaunch.VtLauncher,
+    # which overrides these): the steps where the two differ.
+    def find_programs(self):
+        """QEMU, the kernel, the switch and the device's globals: this
+        build's (or DN2_SWITCH, DN2_DEVICE_GLOBALS)."""
+        ctx, env = self.ctx, self.env
+        rc, ctx.qemu_bin, err = lib.call("dn2_find_qemu")
+        if rc:
+            raise Fail(err)
+        rc, ctx.kernel, err = lib.call("dn2_find_kernel")
+        if rc:
+            raise Fail(err)
+        ctx.switch_bin = env.get("DN2_SWITCH") or os.path.join(TOP, "build", "fabric", "dn2-switch")
+        ctx.device_globals = env.get("DN2_DEVICE_GLOBALS", "")
+
+    def recorded_image(self):
+        """The guest image a restore runs ("" to build this tree's)."""
+        return os.path.join(self.snap.dir, "initramfs.cpio.gz") if self.snap else ""
+
+    def check_accel(self):
+        """The accelerator's arguments: KVM when usable, else TCG."""
+        o, ctx = self.o, self.ctx
+        try:
+            ctx.accel_args, self.accel_name = plan.accel(self.env, False, o.vt_shift, o.vt_insn_ps,
+                                                         kvm_usable=lib.kvm_usable())
+        except ValueError as e:
+            raise Fail(str(e))
+
+    def load_snapshot(self):
+        """--from TAG: the snapshot restored into this run."""
+        o = self.o
+        if o.from_tag:
+            self.snap = restore.load_from_tag(o, SNAP_DIR)
+        options.check_serve_dir(o)
+
+    def seed_rundir(self):
+        """What the run directory holds before anything starts: a restore's
+        job id and its nodes' tokens."""
+        if self.snap:
+            self.ctx.jobid = restore.seed(self.snap, self.rundir)
+
+    def start_services(self):
+        """The job server: each node's command, files and rank table."""
+        self.start_server()
+
+    def node_input(self, i):
+        """Node I's command, served by the job server, and its token."""
+        o, r = self.o, self.rundir
+        if o.run:
+            with open(os.path.join(r, "www", "cmd", "node%d.sh" % i), "w", errors="surrogateescape") as f:
+                f.write(plan.node_command(o, i).rstrip("\n") + "\n")
+        tok = os.path.join(r, "tokens", "node%d" % i)
+        if not (os.path.isfile(tok) and os.path.getsize(tok) > 0):
+            raise Fail("the job server wrote no token for node %d (%s)" % (i, tok))
+
+    def banner_mode(self):
+        ctx = self.ctx
+        say("files: %s served at http://%s:%s/ to the nodes only (in the guests: %s$DN2_HTTP/%s = %s/n/NODE/TOKEN)"
+            % (ctx.export_dir, ctx.http_bind, ctx.hport, B, N, plan.guest_url(ctx)))
+
+    def nodes_started(self):
+        """Once every QEMU runs (nothing in host time)."""
+
+    def restored_up(self):
+        """A restored cluster is up from its first round."""
+        return True
+
+    def round_done(self):
+        """After each round of the monitor (nothing in host time)."""
+
+    def progress_line(self):
+        """The switch's row of the display: None for none."""
+        return None
+
+    def before_end(self):
+        """While the switch still runs, at the end (nothing in host time)."""
+
+    def end_status(self, status):
+        """The run's exit status after its summary."""
+        return status
 
     # ------------------------------------------------------------ hosts
     def hosts(self):
@@ -493,16 +542,7 @@ class Launcher:
     def start_nodes(self):
         o, ctx, r = self.o, self.ctx, self.rundir
         for i in range(self.nodes):
-            if o.vt:
-                with open(os.path.join(r, "input", "node%d.sh" % i), "w", errors="surrogateescape") as f:
-                    f.write(plan.node_command(o, i).rstrip("\n") + "\n")
-            else:
-                if o.run:
-                    with open(os.path.join(r, "www", "cmd", "node%d.sh" % i), "w", errors="surrogateescape") as f:
-                        f.write(plan.node_command(o, i).rstrip("\n") + "\n")
-                tok = os.path.join(r, "tokens", "node%d" % i)
-                if not (os.path.isfile(tok) and os.path.getsize(tok) > 0):
-                    raise Fail("the job server wrote no token for node %d (%s)" % (i, tok))
+            self.node_input(i)
             self.info_append(plan.node_info(o, ctx, i))
             cmd = plan.node_launch(o, ctx, i)
             self.node_host[i] = plan.node_host(ctx, i)
@@ -768,17 +808,11 @@ class Launcher:
             "failed": "%sFAILED%s: %s" % (R, N, self.why[i]),
         }.get(ph, "")
 
-    def vt_progress(self):
-        if not (self.o.vt and self.o.vt_sync):
-            return ""
-        lines = [l for l in read_text(os.path.join(self.rundir, "switch.log")).split("\n") if "vt: " in l]
-        return lines[-1] if lines else ""
-
     def render(self):
         o = self.o
         if o.quiet:
             return
-        rows = self.nodes + (1 if o.vt and o.vt_sync else 0)
+        rows = self.nodes + (1 if self.progress_line() is not None else 0)
         if self.display_tty:
             out = []
             if self.display_active:
@@ -788,11 +822,11 @@ class Launcher:
                 t = self.t_done[i] if self.phase[i] == "done" else self.elapsed_f()
                 out.append("\r\x1b[K  node%-2d %5ss  %s\n" % (i, t, self.describe(i)))
             if rows != self.nodes:
-                out.append("\r\x1b[K  switch  %s\n" % self.vt_progress()[:150])
+                out.append("\r\x1b[K  switch  %s\n" % self.progress_line()[:150])
             sys.stderr.write("".join(out))
             sys.stderr.flush()
         else:
-            line = self.vt_progress()
+            line = self.progress_line()
             if line and line != self.vt_shown and self.elapsed() - self.vt_shown_at >= 30:
                 self.vt_shown, self.vt_shown_at = line, self.elapsed()
                 sys.stderr.write("[cluster] %5ss switch: %s\n" % (self.elapsed_f(), line))
@@ -938,7 +972,7 @@ class Launcher:
         restored_now = False
         if self.snap:
             ranks_written, self.t_ranks = True, self.t_restored
-        if self.snap and not o.vt:
+        if self.snap and self.restored_up():
             # (a restored cluster is up already: the first round takes
             # dn2scripts.restore's word for it)
             first_nap, restored_now = 0, True
@@ -960,10 +994,7 @@ class Launcher:
             n_serving = self.phase.count("serving")
             if n_link == n and not self.t_all_links:
                 self.t_all_links = self.elapsed_f()
-            # Virtual time: the rank table was known at boot; every node checked it.
-            if o.vt and not self.t_ranks:
-                if sum(1 for p in self.phase if p in ("ranks", "running", "done")) == n:
-                    self.t_ranks = self.elapsed_f()
+            self.round_done()
             if n_joined == n and not ranks_written and n_failed == 0:
                 ranks_written = True
                 if self.write_ranks():
@@ -1025,18 +1056,7 @@ class Launcher:
             plan.switch_at(ctx), " on host " + ctx.switch_host if ctx.switch_host else ""))
         if ctx.hosts:
             say("hosts: %s (remote shell: %s)" % (" ".join(ctx.hosts), ctx.rsh))
-        if o.vt:
-            what = "insn-ps=" + o.vt_insn_ps if o.vt_insn_ps else "shift=" + o.vt_shift
-            sync = ("boards in lock-step (lookahead %s ns%s)" % (o.vt_lookahead, ", quantum %s ns" % o.vt_quantum
-                                                                  if o.vt_quantum else "")
-                    if o.vt_sync else "boards NOT synchronised (--no-vt-sync)")
-            say("virtual time: -icount %s, %s; no network, no job server; rank table: %s/input/ranks" % (what, sync, r))
-            if o.gdb_node:
-                say("%snode%s waits for gdb%s (the others wait for it in virtual time):" % (B, o.gdb_node, N))
-                say("  gdb -ex 'target remote 127.0.0.1:%s' VMLINUX   (then: break ..., continue)" % o.gdb_port)
-        else:
-            say("files: %s served at http://%s:%s/ to the nodes only (in the guests: %s$DN2_HTTP/%s = %s/n/NODE/TOKEN)"
-                % (ctx.export_dir, ctx.http_bind, ctx.hport, B, N, plan.guest_url(ctx)))
+        self.banner_mode()
         say("logs:  %s/node<i>.log" % r)
 
     def do_restore(self):
@@ -1128,41 +1148,12 @@ class Launcher:
             say("run directory: %s" % r)
         return status
 
-    def vt_end(self, status):
-        """A replay: the same outputs and the same packets as the recorded run."""
-        o, r = self.o, self.rundir
-        cmp_dir = o.replay_dir
-        if o.vsnap:
-            cmp_dir = self.snap.source
-            if not os.path.isdir(cmp_dir):
-                say("the run the snapshot was taken from (%s) is gone: nothing to compare with" % cmp_dir)
-                cmp_dir = ""
-        if cmp_dir and not self.interrupted:
-            same, out = vt.compare(self.ctx.py, cmp_dir, r, self.nodes)
-            if same:
-                say("replay%s: every node's output%s identical to %s's" % (
-                    " from virtual time %s s" % self.snap.cut_s if o.vsnap else "", " and pcap" if o.vt_sync else "",
-                    cmp_dir))
-            else:
-                lines = out.split("\n")
-                say("%sreplay differs%s from %s: %s" % (R, N, cmp_dir, lines[0]))
-                for l in lines[1:]:
-                    sys.stderr.write("[cluster]   %s\n" % l)
-                status = status or 5
-        say("run it again: %sscripts/cluster.sh --replay %s%s" % (B, r, N))
-        say("  node I under gdb at the same virtual time: scripts/cluster.sh --replay %s --gdb I" % r)
-        return status
-
     def run(self):
         o = self.o
         status = 0
         try:
             try:
-                if o.from_tag and not o.vt:
-                    self.snap = restore.load_from_tag(o, SNAP_DIR)
-                options.check_serve_dir(o)
-                if o.vsnap:
-                    self.snap = restore.load_vt(o)
+                self.load_snapshot()
                 self.ctx.snap = self.snap.dir if self.snap else ""
                 self.ctx.s_lids = self.snap.lids if self.snap else []
                 self.inputs()
@@ -1177,8 +1168,7 @@ class Launcher:
                 self.start_switch()
                 if o.ethernet:
                     self.start_ethhub()
-                if not o.vt:
-                    self.start_server()
+                self.start_services()
                 with open(os.path.join(self.rundir, "info"), "w") as f:
                     f.write("".join(l + "\n" for l in plan.info_head(o, self.ctx, self.name, int(time.time()),
                                                                      self.kept, os.getpid())))
@@ -1190,9 +1180,7 @@ class Launcher:
                                      ["env", "PYTHONPATH=" + self.module_env()["PYTHONPATH"], "PYTHONDONTWRITEBYTECODE=1",
                                       self.ctx.py, "-m", "dn2scripts.board_stats", HERE,
                                       os.path.join(self.rundir, "board-stats")] + self.socks())
-                if o.snap_at:
-                    self.snap_helper = vt.Helper(vt.snapshot_at, o, self.ctx, self.nodes, [p.pid for p in self.qemu],
-                                                 self.socks(), SNAP_DIR, self.module_env())
+                self.nodes_started()
                 self.banner()
                 self.display_tty = not o.quiet and sys.stderr.isatty()
                 self.t_restored = ""
@@ -1224,25 +1212,8 @@ class Launcher:
             if not any(self.qemu[i].poll() is None and self.phase[i] == "done" for i in range(self.nodes)):
                 break
             time.sleep(0.1)
-        # Virtual time: the switch's counters while it still runs (scripts/bench-vt.sh).
-        if o.vt and self.switch.poll() is None:
-            ok, text = self.switch_stats(10)
-            with open(os.path.join(r, "switch.stats"), "w") as f:
-                f.write(text + "\n" if text else "")
-        # --snapshot-at: the snapshot was written once the cut was passed.
-        if self.snap_helper is not None:
-            if os.path.isfile(os.path.join(r, "snapshot.cut")):
-                self.snap_helper.wait()
-            else:
-                self.snap_helper.kill()
-                self.snap_helper.wait()
-                say("%sno snapshot%s: the run ended before virtual time %s s (--snapshot-at)" % (R, N, o.snap_at))
-            self.snap_helper = None
-        if o.vsnap:
-            vt.join_pcaps(o.vsnap, r, self.nodes)
-        status = self.summary(abort_status)
-        if o.vt:
-            status = self.vt_end(status)
+        self.before_end()
+        status = self.end_status(self.summary(abort_status))
         if self.interrupted:
             status = 130
         self.write_result(status)
@@ -1253,4 +1224,7 @@ class Launcher:
 
 def main(script, args):
     o = settle(args, os.environ)
+    if o.vt:
+        from .vtlaunch import VtLauncher   # (vtlaunch imports this module)
+        return VtLauncher(o, os.environ).run()
     return Launcher(o, os.environ).run()

@@ -312,3 +312,34 @@ def test_vt_sync_shm_reaches_the_switch_and_every_board():
 def test_vt_sync_usage_errors(args, why):
     with pytest.raises(options.Usage, match=why):
         checked(["-n", "2", "--virtual-time", "-r", "x"] + args)
+
+
+def test_the_mode_is_a_class_of_its_own(monkeypatch, tmp_path):
+    """A run in virtual time is vtlaunch.VtLauncher, one in host time
+    launch.Launcher: main() picks it from the options, and the steps where
+    they differ are their own methods (no job server in virtual time, the
+    node's command in the image's input; a token from the job server in
+    host time)."""
+    from dn2scripts.cluster import vtlaunch
+    picked = []
+    monkeypatch.setattr(launch.Launcher, "run", lambda self: picked.append(type(self)) or 0)
+    launch.main(SCRIPT, ["-n", "1", "-r", "true"])
+    launch.main(SCRIPT, ["-n", "1", "--virtual-time", "-r", "true"])
+    assert picked == [launch.Launcher, vtlaunch.VtLauncher]
+
+    o = checked(["-n", "1", "--virtual-time", "-r", "echo vt"])
+    la = vtlaunch.VtLauncher(o, {})
+    la.rundir = str(tmp_path)
+    (tmp_path / "input").mkdir()
+    la.node_input(0)
+    assert (tmp_path / "input" / "node0.sh").read_text().startswith("echo vt")
+    assert la.progress_line() == "" and la.restored_up() is False
+
+    o = checked(["-n", "1", "-r", "echo host"])
+    la = launch.Launcher(o, {})
+    la.rundir = str(tmp_path)
+    (tmp_path / "www" / "cmd").mkdir(parents=True)
+    with pytest.raises(cli.Fail, match="wrote no token for node 0"):
+        la.node_input(0)
+    assert (tmp_path / "www" / "cmd" / "node0.sh").read_text().startswith("echo host")
+    assert la.progress_line() is None and la.restored_up() is True
