@@ -263,9 +263,9 @@ dn2_image_size() {
         u=$(sed -n 's/^unpacked_kib=\([0-9][0-9]*\)$/\1/p' "$img.size")
     fi
     if [ -z "$u" ]; then
-        u=$(gzip -dc "$img" 2>/dev/null | cpio -itv --quiet 2>/dev/null |
+        u=$(lz4 -dc "$img" 2>/dev/null | cpio -itv --quiet 2>/dev/null |
             awk '/^-/ { k += int(($5 + 4095) / 4096) * 4 } END { print k + 0 }')
-        [ -n "$u" ] && [ "$u" -gt 0 ] || { _dn2_err "cannot read the guest image $img (gzip -dc | cpio -t)"; return 1; }
+        [ -n "$u" ] && [ "$u" -gt 0 ] || { _dn2_err "cannot read the guest image $img (lz4 -dc | cpio -t)"; return 1; }
         echo "unpacked_kib=$u" > "$img.size.$$" 2>/dev/null && mv "$img.size.$$" "$img.size" 2>/dev/null
     fi
     echo "$u $c"

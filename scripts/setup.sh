@@ -71,7 +71,7 @@ host_packages() {
     mkdir -p "$DN2_CACHE/apt-archives/partial"
     apt_install ninja-build python3-venv libglib2.0-dev libpixman-1-dev \
         libslirp-dev flex bison pkg-config libfdt-dev ccache cpio xz-utils \
-        gcc make dpkg-dev patch iproute2 clang valgrind tshark libfabric-dev python3-pytest jq \
+        gcc make dpkg-dev patch iproute2 clang valgrind tshark libfabric-dev python3-pytest jq lz4 \
         strace
     # Open MPI's headers and mpicc: tests/mpi's programs are compiled on the
     # host for the MPI guest image (docs/mpi.md); the image itself gets its

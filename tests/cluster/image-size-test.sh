@@ -10,7 +10,7 @@
 #
 #   1. build-initramfs.sh with DN2_GUEST_EXTRA (a 300 MiB file) and
 #      DN2_GUEST_OUT_DIR (a directory of the test's own, so that the shared
-#      build/guest/initramfs.cpio.gz stays as it is): IMAGE.size says
+#      build/guest/initramfs.cpio.lz4 stays as it is): IMAGE.size says
 #      more than 300 MiB unpacked
 #   2. -m 256: a warning before the boot; the node fails (status 3) with
 #      the image's size and "give -m N"; result.json has the same reason
@@ -34,17 +34,17 @@ work=$top/build/test-image-size
 rm -rf "$work"
 mkdir -p "$work/extra/big" "$work/image"
 trap 'rm -rf "$work"' EXIT
-# Zeros: a small image (gzip) that still takes 300 MiB of pages unpacked.
+# Zeros: a small image (compressed) that still takes 300 MiB of pages unpacked.
 head -c $((300 << 20)) /dev/zero > "$work/extra/big/file" || bail "cannot write $work/extra/big/file"
 export DN2_GUEST_EXTRA=$work/extra DN2_GUEST_OUT_DIR=$work/image
 
 # 1. the image and its size
-shared=$top/build/guest/initramfs.cpio.gz
+shared=$top/build/guest/initramfs.cpio.lz4
 shared_id=$(stat -c '%i %Y' "$shared" 2>/dev/null)
 img=$(bash "$top/scripts/build-initramfs.sh" 2> "$work/build.err")
 rc=$?
 kib=$(sed -n 's/^unpacked_kib=//p' "$img.size" 2>/dev/null)
-if [ "$rc" = 0 ] && [ "$img" = "$work/image/initramfs.cpio.gz" ] && [ "${kib:-0}" -gt $((300 << 10)) ] \
+if [ "$rc" = 0 ] && [ "$img" = "$work/image/initramfs.cpio.lz4" ] && [ "${kib:-0}" -gt $((300 << 10)) ] \
    && [ "$(stat -c '%i %Y' "$shared" 2>/dev/null)" = "$shared_id" ]; then
     ok "image with a 300 MiB file: $((kib >> 10)) MiB unpacked ($(du -h "$img" | cut -f1) compressed), in its own directory"
 else

@@ -123,7 +123,7 @@ guest_id() {
     k=$(dn2_find_kernel) || return 1
     {
         sha256sum < "$k"
-        sha256sum < "$top/build/cluster/$name/initramfs.cpio.gz"
+        sha256sum < "$top/build/cluster/$name/initramfs.cpio.lz4"
         cat "$fw"/*.bin 2>/dev/null | sha256sum
         grep -o "append '[^']*'" "$top/build/cluster/$name/node0.cmd"
     } | sha256sum | cut -c1-16

@@ -125,7 +125,7 @@ rc=$?
 nodes_ok "$ra" 60 && [ "$rc" = 0 ]
 result $? "run A: every node's command succeeded, every exchange intact (exit $rc, $((SECONDS - t0)) s)${node_fails:+; failed:$node_fails}"
 ok_files=1
-for f in snapshot.info node0.mig node1.mig node0.log node1.log node0.pcap node1.pcap replay/options input/ranks initramfs.cpio.gz; do
+for f in snapshot.info node0.mig node1.mig node0.log node1.log node0.pcap node1.pcap replay/options input/ranks initramfs.cpio.lz4; do
     [ -s "$snap/$f" ] || { ok_files=; diag "missing: $snap/$f"; }
 done
 grep -q "snapshot $tag.* at virtual time $cut s" "$ra.stderr" || ok_files=

@@ -31,7 +31,7 @@ if ! env "${env[@]}" bash "$top/scripts/export-guest.sh" "$bench" > /dev/null 2>
 fi
 ok "the image built from an export of its own ($(du -h "$img" | cut -f1))"
 
-(cd "$dir/unpacked" && zcat "$img" | cpio -id --quiet 2> /dev/null)
+(cd "$dir/unpacked" && lz4 -dc "$img" | cpio -id --quiet 2> /dev/null)
 ko=$(find "$dir/unpacked" -name dimmnet2.ko | head -1)
 if [ -n "$ko" ] && ! grep -q -a -F "$top" "$ko"; then
     ok "dimmnet2.ko carries no build path"

@@ -299,7 +299,7 @@ class Launcher:
                 pass
             os.environ.pop("_DN2_CLUSTER_LOG", None)
         # Our own hard link: another build may replace the initramfs meanwhile.
-        ctx.initrd = os.path.join(r, "initramfs.cpio.gz")
+        ctx.initrd = os.path.join(r, "initramfs.cpio.lz4")
         try:
             os.link(self.initrd_built, ctx.initrd)
         except OSError:
@@ -335,7 +335,7 @@ class Launcher:
 
     def recorded_image(self):
         """The guest image a restore runs ("" to build this tree's)."""
-        return os.path.join(self.snap.dir, "initramfs.cpio.gz") if self.snap else ""
+        return os.path.join(self.snap.dir, "initramfs.cpio.lz4") if self.snap else ""
 
     def check_accel(self):
         """The accelerator's arguments: KVM when usable, else TCG."""

@@ -126,11 +126,11 @@ def save_files(d, part, jid, gate, info, name, out):
             os.unlink(f)
     shutil.copy2(os.path.join(d, "www", "ranks"), os.path.join(part, "ranks"))
     touch(os.path.join(part, gate))
-    img = os.path.join(d, "initramfs.cpio.gz")
+    img = os.path.join(d, "initramfs.cpio.lz4")
     try:
-        os.link(img, os.path.join(part, "initramfs.cpio.gz"))
+        os.link(img, os.path.join(part, "initramfs.cpio.lz4"))
     except OSError:
-        shutil.copyfile(img, os.path.join(part, "initramfs.cpio.gz"))
+        shutil.copyfile(img, os.path.join(part, "initramfs.cpio.lz4"))
     lids = " ".join(l.split()[1] for l in open(os.path.join(d, "www", "ranks")) if len(l.split()) > 1)
     with open(os.path.join(part, "snapshot.info"), "w") as f:
         f.write(snapshot_info(name, int(time.time()), info.get("nodes", ""), info.get("mem", ""),

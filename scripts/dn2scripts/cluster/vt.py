@@ -137,9 +137,9 @@ def snapshot_at(helper, o, ctx, nodes, pids, socks, snap_dir, env):
         for sub in ("replay", "input"):
             shutil.copytree(os.path.join(r, sub), os.path.join(part, sub), symlinks=True)
         try:
-            os.link(os.path.join(r, "initramfs.cpio.gz"), os.path.join(part, "initramfs.cpio.gz"))
+            os.link(os.path.join(r, "initramfs.cpio.lz4"), os.path.join(part, "initramfs.cpio.lz4"))
         except OSError:
-            shutil.copyfile(os.path.join(r, "initramfs.cpio.gz"), os.path.join(part, "initramfs.cpio.gz"))
+            shutil.copyfile(os.path.join(r, "initramfs.cpio.lz4"), os.path.join(part, "initramfs.cpio.lz4"))
         # (the command from the snapshot's own copy)
         opts = read_nul(os.path.join(r, "replay", "options"))
         for k in range(len(opts) - 1):

@@ -22,13 +22,13 @@ class VtLauncher(Launcher):
         if not o.replay_dir:
             return super().find_programs()
         ctx.qemu_bin, ctx.kernel, ctx.switch_bin, ctx.device_globals = vt.read_programs(o.replay_dir)
-        for f in (ctx.qemu_bin, ctx.kernel, ctx.switch_bin, os.path.join(o.replay_dir, "initramfs.cpio.gz")):
+        for f in (ctx.qemu_bin, ctx.kernel, ctx.switch_bin, os.path.join(o.replay_dir, "initramfs.cpio.lz4")):
             if not os.path.exists(f):
                 raise Fail("--replay: %s (recorded in %s/replay/programs) is gone" % (f, o.replay_dir))
 
     def recorded_image(self):
         o = self.o
-        return os.path.join(o.replay_dir, "initramfs.cpio.gz") if o.replay_dir else ""
+        return os.path.join(o.replay_dir, "initramfs.cpio.lz4") if o.replay_dir else ""
 
     def check_accel(self):
         """-icount, and a QEMU (and a switch, when the boards synchronise)

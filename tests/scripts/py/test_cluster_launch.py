@@ -145,7 +145,7 @@ def test_kept_options_leave_out_what_names_the_run():
 
 def ctx4(**kw):
     c = dict(rundir="/b/cluster/vt4", pid=77, py="/usr/bin/python3", here="/s", qemu_bin="/q/qemu", kernel="/k/vmlinuz",
-             switch_bin="/b/dn2-switch", firmware="/c/firmware", initrd="/b/cluster/vt4/initramfs.cpio.gz", mem="256",
+             switch_bin="/b/dn2-switch", firmware="/c/firmware", initrd="/b/cluster/vt4/initramfs.cpio.lz4", mem="256",
              sport="5000", jobid="vt4-1", lids=[1, 2, 3, 4], export_dir="/b/export")
     c.update(kw)
     return plan.Context(**c)
@@ -166,7 +166,7 @@ def test_four_nodes_in_virtual_time():
         "clock=vm,base=2026-01-01T00:00:00", "-seed", "1",
         "-M", "q35", "-m", "256", "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
         "-name", "node2,debug-threads=on", "-L", "/c/firmware", "-kernel", "/k/vmlinuz",
-        "-initrd", "/b/cluster/vt4/initramfs.cpio.gz",
+        "-initrd", "/b/cluster/vt4/initramfs.cpio.lz4",
         "-append", "console=ttyS0 panic=-1 quiet cryptomgr.notests dn2.node=2 dn2.nodes=4 dn2.wid=0 dn2.linkwait=300 "
                    "dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run",
         "-serial", "file:/b/cluster/vt4/node2.log",

@@ -12,7 +12,7 @@ def record(path, kv):
 
 BASE = {"name": "t1", "mode": "run", "command": "dn2-e2e", "exit_status": "1", "duration_s": "12.5",
         "all_links_up_s": "3.2", "rank_table_s": "-", "ready_s": "4.0", "timeout_s": "600",
-        "accel": "tcg", "mem": "256", "mem_auto": "1", "smp": "1", "image": "/x/initramfs.cpio.gz",
+        "accel": "tcg", "mem": "256", "mem_auto": "1", "smp": "1", "image": "/x/initramfs.cpio.lz4",
         "image_unpacked_mib": "40", "image_mem_mib": "200", "vt": "0", "node_count": "2",
         "node.0.state": "ok", "node.0.rc": "0", "node.0.begin_s": "4.0", "node.0.done_s": "9.25",
         "node.0.lid": "1", "node.0.link_s": "3.1", "node.0.joined_s": "3.5", "node.0.qemu_rc": "0",
@@ -41,7 +41,7 @@ def test_result_json(tmp_path):
     assert (res["name"], res["mode"], res["command"], res["node_count"]) == ("t1", "run", "dn2-e2e", 2)
     assert res["exit_status"] == 1 and res["duration_s"] == 12.5 and res["rank_table_s"] is None
     assert res["guest"] == {"accel": "tcg", "mem_mib": 256, "mem_from_image": True, "smp": 1,
-                            "image": "/x/initramfs.cpio.gz", "image_unpacked_mib": 40, "image_mem_mib": 200}
+                            "image": "/x/initramfs.cpio.lz4", "image_unpacked_mib": 40, "image_mem_mib": 200}
     assert res["virtual_time"] is False and res["mpi_abort"] is None
     assert res["logs"] == {"launcher": "launcher.log"} and res["junit"] == j
     n0, n1 = res["nodes"]
