@@ -20,6 +20,10 @@
 #                     host times, so it has no virtual-time figure)
 #   --timing MODEL    with --virtual-time: the boards' timing model (thesis)
 #   -t, --timeout S   seconds per cluster run (default 1200)
+#   -b, --boot-timeout S  seconds for the nodes to boot (cluster.sh -b;
+#                     default cluster.sh's 300, with --virtual-time the
+#                     run's timeout: a boot under -icount on a loaded host
+#                     can take longer than 300 s before its first line)
 #   -o, --output F    the report (default build/bench/dsm-<date>.txt)
 #
 # Each cluster run boots the nodes once (scripts/cluster.sh --ethernet) and
@@ -38,6 +42,7 @@ tcp=1
 vt=()
 timing=
 timeout_s=1200
+boot_s=
 output=
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
@@ -52,6 +57,7 @@ while [ $# -gt 0 ]; do
         --virtual-time) vt=(--virtual-time); shift ;;
         --timing) dn2_need_value "$@"; timing=$2; shift 2 ;;
         -t|--timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; timeout_s=$2; shift 2 ;;
+        -b|--boot-timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; boot_s=$2; shift 2 ;;
         -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
@@ -70,7 +76,9 @@ if [ ${#vt[@]} -gt 0 ]; then
     tcp=
     [ -n "$timing" ] || cl_opts=()
     cl_opts+=("${vt[@]}")
+    boot_s=${boot_s:-$timeout_s}
 fi
+[ -z "$boot_s" ] || cl_opts+=(-b "$boot_s")
 
 meson compile -C "$DN2_TOP/build" linux-guest/dsm/dsm-bench linux-guest/dn2-up >/dev/null \
     || die "meson compile failed"
@@ -80,6 +88,7 @@ mkdir -p "$DN2_TOP/build/bench"
 output=${output:-$DN2_TOP/build/bench/dsm-$(date +%Y%m%d-%H%M%S).txt}
 raw=$output.raw
 : > "$raw"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 tps="board${tcp:+ tcp}"
 status=0
 
@@ -106,7 +115,7 @@ fi
 
 {
     echo "DSM benchmarks (libdn2dsm, docs/dsm.md): $tps; ${vt[*]:-wall clock} ${timing:+timing=$timing}"
-    echo "host load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "host load (1, 5, 15 min) at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
     echo "Barrier-synchronisation throughput, 2 nodes (MB/s = 10^6 B/s; us per barrier pair)"
     echo "paper (Fagus, 2 nodes, 1-512 KB): RHiNET/NI-NPC about 51 MB/s, 100BASE Ethernet about 11 MB/s"
