@@ -116,44 +116,49 @@ fi
 {
     echo "DSM benchmarks (libdn2dsm, docs/dsm.md): $tps; ${vt[*]:-wall clock} ${timing:+timing=$timing}"
     echo "host load (1, 5, 15 min) at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo
-    echo "Barrier-synchronisation throughput, 2 nodes (MB/s = 10^6 B/s; us per barrier pair)"
-    echo "paper (Fagus, 2 nodes, 1-512 KB): RHiNET/NI-NPC about 51 MB/s, 100BASE Ethernet about 11 MB/s"
-    sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
-        /^BAR / { v[$2, $3] = $5; us[$2, $3] = $4; if (!($3 in seen)) { seen[$3] = 1; ks[++nk] = $3 } }
-        END {
-            nt = split(tps, t, " ")
-            printf "%8s", "KiB"
-            for (i = 1; i <= nt; i++) printf " %12s %10s", t[i] " MB/s", "us"
-            if (nt == 2) printf " %10s", "board/tcp"
-            printf "\n"
-            for (j = 1; j <= nk; j++) {
-                k = ks[j]; printf "%8s", k
-                for (i = 1; i <= nt; i++) printf " %12s %10s", v[t[i], k], us[t[i], k]
-                if (nt == 2 && v["tcp", k] > 0) printf " %9.2fx", v["board", k] / v["tcp", k]
+    if [ "$only" != lu ]; then
+        echo
+        echo "Barrier-synchronisation throughput, 2 nodes (MB/s = 10^6 B/s; us per barrier pair)"
+        echo "paper (Fagus, 2 nodes, 1-512 KB): RHiNET/NI-NPC about 51 MB/s, 100BASE Ethernet about 11 MB/s"
+        sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
+            /^BAR / { v[$2, $3] = $5; us[$2, $3] = $4; if (!($3 in seen)) { seen[$3] = 1; ks[++nk] = $3 } }
+            END {
+                nt = split(tps, t, " ")
+                printf "%8s", "KiB"
+                for (i = 1; i <= nt; i++) printf " %12s %10s", t[i] " MB/s", "us"
+                if (nt == 2) printf " %10s", "board/tcp"
                 printf "\n"
-            }
-        }'
-    echo
-    echo "LU decomposition (Doolittle, no pivoting), n = $lu_n, seconds"
-    echo "paper (2048 x 2048, 1-4 nodes): Fagus over RHiNET slower than over 100BASE at every node count (Fig. 6)"
-    sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
-        /^LU / { s[$2, $4] = $8; if (!($4 in seen)) { seen[$4] = 1; ns[++nn] = $4 } }
-        /^LU-CHECK / && /DIFFERS/ { bad = bad " " $2 }
-        END {
-            nt = split(tps, t, " ")
-            printf "%6s", "nodes"
-            for (i = 1; i <= nt; i++) printf " %10s", t[i] " s"
-            if (nt == 2) printf " %10s", "tcp/board"
-            printf "\n"
-            for (j = 1; j <= nn; j++) {
-                n = ns[j]; printf "%6s", n
-                for (i = 1; i <= nt; i++) printf " %10s", s[t[i], n]
-                if (nt == 2 && s["board", n] > 0) printf " %9.2fx", s["tcp", n] / s["board", n]
+                for (j = 1; j <= nk; j++) {
+                    k = ks[j]; printf "%8s", k
+                    for (i = 1; i <= nt; i++) printf " %12s %10s", v[t[i], k], us[t[i], k]
+                    if (nt == 2 && v["tcp", k] > 0) printf " %9.2fx", v["board", k] / v["tcp", k]
+                    printf "\n"
+                }
+            }'
+    fi
+    if [ "$only" != barrier ]; then
+        echo
+        echo "LU decomposition (Doolittle, no pivoting), n = $lu_n, seconds"
+        echo "paper (2048 x 2048, 1-4 nodes): Fagus over RHiNET slower than over 100BASE at every node count (Fig. 6)"
+        sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
+            # one row per cluster run (a node count given twice is two rows)
+            /^LU / { c[$2]++; s[$2, c[$2]] = $8; ns[c[$2]] = $4; if (c[$2] > nn) nn = c[$2] }
+            /^LU-CHECK / && /DIFFERS/ { bad = bad " " $2 }
+            END {
+                nt = split(tps, t, " ")
+                printf "%6s", "nodes"
+                for (i = 1; i <= nt; i++) printf " %10s", t[i] " s"
+                if (nt == 2) printf " %10s", "tcp/board"
                 printf "\n"
-            }
-            if (bad != "") print "LU result differs from the sequential run:" bad
-        }'
+                for (j = 1; j <= nn; j++) {
+                    printf "%6s", ns[j]
+                    for (i = 1; i <= nt; i++) printf " %10s", s[t[i], j]
+                    if (nt == 2 && s["board", j] > 0) printf " %9.2fx", s["tcp", j] / s["board", j]
+                    printf "\n"
+                }
+                if (bad != "") print "LU result differs from the sequential run:" bad
+            }'
+    fi
     echo
     echo "How the library waited (rank 0; wait_us wall, cpu_us this thread's CPU during the waits)"
     sed -n 's/^node0| //p' "$raw" | grep '^WAIT' | sed 's/^WAIT /  /'
