@@ -20,6 +20,10 @@
 #                     host times, so it has no virtual-time figure)
 #   --timing MODEL    with --virtual-time: the boards' timing model (thesis)
 #   -t, --timeout S   seconds per cluster run (default 1200)
+#   -b, --boot-timeout S  seconds for the nodes to boot (cluster.sh -b;
+#                     default cluster.sh's 300, with --virtual-time the
+#                     run's timeout: a boot under -icount on a loaded host
+#                     can take longer than 300 s before its first line)
 #   -o, --output F    the report (default build/bench/dsm-<date>.txt)
 #
 # Each cluster run boots the nodes once (scripts/cluster.sh --ethernet) and
@@ -38,6 +42,7 @@ tcp=1
 vt=()
 timing=
 timeout_s=1200
+boot_s=
 output=
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
@@ -52,6 +57,7 @@ while [ $# -gt 0 ]; do
         --virtual-time) vt=(--virtual-time); shift ;;
         --timing) dn2_need_value "$@"; timing=$2; shift 2 ;;
         -t|--timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; timeout_s=$2; shift 2 ;;
+        -b|--boot-timeout) dn2_need_value "$@"; dn2_want_uint "$1" "$2"; boot_s=$2; shift 2 ;;
         -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
@@ -70,7 +76,9 @@ if [ ${#vt[@]} -gt 0 ]; then
     tcp=
     [ -n "$timing" ] || cl_opts=()
     cl_opts+=("${vt[@]}")
+    boot_s=${boot_s:-$timeout_s}
 fi
+[ -z "$boot_s" ] || cl_opts+=(-b "$boot_s")
 
 meson compile -C "$DN2_TOP/build" linux-guest/dsm/dsm-bench linux-guest/dn2-up >/dev/null \
     || die "meson compile failed"
@@ -80,6 +88,7 @@ mkdir -p "$DN2_TOP/build/bench"
 output=${output:-$DN2_TOP/build/bench/dsm-$(date +%Y%m%d-%H%M%S).txt}
 raw=$output.raw
 : > "$raw"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 tps="board${tcp:+ tcp}"
 status=0
 
@@ -106,45 +115,50 @@ fi
 
 {
     echo "DSM benchmarks (libdn2dsm, docs/dsm.md): $tps; ${vt[*]:-wall clock} ${timing:+timing=$timing}"
-    echo "host load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo
-    echo "Barrier-synchronisation throughput, 2 nodes (MB/s = 10^6 B/s; us per barrier pair)"
-    echo "paper (Fagus, 2 nodes, 1-512 KB): RHiNET/NI-NPC about 51 MB/s, 100BASE Ethernet about 11 MB/s"
-    sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
-        /^BAR / { v[$2, $3] = $5; us[$2, $3] = $4; if (!($3 in seen)) { seen[$3] = 1; ks[++nk] = $3 } }
-        END {
-            nt = split(tps, t, " ")
-            printf "%8s", "KiB"
-            for (i = 1; i <= nt; i++) printf " %12s %10s", t[i] " MB/s", "us"
-            if (nt == 2) printf " %10s", "board/tcp"
-            printf "\n"
-            for (j = 1; j <= nk; j++) {
-                k = ks[j]; printf "%8s", k
-                for (i = 1; i <= nt; i++) printf " %12s %10s", v[t[i], k], us[t[i], k]
-                if (nt == 2 && v["tcp", k] > 0) printf " %9.2fx", v["board", k] / v["tcp", k]
+    echo "host load (1, 5, 15 min) at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    if [ "$only" != lu ]; then
+        echo
+        echo "Barrier-synchronisation throughput, 2 nodes (MB/s = 10^6 B/s; us per barrier pair)"
+        echo "paper (Fagus, 2 nodes, 1-512 KB): RHiNET/NI-NPC about 51 MB/s, 100BASE Ethernet about 11 MB/s"
+        sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
+            /^BAR / { v[$2, $3] = $5; us[$2, $3] = $4; if (!($3 in seen)) { seen[$3] = 1; ks[++nk] = $3 } }
+            END {
+                nt = split(tps, t, " ")
+                printf "%8s", "KiB"
+                for (i = 1; i <= nt; i++) printf " %12s %10s", t[i] " MB/s", "us"
+                if (nt == 2) printf " %10s", "board/tcp"
                 printf "\n"
-            }
-        }'
-    echo
-    echo "LU decomposition (Doolittle, no pivoting), n = $lu_n, seconds"
-    echo "paper (2048 x 2048, 1-4 nodes): Fagus over RHiNET slower than over 100BASE at every node count (Fig. 6)"
-    sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
-        /^LU / { s[$2, $4] = $8; if (!($4 in seen)) { seen[$4] = 1; ns[++nn] = $4 } }
-        /^LU-CHECK / && /DIFFERS/ { bad = bad " " $2 }
-        END {
-            nt = split(tps, t, " ")
-            printf "%6s", "nodes"
-            for (i = 1; i <= nt; i++) printf " %10s", t[i] " s"
-            if (nt == 2) printf " %10s", "tcp/board"
-            printf "\n"
-            for (j = 1; j <= nn; j++) {
-                n = ns[j]; printf "%6s", n
-                for (i = 1; i <= nt; i++) printf " %10s", s[t[i], n]
-                if (nt == 2 && s["board", n] > 0) printf " %9.2fx", s["tcp", n] / s["board", n]
+                for (j = 1; j <= nk; j++) {
+                    k = ks[j]; printf "%8s", k
+                    for (i = 1; i <= nt; i++) printf " %12s %10s", v[t[i], k], us[t[i], k]
+                    if (nt == 2 && v["tcp", k] > 0) printf " %9.2fx", v["board", k] / v["tcp", k]
+                    printf "\n"
+                }
+            }'
+    fi
+    if [ "$only" != barrier ]; then
+        echo
+        echo "LU decomposition (Doolittle, no pivoting), n = $lu_n, seconds"
+        echo "paper (2048 x 2048, 1-4 nodes): Fagus over RHiNET slower than over 100BASE at every node count (Fig. 6)"
+        sed -n 's/^node0| //p' "$raw" | awk -v tps="$tps" '
+            # one row per cluster run (a node count given twice is two rows)
+            /^LU / { c[$2]++; s[$2, c[$2]] = $8; ns[c[$2]] = $4; if (c[$2] > nn) nn = c[$2] }
+            /^LU-CHECK / && /DIFFERS/ { bad = bad " " $2 }
+            END {
+                nt = split(tps, t, " ")
+                printf "%6s", "nodes"
+                for (i = 1; i <= nt; i++) printf " %10s", t[i] " s"
+                if (nt == 2) printf " %10s", "tcp/board"
                 printf "\n"
-            }
-            if (bad != "") print "LU result differs from the sequential run:" bad
-        }'
+                for (j = 1; j <= nn; j++) {
+                    printf "%6s", ns[j]
+                    for (i = 1; i <= nt; i++) printf " %10s", s[t[i], j]
+                    if (nt == 2 && s["board", j] > 0) printf " %9.2fx", s["tcp", j] / s["board", j]
+                    printf "\n"
+                }
+                if (bad != "") print "LU result differs from the sequential run:" bad
+            }'
+    fi
     echo
     echo "How the library waited (rank 0; wait_us wall, cpu_us this thread's CPU during the waits)"
     sed -n 's/^node0| //p' "$raw" | grep '^WAIT' | sed 's/^WAIT /  /'

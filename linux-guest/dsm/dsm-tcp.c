@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,22 +77,40 @@ static int read_all(int fd, void *b, size_t n)
     return 0;
 }
 
+/* Header and parts in one sendmsg: with TCP_NODELAY a send() per part
+ * would put each part in a segment of its own (a 16-byte header apart). */
 static int tx(struct tcp_tp *c, int dest, uint32_t type, uint32_t page,
               const void *a, uint32_t alen, const void *b, uint32_t blen)
 {
     struct thdr h = { type, page, alen + blen, 0 };
-    int r;
+    struct iovec iov[3] = {
+        { &h, sizeof(h) }, { (void *)a, alen }, { (void *)b, blen },
+    };
+    struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
+    int r = 0;
 
     if (c->dead[dest]) {
         return -EPIPE;
     }
     pthread_mutex_lock(&c->txlock[dest]);
-    r = write_all(c->fd[dest], &h, sizeof(h));
-    if (!r && alen) {
-        r = write_all(c->fd[dest], a, alen);
-    }
-    if (!r && blen) {
-        r = write_all(c->fd[dest], b, blen);
+    while (mh.msg_iovlen) {
+        ssize_t w = sendmsg(c->fd[dest], &mh, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            r = -EPIPE;
+            break;
+        }
+        while (mh.msg_iovlen && (size_t)w >= mh.msg_iov->iov_len) {
+            w -= (ssize_t)mh.msg_iov->iov_len;
+            mh.msg_iov++;
+            mh.msg_iovlen--;
+        }
+        if (mh.msg_iovlen) {
+            mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + w;
+            mh.msg_iov->iov_len -= (size_t)w;
+        }
     }
     pthread_mutex_unlock(&c->txlock[dest]);
     return r;
