@@ -80,7 +80,7 @@ scripts=(scripts/test.sh scripts/setup.sh scripts/export-guest.sh scripts/build-
          tests/guest/prog-test.sh tests/guest/wrong-test.sh tests/cluster/cluster-test.sh
          tests/cluster/e2e-test.sh tests/cluster/multihost-test.sh tests/cluster/vt-determinism-test.sh
          tests/cluster/pause-yield-test.sh
-         tests/scripts/options-test.sh scripts/host-cpu.py)
+         tests/scripts/options-test.sh scripts/host-cpu.py scripts/bench-dsm.sh tests/dsm/dsm-host.sh)
 # An option that wants a value, per script: missing, and a bad value
 # given as --opt=value (the "=" form must reach the same check).
 declare -A need=(
@@ -89,13 +89,14 @@ declare -A need=(
     [scripts/bench-scale.sh]=--seconds [scripts/bench-cluster.sh]=--slice
     [scripts/bench-mpi.sh]=--ppn [scripts/cluster.sh]=--nodes [scripts/mpirun.sh]=--nodes
     [scripts/soak.sh]=--seed [scripts/host-cpu.py]=--timeout
-    [tests/cluster/pause-yield-test.sh]=--pauses)
+    [tests/cluster/pause-yield-test.sh]=--pauses [scripts/bench-dsm.sh]=--boot-timeout)
 declare -A bad=(
     [scripts/build-initramfs.sh]='--packages=No_Such' [scripts/run-guest.sh]='--timeout=soon'
     [scripts/demo.sh]='--boards=two' [scripts/bench-scale.sh]='--seconds=x'
     [scripts/bench-cluster.sh]='--slice=x' [scripts/bench-mpi.sh]='--ppn=x'
     [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x'
-    [scripts/host-cpu.py]='--timeout=x' [tests/cluster/pause-yield-test.sh]='--pauses=x')
+    [scripts/host-cpu.py]='--timeout=x' [tests/cluster/pause-yield-test.sh]='--pauses=x'
+    [scripts/bench-dsm.sh]='--boot-timeout=x')
 
 tap_plan $((2 * ${#scripts[@]} + 2 * ${#need[@]} + 2 + 3 + 1 + 1 + 2 + 1))
 
