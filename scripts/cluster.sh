@@ -95,7 +95,9 @@
 #       --pause-yield on|off  a guest's spin-wait hint (PAUSE) yields the
 #                         vCPU's host thread to the QEMU threads and the
 #                         switch waiting for a CPU (-accel tcg,pause-yield=on,
-#                         a patch of the project's QEMU); default on
+#                         a patch of the project's QEMU); default on, off
+#                         under --virtual-time (a board in lock-step waits
+#                         for its grant without spinning)
 #       --board-stats     every node gets a QMP socket, and a poller keeps the
 #                         boards' latest stat-* counters in
 #                         RUNDIR/board-stats/nodeI ("name=value" lines)

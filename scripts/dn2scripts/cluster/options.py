@@ -23,7 +23,7 @@ class Options:
         self.junit, self.node_qemu, self.smp, self.wid, self.name = "", {}, "1", "0", ""
         self.switch_port, self.http_port, self.switch_opts, self.device_opts = "0", "0", "", ""
         self.secret_file, self.packages, self.mpi_image, self.ethernet = "", "", False, False
-        self.board_stats, self.slice_us, self.pause_yield, self.ether_mtu = False, "100", "on", ""
+        self.board_stats, self.slice_us, self.pause_yield, self.ether_mtu = False, "100", "", ""
         self.serve_dir, self.append_extra, self.quiet = "", "", False
         self.hosts_arg, self.rsh, self.switch_host, self.switch_addr, self.my_addr = "", "", "", "", ""
         self.no_slurm, self.extra = False, []
@@ -233,8 +233,14 @@ def check(o, environ=None, snap_dir=None, exists=os.path.exists, replay_adds=Non
         if not os.path.isdir(os.path.dirname(o.junit) or "."):
             raise Usage("--junit: the directory of %s does not exist" % o.junit)
         o.junit = os.path.join(os.path.abspath(os.path.dirname(o.junit) or "."), os.path.basename(o.junit))
-    if o.pause_yield not in ("on", "off"):
+    if o.pause_yield not in ("", "on", "off"):
         raise Usage("--pause-yield: on or off, not '%s'" % o.pause_yield)
+    if not o.pause_yield:
+        # In host time a guest's spin yields its CPU to the threads it waits
+        # for; in lock-step a board waits for its grant without spinning, and
+        # a yield per PAUSE made the guests' boot (the kernel's delay loops)
+        # five times slower to no gain: on, off under --virtual-time.
+        o.pause_yield = "off" if o.vt else "on"
     if o.slice_us != "0" and not 100 <= int(o.slice_us) <= 100000:
         raise Usage("--slice: 100..100000 microseconds (the kernel's range), or 0 for its default")
     if o.run_file:

@@ -177,7 +177,7 @@ def test_four_nodes_in_virtual_time():
     assert plan.vt_ranks(o, c.lids) == "0 1 0\n1 2 0\n2 3 0\n3 4 0\n"
     rec = plan.vt_record(o, c, "/b/cluster/vt4/replay/run.sh")
     assert rec == ["-n", "4", "-t", "900", "-b", "120", "-g", "30", "-m", "256", "--wid", "0", "--slice", "0",
-                   "--pause-yield", "on", "--vt-shift", "0", "--vt-lookahead", "1000", "--vt-start", "2.5",
+                   "--pause-yield", "off", "--vt-shift", "0", "--vt-lookahead", "1000", "--vt-start", "2.5",
                    "--virtual-time", "--vt-quantum", "100", "-f", "/b/cluster/vt4/replay/run.sh"]
     # the record parses back to the same run
     again = checked(rec[:-2] + ["-r", "x"])
@@ -343,3 +343,16 @@ def test_the_mode_is_a_class_of_its_own(monkeypatch, tmp_path):
         la.node_input(0)
     assert (tmp_path / "www" / "cmd" / "node0.sh").read_text().startswith("echo host")
     assert la.progress_line() is None and la.restored_up() is True
+
+
+def test_pause_yield_is_on_in_host_time_and_off_in_virtual_time():
+    """A guest's PAUSE yields its host thread by default in host time only:
+    in lock-step a board waits for its grant without spinning.  Given, it
+    is kept either way, and a run's recording says what it was."""
+    assert checked(["-r", "true"]).pause_yield == "on"
+    assert checked(["--virtual-time", "-r", "true"]).pause_yield == "off"
+    assert checked(["--virtual-time", "--pause-yield", "on", "-r", "true"]).pause_yield == "on"
+    assert checked(["--pause-yield=off", "-r", "true"]).pause_yield == "off"
+    o = checked(["-n", "2", "--virtual-time", "-r", "x"])
+    rec = plan.vt_record(o, ctx4(lids=[1, 2]), "/b/run.sh")
+    assert rec[rec.index("--pause-yield") + 1] == "off"
