@@ -236,14 +236,22 @@ struct dn2f_ep *dn2f_ep_new(const struct dn2f_ep_config *cfg,
 }
 
 
+void dn2f_ep_leave(struct dn2f_ep *ep)
+{
+    if (ep && !ep->left && ep->lid && ep->dgbuf) {
+        ep_send_ctrl(ep, DN2F_T_BYE, DN2F_BYE_LEAVING, 0);
+    }
+    if (ep) {
+        ep->left = true;
+    }
+}
+
 void dn2f_ep_free(struct dn2f_ep *ep)
 {
     if (!ep) {
         return;
     }
-    if (ep->lid && ep->dgbuf) {
-        ep_send_ctrl(ep, DN2F_T_BYE, DN2F_BYE_LEAVING, 0);
-    }
+    dn2f_ep_leave(ep);
     if (ep->mcrefs) {
         ep_reset_all_peers(ep, DN2F_DROP_PEER_GONE);
     }

@@ -170,6 +170,7 @@ struct dn2f_ep {
     uint64_t epoch;
     uint16_t lid;
     uint16_t lid_hint;
+    bool left;                  /* dn2f_ep_leave(): BYE said, nothing more sent */
     enum dn2f_link link;
     int mode;
     uint64_t sw_epoch;

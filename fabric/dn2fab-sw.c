@@ -844,7 +844,13 @@ void dn2f_sw_tick(struct dn2f_sw *sw)
         sw->housekeep_due = t + HOUSEKEEP_NS;
         for (i = 1; i < DN2_CLID_MCAST_FIRST; i++) {
             struct swport *p = sw->ports[i];
-            if (p && p->state == PORT_ACTIVE && t - p->last_seen > sw->cfg.port_timeout_ns) {
+            /* Under virtual time a silent board is waited for, not dropped:
+             * its process stopped (a breakpoint, a host that does not run
+             * it) and every other board's clock waits for its promise; the
+             * run goes on as it would have when it resumes.  The stall
+             * note names it; a board that leaves says BYE. */
+            if (p && p->state == PORT_ACTIVE && !sw->cfg.vt &&
+                t - p->last_seen > sw->cfg.port_timeout_ns) {
                 port_gone(sw, p, "timed out");
             }
         }

@@ -617,8 +617,14 @@ struct dn2f_ep;
 
 struct dn2f_ep *dn2f_ep_new(const struct dn2f_ep_config *cfg,
                             const struct dn2f_ep_ops *ops, void *opaque);
-/* Sends BYE to the switch and frees everything. */
+/* Sends BYE to the switch (once: not again after dn2f_ep_leave) and frees
+ * everything. */
 void dn2f_ep_free(struct dn2f_ep *ep);
+/* The board's process ends: BYE to the switch now, so that it takes the
+ * port (and, under virtual time, the board's place in the sync set) at once
+ * instead of after its port timeout.  The endpoint stays valid; nothing
+ * else is sent after it.  Idempotent. */
+void dn2f_ep_leave(struct dn2f_ep *ep);
 /* Board reset: drop everything, new epoch (0 = random), HELLO again. */
 void dn2f_ep_reset(struct dn2f_ep *ep, uint64_t new_epoch);
 

@@ -132,7 +132,8 @@ for g in "${dn2_globals[@]}"; do
     [ -n "$g" ] && devices+=(-global "dimmnet2.$g")
 done
 
-append="console=ttyS0 panic=-1 quiet dn2.run=\"$run\""
+# (the kernel arguments of scripts/dn2scripts/cluster/plan.py's GUEST_ARGS)
+append="console=ttyS0 panic=-1 quiet cryptomgr.notests dn2.run=\"$run\""
 [ -n "$append_extra" ] && append+=" $append_extra"
 
 cmd=("$qemu_bin" "${accel[@]}" -M q35 -m 512 -nodefaults -display none

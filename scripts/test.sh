@@ -9,7 +9,10 @@
 #
 #   scripts/test.sh [-h|--help] [MESON-TEST-ARGS...]
 #
-# Extra arguments go to `meson test` (e.g. a test name, or --suite qtest).
+# Extra arguments go to `meson test` (e.g. a test name, or --suite NAME for
+# one suite, as CI runs it: `scripts/test.sh --suite cluster`).  Before the
+# summary: the wall time of setup, build and tests, each on its own line,
+# and the time each suite's tests took.
 # Arguments meson test refuses are a usage error, found before anything
 # starts: its message, and exit status 2.
 #
@@ -45,10 +48,16 @@ early_fail() {
     exit 1
 }
 
+# The three phases' wall times, each on a line of its own (a cold cache
+# makes the first two long; docs/ci.md's durations are of the third).
+phase_t0=$SECONDS
+phase_done() { log "$1: $((SECONDS - phase_t0)) s"; phase_t0=$SECONDS; }
+
 if [ "${DN2_SKIP_SETUP:-0}" != 1 ]; then
     # shellcheck disable=SC2086
     bash scripts/setup.sh ${DN2_SETUP_ARGS:-} || early_fail "scripts/setup.sh failed"
 fi
+phase_done "setup"
 
 if [ -f "$BUILD/meson-private/coredata.dat" ]; then
     meson setup --reconfigure "$BUILD" || early_fail "meson setup --reconfigure $BUILD failed"
@@ -57,10 +66,12 @@ else
 fi
 
 meson compile -C "$BUILD" || early_fail "build failed (see the messages above)"
+phase_done "build (meson setup and compile)"
 
 rm -f "$BUILD/meson-logs/testlog.json"
 meson test -C "$BUILD" --no-rebuild --print-errorlogs "$@"
 meson_rc=$?
+phase_done "tests"
 
 meson introspect "$BUILD" --tests > "$BUILD/meson-logs/dn2-tests.json" 2>/dev/null \
     || echo '[]' > "$BUILD/meson-logs/dn2-tests.json"

@@ -69,6 +69,7 @@ struct DN2Fab {
 extern const DN2TransportUp dimmnet2_vt_up;
 void dimmnet2_vt_init(DN2State *s);
 void dimmnet2_vt_fini(DN2State *s);
+void dimmnet2_vt_leave(DN2State *s);
 void dimmnet2_vt_arm(DN2State *s);
 uint64_t dimmnet2_vt_due(DN2State *s, const uint8_t *pkt, size_t len);
 bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t len);
@@ -80,6 +81,7 @@ int dimmnet2_vt_send(DN2State *s, uint16_t dlid, const uint8_t *pkt, size_t len)
 bool dimmnet2_transport_open(DN2State *s, const DN2TransportUp *up, Error **errp);
 void dimmnet2_transport_start(DN2State *s);
 void dimmnet2_transport_stop(DN2State *s);
+void dimmnet2_transport_leave(DN2State *s);
 void dimmnet2_transport_fini(DN2State *s);
 void dimmnet2_transport_rearm(DN2State *s);
 void dimmnet2_transport_drain(DN2State *s, DN2RxBatch *b, int budget);

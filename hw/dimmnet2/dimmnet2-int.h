@@ -529,6 +529,7 @@ typedef struct DN2Port {
     QEMUTimer *loop_timer;      /* vtime=on: the cable on the virtual clock */
     uint64_t loop_seq;          /* next loopback packet's sequence number */
     Error *blocker;             /* migration blocker while linked */
+    Notifier exit;              /* switch=: QEMU ends: the board leaves */
 } DN2Port;
 
 /* strict=on (dimmnet2-strict.c): what it has seen and reported. */

@@ -35,6 +35,7 @@
 #include "hw/core/cpu.h"
 #include "system/qtest.h"
 #include "system/runstate.h"
+#include "system/system.h"
 #include "dimmnet2-int.h"
 #include "fabric/dn2fab.h"
 #include "trace.h"
@@ -182,6 +183,25 @@ vt:
 /* The port API used by the Window Controller and Receive Controller   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * QEMU ends (the guest powered off, a signal, quit): the board leaves the
+ * fabric at once, as a board that is unplugged would be noticed, instead of
+ * being timed out after the switch's port timeout: a BYE to the switch,
+ * and under vt-sync=shm its place in the sync domain given up.  Under
+ * virtual time the switch waits for a silent board (its process may be
+ * stopped), so a board that ends must say so.  Devices are not unrealized
+ * when QEMU exits: this runs from QEMU's exit notifiers, with the vCPUs
+ * stopped.
+ */
+static void dimmnet2_port_exit(Notifier *n, void *data)
+{
+    DN2State *s = container_of(n, DN2State, port.exit);
+
+    trace_dimmnet2_port_leave(s->index);
+    dimmnet2_vt_leave(s);
+    dimmnet2_transport_leave(s);
+}
+
 bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
 {
     if (s->params.switch_addr && s->params.loopback) {
@@ -220,6 +240,8 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
             dimmnet2_vt_init(s);
         }
         s->port.fab->vmse = qemu_add_vm_change_state_handler(dimmnet2_fab_vm_change, s);
+        s->port.exit.notify = dimmnet2_port_exit;
+        qemu_add_exit_notifier(&s->port.exit);
         dimmnet2_transport_start(s);
     } else {
         s->port.kind = DN2_PORT_NONE;
@@ -331,6 +353,7 @@ void dimmnet2_port_fini(DN2State *s)
         s->port.loop_timer = NULL;
     }
     if (s->port.fab) {
+        qemu_remove_exit_notifier(&s->port.exit);
         dimmnet2_transport_stop(s);
         if (s->port.fab->vmse) {
             qemu_del_vm_change_state_handler(s->port.fab->vmse);

@@ -506,6 +506,12 @@ void dimmnet2_transport_stop(DN2State *s)
     }
 }
 
+/* QEMU ends: BYE to the switch now; nothing is sent after it. */
+void dimmnet2_transport_leave(DN2State *s)
+{
+    dn2f_ep_leave(s->port.fab->ep);
+}
+
 /* Close the endpoint and the socket; s->port.fab is gone. */
 void dimmnet2_transport_fini(DN2State *s)
 {

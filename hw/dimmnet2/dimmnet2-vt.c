@@ -1179,6 +1179,13 @@ void dimmnet2_vt_fini(DN2State *s)
     }
 }
 
+/* QEMU ends: the board's place in the sync domain is given up (the other
+ * members' grants no longer wait for it), as dn2f_shm_detach does. */
+void dimmnet2_vt_leave(DN2State *s)
+{
+    g_clear_pointer(&s->vt.shm, dn2f_shm_detach);
+}
+
 /* What the transport reports up (dimmnet2-fab.h). */
 const DN2TransportUp dimmnet2_vt_up = {
     .deliver_vt = dimmnet2_vt_deliver,

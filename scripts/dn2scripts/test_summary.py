@@ -1,8 +1,30 @@
-"""scripts/test.sh's summary: TAP test points counted over every test.
+"""scripts/test.sh's summary: the time each suite took (the first suite a
+test is in: "dimmnet2:cluster / cluster-vt" is cluster's), and TAP test
+points counted over every test.
 
   test_summary.py TESTLOG-JSON TESTS-JSON MESON-RC
 """
 import json, re, sys
+
+
+def suite_times(entries):
+    """([(suite, tests, seconds)], wall seconds) from meson's test log: the
+    seconds each suite's tests ran (summed), longest first, and the wall
+    time from the first test's start to the last one's end."""
+    by = {}
+    first = last = None
+    for t in entries:
+        name = t.get("name", "?")
+        suite = name.split(" / ")[0].split(":")[-1].split("+")[0] if " / " in name else "?"
+        d = float(t.get("duration") or 0)
+        n, sec = by.get(suite, (0, 0.0))
+        by[suite] = (n + 1, sec + d)
+        st = t.get("starttime")
+        if isinstance(st, (int, float)):
+            first = st if first is None else min(first, st)
+            last = st + d if last is None else max(last, st + d)
+    rows = sorted(((k, n, sec) for k, (n, sec) in by.items()), key=lambda r: (-r[2], r[0]))
+    return rows, (last - first) if first is not None else sum(r[2] for r in rows)
 
 
 def main(argv=None):
@@ -56,6 +78,10 @@ def main(argv=None):
             s = 1
         passed, failed, skipped = passed + p, failed + f, skipped + s
 
+    rows, wall = suite_times(entries)
+    if rows:
+        print("[dimmnet2] time by suite: " + ", ".join("%s %d s (%d)" % (k, round(sec), n) for k, n, sec in rows)
+              + "; tests %d s of wall time" % round(wall), file=sys.stderr)
     if meson_rc != 0 and failed == 0:
         print(f"[dimmnet2] meson test exited with {meson_rc}", file=sys.stderr)
         failed = 1

@@ -112,9 +112,8 @@ else
     diff <(printf '%s\n' "$rows") <(printf '%s\n' "$rows2") | head -20 | diag
 fi
 
-# What the guests ran: the rows are deterministic for the same guest bytes
-# (kernel, image, firmware; the kernel command line is fixed under virtual
-# time), not across guests: a
+# What the guests ran: the rows are deterministic for the same guest
+# (kernel, image, firmware, kernel command line), not across guests: a
 # guest that boots with other instructions starts the benchmark at another
 # phase of its timer tick and of the other node's polling loop, and a
 # latency row moves by up to one poll of the status ring (about 0.11 us
@@ -126,6 +125,7 @@ guest_id() {
         sha256sum < "$k"
         sha256sum < "$top/build/cluster/$name/initramfs.cpio.gz"
         cat "$fw"/*.bin 2>/dev/null | sha256sum
+        grep -o "append '[^']*'" "$top/build/cluster/$name/node0.cmd"
     } | sha256sum | cut -c1-16
 }
 gid=$(guest_id 2>/dev/null) || gid=unknown
@@ -134,7 +134,7 @@ gheld=$(sed -n 's/^# guest \([0-9a-f]*\).*/\1/p' "$golden" | head -1)
 if [ "${DN2_TIMING_GOLDEN:-}" = update ] && { [ "$rc" != 0 ] || [ -z "$rows" ] || [ "$rows" != "$rows2" ]; }; then
     not_ok "DN2_TIMING_GOLDEN=update: $golden left as it was (the runs failed or differ)"
 elif [ "${DN2_TIMING_GOLDEN:-}" = update ]; then
-    { echo "# guest $gid (kernel $(basename "$(dn2_find_kernel)"), image, firmware)"
+    { echo "# guest $gid (kernel $(basename "$(dn2_find_kernel)"), image, firmware, command line)"
       printf '%s\n' "$rows"; } > "$golden"
     gheld=$gid
     not_ok "DN2_TIMING_GOLDEN=update: wrote $golden from this run; review and commit it, then run again"

@@ -759,6 +759,41 @@ out:
     fab_down(&f);
 }
 
+/* ------------------------------------------------------------------ */
+/* A board whose QEMU ends leaves at once                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * QEMU ends (here SIGTERM, as a guest's poweroff or quit): the board says
+ * BYE and the switch takes its port at once.  The switch's port timeout is
+ * 10 minutes here, so only the BYE can end the port within the wait: under
+ * virtual time the switch waits for a silent board, and a board that ended
+ * without a word would hold the others for ever.
+ */
+static void test_leave_at_exit(void)
+{
+    static const char *const sw_args[] = { "--timeout-ms", "600000", NULL };
+    Fab f;
+    Board *A, *B;
+    int64_t end;
+    int active = -1;
+
+    if (!fab_up_ab(&f, sw_args, 32 * MiB_, NULL, &A, &B)) {
+        goto out;
+    }
+    EXPECT_TRUE(switch_ports(&f.sw, "active") == 2, "both boards' ports are active");
+    board_stop(B);
+    end = deadline(T_SHORT);
+    while ((active = switch_ports(&f.sw, "active")) != 1 && now_ms() < end) {
+        g_usleep(50 * 1000);
+    }
+    EXPECT_TRUE(active == 1 && switch_ports(&f.sw, "gone") == 1,
+                "B's QEMU ended: its port gone long before the 10-minute timeout "
+                "(active %d, gone %d)", active, switch_ports(&f.sw, "gone"));
+out:
+    fab_down(&f);
+}
+
 int main(int argc, char **argv)
 {
     int r = fab_test_init(&argc, &argv);
@@ -779,6 +814,7 @@ int main(int argc, char **argv)
         qtest_add_func("/dimmnet2-fabric/per-wid-backpressure", test_per_wid_backpressure);
         qtest_add_func("/dimmnet2-fabric/rvl-storm-pair", test_rvl_storm_pair);
         qtest_add_func("/dimmnet2-fabric/lhs-slot-leak", test_lhs_slot_leak);
+        qtest_add_func("/dimmnet2-fabric/leave-at-exit", test_leave_at_exit);
     }
     return fab_test_run();
 }

@@ -217,6 +217,36 @@ int64_t switch_stat(Switch *sw, const char *key)
     return p ? g_ascii_strtoll(p + strlen(pat), NULL, 10) : -1;
 }
 
+/* `dn2-switch --stats`: how many ports are in STATE ("active", "gone"),
+ * or -1 when the switch does not answer. */
+int switch_ports(Switch *sw, const char *state)
+{
+    g_autofree char *addr = g_strdup_printf("127.0.0.1:%d", sw->port);
+    g_autofree char *out = NULL;
+    g_auto(GStrv) lines = NULL;
+    const char *argv[] = { switch_path, "--stats", addr, NULL };
+    int status = 0, n = 0;
+
+    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                      &out, NULL, &status, NULL) || !out || !WIFEXITED(status) || WEXITSTATUS(status)) {
+        return -1;
+    }
+    lines = g_strsplit(out, "\n", -1);
+    for (char **l = lines; *l; l++) {
+        g_auto(GStrv) w = g_strsplit_set(*l, " ", -1);
+        unsigned k = 0;
+
+        /* "0x0001 active 0x... ADDRESS ...": the second word */
+        for (char **x = w; *x; x++) {
+            if (**x && ++k == 2) {
+                n += g_str_has_prefix(w[0], "0x") && !strcmp(*x, state);
+                break;
+            }
+        }
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------------ */
 /* Boards                                                              */
 /* ------------------------------------------------------------------ */

@@ -104,6 +104,7 @@ bool switch_start(Switch *sw, int port, const char *const *extra);
 void switch_stop(Switch *sw, int sig);
 void switch_free(Switch *sw);
 int64_t switch_stat(Switch *sw, const char *key);
+int switch_ports(Switch *sw, const char *state);
 
 /* Boards: one QEMU each, SO-DIMMs in a file mapped here too */
 void board_start(Board *b, char name, int sw_port, uint64_t guid, int local_port,

@@ -990,6 +990,58 @@ out:
 }
 
 /* ================================================================ main */
+/* A board whose process stops (a debugger's breakpoint, a host that does
+ * not schedule it) for longer than the switch's port timeout: under virtual
+ * time the others wait for it, and the run is the one it would have been.
+ * Without the hold the switch drops the silent board from the sync set,
+ * the others run on alone and the deliveries differ (or never happen). */
+static bool cond_vt_half(void)
+{
+    return g_vt_total >= 2 * g_vt_tokens * g_vt_hops / 2;
+}
+
+static bool t_vt_stopped_board(void)
+{
+    unsigned na[MAX_NODES], nb[MAX_NODES];
+    uint64_t ra;
+    struct dn2f_sw_vt_stats s;
+    const struct sim_model *saved = sim_model;
+    bool ok = false;
+
+    sim_model = &vt_model;
+    if (!vt_run(2, 21, 0.0, DN2F_ROUTE_DIRECT, 0, g_vt_log_a, na, &ra)) {
+        goto out;
+    }
+    vt_setup(2, 21, 0.0, DN2F_ROUTE_DIRECT, 0);
+    g_send_hook = g_vt_run_hook;
+    if (!sim_run(cond_vt_half, 3600ULL * 1000000000ULL)) {
+        tap_case_why("half the deliveries never happened");
+        goto out;
+    }
+    /* board 2 stops for 10 s of host time (3 s is the port timeout) */
+    sim.nodes[2].stalled_until = sim.now + 10ULL * 1000000000ULL;
+    if (!sim_run(cond_vt_done, 3600ULL * 1000000000ULL)) {
+        tap_case_why("after board 2 stopped for 10 s: %u of %u deliveries", g_vt_total,
+                     2 * g_vt_tokens * g_vt_hops);
+        goto out;
+    }
+    dn2f_sw_vt_stats(sim.nodes[0].sw, &s);
+    if (s.boards != 2) {
+        tap_case_why("the switch has %u boards in the sync set after the stop", s.boards);
+        goto out;
+    }
+    memcpy(g_vt_log_b[1], g_vtb[1].log, sizeof(g_vtb[1].log));
+    memcpy(g_vt_log_b[2], g_vtb[2].log, sizeof(g_vtb[2].log));
+    nb[1] = g_vtb[1].nlog;
+    nb[2] = g_vtb[2].nlog;
+    ok = vt_same(2, (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_a, na,
+                 (const struct vt_ev (*)[VT_LOG_MAX])g_vt_log_b, nb);
+out:
+    sim_reset(0, 0, 0, 0);
+    sim_model = saved;
+    return ok;
+}
+
 static const struct tap_case tests[] = {
     { "virtual time: VT records of every kind, VT_REPORT, VT_GRANT, the STATS_RESP block: "
       "every field round-trips, every malformed variant is refused", t_vt_wire },
@@ -1009,6 +1061,8 @@ static const struct tap_case tests[] = {
     { "virtual time: idle promises, 2-4 boards, 10% faults, direct and via the switch: no late "
       "delivery, the same deliveries as boards that never promise ahead", t_vt_idle_deterministic },
     { "virtual time: idle boards with far timers cross 1 s in fewer than 10 reports each", t_vt_idle_rounds },
+    { "virtual time: a board stopped for 10 s (beyond the port timeout) is waited for, not "
+      "dropped: the same deliveries as without the stop", t_vt_stopped_board },
 };
 
 int main(int argc, char **argv)

@@ -167,7 +167,7 @@ def test_four_nodes_in_virtual_time():
         "-M", "q35", "-m", "256", "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
         "-name", "node2,debug-threads=on", "-L", "/c/firmware", "-kernel", "/k/vmlinuz",
         "-initrd", "/b/cluster/vt4/initramfs.cpio.gz",
-        "-append", "console=ttyS0 panic=-1 quiet dn2.node=2 dn2.nodes=4 dn2.wid=0 dn2.linkwait=300 "
+        "-append", "console=ttyS0 panic=-1 quiet cryptomgr.notests dn2.node=2 dn2.nodes=4 dn2.wid=0 dn2.linkwait=300 "
                    "dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run",
         "-serial", "file:/b/cluster/vt4/node2.log",
         "-device", "dimmnet2,switch=127.0.0.1:5000,guid=3,lid=3,vtime=on,vt-latency-ns=1000,vt-start-ns=2500000000,"
@@ -209,7 +209,7 @@ def test_a_one_shot_run_and_a_kept_cluster():
     cmd = plan.node_qemu(o, c, 1)
     assert cmd[:5] == ["/usr/bin/python3", "/s/sched-slice.py", "100", "--", "/q/qemu"]
     a = cmd[cmd.index("-append") + 1]
-    assert a == ("console=ttyS0 panic=-1 quiet dn2.node=1 dn2.nodes=2 dn2.wid=0 dn2.job=http://10.0.2.2:8080 "
+    assert a == ("console=ttyS0 panic=-1 quiet cryptomgr.notests dn2.node=1 dn2.nodes=2 dn2.wid=0 dn2.job=http://10.0.2.2:8080 "
                  "dn2.jobid=vt4-1 dn2.linkwait=300 dn2.barrier=360 dn2.run=@cmd/node1.sh dn2.mode=serve "
                  "dn2.shell=ttyS1 dn2.ether=192.168.77.11/24 dn2.ethermtu=9000")
     assert "dimmnet2,switch=127.0.0.1:5000,guid=2,secret=dn2key,fifo-depth=16,strict=on" in cmd

@@ -74,3 +74,16 @@ def test_no_log_at_all_warns(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.splitlines()[-1] == "0 passed, 0 failed, 0 skipped" and e.value.code == 0
     assert "no tests ran" in err
+
+
+def test_the_time_each_suite_took_is_said_before_the_count(tmp_path, capsys):
+    tap = "1..1\nok 1 - a\n"
+    entries = [{"name": "dimmnet2:cluster / cluster-vt", "result": "OK", "stdout": tap,
+                "starttime": 100.0, "duration": 60.0},
+               {"name": "dimmnet2:ofi+unit / ofi-unit", "result": "OK", "stdout": tap,
+                "starttime": 100.0, "duration": 2.4},
+               {"name": "dimmnet2:cluster / cluster", "result": "OK", "stdout": tap,
+                "starttime": 160.0, "duration": 30.0}]
+    line, rc, err = run(tmp_path, capsys, entries, {e["name"]: "tap" for e in entries})
+    assert (line, rc) == ("3 passed, 0 failed, 0 skipped", 0)
+    assert "time by suite: cluster 90 s (2), ofi 2 s (1); tests 90 s of wall time" in err
