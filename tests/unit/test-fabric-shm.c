@@ -6,7 +6,8 @@
  *
  * Single process: the grant formula against the switch's, the file's
  * checks, the table's grants, the rings, a post lowering its receiver's
- * promise, malformed entries, a silent member, a dead one.  Forked
+ * promise, a horizon that stops at a packet still in the ring, malformed
+ * entries, a silent member, a dead one.  Forked
  * members: a lock-step program (timers and packets that answer packets)
  * run by N processes, each advancing its virtual clock by the rule, whose
  * deliveries must equal those of a sequential run of the same program in
