@@ -669,9 +669,31 @@ int dn2f_shm_publish(struct dn2f_shm *m, uint64_t now, uint64_t earliest)
     return 0;
 }
 
+/*
+ * The horizon: the grant, lowered to the least vtime still in the ring.  A
+ * packet below a grant was posted before that grant was computed (a sender
+ * posts nothing below its published promise plus L), so, with the grant
+ * read first (seq_cst, after the post's tail in the lock's order), the
+ * ring's tail read next shows it.  The table's grant alone is not enough:
+ * a member that took its ring, then read a grant raised by a sender's
+ * publish in between, would run past that sender's packet and take it
+ * late (the UDP path cannot: the switch grants only what its receivers
+ * have acknowledged).
+ */
 uint64_t dn2f_shm_grant(const struct dn2f_shm *m)
 {
-    return LD(&m->me->grant);
+    const struct shm_slot *s = m->me;
+    uint64_t g = LD_SC(&s->grant);
+    uint32_t pos, n = LD_SC(&s->tail) - m->head;
+
+    if (n > m->entries) {
+        n = m->entries;                 /* corrupt: dn2f_shm_recv() says so */
+    }
+    for (pos = m->head; n; pos++, n--) {
+        uint64_t v = LD(&entry(m, m->index, pos)->vtime);
+        g = v < g ? v : g;
+    }
+    return g;
 }
 
 /* -------------------------------------------------------------- waits */

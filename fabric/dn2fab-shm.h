@@ -94,7 +94,10 @@ void dn2f_shm_detach(struct dn2f_shm *m);
 int dn2f_shm_publish(struct dn2f_shm *m, uint64_t now, uint64_t earliest);
 
 /* The member's horizon: it may run its clock up to it (0 before the start,
- * DN2F_VT_INFINITY when alone).  Monotone. */
+ * DN2F_VT_INFINITY when alone).  Its grant, read first, lowered to the
+ * least vtime of the packets still in its ring: a member that runs to it
+ * has every packet due before it, whether it took its ring before or after
+ * the call.  Monotone (as long as the members keep the rule). */
 uint64_t dn2f_shm_grant(const struct dn2f_shm *m);
 
 /*

@@ -5,7 +5,12 @@
 # (--no-vt-sync: the same guests under -icount, boards and switch without
 # virtual time), the switch's synchronisation datagrams (VT_REPORT +
 # VT_GRANT) per virtual second, and the wall time to boot the cluster.
-# A benchmark, not a test: it prints a table.
+# With --vt-sync udp,shm the synchronised runs are made over both
+# transports of the lock-step (the switch's reports and grants over UDP,
+# and the same-host sync domain in shared memory), in the same guests with
+# the same command, one after the other for each size, and a second table
+# compares them (and says whether their outputs and pcaps are identical,
+# as they must be).  A benchmark, not a test: it prints tables.
 #
 #   scripts/bench-vt.sh [options]
 #
@@ -15,6 +20,10 @@
 #                     times, the modelled lookahead; e.g. 100000 for the
 #                     faster 100 µs delivery grid)
 #   --vt-lookahead NS cluster.sh --vt-lookahead (default 1000)
+#   --vt-sync LIST    the transports of the synchronised runs, udp and/or
+#                     shm, comma-separated (default udp; cluster.sh
+#                     --vt-sync); the first one fills the main table, and
+#                     with both a second table compares them
 #   --idle S          virtual seconds of the idle phase (default 1)
 #   --rounds R        rounds of the busy phase (default 200, --quick 50)
 #   -o, --output F    the table also into F
@@ -46,6 +55,7 @@ idle_s=1
 rounds=
 output=
 quiet=
+transports=udp
 args="$*"
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
@@ -55,6 +65,7 @@ while [ $# -gt 0 ]; do
         --quick) quick=1; shift ;;
         --vt-quantum) dn2_need_value "$@"; quantum=$2; shift 2 ;;
         --vt-lookahead) dn2_need_value "$@"; lookahead=$2; shift 2 ;;
+        --vt-sync) dn2_need_value "$@"; transports=${2//,/ }; shift 2 ;;
         --idle) dn2_need_value "$@"; idle_s=$2; shift 2 ;;
         --rounds) dn2_need_value "$@"; rounds=$2; shift 2 ;;
         -o|--output) dn2_need_value "$@"; output=$2; shift 2 ;;
@@ -66,6 +77,17 @@ done
 dn2_want_uint --vt-quantum "$quantum"
 dn2_want_uint --vt-lookahead "$lookahead"
 dn2_want_uint --idle "$idle_s"
+seen=" "
+for t in $transports; do
+    case $t in
+        udp|shm) ;;
+        *) usage_error "--vt-sync: udp and/or shm (comma-separated), not '$t'" ;;
+    esac
+    [[ $seen == *" $t "* ]] && usage_error "--vt-sync: '$t' twice"
+    seen+="$t "
+done
+[ -n "${transports// /}" ] || usage_error "--vt-sync: udp and/or shm"
+read -r -a transports <<< "$transports"
 for n in $nodes_list; do
     dn2_want_uint --nodes "$n"
     [ "$n" -ge 2 ] && [ "$n" -le 64 ] || usage_error "--nodes: sizes 2..64"
@@ -103,14 +125,15 @@ sync_count() {
         sed -n 's/.*reports=\([0-9]*\) grants=\([0-9]*\).*/\1 \2/p' | awk '{ print $1 + $2 } END { if (!NR) print 0 }'
 }
 
-# run N MODE: one cluster; sets r_boot r_idle_wall r_idle_virt r_busy_wall
-# r_busy_virt r_idle_sync r_busy_sync (or returns 1)
+# run N MODE (udp, shm: synchronised over that transport; nosync): one
+# cluster in build/cluster/bench-vt-N-MODE; sets r_boot r_idle_wall
+# r_idle_virt r_busy_wall r_busy_virt r_idle_sync r_busy_sync (or returns 1)
 run() {
     local n=$1 mode=$2 name rundir opts=() pid log t_is t_ie t_be c_is c_ie c_be v_is v_ie v_be line
     name=bench-vt-$n-$mode
     rundir=$DN2_TOP/build/cluster/$name
-    if [ "$mode" = sync ]; then
-        opts=(--virtual-time --vt-lookahead "$lookahead")
+    if [ "$mode" != nosync ]; then
+        opts=(--virtual-time --vt-sync "$mode" --vt-lookahead "$lookahead")
         [ "$quantum" -gt 0 ] && opts+=(--vt-quantum "$quantum")
     else
         opts=(--no-vt-sync)
@@ -142,27 +165,54 @@ run() {
 }
 
 ratio() { awk -v w="$1" -v v="$2" 'BEGIN { if (v > 0) printf "%.1f", w / v; else printf "-" }'; }
+# rel A B: B / A to two decimals ("-" when either is missing)
+rel() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b != "-" && b != "") printf "%.2f", b / a; else printf "-" }'; }
 
 status=0
 rows=()
+cmp_rows=()
+main=${transports[0]}
 for n in $nodes_list; do
     declare -A R=()
-    for mode in sync nosync; do
-        progress "$n nodes, $([ "$mode" = sync ] && echo "synchronised" || echo "not synchronised") ..."
+    for mode in "${transports[@]}" nosync; do
+        case $mode in
+            nosync) progress "$n nodes, not synchronised ..." ;;
+            *) progress "$n nodes, synchronised over $mode ..." ;;
+        esac
         if run "$n" "$mode"; then
             R[$mode.boot]=$r_boot
             R[$mode.idle]=$(ratio "$r_idle_wall" "$r_idle_virt")
             R[$mode.busy]=$(ratio "$r_busy_wall" "$r_busy_virt")
-            R[$mode.isync]=$(printf '%.0f' "$r_idle_sync")
-            R[$mode.bsync]=$(printf '%.0f' "$r_busy_sync")
             R[$mode.bvirt]=$r_busy_virt
+            if [ "$mode" = udp ]; then       # the sync domain sends no datagram
+                R[$mode.isync]=$(printf '%.0f' "$r_idle_sync")
+                R[$mode.bsync]=$(printf '%.0f' "$r_busy_sync")
+            fi
         else
             status=1
+            R[$mode.failed]=1
         fi
     done
     rows+=("$(printf '%5s  %9s %9s  %9s %9s  %12s %12s  %8s %8s' "$n" \
-        "${R[sync.idle]:--}" "${R[nosync.idle]:--}" "${R[sync.busy]:--}" "${R[nosync.busy]:--}" \
-        "${R[sync.isync]:--}" "${R[sync.bsync]:--}" "${R[sync.boot]:--}" "${R[nosync.boot]:--}")")
+        "${R[$main.idle]:--}" "${R[nosync.idle]:--}" "${R[$main.busy]:--}" "${R[nosync.busy]:--}" \
+        "${R[$main.isync]:--}" "${R[$main.bsync]:--}" "${R[$main.boot]:--}" "${R[nosync.boot]:--}")")
+    if [ "${#transports[@]}" = 2 ]; then
+        same=-
+        if [ -z "${R[udp.failed]:-}" ] && [ -z "${R[shm.failed]:-}" ]; then
+            # deterministic: the two transports must give the same guests' runs
+            if python3 "$here/vt-compare.py" "$DN2_TOP/build/cluster/bench-vt-$n-udp" \
+                "$DN2_TOP/build/cluster/bench-vt-$n-shm" "$n" > "$DN2_TOP/build/cluster/bench-vt-$n.compare" 2>&1; then
+                same=identical
+            else
+                same=DIFFER
+                progress "$n nodes: udp and shm differ: $(head -1 "$DN2_TOP/build/cluster/bench-vt-$n.compare")"
+            fi
+        fi
+        cmp_rows+=("$(printf '%5s  %8s %8s %7s  %8s %8s %7s  %8s %8s  %s' "$n" \
+            "${R[udp.idle]:--}" "${R[shm.idle]:--}" "$(rel "${R[udp.idle]:-}" "${R[shm.idle]:-}")" \
+            "${R[udp.busy]:--}" "${R[shm.busy]:--}" "$(rel "${R[udp.busy]:-}" "${R[shm.busy]:-}")" \
+            "${R[udp.boot]:--}" "${R[shm.boot]:--}" "$same")")
+    fi
     unset R
 done
 
@@ -170,11 +220,21 @@ done
     echo "Lock-step virtual time: cost (scripts/bench-vt.sh $args)"
     echo "host: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "guests: TCG -icount shift=0, 1 vCPU, 256 MiB; lookahead $lookahead ns, quantum $([ "$quantum" -gt 0 ] && echo "$quantum ns" || echo "exact"); idle = sleep $idle_s, busy = dn2-vt-exchange -k 4 -r $rounds"
-    echo "wall/virt: wall seconds per virtual second (sync = --virtual-time, free = --no-vt-sync);"
-    echo "sync dgrams/virt s: VT_REPORT + VT_GRANT through the switch per virtual second; boot: wall s until every node had its link and the rank table"
+    echo "wall/virt: wall seconds per virtual second (sync = --virtual-time --vt-sync $main, free = --no-vt-sync);"
+    echo "sync dgrams/virt s: VT_REPORT + VT_GRANT through the switch per virtual second (none with shm); boot: wall s until every node had its link and the rank table"
     echo
     printf '%5s  %9s %9s  %9s %9s  %12s %12s  %8s %8s\n' nodes "idle" "idle" "busy" "busy" "sync dgrams" "sync dgrams" "boot s" "boot s"
     printf '%5s  %9s %9s  %9s %9s  %12s %12s  %8s %8s\n' "" "sync" "free" "sync" "free" "/virt s idle" "/virt s busy" "sync" "free"
     printf '%s\n' "${rows[@]}"
+    if [ "${#cmp_rows[@]}" -gt 0 ]; then
+        echo
+        echo "The two transports of the lock-step, same guests and command, run one after the other:"
+        echo "wall/virt over udp (the switch) and shm (the sync domain), shm/udp = their ratio;"
+        echo "runs: the two runs' outputs and pcaps (scripts/vt-compare.py), identical when deterministic"
+        echo
+        printf '%5s  %8s %8s %7s  %8s %8s %7s  %8s %8s  %s\n' nodes "idle" "idle" "" "busy" "busy" "" "boot s" "boot s" ""
+        printf '%5s  %8s %8s %7s  %8s %8s %7s  %8s %8s  %s\n' "" "udp" "shm" "shm/udp" "udp" "shm" "shm/udp" "udp" "shm" "runs"
+        printf '%s\n' "${cmp_rows[@]}"
+    fi
 } | tee ${output:+"$output"}
 exit "$status"

@@ -215,7 +215,11 @@ static void dimmnet2_vt_shm_fail(DN2State *s, int r)
     dimmnet2_vt_shm_fail_msg(s, *why ? why : strerror(-r));
 }
 
-/* The domain's grant: the board's horizon (monotone, as the switch's). */
+/* The domain's grant: the board's horizon (monotone, as the switch's).  The
+ * library lowers it to the least vtime still in the board's ring, so that
+ * it is safe before or after a take: a grant raised by a sender's publish
+ * after the board's last take never lets the board run past that sender's
+ * packet (over UDP the switch grants only what the receivers acknowledged). */
 static void dimmnet2_vt_shm_grant(DN2State *s)
 {
     DN2Vt *v = &s->vt;

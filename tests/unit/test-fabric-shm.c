@@ -6,7 +6,8 @@
  *
  * Single process: the grant formula against the switch's, the file's
  * checks, the table's grants, the rings, a post lowering its receiver's
- * promise, malformed entries, a silent member, a dead one.  Forked
+ * promise, a horizon that stops at a packet still in the ring, malformed
+ * entries, a silent member, a dead one.  Forked
  * members: a lock-step program (timers and packets that answer packets)
  * run by N processes, each advancing its virtual clock by the rule, whose
  * deliveries must equal those of a sequential run of the same program in
@@ -158,8 +159,10 @@ static bool t_header(void)
 
 
 /* ============================================================= grants */
+/* Each member's horizon: the formula's grant (never below old), lowered
+ * to ring[i], the least vtime still in its ring (NULL: all empty). */
 static bool expect_grants(struct dn2f_shm **m, const uint64_t *e, unsigned n,
-                          const uint64_t *old, uint64_t l, uint64_t q)
+                          const uint64_t *old, const uint64_t *ring, uint64_t l, uint64_t q)
 {
     uint64_t g[8];
     unsigned i;
@@ -167,6 +170,7 @@ static bool expect_grants(struct dn2f_shm **m, const uint64_t *e, unsigned n,
     dn2f_vt_grants(e, n, l, q, g);
     for (i = 0; i < n; i++) {
         uint64_t want = old && old[i] > g[i] ? old[i] : g[i];
+        want = ring && ring[i] < want ? ring[i] : want;
         TAP_REQUIRE(dn2f_shm_grant(m[i]) == want, "member %u: grant %llu, want %llu", i,
                     (unsigned long long)dn2f_shm_grant(m[i]), (unsigned long long)want);
     }
@@ -191,14 +195,14 @@ static bool t_grants(void)
     m[2] = att(p, 2);
     TAP_REQUIRE(m[2], "attach 2");
     e[0] = 5000;
-    if (!expect_grants(m, e, 3, NULL, 1000, 0)) {
+    if (!expect_grants(m, e, 3, NULL, NULL, 1000, 0)) {
         return false;
     }
     TAP_REQUIRE(dn2f_shm_publish(m[1], 2000, 7000) == 0 &&
                 dn2f_shm_publish(m[2], 3000, 3000) == 0, "publish");
     e[1] = 7000;
     e[2] = 3000;
-    if (!expect_grants(m, e, 3, NULL, 1000, 0)) {
+    if (!expect_grants(m, e, 3, NULL, NULL, 1000, 0)) {
         return false;
     }
     /* a lower promise never lowers a grant */
@@ -208,7 +212,7 @@ static bool t_grants(void)
     TAP_REQUIRE(dn2f_shm_publish(m[0], 5000, 5000) == 0 &&
                 dn2f_shm_publish(m[1], 2500, 2500) == 0, "publish");
     e[1] = 2500;
-    if (!expect_grants(m, e, 3, old, 1000, 0)) {
+    if (!expect_grants(m, e, 3, old, NULL, 1000, 0)) {
         return false;
     }
     TAP_REQUIRE(dn2f_shm_publish(m[1], 2000, 2000) == -EINVAL, "a clock going back");
@@ -221,7 +225,7 @@ static bool t_grants(void)
                 dn2f_shm_publish(m[1], 9500, 12000) == 0, "publish");
     e[0] = 9000;
     e[1] = 12000;
-    if (!expect_grants(m, e, 2, old, 1000, 0)) {
+    if (!expect_grants(m, e, 2, old, NULL, 1000, 0)) {
         return false;
     }
     TAP_REQUIRE(dn2f_shm_wait(m[0], -1) == 0, "wait with its grant beyond its clock");
@@ -318,6 +322,7 @@ static bool t_lowering(void)
     struct dn2f_shm *m[3];
     struct dn2f_shm_pkt *pk = malloc(sizeof(*pk));
     uint64_t e[3], old[3];
+    uint64_t ring[3] = { DN2F_VT_INFINITY, DN2F_VT_INFINITY, DN2F_VT_INFINITY };
     uint8_t buf[16] = { 0 };
     unsigned i;
 
@@ -332,6 +337,7 @@ static bool t_lowering(void)
                 dn2f_shm_publish(m[2], 3000, 3000) == 0, "publish");
     /* A sends B a packet at 1500 for 2500, then reaches 4000 */
     TAP_REQUIRE(dn2f_shm_post(m[0], 1, buf, sizeof(buf), 2500, 0) == 0, "post");
+    ring[1] = 2500;                     /* B's horizon stops there until it takes it */
     for (i = 0; i < 3; i++) {
         old[i] = dn2f_shm_grant(m[i]);
     }
@@ -340,26 +346,27 @@ static bool t_lowering(void)
     e[0] = 4000;
     e[1] = 2500;
     e[2] = 3000;
-    if (!expect_grants(m, e, 3, old, 1000, 0)) {
+    if (!expect_grants(m, e, 3, old, ring, 1000, 0)) {
         return false;
     }
     TAP_REQUIRE(dn2f_shm_grant(m[2]) == 3500, "C's grant %llu",
                 (unsigned long long)dn2f_shm_grant(m[2]));
     /* B publishes without having taken it: the ring still holds it */
     TAP_REQUIRE(dn2f_shm_publish(m[1], 0, 50000) == 0, "publish");
-    if (!expect_grants(m, e, 3, old, 1000, 0)) {
+    if (!expect_grants(m, e, 3, old, ring, 1000, 0)) {
         return false;
     }
     /* B takes it and publishes a promise that forgot it: the library keeps it */
     TAP_REQUIRE(dn2f_shm_recv(m[1], pk) == 1 && pk->vtime == 2500, "recv");
+    ring[1] = DN2F_VT_INFINITY;
     TAP_REQUIRE(dn2f_shm_publish(m[1], 0, 50000) == 0, "publish");
-    if (!expect_grants(m, e, 3, old, 1000, 0)) {
+    if (!expect_grants(m, e, 3, old, ring, 1000, 0)) {
         return false;
     }
     /* the next publish is taken as it is */
     TAP_REQUIRE(dn2f_shm_publish(m[1], 0, 50000) == 0, "publish");
     e[1] = 50000;
-    if (!expect_grants(m, e, 3, old, 1000, 0)) {
+    if (!expect_grants(m, e, 3, old, ring, 1000, 0)) {
         return false;
     }
     TAP_REQUIRE(dn2f_shm_grant(m[2]) == 5000, "C's grant %llu",
@@ -367,6 +374,53 @@ static bool t_lowering(void)
     for (i = 0; i < 3; i++) {
         dn2f_shm_detach(m[i]);
     }
+    free(pk);
+    return true;
+}
+
+
+/* ============ a packet posted after its receiver took its ring */
+/*
+ * The receiver takes its ring (empty); a sender then posts a packet due
+ * at 2200 and publishes a clock that raises the receiver's grant to 3000.
+ * The receiver's horizon must stop at 2200 until it has taken the packet,
+ * whether it reads the horizon before or after taking: with the table's
+ * grant alone it would run to 3000 and find the packet 800 ns late (the
+ * 2-node cluster's replay over the domain delivered packets up to 2 us
+ * late that way, where the switch's grants over UDP had them on time).
+ */
+static bool t_horizon(void)
+{
+    const char *p = domain_path("horizon");
+    struct dn2f_shm *a, *b;
+    struct dn2f_shm_pkt *pk = malloc(sizeof(*pk));
+    uint8_t buf[16] = { 0 };
+
+    TAP_REQUIRE(pk, "malloc");
+    TAP_REQUIRE(mk("horizon", 2, 0, 8, 1000, 0) == 0, "create");
+    a = att(p, 0);
+    b = att(p, 1);
+    TAP_REQUIRE(a && b, "attach");
+    TAP_REQUIRE(dn2f_shm_grant(a) == 1000 && dn2f_shm_grant(b) == 1000, "first grants");
+    /* B reaches its horizon, publishes, takes its ring (empty) */
+    TAP_REQUIRE(dn2f_shm_publish(b, 1000, 1000) == 0, "B publishes");
+    TAP_REQUIRE(dn2f_shm_grant(a) == 2000, "A's grant %llu",
+                (unsigned long long)dn2f_shm_grant(a));
+    TAP_REQUIRE(dn2f_shm_recv(b, pk) == 0, "B's ring empty");
+    /* A, at 1200, sends B a packet due at 2200, runs to 2000 and publishes */
+    TAP_REQUIRE(dn2f_shm_post(a, 1, buf, sizeof(buf), 2200, 7) == 0, "post");
+    TAP_REQUIRE(dn2f_shm_publish(a, 2000, 2000) == 0, "A publishes");
+    /* the table grants B 3000; B has not taken the packet: it stops at 2200 */
+    TAP_REQUIRE(dn2f_shm_grant(b) == 2200, "B's horizon %llu with a packet due at 2200 "
+                "in its ring (the table's grant is 3000)",
+                (unsigned long long)dn2f_shm_grant(b));
+    TAP_REQUIRE(dn2f_shm_wait(b, 0) == 0, "B's wait: its grant is beyond its clock");
+    TAP_REQUIRE(dn2f_shm_grant(b) == 2200, "still 2200 before the take");
+    TAP_REQUIRE(dn2f_shm_recv(b, pk) == 1 && pk->vtime == 2200 && pk->vseq == 7, "B takes it");
+    TAP_REQUIRE(dn2f_shm_grant(b) == 3000, "then its horizon is the grant: %llu",
+                (unsigned long long)dn2f_shm_grant(b));
+    dn2f_shm_detach(a);
+    dn2f_shm_detach(b);
     free(pk);
     return true;
 }
@@ -1301,6 +1355,8 @@ static const struct tap_case tests[] = {
     { "ring: bounds, FIFO, full ring asks its receiver for room, wrap, left member", t_ring },
     { "order: (vtime, source LID, vseq), the UDP path's rule", t_order },
     { "a post lowers its receiver's promise at once, until it is published", t_lowering },
+    { "a horizon stops at a packet still in the ring, taken before or after the grant rose",
+      t_horizon },
     { "a buggy peer: an entry with a bad length or source is dropped", t_malformed },
     { "a live member that says nothing: -ETIMEDOUT, named as the slowest", t_silent },
     { "a dead member: -EPIPE naming it, the domain broken for all", t_dead },
