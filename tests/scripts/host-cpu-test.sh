@@ -4,7 +4,7 @@
 # stands for the switch (its command line names RUNDIR/switch.port, as
 # dn2-switch's --ready-file does); the test writes the begin and the end
 # mark into a file while the busy loop spends 0.3 s of CPU, and checks
-# what host-cpu.py printed: the busy node's vCPU thread (named as QEMU names it) with at least
+# what host-cpu.py printed (once the busy node's slow start-up is over): the busy node's vCPU thread (named as QEMU names it) with at least
 # 0.2 s on a CPU (CPU time, not wall time: a loaded host only stretches
 # the wall), the sleeping node with almost none, the switch found, the
 # total, --per, the table form, and the timeout's exit status.
@@ -29,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 command -v python3 > /dev/null || tap_skip_all "$(tap_missing python3)"
 
-tap_plan 10
+tap_plan 11
 # this test again with a PATH of the tools it needs before its python3
 # check (the shell's and scripts/lib.sh's), python not among them
 mkdir "$work/nopy"
@@ -46,8 +46,10 @@ run=$work/run out=$work/out
 mkdir -p "$run"
 # the busy "node": a thread named as QEMU names its vCPU ("CPU 0/TCG"),
 # each time $work/go appears, spins for 0.3 s of the process's CPU time,
-# writes $work/done and waits for go to go away; the main thread waits
-python3 "$top/tests/scripts/fake-node.py" vcpu "$work/go" "$work/done" &
+# writes $work/done and waits for go to go away; the main thread writes
+# $work/ready once started, then waits.  Its start-up is made slow (1.2 s
+# of CPU, tests/scripts/slow-start), as on a loaded host
+PYTHONPATH=$top/tests/scripts/slow-start python3 "$top/tests/scripts/fake-node.py" vcpu "$work/go" "$work/done" "$work/ready" &
 pids+=($!); busy=$!
 sleep 600 &
 pids+=($!); idle=$!
@@ -55,6 +57,12 @@ pids+=($!); idle=$!
 python3 "$top/tests/scripts/fake-node.py" switch --ready-file "$run/switch.port" &
 pids+=($!)
 printf 'launcher_pid=0\nnode0_pid=%s\nnode1_pid=%s\n' "$busy" "$idle" > "$run/info"
+
+# The busy node's interpreter start-up is its main thread's CPU time: the
+# begin mark waits until it is over (on a loaded host it can take more
+# than a second), or the main thread's figure below counts it.
+for _ in $(seq 1200); do [ -e "$work/ready" ] && break; sleep 0.05; done
+check "the busy stand-in node started (its ready file)" [ -e "$work/ready" ]
 
 # mark: the begin mark, the busy loop's work, the end mark; host-cpu.py
 # polls every 15 ms, so 0.5 s is ample to catch the begin mark first
