@@ -13,6 +13,15 @@
 # one suite, as CI runs it: `scripts/test.sh --suite cluster`).  Before the
 # summary: the wall time of setup, build and tests, each on its own line,
 # and the time each suite's tests took.
+#
+# The tests run in two lanes side by side, each one test at a time
+# (scripts/dn2scripts/test_lanes.py): lane a the virtual-time tests and the
+# tests that boot no guest, lane b the tests that boot guests in host time;
+# then the tests of suite 'alone' by themselves.  Each lane's console lines
+# are prefixed "[a] " / "[b] "; its meson log is
+# BUILD/meson-logs/lane-a.txt (lane-b, lane-alone), and testlog.json holds
+# all of them.  With arguments other than test names, --suite and
+# --no-suite (e.g. --repeat, -v), one `meson test` runs them as given.
 # Arguments meson test refuses are a usage error, found before anything
 # starts: its message, and exit status 2.
 #
@@ -20,6 +29,9 @@
 #   DN2_SETUP_ARGS   arguments for scripts/setup.sh (e.g. --no-guest)
 #   DN2_SKIP_SETUP=1 do not run scripts/setup.sh
 #   DN2_BUILD_DIR    meson build directory (default: build)
+#   DN2_TEST_LANES   2 (default) as above; 1: one `meson test` for all,
+#                    as meson schedules them (the baseline of
+#                    scripts/bench-test-lanes.sh)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -33,6 +45,25 @@ for a in "$@"; do
         -h|--help) dn2_usage; exit 0 ;;
     esac
 done
+lanes=${DN2_TEST_LANES:-2}
+case $lanes in
+    1|2) ;;
+    *) usage_error "DN2_TEST_LANES must be 1 or 2, not '$lanes'" ;;
+esac
+# Lanes only for a selection (names, --suite, --no-suite); other meson
+# test options run as one `meson test`, as given.
+sel_only=1
+prev=
+for a in "$@"; do
+    case $prev in --suite|--no-suite) prev=; continue ;; esac
+    case $a in
+        --suite|--no-suite) prev=$a ;;
+        --suite=*|--no-suite=*) ;;
+        -*) sel_only=0 ;;
+    esac
+done
+[ "$sel_only" = 1 ] || lanes=1
+
 # The arguments meant for meson test: let its own parser judge them now,
 # not after a build of several minutes (with a build directory that cannot
 # exist, a parse error exits 2 and anything else 1).
@@ -68,18 +99,58 @@ fi
 meson compile -C "$BUILD" || early_fail "build failed (see the messages above)"
 phase_done "build (meson setup and compile)"
 
-rm -f "$BUILD/meson-logs/testlog.json"
-meson test -C "$BUILD" --no-rebuild --print-errorlogs "$@"
-meson_rc=$?
-phase_done "tests"
+logs=$BUILD/meson-logs
+rm -f "$logs/testlog.json" "$logs"/lane-*.json "$logs"/lane-*.rc "$logs/lanes"
+meson introspect "$BUILD" --tests > "$logs/dn2-tests.json" 2>/dev/null \
+    || echo '[]' > "$logs/dn2-tests.json"
+py() { PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 /usr/bin/env python3 "$@"; }
 
-meson introspect "$BUILD" --tests > "$BUILD/meson-logs/dn2-tests.json" 2>/dev/null \
-    || echo '[]' > "$BUILD/meson-logs/dn2-tests.json"
+# run_lane LANE [JOBS]: the lane's tests (from $logs/lanes), one at a time,
+# or with JOBS "meson" as meson schedules them (its light tests two at a
+# time); its meson status in $logs/lane-LANE.rc
+run_lane() {
+    local names rc=0 jobs=(--num-processes 1)
+    [ "${2:-1}" = meson ] && jobs=()
+    mapfile -t names < <(awk -v l="$1" '$1 == l { print $2 }' "$logs/lanes")
+    if [ ${#names[@]} -gt 0 ]; then
+        meson test -C "$BUILD" --no-rebuild --print-errorlogs "${jobs[@]}" \
+            --logbase "lane-$1" "${names[@]}"
+        rc=$?
+    fi
+    echo "$rc" > "$logs/lane-$1.rc"
+}
+lane_t0=$SECONDS
+if [ "$lanes" = 1 ] && [ "$sel_only" = 0 ]; then
+    meson test -C "$BUILD" --no-rebuild --print-errorlogs "$@"
+    meson_rc=$?
+elif ! meson test -C "$BUILD" --no-rebuild --list "$@" > "$logs/selected" 2> "$logs/selected.err" ||
+     ! py -m dn2scripts.test_lanes "$logs/dn2-tests.json" "$lanes" < "$logs/selected" > "$logs/lanes"; then
+    cat "$logs/selected.err" >&2
+    early_fail "the tests to run could not be listed"
+elif [ "$lanes" = 1 ] || ! grep -q '^b ' "$logs/lanes"; then
+    # one lane (the baseline, or nothing for lane b): as meson schedules
+    # them, then the 'alone' ones
+    run_lane a meson
+    run_lane alone
+else
+    { run_lane a 2>&1 | sed -u 's/^/[a] /'; } &
+    { run_lane b 2>&1 | sed -u 's/^/[b] /'; } &
+    wait
+    log "lanes a and b: $((SECONDS - lane_t0)) s"
+    run_lane alone
+fi
+if [ -f "$logs/lanes" ]; then
+    meson_rc=0
+    for f in "$logs"/lane-*.rc; do
+        [ "$(cat "$f")" = 0 ] || meson_rc=$(cat "$f")
+    done
+    cat "$logs"/lane-*.json > "$logs/testlog.json" 2>/dev/null || : > "$logs/testlog.json"
+fi
+phase_done "tests"
 
 # Count TAP test points.  A TAP test contributes its `ok` / `not ok` lines
 # (`# SKIP` = skipped, `not ok # TODO` = skipped); a TAP test that printed no
 # test point, or that failed (crash, timeout, bad exit) without a `not ok`,
 # counts one more failure.  A non-TAP test counts as one point by its result.
 # (scripts/dn2scripts/test_summary.py)
-PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 /usr/bin/env python3 -m dn2scripts.test_summary \
-    "$BUILD/meson-logs/testlog.json" "$BUILD/meson-logs/dn2-tests.json" "$meson_rc"
+py -m dn2scripts.test_summary "$logs/testlog.json" "$logs/dn2-tests.json" "$meson_rc"
