@@ -44,7 +44,7 @@ case $order in
 esac
 [ ${#names[@]} -gt 0 ] || names=(cluster-vt-shm guest-wrong-vt memcheck/hostile qtest/dimmnet2-remote-test
                                  cluster-lifecycle cluster-e2e guest-lib guest-msg)
-[ -f build/build.ninja ] || setup_die "no build: run scripts/test.sh once"
+[ -f build/build.ninja ] || die "no build: run scripts/test.sh once"
 
 out=build/bench-test-lanes
 mkdir -p "$out"
