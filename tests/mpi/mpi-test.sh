@@ -4,7 +4,10 @@
 #
 #   tests/mpi/mpi-test.sh          (meson: suite 'mpi')
 #
-# Every run boots its own cluster with the MPI image and is checked here:
+# Every run boots its own cluster with the MPI image; runs of the same shape
+# that need no board counters of their own share one cluster, a job after
+# the other (mpirun.sh --job, --keep-going: each job's status, output and
+# duration from result.json).  Checked here:
 #   1. mpi-check (tests/mpi/mpi-check.c: point to point 0 B..4 MiB,
 #      non-blocking, ANY_SOURCE/ANY_TAG, Probe, Ssend, barrier, bcast,
 #      allreduce, alltoall, one-sided put/get) on 2 nodes, 4 nodes, and
@@ -93,7 +96,19 @@ mpi() {
     bash "$mpirun" -q --name "mpitest-$name" -t "$tmo" "$@" > "$out/$name.out" 2> "$out/$name.err"
     rc=$?
     secs=$((SECONDS - t0))
+    cp "$top/build/cluster/mpitest-$name/result.json" "$out/$name.json" 2> /dev/null ||
+        echo '{"ranks": []}' > "$out/$name.json"
 }
+# Jobs of one run (--job, result.json): rank R's status in job J; job J's
+# seconds (its first rank's start to its last rank's end, in the guests);
+# whether every rank of job J exited 0; job J's lines of NAME.out
+jstatus() { jq -r --argjson j "$2" --argjson r "$3" '.ranks[] | select(.job == $j and .rank == $r) | .status' "$out/$1.json" 2> /dev/null; }
+jsecs() {
+    jq -r --argjson j "$2" '[.ranks[] | select(.job == $j)] | if length == 0 or any(.ended_s == null)
+        then "?" else (map(.ended_s) | max) - (map(.started_s) | min) | floor end' "$out/$1.json" 2> /dev/null
+}
+jok() { [ "$(jq -r --argjson j "$2" '[.ranks[] | select(.job == $j) | .status] | length > 0 and all(. == 0)' "$out/$1.json" 2> /dev/null)" = true ]; }
+jlines() { grep "^\[$2\." "$out/$1.out"; }
 show_fail() { # NAME: the tail of a failed run
     { tail -15 "$out/$1.out"; tail -25 "$out/$1.err"; } | diag
 }
@@ -117,6 +132,24 @@ run_check() { # LABEL NAME mpirun-options...
     fi
     check "[$label] nothing left running" no_orphans "mpitest-$name"
 }
+# job_check NAME J LABEL: job J of run NAME was an mpi-check: rank 0's TAP
+# points forwarded, and the job succeeded (every rank's status 0, no rank
+# reported by mpirun, the payload line printed)
+job_check() {
+    local name=$1 j=$2 label=$3 line pts=0 bad=0
+    while IFS= read -r line; do
+        case $line in
+            "[$j.0] ok "*) pts=$((pts + 1)); ok "[$label] ${line#\[$j.0\] ok * - }" ;;
+            "[$j.0] not ok "*) pts=$((pts + 1)) bad=$((bad + 1)); not_ok "[$label] ${line#\[$j.0\] not ok * - }" ;;
+        esac
+    done < "$out/$name.out"
+    if [ "$pts" -gt 0 ] && [ "$bad" -eq 0 ] && grep -q "^\[$j\.0\] ok [0-9]* - payload bytes moved" "$out/$name.out" &&
+       ! grep -q "^\[$j\.[0-9]*\] mpirun: rank" "$out/$name.out" && jok "$name" "$j"; then
+        ok "[$label] mpi-check job succeeded ($pts checks, $(jsecs "$name" "$j") s)"
+    else
+        not_ok "[$label] mpi-check job: $pts checks, $bad failed"; show_fail "$name"
+    fi
+}
 # board_bytes NAME KEY: the sum of a board counter over the run's nodes
 board_sum() { cat "$top/build/cluster/mpitest-$1"/board-stats/node* 2>/dev/null | awk -F= -v k="$2" '$1 == k { s += $2 } END { print s + 0 }'; }
 payload() { sed -n 's/^\[0\] # payload bytes sent by all ranks: //p' "$out/$1.out" | head -1; }
@@ -128,56 +161,85 @@ if [ -s "$top/build/cluster/mpitest-tcp2/board-stats/node0" ] && [ "$tx" -eq 0 ]
 else
     not_ok "[tcp, 2 nodes] boards' tx-bytes $tx over QMP (want 0, and a reading)"
 fi
-run_check "tcp, 4 nodes" tcp4 -np 4 --net tcp
-run_check "tcp, 2 nodes x 2 ranks" tcp2x2 -N 2 --ppn 2 --net tcp
+# 4 nodes, TCP and then the boards: one cluster, two jobs
+check_b=$(basename "$prog_check") fail_b=$(basename "$prog_fail")
+mpi n4 -np 4 --keep-going --file "$prog_check" --job "tcp:./$check_b" --job "board:./$check_b"
+job_check n4 1 "tcp, 4 nodes"
+job_check n4 2 "board, 4 nodes"
+check "[4 nodes] nothing left running" no_orphans mpitest-n4
+
+# 2 nodes x 2 ranks over TCP: mpi-check, then mplrs (the MPI vertex
+# enumerator): the cube's 8 vertices
+mpi n2x2 -N 2 --ppn 2 --keep-going --file "$prog_check" --file "$here/data/cube.ine" \
+    --job "tcp:./$check_b" --job "tcp:mplrs cube.ine"
+job_check n2x2 1 "tcp, 2 nodes x 2 ranks"
+verts=$(jlines n2x2 2 | grep -E '^\[2\.[0-9]+\] +1( +-?1){3} *$' | sed 's/^\[[0-9.]*\] *//' | tr -s ' ' | sort -u | wc -l)
+if jok n2x2 2 && [ "$verts" -eq 8 ]; then
+    ok "mplrs on 2 nodes x 2 ranks: the cube's 8 vertices ($(jsecs n2x2 2) s)"
+else
+    not_ok "mplrs: statuses $(jstatus n2x2 2 0)/$(jstatus n2x2 2 1), $verts distinct vertices (want 8)"; show_fail n2x2
+fi
+check "[2 nodes x 2 ranks] nothing left running" no_orphans mpitest-n2x2
 run_check "shm, 1 node x 2 ranks" shm1x2 -np 2 --ppn 2 --net shm
 
-# 2. NetPIPE
-mpi netpipe -np 2 --net tcp -- NPopenmpi -u 65536 -o /tmp/np.out
-pts=$(grep -c -- '-->' "$out/netpipe.out")
-top_ok=$(grep -E -- '-->' "$out/netpipe.out" | grep -cE ' 6553[0-9] bytes')
-if [ "$rc" -eq 0 ] && [ "$pts" -ge 20 ] && [ "$top_ok" -ge 1 ]; then
-    ok "NPopenmpi (netpipe-openmpi) on 2 nodes over tcp: $pts points up to 64 KiB (${secs} s)"
+# 2 nodes, one cluster, one job after the other (--keep-going):
+#   1. NPopenmpi (netpipe-openmpi) over TCP
+#   2. hpcc over TCP (small problem: tests/mpi/data/hpccinf.txt)
+#   3. MPI_Abort(7) on rank 1 (mpi-fail abort)
+#   4. rank 1 exits 3 (mpi-fail exit)
+#   5. NPopenmpi over the boards
+#   6. hpcc over the boards
+# hpcc appends to hpccoutf.txt: each hpcc job starts without one.
+hpcc_cmd='rm -f hpccoutf.txt; hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
+mpi n2 -np 2 --keep-going --file "$here/data/hpccinf.txt" --file "$prog_fail" \
+    --job "tcp:NPopenmpi -u 65536 -o /tmp/np.out" --job "tcp:$hpcc_cmd" \
+    --job "tcp:./$fail_b abort" --job "tcp:./$fail_b exit" \
+    --job "board:NPopenmpi -u 65536 -o /tmp/np.out" --job "board:$hpcc_cmd"
+# netpipe_ok J LABEL: NetPIPE's curve of job J, every size up to 64 KiB
+netpipe_ok() {
+    local pts top_ok
+    pts=$(jlines n2 "$1" | grep -c -- '-->')
+    top_ok=$(jlines n2 "$1" | grep -E -- '-->' | grep -cE ' 6553[0-9] bytes')
+    if jok n2 "$1" && [ "$pts" -ge 20 ] && [ "$top_ok" -ge 1 ]; then
+        ok "NPopenmpi (netpipe-openmpi) on 2 nodes $2: $pts points up to 64 KiB ($(jsecs n2 "$1") s)"
+    else
+        not_ok "NPopenmpi $2: statuses $(jstatus n2 "$1" 0)/$(jstatus n2 "$1" 1), $pts points, 64 KiB reached: $top_ok"; show_fail n2
+    fi
+}
+# hpcc_ok J LABEL: HPL's residual PASSED, nothing FAILED, every test run
+hpcc_ok() {
+    if jok n2 "$1" && jlines n2 "$1" | grep -q "^\[$1\.0\] .*PASSED" && ! jlines n2 "$1" | grep -q 'FAILED' &&
+       jlines n2 "$1" | grep -q "^\[$1\.0\] End of HPC Challenge tests"; then
+        ok "hpcc on 2 nodes $2: HPL residual PASSED, every test to the end ($(jsecs n2 "$1") s)"
+    else
+        not_ok "hpcc $2: statuses $(jstatus n2 "$1" 0)/$(jstatus n2 "$1" 1)"; show_fail n2
+    fi
+}
+netpipe_ok 1 "over tcp"
+hpcc_ok 2 "over tcp"
+s3=$(jsecs n2 3)
+if [ "$(jstatus n2 3 1)" = 7 ] && grep -q 'MPI job aborted\|the MPI job was aborted' "$out/n2.err" &&
+   grep -q '^\[3\.0\] rank 0 waiting' "$out/n2.out" && grep -q '^\[3\.1\] rank 1 waiting' "$out/n2.out" &&
+   [ "$s3" != "?" ] && [ "$s3" -lt 120 ]; then
+    ok "MPI_Abort(7) on rank 1 fails the job (status 7, the rank's own code; reported, every rank's output shown, $s3 s)"
 else
-    not_ok "NPopenmpi: exit $rc, $pts points, 64 KiB reached: $top_ok"; show_fail netpipe
+    not_ok "MPI_Abort: rank 1's status $(jstatus n2 3 1) after $s3 s"; show_fail n2
 fi
-
-# 3. HPCC, small problem (tests/mpi/data/hpccinf.txt)
-mpi hpcc -np 2 --net tcp --file "$here/data/hpccinf.txt" -- \
-    sh -c 'hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
-if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/hpcc.out" && ! grep -q 'FAILED' "$out/hpcc.out" &&
-   grep -q '^\[0\] End of HPC Challenge tests' "$out/hpcc.out"; then
-    ok "hpcc on 2 nodes over tcp: HPL residual PASSED, every test to the end (${secs} s)"
+s4=$(jsecs n2 4)
+if [ "$(jstatus n2 4 1)" = 3 ] && grep -q '^\[4\.1\] .*rank 1 exited with status 3' "$out/n2.out" &&
+   [ "$s4" != "?" ] && [ "$s4" -lt 120 ]; then
+    ok "a rank exiting with status 3 fails the job with status 3, the status shown ($s4 s)"
 else
-    not_ok "hpcc: exit $rc"; show_fail hpcc
+    not_ok "rank exit 3: rank 1's status $(jstatus n2 4 1) after $s4 s"; show_fail n2
 fi
-
-# 4. mplrs: the cube's 8 vertices
-mpi mplrs -N 2 --ppn 2 --net tcp --file "$here/data/cube.ine" -- mplrs cube.ine
-verts=$(grep -E '^\[[0-9]+\] +1( +-?1){3} *$' "$out/mplrs.out" | sed 's/^\[[0-9]*\] *//' | tr -s ' ' | sort -u | wc -l)
-if [ "$rc" -eq 0 ] && [ "$verts" -eq 8 ]; then
-    ok "mplrs on 2 nodes x 2 ranks: the cube's 8 vertices (${secs} s)"
+netpipe_ok 5 "over the boards"
+hpcc_ok 6 "over the boards"
+if [ "$rc" -eq 7 ]; then
+    ok "[2 nodes, six jobs] the run's exit status is the first failure's, MPI_Abort's 7 (${secs} s for the six)"
 else
-    not_ok "mplrs: exit $rc, $verts distinct vertices (want 8)"; show_fail mplrs
+    not_ok "[2 nodes, six jobs] exit status $rc, want 7 (the first failure's) after ${secs} s"; show_fail n2
 fi
-
-# 5. failures and arguments
-mpi abort -np 2 --net tcp -- "$prog_fail" abort
-if [ "$rc" -eq 7 ] && grep -q 'MPI job aborted\|the MPI job was aborted' "$out/abort.err" &&
-   grep -q '^\[0\] rank 0 waiting' "$out/abort.out" && grep -q '^\[1\] rank 1 waiting' "$out/abort.out" &&
-   [ "$secs" -lt 120 ]; then
-    ok "MPI_Abort(7) on rank 1 fails the job (exit 7, the rank's own code; reported, every rank's output shown, ${secs} s)"
-else
-    not_ok "MPI_Abort: exit $rc after ${secs} s"; show_fail abort
-fi
-check "MPI_Abort: nothing left running" no_orphans mpitest-abort
-
-mpi exit3 -np 2 --net tcp -- "$prog_fail" exit
-if [ "$rc" -eq 3 ] && grep -q '^\[1\] .*rank 1 exited with status 3' "$out/exit3.out" && [ "$secs" -lt 120 ]; then
-    ok "a rank exiting with status 3 fails the job with exit 3, the status shown (${secs} s)"
-else
-    not_ok "rank exit 3: exit $rc after ${secs} s"; show_fail exit3
-fi
+check "[2 nodes, six jobs] nothing left running" no_orphans mpitest-n2
 
 # shellcheck disable=SC2016   # literal on purpose
 mpi args -np 1 --net shm -- sh -c 'for a in "$@"; do printf "<%s>\n" "$a"; done' arg0 'two words' "it's" '$HOME' '' 'a"b'
@@ -196,7 +258,6 @@ if [ -n "$pl" ] && [ "$pl" -gt 0 ] && [ "$tx" -ge "$pl" ]; then
 else
     not_ok "[board, 2 nodes] boards' tx-bytes ${tx:-?} < payload ${pl:-?}"
 fi
-run_check "board, 4 nodes" board4 -np 4 --net board
 
 # bench_ok NAME LABEL: mpi-bench's run succeeded with its data checked
 bench_ok() {
@@ -214,21 +275,6 @@ bench_ok boardbench "[board, 2 nodes] mpi-bench"
 mpi boardrxd -np 2 --net board --ofi 'dimmnet2;ofi_rxd' --board-stats -- "$prog_bench" 10
 bench_ok boardrxd "[board, 'dimmnet2;ofi_rxd': ofi_rxd over the DGRAM core] mpi-bench"
 
-mpi boardnp -np 2 --net board -- NPopenmpi -u 65536 -o /tmp/np.out
-pts=$(grep -c -- '-->' "$out/boardnp.out")
-if [ "$rc" -eq 0 ] && [ "$pts" -ge 20 ]; then
-    ok "NPopenmpi on 2 nodes over the boards: $pts points up to 64 KiB (${secs} s)"
-else
-    not_ok "NPopenmpi over the boards: exit $rc, $pts points"; show_fail boardnp
-fi
-mpi boardhpcc -np 2 --net board --file "$here/data/hpccinf.txt" -- \
-    sh -c 'hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
-if [ "$rc" -eq 0 ] && grep -q '^\[0\] .*PASSED' "$out/boardhpcc.out" && ! grep -q 'FAILED' "$out/boardhpcc.out" &&
-   grep -q '^\[0\] End of HPC Challenge tests' "$out/boardhpcc.out"; then
-    ok "hpcc on 2 nodes over the boards: HPL residual PASSED, every test to the end (${secs} s)"
-else
-    not_ok "hpcc over the boards: exit $rc"; show_fail boardhpcc
-fi
 # The same in lock-step virtual time (mpirun.sh --virtual-time: PMI over the
 # boards, a 100 µs delivery grid): no wait or timeout tuned to the host.
 mpi vthpcc -np 2 --virtual-time --vt-quantum 100000 --file "$here/data/hpccinf.txt" -- \
@@ -250,28 +296,12 @@ fi
 #   4. mpi-check again (mixed): the boards serve the next job
 # FI_DIMMNET2_STATS=1 makes every rank name its bulk path and count its
 # BOTF images at close, which shows that the setting reached the provider.
-fail_b=$(basename "$prog_fail") check_b=$(basename "$prog_check")
 mpi boardpaths -N 2 --ppn 2 --net board --board-stats --keep-going \
     --switch-opts "--drop 0.02 --dup 0.02 --reorder 0.02 --seed 7" \
     -x FI_DIMMNET2_BULK=mixed -x FI_DIMMNET2_STATS=1 --file "$prog_fail" --file "$prog_check" \
     --job "board:./$check_b" --job "board:FI_DIMMNET2_BULK=llcm ./$check_b" \
     --job "board:FI_DIMMNET2_BULK=llcm ./$fail_b midstream" --job "board:./$check_b"
-# job_check J LABEL: job J's mpi-check, rank 0's TAP points forwarded
-job_check() {
-    local j=$1 label=$2 line pts=0 bad=0
-    while IFS= read -r line; do
-        case $line in
-            "[$j.0] ok "*) pts=$((pts + 1)); ok "[$label] ${line#\[$j.0\] ok * - }" ;;
-            "[$j.0] not ok "*) pts=$((pts + 1)) bad=$((bad + 1)); not_ok "[$label] ${line#\[$j.0\] not ok * - }" ;;
-        esac
-    done < "$out/boardpaths.out"
-    if [ "$pts" -gt 0 ] && [ "$bad" -eq 0 ] && grep -q "^\[$j\.0\] ok [0-9]* - payload bytes moved" "$out/boardpaths.out" &&
-       ! grep -q "^\[$j\.[0-9]*\] mpirun: rank" "$out/boardpaths.out"; then
-        ok "[$label] mpi-check job succeeded ($pts checks)"
-    else
-        not_ok "[$label] mpi-check job: $pts checks, $bad failed"; show_fail boardpaths
-    fi
-}
+
 # bulk_used J PATH: every rank of job J closed its RDM endpoint on PATH and
 # the job sent BOTF images (the LLCM path carried data)
 bulk_used() {
@@ -285,9 +315,9 @@ bulk_used() {
         not_ok "[board, FI_DIMMNET2_BULK=$path] $ranks of 4 ranks report the $path path, $botf BOTF images"
     fi
 }
-job_check 1 "board 2x2, faults, mixed"
+job_check boardpaths 1 "board 2x2, faults, mixed"
 bulk_used 1 mixed
-job_check 2 "board 2x2, faults, llcm"
+job_check boardpaths 2 "board 2x2, faults, llcm"
 bulk_used 2 llcm
 if grep -q '^\[3\.3\] rank 3 dies mid-stream' "$out/boardpaths.out" &&
    grep -q '^\[3\.3\] mpirun: rank 3 exited with status 3' "$out/boardpaths.out"; then
@@ -295,7 +325,7 @@ if grep -q '^\[3\.3\] rank 3 dies mid-stream' "$out/boardpaths.out" &&
 else
     not_ok "[board 2x2, faults, llcm] rank 3 did not die mid-stream as planned"; show_fail boardpaths
 fi
-job_check 4 "board 2x2, faults, after a dead rank"
+job_check boardpaths 4 "board 2x2, faults, after a dead rank"
 if [ "$rc" -eq 3 ]; then
     ok "[board 2x2] the run's exit status is the dead rank's, 3 (${secs} s for the four jobs)"
 else
