@@ -395,6 +395,11 @@ class Launcher:
     def before_end(self):
         """While the switch still runs, at the end (nothing in host time)."""
 
+    def timeout_detail(self):
+        """What the timeout line of a run cut off by --timeout adds (nothing
+        in host time: each node's row says where it was)."""
+        return ""
+
     def end_status(self, status):
         """The run's exit status after its summary."""
         return status
@@ -1136,7 +1141,7 @@ class Launcher:
                 fail_nodes.append(i)
             sys.stderr.write("  node%-2d %-6s %s\n" % (i, lid, res))
         if abort_status == 124:
-            say("%stimeout%s after %s s (--timeout)" % (R, N, o.timeout_s))
+            say("%stimeout%s after %s s (--timeout)%s" % (R, N, o.timeout_s, self.timeout_detail()))
         if not self.pmi_abort_msg:
             self.pmi_abort_msg = (tail_lines(os.path.join(r, "pmi-abort"), 10**6) or [""])[0]
         if self.pmi_abort_msg:

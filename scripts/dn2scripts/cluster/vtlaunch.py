@@ -7,6 +7,7 @@ takes the recorded programs and image and ends by comparing its outputs
 and packets with the recorded run's (vt.py).
 """
 import os
+import re
 import sys
 
 from . import lib, options, plan, restore, vt
@@ -103,6 +104,17 @@ class VtLauncher(Launcher):
             return None
         lines = [l for l in read_text(os.path.join(self.rundir, "switch.log")).split("\n") if "vt: " in l]
         return lines[-1] if lines else ""
+
+    def timeout_detail(self):
+        """The lock-step's virtual time and the node that holds it back:
+        the switch's last "vt:" line ("cluster at T s (slowest LID L ...")
+        with L as the node that has it."""
+        m = re.search(r"cluster at ([0-9.]+) s \(slowest LID 0x([0-9a-fA-F]+)", self.progress_line() or "")
+        if not m:
+            return ""
+        lid = int(m.group(2), 16)
+        who = ["node%d" % i for i in range(self.nodes) if str(self.lid[i]).isdigit() and int(self.lid[i]) == lid]
+        return "; virtual time %s s, the slowest %s (LID 0x%04x)" % (m.group(1), who[0] if who else "board", lid)
 
     def before_end(self):
         """The switch's counters while it still runs (scripts/bench-vt.sh),

@@ -345,6 +345,26 @@ def test_the_mode_is_a_class_of_its_own(monkeypatch, tmp_path):
     assert la.progress_line() is None and la.restored_up() is True
 
 
+def test_a_timeout_in_virtual_time_names_the_slowest_node(tmp_path):
+    """A run cut off by --timeout under --virtual-time says how far the
+    lock-step got and which node held it back (the switch's last "vt:"
+    line names the slowest board by LID); in host time nothing is added."""
+    from dn2scripts.cluster import vtlaunch
+    o = checked(["-n", "2", "--virtual-time", "-r", "sleep 1000"])
+    la = vtlaunch.VtLauncher(o, {})
+    la.rundir = str(tmp_path)
+    la.lid = ["1", "2"]
+    (tmp_path / "switch.log").write_text(
+        "dn2-switch: vt: cluster at 0.500000000 s (slowest LID 0x0001 guid 1 127.0.0.1:4000), 9 reports/s, 9 grants/s\n"
+        "dn2-switch: vt: cluster at 12.250000000 s (slowest LID 0x0002 guid 2 127.0.0.1:4001), 9 reports/s, 9 grants/s\n")
+    assert la.timeout_detail() == "; virtual time 12.250000000 s, the slowest node1 (LID 0x0002)"
+    la.lid = ["", ""]
+    assert la.timeout_detail() == "; virtual time 12.250000000 s, the slowest board (LID 0x0002)"
+    (tmp_path / "switch.log").write_text("dn2-switch: listening\n")
+    assert la.timeout_detail() == ""
+    assert launch.Launcher(checked(["-n", "1", "-r", "true"]), {}).timeout_detail() == ""
+
+
 def test_pause_yield_is_on_in_host_time_and_off_in_virtual_time():
     """A guest's PAUSE yields its host thread by default in host time only:
     in lock-step a board waits for its grant without spinning.  Given, it
