@@ -19,9 +19,10 @@
 # tests that boot no guest, lane b the tests that boot guests in host time;
 # then the tests of suite 'alone' by themselves.  Each lane's console lines
 # are prefixed "[a] " / "[b] "; its meson log is
-# BUILD/meson-logs/lane-a.txt (lane-b, lane-alone), and testlog.json holds
-# all of them.  With arguments other than test names, --suite and
-# --no-suite (e.g. --repeat, -v), one `meson test` runs them as given.
+# BUILD/meson-logs/lane-a.txt (lane-b, lane-alone), and testlog.json,
+# testlog.txt and testlog.junit.xml join them.  With arguments other than
+# test names, --suite and --no-suite (e.g. --repeat, -v), one `meson test`
+# runs them as given.
 # Arguments meson test refuses are a usage error, found before anything
 # starts: its message, and exit status 2.
 #
@@ -100,7 +101,7 @@ meson compile -C "$BUILD" || early_fail "build failed (see the messages above)"
 phase_done "build (meson setup and compile)"
 
 logs=$BUILD/meson-logs
-rm -f "$logs/testlog.json" "$logs"/lane-*.json "$logs"/lane-*.rc "$logs/lanes"
+rm -f "$logs"/testlog.* "$logs"/lane-* "$logs/lanes"
 meson introspect "$BUILD" --tests > "$logs/dn2-tests.json" 2>/dev/null \
     || echo '[]' > "$logs/dn2-tests.json"
 py() { PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 /usr/bin/env python3 "$@"; }
@@ -144,7 +145,8 @@ if [ -f "$logs/lanes" ]; then
     for f in "$logs"/lane-*.rc; do
         [ "$(cat "$f")" = 0 ] || meson_rc=$(cat "$f")
     done
-    cat "$logs"/lane-*.json > "$logs/testlog.json" 2>/dev/null || : > "$logs/testlog.json"
+    # testlog.json, .txt and .junit.xml from the lanes' (the files a CI job keeps)
+    py -m dn2scripts.test_lanes --join "$logs" || { log "the lanes' logs could not be joined"; meson_rc=1; }
 fi
 phase_done "tests"
 

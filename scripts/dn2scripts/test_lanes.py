@@ -1,6 +1,8 @@
-"""scripts/test.sh's lanes: which of the selected tests run side by side.
+"""scripts/test.sh's lanes: which of the selected tests run side by side,
+and their logs joined afterwards.
 
   test_lanes.py TESTS-JSON LANES < SELECTED
+  test_lanes.py --join LOGDIR
 
 SELECTED is `meson test --list`'s output ("dimmnet2:cluster / cluster-vt"
 per line), TESTS-JSON `meson introspect --tests`.  Prints one line per
@@ -18,9 +20,19 @@ With LANES 1 every test is in lane a, one at a time as meson runs them
 without lanes; 'alone' keeps its place at the end.  A name that is not in
 TESTS-JSON is an error (exit 2): the selection and the introspection
 disagree.
+
+--join: LOGDIR's lane logs (meson's lane-a, lane-b, lane-alone .json,
+.txt and .junit.xml, those that exist) become testlog.json, testlog.txt
+and testlog.junit.xml there, the files a CI job keeps as without lanes:
+the JSON lines and the text one lane after the other, the JUnit suites of
+every lane under one <testsuites> with the counts summed.
 """
 import json
+import os
 import sys
+import xml.etree.ElementTree as ET
+
+LANES = ("a", "b", "alone")
 
 LIGHT_SUITES = {"unit", "abi", "fabric", "scripts", "fuzz", "qtest", "memcheck"}
 
@@ -52,10 +64,43 @@ def selected_names(lines):
     return out
 
 
+def join_logs(logdir):
+    """the lanes' logs into testlog.json, testlog.txt, testlog.junit.xml"""
+    def lane_files(ext):
+        return [p for p in (os.path.join(logdir, "lane-%s.%s" % (l, ext)) for l in LANES) if os.path.isfile(p)]
+    with open(os.path.join(logdir, "testlog.json"), "w") as out:
+        for p in lane_files("json"):
+            with open(p) as f:
+                out.write(f.read())
+    with open(os.path.join(logdir, "testlog.txt"), "w") as out:
+        for p in lane_files("txt"):
+            out.write("==================== %s ====================\n" % os.path.basename(p))
+            with open(p, errors="replace") as f:
+                out.write(f.read())
+    root = ET.Element("testsuites")
+    counts = {"tests": 0, "errors": 0, "failures": 0}
+    for p in lane_files("junit.xml"):
+        try:
+            lane_root = ET.parse(p).getroot()
+        except ET.ParseError as e:
+            print("test_lanes.py: %s: %s" % (p, e), file=sys.stderr)
+            continue
+        for k in counts:
+            counts[k] += int(lane_root.get(k, "0") or 0)
+        for suite in lane_root:
+            root.append(suite)
+    for k, v in counts.items():
+        root.set(k, str(v))
+    ET.ElementTree(root).write(os.path.join(logdir, "testlog.junit.xml"), encoding="utf-8", xml_declaration=True)
+
+
 def main(argv=None):
     argv = sys.argv if argv is None else argv
+    if len(argv) == 3 and argv[1] == "--join":
+        join_logs(argv[2])
+        return 0
     if len(argv) != 3 or argv[2] not in ("1", "2"):
-        print("usage: test_lanes.py TESTS-JSON 1|2 < SELECTED", file=sys.stderr)
+        print("usage: test_lanes.py TESTS-JSON 1|2 < SELECTED | test_lanes.py --join LOGDIR", file=sys.stderr)
         return 2
     tests = {t["name"]: t for t in json.load(open(argv[1]))}
     lanes = int(argv[2])

@@ -3,6 +3,7 @@ side, from meson's suites and is_parallel."""
 import io
 import json
 import sys
+import xml.etree.ElementTree as ET
 
 from dn2scripts import test_lanes
 
@@ -54,3 +55,21 @@ def test_a_name_meson_does_not_know_is_an_error(tmp_path, monkeypatch, capsys):
 def test_bad_lane_count_is_a_usage_error(tmp_path, monkeypatch, capsys):
     rc, _, err = run(tmp_path, monkeypatch, capsys, [], "3")
     assert rc == 2 and "usage" in err
+
+
+def test_join_makes_the_files_a_ci_job_keeps(tmp_path):
+    for lane, n in (("a", 2), ("b", 1)):
+        (tmp_path / ("lane-%s.json" % lane)).write_text("".join('{"name": "%s%d"}\n' % (lane, i) for i in range(n)))
+        (tmp_path / ("lane-%s.txt" % lane)).write_text("log of %s\n" % lane)
+        suites = "".join('<testsuite name="%s%d" tests="3" errors="0" failures="%d" />' % (lane, i, i) for i in range(n))
+        (tmp_path / ("lane-%s.junit.xml" % lane)).write_text(
+            '<?xml version="1.0"?><testsuites tests="%d" errors="0" failures="%d">%s</testsuites>'
+            % (3 * n, sum(range(n)), suites))
+    assert test_lanes.main(["test_lanes", "--join", str(tmp_path)]) == 0
+    names = [json.loads(l)["name"] for l in (tmp_path / "testlog.json").read_text().splitlines()]
+    assert names == ["a0", "a1", "b0"]
+    txt = (tmp_path / "testlog.txt").read_text()
+    assert "log of a" in txt and "log of b" in txt and txt.index("log of a") < txt.index("log of b")
+    root = ET.parse(tmp_path / "testlog.junit.xml").getroot()
+    assert [s.get("name") for s in root] == ["a0", "a1", "b0"]
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("9", "1", "0")
