@@ -13,8 +13,9 @@ test, "LANE NAME", in meson's order (priority, then definition):
          that boot no guest (unit, abi, fabric, scripts, fuzz, qtest,
          memcheck, or marked is_parallel)
   b      the tests that boot guests and wait in host time
-  alone  tests of suite 'alone' (they measure the host's CPUs: a
-         neighbour would be in their figures); run after both lanes
+  alone  tests of suite 'alone', run after both lanes, one at a time:
+         a test that measures the host's CPUs (a neighbour would be in its
+         figures), or one whose checks a loaded host breaks
 
 With LANES 1 every test is in lane a, one at a time as meson runs them
 without lanes; 'alone' keeps its place at the end.  A name that is not in

@@ -16,6 +16,8 @@ TESTS = [
     {"name": "pmi-server", "suite": ["dimmnet2:cluster", "dimmnet2:pmi"], "is_parallel": True},
     {"name": "cluster-vt", "suite": ["dimmnet2:cluster", "dimmnet2:vt"], "is_parallel": False},
     {"name": "pause-yield", "suite": ["dimmnet2:cluster", "dimmnet2:alone"], "is_parallel": False},
+    {"name": "cluster-vt-snapshot", "suite": ["dimmnet2:cluster", "dimmnet2:vt", "dimmnet2:alone"],
+     "is_parallel": False},
     {"name": "mpi", "suite": ["dimmnet2:mpi"], "is_parallel": False},
 ]
 
@@ -39,7 +41,8 @@ def test_virtual_time_and_light_tests_share_lane_a_guests_in_host_time_lane_b(tm
     rc, out, _ = run(tmp_path, monkeypatch, capsys, listed(names))
     assert rc == 0
     assert out == ["a fabric/wire", "a memcheck/hostile", "b guest-lib", "a guest-wrong-vt",
-                   "b cluster", "a pmi-server", "a cluster-vt", "alone pause-yield", "b mpi"]
+                   "b cluster", "a pmi-server", "a cluster-vt", "alone pause-yield",
+                   "alone cluster-vt-snapshot", "b mpi"]
 
 
 def test_one_lane_keeps_the_alone_tests_apart(tmp_path, monkeypatch, capsys):
