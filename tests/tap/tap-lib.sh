@@ -15,6 +15,9 @@
 #   result STATUS DESC    ok when STATUS is 0, not ok otherwise
 #   check DESC CMD...     ok when CMD succeeds
 #   diag [TEXT...]        each TEXT, or each line of stdin, as "# TEXT"
+#                         (after a "not ok" also on stderr, with that point's
+#                         line: meson shows a failed TAP test's stderr only,
+#                         so a CI log says why a point failed)
 #   tap_ci                true (status 0) when this is a CI run: the
 #                         environment variable CI is set and not empty, 0,
 #                         false or no (any case)
@@ -47,6 +50,7 @@ tap_failed=0
 tap_planned=
 tap_deferred=
 tap_lines=()
+tap_last_failed=
 
 _tap_out() {
     if [ -n "$tap_deferred" ]; then tap_lines+=("$1"); else printf '%s\n' "$1"; fi
@@ -55,15 +59,17 @@ _tap_out() {
 tap_plan() { tap_planned=$1; echo "1..$1"; }
 tap_defer() { tap_deferred=1; shopt -s lastpipe; }
 
-ok() { tap_n=$((tap_n + 1)); _tap_out "ok $tap_n - $*"; }
+ok() { tap_n=$((tap_n + 1)); tap_last_failed=; _tap_out "ok $tap_n - $*"; }
 not_ok() {
     tap_n=$((tap_n + 1))
     tap_failed=$((tap_failed + 1))
+    tap_last_failed=1
     _tap_out "not ok $tap_n - $*"
+    printf '%s\n' "not ok $tap_n - $*" >&2
 }
 # todo DESC WHY: a check known to fail today (TAP's TODO directive): it
 # runs and is reported, and does not fail the test until it is fixed.
-todo() { tap_n=$((tap_n + 1)); _tap_out "not ok $tap_n - $1 # TODO $2"; }
+todo() { tap_n=$((tap_n + 1)); tap_last_failed=; _tap_out "not ok $tap_n - $1 # TODO $2"; }
 result() { # result STATUS DESC
     local st=$1
     shift
@@ -75,12 +81,17 @@ check() { # check DESC COMMAND...
     if "$@"; then ok "$d"; else not_ok "$d"; fi
 }
 
+_tap_diag1() {
+    _tap_out "# $1"
+    if [ -n "$tap_last_failed" ]; then printf '# %s\n' "$1" >&2; fi
+}
+
 diag() {
     local l
     if [ $# -gt 0 ]; then
-        for l in "$@"; do _tap_out "# $l"; done
+        for l in "$@"; do _tap_diag1 "$l"; done
     else
-        while IFS= read -r l || [ -n "$l" ]; do _tap_out "# $l"; done
+        while IFS= read -r l || [ -n "$l" ]; do _tap_diag1 "$l"; done
     fi
 }
 
@@ -102,6 +113,7 @@ skip() { # skip DESC WHY
         not_ok "$1 (skipped: $2; CI is set, so a skip is a failure)"
     else
         tap_n=$((tap_n + 1))
+        tap_last_failed=
         _tap_out "ok $tap_n - $1 # SKIP $2"
     fi
 }

@@ -77,4 +77,15 @@ want=$(printf '%s\n' 'ok 1 - the first row passes' 'not ok 2 - the second row fa
 result "$([ $st = 1 ] && [ "$out" = "$want" ] && echo 0 || echo 1)" \
     "tap_table: one point per row, comments and blank lines skipped (exit $st)"
 [ "$out" = "$want" ] || printf '%s\n' "$out" | diag
+
+# A failed point's line and its diagnostics on stderr too (meson prints
+# only stderr for a failed TAP test), not those of a passed point.
+err=$(bash -c ". '$here/tap-lib.sh'
+ok 'fine'; diag 'said after a pass'
+not_ok 'broken'; diag 'why it broke'; printf 'a\nb\n' | diag
+ok 'fine again'; diag 'said after a pass'" 2>&1 >/dev/null)
+want=$(printf '%s\n' 'not ok 2 - broken' '# why it broke' '# a' '# b')
+result "$([ "$err" = "$want" ] && echo 0 || echo 1)" \
+    "diag: after a not ok, the point and its diagnostics on stderr as well"
+[ "$err" = "$want" ] || printf '%s\n' "$err" | diag
 tap_done
