@@ -302,6 +302,21 @@ bool dn2f_ep_idle(const struct dn2f_ep *ep)
 }
 
 
+unsigned dn2f_ep_rx_held(const struct dn2f_ep *ep)
+{
+    const struct peer *p;
+    unsigned n = 0;
+    for (p = ep->plist; p; p = p->next) {
+        unsigned l;
+        for (l = 0; l < DN2F_NUM_LANES; l++) {
+            const struct lane *L = &p->ln[l];
+            n += (unsigned)(L->cum - L->base) + L->rx_ooo;
+        }
+    }
+    return n;
+}
+
+
 unsigned dn2f_ep_pending(const struct dn2f_ep *ep, uint16_t lid)
 {
     const struct peer *p;

@@ -712,6 +712,12 @@ int dn2f_ep_route_mode(const struct dn2f_ep *ep);
 const struct dn2f_ep_stats *dn2f_ep_stats(const struct dn2f_ep *ep);
 /* True when nothing is queued or unacknowledged toward any peer. */
 bool dn2f_ep_idle(const struct dn2f_ep *ep);
+/* Packets received and acknowledged but not yet delivered, all peers and
+ * lanes: an ACK also covers a packet the endpoint holds (its lane refused
+ * by deliver() with -EBUSY until dn2f_ep_resume(), a request waiting for
+ * its data, the link not up), so a sender can be idle while its packets
+ * wait here.  Together with dn2f_ep_idle(): nothing in flight either way. */
+unsigned dn2f_ep_rx_held(const struct dn2f_ep *ep);
 /* Packets queued or in flight toward lid, all lanes (0 if unknown). */
 unsigned dn2f_ep_pending(const struct dn2f_ep *ep, uint16_t lid);
 /* Members of a multicast group in the current routing table (live peers). */

@@ -28,8 +28,10 @@
 #   snapshot [--drain S] NAME TAG  saves the running cluster NAME at one
 #                         consistent cut into build/snapshots/TAG (every
 #                         node's QEMU, the LIDs, the job's identity); it runs
-#                         on.  The fabric gets S seconds (default 10) to
-#                         drain with every vCPU stopped; refused with the
+#                         on.  The cut gets S seconds (default 30): every
+#                         vCPU stopped until the fabric drains (up to 1 s,
+#                         then the guests run 0.5-4 s and it is tried anew,
+#                         so a guest can empty a full ring); refused with the
 #                         reason where no cut can be consistent (several
 #                         hosts, virtual time, --ethernet, traffic that
 #                         cannot drain)

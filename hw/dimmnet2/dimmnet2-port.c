@@ -264,7 +264,8 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
 /*
  * A board with a link migrates only at a cut where nothing is in flight:
  * its VM stopped, every packet it sent acknowledged, nothing queued, no
- * loopback packet on the cable.  Its fabric state is then nothing but its
+ * packet received and held undelivered (acknowledged, so its sender is
+ * idle, yet only in this endpoint), no loopback packet on the cable.  Its fabric state is then nothing but its
  * GUID and LID: a restored board joins its switch afresh (a new epoch, new
  * sessions with its peers, which lose nothing since nothing was in
  * flight) and asks for its old LID (lid=).  docs/fabric.md, "Snapshots".
@@ -305,6 +306,15 @@ bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
         error_setg(errp, "dimmnet2: board %d: %u packets not yet acknowledged "
                    "by its peers (or queued): the fabric has not drained",
                    s->index, dn2f_ep_unacked(s->port.fab->ep));
+        return false;
+    }
+    /* (acknowledged, so their senders are idle, but not in the stream: a
+     * restored board would never see them) */
+    if (s->port.fab && (n = dn2f_ep_rx_held(s->port.fab->ep))) {
+        error_setg(errp, "dimmnet2: board %d: %u packets received and not yet "
+                   "delivered: they wait for room its guest makes (a full status "
+                   "ring, IPUSH ring or LH Buffer) or for the data sent before them",
+                   s->index, n);
         return false;
     }
     return true;

@@ -83,7 +83,9 @@ static int dimmnet2_fab_deliver(void *opaque, uint16_t slid, const uint8_t *pkt,
     DN2State *s = opaque;
 
     /* Held for a snapshot, or an incoming migration not loaded yet: the
-     * packet stays with its sender (unacknowledged) until the VM runs. */
+     * packet waits in the endpoint (acknowledged, not delivered) until the
+     * board is released or the VM runs.  Such a packet is in no migration
+     * stream: dimmnet2_port_quiescent() refuses a hold while one waits. */
     if (dimmnet2_port_held(s) || runstate_check(RUN_STATE_INMIGRATE)) {
         return -EBUSY;
     }

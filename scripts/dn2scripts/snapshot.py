@@ -1,8 +1,25 @@
 """A cluster snapshot: the boards held, every node migrated, run again (cluster.sh snapshot; cluster.sh --snapshot-at after the cut).
 
-  snapshot.py SCRIPTS-DIR TAGDIR RUNDIR DRAIN-S QMP-SOCKET...
+  snapshot.py SCRIPTS-DIR [--stopped S] TAGDIR RUNDIR DRAIN-S QMP-SOCKET...
+
+The cut: every vCPU stopped, then every board held (snapshot-hold) once the
+fabric has drained.  Without --stopped the vCPUs stay stopped until the
+boards can be held or DRAIN-S seconds have passed (virtual time: the nodes
+stand at their cut and must not run).  With --stopped S an attempt keeps
+the vCPUs stopped at most S seconds; if the fabric has not drained by then
+(a receiver's status ring, LH Buffer or IPUSH ring is full, and only its
+guest empties it), every guest runs again (run_between: 0.5 s, doubling up
+to 4 s) and the cut is tried anew, until DRAIN-S seconds have passed in all.
 """
 import os, sys, time
+
+RUN_BETWEEN_S = 0.5     # the guests run this long after the first attempt at a cut,
+RUN_BETWEEN_MAX_S = 4   # twice as long after each next one, up to this
+
+
+def run_between(attempts):
+    """How long the guests run after attempt ATTEMPTS (1, 2, ...) failed."""
+    return min(RUN_BETWEEN_S * 2 ** min(attempts - 1, 16), RUN_BETWEEN_MAX_S)
 
 
 def main(argv=None):
@@ -10,7 +27,11 @@ def main(argv=None):
     sys.dont_write_bytecode = True
     sys.path.insert(0, argv[1])
     from qmp import connect, dimmnet2_boards, cmd_all
-    tagdir, rundir, drain_s, socks = argv[2], argv[3], float(argv[4]), argv[5:]
+    args = argv[2:]
+    stopped_s = None
+    if args[:1] == ["--stopped"]:
+        stopped_s, args = float(args[1]), args[2:]
+    tagdir, rundir, drain_s, socks = args[0], args[1], float(args[2]), args[3:]
     def say(m): print("[cluster] " + m, file=sys.stderr, flush=True)
     try:
         qs = [connect(p, timeout=60) for p in socks]
@@ -27,19 +48,37 @@ def main(argv=None):
                 if "error" in r: errs.append("node%d: %s" % (i, r["error"]["desc"]))
         return errs
     t0 = time.monotonic()
-    for q in qs: q.cmd("stop")
-    t_stop = time.monotonic()
+    attempts = 0
     while True:
-        errs = hold(True)
+        attempts += 1
+        t_try = time.monotonic()
+        for q in qs: q.cmd("stop")
+        t_stop = time.monotonic()
+        while True:
+            errs = hold(True)
+            if not errs: break
+            hold(False)
+            now = time.monotonic()
+            if now - t0 > drain_s:
+                run_all()
+                if stopped_s is None:
+                    say("error: no consistent cut: the fabric did not drain in %g s with every vCPU stopped "
+                        "(a receiver that cannot take its packets holds them back):" % drain_s)
+                else:
+                    say("error: no consistent cut in %g s: the fabric did not drain in any of %d attempts "
+                        "(every vCPU stopped up to %g s each, the guests running %g-%g s between; a "
+                        "receiver that does not take its packets holds them back):"
+                        % (drain_s, attempts, stopped_s, RUN_BETWEEN_S, RUN_BETWEEN_MAX_S))
+                for e in errs[:8]: say("  " + e)
+                sys.exit(3)
+            if stopped_s is not None and now - t_stop > stopped_s:
+                break
+            time.sleep(0.05)
         if not errs: break
-        hold(False)
-        if time.monotonic() - t_stop > drain_s:
-            run_all()
-            say("error: no consistent cut: the fabric did not drain in %g s with every vCPU stopped "
-                "(a receiver that cannot take its packets holds them back):" % drain_s)
-            for e in errs[:8]: say("  " + e)
-            sys.exit(3)
-        time.sleep(0.05)
+        # (what only a guest takes, a full status ring, LH Buffer or IPUSH
+        # ring, is taken while it runs; then every vCPU stops again)
+        run_all()
+        time.sleep(run_between(attempts))
     t_held = time.monotonic()
     if os.environ.get("DN2_SNAP_QUEUED"):
         # (virtual time: the packets sent before the cut and due after it, per
@@ -80,7 +119,8 @@ def main(argv=None):
     if failed:
         for f in failed: say("error: the migration of " + f)
         sys.exit(1)
-    print("stopped_s=%.2f drained_s=%.2f saved_s=%.2f" % (t_stop - t0, t_held - t_stop, t_saved - t_held))
+    print("stopped_s=%.2f drained_s=%.2f saved_s=%.2f attempts=%d" % (t_stop - t_try, t_held - t_stop, t_saved - t_held,
+                                                                       attempts))
 
 
 if __name__ == "__main__":

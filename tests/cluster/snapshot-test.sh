@@ -15,6 +15,10 @@
 #      of a virtual-time run (4, naming virtual time); start --from with
 #      an option the snapshot fixes (2)
 #   4. the source cluster goes on: its loop ends with every run passing;
+#      a receiver's status ring full at the cut (packets acknowledged but
+#      held undelivered in its endpoint): no snapshot while its guest does
+#      not empty it (status 3, saying so), and nothing lost; a snapshot
+#      once it does, the guests running between attempts at the cut;
 #      stopped, a restore whose QEMU ends at once fails at once (status 3,
 #      naming it) and leaves nothing
 #   5. then, twice: start R --from TAG (0); every node has its marker, its
@@ -73,7 +77,7 @@ if ! bash "$top/scripts/export-guest.sh" "$e2e" > "$work/export.log" 2>&1; then
     not_ok "could not prepare the guest programs: $(tail -1 "$work/export.log")"
     tap_done
 fi
-tap_plan 31
+tap_plan 34
 
 # ---------------------------------------------------------------- 1. source
 run out "$cluster" start "$src" -n 2 -q -b "$boot_timeout"
@@ -137,6 +141,46 @@ bg_check() {
 
 # ----------------------------------------------------------- 4. source goes on
 bg_check "$src"
+
+# A receiver's status ring full at the cut.  Node0 sends 80 RVS with eflag
+# to node1's WID 0, whose ring holds 63 records: the rest wait in node1's
+# endpoint, acknowledged (so node0 is idle) but not delivered, and in no
+# migration stream.  ring_round WHEN: node1's dsh takes the records once
+# /root/go exists (WHEN=go) or 2 s after the snapshot's job started
+# (WHEN=gate); ring_done: both dsh ended, node1 took all 80.
+ring_round() {
+    local wait
+    if [ "$1" = go ]; then wait='[ -e /root/go ]'; else wait="ps | grep -q '[d]n2-gate'"; fi
+    run out "$cluster" exec "$src" --node 1 -t 60 "rm -f /root/go /root/ring.out; ( { echo 'ureg_write status_initial_addr 0x7000'; echo 'ureg_write status_area_size 0x10'; until $wait; do usleep 100000; done; [ -e /root/go ] || sleep 2; i=0; while [ \$i -lt 80 ]; do echo 'wait status 20000'; echo status; i=\$((i + 1)); done; } | dsh -d /dev/dimmnet2-0 -q > /root/ring.out 2>&1; echo RING-DONE >> /root/ring.out ) < /dev/null > /dev/null 2>&1 &"
+    run out "$cluster" exec "$src" --node 0 -t 60 "peer=\$(awk '\$1 == 1 { print \$2 }' \$DN2_RANKS); rm -f /root/send.out; ( { echo 'ureg_write prim_counter_reset 1'; i=0; while [ \$i -lt 80 ]; do echo \"prim RVS dt=0 it=0 dw=0 dl=\$peer ef=1 size=0x40 src=0 dst=0x3000\"; i=\$((i + 1)); done; echo 'wait count RVS 80 60000'; } | dsh -d /dev/dimmnet2-0 -q > /root/send.out 2>&1; echo SEND-DONE >> /root/send.out ) < /dev/null > /dev/null 2>&1 &"
+    sleep 1
+}
+ring_done() {
+    local t
+    for ((t = 0; t < 60; t++)); do
+        run out "$cluster" exec "$src" -t 30 'cat /root/ring.out /root/send.out 2>/dev/null | grep -c -e RING-DONE -e SEND-DONE'
+        [ "$(grep -c '| 1$' <<< "$out")" -eq 2 ] && break
+        sleep 1
+    done
+    run out "$cluster" exec "$src" --node 1 -t 30 "grep -c 'RVS from' /root/ring.out"
+    grep -q '^node1| 80$' <<< "$out"
+}
+ring_round go
+run out "$cluster" snapshot --drain 6 "$src" "$tag-ring"
+{ [ $rc -eq 3 ] && grep -q 'packets received and not yet delivered' <<< "$out" && [ ! -e "$DN2_SNAPSHOT_DIR/$tag-ring" ]; }
+result $? "a status ring its guest does not empty: no snapshot (status $rc), naming the packets held undelivered"
+[ $rc -eq 3 ] || fail_diag "$out"
+run out "$cluster" exec "$src" --node 1 -t 30 'touch /root/go'
+ring_done; result $? "the cluster ran on: node1's guest then took all 80 status records"
+[ $rc -eq 0 ] || fail_diag "$out"
+ring_round gate
+run out "$cluster" snapshot --drain 90 "$src" "$tag-ring"
+att=$(sed -n 's/.*attempts=\([0-9]*\).*/\1/p' "$DN2_SNAPSHOT_DIR/$tag-ring/snapshot.info" 2>/dev/null)
+ring_done; ring=$?
+{ [ $rc -eq 0 ] && [ "${att:-0}" -ge 2 ] && [ $ring -eq 0 ]; }
+result $? "a status ring its guest empties 2 s into the cut: the snapshot after $att attempts, the guests running between (status $rc), all 80 records taken"
+[ $rc -eq 0 ] || fail_diag "$out"
+rm -rf "${DN2_SNAPSHOT_DIR:?}/$tag-ring"
 run out "$cluster" stop "$src"
 result $rc "stop $src"
 # a restore whose QEMU ends at once (here: QEMU=/bin/false)

@@ -191,9 +191,14 @@ static bool t_read_after_write(void)
           (unsigned long long)dn2f_ep_stats(EP(2))->req_held);
     CHECK(dn2f_ep_pending(EP(1), l2) == 0, "not acknowledged (%u pending): held packets are",
           dn2f_ep_pending(EP(1), l2));
+    /* (the sender idle, the two packets only in the receiver: what a
+     * snapshot's hold must see, or a restored board would never get them) */
+    CHECK(dn2f_ep_idle(EP(1)) && dn2f_ep_rx_held(EP(2)) == 2 && dn2f_ep_rx_held(EP(1)) == 0,
+          "held: sender idle %d, receiver holds %u", dn2f_ep_idle(EP(1)), dn2f_ep_rx_held(EP(2)));
     APP(2)->refuse_cls = 0;
     dn2f_ep_resume(EP(2));
     sim_run(NULL, 100000000ULL);
+    CHECK(dn2f_ep_rx_held(EP(2)) == 0, "still held after resume: %u", dn2f_ep_rx_held(EP(2)));
     CHECK(!any_error(msg, sizeof(msg)), "%s", msg);
     CHECK(APP(2)->log_n == 2 && APP(2)->log[0] == (0u << 24 | 0) &&
           APP(2)->log[1] == (2u << 24 | 0), "order after resume: %u deliveries, 0x%x 0x%x",

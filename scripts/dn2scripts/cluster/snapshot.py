@@ -20,10 +20,14 @@ from .rundir import (CLUSTER_DIR, HERE, SNAP_DIR, bad_name, info_int, info_of, i
                      node_state, pid_alive, valid_name)
 
 
+DRAIN_S = 30       # --drain: how long the cut may take in all
+STOPPED_S = 1      # each attempt at it: every vCPU stopped at most this long
+
+
 def parse(args):
     """(drain_s, name, tag)."""
     a = list(args)
-    drain_s = 10
+    drain_s = DRAIN_S
     while a:
         x = a[0]
         if x in ("-h", "--help"):
@@ -197,7 +201,8 @@ def main(script, args):
     time.sleep(0.3)   # (the job's first request is answered: 404)
     # 2. The cut, the migration files.
     socks = [info.get("node%d_qmp" % i, "") for i in range(nodes)]
-    r = subprocess.run([sys.executable, "-m", "dn2scripts.snapshot", HERE, part, d, str(drain_s)] + socks,
+    r = subprocess.run([sys.executable, "-m", "dn2scripts.snapshot", HERE, "--stopped", str(STOPPED_S), part, d,
+                        str(drain_s)] + socks,
                        stdout=subprocess.PIPE, env=module_env())
     out = r.stdout.decode(errors="replace").rstrip("\n")
     # 3. The guests go on (their job ends once the gate is there).

@@ -2,7 +2,9 @@
 stand-in QEMUs (fakeqmp.FakeQMP): every vCPU stopped, every board held
 once the fabric drained, every node migrated to TAGDIR/nodeI.mig, the
 consoles copied, boards released and every node run again; a fabric that
-does not drain is no snapshot (exit 3, the nodes run again)."""
+does not drain is no snapshot (exit 3, the nodes run again); with
+--stopped, a board that drains only once its guest has run (a full ring)
+is held at a later attempt, the guests having run between."""
 import pytest
 
 from dn2scripts import snapshot
@@ -12,12 +14,26 @@ SCRIPTS = snapshot.__file__.rsplit("/", 2)[0]
 BOARD = "/machine/peripheral-anon/device[0]"
 
 
-def qemu(tmp_path, name, hold_ok=True, migrate_status="completed"):
+def qemu(tmp_path, name, hold_ok=True, migrate_status="completed", ring_full=False):
+    """ring_full: the board cannot be held until its guest has run (a
+    receiver's ring only the guest empties), as a 'cont' after the first
+    refusal lets it."""
+    st = {"refused": False, "emptied": False}
+
     def qom_set(args):
-        if args["property"] == "snapshot-hold" and args["value"] and not hold_ok:
-            return {"error": {"desc": "2 packets in flight"}}
+        if args["property"] == "snapshot-hold" and args["value"]:
+            if not hold_ok:
+                return {"error": {"desc": "2 packets in flight"}}
+            if ring_full and not st["emptied"]:
+                st["refused"] = True
+                return {"error": {"desc": "1 packets not yet acknowledged"}}
+        return {"return": {}}
+
+    def cont(args):
+        st["emptied"] = st["emptied"] or st["refused"]
         return {"return": {}}
     return FakeQMP(str(tmp_path / name), {
+        "cont": cont,
         "qom-list": lambda a: {"return": [{"name": "device[0]", "type": "child<dimmnet2>"}]
                                if a["path"] == "/machine/peripheral-anon" else []},
         "qom-get": lambda a: {"return": "dimmnet2" if a["property"] == "type" else 3},
@@ -26,13 +42,14 @@ def qemu(tmp_path, name, hold_ok=True, migrate_status="completed"):
     })
 
 
-def run(tmp_path, qs, drain_s="5"):
+def run(tmp_path, qs, drain_s="5", stopped=None):
     tag, rundir = tmp_path / "tag", tmp_path / "run"
     tag.mkdir()
     rundir.mkdir(exist_ok=True)
     for i in range(len(qs)):
         (rundir / ("node%d.log" % i)).write_bytes(b"boot\r\nlogin\r\n")
-    snapshot.main(["snapshot", SCRIPTS, str(tag), str(rundir), drain_s] + [q.path for q in qs])
+    opt = [] if stopped is None else ["--stopped", stopped]
+    snapshot.main(["snapshot", SCRIPTS] + opt + [str(tag), str(rundir), drain_s] + [q.path for q in qs])
     return tag
 
 
@@ -93,3 +110,44 @@ def test_a_failed_migration(tmp_path, capsys):
     assert e.value.code == 1
     assert "error: the migration of node0: disk full" in capsys.readouterr().err
     assert names(qs[0])[-1] == "cont"
+
+
+def test_a_ring_only_the_guest_empties(tmp_path, capsys, monkeypatch):
+    # Stopped throughout (virtual time's cut), the board is never held.
+    monkeypatch.delenv("DN2_SNAP_QUEUED", raising=False)
+    qs = [qemu(tmp_path, "q0"), qemu(tmp_path, "q1", ring_full=True)]
+    try:
+        with pytest.raises(SystemExit) as e:
+            run(tmp_path, qs, drain_s="0.5")
+    finally:
+        for q in qs:
+            q.close()
+    assert e.value.code == 3
+    assert all(names(q).count("cont") == 1 and names(q)[-1] == "cont" for q in qs)
+    # With --stopped: the guests run between attempts, the second one holds.
+    (tmp_path / "r").mkdir()
+    qs = [qemu(tmp_path, "r0"), qemu(tmp_path, "r1", ring_full=True)]
+    try:
+        run(tmp_path / "r", qs, drain_s="10", stopped="0.2")
+    finally:
+        for q in qs:
+            q.close()
+    out = capsys.readouterr().out
+    assert out.startswith("stopped_s=") and out.rstrip().endswith("attempts=2"), out
+    for q in qs:
+        n = names(q)
+        assert n.count("stop") == 2 and n.index("cont") < n.index("migrate") < len(n) - 1
+        assert n[-1] == "cont"
+
+
+def test_no_drain_in_any_attempt(tmp_path, capsys):
+    qs = [qemu(tmp_path, "q0", hold_ok=False)]
+    try:
+        with pytest.raises(SystemExit) as e:
+            run(tmp_path, qs, drain_s="1", stopped="0.2")
+    finally:
+        qs[0].close()
+    assert e.value.code == 3
+    err = capsys.readouterr().err
+    assert "no consistent cut in 1 s: the fabric did not drain in any of" in err and "node0: 2 packets" in err
+    assert names(qs[0]).count("stop") >= 2 and names(qs[0])[-1] == "cont"
