@@ -73,7 +73,7 @@
 #                       node's second WID, so --ppn 1 only), the program and
 #                       the --files travel inside the node's command (a
 #                       fw_cfg file); --net board only
-#       --vt-start S, --vt-quantum NS, --vt-lookahead NS
+#       --vt-start S, --vt-quantum NS, --vt-lookahead NS, --vt-sync udp|shm
 #                       passed to cluster.sh (docs/virtual-time.md); here
 #                       --vt-start defaults to 5 (the MPI image boots longer)
 #   -q, --quiet         no progress display

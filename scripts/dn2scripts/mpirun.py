@@ -156,8 +156,14 @@ def parse(args, environ):
             need_value(); o.vt_start = a[1]; o.vt_start_set = "1"; del a[:2]
         elif x in ("--vt-quantum", "--vt-lookahead"):
             need_value(); want_uint(x, a[1]); o.vt_opts += [x, a[1]]; del a[:2]
+        elif x == "--vt-sync":
+            need_value()
+            if a[1] not in ("udp", "shm"):
+                raise Usage("--vt-sync: udp or shm, not '%s'" % a[1])
+            o.vt_opts += [x, a[1]]; del a[:2]
         elif x.startswith("--vt-"):
-            raise Usage("unknown argument: %s (mpirun.sh takes --vt-start, --vt-quantum, --vt-lookahead)" % x)
+            raise Usage("unknown argument: %s (mpirun.sh takes --vt-start, --vt-quantum, --vt-lookahead, "
+                        "--vt-sync)" % x)
         elif x in ("-q", "--quiet"):
             o.quiet = "1"; del a[:1]
         elif x in ("-h", "--help"):
@@ -268,7 +274,7 @@ def settle(o, find_provider=None, tell=None, find_pmix_server=None):
         if not VT_START_RE.match(o.vt_start):
             raise Usage("--vt-start: seconds of virtual time, e.g. 5 or 6.5 (got '%s')" % o.vt_start)
     elif o.vt_opts or o.vt_start_set:
-        raise Usage("--vt-start, --vt-quantum and --vt-lookahead go with --virtual-time")
+        raise Usage("--vt-start, --vt-quantum, --vt-lookahead and --vt-sync go with --virtual-time")
 
     # The libfabric provider (docs/ofi-provider.md), when built (or named by
     # DN2_FI_PROVIDER); the default network follows from it.

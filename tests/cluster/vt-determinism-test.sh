@@ -14,7 +14,9 @@
 #                          order and the virtual time of every message
 #   dn2-bench --only rvs --sizes 8,4096 --scale 0.05 -q
 #                          the board's RVS primitive, short (ranks 0, 1)
-# Run A as it is; run B is `cluster.sh --replay A` with a CPU hog on the
+# Run A as it is (the lock-step through the same-host sync domain in shared
+# memory, the default); run B is `cluster.sh --replay A --vt-sync udp` (the
+# switch's reports and grants, the reliable lanes) with a CPU hog on the
 # host (yes > /dev/null) and the switch dropping, duplicating and
 # reordering 10% of the datagrams each (--drop/--dup/--reorder, another
 # --seed).  Checked per size: both runs succeed, run B was perturbed (the
@@ -89,12 +91,14 @@ hog=
 trap '[ -n "$hog" ] && kill "$hog" 2> /dev/null' EXIT
 
 # replay LABEL RA RB: run B = `cluster.sh --replay RA` under a CPU hog and
-# the switch's faults; one TAP point.
+# the switch's faults, over UDP (run A used the default, the same-host sync
+# domain in shared memory: the faults reach the lock-step and the packets
+# only through the switch); one TAP point.
 replay() {
     local label=$1 ra=$2 rb=$3 t0=$SECONDS rc
     yes > /dev/null &
     hog=$!
-    "$cluster" -q --replay "$ra" --name "$(basename "$rb")" --switch-opts "$faults" \
+    "$cluster" -q --replay "$ra" --name "$(basename "$rb")" --vt-sync udp --switch-opts "$faults" \
         > "$rb.stdout" 2> "$rb.stderr"
     rc=$?
     kill "$hog" 2> /dev/null; wait "$hog" 2> /dev/null; hog=

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lock-step over shared memory gives the run the switch's UDP gives
-# (TAP): run A, 2 nodes in virtual time over UDP (the switch's reports and
-# grants, the reliable lanes); run B, `cluster.sh --replay A --vt-sync shm`:
+# (TAP): run A, 2 nodes in virtual time over UDP (`--vt-sync udp`: the
+# switch's reports and grants, the reliable lanes); run B, `cluster.sh --replay A --vt-sync shm`:
 # the boards keep the lock-step in the sync domain RUNDIR/vt.shm and pass
 # their packets through its rings.  The replay compares every node's output
 # and pcap with run A's and exits 5 on the first difference.
@@ -40,7 +40,7 @@ dn2-vt-exchange -k 4 || exit 1
 dn2-bench --only rvs --sizes 8,4096 --scale 0.05 -q'
 
 t0=$SECONDS
-"$cluster" -q --virtual-time -n 2 --name vt-shm-a -b "$boot_timeout" -t $((boot_timeout + 600)) \
+"$cluster" -q --virtual-time --vt-sync udp -n 2 --name vt-shm-a -b "$boot_timeout" -t $((boot_timeout + 600)) \
     -r "$node_cmd" -- -d guest_errors > "$ra.stdout" 2> "$ra.stderr"
 rc=$?
 result "$rc" "run A over UDP: both nodes' commands succeeded (exit $rc, $((SECONDS - t0)) s)"

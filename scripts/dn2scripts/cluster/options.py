@@ -30,7 +30,7 @@ class Options:
         self.vt, self.vt_sync, self.vt_shift, self.vt_shift_set = False, True, "0", False
         self.vt_insn_ps = environ.get("DN2_VT_INSN_PS", "")
         self.vt_lookahead, self.vt_quantum, self.vt_start = "1000", "", "3"
-        self.vt_transport = "udp"
+        self.vt_transport = None        # --vt-sync; None: vt_transport_default()
         self.from_tag, self.snap_at, self.snap_at_tag = "", "", ""
         # --replay RUNDIR and what may be added to it
         self.replay_dir, self.gdb_node, self.gdb_port = "", "", "1234"
@@ -75,6 +75,16 @@ def replay_split(args):
         else:
             raise Usage("--replay takes the recorded run's options; '%s' cannot be added (%s)" % (x, REPLAY_ADDS))
     return rdir, adds
+
+
+def vt_transport_default(o, environ):
+    """--virtual-time without --vt-sync: the lock-step through a sync domain
+    in shared memory (shm) when every board is on this host and there is a
+    lock-step to share; UDP through the switch across hosts (--hosts, a
+    Slurm allocation), with --no-vt-sync, or beyond the domain's 64 boards."""
+    several_hosts = bool(o.hosts_arg) or (bool(environ.get("SLURM_JOB_NODELIST")) and not o.no_slurm)
+    nodes = int(o.nodes) if str(o.nodes).isdigit() else 0
+    return "shm" if (o.vt_sync and not several_hosts and 1 <= nodes <= 64) else "udp"
 
 
 def parse(args, environ=None):
@@ -290,6 +300,8 @@ def check(o, environ=None, snap_dir=None, exists=os.path.exists, replay_adds=Non
         o.vt_start_ns = seconds_ns(o.vt_start)
         if not 1 <= int(o.vt_lookahead) <= 4294967295:
             raise Usage("--vt-lookahead: 1..4294967295 ns")
+        if o.vt_transport is None:
+            o.vt_transport = vt_transport_default(o, environ)
         if o.vt_transport not in ("udp", "shm"):
             raise Usage("--vt-sync: udp or shm, not '%s'" % o.vt_transport)
         if o.vt_transport == "shm" and not o.vt_sync:
@@ -325,6 +337,8 @@ def check(o, environ=None, snap_dir=None, exists=os.path.exists, replay_adds=Non
             raise Fail("--snapshot-at: %s/%s exists: remove it (rm -r) or choose another TAG" % (snap_dir, o.snap_at_tag))
         if o.hosts_arg:
             raise Usage("--snapshot-at: one host only (the cut is taken over the nodes' QMP sockets)")
+    if o.vt_transport is None:
+        o.vt_transport = "udp"
     # (the nodes go on several hosts with --hosts, or in a Slurm allocation)
     if not o.hosts_arg and (not environ.get("SLURM_JOB_NODELIST") or o.no_slurm):
         if o.switch_host:

@@ -322,8 +322,7 @@ def vt_record(o, ctx, run_file):
          "--slice", o.slice_us, "--pause-yield", o.pause_yield, "--vt-shift", o.vt_shift,
          "--vt-lookahead", o.vt_lookahead, "--vt-start", o.vt_start]
     r.append("--virtual-time" if o.vt_sync else "--no-vt-sync")
-    if o.vt_transport != "udp":
-        r += ["--vt-sync", o.vt_transport]
+    r += ["--vt-sync", o.vt_transport]
     for flag, v in (("--vt-quantum", o.vt_quantum), ("--vt-insn-ps", o.vt_insn_ps),
                     ("--switch-opts", o.switch_opts), ("--device-opts", o.device_opts), ("-a", o.append_extra),
                     ("--secret-file", o.secret_file), ("--packages", o.packages)):

@@ -159,7 +159,8 @@ def test_four_nodes_in_virtual_time():
     c = ctx4(accel_args=accel)
     assert plan.switch_cmd(o, c) == ["/b/dn2-switch", "--listen", "127.0.0.1:0", "--ready-file",
                                      "/b/cluster/vt4/switch.port", "--virtual-time", "--vt-boards", "4",
-                                     "--vt-lookahead", "1000", "--vt-quantum", "100"]
+                                     "--vt-lookahead", "1000", "--vt-quantum", "100",
+                                     "--vt-sync", "shm", "--vt-shm", "/b/cluster/vt4/vt.shm"]
     assert plan.node_command(o, 3) == "echo 3/3"
     assert plan.node_qemu(o, c, 2) == [
         "/q/qemu", "-accel", "tcg", "-icount", "shift=0,sleep=off,align=off", "-rtc",
@@ -171,14 +172,15 @@ def test_four_nodes_in_virtual_time():
                    "dn2.ranks=fw_cfg:opt/dn2/ranks dn2.run=@fw_cfg:opt/dn2/run",
         "-serial", "file:/b/cluster/vt4/node2.log",
         "-device", "dimmnet2,switch=127.0.0.1:5000,guid=3,lid=3,vtime=on,vt-latency-ns=1000,vt-start-ns=2500000000,"
-                   "pcap=/b/cluster/vt4/node2.pcap",
+                   "pcap=/b/cluster/vt4/node2.pcap,vt-sync=shm,vt-shm=/b/cluster/vt4/vt.shm",
         "-fw_cfg", "name=opt/dn2/ranks,file=/b/cluster/vt4/input/ranks",
         "-fw_cfg", "name=opt/dn2/run,file=/b/cluster/vt4/input/node2.sh"]
     assert plan.vt_ranks(o, c.lids) == "0 1 0\n1 2 0\n2 3 0\n3 4 0\n"
     rec = plan.vt_record(o, c, "/b/cluster/vt4/replay/run.sh")
     assert rec == ["-n", "4", "-t", "900", "-b", "120", "-g", "30", "-m", "256", "--wid", "0", "--slice", "0",
                    "--pause-yield", "off", "--vt-shift", "0", "--vt-lookahead", "1000", "--vt-start", "2.5",
-                   "--virtual-time", "--vt-quantum", "100", "-f", "/b/cluster/vt4/replay/run.sh"]
+                   "--virtual-time", "--vt-sync", "shm", "--vt-quantum", "100", "-f",
+                   "/b/cluster/vt4/replay/run.sh"]
     # the record parses back to the same run
     again = checked(rec[:-2] + ["-r", "x"])
     assert (again.nodes, again.vt, again.vt_sync, again.vt_start_ns, again.vt_quantum) == ("4", True, True,
@@ -298,10 +300,26 @@ def test_vt_sync_shm_reaches_the_switch_and_every_board():
     rec = plan.vt_record(o, c, "/b/run.sh")
     assert rec[rec.index("--vt-sync") + 1] == "shm"
     assert checked(rec[:-2] + ["-r", "x"]).vt_transport == "shm"
-    # udp, the default, adds nothing
+    # udp: the switch's reports and grants, nothing added to the boards
     o = checked(["-n", "2", "--virtual-time", "-r", "x", "--vt-sync=udp"])
     assert "--vt-sync" not in plan.switch_cmd(o, c) and "vt-sync" not in plan.board(o, c, 0)
-    assert "--vt-sync" not in plan.vt_record(o, c, "/b/run.sh")
+    rec = plan.vt_record(o, c, "/b/run.sh")
+    assert rec[rec.index("--vt-sync") + 1] == "udp"
+    assert checked(rec[:-2] + ["-r", "x"]).vt_transport == "udp"
+
+
+@pytest.mark.parametrize("args, environ, want", [
+    ([], {}, "shm"),                                    # one host: the sync domain
+    (["--hosts", "a,b"], {}, "udp"),                    # several hosts: the switch
+    ([], {"SLURM_JOB_NODELIST": "n[1-2]"}, "udp"),      # a Slurm allocation
+    (["--no-slurm"], {"SLURM_JOB_NODELIST": "n[1-2]"}, "shm"),
+    (["--vt-sync", "udp"], {}, "udp"),                  # as given
+])
+def test_vt_sync_default(args, environ, want):
+    o = checked(["-n", "2", "--virtual-time", "-r", "x"] + args, environ)
+    assert o.vt_transport == want
+    assert checked(["-n", "2", "--no-vt-sync", "-r", "x"] + args, environ).vt_transport == "udp"
+    assert checked(["-n", "2", "-r", "x"], environ).vt_transport == "udp"
 
 
 @pytest.mark.parametrize("args, why", [

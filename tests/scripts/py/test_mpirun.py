@@ -75,6 +75,8 @@ def test_x_and_env():
     (["--virtual-time", "--net", "tcp"], "no tcp"),
     (["--virtual-time", "--vt-start", "x"], "--vt-start: seconds of virtual time"),
     (["--vt-foo", "1"], "unknown argument: --vt-foo (mpirun.sh takes"),
+    (["--virtual-time", "--vt-sync", "tcp"], "--vt-sync: udp or shm, not 'tcp'"),
+    (["--vt-sync", "shm"], "go with --virtual-time"),
     (["--bogus"], "unknown argument: --bogus"),
     (["-t", "x"], "--timeout wants a whole number"),
 ])
@@ -126,6 +128,8 @@ def test_plan_virtual_time():
     o, _ = settled(["-N", "1", "--virtual-time", "--vt-start", "6.5", "--vt-lookahead", "200", "--", "true"], provider="")
     assert "virtual time: --vt-start 6.5 --vt-lookahead 200; PMI: dn2-pmi-agent, WID 1 of every node" \
         in mpirun.plan_lines(o, "x")
+    o, _ = settled(["-N", "2", "--virtual-time", "--vt-sync", "udp", "--", "true"], provider="")
+    assert o.vt_opts == ["--vt-sync", "udp"]
 
 
 def test_guest_memory():
