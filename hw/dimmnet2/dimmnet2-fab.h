@@ -71,6 +71,7 @@ void dimmnet2_vt_init(DN2State *s);
 void dimmnet2_vt_fini(DN2State *s);
 void dimmnet2_vt_leave(DN2State *s);
 void dimmnet2_vt_arm(DN2State *s);
+void dimmnet2_vt_run_due(DN2State *s);
 uint64_t dimmnet2_vt_due(DN2State *s, const uint8_t *pkt, size_t len);
 bool dimmnet2_vt_wait_credits(DN2State *s, uint16_t dlid, unsigned lane, size_t len);
 bool dimmnet2_vt_open(DN2State *s, Error **errp);

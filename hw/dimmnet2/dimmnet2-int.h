@@ -739,6 +739,10 @@ void dimmnet2_port_send(DN2State *s, uint16_t dlid, const uint8_t *pkt,
                         size_t len);
 void dimmnet2_port_flush(DN2State *s);
 void dimmnet2_port_resume(DN2State *s);
+/* Virtual time: what the port has due at this virtual time (deliveries,
+ * the cut) before the caller's own step; the board's other virtual-clock
+ * timers call it first (dimmnet2_vt_run_due). */
+void dimmnet2_port_due_first(DN2State *s);
 uint64_t dimmnet2_port_stat(DN2State *s, DN2Stat which);
 /* Snapshots (docs/fabric.md "Snapshots"): nothing in flight on the port;
  * held: the migration blocker of a linked board lifted, deliveries refused

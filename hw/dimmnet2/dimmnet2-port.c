@@ -556,6 +556,13 @@ void dimmnet2_port_resume(DN2State *s)
     }
 }
 
+void dimmnet2_port_due_first(DN2State *s)
+{
+    if (s->port.kind == DN2_PORT_FABRIC && s->vt.on) {
+        dimmnet2_vt_run_due(s);
+    }
+}
+
 /* For QOM statistics: one counter of the fabric endpoint (0 without one). */
 uint64_t dimmnet2_port_stat(DN2State *s, DN2Stat which)
 {

@@ -874,6 +874,7 @@ unsigned dimmnet2_rx_rc_abandon(DN2State *s, unsigned dclid)
 
 static void dimmnet2_rx_retry_cb(void *opaque)
 {
+    dimmnet2_port_due_first(opaque);    /* deliveries due now come first */
     dimmnet2_rx_resume_now(opaque);
 }
 

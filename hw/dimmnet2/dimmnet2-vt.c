@@ -521,6 +521,30 @@ static void dimmnet2_vt_cb(void *opaque)
     s->entry_done(s);
 }
 
+/*
+ * The virtual-time timer's work now, if it is due now: the board's other
+ * virtual-clock timers (the Window Controller's steps under the timing
+ * model, the Receive Controller's retry) call it first, through
+ * dimmnet2_port_due_first().  QEMU runs the timers of one expiry time in
+ * the order they were armed, and this timer is armed when a packet
+ * arrives, at a moment the host decides: a delivery and a step of the
+ * board's own at the same virtual nanosecond ran in either order (an
+ * arriving packet's SO-DIMM write waited for the read of the board's own
+ * send, or the send's read for the write; 11 ns apart).  Deliveries (and
+ * the cut) now always come first.
+ */
+void dimmnet2_vt_run_due(DN2State *s)
+{
+    DN2Vt *v = &s->vt;
+
+    if (!v->timer || !timer_pending(v->timer) ||
+        timer_expire_time_ns(v->timer) > qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)) {
+        return;
+    }
+    timer_del(v->timer);
+    dimmnet2_vt_cb(s);
+}
+
 /* A packet with its virtual time into the queue, in delivery order. */
 static void dimmnet2_vt_enqueue(DN2State *s, uint16_t slid, const uint8_t *pkt,
                                 size_t len, uint64_t vtime, uint32_t vseq)

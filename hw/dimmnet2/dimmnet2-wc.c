@@ -460,6 +460,7 @@ static void dimmnet2_wc_run_cb(void *opaque)
 {
     DN2State *s = opaque;
 
+    dimmnet2_port_due_first(s);     /* deliveries due now come first */
     dimmnet2_wc_run(s);
     s->entry_done(s);
 }
