@@ -146,12 +146,12 @@ bg_check "$src"
 # to node1's WID 0, whose ring holds 63 records: the rest wait in node1's
 # endpoint, acknowledged (so node0 is idle) but not delivered, and in no
 # migration stream.  ring_round WHEN: node1's dsh takes the records once
-# /root/go exists (WHEN=go) or 2 s after the snapshot's job started
+# /root/go exists (WHEN=go) or 4 s after the snapshot's job started
 # (WHEN=gate); ring_done: both dsh ended, node1 took all 80.
 ring_round() {
     local wait
     if [ "$1" = go ]; then wait='[ -e /root/go ]'; else wait="ps | grep -q '[d]n2-gate'"; fi
-    run out "$cluster" exec "$src" --node 1 -t 60 "rm -f /root/go /root/ring.out; ( { echo 'ureg_write status_initial_addr 0x7000'; echo 'ureg_write status_area_size 0x10'; until $wait; do usleep 100000; done; [ -e /root/go ] || sleep 2; i=0; while [ \$i -lt 80 ]; do echo 'wait status 20000'; echo status; i=\$((i + 1)); done; } | dsh -d /dev/dimmnet2-0 -q > /root/ring.out 2>&1; echo RING-DONE >> /root/ring.out ) < /dev/null > /dev/null 2>&1 &"
+    run out "$cluster" exec "$src" --node 1 -t 60 "rm -f /root/go /root/ring.out; ( { echo 'ureg_write status_initial_addr 0x7000'; echo 'ureg_write status_area_size 0x10'; until $wait; do usleep 100000; done; [ -e /root/go ] || sleep 4; i=0; while [ \$i -lt 80 ]; do echo 'wait status 20000'; echo status; i=\$((i + 1)); done; } | dsh -d /dev/dimmnet2-0 -q > /root/ring.out 2>&1; echo RING-DONE >> /root/ring.out ) < /dev/null > /dev/null 2>&1 &"
     run out "$cluster" exec "$src" --node 0 -t 60 "peer=\$(awk '\$1 == 1 { print \$2 }' \$DN2_RANKS); rm -f /root/send.out; ( { echo 'ureg_write prim_counter_reset 1'; i=0; while [ \$i -lt 80 ]; do echo \"prim RVS dt=0 it=0 dw=0 dl=\$peer ef=1 size=0x40 src=0 dst=0x3000\"; i=\$((i + 1)); done; echo 'wait count RVS 80 60000'; } | dsh -d /dev/dimmnet2-0 -q > /root/send.out 2>&1; echo SEND-DONE >> /root/send.out ) < /dev/null > /dev/null 2>&1 &"
     sleep 1
 }
@@ -178,7 +178,7 @@ run out "$cluster" snapshot --drain 90 "$src" "$tag-ring"
 att=$(sed -n 's/.*attempts=\([0-9]*\).*/\1/p' "$DN2_SNAPSHOT_DIR/$tag-ring/snapshot.info" 2>/dev/null)
 ring_done; ring=$?
 { [ $rc -eq 0 ] && [ "${att:-0}" -ge 2 ] && [ $ring -eq 0 ]; }
-result $? "a status ring its guest empties 2 s into the cut: the snapshot after $att attempts, the guests running between (status $rc), all 80 records taken"
+result $? "a status ring its guest empties 4 s into the cut: the snapshot after $att attempts, the guests running between (status $rc), all 80 records taken"
 [ $rc -eq 0 ] || fail_diag "$out"
 rm -rf "${DN2_SNAPSHOT_DIR:?}/$tag-ring"
 run out "$cluster" stop "$src"
