@@ -57,6 +57,17 @@ def names(q):
     return [n for n, _ in q.seen]
 
 
+def cut_fails(tmp_path, qs, **kw):
+    """run() that must exit: its status; the stand-ins closed."""
+    try:
+        with pytest.raises(SystemExit) as e:
+            run(tmp_path, qs, **kw)
+    finally:
+        for q in qs:
+            q.close()
+    return e.value.code
+
+
 def test_the_cut(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("DN2_SNAP_QUEUED", raising=False)
     qs = [qemu(tmp_path, "q0"), qemu(tmp_path, "q1")]
@@ -88,13 +99,7 @@ def test_queued_under_virtual_time(tmp_path, capsys, monkeypatch):
 
 def test_no_drain_is_no_snapshot(tmp_path, capsys):
     qs = [qemu(tmp_path, "q0"), qemu(tmp_path, "q1", hold_ok=False)]
-    try:
-        with pytest.raises(SystemExit) as e:
-            run(tmp_path, qs, drain_s="0.2")
-    finally:
-        for q in qs:
-            q.close()
-    assert e.value.code == 3
+    assert cut_fails(tmp_path, qs, drain_s="0.2") == 3
     err = capsys.readouterr().err
     assert "no consistent cut: the fabric did not drain in 0.2 s" in err and "node1: 2 packets in flight" in err
     assert all("migrate" not in names(q) and names(q)[-1] == "cont" for q in qs)
@@ -102,12 +107,7 @@ def test_no_drain_is_no_snapshot(tmp_path, capsys):
 
 def test_a_failed_migration(tmp_path, capsys):
     qs = [qemu(tmp_path, "q0", migrate_status="failed")]
-    try:
-        with pytest.raises(SystemExit) as e:
-            run(tmp_path, qs)
-    finally:
-        qs[0].close()
-    assert e.value.code == 1
+    assert cut_fails(tmp_path, qs) == 1
     assert "error: the migration of node0: disk full" in capsys.readouterr().err
     assert names(qs[0])[-1] == "cont"
 
@@ -116,13 +116,7 @@ def test_a_ring_only_the_guest_empties(tmp_path, capsys, monkeypatch):
     # Stopped throughout (virtual time's cut), the board is never held.
     monkeypatch.delenv("DN2_SNAP_QUEUED", raising=False)
     qs = [qemu(tmp_path, "q0"), qemu(tmp_path, "q1", ring_full=True)]
-    try:
-        with pytest.raises(SystemExit) as e:
-            run(tmp_path, qs, drain_s="0.5")
-    finally:
-        for q in qs:
-            q.close()
-    assert e.value.code == 3
+    assert cut_fails(tmp_path, qs, drain_s="0.5") == 3
     assert all(names(q).count("cont") == 1 and names(q)[-1] == "cont" for q in qs)
     # With --stopped: the guests run between attempts, the second one holds.
     (tmp_path / "r").mkdir()
@@ -142,12 +136,7 @@ def test_a_ring_only_the_guest_empties(tmp_path, capsys, monkeypatch):
 
 def test_no_drain_in_any_attempt(tmp_path, capsys):
     qs = [qemu(tmp_path, "q0", hold_ok=False)]
-    try:
-        with pytest.raises(SystemExit) as e:
-            run(tmp_path, qs, drain_s="1", stopped="0.2")
-    finally:
-        qs[0].close()
-    assert e.value.code == 3
+    assert cut_fails(tmp_path, qs, drain_s="1", stopped="0.2") == 3
     err = capsys.readouterr().err
     assert "no consistent cut in 1 s: the fabric did not drain in any of" in err and "node0: 2 packets" in err
     assert names(qs[0]).count("stop") >= 2 and names(qs[0])[-1] == "cont"
