@@ -266,9 +266,10 @@ bool dimmnet2_port_init(DN2State *s, const DN2PortOps *ops, Error **errp)
  * its VM stopped, every packet it sent acknowledged, nothing queued, no
  * packet received and held undelivered (acknowledged, so its sender is
  * idle, yet only in this endpoint), no loopback packet on the cable.  Its
- * fabric state is then nothing but its GUID and LID: a restored board joins its switch afresh (a new epoch, new
- * sessions with its peers, which lose nothing since nothing was in
- * flight) and asks for its old LID (lid=).  docs/fabric.md, "Snapshots".
+ * fabric state is then nothing but its GUID and LID: a restored board
+ * joins its switch afresh (a new epoch, new sessions with its peers, which
+ * lose nothing since nothing was in flight) and asks for its old LID
+ * (lid=).  docs/fabric.md, "Snapshots".
  */
 
 bool dimmnet2_port_quiescent(DN2State *s, Error **errp)
