@@ -250,9 +250,10 @@ done
 # -------------------------------------------------------------------- 6. MPI
 # The ranks' environment is mpirun.sh's for one rank per node on the
 # board network (scripts/mpirun.sh, "Open MPI's environment").
-mpi_job() { # mpi_job R: the job for restore R
+mpi_job() { # mpi_job R [VARS]: the job for restore R, VARS exported too
     cat <<EOF
 J=\$DN2_JOBID.snapmpi$1; R=\$DN2_RANK
+hostname "node\$DN2_NODE" 2>/dev/null
 mkdir -p /tmp/mpi && chmod 1777 /tmp/mpi
 awk '{ print \$1, \$2, 0 }' "\$DN2_RANKS" > /tmp/mpi/ranks && chmod 644 /tmp/mpi/ranks
 T=\$(timeout 30 wget -q -O - "\$DN2_HTTP/pmi/token?job=\$J&rank=\$R") || exit 11
@@ -264,8 +265,20 @@ export FI_PROVIDER_PATH=/opt/dn2/lib/libfabric OMPI_MCA_btl=self,vader OMPI_MCA_
 export HOME=/home/mpi USER=mpi LOGNAME=mpi DN2_RANKS=/tmp/mpi/ranks
 export DN2_PMI_URL=\${DN2_HTTP%/n/*/*} DN2_PMI_SIZE=\$DN2_NODES DN2_PMI_CLIQUE=\$R
 export DN2_PMI_JOB=\$J DN2_PMI_RANK=\$R DN2_PMI_TOKEN=\$T
+${2:+export $2}
 cd /home/mpi && busybox su -p -s /bin/sh mpi -c 'exec /tmp/mpi-check' < /dev/null 2>&1
 EOF
+}
+# mpi_diag OUT R: what a failed restore's job printed, beyond the job's
+# text and the passed checks, and the same job again with the PMI library
+# and Open MPI's start traced (diagnostics only: the point has failed)
+mpi_diag() {
+    grep -v '^node[0-9]| ok \|^\(J=\|mkdir \|awk \|T=\|export \|cd \|hostname \|\${\)' <<< "$1" | head -60 | diag
+    local again
+    run again "$cluster" exec "$name" -t 300 \
+        "$(mpi_job "$(( $2 + 10 ))" "DN2_PMI_DEBUG=1 OMPI_MCA_ess_base_verbose=10 OMPI_MCA_pmix_base_verbose=10")"
+    diag "the job again, traced (rc $rc):"
+    grep -v '^node[0-9]| ok ' <<< "$again" | grep -i 'pmi\|ess\|error\|fail\|rc=' | head -80 | diag
 }
 msrc=$src-mpi
 if [ ! -x "$mpi_check" ]; then
@@ -295,7 +308,7 @@ else
         nok=$(grep -c '^node0| ok ' <<< "$out")
         { [ $rc -eq 0 ] && [ "$nok" -ge 10 ] && ! grep -q '| not ok' <<< "$out"; }
         result $? "MPI: restore $r: mpi-check on 2 ranks over the boards: $nok checks on rank 0 pass, both exit 0"
-        { [ $rc -eq 0 ] && [ "$nok" -ge 10 ]; } || fail_diag "$out" 15
+        { [ $rc -eq 0 ] && [ "$nok" -ge 10 ]; } || mpi_diag "$out" "$r"
         "$cluster" stop "$name" > /dev/null 2>&1
     done
 fi
