@@ -45,6 +45,25 @@
 
 #include "libdimmnet2.h"
 
+/* libfabric 1.x (Debian 12: 1.17) and 2.x (Debian 13: 2.1) both build
+ * this provider (scripts/build-initramfs.sh --guest-release).  2.x's
+ * fabric.h no longer defines container_of, and deprecates completion
+ * order and the basic/scalable memory registration modes: their old
+ * values, without the deprecation warnings, and no completion order. */
+#ifndef container_of
+#include <stddef.h>
+#define container_of(ptr, type, field) ((type *)((char *)(ptr) - offsetof(type, field)))
+#endif
+#if FI_MAJOR_VERSION >= 2
+#define DN2FI_COMP_ORDER    0
+#define DN2FI_MR_BASIC      (1 << 0)
+#define DN2FI_MR_SCALABLE   (1 << 1)
+#else
+#define DN2FI_COMP_ORDER    FI_ORDER_STRICT
+#define DN2FI_MR_BASIC      FI_MR_BASIC
+#define DN2FI_MR_SCALABLE   FI_MR_SCALABLE
+#endif
+
 #define DN2FI_NAME          "dimmnet2"
 #define DN2FI_FABRIC_NAME   "dimmnet2"
 #define DN2FI_VERSION       FI_VERSION(1, 0)

@@ -94,7 +94,7 @@ static int dn2fi_fill(struct fi_info *fi, int board, const struct dn2_info *bi,
     fi->tx_attr->op_flags = hints && hints->tx_attr ?
                             hints->tx_attr->op_flags & (rdm ? DN2FI_RDM_TX_OPS : DN2FI_TX_OPS) : 0;
     fi->tx_attr->msg_order = DN2FI_ORDER;
-    fi->tx_attr->comp_order = FI_ORDER_STRICT;
+    fi->tx_attr->comp_order = DN2FI_COMP_ORDER;
     fi->tx_attr->inject_size = rdm ? DN2FI_RDM_INJECT : DN2FI_INJECT;
     fi->tx_attr->size = DN2FI_QUEUE;
     fi->tx_attr->iov_limit = DN2FI_IOV_LIMIT;
@@ -104,7 +104,7 @@ static int dn2fi_fill(struct fi_info *fi, int board, const struct dn2_info *bi,
     fi->rx_attr->mode = 0;
     fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags & DN2FI_RX_OPS : 0;
     fi->rx_attr->msg_order = DN2FI_ORDER;
-    fi->rx_attr->comp_order = FI_ORDER_STRICT;
+    fi->rx_attr->comp_order = DN2FI_COMP_ORDER;
     fi->rx_attr->total_buffered_recv = 0;
     fi->rx_attr->size = DN2FI_QUEUE;
     fi->rx_attr->iov_limit = DN2FI_IOV_LIMIT;
@@ -134,7 +134,7 @@ static int dn2fi_fill(struct fi_info *fi, int board, const struct dn2_info *bi,
                                hints->domain_attr->av_type : FI_AV_UNSPEC;
     /* No registration needed: the provider copies through the board's
      * windows.  Old API (< 1.5) callers get the basic mode they know. */
-    fi->domain_attr->mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_BASIC : 0;
+    fi->domain_attr->mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? DN2FI_MR_BASIC : 0;
     fi->domain_attr->mr_key_size = 0;
     fi->domain_attr->cq_data_size = 4;
     fi->domain_attr->cq_cnt = 16;
@@ -253,7 +253,7 @@ static int dn2fi_check_hints(const struct fi_info *h, uint32_t version, enum fi_
         if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE) {
             DN2FI_REFUSE("av_type %d\n", d->av_type);
         }
-        if (d->mr_mode == FI_MR_SCALABLE && FI_VERSION_LT(version, FI_VERSION(1, 5))) {
+        if (d->mr_mode == DN2FI_MR_SCALABLE && FI_VERSION_LT(version, FI_VERSION(1, 5))) {
             DN2FI_REFUSE("FI_MR_SCALABLE\n");
         }
         if (d->auth_key_size) {
