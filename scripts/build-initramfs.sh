@@ -2,6 +2,7 @@
 # Builds the guest initramfs: build/guest/initramfs.cpio.lz4
 #
 #   scripts/build-initramfs.sh [--force] [--print] [--packages 'PKG...'] [--mpi]
+#                              [--guest-release bookworm|trixie]
 #
 # The plain image (no options) is build/guest/initramfs.cpio.lz4.  With Debian
 # packages it is a separate output:
@@ -22,6 +23,25 @@
 #               build/guest/export-mpi/ (the PMI library, the provider) also
 #               under /opt/dn2; an unprivileged user "mpi" (uid 1000) is
 #               created for the ranks (docs/mpi.md).
+#   --guest-release R   (or DN2_GUEST_RELEASE) the Debian release of the
+#               packages: bookworm (default: the host's apt lists, the
+#               images above) or trixie (Debian 13: Open MPI 5, PMIx 5,
+#               libfabric 2.1).  trixie resolves and downloads with a private
+#               apt state in $DN2_CACHE/apt-trixie whose source is derived
+#               from the machine's own apt configuration (its first
+#               non-security deb822 stanza, or sources.list line, with the
+#               suite replaced), the .debs into $DN2_CACHE/debs-trixie; the
+#               root gets the merged-/usr links (bin, sbin, lib, lib64 to
+#               usr/...).  Outputs: initramfs-mpi-trixie.cpio.lz4,
+#               initramfs-pkgs-trixie-<hash>.cpio.lz4.  With --mpi the
+#               packages are $DN2_MPI_PACKAGES_TRIXIE (Open MPI 5 with PMIx
+#               and libfabric, NetPIPE, HPCC, mplrs, pattrs/pquery), and the
+#               release's own dn2-pmix-server and libfabric provider are
+#               built here (the host's gcc against trixie's libpmix-dev and
+#               libfabric-dev, unpacked, never installed) into
+#               build/guest/export-mpi-trixie/, which goes under /opt/dn2
+#               instead of export-mpi/.  The kernel, /init, busybox and the
+#               driver are the same for every release.
 #
 # Contents:
 #   /bin        busybox-static (with its applet links), the static dn2-probe
@@ -107,10 +127,20 @@ BUSYBOX=${DN2_BUSYBOX:-$DN2_CACHE/pkgs/busybox-static/bin/busybox}
 # libfabric (+ fi_info/fi_pingpong), and packaged MPI applications.
 MPI_PACKAGES=${DN2_MPI_PACKAGES:-openmpi-bin libopenmpi3 libfabric1 libfabric-bin netpipe-openmpi hpcc mplrs}
 MPI_EXPORT=${DN2_GUEST_EXPORT_MPI:-$DN2_TOP/build/guest/export-mpi}
+# Debian 13's (--guest-release trixie): Open MPI 5.0 (libopenmpi40), its
+# PMIx 5 runtime and tools, libfabric 2.1, the same applications.
+MPI_PACKAGES_TRIXIE=${DN2_MPI_PACKAGES_TRIXIE:-openmpi-bin libopenmpi40 libfabric1 libfabric-bin libpmix2t64 libpmix-bin netpipe-openmpi hpcc mplrs}
+# What of the trixie closure no guest can use: the AMD GPU runtime (ROCm,
+# LLVM, Z3: 240 MB unpacked) that libucx0 depends on for its ROCm modules
+# only.  Those packages and UCX's *rocm* modules are left out; every
+# library the rest needs is checked to be in the image.
+MPI_DROP_TRIXIE=${DN2_MPI_DROP_TRIXIE-libamdhip64-5 libamd-comgr2 libhsa-runtime64-1 libhsakmt1 libllvm17t64 libz3-4 libdrm-amdgpu1}
+RELEASE=${DN2_GUEST_RELEASE:-bookworm}
 
 force=
 print=
 mpi=
+release_opt=
 packages=${DN2_GUEST_PACKAGES:-}
 dn2_split_opts "$@"
 set -- "${DN2_ARGS[@]}"
@@ -120,23 +150,38 @@ while [ $# -gt 0 ]; do
         --print) print=1; shift ;;
         --packages) dn2_need_arg "$@"; packages+=" $2"; shift 2 ;;
         --mpi) mpi=1; shift ;;
+        --guest-release) dn2_need_value "$@"; RELEASE=$2; release_opt=1; shift 2 ;;
         -h|--help) dn2_usage; exit 0 ;;
         *) usage_error "unknown argument: $1" ;;
     esac
 done
+case $RELEASE in
+    bookworm|trixie) ;;
+    *) usage_error "--guest-release: bookworm or trixie, not '$RELEASE'" ;;
+esac
 # The package list, sorted and unique; the output's name follows from it.
-[ -n "$mpi" ] && packages+=" $MPI_PACKAGES"
+if [ -n "$mpi" ] && [ "$RELEASE" = trixie ]; then
+    packages+=" $MPI_PACKAGES_TRIXIE"
+elif [ -n "$mpi" ]; then
+    packages+=" $MPI_PACKAGES"
+fi
 read -r -a pkg_list <<< "$(tr ' ' '\n' <<< "$packages" | sed '/^$/d' | LC_ALL=C sort -u | tr '\n' ' ')"
 for p in "${pkg_list[@]}"; do
     [[ $p =~ ^[a-z0-9][a-z0-9+.-]+$ ]] || usage_error "--packages: '$p' is not a Debian package name"
 done
+# (DN2_GUEST_RELEASE names the release of package images only)
+[ ${#pkg_list[@]} -gt 0 ] || [ "$release_opt" = 1 ] || RELEASE=bookworm
+[ "$RELEASE" = bookworm ] || [ ${#pkg_list[@]} -gt 0 ] ||
+    usage_error "--guest-release $RELEASE: only for an image with Debian packages (--mpi or --packages); the plain image has none"
+# (bookworm's names stay those of the images before there was a choice)
+rel=; [ "$RELEASE" = bookworm ] || rel=-$RELEASE
 if [ -n "$mpi" ]; then
-    OUT=$OUT_DIR/initramfs-mpi.cpio.lz4
-    STAMP=$OUT_DIR/initramfs-mpi.stamp
+    OUT=$OUT_DIR/initramfs-mpi$rel.cpio.lz4
+    STAMP=$OUT_DIR/initramfs-mpi$rel.stamp
 elif [ ${#pkg_list[@]} -gt 0 ]; then
     tag=$(printf '%s\n' "${pkg_list[@]}" | sha256sum | cut -c1-10)
-    OUT=$OUT_DIR/initramfs-pkgs-$tag.cpio.lz4
-    STAMP=$OUT_DIR/initramfs-pkgs-$tag.stamp
+    OUT=$OUT_DIR/initramfs-pkgs$rel-$tag.cpio.lz4
+    STAMP=$OUT_DIR/initramfs-pkgs$rel-$tag.stamp
 fi
 [ -n "$print" ] && { echo "$OUT"; exit 0; }
 
@@ -189,30 +234,111 @@ if [ -n "$NET_MODULES$FW_MODULES" ]; then
 fi
 
 # ------------------------------------------------------- Debian packages
+# bookworm: the host's own apt lists and cache (apt's default state).
+# Another release: a private apt state in $APT_DIR (sources derived from the
+# machine's, lists, cache, an empty status file): nothing of the host's apt
+# state is read or changed, and no registry host name is written anywhere.
+DEBS=$DN2_CACHE/debs
+APT_OPTS=()
+APT_DIR=
+if [ "$RELEASE" != bookworm ]; then
+    APT_DIR=$DN2_CACHE/apt-$RELEASE
+    DEBS=$DN2_CACHE/debs-$RELEASE
+    APT_OPTS=(-o Dir::Etc::sourcelist=/dev/null -o Dir::Etc::sourceparts="$APT_DIR/parts"
+              -o Dir::State::Lists="$APT_DIR/lists" -o Dir::Cache="$APT_DIR/cache"
+              -o Dir::State::status="$APT_DIR/status" -o Dir::Etc::preferences=/dev/null
+              -o Dir::Etc::preferencesparts="$APT_DIR/prefs" -o APT::Default-Release=
+              -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+fi
+
+# derive_sources FILE-STEM: the machine's own apt source for $RELEASE into
+# FILE-STEM.sources (the first deb822 stanza of
+# /etc/apt/sources.list.d/debian.sources that is not the security archive,
+# Types deb, Suites $RELEASE; its URIs and Signed-By kept) or, without that
+# file, FILE-STEM.list (the first "deb" line of /etc/apt/sources.list that
+# is not the security archive, its suite replaced)
+derive_sources() {
+    local stem=$1 d822=/etc/apt/sources.list.d/debian.sources list=/etc/apt/sources.list
+    rm -f "$stem.sources" "$stem.list"
+    if [ -f "$d822" ]; then
+        awk -v RS= -v rel="$RELEASE" '!/security/ && /URIs:/ && !done {
+            n = split($0, L, "\n"); s = ""
+            for (i = 1; i <= n; i++) {
+                if (L[i] ~ /^#/) continue
+                if (L[i] ~ /^Types:/) L[i] = "Types: deb"
+                if (L[i] ~ /^Suites:/) L[i] = "Suites: " rel
+                s = s L[i] "\n"
+            }
+            printf "%s", s; done = 1 }' "$d822" > "$stem.sources"
+        grep -q '^URIs:' "$stem.sources" && grep -q '^Suites:' "$stem.sources" ||
+            die "cannot derive a $RELEASE apt source from $d822: no stanza with URIs and Suites outside the security archive"
+    elif [ -f "$list" ]; then
+        awk -v rel="$RELEASE" '$1 == "deb" && !/security/ && !done {
+            i = 2
+            if ($2 ~ /^\[/) { while (i < NF && $i !~ /\]$/) i++; i++ }
+            $(i + 1) = rel; print; done = 1 }' "$list" > "$stem.list"
+        [ -s "$stem.list" ] || die "cannot derive a $RELEASE apt source from $list: no \"deb\" line outside the security archive"
+    else
+        die "cannot derive a $RELEASE apt source: neither $d822 nor $list exists"
+    fi
+}
+
+# release_lists: the private apt state of $RELEASE, its lists fetched when
+# there are none, when the derived source changed, or with
+# DN2_GUEST_APT_UPDATE=1
+release_lists() {
+    local new=$APT_DIR/new
+    mkdir -p "$APT_DIR"/{parts,lists/partial,cache/archives/partial,prefs} "$new"
+    [ -f "$APT_DIR/status" ] || : > "$APT_DIR/status"
+    derive_sources "$new/$RELEASE"
+    if ! diff -qr "$new" "$APT_DIR/parts" > /dev/null 2>&1; then
+        rm -f "$APT_DIR"/parts/*
+        cp "$new"/* "$APT_DIR/parts/"
+        rm -f "$APT_DIR/updated"
+    fi
+    rm -rf "$new"
+    if [ "${DN2_GUEST_APT_UPDATE:-0}" = 1 ] || [ ! -f "$APT_DIR/updated" ] ||
+       ! compgen -G "$APT_DIR/lists/*Packages*" > /dev/null; then
+        log "apt-get update for $RELEASE (private lists in $APT_DIR, the source derived from /etc/apt)"
+        if ! LC_ALL=C apt-get "${APT_OPTS[@]}" -q update > "$APT_DIR/update.log" 2>&1; then
+            die "apt-get update for $RELEASE failed: $(grep -E '^(E|W|Err):' "$APT_DIR/update.log" | head -3 | tr '\n' ' ')(log: $APT_DIR/update.log)"
+        fi
+        grep -qE '^(E:|Err:)' "$APT_DIR/update.log" &&
+            die "apt-get update for $RELEASE: $(grep -E '^(E:|Err:)' "$APT_DIR/update.log" | head -3 | tr '\n' ' ')(log: $APT_DIR/update.log)"
+        compgen -G "$APT_DIR/lists/*Packages*" > /dev/null ||
+            die "apt-get update for $RELEASE fetched no package lists (log: $APT_DIR/update.log)"
+        touch "$APT_DIR/updated"
+    fi
+}
+
 # resolve_closure PKG...: prints "name version arch" for every package of
 # the dependency closure (Depends + Pre-Depends, recursively; alternatives
 # and virtual packages resolved by apt), as apt would install them on an
 # empty system.  Cached per package list and apt lists state.
-DEBS=$DN2_CACHE/debs
 resolve_closure() {
     local key cache out err empty
-    key=$( { printf '%s\n' "$@"; stat -c '%n %Y %s' /var/lib/apt/lists/*Packages* 2>/dev/null; } | sha256sum | cut -c1-16)
+    if [ -n "$APT_DIR" ]; then
+        key=$( { echo "release:$RELEASE"; printf '%s\n' "$@"; stat -c '%n %Y %s' "$APT_DIR"/lists/*Packages* 2>/dev/null; } | sha256sum | cut -c1-16)
+    else
+        key=$( { printf '%s\n' "$@"; stat -c '%n %Y %s' /var/lib/apt/lists/*Packages* 2>/dev/null; } | sha256sum | cut -c1-16)
+    fi
     cache=$DN2_CACHE/closures/$key
     if [ -s "$cache" ]; then cat "$cache"; return 0; fi
     mkdir -p "$DN2_CACHE/closures"
     empty=$(mktemp -d)
     : > "$empty/status"
-    if ! out=$(LC_ALL=C apt-get -s -o Dir::State::status="$empty/status" \
+    if ! out=$(LC_ALL=C apt-get "${APT_OPTS[@]}" -s -o Dir::State::status="$empty/status" \
             -o APT::Install-Recommends=false -o APT::Install-Suggests=false \
             -o Debug::NoLocking=1 install "$@" 2>"$empty/err"); then
         err=$(cat "$empty/err")
         rm -rf "$empty"
-        local bad
+        local bad hint="run scripts/setup.sh if the apt lists are missing"
+        [ -n "$APT_DIR" ] && hint="not in $RELEASE's lists ($APT_DIR; DN2_GUEST_APT_UPDATE=1 fetches them again)"
         bad=$(sed -n -E "s/^E: (Unable to locate package |Package '?)([^' ]+).*/\2/p" <<< "$err" | sort -u | tr '\n' ' ')
         if [ -n "$bad" ]; then
-            die "Debian package(s) not found: ${bad% } (check the name with apt-cache search; run scripts/setup.sh if the apt lists are missing)"
+            die "Debian package(s) not found: ${bad% } (check the name with apt-cache search; $hint)"
         fi
-        die "apt cannot resolve the packages $*: $(grep -v '^W:' <<< "$err" | head -5 | tr '\n' ' ')"
+        die "apt cannot resolve the packages $*${APT_DIR:+ in $RELEASE}: $(grep -v '^W:' <<< "$err" | head -5 | tr '\n' ' ')"
     fi
     rm -rf "$empty"
     # Inst NAME (VERSION SUITE [ARCH])
@@ -225,25 +351,39 @@ resolve_closure() {
 # deb_path NAME VERSION ARCH: where apt-get download puts it
 deb_path() { echo "$DEBS/${1}_${2//:/%3a}_$3.deb"; }
 
-# fetch_debs: every package of $closure into $DEBS (those missing)
+# fetch_debs LIST: every package of LIST ("name version arch" lines) into
+# $DEBS (those missing)
 fetch_debs() {
     local name ver arch want=()
     mkdir -p "$DEBS"
     while read -r name ver arch; do
         [ -f "$(deb_path "$name" "$ver" "$arch")" ] || want+=("$name=$ver")
-    done <<< "$closure"
+    done <<< "$1"
     [ ${#want[@]} -eq 0 ] && return 0
     log "downloading ${#want[@]} Debian packages into $DEBS"
-    (cd "$DEBS" && apt-get download -o APT::Sandbox::User=root -qq "${want[@]}" >/dev/null) \
+    (cd "$DEBS" && apt-get "${APT_OPTS[@]}" download -o APT::Sandbox::User=root -qq "${want[@]}" >/dev/null) \
         || die "apt-get download failed for some of: ${want[*]}"
     while read -r name ver arch; do
         [ -f "$(deb_path "$name" "$ver" "$arch")" ] || die "apt-get download did not produce $(deb_path "$name" "$ver" "$arch")"
-    done <<< "$closure"
+    done <<< "$1"
+}
+
+# check_needed ROOT: every shared library that an ELF file of ROOT's /usr
+# needs (DT_NEEDED) is in ROOT (a package left out of the closure must not
+# take one that stays)
+check_needed() {
+    local root=$1 have missing
+    have=$(find "$root/usr/lib" -name '*.so*' -printf '%f\n' | LC_ALL=C sort -u)
+    missing=$(find "$root/usr" -type f \( -name '*.so*' -o -perm -u+x \) -print0 |
+        xargs -0r readelf -d 2>/dev/null |
+        awk '/^File: / { f = $2 } /\(NEEDED\)/ { gsub(/.*\[|\].*/, ""); print $0 " " f }' |
+        LC_ALL=C sort -u | LC_ALL=C join -v1 - <(echo "$have") | head -5) || true
+    [ -z "$missing" ] || die "libraries missing from the $RELEASE image (needed by): $(echo "$missing" | sed "s,$root,," | tr '\n' ';')"
 }
 
 # unpack_debs ROOT: dpkg -x the closure into ROOT, prune, alternatives, ldconfig
 unpack_debs() {
-    local root=$1 name ver arch deb ctl
+    local root=$1 name ver arch deb ctl d
     ctl=$(mktemp -d)
     while read -r name ver arch; do
         deb=$(deb_path "$name" "$ver" "$arch")
@@ -255,6 +395,22 @@ unpack_debs() {
         fi
         rm -rf "${ctl:?}/$name"
     done <<< "$closure"
+    if [ "$RELEASE" != bookworm ]; then
+        # Merged /usr, as the release's usrmerge/base-files make it: its
+        # packages put everything under /usr and the programs' interpreter
+        # is /lib64/ld-linux-x86-64.so.2.
+        for d in bin sbin lib lib64; do
+            mkdir -p "$root/usr/$d"
+            if [ -d "$root/$d" ] && [ ! -L "$root/$d" ]; then
+                cp -a "$root/$d/." "$root/usr/$d/" && rm -rf "${root:?}/$d" || die "merging /$d into /usr/$d failed"
+            fi
+            ln -sfn "usr/$d" "$root/$d"
+        done
+    fi
+    if [ -n "$mpi" ] && [ "$RELEASE" = trixie ] && [ -n "$MPI_DROP_TRIXIE" ]; then
+        rm -f "$root"/usr/lib/x86_64-linux-gnu/ucx/*rocm*
+        check_needed "$root"
+    fi
     # Docs, man pages, locales: not needed in a guest.
     rm -rf "$root"/usr/share/{doc,man,info,locale,lintian,linda,bug,bash-completion,zsh,gtk-doc,help,menu} \
            "$root"/usr/lib/x86_64-linux-gnu/gconv
@@ -268,10 +424,74 @@ unpack_debs() {
 closure=
 if [ ${#pkg_list[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || die "--packages needs apt-get and dpkg (a Debian host)"
+    [ -n "$APT_DIR" ] && release_lists
     closure=$(resolve_closure "${pkg_list[@]}") || exit 1
+    if [ -n "$mpi" ] && [ "$RELEASE" = trixie ] && [ -n "$MPI_DROP_TRIXIE" ]; then
+        closure=$(awk -v drop=" $MPI_DROP_TRIXIE " '!index(drop, " " $1 " ")' <<< "$closure")
+    fi
 fi
 mpi_export=
-[ -n "$mpi" ] && [ -d "$MPI_EXPORT" ] && mpi_export=$MPI_EXPORT
+[ -n "$mpi" ] && [ "$RELEASE" = bookworm ] && [ -d "$MPI_EXPORT" ] && mpi_export=$MPI_EXPORT
+
+# The release's own MPI pieces (--mpi, a release other than bookworm): the
+# -dev packages they compile against (unpacked, not in the image) and the
+# sources (linux-guest/pmi, linux-guest/ofi, libdimmnet2).
+REL_DEV_PACKAGES="libpmix-dev libfabric-dev"
+REL_EXPORT=$OUT_DIR/export-mpi-$RELEASE
+REL_SOURCES=()
+dev_closure=
+if [ -n "$mpi" ] && [ "$RELEASE" != bookworm ]; then
+    dev_closure=$(resolve_closure $REL_DEV_PACKAGES) || exit 1
+    dev_closure=$(awk -v want=" $REL_DEV_PACKAGES " 'index(want, " " $1 " ")' <<< "$dev_closure")
+    [ "$(wc -l <<< "$dev_closure")" = 2 ] || die "apt did not resolve $REL_DEV_PACKAGES in $RELEASE"
+    REL_SOURCES=("$DN2_TOP"/linux-guest/pmi/{dn2-pmix-server.c,pmi-dn2.c,pmi-limits.h}
+                 "$DN2_TOP"/linux-guest/ofi/*.[ch]
+                 "$DN2_TOP"/linux-guest/lib/{libdimmnet2.c,board-mem.c,board-dev.c,dn2msg.c,*.h}
+                 "$DN2_TOP"/include/dimmnet2/*.h)
+fi
+
+# build_release_mpi ROOT: dn2-pmix-server and the libfabric provider for
+# the release, with the host's gcc against its headers (the unpacked -dev
+# packages) and its libraries (in ROOT, the image's root): into $REL_EXPORT
+build_release_mpi() {
+    local root=$1 dev=$OUT_DIR/dev-$RELEASE name ver arch L pmix_h pmix_so fab_so blog
+    L=$root/usr/lib/x86_64-linux-gnu
+    blog=$OUT_DIR/export-mpi-$RELEASE.log
+    rm -rf "$dev" "$REL_EXPORT"
+    mkdir -p "$dev" "$REL_EXPORT/bin" "$REL_EXPORT/lib/libfabric"
+    fetch_debs "$dev_closure"
+    while read -r name ver arch; do
+        dpkg -x "$(deb_path "$name" "$ver" "$arch")" "$dev" || die "dpkg -x of $name ($RELEASE) failed"
+    done <<< "$dev_closure"
+    pmix_h=$(find "$dev" -name pmix.h -path '*/include/*' -print -quit)
+    [ -n "$pmix_h" ] || die "$RELEASE's libpmix-dev has no pmix.h"
+    [ -f "$dev/usr/include/rdma/fabric.h" ] || die "$RELEASE's libfabric-dev has no rdma/fabric.h"
+    pmix_so=$(find -L "$L" -maxdepth 3 -name 'libpmix.so.2' -print -quit)
+    fab_so=$L/libfabric.so.1
+    [ -n "$pmix_so" ] || die "the $RELEASE image has no libpmix.so.2 (is libpmix2t64 among its packages?)"
+    [ -e "$fab_so" ] || die "the $RELEASE image has no libfabric.so.1"
+    # The host's glibc links (its symbol versions are older than the
+    # release's); the release's libraries may need newer ones, which the
+    # image's glibc has: --allow-shlib-undefined, -rpath-link to find theirs.
+    local ldf=(-Wl,-rpath-link,"$L" -Wl,--allow-shlib-undefined)
+    {
+        echo "# dn2-pmix-server against $(basename "$(dirname "$(dirname "$pmix_h")")") headers"
+        gcc -O2 -Wall -o "$REL_EXPORT/bin/dn2-pmix-server" \
+            "$DN2_TOP/linux-guest/pmi/dn2-pmix-server.c" "$DN2_TOP/linux-guest/pmi/pmi-dn2.c" \
+            -I "$(dirname "$pmix_h")" -I "$DN2_TOP/linux-guest/pmi" "${ldf[@]}" "$pmix_so" -lpthread
+    } > "$blog" 2>&1 || die "compiling dn2-pmix-server against $RELEASE's libpmix-dev failed: $(grep -m1 -E 'error|undefined' "$blog") (log: $blog)"
+    {
+        echo "# the libfabric provider against $RELEASE's libfabric-dev"
+        gcc -std=gnu11 -O2 -Wall -Wextra -fPIC -fvisibility=hidden -shared -D_FILE_OFFSET_BITS=64 \
+            -o "$REL_EXPORT/lib/libfabric/libdimmnet2-fi.so" \
+            -I "$DN2_TOP/include" -I "$DN2_TOP/linux-guest/lib" -I "$DN2_TOP/linux-guest/ofi" -I "$dev/usr/include" \
+            "$DN2_TOP"/linux-guest/ofi/dn2fi_{init,ep,rdm,dgram,xmit,av,cq,util}.c \
+            "$DN2_TOP"/linux-guest/lib/{libdimmnet2,board-mem,board-dev,dn2msg}.c \
+            -Wl,--no-undefined "${ldf[@]}" "$fab_so" -lpthread
+    } >> "$blog" 2>&1 || die "compiling the libfabric provider against $RELEASE's libfabric-dev failed: $(grep -m1 -E 'error|undefined' "$blog") (log: $blog)"
+    strip "$REL_EXPORT/bin/dn2-pmix-server" "$REL_EXPORT/lib/libfabric/libdimmnet2-fi.so" 2>/dev/null || true
+    rm -rf "$dev"
+}
 
 # The /init script (kept here so that one file describes the guest).
 init_script() {
@@ -504,6 +724,12 @@ inputs_hash() {
         gcc --version | head -1
         echo "${CFLAGS[*]}"
         echo "mpi:$mpi"
+        # (only another release adds lines: bookworm's key stays as it was)
+        if [ "$RELEASE" != bookworm ]; then
+            echo "release:$RELEASE"
+            printf '%s\n' "$dev_closure"
+            [ ${#REL_SOURCES[@]} -eq 0 ] || cat "${REL_SOURCES[@]}" | sha256sum
+        fi
         printf '%s\n' "$closure"
         for f in "${net_modules[@]}"; do echo "module:$f"; done
         [ ${#net_modules[@]} -eq 0 ] || cat "${net_modules[@]}" | sha256sum
@@ -554,8 +780,12 @@ rm -rf "$root"
 mkdir -p "$root"
 # Debian packages first: the project's files and busybox's /bin/sh win.
 if [ -n "$closure" ]; then
-    fetch_debs
+    fetch_debs "$closure"
     unpack_debs "$root"
+fi
+if [ -n "$dev_closure" ]; then
+    build_release_mpi "$root"
+    mpi_export=$REL_EXPORT
 fi
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,root,etc}
 
