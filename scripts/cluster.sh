@@ -86,6 +86,9 @@
 #                         --packages; also DN2_GUEST_PACKAGES)
 #       --mpi             the MPI image (build-initramfs.sh --mpi: Open MPI,
 #                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
+#       --guest-release R the Debian release of the image's packages (--mpi,
+#                         --packages): bookworm (default) or trixie (Open
+#                         MPI 5; build-initramfs.sh --guest-release)
 #       --serve-dir DIR   the file server also serves DIR (after the run's
 #                         own files, before build/guest/export/)
 #       --slice US        the QEMUs, the switch and the Ethernet hub run with

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs an MPI program (Debian's Open MPI 4.1) on a cluster of DIMMnet-2
-# guests: boots the nodes with the MPI image (scripts/cluster.sh --mpi),
+# Runs an MPI program (Debian's Open MPI 4.1; 5.0 with --guest-release
+# trixie) on a cluster of DIMMnet-2 guests: boots the nodes with the MPI
+# image (scripts/cluster.sh --mpi),
 # starts the ranks on them (no mpirun, no ssh: Open MPI's direct launch as a
 # client of a PMIx server on each node, dn2-pmix-server, or through our PMI-1
 # library, libpmi-dn2.so; both talk to the launcher's job server), streams
@@ -42,6 +43,13 @@
 #                              Open MPI 4.1's flux component
 #                       (default: pmix when dn2-pmix-server is built, else
 #                       pmi1)
+#       --guest-release R  the Debian release of the MPI image
+#                       (DN2_GUEST_RELEASE sets the default): bookworm
+#                       (default; Open MPI 4.1)
+#                       or trixie (Debian 13: Open MPI 5.0, PMIx only, so
+#                       --pmi pmix; btl sm instead of vader, no osc pt2pt;
+#                       dn2-pmix-server and the provider built against
+#                       trixie's libraries by the image build)
 #       --job NET:CMD   instead of PROGRAM: a job whose ranks run the shell
 #                       command CMD (sh -c) over NET; several --job run one
 #                       after the other in the same guests (board against

@@ -31,6 +31,7 @@ NODE_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpirun
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 PMIX_SERVER = os.path.join(TOP, "build", "linux-guest", "pmi", "dn2-pmix-server")
+RELEASES = ("bookworm", "trixie")
 VT_START_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,9})?$")
 
 
@@ -66,6 +67,7 @@ class Options:
         self.packages = self.stats = self.keep_going = self.junit = self.dry_run = self.old_env = ""
         self.vt, self.vt_opts, self.vt_start, self.vt_start_set = "", [], "5", ""
         self.pmi = environ.get("DN2_MPI_PMI") or ""
+        self.release = environ.get("DN2_GUEST_RELEASE") or "bookworm"
         self.help = False
         self.program = []          # PROGRAM ARGS...
         self.notes = []
@@ -126,6 +128,8 @@ def parse(args, environ):
             need_value(); o.ofi = a[1]; del a[:2]
         elif x == "--pmi":
             need_value(); o.pmi = a[1]; del a[:2]
+        elif x == "--guest-release":
+            need_value(); o.release = a[1]; del a[:2]
         elif x == "--job":
             need_value(); o.jobs.append(a[1]); del a[:2]
         elif x == "--file":
@@ -239,6 +243,11 @@ def settle(o, find_provider=None, tell=None, find_pmix_server=None):
         raise Usage("--ofi must be dimmnet2 or 'dimmnet2;ofi_rxd'")
     if o.pmi not in ("", "pmix", "pmi1"):
         raise Usage("--pmi must be pmix or pmi1, not '%s'" % o.pmi)
+    if o.release not in RELEASES:
+        raise Usage("--guest-release: bookworm or trixie, not '%s'" % o.release)
+    if o.release == "trixie" and o.pmi == "pmi1":
+        raise Usage("--pmi pmi1: Open MPI 5 (--guest-release trixie) has no PMI-1 path; its ranks start only as "
+                    "PMIx clients (--pmi pmix, the default there)")
     if o.net:
         usage_net("--net", o.net, nodes)
     for j in o.jobs:
@@ -279,13 +288,23 @@ def settle(o, find_provider=None, tell=None, find_pmix_server=None):
     # The libfabric provider (docs/ofi-provider.md), when built (or named by
     # DN2_FI_PROVIDER); the default network follows from it.
     o.provider = (find_provider or default_provider)()
+    if o.release != "bookworm":
+        # (the image build compiles the release's own provider and server)
+        if os.environ.get("DN2_FI_PROVIDER"):
+            add_note("DN2_FI_PROVIDER is not used with --guest-release %s: the image carries the provider built "
+                     "against %s's libfabric" % (o.release, o.release))
+        o.provider = ""
+        if not o.net:
+            o.net = "board"
+        if not o.pmi:
+            o.pmi = "pmix"
     if not o.net:
         o.net = "board" if (o.provider or o.vt) else "tcp"
     # How the ranks learn who they are: the node's PMIx server (built on
     # the host's libpmix-dev), else PMI-1 through Open MPI's flux component.
     if not o.pmi:
         o.pmi = "pmix" if (find_pmix_server or default_pmix_server)() else "pmi1"
-    elif o.pmi == "pmix" and not (find_pmix_server or default_pmix_server)():
+    elif o.pmi == "pmix" and o.release == "bookworm" and not (find_pmix_server or default_pmix_server)():
         raise Usage("--pmi pmix: %s is not built (libpmix-dev, then meson compile -C build); --pmi pmi1 needs "
                     "no server" % os.path.relpath(PMIX_SERVER))
 
@@ -340,7 +359,13 @@ def mpi_mem_for(img, ppn, quiet_errors=False):
 
 
 def img_args(o):
-    return ["--mpi"] + (["--packages", o.packages] if o.packages else [])
+    return ["--mpi"] + (["--packages", o.packages] if o.packages else []) + rel_args(o)
+
+
+def rel_args(o):
+    """--guest-release for build-initramfs.sh and cluster.sh (bookworm, the
+    default, passes nothing: its commands stay as they were)."""
+    return ["--guest-release", o.release] if o.release != "bookworm" else []
 
 
 def rundir_of(o):
@@ -354,6 +379,8 @@ def plan_lines(o, mem_text):
     out.append("networks:" + o.nets)
     if " board " in " %s " % o.nets:
         out.append("ofi: " + o.ofi)
+    if o.release != "bookworm":
+        out.append("guest release: %s (Open MPI 5, PMIx only)" % o.release)
     if o.pmi == "pmix":
         out.append("pmi: pmix (dn2-pmix-server on every node, fences over %s)"
                    % ("the PMI agents" if o.vt else "the job server"))
@@ -377,10 +404,23 @@ def plan_lines(o, mem_text):
     return out
 
 
-def net_env(net, ofi):
+def net_env(net, ofi, release="bookworm"):
     """Open MPI's environment for a network.  One-sided: osc/rdma wants
-    RDMA-capable BTLs, which tcp is not, and Open MPI then finds no window
-    component unless pt2pt is named."""
+    RDMA-capable BTLs, which tcp is not, and Open MPI 4.1 then finds no
+    window component unless pt2pt is named.  Open MPI 5 (trixie) has no
+    btl/vader (btl/sm instead) and no osc/pt2pt (its osc/rdma works over
+    any BTL that reaches every peer)."""
+    if release != "bookworm":
+        if net == "board":
+            return (["FI_PROVIDER=^ofi_rxd"] if ofi == "dimmnet2" else []) + [
+                "OMPI_MCA_pml=cm", "OMPI_MCA_mtl=ofi", "OMPI_MCA_mtl_ofi_provider_include=" + ofi,
+                "FI_PROVIDER_PATH=/opt/dn2/lib/libfabric", "OMPI_MCA_btl=self,sm"]
+        if net == "tcp":
+            return ["OMPI_MCA_pml=ob1", "OMPI_MCA_btl=tcp,self,sm", "OMPI_MCA_btl_tcp_if_include=192.168.77.0/24",
+                    "OMPI_MCA_mtl=^ofi"]
+        if net == "shm":
+            return ["OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,sm", "OMPI_MCA_mtl=^ofi"]
+        return []
     if net == "board":
         # Open MPI matches its include list by prefix, so "dimmnet2" would
         # take "dimmnet2;ofi_rxd" too, which libfabric lists first: for the
@@ -403,7 +443,14 @@ def ompi_env(o, flux_job_id):
     schizo/ompi, since without a launcher it knows schizo/orte runs each
     process as a singleton.  PMI-1: FLUX_JOB_ID selects Open MPI's
     pmix/flux component (and schizo/flux: ess pmi, no binding);
-    FLUX_PMI_LIBRARY_PATH names our PMI-1 library."""
+    FLUX_PMI_LIBRARY_PATH names our PMI-1 library.  Open MPI 5 (trixie) is
+    always a PMIx client and has no ess, schizo or pmix framework (nor
+    ORTE's tmpdir): none of those variables."""
+    if o.release != "bookworm":
+        env = ["OMPI_MCA_btl_base_warn_component_unused=0", "OMPI_MCA_hwloc_base_binding_policy=none"]
+        if o.ppn > 1:
+            env.append("OMPI_MCA_mpi_yield_when_idle=1")
+        return env + o.envs
     if o.pmi == "pmix":
         env = ["OMPI_MCA_schizo=ompi", "OMPI_MCA_pmix=ext3x", "OMPI_MCA_ess=pmi"]
     else:
@@ -448,7 +495,7 @@ def node_script(o, fetch_cmds, flux_job_id):
     out += ["export " + sh_quote(e) for e in ompi_env(o, flux_job_id)]
     out += ["net_env() {", "    case $1 in"]
     for nn in ("board", "tcp", "shm"):
-        out.append("        %s) export%s ;;" % (nn, "".join(" " + sh_quote(e) for e in net_env(nn, o.ofi))))
+        out.append("        %s) export%s ;;" % (nn, "".join(" " + sh_quote(e) for e in net_env(nn, o.ofi, o.release))))
     out += ["    esac", "}"]
     with open(NODE_TEMPLATE, encoding="utf-8") as f:
         body = "".join(l for l in f if not l.startswith("#@"))
@@ -488,15 +535,9 @@ def cp_if_changed(src, dst):
         subprocess.run(["cp", src, dst], check=True)
 
 
-def launch(o, script_path, orig_args):
-    for nj in o.nets.split():
-        if nj == "board" and not o.provider:
-            raise Fail("--net board: the DIMMnet-2 libfabric provider (libdimmnet2-fi.so) is not built; use --net tcp")
-    if o.provider and not os.path.isfile(o.provider):
-        raise Fail("DN2_FI_PROVIDER=%s does not exist" % o.provider)
-    py = shutil.which("python3")
-    if not py:
-        raise Fail("python3 not found (it streams the ranks' output and writes result.json): apt-get install python3")
+def fill_export_mpi(o):
+    """build/guest/export-mpi/, the bookworm MPI image's /opt/dn2 part: the
+    PMI-1 library, the PMIx server and the provider built by meson."""
     export_mpi = os.path.join(TOP, "build", "guest", "export-mpi")
     pmi_lib = os.path.join(TOP, "build", "linux-guest", "pmi", "libpmi-dn2.so")
     if not os.path.isfile(pmi_lib):
@@ -511,6 +552,21 @@ def launch(o, script_path, orig_args):
     if o.provider:
         os.makedirs(os.path.join(export_mpi, "lib", "libfabric"), exist_ok=True)
         cp_if_changed(o.provider, os.path.join(export_mpi, "lib", "libfabric", "libdimmnet2-fi.so"))
+
+
+def launch(o, script_path, orig_args):
+    for nj in o.nets.split():
+        if nj == "board" and not o.provider and o.release == "bookworm":
+            raise Fail("--net board: the DIMMnet-2 libfabric provider (libdimmnet2-fi.so) is not built; use --net tcp")
+    if o.provider and not os.path.isfile(o.provider):
+        raise Fail("DN2_FI_PROVIDER=%s does not exist" % o.provider)
+    py = shutil.which("python3")
+    if not py:
+        raise Fail("python3 not found (it streams the ranks' output and writes result.json): apt-get install python3")
+    # (another release's image gets its server and provider from the image
+    # build, compiled against that release: export-mpi/ is bookworm's)
+    if o.release == "bookworm":
+        fill_export_mpi(o)
     rundir = rundir_of(o)
     # A cluster still running under this name would be another run's.
     info = os.path.join(rundir, "info")
@@ -657,6 +713,7 @@ def cluster_args(o, mem, serve, script):
         cl.append("--ethernet")
     if o.packages:
         cl += ["--packages", o.packages]
+    cl += rel_args(o)
     if o.quiet:
         cl.append("-q")
     if o.stats:

@@ -225,6 +225,7 @@ class Launcher:
         self.initrd_built = self.recorded_image()
         if not self.initrd_built:
             ia = (["--packages", o.packages] if o.packages else []) + (["--mpi"] if o.mpi_image else [])
+            ia += ["--guest-release", o.guest_release] if o.guest_release else []
             r = subprocess.run(["bash", os.path.join(HERE, "build-initramfs.sh")] + ia, stdout=subprocess.PIPE)
             if r.returncode != 0:
                 raise Fail("building the guest initramfs failed (scripts/build-initramfs.sh %s)" % " ".join(ia))

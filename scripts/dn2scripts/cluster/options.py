@@ -23,6 +23,7 @@ class Options:
         self.junit, self.node_qemu, self.smp, self.wid, self.name = "", {}, "1", "0", ""
         self.switch_port, self.http_port, self.switch_opts, self.device_opts = "0", "0", "", ""
         self.secret_file, self.packages, self.mpi_image, self.ethernet = "", "", False, False
+        self.guest_release = ""
         self.board_stats, self.slice_us, self.pause_yield, self.ether_mtu = False, "100", "", ""
         self.serve_dir, self.append_extra, self.quiet = "", "", False
         self.hosts_arg, self.rsh, self.switch_host, self.switch_addr, self.my_addr = "", "", "", "", ""
@@ -143,6 +144,10 @@ def parse(args, environ=None):
             need_arg(a); o.packages += " " + v
         elif x == "--mpi":
             o.mpi_image, take = True, 1
+        elif x == "--guest-release":
+            need_value(a); o.guest_release = v
+            if v not in ("bookworm", "trixie"):
+                raise Usage("--guest-release: bookworm or trixie, not '%s'" % v)
         elif x == "--ethernet":
             o.ethernet, take = True, 1
         elif x == "--board-stats":

@@ -325,7 +325,8 @@ def vt_record(o, ctx, run_file):
     r += ["--vt-sync", o.vt_transport]
     for flag, v in (("--vt-quantum", o.vt_quantum), ("--vt-insn-ps", o.vt_insn_ps),
                     ("--switch-opts", o.switch_opts), ("--device-opts", o.device_opts), ("-a", o.append_extra),
-                    ("--secret-file", o.secret_file), ("--packages", o.packages)):
+                    ("--secret-file", o.secret_file), ("--packages", o.packages),
+                    ("--guest-release", o.guest_release)):
         if v:
             r += [flag, v]
     for flag, on in (("--mpi", o.mpi_image), ("--board-stats", o.board_stats)):

@@ -213,3 +213,38 @@ def test_help_and_usage_exit_status(capsys):
 def test_sh_quote():
     assert mpirun.sh_quote("a'b") == "'a'\\''b'"
     assert mpirun.sh_quote("x\n\n") == "'x'"
+
+
+def test_guest_release_trixie():
+    """Open MPI 5's image: PMIx only, no ess/schizo/pmix/ORTE variables,
+    btl sm for vader, no osc pt2pt; the image and the cluster get the
+    release; bookworm's commands stay as they were."""
+    o, _ = settled(["--guest-release", "trixie", "-np", "4", "--ppn", "2", "--", "true"],
+                   provider="", pmix_server=False)
+    assert (o.release, o.pmi, o.net) == ("trixie", "pmix", "board")
+    env = mpirun.ompi_env(o, 1234)
+    assert not [e for e in env if e.startswith(("FLUX_", "OMPI_MCA_schizo", "OMPI_MCA_ess", "OMPI_MCA_pmix",
+                                                "OMPI_MCA_orte"))]
+    assert "OMPI_MCA_hwloc_base_binding_policy=none" in env and "OMPI_MCA_mpi_yield_when_idle=1" in env
+    for net in ("board", "tcp", "shm"):
+        e = mpirun.net_env(net, "dimmnet2", "trixie")
+        btl = [x for x in e if x.startswith("OMPI_MCA_btl=")]
+        assert len(btl) == 1 and "sm" in btl[0].split("=")[1].split(",") and "vader" not in btl[0]
+        assert not [x for x in e if x.startswith("OMPI_MCA_osc")]
+    assert mpirun.img_args(o) == ["--mpi", "--guest-release", "trixie"]
+    assert "guest release: trixie (Open MPI 5, PMIx only)" in mpirun.plan_lines(o, "x")
+    cl, _ = mpirun.cluster_args(o, "512", "/s", "/s/node.sh")
+    assert cl[cl.index("--guest-release") + 1] == "trixie"
+    o, _ = settled(["-np", "2", "--", "true"])
+    assert o.release == "bookworm" and mpirun.img_args(o) == ["--mpi"]
+    assert "--guest-release" not in mpirun.cluster_args(o, "512", "/s", "/s/node.sh")[0]
+    assert "OMPI_MCA_btl=self,vader" in mpirun.net_env("board", "dimmnet2")
+
+
+def test_guest_release_usage():
+    assert "Open MPI 5 (--guest-release trixie) has no PMI-1 path" in usage(
+        ["--guest-release", "trixie", "--pmi", "pmi1", "--", "true"])
+    assert "Open MPI 5" in usage(["--guest-release=trixie", "--", "true"], {"DN2_MPI_PMI": "pmi1"})
+    assert "--guest-release: bookworm or trixie, not 'sid'" in usage(["--guest-release", "sid", "--", "true"])
+    o, _ = settled(["--", "true"], {"DN2_GUEST_RELEASE": "trixie"})
+    assert o.release == "trixie"
