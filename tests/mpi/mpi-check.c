@@ -13,6 +13,9 @@
  *   one-sided: MPI_Put and MPI_Get inside fences on a window of every rank
  *
  * Usage: mpi-check [MAX_BYTES]   (default 4 MiB)
+ * MPI_CHECK_NO_ONESIDED=WHY in the environment reports the two one-sided
+ * cases as skipped (TAP "# SKIP WHY") instead of running them: Open MPI 5
+ * over the boards has no window component (docs/mpi.md, "Guest release").
  */
 #include <mpi.h>
 #include <stdarg.h>
@@ -279,7 +282,14 @@ int main(int argc, char **argv)
     }
 
     /* 10-11. one-sided: put into the right neighbour, get from the left */
-    {
+    const char *no_osc = getenv("MPI_CHECK_NO_ONESIDED");
+    if (no_osc && *no_osc) {
+        if (rank == 0) {
+            printf("ok %d - MPI_Put + MPI_Win_fence # SKIP %.200s\n", ++tapn, no_osc);
+            printf("ok %d - MPI_Get + MPI_Win_fence # SKIP %.200s\n", ++tapn, no_osc);
+            fflush(stdout);
+        }
+    } else {
         int n = 65536;
         unsigned char *base;
         MPI_Win win;
