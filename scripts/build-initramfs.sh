@@ -360,9 +360,11 @@ fetch_debs() {
         [ -f "$(deb_path "$name" "$ver" "$arch")" ] || want+=("$name=$ver")
     done <<< "$1"
     [ ${#want[@]} -eq 0 ] && return 0
+    local stale=
+    [ -z "$APT_DIR" ] || stale=" (the $RELEASE lists in $APT_DIR may be older than the archive: DN2_GUEST_APT_UPDATE=1 fetches them again)"
     log "downloading ${#want[@]} Debian packages into $DEBS"
     (cd "$DEBS" && apt-get "${APT_OPTS[@]}" download -o APT::Sandbox::User=root -qq "${want[@]}" >/dev/null) \
-        || die "apt-get download failed for some of: ${want[*]}"
+        || die "apt-get download failed for some of: ${want[*]}$stale"
     while read -r name ver arch; do
         [ -f "$(deb_path "$name" "$ver" "$arch")" ] || die "apt-get download did not produce $(deb_path "$name" "$ver" "$arch")"
     done <<< "$1"
