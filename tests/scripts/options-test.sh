@@ -74,7 +74,8 @@ stderr_diag() { [ -s "$work/err" ] && head -5 "$work/err" | diag; return 0; }
 
 scripts=(scripts/test.sh scripts/setup.sh scripts/export-guest.sh scripts/build-qemu.sh
          scripts/build-initramfs.sh scripts/run-guest.sh scripts/demo.sh scripts/bench.sh
-         scripts/bench-scale.sh scripts/bench-cluster.sh scripts/bench-mpi.sh scripts/bench-vt.sh
+         scripts/bench-scale.sh scripts/bench-cluster.sh scripts/bench-mpi.sh scripts/bench-mpi-init.sh
+         scripts/bench-vt.sh
          scripts/cluster.sh scripts/mpirun.sh scripts/soak.sh linux-guest/driver/build.sh
          tests/guest/boot-test.sh tests/guest/driver-test.sh tests/guest/dsh-test.sh
          tests/guest/prog-test.sh tests/guest/wrong-test.sh tests/cluster/cluster-test.sh
@@ -87,13 +88,15 @@ declare -A need=(
     [scripts/build-qemu.sh]=--link-into [scripts/build-initramfs.sh]=--packages
     [scripts/run-guest.sh]=--timeout [scripts/demo.sh]=--boards [scripts/bench.sh]=--out
     [scripts/bench-scale.sh]=--seconds [scripts/bench-cluster.sh]=--slice
-    [scripts/bench-mpi.sh]=--ppn [scripts/cluster.sh]=--nodes [scripts/mpirun.sh]=--nodes
+    [scripts/bench-mpi.sh]=--ppn [scripts/bench-mpi-init.sh]=--repeat
+    [scripts/cluster.sh]=--nodes [scripts/mpirun.sh]=--nodes
     [scripts/soak.sh]=--seed [scripts/host-cpu.py]=--timeout
     [tests/cluster/pause-yield-test.sh]=--pauses [scripts/bench-dsm.sh]=--boot-timeout)
 declare -A bad=(
     [scripts/build-initramfs.sh]='--packages=No_Such' [scripts/run-guest.sh]='--timeout=soon'
     [scripts/demo.sh]='--boards=two' [scripts/bench-scale.sh]='--seconds=x'
     [scripts/bench-cluster.sh]='--slice=x' [scripts/bench-mpi.sh]='--ppn=x'
+    [scripts/bench-mpi-init.sh]='--repeat=x'
     [scripts/cluster.sh]='--nodes=x' [scripts/mpirun.sh]='--nodes=x'
     [scripts/host-cpu.py]='--timeout=x' [tests/cluster/pause-yield-test.sh]='--pauses=x'
     [scripts/bench-dsm.sh]='--boot-timeout=x')
