@@ -85,7 +85,9 @@
 #                         added to the guest image (build-initramfs.sh
 #                         --packages; also DN2_GUEST_PACKAGES)
 #       --mpi             the MPI image (build-initramfs.sh --mpi: Open MPI,
-#                         libfabric, NetPIPE, HPCC, mplrs; docs/mpi.md)
+#                         libfabric, NetPIPE, HPCC, mplrs, and under
+#                         /opt/dn2 the PMI library, PMIx server and provider
+#                         from the build; docs/mpi.md)
 #       --guest-release R the Debian release of the image's packages (--mpi,
 #                         --packages): bookworm (default) or trixie (Open
 #                         MPI 5; build-initramfs.sh --guest-release)

@@ -14,6 +14,7 @@ tests in tests/scripts/py/ call without booting anything.
   console         cluster.sh console: a raw terminal to a node's shell
   free_udp_ports  cluster.sh --ethernet, bench-cluster.sh: free UDP ports
   lock_profile    bench-cluster.sh --lock-profile: QEMU lock statistics
+  mpi_export      mpirun.sh, cluster.sh --mpi: the MPI image's /opt/dn2
   mpirun          mpirun.sh: options, plan, node script, launch
   mpirun_stream   mpirun.sh: the ranks' output, result.json, JUnit
   restore         cluster.sh restore: every node loads its state

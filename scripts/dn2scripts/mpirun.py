@@ -12,7 +12,6 @@ Exit status as mpirun.sh's header says: 2 usage error, 4 set-up, otherwise
 the first failed rank's or cluster.sh's.
 """
 import base64
-import filecmp
 import json
 import os
 import random
@@ -23,6 +22,7 @@ import subprocess
 import sys
 import time
 
+from dn2scripts import mpi_export
 from dn2scripts.cluster.cli import is_uint, usage_text
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # scripts/
@@ -329,12 +329,7 @@ def default_pmix_server():
 
 
 def default_provider():
-    p = os.environ.get("DN2_FI_PROVIDER", "")
-    if p:
-        return p
-    r = subprocess.run(["find", os.path.join(TOP, "build"), "-name", "libdimmnet2-fi.so", "-type", "f"],
-                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return (r.stdout.split("\n") or [""])[0]
+    return mpi_export.default_provider()
 
 
 def guest_mem(unpacked_kib, compressed_kib, ppn):
@@ -530,28 +525,13 @@ def board_sums(rundir):
     return "[mpirun] boards: " + " ".join("%s=%d" % (k, int(sums[k])) for k in keys)
 
 
-def cp_if_changed(src, dst):
-    if not (os.path.exists(dst) and filecmp.cmp(src, dst, shallow=False)):
-        subprocess.run(["cp", src, dst], check=True)
-
-
 def fill_export_mpi(o):
     """build/guest/export-mpi/, the bookworm MPI image's /opt/dn2 part: the
     PMI-1 library, the PMIx server and the provider built by meson."""
-    export_mpi = os.path.join(TOP, "build", "guest", "export-mpi")
-    pmi_lib = os.path.join(TOP, "build", "linux-guest", "pmi", "libpmi-dn2.so")
-    if not os.path.isfile(pmi_lib):
+    missing = mpi_export.fill(o.provider)
+    pmi_lib = mpi_export.paths()[1]
+    if pmi_lib in missing:
         raise Fail("%s is not built (meson compile -C build)" % pmi_lib)
-    os.makedirs(os.path.join(export_mpi, "lib"), exist_ok=True)
-    cp_if_changed(pmi_lib, os.path.join(export_mpi, "lib", "libpmi-dn2.so"))
-    # The PMIx server goes into every MPI image it is built for, so that the
-    # image stays the same whatever --pmi is.
-    if os.access(PMIX_SERVER, os.X_OK):
-        os.makedirs(os.path.join(export_mpi, "bin"), exist_ok=True)
-        cp_if_changed(PMIX_SERVER, os.path.join(export_mpi, "bin", "dn2-pmix-server"))
-    if o.provider:
-        os.makedirs(os.path.join(export_mpi, "lib", "libfabric"), exist_ok=True)
-        cp_if_changed(o.provider, os.path.join(export_mpi, "lib", "libfabric", "libdimmnet2-fi.so"))
 
 
 def launch(o, script_path, orig_args):

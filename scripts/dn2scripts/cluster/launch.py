@@ -18,6 +18,7 @@ import sys
 import time
 
 from . import lib, options, plan, restore, vt
+from .. import mpi_export
 from .cli import B, G, R, Y, N, Exit, Fail, Usage, say
 from .rundir import CLUSTER_DIR, HERE, SNAP_DIR, TOP, info_int, pid_alive, read_info
 
@@ -222,14 +223,7 @@ class Launcher:
                 ctx.accel_args = plan.pause_yield_args(ctx.accel_args)
             else:
                 say("note: --pause-yield on has no effect here: %s has no -accel tcg,pause-yield" % ctx.qemu_bin)
-        self.initrd_built = self.recorded_image()
-        if not self.initrd_built:
-            ia = (["--packages", o.packages] if o.packages else []) + (["--mpi"] if o.mpi_image else [])
-            ia += ["--guest-release", o.guest_release] if o.guest_release else []
-            r = subprocess.run(["bash", os.path.join(HERE, "build-initramfs.sh")] + ia, stdout=subprocess.PIPE)
-            if r.returncode != 0:
-                raise Fail("building the guest initramfs failed (scripts/build-initramfs.sh %s)" % " ".join(ia))
-            self.initrd_built = r.stdout.decode(errors="surrogateescape").rstrip("\n")
+        self.initrd_built = self.recorded_image() or self.build_image()
         # Guest memory: the image unpacks into it; without -m it is sized from the image.
         rc, size, err = lib.call("dn2_image_size", self.initrd_built)
         w = size.split()
@@ -321,6 +315,30 @@ class Launcher:
     # ------------------------------------------------------------ the mode
     # A run in host time (this class) or in virtual time (vtlaunch.VtLauncher,
     # which overrides these): the steps where the two differ.
+    def build_image(self):
+        """scripts/build-initramfs.sh for the options (it rebuilds only
+        when an input changed): the image's path."""
+        o = self.o
+        if o.mpi_image:
+            self.fill_mpi_export()
+        ia = (["--packages", o.packages] if o.packages else []) + (["--mpi"] if o.mpi_image else [])
+        ia += ["--guest-release", o.guest_release] if o.guest_release else []
+        r = subprocess.run(["bash", os.path.join(HERE, "build-initramfs.sh")] + ia, stdout=subprocess.PIPE)
+        if r.returncode != 0:
+            raise Fail("building the guest initramfs failed (scripts/build-initramfs.sh %s)" % " ".join(ia))
+        return r.stdout.decode(errors="surrogateescape").rstrip("\n")
+
+    def fill_mpi_export(self):
+        """The bookworm MPI image's /opt/dn2 (build/guest/export-mpi/) from
+        the build, as mpirun.sh fills it: ranks started by hand in a
+        cluster that mpirun.sh never ran on need the PMI library too."""
+        if self.o.guest_release not in ("", "bookworm"):
+            return      # (another release's image builds its own)
+        missing = mpi_export.fill(mpi_export.default_provider(environ=self.env))
+        if missing:
+            say("note: not built, so not in the MPI image's /opt/dn2: %s (meson compile -C build)"
+                % ", ".join(missing))
+
     def find_programs(self):
         """QEMU, the kernel, the switch and the device's globals: this
         build's (or DN2_SWITCH, DN2_DEVICE_GLOBALS)."""
