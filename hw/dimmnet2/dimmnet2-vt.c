@@ -24,6 +24,7 @@
 #include "qapi/visitor.h"
 #include "crypto/secret_common.h"
 #include "hw/core/cpu.h"
+#include "system/cpu-timers.h"
 #include "system/qtest.h"
 #include "system/runstate.h"
 #include "dimmnet2-int.h"
@@ -144,6 +145,11 @@ static bool dimmnet2_vt_idle(DN2State *s)
 
     if (qtest_enabled() || !s->vt.idle) {
         return false;           /* the test drives the clock: promise nothing */
+    }
+    if (!icount_all_accounted()) {
+        return false;           /* halted, but its last instructions are not
+                                 * on the clock yet: the clock read here is
+                                 * behind */
     }
     CPU_FOREACH(cpu) {
         if (!cpu->halted || cpu_has_work(cpu)) {
