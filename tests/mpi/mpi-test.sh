@@ -45,7 +45,7 @@
 # Without mpicc (and the programs not given) the test skips, naming the
 # remedy; with CI set that is a failure (tests/tap/tap-lib.sh).
 # Environment: DN2_MPI_CHECK, DN2_MPI_FAIL, DN2_MPI_BENCH (the programs;
-# default: built here with mpicc into build/tests/mpi/), DN2_MPI_TIMEOUT
+# default: built here with mpicc into build/mpi-test/bin/), DN2_MPI_TIMEOUT
 # (per run, 600).
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
@@ -66,9 +66,11 @@ fi
 # The plan once every point has run (their number depends on mpi-check's).
 tap_defer
 if [ -z "$prog_check" ] || [ -z "$prog_fail" ] || [ -z "$prog_bench" ]; then
-    mkdir -p "$top/build/tests/mpi"
-    prog_check=$top/build/tests/mpi/mpi-check prog_fail=$top/build/tests/mpi/mpi-fail
-    prog_bench=$top/build/tests/mpi/mpi-bench
+    # (into the test's own directory: meson's build/tests/mpi/ programs are
+    # other tests' while this runs, and a rebuilt binary under them changes
+    # a virtual-time test's guest between its two runs)
+    mkdir -p "$out/bin"
+    prog_check=$out/bin/mpi-check prog_fail=$out/bin/mpi-fail prog_bench=$out/bin/mpi-bench
     if ! mpicc -O2 -Wall -o "$prog_check" "$here/mpi-check.c" 2> "$out/mpicc.log" ||
        ! mpicc -O2 -Wall -o "$prog_fail" "$here/mpi-fail.c" 2>> "$out/mpicc.log" ||
        ! mpicc -O2 -Wall -o "$prog_bench" "$here/mpi-bench.c" 2>> "$out/mpicc.log"; then
