@@ -46,7 +46,7 @@
 # remedy; with CI set that is a failure (tests/tap/tap-lib.sh).
 # Environment: DN2_MPI_CHECK, DN2_MPI_FAIL, DN2_MPI_BENCH (the programs;
 # default: built here with mpicc into build/mpi-test/bin/), DN2_MPI_TIMEOUT
-# (per run, 600).
+# (per run, 600; the six-job run twice that).
 set -uo pipefail
 top=$(cd "$(dirname "$(realpath "$0")")/../.." && pwd)
 . "$top/tests/tap/tap-lib.sh"
@@ -192,8 +192,10 @@ run_check "shm, 1 node x 2 ranks" shm1x2 -np 2 --ppn 2 --net shm
 #   5. NPopenmpi over the boards
 #   6. hpcc over the boards
 # hpcc appends to hpccoutf.txt: each hpcc job starts without one.
+# Six jobs in one run: twice the per-run timeout (263 s on an idle host,
+# over 600 beside cluster-vt in the other lane).
 hpcc_cmd='rm -f hpccoutf.txt; hpcc || exit; [ ! -f hpccoutf.txt ] || grep -E "PASSED|FAILED|End of HPC|Latency_usec|Bandwidth_GBytes" hpccoutf.txt'
-mpi n2 -np 2 --keep-going --file "$here/data/hpccinf.txt" --file "$prog_fail" \
+mpi n2 -np 2 -t $((tmo * 2)) --keep-going --file "$here/data/hpccinf.txt" --file "$prog_fail" \
     --job "tcp:NPopenmpi -u 65536 -o /tmp/np.out" --job "tcp:$hpcc_cmd" \
     --job "tcp:./$fail_b abort" --job "tcp:./$fail_b exit" \
     --job "board:NPopenmpi -u 65536 -o /tmp/np.out" --job "board:$hpcc_cmd"
