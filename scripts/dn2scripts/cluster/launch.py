@@ -312,9 +312,6 @@ class Launcher:
             vt.write_nul(os.path.join(r, "options"), options.kept_options(o.args))
         self.seed_rundir()
 
-    # ------------------------------------------------------------ the mode
-    # A run in host time (this class) or in virtual time (vtlaunch.VtLauncher,
-    # which overrides these): the steps where the two differ.
     def build_image(self):
         """scripts/build-initramfs.sh for the options (it rebuilds only
         when an input changed): the image's path."""
@@ -339,6 +336,9 @@ class Launcher:
             say("note: not built, so not in the MPI image's /opt/dn2: %s (meson compile -C build)"
                 % ", ".join(missing))
 
+    # ------------------------------------------------------------ the mode
+    # A run in host time (this class) or in virtual time (vtlaunch.VtLauncher,
+    # which overrides these): the steps where the two differ.
     def find_programs(self):
         """QEMU, the kernel, the switch and the device's globals: this
         build's (or DN2_SWITCH, DN2_DEVICE_GLOBALS)."""
